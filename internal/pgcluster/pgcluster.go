@@ -1,0 +1,225 @@
+// Package pgcluster starts a private PostgreSQL server from the installed
+// server binaries (initdb, pg_ctl), listening only on 127.0.0.1.
+//
+// When the calling process runs as root, the server runs as the "postgres"
+// operating-system user, because PostgreSQL refuses to run as root.
+package pgcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// ErrNoBinaries means initdb or pg_ctl could not be found.
+var ErrNoBinaries = errors.New("PostgreSQL server binaries (initdb, pg_ctl) not found: " +
+	"install the PostgreSQL server (Debian/Ubuntu: apt-get install postgresql; PostgreSQL >= 14), " +
+	"put its bin directory on PATH, or point MS_TEST_PG_URL at a running server")
+
+// Options configure a cluster.
+type Options struct {
+	// Dir holds the data directory and the server log. An existing cluster
+	// in Dir is reused; empty means a new temporary directory, removed by Stop.
+	Dir string
+	// Settings are server parameters passed with -c, such as fsync=off.
+	Settings map[string]string
+	// Logger receives progress messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Cluster is a running private PostgreSQL server.
+type Cluster struct {
+	bin     string
+	dir     string
+	temp    bool
+	port    int
+	cred    *syscall.Credential
+	logger  *slog.Logger
+	stopped bool
+}
+
+// Start initializes the data directory if needed and starts the server on a
+// free port of 127.0.0.1, trusting local connections for the user postgres.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	bin, err := FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{bin: bin, dir: opts.Dir, logger: opts.Logger}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.dir == "" {
+		if c.dir, err = os.MkdirTemp("", "meterstore-pg-"); err != nil {
+			return nil, fmt.Errorf("pgcluster: %w", err)
+		}
+		c.temp = true
+	} else if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pgcluster: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		if c.cred, err = postgresUser(); err != nil {
+			c.cleanup()
+			return nil, err
+		}
+		if err := os.Chown(c.dir, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+			c.cleanup()
+			return nil, fmt.Errorf("pgcluster: %w", err)
+		}
+	}
+	if err := c.initdb(ctx); err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	// A free port can be taken between our probe and the server's bind;
+	// a few attempts make that race harmless.
+	for attempt := 0; ; attempt++ {
+		if c.port, err = freePort(); err == nil {
+			if err = c.start(ctx, opts.Settings); err == nil {
+				return c, nil
+			}
+		}
+		if attempt == 2 || ctx.Err() != nil {
+			c.cleanup()
+			return nil, err
+		}
+	}
+}
+
+// FindBinaries returns the directory holding initdb and pg_ctl: PATH first,
+// then the newest /usr/lib/postgresql/<version>/bin.
+func FindBinaries() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		dir := filepath.Dir(p)
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+			return dir, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int { return majorOf(b) - majorOf(a) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "pg_ctl")); err == nil {
+			return d, nil
+		}
+	}
+	return "", ErrNoBinaries
+}
+
+func majorOf(binDir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return n
+}
+
+// URL returns a connection string for database db as the user postgres.
+func (c *Cluster) URL(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, db)
+}
+
+// Port returns the server's TCP port on 127.0.0.1.
+func (c *Cluster) Port() int { return c.port }
+
+// Stop shuts the server down and removes a temporary data directory.
+func (c *Cluster) Stop(ctx context.Context) error {
+	if c.stopped {
+		return nil
+	}
+	c.stopped = true
+	err := c.run(ctx, "pg_ctl", "stop", "-D", c.dataDir(), "-m", "fast", "-w")
+	c.cleanup()
+	return err
+}
+
+func (c *Cluster) dataDir() string { return filepath.Join(c.dir, "data") }
+
+func (c *Cluster) cleanup() {
+	if c.temp {
+		os.RemoveAll(c.dir)
+	}
+}
+
+func (c *Cluster) initdb(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(c.dataDir(), "PG_VERSION")); err == nil {
+		return nil
+	}
+	c.logger.Info("initdb", "dir", c.dataDir())
+	return c.run(ctx, "initdb", "-D", c.dataDir(), "-U", "postgres", "--auth=trust",
+		"-E", "UTF8", "--locale=C", "--no-sync")
+}
+
+func (c *Cluster) start(ctx context.Context, settings map[string]string) error {
+	opts := []string{
+		"-p", strconv.Itoa(c.port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories=" + c.dir,
+	}
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		opts = append(opts, "-c", k+"="+settings[k])
+	}
+	c.logger.Info("starting PostgreSQL", "dir", c.dataDir(), "port", c.port)
+	err := c.run(ctx, "pg_ctl", "start", "-D", c.dataDir(), "-w", "-t", "60",
+		"-l", filepath.Join(c.dir, "server.log"), "-o", strings.Join(opts, " "))
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
+		return fmt.Errorf("%w\nserver log:\n%s", err, tail(log, 2000))
+	}
+	return nil
+}
+
+func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, name), args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Dir = c.dir
+	if c.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("pgcluster: %s %s: %w\n%s", name, args[0], err, tail(out.Bytes(), 2000))
+	}
+	return nil
+}
+
+func postgresUser() (*syscall.Credential, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("pgcluster: running as root needs the postgres OS user (installed with the server package): %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pgcluster: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
