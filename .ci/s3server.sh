@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Starts a local S3-compatible server (versitygw, posix backend) for the
+# blob package's S3 tests and prints the environment they need:
+#
+#     eval "$(.ci/s3server.sh)"       # start (or reuse) and export
+#     go test -race ./blob/...
+#     .ci/s3server.sh stop            # stop it and remove its data
+#
+# The server listens on 127.0.0.1 only, with fixed test credentials. Its data
+# lives in a fresh temporary directory. Diagnostics go to stderr; stdout
+# carries nothing but the export lines, so the eval above is safe.
+#
+# Environment: MS_S3_PORT (default 7070), MS_CACHE_DIR (default
+# $HOME/.cache/meterstore; the versitygw binary is installed under bin/).
+set -euo pipefail
+
+VERSITYGW_VERSION=v1.8.0
+PORT="${MS_S3_PORT:-7070}"
+ADDR="127.0.0.1:${PORT}"
+ACCESS_KEY=meterstore-test
+SECRET_KEY=meterstore-test-secret
+REGION=us-east-1
+CACHE="${MS_CACHE_DIR:-${HOME}/.cache/meterstore}"
+BIN="${CACHE}/bin/versitygw-${VERSITYGW_VERSION}"
+STATE="${CACHE}/s3server-${PORT}"   # pid file and data dir path
+
+log() { echo "s3server: $*" >&2; }
+
+exports() {
+	cat <<EOF
+export MS_TEST_S3_ENDPOINT=http://${ADDR}
+export AWS_ACCESS_KEY_ID=${ACCESS_KEY}
+export AWS_SECRET_ACCESS_KEY=${SECRET_KEY}
+export AWS_REGION=${REGION}
+EOF
+}
+
+# answers reports whether anything speaks HTTP on ADDR. An unsigned request
+# is refused with 403, which is an answer all the same.
+answers() {
+	local code
+	code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://${ADDR}/" || true)
+	[[ "${code}" != "000" && -n "${code}" ]]
+}
+
+running() {
+	[[ -f "${STATE}/pid" ]] && kill -0 "$(cat "${STATE}/pid")" 2>/dev/null
+}
+
+stop() {
+	if running; then
+		kill "$(cat "${STATE}/pid")"
+		log "stopped pid $(cat "${STATE}/pid")"
+	fi
+	if [[ -f "${STATE}/datadir" ]]; then
+		rm -rf "$(cat "${STATE}/datadir")"
+	fi
+	rm -rf "${STATE}"
+}
+
+if [[ "${1:-start}" == stop ]]; then
+	stop
+	exit 0
+fi
+
+# The version is part of the binary's name so that bumping
+# VERSITYGW_VERSION rebuilds instead of reusing a stale binary.
+if [[ ! -x "${BIN}" ]]; then
+	log "building versitygw ${VERSITYGW_VERSION} (about a minute, once)"
+	tmpbin=$(mktemp -d)
+	(cd "${tmpbin}" && GOBIN="${tmpbin}" \
+		go install "github.com/versity/versitygw/cmd/versitygw@${VERSITYGW_VERSION}") >&2
+	mkdir -p "$(dirname "${BIN}")"
+	mv "${tmpbin}/versitygw" "${BIN}"
+	rm -rf "${tmpbin}"
+fi
+
+if running && answers; then
+	log "reusing server pid $(cat "${STATE}/pid") on ${ADDR}"
+	exports
+	exit 0
+fi
+stop
+if answers; then
+	log "${ADDR} is taken by a process this script did not start; set MS_S3_PORT"
+	exit 1
+fi
+
+mkdir -p "${STATE}"
+data=$(mktemp -d "${TMPDIR:-/tmp}/meterstore-s3.XXXXXX")
+echo "${data}" >"${STATE}/datadir"
+mkdir -p "${data}/root"
+
+# Object metadata stays in xattrs (the default), not in a --sidecar
+# directory: v1.8.0 writes sidecar metadata, including the ETag that
+# If-None-Match tests for, before it links the object's file, so a writer
+# refused with 412 can find no object yet. Xattrs live on the inode and
+# appear with the link. versitygw refuses to start on a file system without
+# user xattrs; then point TMPDIR elsewhere.
+nohup "${BIN}" --access "${ACCESS_KEY}" --secret "${SECRET_KEY}" \
+	--region "${REGION}" --port "${ADDR}" --quiet \
+	posix "${data}/root" \
+	>"${data}/server.log" 2>&1 </dev/null &
+echo $! >"${STATE}/pid"
+
+for _ in $(seq 1 100); do
+	if answers; then
+		log "versitygw ${VERSITYGW_VERSION} pid $(cat "${STATE}/pid") on ${ADDR}, data ${data}"
+		exports
+		exit 0
+	fi
+	if ! running; then
+		break
+	fi
+	sleep 0.1
+done
+log "server did not come up; its log:"
+cat "${data}/server.log" >&2
+stop
+exit 1
