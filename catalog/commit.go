@@ -1,0 +1,269 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"github.com/meterstore/meterstore/blob"
+	"github.com/meterstore/meterstore/consensus"
+)
+
+// CreateTable implements catalog.Catalog. Tables are created in format
+// version 2 unless the properties ask otherwise.
+func (c *Catalog) CreateTable(ctx context.Context, ident table.Identifier, sc *iceberg.Schema, opts ...icecatalog.CreateTableOpt) (*table.Table, error) {
+	ns, name, err := split(ident)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.requireNamespace(ctx, ns); err != nil {
+		return nil, err
+	}
+	var cfg icecatalog.CreateTableCfg
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	loc := cfg.Location
+	if loc == "" {
+		loc = c.tableLocation(ns, name)
+	}
+	props := iceberg.Properties{table.PropertyFormatVersion: "2"}
+	maps.Copy(props, cfg.Properties)
+	sort := cfg.SortOrder
+	if sort.Fields() == nil && sort.OrderID() == 0 {
+		sort = table.UnsortedSortOrder
+	}
+	md, err := table.NewMetadata(sc, cfg.PartitionSpec, sort, loc, props)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: create %s.%s: %w", ns, name, err)
+	}
+	h, ok, err := c.head(ctx, ns, name)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: create %s.%s: %w", ns, name, err)
+	}
+	expected := consensus.Empty
+	if ok {
+		if !h.Dropped {
+			return nil, fmt.Errorf("%w: %s.%s", icecatalog.ErrTableAlreadyExists, ns, name)
+		}
+		expected = h.Seq // a dropped table's name may be taken again
+	}
+	// Register first: a name registered for a table that never got created
+	// is filtered out by ListTables, while the reverse order could leave a
+	// table that no listing shows.
+	if err := c.register(ctx, ns, name, true); err != nil {
+		return nil, err
+	}
+	if _, _, err := c.commit(ctx, ident, expected, nil, md); err != nil {
+		if errors.Is(err, table.ErrCommitFailed) {
+			return nil, fmt.Errorf("%w: %s.%s: %w", icecatalog.ErrTableAlreadyExists, ns, name, err)
+		}
+		return nil, err
+	}
+	return c.LoadTable(ctx, ident)
+}
+
+// CommitTable implements table.CatalogIO: it applies updates to the
+// current metadata if requirements hold and appends the result to the log.
+// A concurrent commit makes it fail with table.ErrCommitFailed, which
+// iceberg-go's commit retries answer by refreshing and replaying.
+func (c *Catalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	ns, name, err := split(ident)
+	if err != nil {
+		return nil, "", err
+	}
+	h, ok, err := c.head(ctx, ns, name)
+	if err != nil {
+		return nil, "", fmt.Errorf("catalog: commit %s.%s: %w", ns, name, err)
+	}
+	var (
+		current  table.Metadata
+		base     table.Metadata
+		baseLoc  string
+		expected = consensus.Empty
+	)
+	if ok {
+		expected = h.Seq
+	}
+	if ok && !h.Dropped {
+		t, err := c.open(ctx, ident, h.MetadataLocation)
+		if err != nil {
+			return nil, "", err
+		}
+		current, base, baseLoc = t.Metadata(), t.Metadata(), h.MetadataLocation
+	} else {
+		if err := c.requireNamespace(ctx, ns); err != nil {
+			return nil, "", err
+		}
+		if base, err = table.NewMetadata(iceberg.NewSchema(0), nil, table.UnsortedSortOrder, "", nil); err != nil {
+			return nil, "", err
+		}
+	}
+	for _, r := range reqs {
+		if err := r.Validate(current); err != nil {
+			return nil, "", fmt.Errorf("%w: %s.%s: %w", table.ErrCommitFailed, ns, name, err)
+		}
+	}
+	next, err := table.UpdateTableMetadata(base, updates, baseLoc)
+	if err != nil {
+		return nil, "", fmt.Errorf("catalog: commit %s.%s: %w", ns, name, err)
+	}
+	if current != nil && next.Equals(current) {
+		return current, h.MetadataLocation, nil
+	}
+	if current == nil {
+		if err := c.register(ctx, ns, name, true); err != nil {
+			return nil, "", err
+		}
+	}
+	loc, _, err := c.commit(ctx, ident, expected, current, next)
+	if err != nil {
+		return nil, "", err
+	}
+	return next, loc, nil
+}
+
+// commit writes next as a new metadata file and appends its location to
+// the table's log at expected+1.
+func (c *Catalog) commit(ctx context.Context, ident table.Identifier, expected int64, base, next table.Metadata) (string, int64, error) {
+	ns, name := ident[0], ident[1]
+	if c.check != nil {
+		if err := c.check(ident, base, next); err != nil {
+			return "", 0, fmt.Errorf("catalog: commit %s.%s refused: %w", ns, name, err)
+		}
+	}
+	data, err := json.Marshal(next)
+	if err != nil {
+		return "", 0, fmt.Errorf("catalog: commit %s.%s: %w", ns, name, err)
+	}
+	version := expected + 2 // the N of v<N>.metadata.json, from 1
+	loc := fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", next.Location(), version, uuid.NewString())
+	key, err := c.wh.key(loc)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := c.wh.Bucket.PutIfAbsent(ctx, key, data); err != nil {
+		return "", 0, fmt.Errorf("catalog: commit %s.%s: write metadata: %w", ns, name, err)
+	}
+	seq, err := c.append(ctx, c.tableShard(ns, name), expected, Commit{MetadataLocation: loc})
+	if errors.Is(err, errLost) {
+		if derr := c.wh.Bucket.Delete(ctx, key); derr != nil {
+			c.logger.Warn("catalog: remove the metadata of a lost commit", "key", key, "err", derr)
+		}
+		return "", 0, fmt.Errorf("catalog: commit %s.%s: %w", ns, name, err)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("catalog: commit %s.%s (its metadata %s is kept): %w", ns, name, loc, err)
+	}
+	c.publish(ctx, ident, seq, data)
+	return loc, seq, nil
+}
+
+// publish mirrors commit seq as metadata/v<N>.metadata.json and points
+// metadata/version-hint.text at it, for readers that know no catalog. It
+// also repairs the previous version's mirror, which a crash may have
+// skipped. Failures are logged, not returned: the commit has happened.
+func (c *Catalog) publish(ctx context.Context, ident table.Identifier, seq int64, data []byte) {
+	md, err := table.ParseMetadataBytes(data)
+	if err != nil {
+		c.logger.Warn("catalog: publish", "table", ident, "err", err)
+		return
+	}
+	dir, err := c.wh.key(md.Location() + "/metadata")
+	if err != nil {
+		c.logger.Warn("catalog: publish", "table", ident, "err", err)
+		return
+	}
+	if seq > 0 {
+		c.repairMirror(ctx, ident, dir, seq-1)
+	}
+	version := seq + 1
+	if err := c.wh.Bucket.PutIfAbsent(ctx, fmt.Sprintf("%s/v%d.metadata.json", dir, version), data); err != nil && !errors.Is(err, blob.ErrExists) {
+		c.logger.Warn("catalog: publish metadata mirror", "table", ident, "version", version, "err", err)
+		return
+	}
+	// The hint only moves forward: a slow publisher must not point it back.
+	hint := dir + "/version-hint.text"
+	if old, err := c.wh.Bucket.Get(ctx, hint); err == nil {
+		if n, err := strconv.ParseInt(string(old), 10, 64); err == nil && n >= version {
+			return
+		}
+	}
+	if err := c.wh.Bucket.Put(ctx, hint, []byte(strconv.FormatInt(version, 10))); err != nil {
+		c.logger.Warn("catalog: publish version hint", "table", ident, "version", version, "err", err)
+	}
+}
+
+func (c *Catalog) repairMirror(ctx context.Context, ident table.Identifier, dir string, seq int64) {
+	mirror := fmt.Sprintf("%s/v%d.metadata.json", dir, seq+1)
+	if _, err := c.wh.Bucket.Get(ctx, mirror); !errors.Is(err, blob.ErrNotFound) {
+		return
+	}
+	es, err := c.log.Scan(ctx, c.tableShard(ident[0], ident[1]), seq, 1)
+	if err != nil || len(es) != 1 || es[0].SeqNo != seq {
+		return
+	}
+	prev, err := decodeCommit(es[0])
+	if err != nil || prev.Dropped {
+		return
+	}
+	key, err := c.wh.key(prev.MetadataLocation)
+	if err != nil {
+		return
+	}
+	data, err := c.wh.Bucket.Get(ctx, key)
+	if err != nil {
+		return
+	}
+	if err := c.wh.Bucket.PutIfAbsent(ctx, mirror, data); err == nil {
+		c.logger.Info("catalog: repaired a skipped metadata mirror", "table", ident, "version", seq+1)
+	}
+}
+
+// LoadTable implements catalog.Catalog and table.CatalogIO.
+func (c *Catalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	h, err := c.current(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return c.open(ctx, ident, h.MetadataLocation)
+}
+
+func (c *Catalog) open(ctx context.Context, ident table.Identifier, loc string) (*table.Table, error) {
+	t, err := table.NewFromLocation(ctx, ident, loc, icebergio.LoadFSFunc(c.wh.Props, loc), c)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: load %s: %w", loc, err)
+	}
+	return t, nil
+}
+
+// CheckTableExists implements catalog.Catalog.
+func (c *Catalog) CheckTableExists(ctx context.Context, ident table.Identifier) (bool, error) {
+	_, err := c.current(ctx, ident)
+	if errors.Is(err, icecatalog.ErrNoSuchTable) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// DropTable implements catalog.Catalog. The drop is an entry in the
+// table's log; files stay where they are (see PurgeTable in the cold tier).
+func (c *Catalog) DropTable(ctx context.Context, ident table.Identifier) error {
+	h, err := c.current(ctx, ident)
+	if err != nil {
+		return err
+	}
+	ns, name := ident[0], ident[1]
+	if _, err := c.append(ctx, c.tableShard(ns, name), h.Seq, Commit{Dropped: true}); err != nil {
+		return fmt.Errorf("catalog: drop %s.%s: %w", ns, name, err)
+	}
+	return c.register(ctx, ns, name, false)
+}

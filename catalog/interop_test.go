@@ -1,0 +1,76 @@
+package catalog_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+)
+
+// TestInteropPyIceberg has PyIceberg read a table we wrote, through the
+// table directory and through our REST catalog. Python with pyiceberg and
+// pyarrow must be installed (.ci/run installs them); without them the test
+// fails in CI and is skipped elsewhere.
+func TestInteropPyIceberg(t *testing.T) {
+	if err := exec.Command("python3", "-c", "import pyiceberg, pyarrow").Run(); err != nil {
+		const msg = "python3 with pyiceberg and pyarrow is required: pip install pyiceberg pyarrow"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg, err)
+		}
+		t.Skip(msg)
+	}
+	c := backends()[1].open(t)
+	tbl := createTable(t, c, "power", nil)
+	const n = 300
+	tbl, err := appendRows(t, tbl, "first", n, iceberg.Properties{"meterstore.watermark": "2026-01-31T23:00:00Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = appendRows(t, tbl, "second", 20, iceberg.Properties{"meterstore.watermark": "2026-02-01T00:00:00Z"}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler(nil))
+	defer srv.Close()
+
+	var writers []string
+	var values []float64
+	for _, w := range []struct {
+		name string
+		n    int
+	}{{"first", n}, {"second", 20}} {
+		for i := range w.n {
+			writers = append(writers, fmt.Sprintf("%s-%d", w.name, i))
+			values = append(values, float64(i)/4)
+		}
+	}
+	want := map[string]any{
+		"table_dir": c.Warehouse().Root + "/metering/power",
+		"rest_uri":  srv.URL,
+		"fields": [][]any{
+			{1, "malo_id", "string", true},
+			{2, "from", "timestamptz", true},
+			{3, "value", "double", true},
+			{4, "writer", "string", true},
+		},
+		"spec":          [][]any{{2, "month", "from_month"}},
+		"summary_key":   "meterstore.watermark",
+		"summary_value": "2026-02-01T00:00:00Z",
+		"writers":       writers,
+		"values":        values,
+	}
+	spec := filepath.Join(t.TempDir(), "want.json")
+	data, _ := json.Marshal(want)
+	if err := os.WriteFile(spec, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), "python3", "testdata/interop.py", spec).CombinedOutput()
+	t.Logf("pyiceberg:\n%s", out)
+	if err != nil {
+		t.Fatalf("pyiceberg failed: %v", err)
+	}
+}
