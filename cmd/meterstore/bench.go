@@ -98,6 +98,18 @@ func printBench(w io.Writer, r *consensusbench.Result) {
 		}
 	}
 	tw.Flush()
+	// The seed's metastability question: does latency come back once the
+	// load falls to where it was before the overload?
+	for _, m := range r.Modes {
+		last := m.Steps[len(m.Steps)-1]
+		for _, s := range m.Steps[:len(m.Steps)-1] {
+			if s.Load == last.Load && s.P50ms > 0 && s.P99ms > 0 {
+				fmt.Fprintf(w, "%s: final %.0f%% step vs the same load before overload: p50 x%.2f, p99 x%.2f, committed/s x%.2f\n",
+					m.Isolation, last.Load*100, last.P50ms/s.P50ms, last.P99ms/s.P99ms, last.CommittedPS/s.CommittedPS)
+				break
+			}
+		}
+	}
 	if len(r.Modes) == 2 && len(r.Modes[0].Steps) == len(r.Modes[1].Steps) && r.Modes[0].ClosedPS > 0 {
 		rc, ser := r.Modes[0], r.Modes[1]
 		fmt.Fprintf(w, "\nSERIALIZABLE / READ COMMITTED: closed loop %.2f", ser.ClosedPS/rc.ClosedPS)
