@@ -98,6 +98,13 @@ func printBench(w io.Writer, r *consensusbench.Result) {
 		}
 	}
 	tw.Flush()
+	for _, m := range r.Modes {
+		for i, s := range m.Steps {
+			if s.FirstError != "" {
+				fmt.Fprintf(w, "%s step %d: first error: %s\n", m.Isolation, i, s.FirstError)
+			}
+		}
+	}
 	// The seed's metastability question: does latency come back once the
 	// load falls to where it was before the overload?
 	for _, m := range r.Modes {

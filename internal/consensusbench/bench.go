@@ -64,6 +64,7 @@ type Step struct {
 	Mismatches  int64   `json:"mismatches"`
 	Retryable   int64   `json:"retryable_failures"` // serialization failures, deadlocks
 	Errors      int64   `json:"errors"`             // anything else
+	FirstError  string  `json:"first_error,omitempty"`
 	Backlog     int64   `json:"unserved_at_end"`
 	SIReadMax   int64   `json:"siread_locks_max"`
 	SIReadMean  float64 `json:"siread_locks_mean"`
@@ -274,6 +275,7 @@ func (w *writer) openStep(ctx context.Context, admin *pgx.Conn, poolCfg *pgxpool
 		mismatches, backlog atomic.Int64
 		retryable           atomic.Int64
 		wg                  sync.WaitGroup
+		firstErr            sync.Once
 	)
 	for range w.c.MaxInFlight {
 		wg.Go(func() {
@@ -295,6 +297,7 @@ func (w *writer) openStep(ctx context.Context, admin *pgx.Conn, poolCfg *pgxpool
 					retryable.Add(1)
 				case err != nil:
 					errs.Add(1)
+					firstErr.Do(func() { st.FirstError = err.Error() })
 				case committed:
 					ok.Add(1)
 				default:
