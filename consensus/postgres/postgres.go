@@ -179,6 +179,9 @@ func (l *Log) CompareAndSet(ctx context.Context, shard string, expected int64, d
 	if err := consensus.ValidateCompareAndSet(shard, expected, data); err != nil {
 		return 0, fmt.Errorf("consensus/postgres: compare-and-set: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("consensus/postgres: compare-and-set %q: %w", shard, err) // nothing sent
+	}
 	if data == nil {
 		data = []byte{} // nil would be sent as NULL
 	}
@@ -211,6 +214,9 @@ func (l *Log) CompareAndSet(ctx context.Context, shard string, expected int64, d
 func (l *Log) Truncate(ctx context.Context, shard string, cut int64) (int64, error) {
 	if err := consensus.ValidateTruncate(shard, cut); err != nil {
 		return 0, fmt.Errorf("consensus/postgres: truncate: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("consensus/postgres: truncate %q: %w", shard, err) // nothing sent
 	}
 	var ok bool
 	var n int64
