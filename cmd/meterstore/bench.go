@@ -17,6 +17,7 @@ import (
 func newBench() *cobra.Command {
 	bench := &cobra.Command{Use: "bench", Short: "Measure MeterStore's components"}
 	bench.AddCommand(newBenchConsensus())
+	bench.AddCommand(newBenchIngest())
 	return bench
 }
 

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/meterstore/meterstore/internal/hot/hotbench"
+	"github.com/meterstore/meterstore/internal/pgcluster"
+	"github.com/meterstore/meterstore/metering"
+	"github.com/spf13/cobra"
+)
+
+func newBenchIngest() *cobra.Command {
+	c := hotbench.DefaultConfig()
+	var pgURL, jsonPath, day string
+	cmd := &cobra.Command{
+		Use:   "ingest",
+		Short: "Readings per second into the hot tier, against raw COPY, with and without exclusion constraints",
+		Long: `Writes one day of quarter-hour load profiles (default 10,000 meters, 3% of
+meter-days corrected under a higher version) in batches, four ways on the same
+server in one run: raw COPY into a plain table with the hot table's columns,
+the same with its primary key (for reference), and the hot tier's Write with
+and without the GiST exclusion constraints. The variants take turns batch by
+batch. Ratios are against raw COPY.
+Without --pg-url it starts a private PostgreSQL server with default settings.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c.Logger = logger()
+			d, err := metering.ParseDate(day)
+			if err != nil {
+				return err
+			}
+			c.Fixture.Day = d
+			url := pgURL
+			if url == "" {
+				cl, err := pgcluster.Start(ctx, pgcluster.Options{Logger: c.Logger})
+				if err != nil {
+					return err
+				}
+				defer cl.Stop(context.Background())
+				url = cl.URL("postgres")
+			}
+			cfg, err := pgxpool.ParseConfig(url)
+			if err != nil {
+				return err
+			}
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			res, err := hotbench.Run(ctx, pool, c)
+			if err != nil {
+				return err
+			}
+			printIngest(cmd.OutOrStdout(), res)
+			out, _ := json.MarshalIndent(res, "", "  ")
+			if jsonPath != "" {
+				if err := os.WriteFile(jsonPath, out, 0o644); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\n%s\n", out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&pgURL, "pg-url", "", "PostgreSQL server to measure (default: a private one)")
+	f.StringVar(&jsonPath, "json", "", "also write the JSON result to this file")
+	f.StringVar(&day, "day", c.Fixture.Day.String(), "Berlin day of the readings (a clock-change day has 92 or 100 quarter hours)")
+	f.IntVar(&c.Fixture.Meters, "meters", c.Fixture.Meters, "meters, one meter-day each")
+	f.Float64Var(&c.Fixture.CorrectionRate, "corrections", c.Fixture.CorrectionRate, "share of meter-days delivered again under a higher version")
+	f.IntVar(&c.Fixture.MetersPerBatch, "batch", c.Fixture.MetersPerBatch, "meter-days per batch (96 readings each on an ordinary day)")
+	f.Uint64Var(&c.Fixture.Seed, "seed", c.Fixture.Seed, "seed of the generated values")
+	return cmd
+}
+
+func printIngest(w io.Writer, r *hotbench.Result) {
+	fmt.Fprintf(w, "PostgreSQL %s, GOMAXPROCS %d: %d readings (%d meters, %.0f%% corrected) in %d batches\n\n",
+		r.Server, r.GOMAXPROCS, r.Rows, r.Fixture.Meters, r.Fixture.CorrectionRate*100, r.Batches)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "variant\tseconds\treadings/s\tvs raw COPY\trows stored\t\n")
+	for _, v := range r.Variants {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%d\t\n", v.Name, v.Seconds, v.ReadingsPerSec, v.Ratio, v.Rows)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\ngoal: %q >= 0.50 and %q >= 0.80 of raw COPY\n", hotbench.Exclusion, hotbench.NoExclusion)
+}

@@ -1,0 +1,62 @@
+// Package hot is the PostgreSQL tier of MeterStore: the recent readings
+// that are still being corrected, in declared tables range-partitioned on
+// the interval start.
+//
+// # Tables
+//
+// A Table declares a table's time model (Interval or Point), its extra
+// columns (identity columns join the merge key, attribute columns do not;
+// either may be restricted to coded values), its accepted resolutions and
+// its partition width. Tier.Ensure creates the partitioned parent with a
+// CHECK constraint for every id and code, the primary key (merge key plus
+// version), and a row in the metadata table hot_tables; declaring the table
+// again with a different key, time model or columns is refused.
+//
+// # Partitions
+//
+// Partitions are daily or monthly, aligned to UTC so that each is a whole
+// number of the cold tier's day(from) or month(from) partitions, and named
+// <table>_pYYYYMMDD after the day they begin. Tier.EnsurePartitions keeps
+// them ahead of now by the table's headroom. They are never created with
+// CREATE TABLE ... PARTITION OF, which takes ACCESS EXCLUSIVE on the parent
+// and so queues every reader and writer behind any long query: a partition
+// is built standalone, given a CHECK on its bound and its integrity
+// constraints while no one can see it, attached under SHARE UPDATE
+// EXCLUSIVE, and the CHECK dropped again. Every DDL statement runs under a
+// lock timeout (Options.DDLLockTimeout, 3s by default); one that times out
+// changes nothing and returns an error wrapping ErrDeferred.
+//
+// # Integrity
+//
+// A batch is refused, whole, for a malformed row (Write checks ids, codes
+// and the interval grid in Go; CHECK constraints repeat that for other
+// clients), for a row without an attached partition, for a value restated
+// under an existing key and version, for a reading delivered by two network
+// operators, and for overlapping intervals of one series within a version.
+// Redelivering an identical row is a no-op.
+//
+// Intervals must lie on the grid of their resolution (quarter hours at :00,
+// :15, :30, :45; days from Berlin midnight, gas days from 06:00; ...), so
+// two intervals of a series are nested or disjoint, and two of the same
+// resolution overlap only when equal. By default GiST exclusion constraints
+// (btree_gist) enforce, per partition, one network operator per reading
+// and, in tables of several resolutions, no overlap within a version;
+// Write additionally checks the pairs that cross partitions. A table
+// declared NoExclusion has no exclusion constraints: Write serializes its
+// writers per partition with advisory locks and checks every row against
+// the stored ones before inserting. That is several times faster and as
+// safe for writes through Write, but does not cover other clients.
+//
+// # Writes and scans
+//
+// Tier.Write copies a batch into a temporary staging table and inserts it
+// with one INSERT ... SELECT, in one transaction, and reports per row
+// whether it was inserted or already present. Tier.Scan streams the rows of
+// the attached partitions in primary key order.
+//
+// # Errors
+//
+// Every error is an *Error whose Kind says who is at fault; IsRetryable
+// is true for Unavailable (a lost connection, a lock not had in time), and
+// Rows names the offending rows of a refused batch.
+package hot

@@ -1,0 +1,283 @@
+package hotbench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/internal/hot/pgnum"
+	"github.com/meterstore/meterstore/metering"
+)
+
+// The variants a run measures.
+const (
+	RawCopy     = "raw COPY"               // COPY into a plain table with the same columns
+	RawCopyPK   = "raw COPY + primary key" // the same, with the hot table's primary key, for reference
+	Exclusion   = "hot, exclusion"         // hot.Tier.Write, exclusion constraints (the default)
+	NoExclusion = "hot, no exclusion"      // hot.Tier.Write, NoExclusion: checks in the write path
+)
+
+// Config configures a run.
+type Config struct {
+	Fixture Fixture
+	// Variants to measure, in addition to RawCopy, which every ratio is
+	// taken against; nil means all.
+	Variants []string
+	Logger   *slog.Logger
+}
+
+// DefaultConfig measures every variant on DefaultFixture.
+func DefaultConfig() Config { return Config{Fixture: DefaultFixture()} }
+
+// Result is the outcome of a run.
+type Result struct {
+	Server     string    `json:"server"`
+	GOMAXPROCS int       `json:"gomaxprocs"`
+	Fixture    Fixture   `json:"fixture"`
+	Rows       int       `json:"rows"`
+	Batches    int       `json:"batches"`
+	Variants   []Variant `json:"variants"`
+}
+
+// Variant is one variant's measurement.
+type Variant struct {
+	Name           string  `json:"name"`
+	Seconds        float64 `json:"seconds"` // time spent in its writes
+	ReadingsPerSec float64 `json:"readings_per_sec"`
+	// Ratio is ReadingsPerSec over that of RawCopy.
+	Ratio float64 `json:"ratio_to_raw_copy"`
+	Rows  int64   `json:"rows_stored"` // counted after the run
+}
+
+// Run writes the fixture with every variant into fresh tables of a schema
+// it creates and drops again. The variants take turns batch by batch, in
+// rotating order, so that whatever else loads the machine, checkpoints
+// included, falls on all of them alike.
+func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Result, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	variants := []string{RawCopy}
+	want := cfg.Variants
+	if want == nil {
+		want = []string{RawCopyPK, Exclusion, NoExclusion}
+	}
+	for _, v := range want {
+		switch v {
+		case RawCopy:
+		case RawCopyPK, Exclusion, NoExclusion:
+			variants = append(variants, v)
+		default:
+			return nil, fmt.Errorf("hotbench: unknown variant %q", v)
+		}
+	}
+	cal, err := metering.NewCalendar()
+	if err != nil {
+		return nil, err
+	}
+	gen, err := cfg.Fixture.Start(cal)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{GOMAXPROCS: runtime.GOMAXPROCS(0), Fixture: cfg.Fixture, Rows: gen.Rows()}
+	if err := pool.QueryRow(ctx, `SHOW server_version`).Scan(&res.Server); err != nil {
+		return nil, err
+	}
+
+	schema := fmt.Sprintf("meterstore_bench_%d", time.Now().UnixNano())
+	defer func() {
+		_, err := pool.Exec(context.WithoutCancel(ctx), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+		if err != nil {
+			log.Warn("hotbench: dropping the bench schema", "schema", schema, "err", err)
+		}
+	}()
+	s, err := NewSetup(ctx, pool, schema, variants, gen)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pool.Exec(ctx, `CHECKPOINT`); err != nil {
+		log.Info("hotbench: no checkpoint before the run (needs superuser or pg_checkpoint)", "err", err)
+	}
+	spent := make([]time.Duration, len(variants))
+	start := time.Now()
+	for b := 0; ; b++ {
+		batch := gen.Next()
+		if batch == nil {
+			break
+		}
+		res.Batches++
+		for k := range variants {
+			i := (b + k) % len(variants)
+			t0 := time.Now()
+			if err := s.Write(ctx, variants[i], batch); err != nil {
+				return nil, fmt.Errorf("hotbench: %s, batch %d: %w", variants[i], b, err)
+			}
+			spent[i] += time.Since(t0)
+		}
+		if b%20 == 19 {
+			log.Info("hotbench: progress", "batches", b+1, "elapsed", time.Since(start).Round(time.Second))
+		}
+	}
+	for i, v := range variants {
+		n, err := s.Count(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		res.Variants = append(res.Variants, Variant{
+			Name:           v,
+			Seconds:        spent[i].Seconds(),
+			ReadingsPerSec: float64(res.Rows) / spent[i].Seconds(),
+			Rows:           n,
+		})
+	}
+	for i := range res.Variants {
+		res.Variants[i].Ratio = res.Variants[i].ReadingsPerSec / res.Variants[0].ReadingsPerSec
+	}
+	return res, nil
+}
+
+// A Setup holds the tables of the variants.
+type Setup struct {
+	pool   *pgxpool.Pool
+	tier   *hot.Tier
+	cal    *metering.Calendar
+	tables map[string]*hot.Table
+	raw    map[string]pgx.Identifier // a raw variant's table
+}
+
+// NewSetup creates, in schema, a hot table per hot variant with partitions for
+// the fixture's span, and a plain table per raw variant with the same
+// columns: created LIKE the hot table, which copies names, types and NOT
+// NULL, and nothing else.
+func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants []string, gen *Generator) (*Setup, error) {
+	tier, err := hot.New(pool, hot.Options{Schema: schema})
+	if err != nil {
+		return nil, err
+	}
+	cal, err := metering.NewCalendar()
+	if err != nil {
+		return nil, err
+	}
+	s := &Setup{pool: pool, tier: tier, cal: cal, tables: map[string]*hot.Table{}, raw: map[string]pgx.Identifier{}}
+	from, to := gen.Span()
+	decl := func(name string, noExcl, partitions bool) (*hot.Table, error) {
+		t := &hot.Table{
+			Name:        name,
+			TimeModel:   hot.Interval,
+			Commodity:   metering.Electricity,
+			Resolutions: []metering.Resolution{metering.QuarterHour},
+			Width:       hot.Daily,
+			NoExclusion: noExcl,
+		}
+		if err := tier.Ensure(ctx, t); err != nil || !partitions {
+			return t, err
+		}
+		_, err := tier.CreatePartitions(ctx, t, from, to.Add(-time.Microsecond))
+		return t, err
+	}
+	for _, v := range variants {
+		switch v {
+		case Exclusion, NoExclusion:
+			t, err := decl(map[string]string{Exclusion: "lastgang_excl", NoExclusion: "lastgang_noexcl"}[v], v == NoExclusion, true)
+			if err != nil {
+				return nil, err
+			}
+			s.tables[v] = t
+		}
+	}
+	// The raw tables copy the columns of a hot table declared for the
+	// purpose, the same whichever hot variants run.
+	model, err := decl("lastgang_model", true, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range variants {
+		q := map[string]string{RawCopy: "raw", RawCopyPK: "raw_pk"}[v]
+		if q == "" {
+			continue
+		}
+		id := pgx.Identifier{schema, q}
+		like := `CREATE TABLE ` + id.Sanitize() + ` (LIKE ` + pgx.Identifier{schema, model.Name}.Sanitize()
+		ddl := like + `)`
+		if v == RawCopyPK {
+			ddl = like + `, PRIMARY KEY (malo_id, obis_code, "from", version))`
+		}
+		if _, err := pool.Exec(ctx, ddl); err != nil {
+			return nil, err
+		}
+		s.raw[v] = id
+	}
+	return s, nil
+}
+
+// Write writes a batch with variant v.
+func (s *Setup) Write(ctx context.Context, v string, batch []hot.Reading) error {
+	if t := s.tables[v]; t != nil {
+		_, err := s.tier.Write(ctx, t, batch)
+		return err
+	}
+	return s.copyRaw(ctx, s.raw[v], batch)
+}
+
+// Count returns the rows variant v stored.
+func (s *Setup) Count(ctx context.Context, v string) (int64, error) {
+	name := s.raw[v].Sanitize()
+	if t := s.tables[v]; t != nil {
+		name = pgx.Identifier{s.tier.Schema(), t.Name}.Sanitize()
+	}
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+name).Scan(&n)
+	return n, err
+}
+
+// rawColumns are the columns raw COPY sends: those the hot write sends,
+// plus recorded_at, which the hot table defaults.
+var rawColumns = []string{"malo_id", "melo_id", "obis_code", "sparte", "from", "to", "value", "unit",
+	"quality", "resolution", "version", "version_scope", "recorded_at", "balancing_day", "subject_id"}
+
+type rawRow struct {
+	src                            *hot.Reading
+	sparte, unit, quality, resolut string
+	value                          pgnum.Micro
+	version                        pgnum.Uint
+	day                            time.Time
+}
+
+// copyRaw is raw COPY at its best: no checks, and the same encoding as the
+// hot write, so that only what the server does differs.
+func (s *Setup) copyRaw(ctx context.Context, table pgx.Identifier, batch []hot.Reading) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	pgnum.Register(conn.Conn().TypeMap())
+	rows := make([]rawRow, len(batch))
+	for i := range batch {
+		r := &batch[i]
+		d := s.cal.BalancingDay(r.From, r.Commodity)
+		rows[i] = rawRow{src: r, sparte: r.Commodity.String(), unit: r.Unit.String(), quality: r.Quality.String(),
+			resolut: r.Resolution.String(), value: pgnum.Micro(r.Value), version: pgnum.Uint(r.Version),
+			day: time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC)}
+	}
+	now := time.Now()
+	vals := make([]any, 0, len(rawColumns))
+	var melo, subject *string
+	i := -1
+	_, err = conn.CopyFrom(ctx, table, rawColumns, pgx.CopyFromFunc(func() ([]any, error) {
+		i++
+		if i == len(rows) {
+			return nil, nil
+		}
+		r := &rows[i]
+		return append(vals[:0], &r.src.MaLo, melo, &r.src.OBIS, &r.sparte, &r.src.From, &r.src.To, &r.value,
+			&r.unit, &r.quality, &r.resolut, &r.version, &r.src.VersionScope, &now, &r.day, subject), nil
+	}))
+	return err
+}

@@ -1,0 +1,280 @@
+package hot
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A Partition is one range partition of a hot table.
+type Partition struct {
+	Name     string
+	From, To time.Time // the bounds [From, To) on "from"
+	// Attached is false for a partition that was detached for archival
+	// and not yet dropped. Its rows are no longer read by Scan.
+	Attached bool
+}
+
+// partitionStart parses the start out of a partition name of t, which is
+// deterministic: <table>_pYYYYMMDD, the day its range begins (UTC).
+func (t *Table) partitionStart(name string) (time.Time, bool) {
+	suffix, ok := strings.CutPrefix(name, t.Name+"_p")
+	if !ok || len(suffix) != 8 || !digits(suffix) {
+		return time.Time{}, false
+	}
+	start, err := time.Parse("20060102", suffix)
+	if err != nil || !t.Width.Start(start).Equal(start) {
+		return time.Time{}, false
+	}
+	return start, true
+}
+
+// ddlLockKey is the second half of the advisory lock that serializes
+// partition DDL of one table; day numbers, the other second halves, never
+// reach it.
+const ddlLockKey = math.MinInt32
+
+// Partitions lists the partitions of t, attached and detached, by start.
+func (h *Tier) Partitions(ctx context.Context, t *Table) ([]Partition, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	rows, err := h.pool.Query(ctx, `
+SELECT c.relname, i.inhrelid IS NOT NULL AND NOT i.inhdetachpending
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = to_regclass($3)
+WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname ~ $2
+ORDER BY c.relname`, h.schema, "^"+t.Name+"_p[0-9]{8}$", h.ident(t.Name))
+	if err != nil {
+		return nil, classify("list partitions", t.Name, err)
+	}
+	var out []Partition
+	for rows.Next() {
+		var name string
+		var attached bool
+		if err := rows.Scan(&name, &attached); err != nil {
+			rows.Close()
+			return nil, classify("list partitions", t.Name, err)
+		}
+		if start, ok := t.partitionStart(name); ok {
+			out = append(out, Partition{Name: name, From: start, To: t.Width.Next(start), Attached: attached})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("list partitions", t.Name, err)
+	}
+	return out, nil
+}
+
+// EnsurePartitions creates the partitions from the one containing now to
+// the one containing now+Headroom, skipping those that exist, and returns
+// the ones it created. Each partition is created in its own transaction;
+// on an error, such as a deferral (ErrDeferred), the ones before it stay.
+func (h *Tier) EnsurePartitions(ctx context.Context, t *Table, now time.Time) ([]Partition, error) {
+	return h.CreatePartitions(ctx, t, now, now.Add(t.Headroom))
+}
+
+// CreatePartitions creates the partitions whose ranges meet [from, to],
+// skipping those that exist, and returns the ones it created. A partition
+// that exists detached is an error: its window was archived, and attaching
+// a new one would put rows below the watermark.
+//
+// It never takes ACCESS EXCLUSIVE on the parent, as CREATE TABLE ...
+// PARTITION OF would. A partition is built as a standalone table, with a
+// CHECK on its bound and the primary key and exclusion constraints, while no
+// other session can see it; ATTACH PARTITION then needs only SHARE UPDATE
+// EXCLUSIVE on the parent, which conflicts with no read and no write, and
+// proves the partition constraint from the CHECK instead of scanning. The
+// CHECK is dropped again, so no row is checked twice.
+func (h *Tier) CreatePartitions(ctx context.Context, t *Table, from, to time.Time) ([]Partition, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if to.Before(from) {
+		return nil, &Error{Kind: InvalidInput, Op: "create partition", Table: t.Name, Err: fmt.Errorf("range ends at %v before it starts at %v", to, from)}
+	}
+	var created []Partition
+	for start := t.Width.Start(from); !start.After(to); start = t.Width.Next(start) {
+		p := Partition{Name: t.partitionName(start), From: start, To: t.Width.Next(start), Attached: true}
+		ok, err := h.createPartition(ctx, t, p)
+		if err != nil {
+			return created, err
+		}
+		if ok {
+			created = append(created, p)
+		}
+	}
+	return created, nil
+}
+
+// sqlTime returns t as a timestamptz literal.
+func sqlTime(t time.Time) string {
+	return "'" + t.UTC().Format("2006-01-02 15:04:05.999999") + "+00'"
+}
+
+func (h *Tier) createPartition(ctx context.Context, t *Table, p Partition) (bool, error) {
+	const op = "create partition"
+	created := false
+	err := h.ddl(ctx, op, t.Name, func(tx pgx.Tx) (err error) {
+		created, err = h.createPartitionTx(ctx, tx, t, p)
+		return err
+	})
+	if created && err == nil {
+		h.log.Info("hot: partition created", "table", t.Name, "partition", p.Name, "from", p.From, "to", p.To)
+	}
+	return created && err == nil, err
+}
+
+// createPartitionTx creates and attaches partition p in tx, unless it is
+// attached already.
+func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *Table, p Partition) (bool, error) {
+	attached, exists, err := h.partitionState(ctx, tx, t, p.Name)
+	switch {
+	case err != nil:
+		return false, err
+	case attached:
+		return false, nil
+	case exists:
+		return false, &Error{Kind: InvalidInput, Op: "create partition", Table: t.Name, Err: fmt.Errorf("partition %s exists detached: its window was archived", p.Name)}
+	}
+	part, parent := h.ident(p.Name), h.ident(t.Name)
+	bound := `"from" >= ` + sqlTime(p.From) + ` AND "from" < ` + sqlTime(p.To)
+	stmts := []string{
+		`CREATE TABLE ` + part + ` (LIKE ` + parent + ` INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
+		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_bound") + ` CHECK (` + bound + `)`,
+		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_pkey") + ` PRIMARY KEY (` + keyList(t, true) + `)`,
+	}
+	for _, c := range h.exclusions(t, p.Name) {
+		stmts = append(stmts, `ALTER TABLE `+part+` ADD `+c)
+	}
+	stmts = append(stmts,
+		`ALTER TABLE `+parent+` ATTACH PARTITION `+part+` FOR VALUES FROM (`+sqlTime(p.From)+`) TO (`+sqlTime(p.To)+`)`,
+		`ALTER TABLE `+part+` DROP CONSTRAINT `+quote(p.Name+"_bound"),
+	)
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// exclusions returns the exclusion constraints of a partition, enforced by
+// GiST with btree_gist. malo_id and version are compared as bigint, which
+// the CHECKs on them make equivalent and GiST handles much faster.
+func (h *Tier) exclusions(t *Table, part string) []string {
+	if t.NoExclusion {
+		return nil
+	}
+	series := `(malo_id::bigint) WITH =, obis_code WITH =`
+	for _, c := range t.identity() {
+		series += `, ` + quote(c.Name) + ` WITH =`
+	}
+	var out []string
+	// No two intervals of a series overlap within one version. With one
+	// resolution the grid CHECK and the primary key see to that already
+	// (see gridCheck), and the costliest constraint is left out.
+	if len(t.resolutions()) > 1 {
+		out = append(out, `CONSTRAINT `+quote(part+"_overlap")+` EXCLUDE USING gist (`+series+
+			`, ((version - `+versionBias+`)::bigint) WITH =, tstzrange("from", "to") WITH &&)`)
+	}
+	// All versions of a reading come from one network operator.
+	out = append(out, `CONSTRAINT `+quote(part+"_operator")+` EXCLUDE USING gist (`+series+
+		`, "from" WITH =, (split_part(version_scope, ':', 1)) WITH <>)`)
+	return out
+}
+
+// partitionState reports whether a partition of t exists and is attached.
+func (h *Tier) partitionState(ctx context.Context, tx pgx.Tx, t *Table, name string) (attached, exists bool, err error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, h.lockKey(t.Name), int32(ddlLockKey)); err != nil {
+		return false, false, err
+	}
+	err = tx.QueryRow(ctx, `
+SELECT to_regclass($1) IS NOT NULL,
+	EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = to_regclass($1) AND inhparent = to_regclass($2))`,
+		h.ident(name), h.ident(t.Name)).Scan(&exists, &attached)
+	return attached, exists, err
+}
+
+// Detach detaches the partition starting at start, for archival. It needs
+// ACCESS EXCLUSIVE on the parent, so it waits at most the DDL lock timeout
+// and otherwise gives up having changed nothing (ErrDeferred). Detaching a
+// partition that is detached already does nothing, so an interrupted
+// archival can resume.
+func (h *Tier) Detach(ctx context.Context, t *Table, start time.Time) error {
+	const op = "detach partition"
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	name, err := h.partitionAt(t, op, start)
+	if err != nil {
+		return err
+	}
+	detached := false
+	err = h.ddl(ctx, op, t.Name, func(tx pgx.Tx) error {
+		attached, exists, err := h.partitionState(ctx, tx, t, name)
+		switch {
+		case err != nil:
+			return err
+		case !exists:
+			return &Error{Kind: InvalidInput, Op: op, Table: t.Name, Err: fmt.Errorf("no partition %s", name)}
+		case !attached:
+			return nil
+		}
+		_, err = tx.Exec(ctx, `ALTER TABLE `+h.ident(t.Name)+` DETACH PARTITION `+h.ident(name))
+		detached = err == nil
+		return err
+	})
+	if detached && err == nil {
+		h.log.Info("hot: partition detached", "table", t.Name, "partition", name)
+	}
+	return err
+}
+
+// Drop drops the detached partition starting at start, destroying its rows.
+// The caller must know they are durable in the cold tier. An attached
+// partition is refused; a missing one is no error, so a reclamation can be
+// repeated. Like every DDL it waits at most the DDL lock timeout.
+func (h *Tier) Drop(ctx context.Context, t *Table, start time.Time) error {
+	const op = "drop partition"
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	name, err := h.partitionAt(t, op, start)
+	if err != nil {
+		return err
+	}
+	dropped := false
+	err = h.ddl(ctx, op, t.Name, func(tx pgx.Tx) error {
+		attached, exists, err := h.partitionState(ctx, tx, t, name)
+		switch {
+		case err != nil:
+			return err
+		case attached:
+			return &Error{Kind: InvalidInput, Op: op, Table: t.Name, Err: fmt.Errorf("partition %s is attached: detach it first", name)}
+		case !exists:
+			return nil
+		}
+		_, err = tx.Exec(ctx, `DROP TABLE `+h.ident(name))
+		dropped = err == nil
+		return err
+	})
+	if dropped && err == nil {
+		h.log.Info("hot: partition dropped", "table", t.Name, "partition", name)
+	}
+	return err
+}
+
+// partitionAt returns the name of the partition starting at start, which
+// must be a partition boundary.
+func (h *Tier) partitionAt(t *Table, op string, start time.Time) (string, error) {
+	if !t.Width.Start(start).Equal(start) {
+		return "", &Error{Kind: InvalidInput, Op: op, Table: t.Name, Err: fmt.Errorf("%v is not the start of a %s partition", start, t.Width)}
+	}
+	return t.partitionName(start), nil
+}

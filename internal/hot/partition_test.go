@@ -1,0 +1,157 @@
+package hot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCreatePartitions(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	ctx := context.Background()
+	tab := lastgang("lastgang")
+	if err := h.Ensure(ctx, tab); err != nil {
+		t.Fatal(err)
+	}
+	now := day.Add(13 * time.Hour)
+	tab.Headroom = 36 * time.Hour // reaches into the day after tomorrow
+	created, err := h.EnsurePartitions(ctx, tab, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range created {
+		names = append(names, p.Name)
+	}
+	if want := "lastgang_p20260302 lastgang_p20260303 lastgang_p20260304"; strings.Join(names, " ") != want {
+		t.Fatalf("created %v, want %s", names, want)
+	}
+	if again, err := h.EnsurePartitions(ctx, tab, now); err != nil || len(again) != 0 {
+		t.Fatalf("second EnsurePartitions created %v, %v", again, err)
+	}
+	parts, err := h.Partitions(ctx, tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 3 || !parts[2].Attached || !parts[2].From.Equal(day.AddDate(0, 0, 2)) || !parts[2].To.Equal(day.AddDate(0, 0, 3)) {
+		t.Fatalf("partitions %+v", parts)
+	}
+	// The bound matches the name, the helper CHECK is gone, and the
+	// integrity constraints are on the partition.
+	var bound string
+	var constraints []string
+	err = pool.QueryRow(ctx, `SELECT pg_get_expr(c.relpartbound, c.oid),
+	array(SELECT conname::text FROM pg_constraint WHERE conrelid = c.oid AND contype IN ('p', 'x') ORDER BY conname)
+FROM pg_class c WHERE c.oid = 'meterstore.lastgang_p20260303'::regclass`).Scan(&bound, &constraints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bound != `FOR VALUES FROM ('2026-03-03 00:00:00+00') TO ('2026-03-04 00:00:00+00')` ||
+		!slices.Equal(constraints, []string{"lastgang_p20260303_operator", "lastgang_p20260303_pkey"}) {
+		t.Fatalf("bound %q, constraints %v", bound, constraints)
+	}
+	var helper int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conname LIKE '%\_bound'`).Scan(&helper); err != nil || helper != 0 {
+		t.Fatalf("%d bound CHECKs left, %v", helper, err)
+	}
+}
+
+func TestMonthlyPartitions(t *testing.T) {
+	h, _ := newTier(t, Options{})
+	ctx := context.Background()
+	tab := lastgang("monthly")
+	tab.Width = Monthly
+	if err := h.Ensure(ctx, tab); err != nil {
+		t.Fatal(err)
+	}
+	created, err := h.CreatePartitions(ctx, tab, time.Date(2026, 1, 31, 23, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range created {
+		got = append(got, fmt.Sprintf("%s %s..%s", p.Name, p.From.Format("01-02"), p.To.Format("01-02")))
+	}
+	if want := "monthly_p20260101 01-01..02-01, monthly_p20260201 02-01..03-01, monthly_p20260301 03-01..04-01"; strings.Join(got, ", ") != want {
+		t.Fatalf("created %s", strings.Join(got, ", "))
+	}
+	mustWrite(t, h, tab, meterDay(1, 1))
+	if err := h.Detach(ctx, tab, day); !errors.As(err, new(*Error)) {
+		t.Fatalf("detach at a non-boundary: %v", err)
+	}
+}
+
+func TestDetachDrop(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	ctx := context.Background()
+	tab := lastgang("lastgang")
+	declare(t, h, tab)
+	mustWrite(t, h, tab, meterDay(1, 1))
+
+	wantError(t, h.Drop(ctx, tab, day), InvalidInput) // attached
+	for range 2 {                                     // idempotent
+		if err := h.Detach(ctx, tab, day); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts, err := h.Partitions(ctx, tab)
+	if err != nil || len(parts) != 2 || parts[0].Attached || !parts[1].Attached {
+		t.Fatalf("after detach: %+v, %v", parts, err)
+	}
+	// The detached rows are kept, for the archiver, but out of reach.
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.lastgang_p20260302`).Scan(&n); err != nil || n != 96 {
+		t.Fatalf("detached partition holds %d rows, %v", n, err)
+	}
+	if got := scanAll(t, h, tab); len(got) != 0 {
+		t.Fatalf("scan sees %d rows of a detached partition", len(got))
+	}
+	_, err = h.Write(ctx, tab, meterDay(2, 1))
+	if e := wantError(t, err, InvalidInput); len(e.Rows) != 96 || !strings.Contains(e.Problems[0].Reason, "lastgang_p20260302 is not attached") {
+		t.Fatalf("write into a detached window: %v", err)
+	}
+	_, err = h.CreatePartitions(ctx, tab, day, day)
+	wantError(t, err, InvalidInput)
+
+	for range 2 {
+		if err := h.Drop(ctx, tab, day); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if parts, err := h.Partitions(ctx, tab); err != nil || len(parts) != 1 {
+		t.Fatalf("after drop: %+v, %v", parts, err)
+	}
+	wantError(t, h.Detach(ctx, tab, day), InvalidInput) // gone
+}
+
+// TestLongestName declares a table whose name has the longest length
+// allowed and checks that no derived name was truncated. With several
+// resolutions, its partitions carry both exclusion constraints.
+func TestLongestName(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	name := strings.Repeat("n", MaxNameLen)
+	tab := multiResolution()
+	tab.Name = name
+	declare(t, h, tab)
+	mustWrite(t, h, tab, meterDay(1, 1))
+	var names []string
+	err := pool.QueryRow(ctx(), `SELECT array(SELECT conname::text FROM pg_constraint WHERE conrelid = $1::regclass ORDER BY conname)`,
+		h.ident(tab.partitionName(day))).Scan(&names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tab.partitionName(day)
+	for _, want := range []string{p + "_operator", p + "_overlap", p + "_pkey"} {
+		if !slices.Contains(names, want) {
+			t.Fatalf("constraint %s (%d bytes) missing: %v", want, len(want), names)
+		}
+	}
+	tab.Name += "n"
+	wantError(t, h.Ensure(ctx(), tab), InvalidConfig)
+}
+
+func ctx() context.Context { return context.Background() }

@@ -1,0 +1,181 @@
+package hot
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// versionBias maps numeric(20,0) versions onto int8 and back: the server
+// subtracts it, the client adds it by flipping the top bit.
+const versionBias = "9223372036854775808"
+
+func unbias(v int64) uint64 { return uint64(v) ^ 1<<63 }
+
+// stored is a stored row found by a probe, next to the staged row it
+// concerns.
+type stored struct {
+	row          int32
+	from, to     time.Time
+	version      uint64
+	versionScope string
+	value        int64
+	unit         string
+	quality      string
+	resolution   string
+	sparte       string
+	melo         string
+	subject      string
+	extra        []*string // attribute columns, in declaration order
+}
+
+// probeSQL returns the statement that finds, for each staged row to be
+// checked, the stored rows it could conflict with: rows of its merge key
+// (any version), rows of its series and version starting inside its
+// interval, and rows of its series and version starting at one of its
+// ancestors and reaching into it. $1 selects all staged rows instead of
+// those marked probe.
+func (h *Tier) probeSQL(t *Table) string {
+	on := `p.malo_id = s.malo_id AND p.obis_code = s.obis_code`
+	for _, c := range t.identity() {
+		on += ` AND p.` + quote(c.Name) + ` = s.` + quote(c.Name)
+	}
+	cols := []string{`s.row_no`, `p."from"`, `(p.version - ` + versionBias + `)::int8`, `p.version_scope`,
+		`(p.value * 1000000)::int8`, `p.unit`, `p.quality`, `p.sparte`, `coalesce(p.melo_id, '')`, `coalesce(p.subject_id, '')`}
+	if t.TimeModel == Interval {
+		cols = append(cols, `p."to"`, `p.resolution`)
+	}
+	for _, c := range t.Columns {
+		if !c.Identity {
+			cols = append(cols, `p.`+quote(c.Name)+`::text`)
+		}
+	}
+	sel := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + stageTable + ` s `
+	parent := h.ident(t.Name)
+	if t.TimeModel == Point {
+		return sel + `JOIN ` + parent + ` p ON ` + on + ` AND p."from" = s."from" WHERE ($1 OR s.probe)`
+	}
+	q := sel + `JOIN ` + parent + ` p ON ` + on + ` AND p."from" >= s."from" AND p."from" < s."to"
+WHERE ($1 OR s.probe) AND (p."from" = s."from" OR p.version = s.version)`
+	if len(t.resolutions()) == 1 {
+		// Intervals on one grid are nested only if equal.
+		return q
+	}
+	return q + `
+UNION ALL
+` + sel + `CROSS JOIN LATERAL unnest(s.anc) AS a(start)
+JOIN ` + parent + ` p ON ` + on + ` AND p."from" = a.start AND p.version = s.version AND p."to" > s."from"
+WHERE ($1 OR s.probe)`
+}
+
+// probe checks staged rows against the stored ones. Rows stored
+// identically become Present and leave the staging table; any conflict
+// fails the batch.
+func (h *Tier) probe(ctx context.Context, tx pgx.Tx, t *Table, b *batch, all bool) error {
+	byRow := make(map[int32]*staged, len(b.rows))
+	for i := range b.rows {
+		byRow[b.rows[i].row] = &b.rows[i]
+	}
+	rows, err := tx.Query(ctx, h.probeSQL(t), all)
+	if err != nil {
+		return err
+	}
+	var bad problems
+	var present []int32
+	nattr := len(t.Columns) - len(t.identity())
+	for rows.Next() {
+		var p stored
+		var version int64
+		dst := []any{&p.row, &p.from, &version, &p.versionScope, &p.value, &p.unit, &p.quality, &p.sparte, &p.melo, &p.subject}
+		if t.TimeModel == Interval {
+			dst = append(dst, &p.to, &p.resolution)
+		}
+		p.extra = make([]*string, nattr)
+		for i := range p.extra {
+			dst = append(dst, &p.extra[i])
+		}
+		if err := rows.Scan(dst...); err != nil {
+			rows.Close()
+			return err
+		}
+		p.version = unbias(version)
+		s := byRow[p.row]
+		if s == nil || b.status[s.row] == Present {
+			continue
+		}
+		switch sameFrom := p.from.Equal(s.from); {
+		case sameFrom && p.version == uint64(s.version):
+			if diff, was, is := s.differsStored(t, &p); diff != "" {
+				bad.add(int(s.row), "restates version %d: %s %s, stored %s", p.version, diff, is, was)
+			} else {
+				b.status[s.row] = Present
+				present = append(present, s.row)
+			}
+		case sameFrom:
+			if op, have := s.src.NetworkOperator(), operatorOf(p.versionScope); op != have {
+				bad.add(int(s.row), "network operator %s, but version %d of the reading is stored from %s", op, p.version, have)
+			}
+		default:
+			bad.add(int(s.row), "overlaps the stored %s interval from %s within version %d",
+				p.resolution, p.from.Format(time.RFC3339), p.version)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if !bad.empty() {
+		return bad.error(IntegrityViolation, "write", t.Name)
+	}
+	if len(present) > 0 {
+		_, err := tx.Exec(ctx, `DELETE FROM `+stageTable+` WHERE row_no = ANY($1)`, present)
+		return err
+	}
+	return nil
+}
+
+func operatorOf(scope string) string {
+	op, _, _ := strings.Cut(scope, ":")
+	return op
+}
+
+// differsStored names the first column in which a staged row differs from
+// the stored row of its key and version, with both values.
+func (s *staged) differsStored(t *Table, p *stored) (col, was, is string) {
+	switch {
+	case int64(s.value) != p.value:
+		return "value", Decimal(p.value).String(), Decimal(s.value).String()
+	case t.TimeModel == Interval && !s.to.Equal(p.to):
+		return "to", p.to.Format(time.RFC3339), s.to.Format(time.RFC3339)
+	case s.resolution != p.resolution:
+		return "resolution", p.resolution, s.resolution
+	case s.unit != p.unit:
+		return "unit", p.unit, s.unit
+	case s.quality != p.quality:
+		return "quality", p.quality, s.quality
+	case s.sparte != p.sparte:
+		return "sparte", p.sparte, s.sparte
+	case s.src.VersionScope != p.versionScope:
+		return "version_scope", p.versionScope, s.src.VersionScope
+	case s.src.MeLo != p.melo:
+		return "melo_id", p.melo, s.src.MeLo
+	case s.src.Subject != p.subject:
+		return "subject_id", p.subject, s.src.Subject
+	}
+	i := 0
+	for _, c := range t.Columns {
+		if c.Identity {
+			continue
+		}
+		var have string
+		if p.extra[i] != nil {
+			have = *p.extra[i]
+		}
+		if want := s.src.Extra[c.Name]; want != have {
+			return c.Name, have, want
+		}
+		i++
+	}
+	return "", "", ""
+}

@@ -1,0 +1,333 @@
+package hot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/meterstore/meterstore/metering"
+)
+
+// definition is what hot_tables records of a declaration: everything that
+// shapes the relation. Headroom and the default commodity are left out,
+// because changing them changes no stored row.
+type definition struct {
+	Format      int         `json:"format"`
+	TimeModel   string      `json:"time_model"`
+	MergeKey    []string    `json:"merge_key"`
+	Resolutions []string    `json:"resolutions"`
+	Columns     []columnDef `json:"columns"`
+	Width       string      `json:"width"`
+	Exclusion   bool        `json:"exclusion"`
+}
+
+type columnDef struct {
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`
+	Identity bool     `json:"identity"`
+	Values   []string `json:"values"`
+}
+
+func (t *Table) definition() definition {
+	d := definition{
+		Format:      1,
+		TimeModel:   t.TimeModel.String(),
+		MergeKey:    t.mergeKey(),
+		Resolutions: []string{},
+		Columns:     []columnDef{},
+		Width:       t.Width.String(),
+		Exclusion:   !t.NoExclusion,
+	}
+	for _, r := range t.resolutions() {
+		d.Resolutions = append(d.Resolutions, r.String())
+	}
+	for _, c := range t.Columns {
+		vs := slices.Clone(c.Values)
+		if vs == nil {
+			vs = []string{}
+		}
+		d.Columns = append(d.Columns, columnDef{Name: c.Name, Type: c.typ().sql(), Identity: c.Identity, Values: vs})
+	}
+	return d
+}
+
+// mergeKey returns the merge key's columns: the primary key without version.
+func (t *Table) mergeKey() []string {
+	k := []string{"malo_id", "obis_code", "from"}
+	for _, c := range t.identity() {
+		k = append(k, c.Name)
+	}
+	return k
+}
+
+func (c Column) typ() ColumnType {
+	if c.Type == 0 {
+		return Text
+	}
+	return c.Type
+}
+
+// Ensure declares t: it creates the schema, the metadata table and the
+// partitioned parent if they do not exist, and records the declaration.
+// Declaring a table again with the same definition does nothing; with a
+// different merge key, time model or columns it fails with InvalidConfig,
+// since the stored rows were written under the first. Partitions are made
+// by EnsurePartitions.
+func (h *Tier) Ensure(ctx context.Context, t *Table) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	const op = "ensure"
+	want := t.definition()
+	return h.ddl(ctx, op, t.Name, func(tx pgx.Tx) error {
+		// Serializes concurrent declarations: CREATE ... IF NOT EXISTS
+		// is not safe against a concurrent CREATE of the same name.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, h.lockKey(metaTable)); err != nil {
+			return err
+		}
+		for _, stmt := range h.baseDDL(t) {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		if err := h.ensureFunctions(ctx, tx); err != nil {
+			return err
+		}
+		var stored []byte
+		err := tx.QueryRow(ctx, `SELECT definition FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name).Scan(&stored)
+		var exists bool
+		if err2 := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, h.ident(t.Name)).Scan(&exists); err2 != nil {
+			return err2
+		}
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			if exists {
+				return &Error{Kind: InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("relation %s exists but was not declared through MeterStore", h.ident(t.Name))}
+			}
+			if _, err := tx.Exec(ctx, h.parentDDL(t)); err != nil {
+				return err
+			}
+			def, _ := json.Marshal(want)
+			_, err := tx.Exec(ctx, `INSERT INTO `+h.ident(metaTable)+` (name, time_model, merge_key, definition) VALUES ($1, $2, $3, $4)`,
+				t.Name, want.TimeModel, want.MergeKey, def)
+			if err == nil {
+				h.log.Info("hot: table declared", "table", t.Name, "merge_key", want.MergeKey)
+			}
+			return err
+		case err != nil:
+			return err
+		}
+		var have definition
+		if err := json.Unmarshal(stored, &have); err != nil {
+			return &Error{Kind: InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+		}
+		if diff := compareDefinitions(have, want); diff != "" {
+			return &Error{Kind: InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("declared differently before: %s", diff)}
+		}
+		if !exists {
+			return &Error{Kind: InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("declared, but relation %s is missing", h.ident(t.Name))}
+		}
+		return nil
+	})
+}
+
+// compareDefinitions describes the first difference between a stored and a
+// new declaration, the key and the time model first, or returns "".
+func compareDefinitions(have, want definition) string {
+	switch {
+	case have.TimeModel != want.TimeModel:
+		return fmt.Sprintf("time model %s, now %s", have.TimeModel, want.TimeModel)
+	case !slices.Equal(have.MergeKey, want.MergeKey):
+		return fmt.Sprintf("merge key (%s), now (%s)", strings.Join(have.MergeKey, ", "), strings.Join(want.MergeKey, ", "))
+	case have.Width != want.Width:
+		return fmt.Sprintf("partition width %s, now %s", have.Width, want.Width)
+	case have.Exclusion != want.Exclusion:
+		return fmt.Sprintf("exclusion constraints %v, now %v", have.Exclusion, want.Exclusion)
+	case !slices.Equal(have.Resolutions, want.Resolutions):
+		return fmt.Sprintf("resolutions %v, now %v", have.Resolutions, want.Resolutions)
+	case !reflect.DeepEqual(have.Columns, want.Columns):
+		return fmt.Sprintf("columns %+v, now %+v", have.Columns, want.Columns)
+	case !reflect.DeepEqual(have, want):
+		return fmt.Sprintf("%+v, now %+v", have, want)
+	}
+	return ""
+}
+
+// baseDDL returns the idempotent statements every table needs first.
+func (h *Tier) baseDDL(t *Table) []string {
+	stmts := []string{`CREATE SCHEMA IF NOT EXISTS ` + quote(h.schema)}
+	if !t.NoExclusion {
+		// btree_gist gives GiST the scalar equality the exclusion
+		// constraints combine with range overlap.
+		stmts = append(stmts, `CREATE EXTENSION IF NOT EXISTS btree_gist`)
+	}
+	return append(stmts, `CREATE TABLE IF NOT EXISTS `+h.ident(metaTable)+` (
+	name        text PRIMARY KEY,
+	time_model  text NOT NULL,
+	merge_key   text[] NOT NULL,
+	definition  jsonb NOT NULL,
+	declared_at timestamptz NOT NULL DEFAULT now()
+)`)
+}
+
+// ensureFunctions creates the SQL functions the CHECK constraints call,
+// unless they exist: replacing a function that constraints depend on would
+// be a catalog change on every declaration.
+func (h *Tier) ensureFunctions(ctx context.Context, tx pgx.Tx) error {
+	var ok bool
+	if err := tx.QueryRow(ctx, `SELECT to_regprocedure($1) IS NOT NULL`, h.ident("malo_valid")+"(text)").Scan(&ok); err != nil || ok {
+		return err
+	}
+	// The BDEW rule of metering.ParseMaLo: digits at even positions count
+	// twice, undoubled beyond that, and the eleventh tops the sum up to a
+	// multiple of ten. A simple SQL function, so the planner inlines it.
+	// Character codes save a cast per digit; the digits' codes sum to the
+	// digits plus 48 times the weights, 15. Bounded repetitions ({10})
+	// cost PostgreSQL's regular expressions several times a length test.
+	var sum []string
+	for i := 1; i <= 10; i++ {
+		w := ""
+		if i%2 == 0 {
+			w = "2 * "
+		}
+		sum = append(sum, fmt.Sprintf("%sascii(substr(id, %d, 1))", w, i))
+	}
+	_, err := tx.Exec(ctx, `CREATE FUNCTION `+h.ident("malo_valid")+`(id text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+SELECT CASE WHEN length(id) = 11 AND id ~ '^[1-9][0-9]*$'
+	THEN (10 - (`+strings.Join(sum, " + ")+` - 720) % 10) % 10 = ascii(substr(id, 11, 1)) - 48
+	ELSE false END
+$$`)
+	return err
+}
+
+// obisGroup matches one group of a canonical OBIS code: up to three digits
+// without a leading zero. That a group is at most 255 is left to Write:
+// the alternation that says so in a regular expression doubles its cost.
+const obisGroup = `(?:0|[1-9][0-9]?[0-9]?)`
+
+// sqlList returns the values as a parenthesized list of SQL string literals.
+func sqlList(vals []string) string {
+	q := make([]string, len(vals))
+	for i, v := range vals {
+		q[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}
+
+// codes returns the canonical spellings of every value of a code type.
+func codes[T ~uint8 | ~uint16](parse func(string) (T, error)) []string {
+	var out []string
+	for i := 1; i < 256; i++ {
+		if s := fmt.Sprint(T(i)); validCode(T(i), parse) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// validCode reports whether v is a defined value of its code type: its
+// canonical spelling parses back to it.
+func validCode[T ~uint8 | ~uint16](v T, parse func(string) (T, error)) bool {
+	w, err := parse(fmt.Sprint(v))
+	return err == nil && w == v
+}
+
+// parentDDL returns the CREATE TABLE of the partitioned parent. Partitions
+// copy its columns and CHECK constraints with LIKE, which keeps the names
+// that ATTACH PARTITION matches constraints by.
+func (h *Tier) parentDDL(t *Table) string {
+	var cols []string
+	add := func(format string, args ...any) { cols = append(cols, fmt.Sprintf(format, args...)) }
+	add(`malo_id text NOT NULL CONSTRAINT malo_id_check CHECK (%s(malo_id))`, h.ident("malo_valid"))
+	add(`melo_id text CONSTRAINT melo_id_check CHECK (length(melo_id) = 33 AND melo_id ~ '^[A-Z][A-Z]%s[A-Z0-9]+$')`, strings.Repeat("[0-9]", 11))
+	add(`obis_code text NOT NULL CONSTRAINT obis_code_check CHECK (obis_code ~ '^%[1]s-%[1]s:%[1]s\.%[1]s\.%[1]s(?:\*%[1]s)?$')`, obisGroup)
+	add(`sparte text NOT NULL CONSTRAINT sparte_check CHECK (sparte IN %s)`,
+		sqlList(codes(metering.ParseCommodity)))
+	add(`"from" timestamptz NOT NULL`)
+	if t.TimeModel == Interval {
+		add(`"to" timestamptz NOT NULL`)
+	}
+	add(`value numeric(18,6) NOT NULL CONSTRAINT value_check CHECK (value <> 'NaN')`)
+	add(`unit text NOT NULL CONSTRAINT unit_check CHECK (unit IN %s)`,
+		sqlList(codes(metering.ParseUnit)))
+	add(`quality text NOT NULL CONSTRAINT quality_check CHECK (quality IN %s)`,
+		sqlList(codes(metering.ParseQuality)))
+	if t.TimeModel == Interval {
+		var rs []string
+		for _, r := range t.resolutions() {
+			rs = append(rs, r.String())
+		}
+		add(`resolution text NOT NULL CONSTRAINT resolution_check CHECK (resolution IN %s)`, sqlList(rs))
+	}
+	add(`version numeric(20,0) NOT NULL CONSTRAINT version_check CHECK (version BETWEEN 0 AND 18446744073709551615)`)
+	add(`version_scope text NOT NULL CONSTRAINT version_scope_check CHECK (length(version_scope) <= 43 AND version_scope ~ '^[^:[:space:]]+:[0-9][0-9][0-9][0-9]-(?:0[1-9]|1[0-2])$')`)
+	add(`recorded_at timestamptz NOT NULL DEFAULT now()`)
+	add(`balancing_day date NOT NULL`)
+	add(`subject_id text CONSTRAINT subject_id_check CHECK (subject_id <> '')`)
+	for _, c := range t.Columns {
+		def := quote(c.Name) + " " + c.typ().sql()
+		if c.Identity {
+			def += " NOT NULL"
+		}
+		if len(c.Values) > 0 {
+			def += fmt.Sprintf(" CONSTRAINT %s CHECK (%s IN %s)", quote(c.Name+"_check"), quote(c.Name), sqlList(c.Values))
+		} else if c.typ() == Text {
+			def += fmt.Sprintf(" CONSTRAINT %s CHECK (%s <> '')", quote(c.Name+"_check"), quote(c.Name))
+		}
+		cols = append(cols, def)
+	}
+	if t.TimeModel == Interval {
+		cols = append(cols, `CONSTRAINT interval_valid CHECK (`+gridCheck(t)+`)`)
+	}
+	cols = append(cols, fmt.Sprintf(`CONSTRAINT %s PRIMARY KEY (%s)`, quote(t.Name+"_pkey"), keyList(t, true)))
+	return `CREATE TABLE ` + h.ident(t.Name) + " (\n\t" + strings.Join(cols, ",\n\t") + "\n) PARTITION BY RANGE (\"from\")"
+}
+
+// gridCheck returns the condition that an interval lies on the grid of its
+// resolution and lasts one step of it, as Write checks: quarter hours start
+// at :00, :15, :30 and :45; days at Berlin midnight, or 06:00 for gas;
+// months on the first, years on January 1. Intervals on these grids are
+// nested or disjoint, and two of one resolution overlap only if equal, so
+// in a table of one resolution the primary key alone rules out overlaps
+// within a version.
+func gridCheck(t *Table) string {
+	const local = `("from" AT TIME ZONE 'Europe/Berlin')`
+	start := local + `::time = CASE WHEN sparte = 'GAS' THEN time '06:00' ELSE time '00:00' END`
+	var when []string
+	for _, r := range t.resolutions() {
+		var cond string
+		if d, ok := r.Fixed(); ok {
+			secs := int64(d.Seconds())
+			cond = fmt.Sprintf(`"to" - "from" = interval '%d seconds' AND extract(epoch FROM "from") %% %d = 0`, secs, secs)
+		} else {
+			step := map[metering.Resolution]string{metering.Day: "1 day", metering.Month: "1 month", metering.Year: "1 year"}[r]
+			cond = start + fmt.Sprintf(` AND "to" = (%s + interval '%s') AT TIME ZONE 'Europe/Berlin'`, local, step)
+			if r >= metering.Month {
+				cond += ` AND extract(day FROM ` + local + `) = 1`
+			}
+			if r == metering.Year {
+				cond += ` AND extract(month FROM ` + local + `) = 1`
+			}
+		}
+		when = append(when, fmt.Sprintf(`WHEN '%s' THEN %s`, r, cond))
+	}
+	return `CASE resolution ` + strings.Join(when, " ") + ` ELSE false END`
+}
+
+// keyList returns the quoted merge key columns, and version if withVersion.
+func keyList(t *Table, withVersion bool) string {
+	var q []string
+	for _, c := range t.mergeKey() {
+		q = append(q, quote(c))
+	}
+	if withVersion {
+		q = append(q, "version")
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,240 @@
+package hot
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/meterstore/meterstore/metering"
+)
+
+// A TimeModel says whether a row covers an interval or names an instant.
+type TimeModel uint8
+
+// The time models.
+const (
+	// Interval rows carry "from" and "to" and a resolution: load profiles,
+	// daily and monthly values.
+	Interval TimeModel = iota + 1
+	// Point rows carry "from" only: register readings.
+	Point
+)
+
+// String returns "interval" or "point".
+func (m TimeModel) String() string {
+	switch m {
+	case Interval:
+		return "interval"
+	case Point:
+		return "point"
+	}
+	return fmt.Sprintf("TimeModel(%d)", m)
+}
+
+// A Width is the span of one partition. Partitions are aligned to UTC, not
+// to Berlin days: the Iceberg transforms day(from) and month(from) that the
+// cold tier partitions by are UTC, so a hot partition is always a whole
+// number of cold ones and an archival window ends on a partition boundary.
+// A Berlin day therefore spans two daily partitions; nothing depends on it.
+type Width uint8
+
+// The partition widths.
+const (
+	Daily   Width = iota + 1 // [00:00Z, 00:00Z next day)
+	Monthly                  // [1st 00:00Z, 1st 00:00Z next month)
+)
+
+// String returns "daily" or "monthly".
+func (w Width) String() string {
+	switch w {
+	case Daily:
+		return "daily"
+	case Monthly:
+		return "monthly"
+	}
+	return fmt.Sprintf("Width(%d)", w)
+}
+
+// Start returns the start of the partition containing t.
+func (w Width) Start(t time.Time) time.Time {
+	t = t.UTC()
+	if w == Monthly {
+		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	}
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// Next returns the start of the partition after the one starting at start.
+func (w Width) Next(start time.Time) time.Time {
+	if w == Monthly {
+		return start.AddDate(0, 1, 0)
+	}
+	return start.AddDate(0, 0, 1)
+}
+
+// A ColumnType is the SQL type of an extra column.
+type ColumnType uint8
+
+// The types of extra columns.
+const (
+	Text   ColumnType = iota + 1 // text
+	BigInt                       // bigint, given in Reading.Extra as decimal digits
+)
+
+func (c ColumnType) sql() string {
+	if c == BigInt {
+		return "bigint"
+	}
+	return "text"
+}
+
+// A Column is an extra column a table declares beyond the built-in ones.
+type Column struct {
+	Name string
+	Type ColumnType // zero means Text
+	// Identity columns belong to the merge key: they are required, and
+	// readings that differ in them are different series.
+	Identity bool
+	// Values, if not empty, are the only values allowed (a CHECK IN).
+	Values []string
+}
+
+// A Table declares a hot table. Declare it with Tier.Ensure; after that the
+// key, the time model and the columns are fixed.
+type Table struct {
+	// Name is the table's name: a lowercase letter followed by lowercase
+	// letters, digits and underscores, at most MaxNameLen bytes, so that
+	// every name derived from it fits PostgreSQL's 63-byte identifiers.
+	Name      string
+	TimeModel TimeModel
+	// Commodity is the Sparte of readings that do not name one; zero means
+	// every reading must name its own.
+	Commodity metering.Commodity
+	// Resolutions lists the resolutions an Interval table accepts; empty
+	// means all. Intervals must lie on the grid of their resolution, so in
+	// a table of one resolution two intervals of a series overlap only if
+	// they start together, which the primary key already governs: such a
+	// table needs no overlap constraint and writes several times faster.
+	Resolutions []metering.Resolution
+	// Columns are the declared extra columns.
+	Columns []Column
+	// Width is the span of one partition.
+	Width Width
+	// Headroom is how far ahead of now EnsurePartitions keeps partitions.
+	Headroom time.Duration
+	// NoExclusion leaves out the GiST exclusion constraints (one network
+	// operator per reading; no overlapping intervals within a version, for
+	// tables of several resolutions). Write then enforces both on its own: it serializes writers
+	// of a partition with advisory locks and checks the batch against the
+	// stored rows. That is several times faster, but rows written by other
+	// clients than Write are no longer checked against each other. Fixed
+	// when the table is declared.
+	NoExclusion bool
+}
+
+// MaxNameLen is the longest table name, in bytes. The longest derived name,
+// <name>_pYYYYMMDD_operator, must fit in 63 bytes, or PostgreSQL would
+// silently truncate it and two names could collide.
+const MaxNameLen = 63 - len("_pYYYYMMDD_operator")
+
+var (
+	namePattern      = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	partitionPattern = regexp.MustCompile(`_p[0-9]{8}$`)
+)
+
+// builtinColumns are the columns every table has, in table order. Interval
+// tables add "to" after "from" and "resolution" after "quality".
+var builtinColumns = []string{
+	"malo_id", "melo_id", "obis_code", "sparte", "from", "to", "value", "unit",
+	"quality", "resolution", "version", "version_scope", "recorded_at",
+	"balancing_day", "subject_id",
+}
+
+// maxColumnLen is the longest extra column name: <column>_check must fit.
+const maxColumnLen = 63 - len("_check")
+
+// metaTable is the metadata table in the tier's schema; no table may take its name.
+const metaTable = "hot_tables"
+
+// Validate reports whether t is a complete, consistent declaration.
+func (t *Table) Validate() error {
+	bad := func(format string, args ...any) error {
+		return &Error{Kind: InvalidConfig, Op: "declare", Table: t.Name, Err: fmt.Errorf(format, args...)}
+	}
+	switch {
+	case !namePattern.MatchString(t.Name):
+		return bad("table name %q: want a lowercase letter, then lowercase letters, digits and underscores", t.Name)
+	case len(t.Name) > MaxNameLen:
+		return bad("table name is %d bytes; at most %d fit, so that its partitions' names are not truncated at 63 bytes", len(t.Name), MaxNameLen)
+	case partitionPattern.MatchString(t.Name):
+		return bad("table name ends like a partition name (_pYYYYMMDD)")
+	case t.Name == metaTable:
+		return bad("table name %q is reserved", t.Name)
+	case t.TimeModel != Interval && t.TimeModel != Point:
+		return bad("time model not set: want Interval or Point")
+	case t.Width != Daily && t.Width != Monthly:
+		return bad("partition width not set: want Daily or Monthly")
+	case t.Headroom < 0:
+		return bad("negative headroom %v", t.Headroom)
+	case t.Commodity != 0 && !validCode(t.Commodity, metering.ParseCommodity):
+		return bad("unknown commodity %d", t.Commodity)
+	case t.TimeModel == Point && len(t.Resolutions) > 0:
+		return bad("a point table has no resolutions")
+	}
+	for _, r := range t.Resolutions {
+		if !validCode(r, metering.ParseResolution) {
+			return bad("unknown resolution %d", r)
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range t.Columns {
+		switch {
+		case !namePattern.MatchString(c.Name) || len(c.Name) > maxColumnLen:
+			return bad("column name %q: want a lowercase letter, then lowercase letters, digits and underscores, at most %d bytes", c.Name, maxColumnLen)
+		case slices.Contains(builtinColumns, c.Name):
+			return bad("column %q is built in", c.Name)
+		case seen[c.Name]:
+			return bad("column %q declared twice", c.Name)
+		case c.Type > BigInt:
+			return bad("column %q: unknown type %d", c.Name, c.Type)
+		}
+		seen[c.Name] = true
+		for _, v := range c.Values {
+			if err := c.check(v); err != nil {
+				return bad("column %q: coded value %q: %v", c.Name, v, err)
+			}
+		}
+	}
+	return nil
+}
+
+// resolutions returns the accepted resolutions, finest first.
+func (t *Table) resolutions() []metering.Resolution {
+	if t.TimeModel == Point {
+		return nil
+	}
+	if len(t.Resolutions) == 0 {
+		return []metering.Resolution{metering.FiveMinutes, metering.QuarterHour, metering.HalfHour,
+			metering.Hour, metering.Day, metering.Month, metering.Year}
+	}
+	rs := slices.Clone(t.Resolutions)
+	slices.Sort(rs)
+	return slices.Compact(rs)
+}
+
+// identity returns the identity columns, in declaration order.
+func (t *Table) identity() []Column {
+	var cs []Column
+	for _, c := range t.Columns {
+		if c.Identity {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// partitionName returns the name of the partition starting at start.
+func (t *Table) partitionName(start time.Time) string {
+	return t.Name + "_p" + start.UTC().Format("20060102")
+}

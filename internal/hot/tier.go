@@ -1,0 +1,81 @@
+package hot
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/meterstore/meterstore/metering"
+)
+
+// DefaultDDLLockTimeout is the lock timeout of DDL statements when
+// Options.DDLLockTimeout is zero.
+const DefaultDDLLockTimeout = 3 * time.Second
+
+// NoLockTimeout, as Options.DDLLockTimeout, lets DDL wait for its locks
+// indefinitely: PostgreSQL's default, and the advice against. A
+// configuration's "0s" maps to it.
+const NoLockTimeout time.Duration = -1
+
+// Options configure a Tier.
+type Options struct {
+	// Schema holds the tables, their partitions and the metadata table
+	// hot_tables; default "meterstore".
+	Schema string
+	// DDLLockTimeout bounds how long a DDL statement waits for a lock
+	// before it gives up, changing nothing (ErrDeferred). Zero means
+	// DefaultDDLLockTimeout; NoLockTimeout disables the bound.
+	DDLLockTimeout time.Duration
+	// Logger receives a line per partition created, detached or dropped
+	// and per deferral; nil discards them.
+	Logger *slog.Logger
+}
+
+// A Tier is the PostgreSQL tier of a store: declared tables, their
+// partitions, writes and scans. It holds no state of its own beyond its
+// settings and is safe for concurrent use.
+type Tier struct {
+	pool        *pgxpool.Pool
+	schema      string
+	lockTimeout time.Duration
+	cal         *metering.Calendar
+	codes       *codeNames
+	log         *slog.Logger
+}
+
+// New returns a Tier on pool, which it does not close.
+func New(pool *pgxpool.Pool, opts Options) (*Tier, error) {
+	if opts.Schema == "" {
+		opts.Schema = "meterstore"
+	}
+	if !namePattern.MatchString(opts.Schema) || len(opts.Schema) > 63 {
+		return nil, &Error{Kind: InvalidConfig, Op: "open", Err: fmt.Errorf("schema name %q: want a lowercase letter, then lowercase letters, digits and underscores", opts.Schema)}
+	}
+	switch {
+	case opts.DDLLockTimeout == 0:
+		opts.DDLLockTimeout = DefaultDDLLockTimeout
+	case opts.DDLLockTimeout < 0 && opts.DDLLockTimeout != NoLockTimeout:
+		return nil, &Error{Kind: InvalidConfig, Op: "open", Err: fmt.Errorf("negative DDL lock timeout %v", opts.DDLLockTimeout)}
+	case opts.DDLLockTimeout > 0 && opts.DDLLockTimeout < time.Millisecond:
+		return nil, &Error{Kind: InvalidConfig, Op: "open", Err: fmt.Errorf("DDL lock timeout %v: PostgreSQL counts in milliseconds", opts.DDLLockTimeout)}
+	}
+	cal, err := metering.NewCalendar()
+	if err != nil {
+		return nil, &Error{Kind: InvalidConfig, Op: "open", Err: err}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Tier{pool: pool, schema: opts.Schema, lockTimeout: opts.DDLLockTimeout, cal: cal, codes: newCodeNames(), log: opts.Logger}, nil
+}
+
+// Schema returns the schema holding the tier's tables.
+func (h *Tier) Schema() string { return h.schema }
+
+// ident returns the quoted, schema-qualified name of a relation.
+func (h *Tier) ident(name string) string { return pgx.Identifier{h.schema, name}.Sanitize() }
+
+// quote returns a quoted identifier.
+func quote(name string) string { return pgx.Identifier{name}.Sanitize() }

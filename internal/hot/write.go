@@ -1,0 +1,317 @@
+package hot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/meterstore/meterstore/internal/hot/pgnum"
+)
+
+// stageTable is the temporary table a batch is copied into. It lives in
+// the session's own temporary schema and is dropped at commit.
+const stageTable = "meterstore_hot_stage"
+
+// maxAttempts bounds how often Write re-checks a batch that lost a race
+// against a concurrent writer of the same readings.
+const maxAttempts = 4
+
+// Write stores a batch of readings in table t, atomically: either every row
+// is stored or present already, or nothing is written and the error names
+// the offending rows.
+//
+// The batch is validated in Go (check digits, codes, the interval grid, the
+// partition for each row) and checked in itself, then copied into a
+// temporary staging table and inserted with one INSERT ... SELECT, in one
+// READ COMMITTED transaction. Against the stored rows, the exclusion
+// constraints and the primary key refuse what must not be written; only when
+// they do does Write look at the stored rows to tell an identical
+// redelivery, which it skips, from a violation, which it reports. Tables
+// declared with NoExclusion check the stored rows before inserting, holding
+// an advisory lock per partition so concurrent writers cannot slip past
+// each other's checks.
+//
+// A reading whose interval is already stored identically under its version
+// is reported Present; a different value under an existing key and version
+// is an IntegrityViolation. A reading without an attached partition for its
+// From is InvalidInput: it belongs to a window not yet created or already
+// archived, and Write will not park it where no query looks.
+func (h *Tier) Write(ctx context.Context, t *Table, rows []Reading) (Result, error) {
+	const op = "write"
+	if err := t.Validate(); err != nil {
+		return Result{}, err
+	}
+	b, err := h.prepare(t, rows)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(b.rows) > 0 {
+		if err := h.write(ctx, t, b); err != nil {
+			return Result{}, classify(op, t.Name, err)
+		}
+	}
+	res := Result{Status: b.status}
+	for i, s := range b.status {
+		if s == 0 {
+			b.status[i] = Inserted
+			res.Inserted++
+		} else {
+			res.Present++
+		}
+	}
+	return res, nil
+}
+
+func (h *Tier) write(ctx context.Context, t *Table, b *batch) error {
+	conn, err := h.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	pgnum.Register(conn.Conn().TypeMap())
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	// A batch is small next to a partition, so the checks probe the
+	// primary key row by row; a hash or merge join would read the whole
+	// partition. JIT compilation costs more than these statements take.
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL jit = off`); err != nil {
+		return err
+	}
+	// The writer's lock on the parent, taken first, keeps a partition from
+	// being detached between the check below and the insert.
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+h.ident(t.Name)+` IN ROW EXCLUSIVE MODE`); err != nil {
+		return err
+	}
+	if err := h.checkPartitions(ctx, tx, t, b); err != nil {
+		return err
+	}
+	probeAll := t.NoExclusion
+	if err := h.lockPartitions(ctx, tx, t, b, probeAll); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, h.stageDDL(t)); err != nil {
+		return err
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageTable}, stageColumns(t), newStageSource(t, b.rows)); err != nil {
+		return err
+	}
+	insert := h.insertSQL(t)
+	for attempt := 1; ; attempt++ {
+		if probeAll || b.anyProbe() {
+			if err := h.probe(ctx, tx, t, b, probeAll); err != nil {
+				return err
+			}
+		}
+		// The savepoint lets a refused insert be diagnosed in the same
+		// transaction, against the same staged rows.
+		if _, err := tx.Exec(ctx, `SAVEPOINT hot_insert`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, insert)
+		if err == nil {
+			break
+		}
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || (pgErr.Code != "23505" && pgErr.Code != "23P01") { // unique, exclusion
+			return err
+		}
+		if attempt == maxAttempts {
+			return &Error{Kind: Unavailable, Op: "write", Table: t.Name,
+				Err: fmt.Errorf("refused %d times by rows written concurrently: %w", attempt, err)}
+		}
+		if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT hot_insert`); err != nil {
+			return err
+		}
+		probeAll = true
+	}
+	return tx.Commit(ctx)
+}
+
+// anyProbe reports whether a row is to be checked before the insert.
+func (b *batch) anyProbe() bool {
+	for i := range b.rows {
+		if b.rows[i].probe {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPartitions fails the batch if a row has no attached partition.
+func (h *Tier) checkPartitions(ctx context.Context, tx pgx.Tx, t *Table, b *batch) error {
+	rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = $1::regclass AND NOT i.inhdetachpending`, h.ident(t.Name))
+	if err != nil {
+		return err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	attached := make(map[int64]bool, len(names))
+	for _, n := range names {
+		if start, ok := t.partitionStart(n); ok {
+			attached[start.Unix()] = true
+		}
+	}
+	var bad problems
+	var last time.Time // rows come in runs of one partition
+	for i := range b.rows {
+		s := &b.rows[i]
+		if p := t.Width.Start(s.from); !p.Equal(last) {
+			if !attached[p.Unix()] {
+				bad.add(int(s.row), "no partition for from %s: partition %s is not attached (not yet created, or archived)",
+					s.from.Format(time.RFC3339), t.partitionName(p))
+				continue
+			}
+			last = p
+		}
+	}
+	if !bad.empty() {
+		return bad.error(InvalidInput, "write", t.Name)
+	}
+	return nil
+}
+
+// lockPartitions marks the rows to be checked before the insert and takes
+// an advisory lock on every partition those checks read, in a fixed order.
+// A writer holding the lock has seen every row committed under it, so two
+// writers cannot both pass a check that only one of them may.
+//
+// With exclusion constraints only rows whose checks read other partitions
+// than their own need this: an interval crossing a partition boundary, or a
+// row contained in a longer one that starts in an earlier partition. The
+// constraints, being per partition, cannot see those pairs.
+func (h *Tier) lockPartitions(ctx context.Context, tx pgx.Tx, t *Table, b *batch, all bool) error {
+	var keys []int32
+	var parts []time.Time
+	for i := range b.rows {
+		s := &b.rows[i]
+		parts = probedPartitions(t, s, parts[:0])
+		s.probe = all || len(parts) > 1
+		if !s.probe {
+			continue
+		}
+		for _, p := range parts {
+			if k := int32(p.Unix() / 86400); len(keys) == 0 || keys[len(keys)-1] != k {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range slices.Compact(keys) {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, h.lockKey(t.Name), k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probedPartitions appends to ps the partitions the checks of s read: its
+// own, those of its ancestors, and those its interval reaches into.
+func probedPartitions(t *Table, s *staged, ps []time.Time) []time.Time {
+	own := t.Width.Start(s.from)
+	ps = append(ps, own)
+	for _, a := range s.anc {
+		if p := t.Width.Start(a); !slices.ContainsFunc(ps, p.Equal) {
+			ps = append(ps, p)
+		}
+	}
+	for p := t.Width.Next(own); p.Before(s.to); p = t.Width.Next(p) {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// stageColumns returns the staging table's columns, in COPY order.
+func stageColumns(t *Table) []string {
+	return append([]string{"row_no", "probe", "anc"}, dataColumns(t, false)...)
+}
+
+// dataColumns returns the columns a write supplies: every column but
+// recorded_at, which the database sets. quoted quotes them for SQL.
+func dataColumns(t *Table, quoted bool) []string {
+	cols := []string{"malo_id", "melo_id", "obis_code", "sparte", "from"}
+	if t.TimeModel == Interval {
+		cols = append(cols, "to")
+	}
+	cols = append(cols, "value", "unit", "quality")
+	if t.TimeModel == Interval {
+		cols = append(cols, "resolution")
+	}
+	cols = append(cols, "version", "version_scope", "balancing_day", "subject_id")
+	for _, c := range t.Columns {
+		cols = append(cols, c.Name)
+	}
+	if quoted {
+		for i, c := range cols {
+			cols[i] = quote(c)
+		}
+	}
+	return cols
+}
+
+func (h *Tier) stageDDL(t *Table) string {
+	cols := []string{"row_no int4 NOT NULL", "probe bool NOT NULL", "anc timestamptz[]",
+		"malo_id text", "melo_id text", "obis_code text", "sparte text", `"from" timestamptz`}
+	if t.TimeModel == Interval {
+		cols = append(cols, `"to" timestamptz`)
+	}
+	cols = append(cols, "value numeric(18,6)", "unit text", "quality text")
+	if t.TimeModel == Interval {
+		cols = append(cols, "resolution text")
+	}
+	cols = append(cols, "version numeric(20,0)", "version_scope text", "balancing_day date", "subject_id text")
+	for _, c := range t.Columns {
+		cols = append(cols, quote(c.Name)+" "+c.typ().sql())
+	}
+	return `CREATE TEMP TABLE ` + stageTable + ` (` + strings.Join(cols, ", ") + `) ON COMMIT DROP`
+}
+
+func (h *Tier) insertSQL(t *Table) string {
+	cols := strings.Join(dataColumns(t, true), ", ")
+	return `INSERT INTO ` + h.ident(t.Name) + ` (` + cols + `) SELECT ` + cols + ` FROM ` + stageTable
+}
+
+// stageSource feeds staged rows to COPY. Values are pointers into the
+// rows, and the slice is reused, so a row costs no allocation here.
+type stageSource struct {
+	t    *Table
+	rows []staged
+	i    int
+	vals []any
+}
+
+func newStageSource(t *Table, rows []staged) *stageSource {
+	return &stageSource{t: t, rows: rows, i: -1, vals: make([]any, 0, len(stageColumns(t)))}
+}
+
+// Next, Err and Values implement pgx.CopyFromSource.
+func (s *stageSource) Next() bool { s.i++; return s.i < len(s.rows) }
+func (s *stageSource) Err() error { return nil }
+
+func (s *stageSource) Values() ([]any, error) {
+	r := &s.rows[s.i]
+	v := append(s.vals[:0], &r.row, &r.probe, &r.anc, &r.src.MaLo, r.melo, &r.src.OBIS, &r.sparte, &r.from)
+	if s.t.TimeModel == Interval {
+		v = append(v, &r.to)
+	}
+	v = append(v, &r.value, &r.unit, &r.quality)
+	if s.t.TimeModel == Interval {
+		v = append(v, &r.resolution)
+	}
+	v = append(v, &r.version, &r.src.VersionScope, &r.day, r.subject)
+	if len(s.t.Columns) > 0 {
+		v = append(v, r.extra...)
+	}
+	return v, nil
+}
