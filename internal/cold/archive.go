@@ -1,0 +1,80 @@
+package cold
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+// Archive appends rows, the readings of the window [from, to), to t as one
+// snapshot that moves the watermark to w: the data and the boundary they
+// sit below land in the same compare-and-set, or neither does. rows is read
+// once, in batches, so memory is bounded by the batch and row group sizes,
+// not by the window. Each batch is sorted by malo_id and from before it is
+// written; rows in key order, as the hot tier scans them, make whole files
+// sorted. An empty window is a snapshot without files that moves W all the
+// same.
+//
+// Archive refuses a window that starts below the current watermark
+// (ErrWindowArchived), a watermark before the current one
+// (ErrWatermarkBackwards), a reading outside the window or not fit for the
+// tier (a *hot.Error naming it), and a quarantined table (*QuarantineError).
+// When the commit fails, the files it wrote are deleted unless it may still
+// land.
+func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, rows Rows) (Commit, error) {
+	const op = "archive"
+	for _, x := range []struct {
+		what string
+		t    time.Time
+	}{{"watermark", w}, {"window start", from}, {"window end", to}} {
+		if err := checkPrecision(x.what, x.t); err != nil {
+			return Commit{}, err
+		}
+	}
+	if !from.Before(to) || to.After(w) {
+		return Commit{}, fmt.Errorf("cold: archive %s: window [%s, %s) under watermark %s: want from < to <= watermark",
+			t.decl.Name, FormatTime(from), FormatTime(to), FormatTime(w))
+	}
+	ice, err := c.load(ctx, t)
+	if err != nil {
+		return Commit{}, err
+	}
+	if ice, err = c.prepare(ctx, t, ice); err != nil {
+		return Commit{}, err
+	}
+	// The commit check refuses both of these too, atomically; checking
+	// first saves writing files that could not be committed.
+	cur, ok, err := Watermark(ice.Metadata())
+	switch {
+	case err != nil:
+		return Commit{}, fmt.Errorf("cold: archive %s: %w", t.decl.Name, err)
+	case ok && w.Before(cur):
+		return Commit{}, fmt.Errorf("cold: archive %s: %w: from %s to %s", t.decl.Name, ErrWatermarkBackwards, FormatTime(cur), FormatTime(w))
+	case ok && from.Before(cur):
+		return Commit{}, fmt.Errorf("cold: archive %s: %w: window from %s, watermark %s", t.decl.Name, ErrWindowArchived, FormatTime(from), FormatTime(cur))
+	}
+	enc, err := newEncoder(&t.decl, op, ice.Schema(), c.opts.BatchRows)
+	if err != nil {
+		return Commit{}, err
+	}
+	return c.commit(ctx, t, ice, write{
+		op:   op,
+		enc:  enc,
+		rows: rows,
+		check: func(r *hot.Reading) string {
+			if r.From.Before(from) || !r.From.Before(to) {
+				return fmt.Sprintf("from %s is outside the window [%s, %s)", FormatTime(r.From), FormatTime(from), FormatTime(to))
+			}
+			return ""
+		},
+		summary: iceberg.Properties{
+			SummaryWatermark:    FormatTime(w),
+			SummaryArchivedFrom: FormatTime(from),
+			SummaryArchivedTo:   FormatTime(to),
+		},
+		rowsKey: SummaryRows,
+	})
+}

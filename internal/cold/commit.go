@@ -1,0 +1,194 @@
+package cold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+// A Commit describes a snapshot the Tier committed.
+type Commit struct {
+	SnapshotID int64
+	Watermark  time.Time // the watermark the snapshot carries
+	Rows       int64     // readings it added
+	Files      int       // data files it added
+	Bytes      int64     // their total size
+}
+
+// A write is one snapshot to commit: the rows of enc, or no rows at all when
+// enc is nil, with summary added to the snapshot summary.
+type write struct {
+	op      string
+	enc     *encoder
+	rows    Rows
+	check   func(*hot.Reading) string
+	summary iceberg.Properties
+	// rowsKey, if set, is the summary key that receives the row count.
+	rowsKey string
+	// pin fails the commit on any concurrent commit instead of letting
+	// iceberg-go replay it onto the new head: for writes that checked the
+	// table's contents and are only valid against what they checked.
+	pin bool
+}
+
+// commitTimeout bounds the re-read after a failed commit, which runs even
+// when the caller's context is done: deciding what to delete must not be
+// cut short.
+const commitTimeout = time.Minute
+
+// commit writes w's data files and commits them as one append snapshot of
+// ice. A commit that did not land deletes every file it wrote before it
+// returns the error; one whose outcome is unknown keeps them and says so.
+func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) (Commit, error) {
+	fs, err := ice.FS(ctx)
+	if err != nil {
+		return Commit{}, fmt.Errorf("cold: %s %s: file IO: %w", w.op, h.decl.Name, err)
+	}
+	wfs, ok := fs.(icebergio.WriteFileIO)
+	if !ok {
+		return Commit{}, fmt.Errorf("cold: %s %s: %w", w.op, h.decl.Name, table.ErrWriteIORequired)
+	}
+	rec := &recordingFS{WriteFileIO: wfs}
+	wt := table.New(ice.Identifier(), ice.Metadata(), ice.MetadataLocation(),
+		func(context.Context) (icebergio.IO, error) { return rec, nil }, c.cat)
+
+	id := uuid.NewString()
+	summary := maps.Clone(w.summary)
+	summary[SummaryCommitID] = id
+
+	var files []iceberg.DataFile
+	if w.enc != nil {
+		batches := w.enc.batches(w.rows, w.check)
+		for df, err := range table.WriteRecords(ctx, wt, w.enc.schema, batches,
+			table.WithMaxWriteWorkers(1), table.WithRecordBatchBufferSize(2)) {
+			if err != nil {
+				if _, eerr := w.enc.result(); eerr != nil {
+					err = eerr // the typed error of the row or source that ended the stream
+				} else {
+					err = fmt.Errorf("cold: %s %s: write data files: %w", w.op, h.decl.Name, err)
+				}
+				return Commit{}, c.discard(h, w.op, rec, err)
+			}
+			files = append(files, df)
+		}
+	}
+	var rows int64
+	if w.enc != nil {
+		rows, _ = w.enc.result()
+	}
+	if w.rowsKey != "" {
+		summary[w.rowsKey] = strconv.FormatInt(rows, 10)
+	}
+
+	tx := wt.NewTransaction()
+	if w.pin {
+		if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+			return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: %w", w.op, h.decl.Name, err))
+		}
+	}
+	if len(files) == 0 {
+		// An append of no files is a snapshot of its own: how a commit
+		// moves W over an empty window, or re-stamps it.
+		err = tx.AddFiles(ctx, nil, summary, true)
+	} else {
+		// Our files have fresh names; checking them against every file
+		// of the table would read all its manifests on every commit.
+		err = tx.AddDataFiles(ctx, files, summary, table.WithoutDuplicateCheck())
+	}
+	if err != nil {
+		return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: stage snapshot: %w", w.op, h.decl.Name, err))
+	}
+	if c.beforeCommit != nil {
+		c.beforeCommit(ctx, h.decl.Name)
+	}
+	next, err := tx.Commit(ctx)
+	var meta table.Metadata
+	switch {
+	case next != nil:
+		// Landed; an error now comes from cleanup after the commit.
+		if err != nil {
+			c.log.Warn("cold: after a commit", "table", h.decl.Name, "op", w.op, "err", err)
+		}
+		meta = next.Metadata()
+	default:
+		if meta, err = c.settle(ctx, h, w.op, rec, id, err); err != nil {
+			return Commit{}, err
+		}
+	}
+	s := findCommit(meta, id)
+	if s == nil {
+		return Commit{}, fmt.Errorf("cold: %s %s: the committed metadata lacks snapshot %s=%s", w.op, h.decl.Name, SummaryCommitID, id)
+	}
+	out := Commit{SnapshotID: s.SnapshotID, Rows: rows, Files: len(files)}
+	out.Watermark, _ = parseTime(s.Summary.Properties[SummaryWatermark])
+	for _, f := range files {
+		out.Bytes += f.FileSizeBytes()
+	}
+	return out, nil
+}
+
+// settle decides what a failed commit leaves behind. It re-reads the table,
+// because a commit can fail after it landed: then the metadata is returned
+// and the commit counts. Otherwise the files are deleted if the failure says
+// for certain that nothing landed, and kept if the commit may still land.
+func (c *Tier) settle(ctx context.Context, h *Table, op string, rec *recordingFS, id string, cause error) (table.Metadata, error) {
+	cause = fmt.Errorf("cold: %s %s: commit: %w", op, h.decl.Name, cause)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	cur, err := c.cat.LoadTable(ctx, h.ident)
+	if err != nil {
+		c.log.Warn("cold: the outcome of a failed commit is unknown; its files are kept", "table", h.decl.Name, "files", len(rec.created()), "err", err)
+		return nil, fmt.Errorf("%w (re-reading the table failed too, so its %d files are kept: %v)", cause, len(rec.created()), err)
+	}
+	if findCommit(cur.Metadata(), id) != nil {
+		c.log.Warn("cold: a commit that reported a failure landed", "table", h.decl.Name, "op", op, "err", cause)
+		return cur.Metadata(), nil
+	}
+	if !definite(cause) {
+		c.log.Warn("cold: a failed commit may still land; its files are kept", "table", h.decl.Name, "files", len(rec.created()), "err", cause)
+		return nil, fmt.Errorf("%w (it has not landed, but may still: its %d files are kept)", cause, len(rec.created()))
+	}
+	return nil, c.discard(h, op, rec, cause)
+}
+
+// definite reports whether a commit failure means that the commit did not
+// and will not land: a lost race, or a refusal of the commit check.
+func definite(err error) bool {
+	var missing *MissingAncestorError
+	return errors.Is(err, table.ErrCommitFailed) || errors.Is(err, ErrWatermarkBackwards) ||
+		errors.Is(err, ErrWindowArchived) || errors.As(err, &missing)
+}
+
+// discard deletes the files rec created and returns cause, annotated if
+// some of them could not be deleted.
+func (c *Tier) discard(h *Table, op string, rec *recordingFS, cause error) error {
+	removed, err := rec.removeAll()
+	if err != nil {
+		c.log.Warn("cold: files of a failed commit could not be removed", "table", h.decl.Name, "op", op, "err", err)
+		return fmt.Errorf("%w (removing the files it wrote failed: %v)", cause, err)
+	}
+	if removed > 0 {
+		c.log.Info("cold: removed the files of a failed commit", "table", h.decl.Name, "op", op, "files", removed)
+	}
+	return cause
+}
+
+// findCommit returns the snapshot of meta whose summary carries commit id.
+func findCommit(meta table.Metadata, id string) *table.Snapshot {
+	snaps := meta.Snapshots()
+	for i := len(snaps) - 1; i >= 0; i-- {
+		if s := &snaps[i]; s.Summary != nil && s.Summary.Properties[SummaryCommitID] == id {
+			return s
+		}
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package cold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+// CheckDrift compares the schema t declares with the one its cold table has,
+// by column name, as an encoder writes and an engine queries. It returns a
+// *QuarantineError if the cold table cannot take the declared rows safely:
+//   - a column required on one side and absent on the other (a NOT NULL
+//     column added, or a required column dropped; declaring or undeclaring
+//     an identity column is one of the two);
+//   - a column required in the cold table but nullable in the declaration;
+//   - a type that changed, except a decimal whose precision widened at the
+//     same scale and an integer that widened to a long;
+//   - a schema that cannot be read.
+//
+// Nullable columns may be added and dropped on either side: the Tier adds a
+// declared one the table lacks before it writes, and leaves an undeclared one
+// empty. A rename is a drop plus an add, and passes for nullable columns only.
+func (c *Tier) CheckDrift(ctx context.Context, t *hot.Table) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	ice, err := c.cat.LoadTable(ctx, table.Identifier{c.opts.Namespace, t.Name})
+	if errors.Is(err, icecatalog.ErrNoSuchTable) {
+		return fmt.Errorf("cold: check drift of %s: %w", t.Name, err)
+	}
+	if err != nil {
+		return &QuarantineError{Table: t.Name, Reasons: []string{"the cold table's schema cannot be read"}, Err: err}
+	}
+	_, err = drift(t, ice.Metadata())
+	return err
+}
+
+// drift compares the declared schema of t with the current schema of meta.
+// It returns the declared nullable columns meta lacks.
+func drift(t *hot.Table, meta table.Metadata) ([]iceberg.NestedField, error) {
+	have := meta.CurrentSchema()
+	if have == nil {
+		return nil, &QuarantineError{Table: t.Name, Reasons: []string{"the cold table's schema cannot be read"},
+			Err: errors.New("the metadata has no current schema")}
+	}
+	add, reasons := compareSchemas(Schema(t), have)
+	if len(reasons) > 0 {
+		return nil, &QuarantineError{Table: t.Name, Reasons: reasons}
+	}
+	return add, nil
+}
+
+// compareSchemas applies the drift rules to a wanted (declared) and an
+// existing (cold) schema. It returns the wanted nullable columns missing
+// from have and one reason per unsafe difference.
+func compareSchemas(want, have *iceberg.Schema) (add []iceberg.NestedField, reasons []string) {
+	for _, w := range want.Fields() {
+		h, ok := have.FindFieldByName(w.Name)
+		switch {
+		case !ok && w.Required:
+			reasons = append(reasons, fmt.Sprintf("column %q is declared NOT NULL and missing from the cold table: adding a NOT NULL column is not safe", w.Name))
+		case !ok:
+			add = append(add, w)
+		case h.Required && !w.Required:
+			reasons = append(reasons, fmt.Sprintf("column %q is NOT NULL in the cold table and nullable in the declaration", w.Name))
+		default:
+			if r := compareTypes(w.Name, w.Type, h.Type); r != "" {
+				reasons = append(reasons, r)
+			}
+		}
+	}
+	for _, h := range have.Fields() {
+		if _, ok := want.FindFieldByName(h.Name); !ok && h.Required {
+			reasons = append(reasons, fmt.Sprintf("column %q is NOT NULL in the cold table and not declared: dropping a required column is not safe", h.Name))
+		}
+	}
+	return add, reasons
+}
+
+// compareTypes says why the declared type want cannot be written into a
+// cold column of type have, or returns "".
+func compareTypes(name string, want, have iceberg.Type) string {
+	if want.Equals(have) {
+		return ""
+	}
+	wd, wok := want.(iceberg.DecimalType)
+	hd, hok := have.(iceberg.DecimalType)
+	switch {
+	case wok && hok && wd.Scale() != hd.Scale():
+		return fmt.Sprintf("column %q: decimal scale %d in the cold table, %d declared: a changed scale reinterprets every stored value by a power of ten",
+			name, hd.Scale(), wd.Scale())
+	case wok && hok && hd.Precision() >= wd.Precision():
+		return "" // widened precision holds every declared value
+	case wok && hok:
+		return fmt.Sprintf("column %q: decimal precision %d in the cold table, %d declared: it was narrowed", name, hd.Precision(), wd.Precision())
+	case want.Equals(iceberg.PrimitiveTypes.Int32) && have.Equals(iceberg.PrimitiveTypes.Int64):
+		return ""
+	}
+	return fmt.Sprintf("column %q: type %s in the cold table, %s declared", name, have, want)
+}
+
+// prepare runs the drift check before a write and adds the declared nullable
+// columns the table lacks, in a metadata-only commit, so that no declared
+// value is dropped on the way into the tier. It returns the table to write to.
+func (c *Tier) prepare(ctx context.Context, h *Table, ice *table.Table) (*table.Table, error) {
+	add, err := drift(&h.decl, ice.Metadata())
+	if err != nil || len(add) == 0 {
+		return ice, err
+	}
+	tx := ice.NewTransaction()
+	up := tx.UpdateSchema(true, false)
+	for _, f := range add {
+		up.AddColumn([]string{f.Name}, f.Type, f.Doc, false, nil)
+	}
+	if err := up.Commit(); err != nil {
+		return nil, fmt.Errorf("cold: %s: add nullable columns: %w", h.decl.Name, err)
+	}
+	next, err := tx.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cold: %s: add nullable columns: %w", h.decl.Name, err)
+	}
+	names := make([]string, len(add))
+	for i, f := range add {
+		names[i] = f.Name
+	}
+	c.log.Info("cold: added declared nullable columns to the cold table", "table", h.decl.Name, "columns", names)
+	return next, nil
+}

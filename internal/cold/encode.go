@@ -1,0 +1,212 @@
+package cold
+
+import (
+	"fmt"
+	"iter"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+// An encoder turns readings into Arrow record batches in the layout of a
+// cold table's current schema: the declared columns, with the types the
+// table has (a widened decimal is written at its wider precision).
+type encoder struct {
+	decl   *hot.Table
+	op     string
+	schema *arrow.Schema
+	cols   []appender
+	batch  int
+	codes  *codes
+
+	// The stream runs on a goroutine of iceberg-go's writer.
+	mu   sync.Mutex
+	rows int64 // readings the stream encoded, once it ended
+	err  error // the error that ended the stream, as the caller should see it
+}
+
+// result returns the number of readings encoded and the error that ended
+// the stream.
+func (e *encoder) result() (int64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rows, e.err
+}
+
+func (e *encoder) fail(err error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.err = err
+	return err
+}
+
+// An appender appends one column of a reading to a builder.
+type appender func(b array.Builder, r *hot.Reading)
+
+func newEncoder(decl *hot.Table, op string, have *iceberg.Schema, batch int) (*encoder, error) {
+	want := Schema(decl)
+	names := make([]string, 0, len(want.Fields()))
+	for _, f := range want.Fields() {
+		names = append(names, f.Name)
+	}
+	sc, err := have.Select(true, names...)
+	if err != nil {
+		return nil, fmt.Errorf("cold: %s: %w", decl.Name, err)
+	}
+	asc, err := table.SchemaToArrowSchema(sc, nil, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("cold: %s: %w", decl.Name, err)
+	}
+	e := &encoder{decl: decl, op: op, schema: asc, batch: batch, codes: newCodes()}
+	for _, f := range asc.Fields() {
+		a, err := e.appender(f)
+		if err != nil {
+			return nil, fmt.Errorf("cold: %s: column %q: %w", decl.Name, f.Name, err)
+		}
+		e.cols = append(e.cols, a)
+	}
+	return e, nil
+}
+
+// appender returns the appender of field f, checking that f has the Arrow
+// type the appender builds.
+func (e *encoder) appender(f arrow.Field) (appender, error) {
+	str := func(get func(*hot.Reading) string, optional bool) (appender, error) {
+		if f.Type.ID() != arrow.STRING {
+			return nil, fmt.Errorf("arrow type %s, want utf8", f.Type)
+		}
+		return func(b array.Builder, r *hot.Reading) {
+			if v := get(r); v != "" || !optional {
+				b.(*array.StringBuilder).Append(v)
+			} else {
+				b.AppendNull()
+			}
+		}, nil
+	}
+	ts := func(get func(*hot.Reading) time.Time) (appender, error) {
+		if tt, ok := f.Type.(*arrow.TimestampType); !ok || tt.Unit != arrow.Microsecond {
+			return nil, fmt.Errorf("arrow type %s, want timestamp[us]", f.Type)
+		}
+		return func(b array.Builder, r *hot.Reading) {
+			b.(*array.TimestampBuilder).Append(arrow.Timestamp(get(r).UnixMicro()))
+		}, nil
+	}
+	dec := func(scale int32, get func(*hot.Reading) decimal128.Num) (appender, error) {
+		if dt, ok := f.Type.(*arrow.Decimal128Type); !ok || dt.Scale != scale {
+			return nil, fmt.Errorf("arrow type %s, want decimal128 with scale %d", f.Type, scale)
+		}
+		return func(b array.Builder, r *hot.Reading) { b.(*array.Decimal128Builder).Append(get(r)) }, nil
+	}
+	switch f.Name {
+	case "malo_id":
+		return str(func(r *hot.Reading) string { return r.MaLo }, false)
+	case "melo_id":
+		return str(func(r *hot.Reading) string { return r.MeLo }, true)
+	case "obis_code":
+		return str(func(r *hot.Reading) string { return r.OBIS }, false)
+	case "sparte":
+		return str(func(r *hot.Reading) string { return commodity(e.decl, r).String() }, false)
+	case "from":
+		return ts(func(r *hot.Reading) time.Time { return r.From })
+	case "to":
+		return ts(func(r *hot.Reading) time.Time { return r.To })
+	case "value":
+		return dec(6, func(r *hot.Reading) decimal128.Num { return decimal128.FromI64(int64(r.Value)) })
+	case "unit":
+		return str(func(r *hot.Reading) string { return r.Unit.String() }, false)
+	case "quality":
+		return str(func(r *hot.Reading) string { return r.Quality.String() }, false)
+	case "resolution":
+		return str(func(r *hot.Reading) string { return r.Resolution.String() }, false)
+	case "version":
+		return dec(0, func(r *hot.Reading) decimal128.Num { return decimal128.FromU64(r.Version) })
+	case "version_scope":
+		return str(func(r *hot.Reading) string { return r.VersionScope }, false)
+	case "recorded_at":
+		return ts(func(r *hot.Reading) time.Time { return r.RecordedAt })
+	case "balancing_day":
+		if f.Type.ID() != arrow.DATE32 {
+			return nil, fmt.Errorf("arrow type %s, want date32", f.Type)
+		}
+		return func(b array.Builder, r *hot.Reading) {
+			d := r.BalancingDay
+			b.(*array.Date32Builder).Append(arrow.Date32FromTime(time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC)))
+		}, nil
+	case "subject_id":
+		return str(func(r *hot.Reading) string { return r.Subject }, true)
+	}
+	for _, c := range e.decl.Columns {
+		if c.Name != f.Name {
+			continue
+		}
+		name := c.Name
+		if c.Type != hot.BigInt {
+			return str(func(r *hot.Reading) string { return r.Extra[name] }, true)
+		}
+		if f.Type.ID() != arrow.INT64 {
+			return nil, fmt.Errorf("arrow type %s, want int64", f.Type)
+		}
+		return func(b array.Builder, r *hot.Reading) {
+			v, ok := r.Extra[name]
+			if !ok {
+				b.AppendNull()
+				return
+			}
+			n, _ := strconv.ParseInt(v, 10, 64) // checked by invalid
+			b.(*array.Int64Builder).Append(n)
+		}, nil
+	}
+	return nil, fmt.Errorf("not a declared column")
+}
+
+// batches returns the record batches of rows. check, if not nil, may refuse
+// a reading with a reason. The first refused reading or source error ends
+// the stream; e.err then holds it. Ownership of every yielded batch passes
+// to the consumer.
+func (e *encoder) batches(rows Rows, check func(*hot.Reading) string) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, e.schema)
+		defer b.Release()
+		n, row := 0, 0
+		defer func() {
+			e.mu.Lock()
+			e.rows = int64(row)
+			e.mu.Unlock()
+		}()
+		for r, err := range rows {
+			if err != nil {
+				yield(nil, e.fail(fmt.Errorf("cold: %s %s: reading the rows: %w", e.op, e.decl.Name, err)))
+				return
+			}
+			reason := e.codes.invalid(e.decl, &r)
+			if reason == "" && check != nil {
+				reason = check(&r)
+			}
+			if reason != "" {
+				yield(nil, e.fail(rowError(hot.InvalidInput, e.op, e.decl.Name, row, reason)))
+				return
+			}
+			for i, a := range e.cols {
+				a(b.Field(i), &r)
+			}
+			row++
+			if n++; n == e.batch {
+				n = 0
+				if !yield(b.NewRecordBatch(), nil) {
+					return
+				}
+			}
+		}
+		if n > 0 {
+			yield(b.NewRecordBatch(), nil)
+		}
+	}
+}

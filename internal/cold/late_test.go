@@ -1,0 +1,115 @@
+package cold
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+func TestAppendLate(t *testing.T) {
+	e := newEnv(t, Options{})
+	tab := loadProfile("power")
+	h := e.ensure(t, tab)
+
+	var he *hot.Error
+	if _, err := e.tier.AppendLate(t.Context(), h, quarterHours(0, jan2026, 1)); !errors.As(err, &he) || he.Kind != hot.InvalidInput {
+		t.Fatalf("late rows before anything was archived: %v", err)
+	}
+
+	archived := quarterHours(0, jan2026, 96)
+	e.archive(t, h, jan2026, feb2026, archived)
+
+	// A correction under a new version, a new location, and a redelivery.
+	fix := archived[10]
+	fix.Version++
+	fix.Value += 250_000
+	late := []hot.Reading{fix, quarterHour(3, jan2026, 5), archived[20], quarterHour(3, jan2026, 5)}
+	res, err := e.tier.AppendLate(t.Context(), h, late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []hot.Status{hot.Inserted, hot.Inserted, hot.Present, hot.Present}
+	if !slices.Equal(res.Status, want) || res.Inserted != 2 || res.Present != 2 || res.Commit.Rows != 2 {
+		t.Fatalf("result %+v, want statuses %v", res, want)
+	}
+	sum := e.summary(t, h)
+	if sum[SummaryWatermark] != FormatTime(feb2026) || sum[SummaryLateRows] != "2" || sum[SummaryArchivedFrom] != "" {
+		t.Fatalf("late snapshot summary %v: want the unchanged watermark re-stamped", sum)
+	}
+	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, hot.Query{})), append(slices.Clone(archived), late[:2]...))
+
+	// Redelivering the whole batch commits nothing.
+	before := e.summary(t, h)[SummaryCommitID]
+	res, err = e.tier.AppendLate(t.Context(), h, late)
+	if err != nil || res.Inserted != 0 || res.Present != 4 || e.summary(t, h)[SummaryCommitID] != before {
+		t.Fatalf("redelivery: %+v, %v", res, err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		rows []hot.Reading
+		kind hot.Kind
+		row  int
+		says string
+	}{
+		{"restated value", restate(archived[30], func(r *hot.Reading) { r.Value++ }), hot.IntegrityViolation, 1, "value"},
+		{"restated quality", restate(archived[31], func(r *hot.Reading) { r.Quality = 2 }), hot.IntegrityViolation, 1, "quality"},
+		{"restated within the batch", append(quarterHours(4, jan2026, 1), restate(quarterHour(4, jan2026, 0), func(r *hot.Reading) { r.Value = 7 })...), hot.IntegrityViolation, 1, "row 0"},
+		{"at the watermark", []hot.Reading{quarterHour(0, jan2026, 0), quarterHour(5, feb2026, 0)}, hot.InvalidInput, 1, "hot tier"},
+		{"bad check digit", restate(quarterHour(6, jan2026, 0), func(r *hot.Reading) { r.MaLo = "51000001000" }), hot.InvalidInput, 1, "malo_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := tc.rows
+			if len(rows) == 1 {
+				rows = append([]hot.Reading{quarterHour(7, jan2026, 0)}, rows...)
+			}
+			_, err := e.tier.AppendLate(t.Context(), h, rows)
+			var he *hot.Error
+			if !errors.As(err, &he) || he.Kind != tc.kind || !slices.Equal(he.Rows, []int{tc.row}) || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("error %v, want %v naming row %d and %q", err, tc.kind, tc.row, tc.says)
+			}
+		})
+	}
+	// Nothing of the refused batches landed.
+	if n := len(collect(t, e.tier.Scan(t.Context(), h, hot.Query{MaLo: []string{malo(7)}}))); n != 0 {
+		t.Fatalf("a refused batch stored %d readings", n)
+	}
+}
+
+// restate returns r changed by fn, as the only reading of a batch.
+func restate(r hot.Reading, fn func(*hot.Reading)) []hot.Reading {
+	fn(&r)
+	return []hot.Reading{r}
+}
+
+func TestAppendLateRacesAnArchival(t *testing.T) {
+	// An archival commits between the late batch's check and its commit;
+	// the pinned commit fails, and AppendLate checks again and lands.
+	e := newEnv(t, Options{})
+	tab := loadProfile("power")
+	h := e.ensure(t, tab)
+	e.archive(t, h, jan2026, feb2026, quarterHours(0, jan2026, 4))
+	next := quarterHours(1, feb2026, 4)
+	e.tier.beforeCommit = func(ctx context.Context, _ string) {
+		e.tier.beforeCommit = nil
+		if _, err := e.tier.Archive(ctx, h, mar2026, feb2026, mar2026, Readings(next)); err != nil {
+			t.Error(err)
+		}
+	}
+	late := quarterHours(2, jan2026.Add(time.Hour), 3)
+	res, err := e.tier.AppendLate(t.Context(), h, late)
+	if err != nil || res.Inserted != 3 {
+		t.Fatalf("late batch: %+v, %v", res, err)
+	}
+	if w, _, _ := e.tier.Watermark(t.Context(), h); !w.Equal(mar2026) {
+		t.Fatalf("watermark %v after the late batch, want %v", w, mar2026)
+	}
+	if u := e.unreferenced(t, h); len(u) > 0 {
+		t.Fatalf("the lost attempt left %v", u)
+	}
+}

@@ -1,0 +1,83 @@
+package cold
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/metering"
+)
+
+// TestBytesPerReading archives a month of quarter-hour load profiles of 200
+// market locations, in the key order the hot tier scans them in, with
+// values that behave like metered energy (three decimals, a daily shape,
+// noise), and reports what a reading costs on disk.
+func TestBytesPerReading(t *testing.T) {
+	e := newEnv(t, Options{})
+	tab := loadProfile("power")
+	tab.Columns = nil
+	h := e.ensure(t, tab)
+
+	const locations = 200
+	slots := int(feb2026.Sub(jan2026) / (15 * time.Minute))
+	rng := rand.New(rand.NewPCG(1, 2))
+	rows := func(yield func(hot.Reading, error) bool) {
+		for i := range locations {
+			id := malo(i)
+			base := 50 + rng.Int64N(400) // Wh per quarter hour
+			for k := range slots {
+				from := jan2026.Add(time.Duration(k) * 15 * time.Minute)
+				hour := from.Hour()
+				shape := int64(1 + (hour+18)%24/6)
+				wh := base*shape + rng.Int64N(base/2+1)
+				r := hot.Reading{
+					MaLo: id, OBIS: "1-1:1.29.0", From: from, To: from.Add(15 * time.Minute),
+					Value: hot.Decimal(wh * 1000), // kWh with three decimals
+					Unit:  metering.KilowattHour, Quality: metering.TrueValue, Resolution: metering.QuarterHour,
+					Version: 20260203061500, VersionScope: "9900000000003:2026-01",
+					RecordedAt:   time.Date(2026, 2, 3, 6, 15, 0, 0, time.UTC),
+					BalancingDay: cal.BalancingDay(from, metering.Electricity),
+				}
+				if !yield(r, nil) {
+					return
+				}
+			}
+		}
+	}
+	c, err := e.tier.Archive(t.Context(), h, feb2026, jan2026, feb2026, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.tier.Storage(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(locations * slots)
+	if s.Readings != n || s.Files != c.Files || s.Bytes != c.Bytes {
+		t.Fatalf("storage %+v, commit %+v, want %d readings", s, c, n)
+	}
+	var onDisk int64
+	for _, f := range e.files(t, ".parquet") {
+		fi, err := os.Stat(filepath.Join(e.dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		onDisk += fi.Size()
+	}
+	if onDisk != s.Bytes {
+		t.Fatalf("manifests record %d bytes, the files have %d", s.Bytes, onDisk)
+	}
+	bpr, err := e.tier.BytesPerReading(t.Context(), h)
+	if err != nil || bpr != s.BytesPerReading() {
+		t.Fatalf("bytes per reading %v, %v", bpr, err)
+	}
+	t.Logf("%d readings in %d files, %d bytes: %.2f bytes per reading", n, s.Files, s.Bytes, bpr)
+	// PostgreSQL needs about 100 bytes per row of this table; the point of
+	// the tier is to need a small fraction of that.
+	if bpr > 8 {
+		t.Fatalf("%.2f bytes per reading, want at most 8", bpr)
+	}
+}
