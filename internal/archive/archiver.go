@@ -1,0 +1,278 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+// An Archiver runs the archival protocol for the tables of one store. It
+// holds no state between cycles and is safe for concurrent use; the lease
+// serializes cycles of one table across goroutines and processes.
+type Archiver struct {
+	hot    *hot.Tier
+	cold   *cold.Tier
+	pool   *pgxpool.Pool
+	cfg    Config
+	log    *slog.Logger
+	ledger ledger
+	// crashAt, if set, is called at each step of a window, so that a test
+	// can end the process there: "after-detach", "mid-stream" (after each
+	// chunk), "after-stream" (everything read, nothing committed),
+	// "after-commit" and "after-drop".
+	crashAt func(step string)
+}
+
+// New returns an Archiver that moves readings from h to c. pool is the
+// hot tier's database; it needs a connection for the lease and one for
+// reading besides those the tiers use.
+func New(h *hot.Tier, c *cold.Tier, pool *pgxpool.Pool, cfg Config) (*Archiver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Archiver{hot: h, cold: c, pool: pool, cfg: cfg, log: log,
+		ledger: ledger{pool: pool, schema: h.Schema()}}, nil
+}
+
+func (a *Archiver) crash(step string) {
+	if a.crashAt != nil {
+		a.crashAt(step)
+	}
+}
+
+// Cycle archives the windows of t due at now, at most
+// Config.MaxWindowsPerCycle of them, into ct, then drops the detached
+// partitions whose reader grace has passed, and checks that no attached
+// partition lies below the watermark.
+//
+// LeaseContended and Deferred are outcomes, not errors. An error comes
+// with Status Failed, or Quarantined for a *cold.QuarantineError; an
+// *InvariantError also lists its violation in the outcome.
+func (a *Archiver) Cycle(ctx context.Context, t *hot.Table, ct *cold.Table, now time.Time) (Outcome, error) {
+	out := Outcome{Table: t.Name, Status: NothingDue}
+	fail := func(err error) (Outcome, error) {
+		out.Status = Failed
+		var inv *InvariantError
+		if errors.As(err, &inv) {
+			out.Violations = append(out.Violations, inv.Reason)
+		}
+		return out, err
+	}
+	if err := a.cfg.ValidateFor(t.Width); err != nil {
+		return fail(err)
+	}
+	l, err := acquireLease(ctx, a.pool, a.hot.Schema(), t.Name)
+	if err != nil {
+		return fail(err)
+	}
+	if l == nil {
+		out.Status = LeaseContended
+		return out, nil
+	}
+	defer l.release(ctx)
+
+	if err := a.cold.CheckDrift(ctx, t); err != nil {
+		var q *cold.QuarantineError
+		if errors.As(err, &q) {
+			out.Status = Quarantined
+			return out, err
+		}
+		return fail(fmt.Errorf("archive %s: %w", t.Name, err))
+	}
+	if err := a.ledger.ensure(ctx); err != nil {
+		return fail(fmt.Errorf("archive %s: ledger: %w", t.Name, err))
+	}
+	w, hasW, err := a.cold.Watermark(ctx, ct)
+	if err != nil {
+		return fail(fmt.Errorf("archive %s: %w", t.Name, err))
+	}
+	parts, err := a.hot.Partitions(ctx, t)
+	if err != nil {
+		return fail(err)
+	}
+	switch {
+	case hasW:
+		out.Watermark = w
+		if !t.Width.Start(w).Equal(w) {
+			return fail(&InvariantError{Table: t.Name, Reason: fmt.Sprintf("watermark %s is not a %s partition boundary", cold.FormatTime(w), t.Width)})
+		}
+	case len(parts) == 0:
+		return out, nil // not started: nothing to archive, nothing to check
+	default:
+		w = parts[0].From // nothing archived: the first window starts with the first partition
+	}
+
+	archivedNow := make(map[int64]bool)
+	for range a.cfg.maxWindows() {
+		win, ok := nextWindow(t.Width, w, parts, a.cfg.Step, a.cfg.SettlementLag, now)
+		if !ok {
+			break
+		}
+		done, deferred, err := a.archive(ctx, t, ct, win, now)
+		if done != nil {
+			out.Windows = append(out.Windows, *done)
+			out.Status = Archived
+			w, out.Watermark = done.To, done.To
+			for _, p := range win.parts {
+				archivedNow[p.From.Unix()] = true
+			}
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if deferred {
+			out.Status = Deferred
+			break
+		}
+		if parts, err = a.hot.Partitions(ctx, t); err != nil {
+			return fail(err)
+		}
+	}
+	if len(out.Windows) == 0 && out.Status != Deferred {
+		out.Status = NothingDue
+	}
+	if len(out.Windows) > 0 || out.Status == Deferred {
+		if parts, err = a.hot.Partitions(ctx, t); err != nil {
+			return fail(err)
+		}
+	}
+	if !out.Watermark.IsZero() {
+		if err := a.reclaim(ctx, t, ct, out.Watermark, parts, archivedNow, now, &out); err != nil {
+			return fail(err)
+		}
+		for _, p := range parts {
+			if p.Attached && p.From.Before(out.Watermark) {
+				out.Violations = append(out.Violations, fmt.Sprintf("partition %s [%s, %s) is attached below the watermark %s",
+					p.Name, cold.FormatTime(p.From), cold.FormatTime(p.To), cold.FormatTime(out.Watermark)))
+			}
+		}
+	}
+	for _, v := range out.Violations {
+		a.log.Error("archive: invariant violated", "table", t.Name, "violation", v)
+	}
+	return out, nil
+}
+
+// errStop ends a partition read when the cold tier stops consuming.
+var errStop = errors.New("stop")
+
+// archive detaches the partitions of win, streams them into one cold commit
+// that moves W to the window's end, and checks that the commit holds the
+// rows the partitions do. If a detach is deferred after others succeeded,
+// the window shrinks to the detached ones, which no writer can reach any
+// more, and deferred is true; if the first is deferred, nothing happened.
+func (a *Archiver) archive(ctx context.Context, t *hot.Table, ct *cold.Table, win window, now time.Time) (_ *Window, deferred bool, _ error) {
+	for i, p := range win.parts {
+		if !p.Attached {
+			continue
+		}
+		if err := a.ledger.detaching(ctx, t.Name, p.From, now); err != nil {
+			return nil, false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		}
+		err := a.hot.Detach(ctx, t, p.From)
+		if errors.Is(err, hot.ErrDeferred) {
+			a.log.Info("archive: detach deferred", "table", t.Name, "partition", p.Name)
+			if i == 0 {
+				return nil, true, nil
+			}
+			win.to, win.parts, deferred = p.From, win.parts[:i], true
+			break
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("archive %s: %w", t.Name, err)
+		}
+	}
+	a.crash("after-detach")
+
+	var read atomic.Int64
+	chunk := a.cfg.chunkRows()
+	rows := func(yield func(hot.Reading, error) bool) {
+		for _, p := range win.parts {
+			err := readPartition(ctx, a.pool, a.hot.Schema(), t, p.Name, chunk, func(rs []hot.Reading) error {
+				for _, r := range rs {
+					read.Add(1)
+					if !yield(r, nil) {
+						return errStop
+					}
+				}
+				a.crash("mid-stream")
+				return nil
+			})
+			if errors.Is(err, errStop) {
+				return
+			}
+			if err != nil {
+				yield(hot.Reading{}, fmt.Errorf("archive %s: read partition %s: %w", t.Name, p.Name, err))
+				return
+			}
+		}
+		a.crash("after-stream")
+	}
+	commit, err := a.cold.Archive(ctx, ct, win.to, win.from, win.to, rows)
+	if err != nil {
+		return nil, false, fmt.Errorf("archive %s: window [%s, %s): %w", t.Name, cold.FormatTime(win.from), cold.FormatTime(win.to), err)
+	}
+	a.crash("after-commit")
+	done := &Window{From: win.from, To: win.to, Rows: commit.Rows, Recovered: win.recovered}
+
+	counts, total, err := a.count(ctx, win.parts)
+	if err != nil {
+		return done, false, fmt.Errorf("archive %s: %w", t.Name, err)
+	}
+	if commit.Rows != read.Load() || read.Load() != total {
+		reason := fmt.Sprintf("window [%s, %s): read %d rows, committed %d, partitions hold %d",
+			cold.FormatTime(win.from), cold.FormatTime(win.to), read.Load(), commit.Rows, total)
+		return done, false, a.violated(ctx, t, win.parts, now, reason)
+	}
+	if err := a.ledger.archived(ctx, t.Name, starts(win.parts), counts, now); err != nil {
+		return done, false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+	}
+	a.log.Info("archive: window archived", "table", t.Name, "from", win.from, "to", win.to,
+		"rows", commit.Rows, "partitions", len(win.parts), "recovered", win.recovered)
+	return done, deferred, nil
+}
+
+// count returns the rows of each partition and their sum.
+func (a *Archiver) count(ctx context.Context, parts []hot.Partition) ([]int64, int64, error) {
+	counts := make([]int64, len(parts))
+	var total int64
+	for i, p := range parts {
+		n, err := countPartition(ctx, a.pool, a.hot.Schema(), p.Name)
+		if err != nil {
+			return nil, 0, fmt.Errorf("count partition %s: %w", p.Name, err)
+		}
+		counts[i], total = n, total+n
+	}
+	return counts, total, nil
+}
+
+// violated records reason against parts, so they are never dropped, and
+// returns it as an *InvariantError.
+func (a *Archiver) violated(ctx context.Context, t *hot.Table, parts []hot.Partition, now time.Time, reason string) error {
+	inv := &InvariantError{Table: t.Name, Reason: reason}
+	for _, p := range parts {
+		if err := a.ledger.violated(ctx, t.Name, p.From, now, reason); err != nil {
+			return errors.Join(inv, fmt.Errorf("archive %s: ledger: %w", t.Name, err))
+		}
+	}
+	return inv
+}
+
+func starts(parts []hot.Partition) []time.Time {
+	out := make([]time.Time, len(parts))
+	for i, p := range parts {
+		out[i] = p.From
+	}
+	return out
+}

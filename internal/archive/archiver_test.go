@@ -1,0 +1,371 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+var dayConfig = Config{SettlementLag: 24 * time.Hour, Step: 24 * time.Hour}
+
+// fill writes the quarter hours of meters 0 to meters-1 on days.
+func fill(t *testing.T, e *env, o *oracle, meters int, days ...int) {
+	t.Helper()
+	for _, d := range days {
+		for i := range meters {
+			rs := make([]hot.Reading, 96)
+			for s := range rs {
+				rs[s] = qh(i, d, s, 1, int64(i*1_000_000+d*1000+s))
+			}
+			write(t, e, o, rs)
+		}
+	}
+}
+
+func TestCycleArchivesDueWindows(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, 6)
+	o := newOracle()
+	fill(t, e, o, 3, 0, 1, 2, 3, 4, 5)
+	cfg := dayConfig
+	cfg.MaxWindowsPerCycle, cfg.ReaderGrace, cfg.ChunkRows = 3, time.Hour, 100
+	a := e.archiver(t, cfg)
+	now := dayN(5) // days 0 to 3 are due
+
+	out, err := a.Cycle(ctx, e.t, e.ct, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != Archived || len(out.Windows) != 3 || !out.Watermark.Equal(dayN(3)) {
+		t.Fatalf("first cycle: %+v, want three windows up to day 3", out)
+	}
+	for i, w := range out.Windows {
+		if !w.From.Equal(dayN(i)) || !w.To.Equal(dayN(i+1)) || w.Rows != 3*96 {
+			t.Errorf("window %d: %+v", i, w)
+		}
+	}
+	checkTiers(t, e, o.snapshot())
+
+	out, err = a.Cycle(ctx, e.t, e.ct, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != Archived || len(out.Windows) != 1 || !out.Watermark.Equal(dayN(4)) || len(out.Dropped) != 0 {
+		t.Fatalf("second cycle: %+v, want day 3 archived and nothing dropped within the grace", out)
+	}
+	out, err = a.Cycle(ctx, e.t, e.ct, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != NothingDue || !slices.Equal(out.Dropped, []time.Time{dayN(0), dayN(1), dayN(2), dayN(3)}) {
+		t.Fatalf("third cycle: %+v, want days 0 to 3 dropped after the grace", out)
+	}
+	checkTiers(t, e, o.snapshot())
+	parts, err := e.hot.Partitions(ctx, e.t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 2 || !parts[0].From.Equal(dayN(4)) {
+		t.Errorf("partitions left: %+v, want days 4 and 5", parts)
+	}
+}
+
+func TestEmptyStretchIsOneCommit(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, 1)
+	if _, err := e.hot.CreatePartitions(ctx, e.t, dayN(30), dayN(30)); err != nil {
+		t.Fatal(err)
+	}
+	o := newOracle()
+	fill(t, e, o, 2, 0, 30)
+	a := e.archiver(t, dayConfig)
+	out, err := a.Cycle(ctx, e.t, e.ct, dayN(40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Window{{From: dayN(0), To: dayN(1), Rows: 192}, {From: dayN(1), To: dayN(30)}, {From: dayN(30), To: dayN(31), Rows: 192}, {From: dayN(31), To: dayN(39)}}
+	if !slices.Equal(out.Windows, want) {
+		t.Fatalf("windows %+v, want %+v", out.Windows, want)
+	}
+	checkTiers(t, e, o.snapshot())
+}
+
+func TestDetachDeferredChangesNothing(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, 3)
+	o := newOracle()
+	fill(t, e, o, 2, 0, 1)
+	// A reader in an open transaction holds ACCESS SHARE on the parent,
+	// which DETACH must wait for.
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `SELECT count(*) FROM meterstore.lastgang`); err != nil {
+		t.Fatal(err)
+	}
+	a := e.archiver(t, dayConfig)
+	out, err := a.Cycle(ctx, e.t, e.ct, dayN(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != Deferred || len(out.Windows) != 0 {
+		t.Fatalf("outcome %+v, want deferred", out)
+	}
+	if _, ok, err := e.cold.Watermark(ctx, e.ct); err != nil || ok {
+		t.Fatalf("watermark set (%v) or error %v after a deferral", ok, err)
+	}
+	parts, err := e.hot.Partitions(ctx, e.t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		if !p.Attached {
+			t.Errorf("partition %s detached by a deferred cycle", p.Name)
+		}
+	}
+	tx.Rollback(ctx)
+	out, err = a.Cycle(ctx, e.t, e.ct, dayN(3))
+	if err != nil || out.Status != Archived || len(out.Windows) != 2 {
+		t.Fatalf("after the reader left: %+v, %v; want two windows", out, err)
+	}
+	checkTiers(t, e, o.snapshot())
+}
+
+func TestAttachedPartitionBelowWatermarkIsReported(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, 3)
+	o := newOracle()
+	fill(t, e, o, 1, 0, 1)
+	a := e.archiver(t, dayConfig)
+	cycles(t, a, e, dayN(3))
+	// Someone re-creates an archived day's partition: rows written there
+	// would sit below W, where no query looks.
+	if _, err := e.hot.CreatePartitions(ctx, e.t, dayN(0), dayN(0)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Cycle(ctx, e.t, e.ct, dayN(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Violations) != 1 || out.Healthy() {
+		t.Fatalf("outcome %+v, want one violation", out)
+	}
+	parts, err := e.hot.Partitions(ctx, e.t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) == 0 || !parts[0].From.Equal(dayN(0)) || !parts[0].Attached {
+		t.Errorf("partitions %+v: the one below W must stay attached", parts)
+	}
+}
+
+func TestLeaseHeldElsewhere(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, 3)
+	o := newOracle()
+	fill(t, e, o, 1, 0, 1)
+	l, err := acquireLease(ctx, e.pool, e.hot.Schema(), e.t.Name)
+	if err != nil || l == nil {
+		t.Fatalf("lease: %v, %v", l, err)
+	}
+	a := e.archiver(t, dayConfig)
+	out, err := a.Cycle(ctx, e.t, e.ct, dayN(3))
+	if err != nil || out.Status != LeaseContended {
+		t.Fatalf("outcome %+v, %v; want lease_contended", out, err)
+	}
+	if _, ok, _ := e.cold.Watermark(ctx, e.ct); ok {
+		t.Fatal("a contended cycle moved the watermark")
+	}
+	l.release(ctx)
+	if out, err := a.Cycle(ctx, e.t, e.ct, dayN(3)); err != nil || out.Status != Archived {
+		t.Fatalf("after release: %+v, %v", out, err)
+	}
+}
+
+// TestLeaseRace starts two archivers, each with its own pool, on the same
+// table at the same moment, round after round: each window is archived by
+// exactly one of them.
+func TestLeaseRace(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, 9)
+	o := newOracle()
+	fill(t, e, o, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8)
+	cfg := dayConfig
+	cfg.MaxWindowsPerCycle = 1
+	var archivers [2]*Archiver
+	for i := range archivers {
+		pc, err := pgxpool.ParseConfig(e.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, pc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		h, err := hot.New(pool, hot.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if archivers[i], err = New(h, e.cold, pool, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var windows []Window
+	contended := 0
+	for round := 0; round < 20; round++ {
+		var outs [2]Outcome
+		var errs [2]error
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, a := range archivers {
+			wg.Go(func() {
+				<-start
+				outs[i], errs[i] = a.Cycle(ctx, e.t, e.ct, dayN(9))
+			})
+		}
+		close(start)
+		wg.Wait()
+		done := true
+		for i := range outs {
+			if errs[i] != nil {
+				t.Fatalf("round %d, archiver %d: %v", round, i, errs[i])
+			}
+			windows = append(windows, outs[i].Windows...)
+			switch outs[i].Status {
+			case LeaseContended:
+				contended++
+				done = false
+			case Archived:
+				done = false
+			}
+		}
+		if done {
+			break
+		}
+	}
+	slices.SortFunc(windows, func(a, b Window) int { return a.From.Compare(b.From) })
+	if len(windows) != 8 {
+		t.Fatalf("windows %+v, want each of days 0 to 7 once", windows)
+	}
+	for i, w := range windows {
+		if !w.From.Equal(dayN(i)) || !w.To.Equal(dayN(i+1)) || w.Rows != 192 {
+			t.Errorf("window %d: %+v", i, w)
+		}
+	}
+	if contended == 0 {
+		t.Error("no cycle met the other's lease")
+	}
+	checkSnapshots(t, e)
+	checkTiers(t, e, o.snapshot())
+}
+
+// checkSnapshots fails unless every window in the cold history was
+// archived by exactly one snapshot.
+func checkSnapshots(t *testing.T, e *env) {
+	t.Helper()
+	ice, err := e.cold.Iceberg(t.Context(), e.ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, s := range ice.Metadata().Snapshots() {
+		if s.Summary == nil || s.Summary.Properties[cold.SummaryArchivedFrom] == "" {
+			continue
+		}
+		from := s.Summary.Properties[cold.SummaryArchivedFrom]
+		if seen[from] {
+			t.Errorf("window from %s archived twice", from)
+		}
+		seen[from] = true
+	}
+}
+
+func TestWriterRoutesLateCorrections(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, 4)
+	o := newOracle()
+	fill(t, e, o, 1, 0, 1, 2)
+	a := e.archiver(t, dayConfig)
+	cycles(t, a, e, dayN(3)) // W = day 2
+	wr, err := NewWriter(e.hot, e.cold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := []hot.Reading{qh(0, 0, 5, 2, 42), qh(0, 2, 5, 2, 43), qh(0, 1, 7, 2, 44), qh(0, 3, 1, 1, 45)}
+	res, err := wr.Write(ctx, e.t, e.ct, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Late != 2 || res.Inserted != 4 {
+		t.Fatalf("result %+v, want 2 late of 4 inserted", res)
+	}
+	o.ack(batch)
+	// Redelivery is a no-op in both tiers.
+	if res, err = wr.Write(ctx, e.t, e.ct, batch); err != nil || res.Present != 4 {
+		t.Fatalf("redelivery: %+v, %v", res, err)
+	}
+	// A value restated under a stored key and version below W is refused,
+	// and the error names the row in the caller's batch.
+	restated := []hot.Reading{qh(0, 3, 2, 1, 1), qh(0, 0, 5, 2, 99)}
+	_, err = wr.Write(ctx, e.t, e.ct, restated)
+	var he *hot.Error
+	if !errors.As(err, &he) || he.Kind != hot.IntegrityViolation || !slices.Equal(he.Rows, []int{1}) {
+		t.Fatalf("restated late value: %v, want an integrity violation of row 1", err)
+	}
+	w, _, _ := e.cold.Watermark(ctx, e.ct)
+	if !w.Equal(dayN(2)) {
+		t.Errorf("W moved to %v on a late correction", w)
+	}
+	checkTiers(t, e, o.snapshot())
+}
+
+func TestReadPartitionInChunks(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, 1)
+	o := newOracle()
+	fill(t, e, o, 3, 0)
+	if err := e.hot.Detach(ctx, e.t, dayN(0)); err != nil {
+		t.Fatal(err)
+	}
+	var got []hot.Reading
+	var sizes []int
+	err := readPartition(ctx, e.pool, e.hot.Schema(), e.t, "lastgang_p20260302", 50, func(rs []hot.Reading) error {
+		sizes = append(sizes, len(rs))
+		got = append(got, rs...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 288 || slices.Max(sizes) > 50 || len(sizes) != 6 {
+		t.Fatalf("%d rows in chunks %v, want 288 in chunks of at most 50", len(got), sizes)
+	}
+	if !slices.IsSortedFunc(got, func(a, b hot.Reading) int {
+		if c := strings.Compare(a.MaLo, b.MaLo); c != 0 {
+			return c
+		}
+		return a.From.Compare(b.From)
+	}) {
+		t.Error("rows not in primary key order")
+	}
+	want := o.snapshot()
+	for _, r := range got {
+		if c, ok := want[key(&r)]; !ok || c != content(&r) {
+			t.Errorf("read %s as %s, wrote %s", key(&r), content(&r), c)
+		}
+		if r.RecordedAt.IsZero() || !r.BalancingDay.IsValid() {
+			t.Errorf("reading %s lacks what the store derives", key(&r))
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package archive
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := Config{SettlementLag: 48 * time.Hour, Step: 24 * time.Hour}
+	if err := ok.ValidateFor(hot.Daily); err != nil {
+		t.Errorf("valid config refused: %v", err)
+	}
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		width hot.Width
+		want  string
+	}{
+		{"lag shorter than step", Config{SettlementLag: 24 * time.Hour, Step: 48 * time.Hour}, hot.Daily, "shorter than the archival step"},
+		{"step not whole days", Config{SettlementLag: 48 * time.Hour, Step: 36 * time.Hour}, hot.Daily, "whole number of days"},
+		{"no step", Config{SettlementLag: time.Hour}, hot.Daily, "whole number of days"},
+		{"step shorter than a month", Config{SettlementLag: 60 * 24 * time.Hour, Step: 28 * 24 * time.Hour}, hot.Monthly, "shorter than a month"},
+		{"negative grace", Config{SettlementLag: 48 * time.Hour, Step: 24 * time.Hour, ReaderGrace: -1}, hot.Daily, "negative reader grace"},
+	} {
+		err := c.cfg.ValidateFor(c.width)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestNextWindow(t *testing.T) {
+	d := func(n int) time.Time { return dayN(n) }
+	part := func(n int, attached bool) hot.Partition {
+		return hot.Partition{Name: "p", From: d(n), To: d(n + 1), Attached: attached}
+	}
+	const step, lag = 24 * time.Hour, 48 * time.Hour
+	for _, c := range []struct {
+		name     string
+		w        time.Time
+		parts    []hot.Partition
+		now      time.Time
+		due      bool
+		from, to time.Time
+		n        int
+		recovery bool
+	}{
+		{name: "due", w: d(0), parts: []hot.Partition{part(0, true), part(1, true)}, now: d(3), due: true, from: d(0), to: d(1), n: 1},
+		{name: "not yet settled", w: d(0), parts: []hot.Partition{part(0, true)}, now: d(3).Add(-time.Microsecond)},
+		{name: "empty stretch widens to the next partition", w: d(0), parts: []hot.Partition{part(7, true)}, now: d(20), due: true, from: d(0), to: d(7)},
+		{name: "empty stretch widens to the horizon", w: d(0), now: d(20), due: true, from: d(0), to: d(18)},
+		{name: "recovery first, due or not", w: d(0), parts: []hot.Partition{part(0, false), part(1, false), part(2, true)}, now: d(0), due: true, from: d(0), to: d(2), n: 2, recovery: true},
+		{name: "covered detached partitions are not windows", w: d(2), parts: []hot.Partition{part(0, false), part(1, false), part(2, true)}, now: d(4), due: false},
+	} {
+		win, ok := nextWindow(hot.Daily, c.w, c.parts, step, lag, c.now)
+		if ok != c.due {
+			t.Errorf("%s: due %v, want %v (%+v)", c.name, ok, c.due, win)
+			continue
+		}
+		if ok && (!win.from.Equal(c.from) || !win.to.Equal(c.to) || len(win.parts) != c.n || win.recovered != c.recovery) {
+			t.Errorf("%s: window [%v, %v) with %d partitions, recovered %v; want [%v, %v) with %d, %v",
+				c.name, win.from, win.to, len(win.parts), win.recovered, c.from, c.to, c.n, c.recovery)
+		}
+	}
+}
+
+func TestStepEndMonthly(t *testing.T) {
+	feb := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	if got := stepEnd(hot.Monthly, feb, 31*24*time.Hour); !got.Equal(feb.AddDate(0, 1, 0)) {
+		t.Errorf("31-day step from February ends %v, want March 1", got)
+	}
+	if got := stepEnd(hot.Monthly, feb, 62*24*time.Hour); !got.Equal(feb.AddDate(0, 2, 0)) {
+		t.Errorf("62-day step from February ends %v, want April 1", got)
+	}
+}

@@ -1,0 +1,214 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/metering"
+)
+
+// writeAttempts bounds how often Writer.Write re-routes rows whose partition
+// an archival is detaching; the waits between attempts double from
+// writeBackoff, about 2.5 s in all.
+const (
+	writeAttempts = 9
+	writeBackoff  = 10 * time.Millisecond
+)
+
+// A Writer stores readings in the tier their From belongs to: below the
+// watermark in the cold tier, as a late correction that leaves W where it
+// is, and at or above it in the hot tier. Nothing is ever written to
+// PostgreSQL below W, where no query would look.
+type Writer struct {
+	hot  *hot.Tier
+	cold *cold.Tier
+	cal  *metering.Calendar
+	// clock gives the transaction time of late corrections, which the hot
+	// tier would take from the database.
+	clock func() time.Time
+}
+
+// NewWriter returns a Writer on the two tiers.
+func NewWriter(h *hot.Tier, c *cold.Tier) (*Writer, error) {
+	cal, err := metering.NewCalendar()
+	if err != nil {
+		return nil, fmt.Errorf("archive: writer: %w", err)
+	}
+	return &Writer{hot: h, cold: c, cal: cal, clock: time.Now}, nil
+}
+
+// A WriteResult reports what Write did with each row.
+type WriteResult struct {
+	Status   []hot.Status // per row, in order: Inserted or Present
+	Inserted int
+	Present  int
+	Late     int // rows routed to the cold tier
+}
+
+// Write stores rows of table t, whose cold table is ct.
+//
+// The rows below W go first, as one cold append, after the restated-value
+// check against the cold readings of the same key; then the rest go to the
+// hot tier as one batch. Each part is atomic, the batch as a whole is not:
+// if the hot part fails, the cold part stays. Redelivering an identical row
+// is a no-op in both tiers, so retrying the whole batch is safe and is how a
+// caller completes it.
+//
+// A hot row can find its partition detached by an archival that has not
+// committed yet. Write then waits, re-reads W and routes the row again, a
+// bounded number of times; if the archival is still not done it returns a
+// retryable error.
+func (w *Writer) Write(ctx context.Context, t *hot.Table, ct *cold.Table, rows []hot.Reading) (WriteResult, error) {
+	res := WriteResult{Status: make([]hot.Status, len(rows))}
+	pending := make([]int, len(rows))
+	for i := range pending {
+		pending[i] = i
+	}
+	wait := writeBackoff
+	for attempt := 1; ; attempt++ {
+		wm, hasW, err := w.cold.Watermark(ctx, ct)
+		if err != nil {
+			return res, fmt.Errorf("archive: write %s: %w", t.Name, err)
+		}
+		var late, fresh []int
+		for _, i := range pending {
+			if hasW && rows[i].From.Before(wm) {
+				late = append(late, i)
+			} else {
+				fresh = append(fresh, i)
+			}
+		}
+		if len(late) > 0 {
+			lr, err := w.cold.AppendLate(ctx, ct, w.stamp(t, pick(rows, late)))
+			if err != nil {
+				return res, remap(err, late)
+			}
+			res.record(late, lr.Status)
+			res.Late += len(late)
+		}
+		if len(fresh) == 0 {
+			return res, nil
+		}
+		hr, err := w.hot.Write(ctx, t, pick(rows, fresh))
+		if err == nil {
+			res.record(fresh, hr.Status)
+			return res, nil
+		}
+		detached, perr := w.archiving(ctx, t, ct, wm, rows, fresh, err)
+		if perr != nil {
+			return res, errors.Join(remap(err, fresh), perr)
+		}
+		if !detached {
+			return res, remap(err, fresh)
+		}
+		if attempt == writeAttempts {
+			return res, &hot.Error{Kind: hot.Unavailable, Op: "write", Table: t.Name,
+				Err: fmt.Errorf("partitions are being archived; retry: %w", remap(err, fresh))}
+		}
+		pending = fresh
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// archiving reports whether err refused rows only because an archival
+// took their partitions away: W moved past wm since it was read, or their
+// partitions are detached and the commit is still to come.
+func (w *Writer) archiving(ctx context.Context, t *hot.Table, ct *cold.Table, wm time.Time, rows []hot.Reading, fresh []int, err error) (bool, error) {
+	var e *hot.Error
+	if !errors.As(err, &e) || e.Kind != hot.InvalidInput || len(e.Rows) == 0 {
+		return false, nil
+	}
+	now, _, werr := w.cold.Watermark(ctx, ct)
+	if werr != nil {
+		return false, werr
+	}
+	if now.After(wm) {
+		return true, nil
+	}
+	parts, perr := w.hot.Partitions(ctx, t)
+	if perr != nil {
+		return false, perr
+	}
+	detached := make(map[int64]bool)
+	for _, p := range parts {
+		if !p.Attached {
+			detached[p.From.Unix()] = true
+		}
+	}
+	for _, i := range e.Rows {
+		if i < 0 || i >= len(fresh) || !detached[t.Width.Start(rows[fresh[i]].From).Unix()] {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// stamp fills in what the hot tier derives at write time: the transaction
+// time, the same for the whole batch, and the balancing day.
+func (w *Writer) stamp(t *hot.Table, rs []hot.Reading) []hot.Reading {
+	now := w.clock().UTC().Truncate(time.Microsecond)
+	for i := range rs {
+		r := &rs[i]
+		r.RecordedAt = now
+		com := r.Commodity
+		if com == 0 {
+			com = t.Commodity
+		}
+		r.BalancingDay = w.cal.BalancingDay(r.From, com)
+	}
+	return rs
+}
+
+func (r *WriteResult) record(idx []int, status []hot.Status) {
+	for k, i := range idx {
+		r.Status[i] = status[k]
+		switch status[k] {
+		case hot.Inserted:
+			r.Inserted++
+		case hot.Present:
+			r.Present++
+		}
+	}
+}
+
+func pick(rows []hot.Reading, idx []int) []hot.Reading {
+	out := make([]hot.Reading, len(idx))
+	for k, i := range idx {
+		out[k] = rows[i]
+	}
+	return out
+}
+
+// remap returns err with the row numbers of a *hot.Error, which count
+// within the part idx of the batch, translated to the whole batch.
+func remap(err error, idx []int) error {
+	var e *hot.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Rows = make([]int, len(e.Rows))
+	for k, i := range e.Rows {
+		if i < 0 || i >= len(idx) {
+			return err // not row numbers of this part: leave them alone
+		}
+		c.Rows[k] = idx[i]
+	}
+	c.Problems = make([]hot.Problem, len(e.Problems))
+	for k, p := range e.Problems {
+		if p.Row >= 0 && p.Row < len(idx) {
+			p.Row = idx[p.Row]
+		}
+		c.Problems[k] = p
+	}
+	return &c
+}
