@@ -28,7 +28,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBench())
+	root.AddCommand(newBench(), newDemo())
 	return root
 }
 

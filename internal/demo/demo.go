@@ -1,0 +1,257 @@
+// Package demo is MeterStore's end-to-end demonstration: a private
+// PostgreSQL, a local Iceberg warehouse, a power and a gas table, a fleet
+// of meters delivering for months with corrections, and archival cycles
+// driven by a simulated clock.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/consensus/postgres"
+	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/internal/pgcluster"
+	"github.com/meterstore/meterstore/metering"
+)
+
+// Config describes a demo run.
+type Config struct {
+	// Dir holds the demo's PostgreSQL cluster (Dir/pg) and warehouse
+	// (Dir/warehouse). A directory left by an earlier demo is replaced; any
+	// other non-empty directory is refused.
+	Dir string
+	// PGURL, if set, is used instead of a private cluster.
+	PGURL string
+	// Meters is the number of power meters; a quarter as many gas meters.
+	Meters int
+	// Start and Days bound the delivered range of Berlin days.
+	Start metering.Date
+	Days  int
+	// Out receives the report, Progress the progress display.
+	Out, Progress io.Writer
+	Logger        *slog.Logger
+}
+
+// DefaultConfig is 1,000 power meters and 250 gas meters over 90 days that
+// include the spring clock change.
+func DefaultConfig() Config {
+	return Config{
+		Dir:    "meterstore-demo",
+		Meters: 1000,
+		Start:  metering.Date{Year: 2026, Month: time.February, Day: 1},
+		Days:   90,
+	}
+}
+
+// marker names the file that says a directory holds a demo.
+const marker = ".meterstore-demo"
+
+// schema is the PostgreSQL schema of the demo's tables and log.
+const schema = "meterstore_demo"
+
+// prepare empties an earlier demo's directory, or refuses a foreign one.
+func prepare(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return err
+	case len(entries) == 0:
+	default:
+		if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
+			return fmt.Errorf("demo: %s is not empty and holds no earlier demo; choose another --dir", dir)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, marker), []byte("created by meterstore demo\n"), 0o644)
+}
+
+// store is what the demo runs against.
+type store struct {
+	pool    *pgxpool.Pool
+	hot     *hot.Tier
+	cold    *cold.Tier
+	arch    *archive.Archiver
+	writer  *archive.Writer
+	tables  []*hot.Table
+	coldTbl map[string]*cold.Table
+}
+
+func open(ctx context.Context, cfg Config, url string, log *slog.Logger) (*store, func(), error) {
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers := []func(){pool.Close}
+	done := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	fail := func(err error) (*store, func(), error) { done(); return nil, nil, err }
+
+	// Everything the demo keeps in PostgreSQL lives in a schema of its own,
+	// which a new demo drops: the warehouse it described is gone too.
+	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+		return fail(err)
+	}
+	clog, err := postgres.Open(ctx, pcfg, postgres.Options{Schema: schema})
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, clog.Close)
+	whDir := filepath.Join(cfg.Dir, "warehouse")
+	if err := os.MkdirAll(whDir, 0o755); err != nil {
+		return fail(err)
+	}
+	wh, err := catalog.OpenWarehouse(ctx, "file://"+whDir)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, func() { wh.Bucket.Close() })
+	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: clog, Check: cold.WatermarkCheck(), Logger: log})
+	if err != nil {
+		return fail(err)
+	}
+	s := &store{pool: pool, coldTbl: map[string]*cold.Table{}}
+	if s.hot, err = hot.New(pool, hot.Options{Schema: schema, Logger: log}); err != nil {
+		return fail(err)
+	}
+	if s.cold, err = cold.New(cat, cold.Options{Logger: log}); err != nil {
+		return fail(err)
+	}
+	acfg := archive.Config{
+		SettlementLag: 14 * 24 * time.Hour, // MSCONS corrections arrive for weeks
+		Step:          24 * time.Hour,
+		ReaderGrace:   24 * time.Hour,
+		Logger:        log,
+	}
+	if s.arch, err = archive.New(s.hot, s.cold, pool, acfg); err != nil {
+		return fail(err)
+	}
+	if s.writer, err = archive.NewWriter(s.hot, s.cold); err != nil {
+		return fail(err)
+	}
+	return s, done, nil
+}
+
+// declare creates the two tables in both tiers.
+func (s *store) declare(ctx context.Context) error {
+	s.tables = []*hot.Table{
+		{
+			Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity,
+			Resolutions: []metering.Resolution{metering.QuarterHour},
+			Width:       hot.Daily, Headroom: 3 * 24 * time.Hour,
+			// Write checks overlaps and operators itself; at this volume the
+			// GiST constraints would dominate the ingest time.
+			NoExclusion: true,
+		},
+		{
+			Name: "gas", TimeModel: hot.Interval, Commodity: metering.Gas,
+			Resolutions: []metering.Resolution{metering.Day},
+			Width:       hot.Daily, Headroom: 3 * 24 * time.Hour,
+		},
+	}
+	for _, t := range s.tables {
+		if err := s.hot.Ensure(ctx, t); err != nil {
+			return err
+		}
+		ct, err := s.cold.Ensure(ctx, t)
+		if err != nil {
+			return err
+		}
+		s.coldTbl[t.Name] = ct
+	}
+	return nil
+}
+
+// Run runs the demo, writes its report to cfg.Out and returns it.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if cfg.Meters < 4 || cfg.Days < 1 || !cfg.Start.IsValid() {
+		return nil, fmt.Errorf("demo: want at least 4 meters, 1 day and a valid start day")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Dir = dir
+	if err := prepare(dir); err != nil {
+		return nil, err
+	}
+	url := cfg.PGURL
+	var cluster *pgcluster.Cluster
+	if url == "" {
+		fmt.Fprintf(cfg.Out, "starting PostgreSQL in %s\n", filepath.Join(dir, "pg"))
+		cluster, err = pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dir, "pg"), Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		defer cluster.Stop(context.Background())
+		url = cluster.URL("postgres")
+	}
+	s, done, err := open(ctx, cfg, url, log)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if err := s.declare(ctx); err != nil {
+		return nil, err
+	}
+	cal, err := metering.NewCalendar()
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, s: s, cal: cal, fleet: fleet{cal: cal, meters: cfg.Meters, seed: 42}}
+	if err := r.run(ctx); err != nil {
+		return nil, err
+	}
+	rep, err := r.report(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "\nThe data is in %s: PostgreSQL in pg/, the Iceberg warehouse in warehouse/.\n", dir)
+	fmt.Fprintf(cfg.Out, "Read the cold tier with PyIceberg without MeterStore:\n"+
+		"  python3 -c \"from pyiceberg.table import StaticTable; t = StaticTable.from_metadata('%s'); print(t.scan().to_arrow().num_rows)\"\n",
+		filepath.Join(dir, "warehouse", "meterstore", "power"))
+	if cluster != nil {
+		fmt.Fprintf(cfg.Out, "Start its PostgreSQL again with: pg_ctl -D %s start%s\n",
+			filepath.Join(dir, "pg", "data"), asPostgres())
+	}
+	return rep, nil
+}
+
+func asPostgres() string {
+	if os.Geteuid() == 0 {
+		return " (as the postgres user: runuser -u postgres -- pg_ctl ...)"
+	}
+	return ""
+}

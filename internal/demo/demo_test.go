@@ -1,0 +1,67 @@
+package demo
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/pgtest"
+	"github.com/meterstore/meterstore/metering"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// TestDemo runs a small demo end to end on the test server: every reading
+// written is in exactly one tier, W trails the last day by the settlement
+// lag, and the cold tier holds data.
+func TestDemo(t *testing.T) {
+	var out bytes.Buffer
+	cfg := Config{
+		Dir: filepath.Join(t.TempDir(), "demo"), PGURL: pgtest.NewDB(t),
+		Meters: 8, Start: metering.Date{Year: 2026, Month: time.March, Day: 10}, Days: 42,
+		Out: &out,
+	}
+	rep, err := Run(t.Context(), cfg)
+	t.Logf("%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	for _, tr := range rep.Tables {
+		stored += tr.HotRows + tr.ColdRows
+		// Deliveries end on April 20 (Berlin); 14 days of settlement lag.
+		if want := time.Date(2026, 4, 7, 0, 0, 0, 0, time.UTC); !tr.Watermark.Equal(want) {
+			t.Errorf("%s: W = %v, want %v", tr.Name, tr.Watermark, want)
+		}
+		if tr.ColdRows == 0 || tr.HotRows == 0 || tr.Windows == 0 {
+			t.Errorf("%s: %+v: want rows in both tiers", tr.Name, tr)
+		}
+	}
+	// Readings counts every new row, the late ones routed to the cold tier
+	// included; each must be in exactly one tier.
+	if want := int64(rep.Readings); stored != want {
+		t.Errorf("tiers hold %d readings, %d were written (%d of them late)", stored, want, rep.Late)
+	}
+	if rep.Late == 0 {
+		t.Error("no late correction reached the cold tier")
+	}
+	if !strings.Contains(out.String(), "StaticTable.from_metadata") {
+		t.Error("the report does not say how to read the data again")
+	}
+	// A second run replaces the first demo's directory.
+	cfg.Days, cfg.Out = 2, nil
+	if _, err := Run(t.Context(), cfg); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	foreign := t.TempDir()
+	os.WriteFile(filepath.Join(foreign, "precious"), []byte("x"), 0o644)
+	if _, err := Run(t.Context(), Config{Dir: foreign, PGURL: cfg.PGURL, Meters: 8, Start: cfg.Start, Days: 1}); err == nil {
+		t.Error("the demo took over a directory it did not create")
+	}
+	if _, err := os.Stat(filepath.Join(foreign, "precious")); err != nil {
+		t.Error("the demo removed a file it did not create")
+	}
+}
