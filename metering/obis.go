@@ -54,7 +54,13 @@ func ParseOBIS(s string) (OBIS, error) {
 // String returns the canonical form "A-B:C.D.E", followed by "*F" unless F
 // is 255, the value that means "no further qualification".
 func (o OBIS) String() string {
-	b := make([]byte, 0, 23)
+	b, _ := o.AppendText(make([]byte, 0, 23))
+	return string(b)
+}
+
+// AppendText implements encoding.TextAppender with the canonical form, so
+// that hot paths can compare a code without allocating a string.
+func (o OBIS) AppendText(b []byte) ([]byte, error) {
 	for i, v := range [...]uint8{o.A, o.B, o.C, o.D, o.E} {
 		if i > 0 {
 			b = append(b, "-:.."[i-1])
@@ -65,7 +71,7 @@ func (o OBIS) String() string {
 		b = append(b, '*')
 		b = strconv.AppendUint(b, uint64(o.F), 10)
 	}
-	return string(b)
+	return b, nil
 }
 
 // Medium returns the commodity named by the A group (1 electricity, 6 heat,

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/internal/consensusbench"
-	"github.com/meterstore/meterstore/internal/pgcluster"
 	"github.com/spf13/cobra"
 )
 
@@ -18,6 +14,7 @@ func newBench() *cobra.Command {
 	bench := &cobra.Command{Use: "bench", Short: "Measure MeterStore's components"}
 	bench.AddCommand(newBenchConsensus())
 	bench.AddCommand(newBenchIngest())
+	bench.AddCommand(newBenchArchive())
 	return bench
 }
 
@@ -35,18 +32,11 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			c.Logger = logger()
-			url := pgURL
-			if url == "" {
-				cl, err := pgcluster.Start(ctx, pgcluster.Options{
-					Logger:   c.Logger,
-					Settings: map[string]string{"max_connections": "300"},
-				})
-				if err != nil {
-					return err
-				}
-				defer cl.Stop(context.Background())
-				url = cl.URL("postgres")
+			url, stop, err := server(ctx, pgURL, map[string]string{"max_connections": "300"}, c.Logger)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			cfg, err := pgxpool.ParseConfig(url)
 			if err != nil {
 				return err
@@ -56,14 +46,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 				return err
 			}
 			printBench(cmd.OutOrStdout(), res)
-			out, _ := json.MarshalIndent(res, "", "  ")
-			if jsonPath != "" {
-				if err := os.WriteFile(jsonPath, out, 0o644); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "\n%s\n", out)
-			return nil
+			return printJSON(cmd.OutOrStdout(), jsonPath, res)
 		},
 	}
 	f := cmd.Flags()

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/internal/hot/hotbench"
-	"github.com/meterstore/meterstore/internal/pgcluster"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/spf13/cobra"
 )
@@ -36,15 +32,11 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 				return err
 			}
 			c.Fixture.Day = d
-			url := pgURL
-			if url == "" {
-				cl, err := pgcluster.Start(ctx, pgcluster.Options{Logger: c.Logger})
-				if err != nil {
-					return err
-				}
-				defer cl.Stop(context.Background())
-				url = cl.URL("postgres")
+			url, stop, err := server(ctx, pgURL, nil, c.Logger)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			cfg, err := pgxpool.ParseConfig(url)
 			if err != nil {
 				return err
@@ -59,14 +51,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 				return err
 			}
 			printIngest(cmd.OutOrStdout(), res)
-			out, _ := json.MarshalIndent(res, "", "  ")
-			if jsonPath != "" {
-				if err := os.WriteFile(jsonPath, out, 0o644); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "\n%s\n", out)
-			return nil
+			return printJSON(cmd.OutOrStdout(), jsonPath, res)
 		},
 	}
 	f := cmd.Flags()

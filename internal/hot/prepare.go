@@ -228,17 +228,7 @@ func (c *checker) balancingDay(t time.Time, com metering.Commodity) time.Time {
 // building a string.
 func canonicalOBIS(o metering.OBIS, s string) bool {
 	var buf [23]byte
-	b := buf[:0]
-	for i, v := range [...]uint8{o.A, o.B, o.C, o.D, o.E} {
-		if i > 0 {
-			b = append(b, "-:.."[i-1])
-		}
-		b = strconv.AppendUint(b, uint64(v), 10)
-	}
-	if o.F != 255 {
-		b = append(b, '*')
-		b = strconv.AppendUint(b, uint64(o.F), 10)
-	}
+	b, _ := o.AppendText(buf[:0])
 	return string(b) == s
 }
 
