@@ -199,7 +199,7 @@ func (a *Archiver) archive(ctx context.Context, t *hot.Table, ct *cold.Table, wi
 	chunk := a.cfg.chunkRows()
 	rows := func(yield func(hot.Reading, error) bool) {
 		for _, p := range win.parts {
-			err := readPartition(ctx, a.pool, a.hot.Schema(), t, p.Name, chunk, func(rs []hot.Reading) error {
+			err := a.hot.ScanPartition(ctx, t, p, chunk, func(rs []hot.Reading) error {
 				for _, r := range rs {
 					read.Add(1)
 					if !yield(r, nil) {

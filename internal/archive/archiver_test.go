@@ -340,7 +340,7 @@ func TestReadPartitionInChunks(t *testing.T) {
 	}
 	var got []hot.Reading
 	var sizes []int
-	err := readPartition(ctx, e.pool, e.hot.Schema(), e.t, "lastgang_p20260302", 50, func(rs []hot.Reading) error {
+	err := e.hot.ScanPartition(ctx, e.t, hot.Partition{Name: "lastgang_p20260302", From: dayN(0)}, 50, func(rs []hot.Reading) error {
 		sizes = append(sizes, len(rs))
 		got = append(got, rs...)
 		return nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/meterstore/meterstore/metering"
 )
 
@@ -39,63 +40,136 @@ func (h *Tier) Scan(ctx context.Context, t *Table, q Query, fn func(Reading) err
 		return classify(op, t.Name, err)
 	}
 	defer rows.Close()
-	var (
-		r                                 Reading
-		sparte, unit, quality, resolution string
-		value, version                    int64
-		melo, subject                     *string
-		day                               time.Time
-		extra                             = make([]*string, len(t.Columns))
-		dst                               = []any{&r.MaLo, &melo, &r.OBIS, &sparte, &r.From}
-		codes                             = newCodeCache()
-	)
-	if t.TimeModel == Interval {
-		dst = append(dst, &r.To)
-	}
-	dst = append(dst, &value, &unit, &quality)
-	if t.TimeModel == Interval {
-		dst = append(dst, &resolution)
-	}
-	dst = append(dst, &version, &r.VersionScope, &r.RecordedAt, &day, &subject)
-	for i := range extra {
-		dst = append(dst, &extra[i])
-	}
+	d := newDecoder(t)
 	for rows.Next() {
-		if err := rows.Scan(dst...); err != nil {
-			return classify(op, t.Name, err)
-		}
-		out := r
-		out.From, out.RecordedAt = r.From.UTC(), r.RecordedAt.UTC()
-		if t.TimeModel == Interval {
-			out.To = r.To.UTC()
-		}
-		out.MeLo, out.Subject = deref(melo), deref(subject)
-		out.Value, out.Version = Decimal(value), unbias(version)
-		out.BalancingDay = metering.Date{Year: day.Year(), Month: day.Month(), Day: day.Day()}
-		if out.Commodity, err = codes.commodity(sparte); err == nil {
-			if out.Unit, err = codes.unit(unit); err == nil {
-				if out.Quality, err = codes.quality(quality); err == nil && t.TimeModel == Interval {
-					out.Resolution, err = codes.resolution(resolution)
-				}
-			}
-		}
+		r, err := d.decode(op, rows)
 		if err != nil {
-			// The CHECK constraints admit only known codes.
-			return &Error{Kind: InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored row: %w", err)}
+			return err
 		}
-		if len(extra) > 0 {
-			out.Extra = make(map[string]string, len(extra))
-			for i, c := range t.Columns {
-				if extra[i] != nil {
-					out.Extra[c.Name] = *extra[i]
-				}
-			}
-		}
-		if err := fn(out); err != nil {
+		if err := fn(r); err != nil {
 			return err
 		}
 	}
 	return classify(op, t.Name, rows.Err())
+}
+
+// ScanPartition calls fn with the readings of one partition of t, attached
+// or detached, chunk at a time in primary key order, through a cursor in a
+// read-only snapshot: memory holds one chunk however large the partition.
+// It is how a detached partition, which Scan no longer sees, is read for
+// archival.
+func (h *Tier) ScanPartition(ctx context.Context, t *Table, p Partition, chunk int, fn func([]Reading) error) error {
+	const op = "scan partition"
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if p.Name != t.partitionName(p.From) || chunk <= 0 {
+		return &Error{Kind: InvalidInput, Op: op, Table: t.Name,
+			Err: fmt.Errorf("partition %q from %v, chunk %d: not a partition of the table, or no chunk", p.Name, p.From, chunk)}
+	}
+	tx, err := h.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return classify(op, t.Name, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	sql := `SELECT ` + strings.Join(selectList(t), ", ") + ` FROM ` + h.ident(p.Name) + ` ORDER BY ` + keyList(t, true)
+	if _, err := tx.Exec(ctx, `DECLARE meterstore_partition NO SCROLL CURSOR FOR `+sql); err != nil {
+		return classify(op, t.Name, err)
+	}
+	fetch := fmt.Sprintf(`FETCH FORWARD %d FROM meterstore_partition`, chunk)
+	d := newDecoder(t)
+	buf := make([]Reading, 0, chunk)
+	for {
+		rows, err := tx.Query(ctx, fetch)
+		if err != nil {
+			return classify(op, t.Name, err)
+		}
+		buf = buf[:0]
+		for rows.Next() {
+			r, err := d.decode(op, rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			buf = append(buf, r)
+		}
+		if err := rows.Err(); err != nil {
+			return classify(op, t.Name, err)
+		}
+		if len(buf) > 0 {
+			if err := fn(buf); err != nil {
+				return err
+			}
+		}
+		if len(buf) < chunk {
+			return nil
+		}
+	}
+}
+
+// A decoder turns rows selected with selectList into readings.
+type decoder struct {
+	t                                 *Table
+	r                                 Reading
+	sparte, unit, quality, resolution string
+	value, version                    int64
+	melo, subject                     *string
+	day                               time.Time
+	extra                             []*string
+	dst                               []any
+	codes                             *codeCache
+}
+
+func newDecoder(t *Table) *decoder {
+	d := &decoder{t: t, extra: make([]*string, len(t.Columns)), codes: newCodeCache()}
+	d.dst = []any{&d.r.MaLo, &d.melo, &d.r.OBIS, &d.sparte, &d.r.From}
+	if t.TimeModel == Interval {
+		d.dst = append(d.dst, &d.r.To)
+	}
+	d.dst = append(d.dst, &d.value, &d.unit, &d.quality)
+	if t.TimeModel == Interval {
+		d.dst = append(d.dst, &d.resolution)
+	}
+	d.dst = append(d.dst, &d.version, &d.r.VersionScope, &d.r.RecordedAt, &d.day, &d.subject)
+	for i := range d.extra {
+		d.dst = append(d.dst, &d.extra[i])
+	}
+	return d
+}
+
+func (d *decoder) decode(op string, rows pgx.Rows) (Reading, error) {
+	if err := rows.Scan(d.dst...); err != nil {
+		return Reading{}, classify(op, d.t.Name, err)
+	}
+	out := d.r
+	out.From, out.RecordedAt = d.r.From.UTC(), d.r.RecordedAt.UTC()
+	if d.t.TimeModel == Interval {
+		out.To = d.r.To.UTC()
+	}
+	out.MeLo, out.Subject = deref(d.melo), deref(d.subject)
+	out.Value, out.Version = Decimal(d.value), unbias(d.version)
+	out.BalancingDay = metering.Date{Year: d.day.Year(), Month: d.day.Month(), Day: d.day.Day()}
+	var err error
+	if out.Commodity, err = d.codes.commodity(d.sparte); err == nil {
+		if out.Unit, err = d.codes.unit(d.unit); err == nil {
+			if out.Quality, err = d.codes.quality(d.quality); err == nil && d.t.TimeModel == Interval {
+				out.Resolution, err = d.codes.resolution(d.resolution)
+			}
+		}
+	}
+	if err != nil {
+		// The CHECK constraints admit only known codes.
+		return Reading{}, &Error{Kind: InvariantViolation, Op: op, Table: d.t.Name, Err: fmt.Errorf("stored row: %w", err)}
+	}
+	if len(d.extra) > 0 {
+		out.Extra = make(map[string]string, len(d.extra))
+		for i, c := range d.t.Columns {
+			if d.extra[i] != nil {
+				out.Extra[c.Name] = *d.extra[i]
+			}
+		}
+	}
+	return out, nil
 }
 
 func deref(s *string) string {
@@ -105,7 +179,8 @@ func deref(s *string) string {
 	return *s
 }
 
-func (h *Tier) scanSQL(t *Table, q Query) (string, []any) {
+// selectList is the column list the decoder reads, in its order.
+func selectList(t *Table) []string {
 	cols := []string{"malo_id", "melo_id", "obis_code", "sparte", `"from"`}
 	if t.TimeModel == Interval {
 		cols = append(cols, `"to"`)
@@ -118,6 +193,11 @@ func (h *Tier) scanSQL(t *Table, q Query) (string, []any) {
 	for _, c := range t.Columns {
 		cols = append(cols, quote(c.Name)+"::text")
 	}
+	return cols
+}
+
+func (h *Tier) scanSQL(t *Table, q Query) (string, []any) {
+	cols := selectList(t)
 	var where []string
 	var args []any
 	arg := func(cond string, v any) {

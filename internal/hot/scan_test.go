@@ -73,3 +73,42 @@ func TestScanFilters(t *testing.T) {
 		t.Fatalf("stopping: %v after %d", err, n)
 	}
 }
+
+// TestScanPartition reads a detached partition in chunks, and refuses a
+// name that is not one of the table's partitions.
+func TestScanPartition(t *testing.T) {
+	ctx := t.Context()
+	h, _ := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	declare(t, h, tab)
+	rows := append(meterDay(0, 1), meterDay(1, 1)...)
+	mustWrite(t, h, tab, rows)
+	parts, err := h.Partitions(ctx, tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int
+	for _, p := range parts {
+		if err := h.Detach(ctx, tab, p.From); err != nil {
+			t.Fatal(err)
+		}
+		err := h.ScanPartition(ctx, tab, p, 7, func(rs []Reading) error {
+			if len(rs) == 0 || len(rs) > 7 {
+				t.Errorf("chunk of %d rows, want 1 to 7", len(rs))
+			}
+			total += len(rs)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if total != len(rows) {
+		t.Fatalf("read %d rows from the detached partitions, want %d", total, len(rows))
+	}
+	bad := Partition{Name: `lastgang_p20260101"; DROP TABLE x; --`, From: parts[0].From}
+	var e *Error
+	if err := h.ScanPartition(ctx, tab, bad, 7, func([]Reading) error { return nil }); !errors.As(err, &e) || e.Kind != InvalidInput {
+		t.Fatalf("ScanPartition of a foreign name: %v, want InvalidInput", err)
+	}
+}
