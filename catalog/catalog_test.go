@@ -476,3 +476,27 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistryLogIsTrimmed: the registry is rewritten whole on every
+// change, so its log keeps only recent versions.
+func TestRegistryLogIsTrimmed(t *testing.T) {
+	wh := fileWarehouse(t)
+	l := blobLog(t, wh.Bucket)
+	c := newCatalog(t, wh, l)
+	for i := range 70 {
+		if err := c.CreateNamespace(t.Context(), table.Identifier{fmt.Sprintf("ns%d", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, err := l.Scan(t.Context(), "registry", 0, 1)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("registry log: %v, %v", es, err)
+	}
+	if es[0].SeqNo == 0 {
+		t.Fatal("the registry log was never trimmed")
+	}
+	nss, err := c.ListNamespaces(t.Context(), nil)
+	if err != nil || len(nss) != 71 {
+		t.Fatalf("%d namespaces after trimming (%v), want 71", len(nss), err)
+	}
+}

@@ -71,7 +71,7 @@ func (c *Catalog) updateRegistry(ctx context.Context, fn func(r *registry) (bool
 		if err != nil {
 			return fmt.Errorf("catalog: update registry: %w", err)
 		}
-		if next := seq + 1; next%registryKeep == 0 {
+		if next := seq + 1; next > 0 && next%registryKeep == 0 {
 			if _, err := c.log.Truncate(ctx, c.registryShard(), next-registryKeep/2); err != nil {
 				c.logger.Warn("catalog: trim registry log", "err", err)
 			}

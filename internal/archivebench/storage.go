@@ -1,0 +1,131 @@
+package archivebench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/archive"
+)
+
+// StorageConfig configures a storage run.
+type StorageConfig struct {
+	Fixture Fixture
+	// Schema is the PostgreSQL schema of the run; it is dropped and
+	// recreated. Empty means "meterstore_archivebench".
+	Schema string
+	// Dir holds the Iceberg warehouse; empty means a temporary directory
+	// removed at the end.
+	Dir string
+	// Progress receives the load progress; nil discards it.
+	Progress io.Writer
+	Logger   *slog.Logger
+}
+
+// StorageResult is what a storage run measured.
+type StorageResult struct {
+	Server   string  `json:"server"`
+	Fixture  Fixture `json:"fixture"`
+	Exclude  bool    `json:"exclusion_constraints"`
+	Readings int64   `json:"readings_loaded"`
+	LoadSecs float64 `json:"load_seconds"`
+	LoadPS   float64 `json:"load_readings_per_sec"`
+
+	// PostgreSQL, before archiving: the rows of the partition tree and
+	// pg_total_relation_size summed over it, split into heap with TOAST
+	// and indexes.
+	PGRows         int64   `json:"pg_rows"`
+	PGBytes        int64   `json:"pg_bytes"`
+	PGHeapBytes    int64   `json:"pg_heap_bytes"`
+	PGIndexBytes   int64   `json:"pg_index_bytes"`
+	PGBytesPerRead float64 `json:"pg_bytes_per_reading"`
+
+	// Archival of everything, in one cycle of daily windows.
+	Windows     int     `json:"windows"`
+	ArchiveSecs float64 `json:"archive_seconds"`
+	ArchivePS   float64 `json:"archive_readings_per_sec"`
+
+	// The cold tier's data files after the archival.
+	ColdFiles        int     `json:"cold_files"`
+	ColdBytes        int64   `json:"cold_bytes"`
+	ColdReadings     int64   `json:"cold_readings"`
+	ColdBytesPerRead float64 `json:"cold_bytes_per_reading"`
+
+	// Ratio is PostgreSQL bytes per reading over cold bytes per reading.
+	Ratio float64 `json:"ratio"`
+}
+
+// RunStorage loads the fixture into a power table on the server at url,
+// measures its PostgreSQL size, archives all of it and measures the cold
+// tier's data files.
+func RunStorage(ctx context.Context, url string, c StorageConfig) (*StorageResult, error) {
+	if err := c.Fixture.validate(); err != nil {
+		return nil, err
+	}
+	if c.Schema == "" {
+		c.Schema = "meterstore_archivebench"
+	}
+	e, err := openEnv(ctx, url, c.Schema, c.Dir, c.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	res := &StorageResult{Server: e.serverVersion(ctx), Fixture: c.Fixture, Exclude: !e.table.NoExclusion}
+
+	start := time.Now()
+	if res.Readings, err = e.load(ctx, c.Fixture, c.Progress); err != nil {
+		return nil, err
+	}
+	res.LoadSecs = time.Since(start).Seconds()
+	res.LoadPS = float64(res.Readings) / res.LoadSecs
+
+	if res.PGRows, res.PGBytes, res.PGHeapBytes, res.PGIndexBytes, err = e.pgStorage(ctx); err != nil {
+		return nil, err
+	}
+	if res.PGRows > 0 {
+		res.PGBytesPerRead = float64(res.PGBytes) / float64(res.PGRows)
+	}
+
+	// Daily windows, due one day after they end: at a now one day past the
+	// last partition every window is due, and the cycle may take them all.
+	from, to := e.span(c.Fixture)
+	days := int(to.Sub(from) / (24 * time.Hour))
+	a, err := e.archiver(archive.Config{
+		SettlementLag:      24 * time.Hour,
+		Step:               24 * time.Hour,
+		MaxWindowsPerCycle: days + 1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	start = time.Now()
+	out, err := a.Cycle(ctx, e.table, e.ctable, to.Add(24*time.Hour))
+	if err != nil {
+		return nil, fmt.Errorf("archivebench: archive: %w", err)
+	}
+	if !out.Healthy() {
+		return nil, fmt.Errorf("archivebench: archive: cycle %s: %v", out.Status, out.Violations)
+	}
+	res.ArchiveSecs = time.Since(start).Seconds()
+	res.Windows = len(out.Windows)
+	if !out.Watermark.Equal(to) {
+		return nil, fmt.Errorf("archivebench: archive: watermark %s after the cycle, want %s", out.Watermark, to)
+	}
+
+	st, err := e.cold.Storage(ctx, e.ctable)
+	if err != nil {
+		return nil, fmt.Errorf("archivebench: %w", err)
+	}
+	res.ColdFiles, res.ColdBytes, res.ColdReadings = st.Files, st.Bytes, st.Readings
+	res.ColdBytesPerRead = st.BytesPerReading()
+	res.ArchivePS = float64(st.Readings) / res.ArchiveSecs
+	if st.Readings != res.PGRows {
+		return nil, fmt.Errorf("archivebench: the cold tier holds %d readings, PostgreSQL held %d", st.Readings, res.PGRows)
+	}
+	if res.ColdBytesPerRead > 0 {
+		res.Ratio = res.PGBytesPerRead / res.ColdBytesPerRead
+	}
+	return res, nil
+}
