@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -498,5 +499,54 @@ func TestRegistryLogIsTrimmed(t *testing.T) {
 	nss, err := c.ListNamespaces(t.Context(), nil)
 	if err != nil || len(nss) != 71 {
 		t.Fatalf("%d namespaces after trimming (%v), want 71", len(nss), err)
+	}
+}
+
+// flakyLog fails the next n CompareAndSets with a retryable error that
+// wrote nothing, as a serialization failure under SERIALIZABLE does.
+type flakyLog struct {
+	consensus.Log
+	n *atomic.Int32
+}
+
+func (f flakyLog) CompareAndSet(ctx context.Context, shard string, expected int64, data []byte) (consensus.Result, error) {
+	if f.n.Add(-1) >= 0 {
+		return 0, fmt.Errorf("injected: %w", consensus.ErrTransient)
+	}
+	return f.Log.CompareAndSet(ctx, shard, expected, data)
+}
+
+// TestRetryableLogFailure: a commit whose compare-and-set failed without
+// writing is a commit conflict (iceberg-go refreshes and retries) and
+// leaves no metadata file behind.
+func TestRetryableLogFailure(t *testing.T) {
+	wh := fileWarehouse(t)
+	n := new(atomic.Int32)
+	c := newCatalog(t, wh, flakyLog{blobLog(t, wh.Bucket), n})
+	tbl := createTable(t, c, "power", nil)
+	before := metadataFiles(t, c)
+	n.Store(1)
+	if _, err := appendRows(t, tbl, "x", 4, nil); !errors.Is(err, table.ErrCommitFailed) || !errors.Is(err, consensus.ErrTransient) {
+		t.Fatalf("append through a failing log: %v, want a commit conflict", err)
+	}
+	if after := metadataFiles(t, c); !slices.Equal(before, after) {
+		t.Fatalf("metadata files after a failed commit: %v, before %v", after, before)
+	}
+	// With retries configured, iceberg-go refreshes and the append lands.
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: "3", table.CommitMinRetryWaitMsKey: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Store(2)
+	tbl, err = appendRows(t, tbl, "y", 4, nil)
+	if err != nil {
+		t.Fatalf("append with retries through a failing log: %v", err)
+	}
+	if got := writers(t, tbl); len(got) != 4 {
+		t.Fatalf("rows after the retried append: %v", got)
 	}
 }

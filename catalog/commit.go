@@ -154,7 +154,7 @@ func (c *Catalog) commit(ctx context.Context, ident table.Identifier, expected i
 		return "", 0, fmt.Errorf("catalog: commit %s.%s: write metadata: %w", ns, name, err)
 	}
 	seq, err := c.append(ctx, c.tableShard(ns, name), expected, Commit{MetadataLocation: loc})
-	if errors.Is(err, errLost) {
+	if errors.Is(err, errNotWritten) {
 		if derr := c.wh.Bucket.Delete(ctx, key); derr != nil {
 			c.logger.Warn("catalog: remove the metadata of a lost commit", "key", key, "err", derr)
 		}

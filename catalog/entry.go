@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -111,8 +112,13 @@ func (c *Catalog) LoadTableAt(ctx context.Context, ident table.Identifier, seq i
 	return c.open(ctx, ident, cm.MetadataLocation)
 }
 
-// errLost marks a commit that certainly did not land.
-var errLost = fmt.Errorf("%w: another commit came first", table.ErrCommitFailed)
+var (
+	// errNotWritten marks a commit that certainly did not land, so the
+	// files written for it may go.
+	errNotWritten = errors.New("nothing was written")
+	// errLost marks a commit that another commit beat.
+	errLost = fmt.Errorf("%w: another commit came first (%w)", table.ErrCommitFailed, errNotWritten)
+)
 
 // append appends a commit to the table's log at expected+1. It returns an
 // error matching errLost only after a re-read showed that the entry at
@@ -129,8 +135,11 @@ func (c *Catalog) append(ctx context.Context, shard string, expected int64, cm C
 	switch {
 	case err == nil && res == consensus.Committed:
 		return expected + 1, nil
+	case consensus.IsRetryable(err):
+		// A serialization failure or the like: refresh and retry.
+		return 0, fmt.Errorf("%w: %w: %w", table.ErrCommitFailed, errNotWritten, err)
 	case err != nil && !consensus.IsIndeterminate(err):
-		return 0, err // nothing was written
+		return 0, fmt.Errorf("%w: %w", errNotWritten, err)
 	}
 	es, rerr := c.log.Scan(ctx, shard, expected+1, 1)
 	switch {
