@@ -5,35 +5,42 @@
 //
 // A shard's entries are objects <prefix><shard>/e/<seqno>, the sequence
 // number zero-padded to 20 digits so that key order is numeric order. Each
-// object holds a random 16-byte write id followed by the entry's data; the
-// id lets a writer tell its own retried put from a rival's. CompareAndSet
-// is PutIfAbsent of expected+1 after checking that expected is stored.
+// object holds a random 16-byte write id, the write id of its predecessor,
+// and the entry's data. CompareAndSet is PutIfAbsent of expected+1 after
+// checking that expected is stored: in a contiguous log, "expected is
+// stored and expected+1 is not" is "expected is the head".
 //
 // Truncations form a chain of their own, <prefix><shard>/lo/<n>: marker n
-// records the cut of the n-th truncation and the write id of marker n-1.
-// The cut of the newest marker is lo, the start of the log; entries below
-// lo are deleted after the marker is written, never before.
+// records the cut of the n-th truncation and the write id of marker n-1, so
+// truncations are totally ordered and each knows exactly how many entries
+// it removed. The cut of the newest marker is lo, the start of the log;
+// entries below lo are deleted after the marker is written, never before.
 //
 // # Stale writers cannot resurrect entries
 //
 // Seed 000 needs a row lock because a truncation may delete a key that a
-// slow writer then creates again with PutIfAbsent. Here nothing prevents
-// that put from succeeding, so the protocol makes such an object
-// unobservable instead:
+// slow writer then creates again. Here nothing stops such a PutIfAbsent
+// from succeeding, so the protocol makes the object unobservable and tells
+// its writer:
 //
 //   - Readers ignore everything below lo, and read lo before and after a
-//     listing; if lo moved, they retry. An entry below lo can only have been
-//     created again after lo passed it, so a reader that saw lo unchanged
-//     saw no such object.
-//   - A writer whose PutIfAbsent of entry k succeeded reads lo afterwards.
-//     A truncation deletes k only after lo > k is durable, so lo <= k means
-//     k was never deleted: the writer appended at the head. lo > k means the
-//     object is a resurrection: the writer reports ExpectationMismatch (the
-//     head had moved past k, as a rival's k proves) and deletes its object.
-//   - Truncation markers are pruned oldest first, and only once a newer
-//     marker exists; a truncator whose marker n succeeded checks that marker
-//     n+1, if any, names its write id, and that no newer marker exists if
-//     n+1 does not. Otherwise its marker was a resurrection and it retries.
+//     listing; if lo moved, they retry. A key below lo can only be created
+//     again after lo passed it, so a reader that saw lo unchanged saw no
+//     such object.
+//   - A writer reads lo right before its PutIfAbsent of entry k and refuses
+//     if lo > k. After the put it reads lo again. A truncation writes its
+//     marker before it deletes, so if no marker passed k meanwhile, no
+//     rival's k was deleted and the put appended at the head. If one did,
+//     the successor k+1 names its predecessor's write id: ours means the
+//     put appended and was truncated since (Committed); another means the
+//     put re-created a dead key (ExpectationMismatch, and the object is
+//     removed). If the successor is gone too, the outcome is reported as
+//     unknown.
+//   - Truncation markers are pruned oldest first and only below the
+//     predecessor of the newest, so the same reasoning holds for the chain:
+//     a truncator checks the chain head right before its put and, if the
+//     chain moved during the put, asks marker n+1 whether it was built on
+//     its marker.
 //
 // Listings may miss objects created while they run; a reader therefore uses
 // only the contiguous run of sequence numbers from lo, which is the state
