@@ -16,7 +16,10 @@ import (
 // not by the window. Each batch is sorted by malo_id and from before it is
 // written; rows in key order, as the hot tier scans them, make whole files
 // sorted. An empty window is a snapshot without files that moves W all the
-// same.
+// same. Rows must come grouped by month of from, as they do in order of
+// from: one data file is open at a time (for tables without identity
+// partition columns), so memory does not grow with the months a window
+// spans.
 //
 // Archive refuses a window that starts below the current watermark
 // (ErrWindowArchived), a watermark before the current one
@@ -76,5 +79,17 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 			SummaryArchivedTo:   FormatTime(to),
 		},
 		rowsKey: SummaryRows,
+		// The archiver streams partitions in order of from, so rows arrive
+		// grouped by month; identity partition columns would interleave.
+		clustered: !hasIdentity(&t.decl),
 	})
+}
+
+func hasIdentity(t *hot.Table) bool {
+	for _, c := range t.Columns {
+		if c.Identity {
+			return true
+		}
+	}
+	return false
 }
