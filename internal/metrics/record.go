@@ -1,0 +1,128 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Archived records one archived window of table: rows readings moved to
+// the cold tier in d.
+func (m *Metrics) Archived(ctx context.Context, table string, rows int64, d time.Duration) {
+	if m == nil {
+		return
+	}
+	attrs := tableAttr(table)
+	if rows >= 0 {
+		m.archivedRows.Add(ctx, rows, attrs)
+	}
+	if d >= 0 {
+		m.archivalDuration.Record(ctx, d.Seconds(), attrs)
+	}
+}
+
+// Deferred records an archival cycle of table that gave up waiting for a
+// lock and changed nothing.
+func (m *Metrics) Deferred(ctx context.Context, table string) {
+	if m == nil {
+		return
+	}
+	m.deferred.Add(ctx, 1, tableAttr(table))
+}
+
+// LeaseContended records an archival cycle of table that stopped because
+// another replica held the archive lease.
+func (m *Metrics) LeaseContended(ctx context.Context, table string) {
+	if m == nil {
+		return
+	}
+	m.leaseContended.Add(ctx, 1, tableAttr(table))
+}
+
+// Watermark records how far the watermark of table trails now.
+func (m *Metrics) Watermark(ctx context.Context, table string, lag time.Duration) {
+	if m == nil {
+		return
+	}
+	m.watermarkLag.Record(ctx, lag.Seconds(), tableAttr(table))
+}
+
+// PartitionsAhead records the number of attached partitions of table that
+// can still take a reading from now on; -1 if they could not be listed.
+func (m *Metrics) PartitionsAhead(ctx context.Context, table string, n int64) {
+	if m == nil {
+		return
+	}
+	m.partitionsAhead.Record(ctx, n, tableAttr(table))
+}
+
+// InvariantViolations records the number of invariant violations a status
+// check found in table; -1 if the check could not run. It is a gauge, not
+// a counter: a violation persists until an operator resolves it and is
+// seen again by every check, so what matters is how many there are now,
+// and an alert fires on any value other than zero.
+func (m *Metrics) InvariantViolations(ctx context.Context, table string, n int64) {
+	if m == nil {
+		return
+	}
+	m.violations.Record(ctx, n, tableAttr(table))
+}
+
+// Written records a write to table: inserted readings stored and
+// duplicates found already stored and skipped.
+func (m *Metrics) Written(ctx context.Context, table string, inserted, duplicates int64) {
+	if m == nil {
+		return
+	}
+	attrs := tableAttr(table)
+	if inserted >= 0 {
+		m.writtenRows.Add(ctx, inserted, attrs)
+	}
+	if duplicates >= 0 {
+		m.duplicates.Add(ctx, duplicates, attrs)
+	}
+}
+
+// LateCorrections records n readings of a write to table that lay below
+// the watermark and went to the cold tier.
+func (m *Metrics) LateCorrections(ctx context.Context, table string, n int64) {
+	if m == nil || n < 0 {
+		return
+	}
+	m.lateCorrections.Add(ctx, n, tableAttr(table))
+}
+
+// Scanned records rows readings of table read from tier, TierHot or
+// TierCold.
+func (m *Metrics) Scanned(ctx context.Context, table, tier string, rows int64) {
+	if m == nil || rows < 0 {
+		return
+	}
+	m.scannedRows.Add(ctx, rows, metric.WithAttributeSet(attribute.NewSet(
+		attribute.String(AttrTable, table), attribute.String(AttrTier, tier))))
+}
+
+// Queried records a query of table that took d.
+func (m *Metrics) Queried(ctx context.Context, table string, d time.Duration) {
+	if m == nil || d < 0 {
+		return
+	}
+	m.queryDuration.Record(ctx, d.Seconds(), tableAttr(table))
+}
+
+// RetentionRemoved records n subject references a retention sweep
+// removed. It carries no table: one sweep destroys links across the whole
+// deployment.
+func (m *Metrics) RetentionRemoved(ctx context.Context, n int64) {
+	if m == nil || n < 0 {
+		return
+	}
+	m.retentionRemoved.Add(ctx, n)
+}
+
+// tableAttr returns the measurement option carrying the table attribute.
+func tableAttr(table string) metric.MeasurementOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrTable, table)))
+}
