@@ -1,0 +1,350 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/consensus/postgres"
+	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/metering"
+)
+
+// mustParse parses src against dir with env, failing the test on an error.
+func mustParse(t *testing.T, src, dir string, env map[string]string) *Config {
+	t.Helper()
+	c, err := Parse([]byte(src), dir, mapEnv(env))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return c
+}
+
+// problems parses src and returns the problems it reports.
+func problems(t *testing.T, src string) []*Error {
+	t.Helper()
+	_, err := Parse([]byte(src), "/srv/ms", mapEnv(nil))
+	if err == nil {
+		t.Fatalf("Parse accepted:\n%s", src)
+	}
+	var out []*Error
+	for _, e := range unjoin(err) {
+		var ce *Error
+		if !errors.As(e, &ce) {
+			t.Fatalf("problem %v is not an *Error", e)
+		}
+		out = append(out, ce)
+	}
+	return out
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func TestTemplateIsDefault(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := mustParse(t, Template(), wd, nil); !reflect.DeepEqual(Default(), d) {
+		t.Errorf("Default() = %+v; want the template parsed in the working directory %+v", Default(), d)
+	}
+
+	c := mustParse(t, Template(), "/srv/ms", nil)
+
+	want := &Config{
+		Postgres:    Postgres{Schema: "meterstore", DataDir: "/srv/ms/meterstore-data"},
+		Warehouse:   Warehouse{URL: "file:///srv/ms/meterstore-data/warehouse", Namespace: "meterstore"},
+		Catalog:     Catalog{Log: "postgres", Isolation: postgres.ReadCommitted},
+		Hot:         Hot{DDLLockTimeout: 3 * time.Second},
+		Archive:     Archive{SettlementLag: 45 * day, Step: day, MaxWindowsPerCycle: 31, ReaderGrace: time.Hour, ChunkRows: 10000},
+		Cold:        Cold{RowGroupRows: 1 << 20, RowGroupBytes: 64 << 20, TargetFileSize: 256 << 20, ZstdLevel: 3, BloomBytes: 32 << 10, BatchRows: 8192},
+		Maintenance: Maintenance{Interval: 15 * time.Minute, SnapshotRetention: 3653 * day, MinSnapshots: 100},
+		Retention:   RetentionPolicy{LegalBasis: "§ 60 Abs. 6 MsbG", Actor: "retention-job"},
+		Query:       Query{MemoryLimit: "2GB", Threads: 2, CacheDir: "/srv/ms/meterstore-data/cache"},
+		tables: []hot.Table{
+			{Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity, Resolutions: []metering.Resolution{metering.QuarterHour}, Width: hot.Daily, Headroom: 7 * day},
+			{Name: "gas", TimeModel: hot.Interval, Commodity: metering.Gas, Resolutions: []metering.Resolution{metering.Day}, Width: hot.Daily, Headroom: 7 * day},
+		},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("template:\n got %+v\nwant %+v", c, want)
+	}
+}
+
+// TestTemplateValuesAreDefaults holds the template and the defaults of
+// keys a file leaves out together: a file of the template's tables alone
+// parses to the same configuration.
+func TestTemplateValuesAreDefaults(t *testing.T) {
+	i := strings.Index(Template(), "\n[[table]]\n")
+	tablesOnly := mustParse(t, Template()[i:], "/srv/ms", nil)
+	if full := mustParse(t, Template(), "/srv/ms", nil); !reflect.DeepEqual(tablesOnly, full) {
+		t.Errorf("defaults differ from the template:\n got %+v\nwant %+v", tablesOnly, full)
+	}
+}
+
+// The packages' own defaults are what the template writes, so a file and
+// a zero option struct configure the same thing.
+func TestTemplateMatchesPackageDefaults(t *testing.T) {
+	c := Default()
+	if got, want := c.ColdOptions(), (cold.Options{
+		Namespace: cold.DefaultNamespace, RowGroupRows: cold.DefaultRowGroupRows, RowGroupBytes: cold.DefaultRowGroupBytes,
+		TargetFileSize: cold.DefaultTargetFileSize, ZstdLevel: cold.DefaultZstdLevel, BloomBytes: cold.DefaultBloomBytes,
+		BatchRows: cold.DefaultBatchRows,
+	}); !reflect.DeepEqual(got, want) {
+		t.Errorf("ColdOptions() = %+v; want %+v", got, want)
+	}
+	if got, want := c.HotOptions(), (hot.Options{Schema: "meterstore", DDLLockTimeout: hot.DefaultDDLLockTimeout}); !reflect.DeepEqual(got, want) {
+		t.Errorf("HotOptions() = %+v; want %+v", got, want)
+	}
+	if got, want := c.ArchiveConfig(), (archive.Config{SettlementLag: 45 * day, Step: day, MaxWindowsPerCycle: archive.DefaultMaxWindowsPerCycle, ReaderGrace: time.Hour, ChunkRows: archive.DefaultChunkRows}); !reflect.DeepEqual(got, want) {
+		t.Errorf("ArchiveConfig() = %+v; want %+v", got, want)
+	}
+	if got, want := c.SnapshotRetention(), (cold.Retention{MaxAge: 3653 * day, KeepLast: cold.DefaultKeepLast}); got != want {
+		t.Errorf("SnapshotRetention() = %+v; want %+v", got, want)
+	}
+	// Ten calendar years never hold more than 3653 days.
+	for y := 2000; y < 2100; y++ {
+		from := time.Date(y, time.March, 1, 0, 0, 0, 0, time.UTC)
+		if span := from.AddDate(cold.DefaultRetentionYears, 0, 0).Sub(from); span > c.Maintenance.SnapshotRetention {
+			t.Fatalf("ten years from %v are %v, more than the retention %v", from, span, c.Maintenance.SnapshotRetention)
+		}
+	}
+	if got, want := c.LogOptions(), (postgres.Options{Schema: "meterstore", Isolation: postgres.ReadCommitted}); got != want {
+		t.Errorf("LogOptions() = %+v; want %+v", got, want)
+	}
+	for _, tbl := range c.Tables() {
+		if err := tbl.Validate(); err != nil {
+			t.Errorf("template table %s: %v", tbl.Name, err)
+		}
+		if err := c.ArchiveConfig().ValidateFor(tbl.Width); err != nil {
+			t.Errorf("template table %s: %v", tbl.Name, err)
+		}
+	}
+}
+
+// TestTemplateDocumentsEveryKey checks that every key the reader knows is
+// written in the template, as a setting or, for columns, in a comment.
+func TestTemplateDocumentsEveryKey(t *testing.T) {
+	for parent, names := range known() {
+		for name := range names {
+			section := "[" + parent + "]"
+			if parent == "" {
+				section = ""
+			} else if parent == "table" || parent == "table.column" {
+				section = "[[" + parent + "]]"
+			}
+			i := strings.Index(Template(), section)
+			if i < 0 || !strings.Contains(Template()[i:], name+" =") && !strings.Contains(Template()[i:], "["+name+"]") && !strings.Contains(Template()[i:], "[["+name+"]]") && !strings.Contains(Template()[i:], "[[table."+name+"]]") {
+				t.Errorf("the template does not document %s.%s", parent, name)
+			}
+		}
+	}
+}
+
+func TestTableConversion(t *testing.T) {
+	c := mustParse(t, `
+[[table]]
+name = "power"
+time_model = "interval"
+commodity = "STROM"
+resolutions = ["PT15M", "PT1H"]
+width = "monthly"
+headroom = "40d"
+exclusion = false
+  [[table.column]]
+  name = "tariff"
+  type = "text"
+  identity = true
+  values = ["HT", "NT"]
+  [[table.column]]
+  name = "channel"
+  type = "bigint"
+
+[[table]]
+name = "registers"
+time_model = "point"
+
+[archive]
+settlement_lag = "62d"
+archival_step = "31d"
+`, "/srv/ms", nil)
+	want := []hot.Table{
+		{
+			Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity,
+			Resolutions: []metering.Resolution{metering.QuarterHour, metering.Hour},
+			Columns: []hot.Column{
+				{Name: "tariff", Type: hot.Text, Identity: true, Values: []string{"HT", "NT"}},
+				{Name: "channel", Type: hot.BigInt, Values: nil},
+			},
+			Width: hot.Monthly, Headroom: 40 * day, NoExclusion: true,
+		},
+		{Name: "registers", TimeModel: hot.Point, Width: hot.Daily, Headroom: 7 * day},
+	}
+	got := c.Tables()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Tables() =\n%+v\nwant\n%+v", got, want)
+	}
+	got[0].Columns[0].Values[0] = "XX"
+	got[0].Resolutions[0] = metering.Day
+	if again := c.Tables(); !reflect.DeepEqual(again, want) {
+		t.Errorf("changing what Tables returned changed the Config: %+v", again)
+	}
+}
+
+func TestInlineTables(t *testing.T) {
+	c := mustParse(t, `
+table = [
+  { name = "a", column = [{ name = "x" }, { name = "y", values = ["1"] }] },
+  { name = "b" },
+]
+`, "/srv/ms", nil)
+	tables := c.Tables()
+	if len(tables) != 2 || tables[0].Name != "a" || tables[1].Name != "b" || len(tables[0].Columns) != 2 || tables[0].Columns[1].Name != "y" {
+		t.Fatalf("Tables() = %+v", tables)
+	}
+	es := problems(t, `
+table = [
+  { name = "a", column = [{ name = "x" }, { nmae = "y" }] },
+  { name = "a" },
+]
+`)
+	want := map[string]int{"table[0].column[1].nmae": 3, "table[0].column[1].name": 3, "table[1].name": 4}
+	for _, e := range es {
+		if line, ok := want[e.Key]; !ok || line != e.Line {
+			t.Errorf("problem %v; want one of %v", e, want)
+		}
+		delete(want, e.Key)
+	}
+	if len(want) > 0 {
+		t.Errorf("missing problems at %v", want)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	c := mustParse(t, `
+[postgres]
+url = "postgres://${PGUSER}@${PGHOST}/meters"
+[archive]
+settlement_lag = "${LAG}"
+[warehouse]
+url = "s3://${BUCKET}?region=eu-central-1"
+namespace = "ns"
+[retention]
+actor = "$${literal}"
+`, "/srv/ms", map[string]string{"PGUSER": "ms", "PGHOST": "db:5432", "LAG": "60d", "BUCKET": "meters"})
+	if c.Postgres.URL != "postgres://ms@db:5432/meters" || c.Archive.SettlementLag != 60*day || c.Warehouse.URL != "s3://meters?region=eu-central-1" || c.Retention.Actor != "${literal}" {
+		t.Errorf("expanded to %+v, %+v, %+v, %+v", c.Postgres, c.Archive, c.Warehouse, c.Retention)
+	}
+
+	es := problems(t, `
+[postgres]
+url = "${METERSTORE_PG_URL}"
+`)
+	if len(es) != 1 || es[0].Key != "postgres.url" || es[0].Line != 3 || !strings.Contains(es[0].Error(), "METERSTORE_PG_URL") {
+		t.Errorf("problems = %v; want postgres.url at line 3 naming METERSTORE_PG_URL", es)
+	}
+}
+
+func TestPaths(t *testing.T) {
+	c := mustParse(t, `
+[postgres]
+data_dir = "../data"
+[warehouse]
+url = "file://wh/tables"
+`, "/srv/ms/etc", nil)
+	if c.Postgres.DataDir != "/srv/ms/data" || c.Warehouse.URL != "file:///srv/ms/etc/wh/tables" || c.Query.CacheDir != "/srv/ms/data/cache" {
+		t.Errorf("paths resolved to %q, %q, %q", c.Postgres.DataDir, c.Warehouse.URL, c.Query.CacheDir)
+	}
+	c = mustParse(t, `
+[warehouse]
+url = "file:///var/lib/wh"
+[query]
+cache_dir = "/var/cache/ms"
+`, "/srv/ms", nil)
+	if c.Warehouse.URL != "file:///var/lib/wh" || c.Query.CacheDir != "/var/cache/ms" {
+		t.Errorf("absolute paths changed to %q, %q", c.Warehouse.URL, c.Query.CacheDir)
+	}
+	for _, u := range []string{"s3://bucket?endpoint=http://127.0.0.1:7070&use_path_style=true", "gs://b", "azblob://c", "mem://"} {
+		if c := mustParse(t, "[warehouse]\nurl = \""+u+"\"\n", "/srv/ms", nil); c.Warehouse.URL != u {
+			t.Errorf("warehouse %q became %q", u, c.Warehouse.URL)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "meterstore.toml")
+	if err := os.WriteFile(path, []byte(Template()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "file://" + filepath.ToSlash(filepath.Join(dir, "meterstore-data", "warehouse")); c.Warehouse.URL != want {
+		t.Errorf("warehouse %q; want %q, beside the file", c.Warehouse.URL, want)
+	}
+
+	t.Setenv("MS_CONFIG_TEST_LAG", "2d")
+	if err := os.WriteFile(path, []byte("[archive]\nsettlement_lag = \"${MS_CONFIG_TEST_LAG}\"\nchunk_rows = -1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(path)
+	if want := path + ":3: archive.chunk_rows: -1: want at least 1"; err == nil || err.Error() != want {
+		t.Errorf("Load error = %v; want %q", err, want)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.toml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load of a missing file: %v", err)
+	}
+}
+
+func TestConversions(t *testing.T) {
+	c := mustParse(t, `
+[hot]
+ddl_lock_timeout = "0s"
+[catalog]
+log = "object_store"
+[retention]
+policy = "calendar_years:3"
+[query]
+memory_limit = 536870912
+threads = 0
+`, "/srv/ms", nil)
+	if got := c.HotOptions().DDLLockTimeout; got != hot.NoLockTimeout {
+		t.Errorf("ddl_lock_timeout 0s: DDLLockTimeout = %v; want NoLockTimeout", got)
+	}
+	if c.Catalog.Log != "object_store" {
+		t.Errorf("catalog.log = %q", c.Catalog.Log)
+	}
+	if want := (RetentionPolicy{Kind: "calendar_years", Years: 3, LegalBasis: "§ 60 Abs. 6 MsbG", Actor: "retention-job"}); c.Retention != want {
+		t.Errorf("retention = %+v; want %+v", c.Retention, want)
+	}
+	if c.Query.MemoryLimit != "512MiB" || c.Query.Threads != 0 {
+		t.Errorf("query = %+v", c.Query)
+	}
+	c = mustParse(t, `
+[retention]
+policy = "rolling:1095d"
+legal_basis = "Art. 17 DSGVO"
+actor = "ops"
+[query]
+memory_limit = ""
+`, "/srv/ms", nil)
+	if want := (RetentionPolicy{Kind: "rolling", Rolling: 1095 * day, LegalBasis: "Art. 17 DSGVO", Actor: "ops"}); c.Retention != want {
+		t.Errorf("retention = %+v; want %+v", c.Retention, want)
+	}
+	if c.Query.MemoryLimit != "" {
+		t.Errorf("memory_limit \"\" became %q", c.Query.MemoryLimit)
+	}
+}

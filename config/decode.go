@@ -1,0 +1,180 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/meterstore/meterstore/consensus/postgres"
+	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/cold"
+)
+
+// schemaName is a PostgreSQL schema name the hot tier accepts.
+var schemaName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+
+// namespaceName is an Iceberg namespace the catalog accepts.
+var namespaceName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// config reads every key of raw, with its default where the file leaves
+// it out.
+func (r *reader) config(raw *rawConfig) *Config {
+	c := &Config{}
+
+	p := &raw.Postgres
+	c.Postgres.URL = r.str("postgres.url", p.URL, "")
+	c.Postgres.Schema = r.str("postgres.schema", p.Schema, defaultSchema)
+	if !schemaName.MatchString(c.Postgres.Schema) {
+		r.errorf("postgres.schema", "%q: want a lowercase letter, then lowercase letters, digits and underscores, at most 63 bytes", c.Postgres.Schema)
+	}
+	c.Postgres.DataDir = r.path("postgres.data_dir", p.DataDir, defaultDataDir)
+
+	w := &raw.Warehouse
+	c.Warehouse.URL = r.warehouseURL("warehouse.url", r.str("warehouse.url", w.URL, defaultWarehouse))
+	c.Warehouse.Namespace = r.str("warehouse.namespace", w.Namespace, defaultNamespace)
+	if !namespaceName.MatchString(c.Warehouse.Namespace) {
+		r.errorf("warehouse.namespace", "%q: want a letter or underscore, then letters, digits and underscores", c.Warehouse.Namespace)
+	}
+
+	cat := &raw.Catalog
+	switch c.Catalog.Log = r.str("catalog.log", cat.Log, defaultLog); c.Catalog.Log {
+	case "postgres", "object_store":
+	default:
+		r.errorf("catalog.log", "%q: want \"postgres\" or \"object_store\"", c.Catalog.Log)
+	}
+	iso := r.str("catalog.isolation", cat.Isolation, string(postgres.ReadCommitted))
+	var err error
+	if c.Catalog.Isolation, err = postgres.ParseIsolation(iso); err != nil || iso == "" {
+		r.errorf("catalog.isolation", "%q: want \"read_committed\" or \"serializable\"", iso)
+	}
+
+	c.Hot.DDLLockTimeout = r.duration("hot.ddl_lock_timeout", raw.Hot.DDLLockTimeout, defaultDDLLockTimeout, "s")
+
+	a := &raw.Archive
+	c.Archive = Archive{
+		SettlementLag:      r.duration("archive.settlement_lag", a.SettlementLag, defaultSettlementLag, "d"),
+		Step:               r.duration("archive.archival_step", a.Step, defaultStep, "d"),
+		MaxWindowsPerCycle: r.integer("archive.max_windows_per_cycle", a.MaxWindowsPerCycle, archive.DefaultMaxWindowsPerCycle, 1, maxInt),
+		ReaderGrace:        r.duration("archive.reader_grace", a.ReaderGrace, defaultReaderGrace, "h"),
+		ChunkRows:          r.integer("archive.chunk_rows", a.ChunkRows, archive.DefaultChunkRows, 1, maxInt),
+	}
+
+	k := &raw.Cold
+	c.Cold = Cold{
+		RowGroupRows:   r.integer("cold.row_group_rows", k.RowGroupRows, cold.DefaultRowGroupRows, 1, maxInt),
+		RowGroupBytes:  r.positiveSize("cold.row_group_bytes", k.RowGroupBytes, cold.DefaultRowGroupBytes, 1),
+		TargetFileSize: r.positiveSize("cold.target_file_size", k.TargetFileSize, cold.DefaultTargetFileSize, 1),
+		ZstdLevel:      r.integer("cold.zstd_level", k.ZstdLevel, cold.DefaultZstdLevel, 1, 22),
+		BloomBytes:     int(r.positiveSize("cold.bloom_bytes", k.BloomBytes, cold.DefaultBloomBytes, 32)),
+		BatchRows:      r.integer("cold.batch_rows", k.BatchRows, cold.DefaultBatchRows, 1, maxInt),
+	}
+	if c.Cold.BloomBytes > 128<<20 {
+		r.errorf("cold.bloom_bytes", "%v: want at most 128MiB", Size(c.Cold.BloomBytes))
+	}
+
+	m := &raw.Maintenance
+	c.Maintenance = Maintenance{
+		Interval:          r.duration("maintenance.interval", m.Interval, defaultInterval, "m"),
+		ExpireSnapshots:   r.boolean("maintenance.expire_snapshots", m.ExpireSnapshots, false),
+		SnapshotRetention: r.duration("maintenance.snapshot_retention", m.SnapshotRetention, defaultSnapshotRetention, "d"),
+		MinSnapshots:      r.integer("maintenance.min_snapshots", m.MinSnapshots, cold.DefaultKeepLast, 1, maxInt),
+	}
+	if c.Maintenance.Interval <= 0 && r.ok("maintenance.interval") {
+		r.errorf("maintenance.interval", "want a positive duration")
+	}
+	if c.Maintenance.SnapshotRetention <= 0 && r.ok("maintenance.snapshot_retention") {
+		r.errorf("maintenance.snapshot_retention", "want a positive duration: a snapshot is what makes a past settlement reproducible")
+	}
+
+	c.Retention = r.retention(raw)
+
+	q := &raw.Query
+	c.Query.MemoryLimit = r.memoryLimit("query.memory_limit", q.MemoryLimit)
+	c.Query.Threads = r.integer("query.threads", q.Threads, defaultThreads, 0, maxInt)
+	if dir := r.str("query.cache_dir", q.CacheDir, ""); dir != "" {
+		c.Query.CacheDir = r.abs(dir)
+	} else {
+		c.Query.CacheDir = filepath.Join(c.Postgres.DataDir, defaultCacheDir)
+	}
+
+	for i := range raw.Table {
+		c.tables = append(c.tables, r.table(fmt.Sprintf("table[%d]", i), &raw.Table[i]))
+	}
+	return c
+}
+
+// maxInt is the largest int, the upper bound of unbounded integer keys.
+const maxInt = int(^uint(0) >> 1)
+
+// positiveSize returns the size at key, which must be at least lo.
+func (r *reader) positiveSize(key string, v value, def, lo int64) int64 {
+	n := r.size(key, v, def)
+	if n < lo && r.ok(key) {
+		r.errorf(key, "%v: want at least %v", Size(n), Size(lo))
+		return def
+	}
+	return n
+}
+
+// retention reads the [retention] section.
+func (r *reader) retention(raw *rawConfig) RetentionPolicy {
+	s := &raw.Retention
+	p := RetentionPolicy{
+		LegalBasis: strings.TrimSpace(r.str("retention.legal_basis", s.LegalBasis, defaultLegalBasis)),
+		Actor:      strings.TrimSpace(r.str("retention.actor", s.Actor, defaultActor)),
+	}
+	policy := strings.TrimSpace(r.str("retention.policy", s.Policy, ""))
+	if policy == "" {
+		return p
+	}
+	kind, arg, _ := strings.Cut(policy, ":")
+	switch kind {
+	case "calendar_years":
+		n, err := strconv.Atoi(strings.TrimSpace(arg))
+		if err != nil || n < 1 {
+			r.errorf("retention.policy", "%q: want calendar_years:N with N at least 1, as in calendar_years:3", policy)
+			return p
+		}
+		p.Kind, p.Years = kind, n
+	case "rolling":
+		d, err := parseDuration(strings.TrimSpace(arg))
+		if err != nil || d <= 0 {
+			r.errorf("retention.policy", "%q: want rolling: and a positive duration, as in rolling:1095d", policy)
+			return p
+		}
+		p.Kind, p.Rolling = kind, d
+	default:
+		r.errorf("retention.policy", "%q: want \"\", calendar_years:N or rolling:<duration>", policy)
+		return p
+	}
+	if p.LegalBasis == "" {
+		r.errorf("retention.legal_basis", "a retention policy needs the legal basis it is recorded under")
+	}
+	if p.Actor == "" {
+		r.errorf("retention.actor", "a retention policy needs the actor it is recorded as")
+	}
+	return p
+}
+
+// memoryLimit returns DuckDB's memory_limit from the size at key: "" for
+// DuckDB's default, else the size in the largest unit that divides it.
+func (r *reader) memoryLimit(key string, v value) string {
+	if !v.set {
+		return defaultMemoryLimit
+	}
+	if _, ok := v.v.(string); ok {
+		if t, ok := r.text(key, v); !ok || strings.TrimSpace(t) == "" {
+			return ""
+		}
+	}
+	n := r.size(key, v, 0)
+	if n == 0 && r.ok(key) {
+		r.errorf(key, "want a positive size, or \"\" for DuckDB's default")
+	}
+	if n == 0 {
+		return ""
+	}
+	return Size(n).String()
+}
