@@ -80,7 +80,10 @@ func (h *Tier) ScanPartition(ctx context.Context, t *Table, p Partition, chunk i
 	d := newDecoder(t)
 	buf := make([]Reading, 0, chunk)
 	for {
-		rows, err := tx.Query(ctx, fetch)
+		// FETCH's result columns are the cursor's, not the statement
+		// text's: a description cached for one table's cursor would decode
+		// another's, so describe it every time.
+		rows, err := tx.Query(ctx, fetch, pgx.QueryExecModeDescribeExec)
 		if err != nil {
 			return classify(op, t.Name, err)
 		}
