@@ -25,6 +25,7 @@ func newBenchArchive() *cobra.Command {
 		mode                        string
 		windows                     []int
 		chunkRows                   int
+		heapProfile                 string
 		inProcess, child            bool
 	)
 	cmd := &cobra.Command{
@@ -40,15 +41,16 @@ The table is declared without exclusion constraints, for load speed.
 Throughput: for each --windows size, loads one Berlin day of as many meters
 as that many readings take and times the one archival cycle that archives it,
 sampling the process's resident set (VmRSS) and Go heap every 50 ms during
-the cycle only. Each window runs in a child process of its own, so that one
-window's heap does not inflate the next one's figures.
+the cycle only. The load runs here; each archival runs in a child process of
+its own, so that neither the load's nor another window's heap inflates its
+figures.
 
 Without --pg-url it starts a private PostgreSQL server with default settings.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := logger()
 			if child {
-				return archivebench.ServeChild(ctx, os.Stdin, cmd.OutOrStdout(), log, os.Stderr)
+				return archivebench.ServeChild(ctx, os.Stdin, cmd.OutOrStdout(), log)
 			}
 			d, err := metering.ParseDate(start)
 			if err != nil {
@@ -76,7 +78,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 			}
 			if mode == "all" || mode == "throughput" {
 				tc := archivebench.ThroughputConfig{
-					Windows: windows, Fixture: f, ChunkRows: chunkRows,
+					Windows: windows, Fixture: f, ChunkRows: chunkRows, HeapProfile: heapProfile,
 					Progress: os.Stderr, Logger: log,
 				}
 				if !inProcess {
@@ -108,6 +110,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 	fl.Uint64Var(&f.Seed, "seed", f.Seed, "seed of the generated values")
 	fl.IntSliceVar(&windows, "windows", []int{1_000_000, 5_000_000}, "throughput: readings per archival window")
 	fl.IntVar(&chunkRows, "chunk", 0, "throughput: rows the archiver fetches at a time (default: the archiver's)")
+	fl.StringVar(&heapProfile, "heap-profile", "", "throughput: write each archival's heap profile at its live heap's peak to this path plus .<window>")
 	fl.BoolVar(&inProcess, "in-process", false, "throughput: run the windows in this process, freeing memory between them")
 	fl.BoolVar(&child, "child", false, "run one window as a child of bench archive (internal)")
 	_ = fl.MarkHidden("child")
@@ -136,17 +139,18 @@ func printArchiveStorage(w io.Writer, r *archivebench.StorageResult) {
 func printArchiveThroughput(w io.Writer, r *archivebench.ThroughputResult) {
 	fmt.Fprintf(w, "\narchival of one window per cycle, GOMAXPROCS %d\n\n", r.GOMAXPROCS)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "window\tmeters\treadings\tseconds\treadings/s\tRSS before MiB\tpeak RSS MiB\tpeak heap MiB\tsamples\tprocess\t\n")
+	fmt.Fprintf(tw, "window\tmeters\treadings\tseconds\treadings/s\tRSS before MiB\tpeak RSS MiB\tpeak heap MiB\tpeak live heap MiB\tsamples\tprocess\t\n")
 	for _, x := range r.Windows {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%s\t\n",
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%s\t\n",
 			x.Spec.Readings, x.Spec.Fixture.Meters, x.Readings, x.Seconds, x.ReadingsPerSec,
-			mib(x.RSSBefore), mib(x.PeakRSS), mib(x.PeakHeap), x.Samples, x.Process)
+			mib(x.RSSBefore), mib(x.PeakRSS), mib(x.PeakHeap), mib(x.PeakLiveHeap), x.Samples, x.Process)
 	}
 	tw.Flush()
 	if n := len(r.Windows); n > 1 && r.Windows[0].PeakRSS > 0 {
 		a, b := r.Windows[0], r.Windows[n-1]
-		fmt.Fprintf(w, "\nwindow x%.1f: peak RSS x%.2f, peak heap x%.2f   (goal: peak RSS does not grow with the window)\n",
-			float64(b.Readings)/float64(a.Readings), float64(b.PeakRSS)/float64(a.PeakRSS), float64(b.PeakHeap)/float64(a.PeakHeap))
+		fmt.Fprintf(w, "\nwindow x%.1f: peak RSS x%.2f, peak heap x%.2f, peak live heap x%.2f   (goal: peak RSS does not grow with the window)\n",
+			float64(b.Readings)/float64(a.Readings), float64(b.PeakRSS)/float64(a.PeakRSS), float64(b.PeakHeap)/float64(a.PeakHeap),
+			float64(b.PeakLiveHeap)/float64(a.PeakLiveHeap))
 	}
 }
 

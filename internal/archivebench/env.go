@@ -84,10 +84,11 @@ type env struct {
 	closer []func()
 }
 
-// openEnv drops and recreates schema on the server at url and opens a
-// warehouse in dir, or in a temporary directory removed by close if dir is
-// empty.
-func openEnv(ctx context.Context, url, schema, dir string, log *slog.Logger) (_ *env, err error) {
+// openEnv opens schema on the server at url and a warehouse in dir, or in
+// a temporary directory removed by close if dir is empty. If fresh, it
+// drops and recreates the schema first; otherwise it opens what an earlier
+// env left.
+func openEnv(ctx context.Context, url, schema, dir string, fresh bool, log *slog.Logger) (_ *env, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -104,8 +105,10 @@ func openEnv(ctx context.Context, url, schema, dir string, log *slog.Logger) (_ 
 		return nil, fmt.Errorf("archivebench: connect: %w", err)
 	}
 	e.closer = append(e.closer, e.pool.Close)
-	if _, err = e.pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-		return nil, fmt.Errorf("archivebench: drop schema %s: %w", schema, err)
+	if fresh {
+		if _, err = e.pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			return nil, fmt.Errorf("archivebench: drop schema %s: %w", schema, err)
+		}
 	}
 	clog, err := postgres.Open(ctx, e.pcfg.Copy(), postgres.Options{Schema: schema})
 	if err != nil {

@@ -67,7 +67,7 @@ func RunStorage(ctx context.Context, url string, c StorageConfig) (*StorageResul
 	if c.Schema == "" {
 		c.Schema = "meterstore_archivebench"
 	}
-	e, err := openEnv(ctx, url, c.Schema, c.Dir, c.Logger)
+	e, err := openEnv(ctx, url, c.Schema, c.Dir, true, c.Logger)
 	if err != nil {
 		return nil, err
 	}

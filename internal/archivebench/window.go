@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,39 +59,66 @@ type WindowResult struct {
 	RSSBefore uint64 `json:"rss_before_bytes"`
 	PeakRSS   uint64 `json:"peak_rss_bytes"`
 	// PeakHeap is the largest live-and-unswept heap object bytes sampled
-	// with runtime/metrics during the cycle.
-	PeakHeap uint64 `json:"peak_heap_bytes"`
-	Samples  int    `json:"samples"`
+	// with runtime/metrics during the cycle; PeakLiveHeap the largest heap
+	// that the latest collection found live, which garbage not yet
+	// collected does not inflate.
+	PeakHeap     uint64 `json:"peak_heap_bytes"`
+	PeakLiveHeap uint64 `json:"peak_live_heap_bytes"`
+	Samples      int    `json:"samples"`
 	// Process is "child" when the window ran in a process of its own.
 	Process string `json:"process"`
 }
 
-// RunWindow loads and archives one window on the server at url, in this
-// process, and measures the cycle.
-func RunWindow(ctx context.Context, url string, s WindowSpec, log *slog.Logger, progress io.Writer) (*WindowResult, error) {
+// A WindowRequest is one window to archive: loaded into schema Spec.Schema
+// on the server at URL, with its warehouse in Dir.
+type WindowRequest struct {
+	URL    string     `json:"url"`
+	Spec   WindowSpec `json:"spec"`
+	Dir    string     `json:"dir"`
+	Loaded int64      `json:"loaded"` // readings the load wrote
+	// HeapProfile, if set, is where the archival writes a heap profile at
+	// each new peak of its live heap.
+	HeapProfile string `json:"heap_profile,omitempty"`
+}
+
+// LoadWindow creates the window's schema and warehouse in dir and loads its
+// readings into the hot tier. It returns the request that archives them
+// and the seconds the load took.
+func LoadWindow(ctx context.Context, url string, s WindowSpec, dir string, log *slog.Logger, progress io.Writer) (WindowRequest, float64, error) {
 	f := s.Fixture
 	f.Days = 1
 	f.Meters = meters(s.Readings, f.CorrectionRate)
 	s.Fixture = f
 	if err := f.validate(); err != nil {
-		return nil, err
+		return WindowRequest{}, 0, err
 	}
-	e, err := openEnv(ctx, url, s.Schema, "", log)
+	e, err := openEnv(ctx, url, s.Schema, dir, true, log)
+	if err != nil {
+		return WindowRequest{}, 0, err
+	}
+	defer e.close()
+	start := time.Now()
+	loaded, err := e.load(ctx, f, progress)
+	if err != nil {
+		return WindowRequest{}, 0, err
+	}
+	return WindowRequest{URL: url, Spec: s, Dir: dir, Loaded: loaded}, time.Since(start).Seconds(), nil
+}
+
+// ArchiveWindow archives a loaded window with one cycle and measures it.
+// Run in a process of its own, its figures are the archival's alone: the
+// load's garbage and heap growth are another process's.
+func ArchiveWindow(ctx context.Context, req WindowRequest, log *slog.Logger) (*WindowResult, error) {
+	s := req.Spec
+	e, err := openEnv(ctx, req.URL, s.Schema, req.Dir, false, log)
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
 	res := &WindowResult{Spec: s, Process: "in-process"}
-	start := time.Now()
-	loaded, err := e.load(ctx, f, progress)
-	if err != nil {
-		return nil, err
-	}
-	res.LoadSecs = time.Since(start).Seconds()
-
 	// The Berlin day spans two UTC partitions; a two-day step makes them
 	// one window, due two days after it ends.
-	from, to := e.span(f)
+	from, to := e.span(s.Fixture)
 	step := to.Sub(from)
 	a, err := e.archiver(archive.Config{
 		SettlementLag:      step,
@@ -102,17 +130,14 @@ func RunWindow(ctx context.Context, url string, s WindowSpec, log *slog.Logger, 
 		return nil, err
 	}
 	now := to.Add(step + time.Hour)
-
-	// The load's garbage is not the archival's: collect it and give the
-	// memory back before measuring.
 	runtime.GC()
 	debug.FreeOSMemory()
 	res.RSSBefore = rss()
-	stop := sampleMemory(50 * time.Millisecond)
-	start = time.Now()
+	stop := sampleMemory(50*time.Millisecond, req.HeapProfile)
+	start := time.Now()
 	out, err := a.Cycle(ctx, e.table, e.ctable, now)
 	res.Seconds = time.Since(start).Seconds()
-	res.PeakRSS, res.PeakHeap, res.Samples = stop()
+	res.PeakRSS, res.PeakHeap, res.PeakLiveHeap, res.Samples = stop()
 	if err != nil {
 		return nil, fmt.Errorf("archivebench: archive: %w", err)
 	}
@@ -120,8 +145,8 @@ func RunWindow(ctx context.Context, url string, s WindowSpec, log *slog.Logger, 
 		return nil, fmt.Errorf("archivebench: archive: cycle %s with %d windows: %v", out.Status, len(out.Windows), out.Violations)
 	}
 	res.Readings = out.Windows[0].Rows
-	if res.Readings != loaded {
-		return nil, fmt.Errorf("archivebench: archived %d readings of the %d loaded", res.Readings, loaded)
+	if res.Readings != req.Loaded {
+		return nil, fmt.Errorf("archivebench: archived %d readings of the %d loaded", res.Readings, req.Loaded)
 	}
 	res.ReadingsPerSec = float64(res.Readings) / res.Seconds
 	return res, nil
@@ -129,16 +154,18 @@ func RunWindow(ctx context.Context, url string, s WindowSpec, log *slog.Logger, 
 
 // sampleMemory samples the resident set and the heap every interval until
 // the returned function is called, which returns the largest samples and
-// their number.
-func sampleMemory(interval time.Duration) (stop func() (peakRSS, peakHeap uint64, n int)) {
+// their number. If profile is set, a heap profile is written there at each
+// new peak of the live heap, so the last one shows what the peak held.
+func sampleMemory(interval time.Duration, profile string) (stop func() (peakRSS, peakHeap, peakLive uint64, n int)) {
 	var (
 		wg   sync.WaitGroup
 		done = make(chan struct{})
 		rssP uint64
 		heap uint64
+		live uint64
 		cnt  int
 	)
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -150,6 +177,14 @@ func sampleMemory(interval time.Duration) (stop func() (peakRSS, peakHeap uint64
 			if sample[0].Value.Kind() == metrics.KindUint64 {
 				heap = max(heap, sample[0].Value.Uint64())
 			}
+			if sample[1].Value.Kind() == metrics.KindUint64 {
+				if v := sample[1].Value.Uint64(); v > live {
+					live = v
+					if profile != "" {
+						writeHeapProfile(profile)
+					}
+				}
+			}
 			cnt++
 			select {
 			case <-done:
@@ -158,10 +193,10 @@ func sampleMemory(interval time.Duration) (stop func() (peakRSS, peakHeap uint64
 			}
 		}
 	}()
-	return func() (uint64, uint64, int) {
+	return func() (uint64, uint64, uint64, int) {
 		close(done)
 		wg.Wait()
-		return rssP, heap, cnt
+		return rssP, heap, live, cnt
 	}
 }
 
@@ -187,33 +222,26 @@ func rss() uint64 {
 	return 0
 }
 
-// A Spawner runs one window measurement against the server at url,
-// typically in a fresh process.
-type Spawner func(ctx context.Context, url string, s WindowSpec) (*WindowResult, error)
-
-// childRequest is what a parent sends a child on its standard input.
-type childRequest struct {
-	URL  string     `json:"url"`
-	Spec WindowSpec `json:"spec"`
-}
+// A Spawner archives one loaded window, typically in a fresh process.
+type Spawner func(ctx context.Context, req WindowRequest) (*WindowResult, error)
 
 // Reexec returns a Spawner that runs exe with args, a command that calls
 // ServeChild, once per window: the request goes to its standard input, the
 // result comes from its standard output, its standard error is passed to
 // stderr.
 func Reexec(exe string, args []string, stderr io.Writer) Spawner {
-	return func(ctx context.Context, url string, s WindowSpec) (*WindowResult, error) {
-		req, err := json.Marshal(childRequest{URL: url, Spec: s})
+	return func(ctx context.Context, req WindowRequest) (*WindowResult, error) {
+		in, err := json.Marshal(req)
 		if err != nil {
 			return nil, fmt.Errorf("archivebench: %w", err)
 		}
 		cmd := exec.CommandContext(ctx, exe, args...)
-		cmd.Stdin = bytes.NewReader(req)
+		cmd.Stdin = bytes.NewReader(in)
 		cmd.Stderr = stderr
 		var out bytes.Buffer
 		cmd.Stdout = &out
 		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("archivebench: window of %d readings in a child process: %w", s.Readings, err)
+			return nil, fmt.Errorf("archivebench: window of %d readings in a child process: %w", req.Spec.Readings, err)
 		}
 		var res WindowResult
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
@@ -223,14 +251,14 @@ func Reexec(exe string, args []string, stderr io.Writer) Spawner {
 	}
 }
 
-// ServeChild is the child side of Reexec: it reads a request from r, runs
-// the window and writes the result to w as JSON. Progress goes to progress.
-func ServeChild(ctx context.Context, r io.Reader, w io.Writer, log *slog.Logger, progress io.Writer) error {
-	var req childRequest
+// ServeChild is the child side of Reexec: it reads a request from r,
+// archives the window and writes the result to w as JSON.
+func ServeChild(ctx context.Context, r io.Reader, w io.Writer, log *slog.Logger) error {
+	var req WindowRequest
 	if err := json.NewDecoder(r).Decode(&req); err != nil {
 		return fmt.Errorf("archivebench: child request: %w", err)
 	}
-	res, err := RunWindow(ctx, req.URL, req.Spec, log, progress)
+	res, err := ArchiveWindow(ctx, req, log)
 	if err != nil {
 		return err
 	}
@@ -246,8 +274,12 @@ type ThroughputConfig struct {
 	// and Seed; Meters and Days follow from each window's size.
 	Fixture   Fixture
 	ChunkRows int
-	// Spawn runs each window; nil runs them in this process, one after the
-	// other, with a collection that returns freed memory to the OS between.
+	// HeapProfile, if set, names the heap profile of each window's
+	// archival at its live heap's peak; the window size is appended.
+	HeapProfile string
+	// Spawn archives each window once this process has loaded it; nil
+	// archives in this process, after a collection that returns freed
+	// memory to the OS.
 	Spawn    Spawner
 	Progress io.Writer
 	Logger   *slog.Logger
@@ -270,21 +302,48 @@ func RunThroughput(ctx context.Context, url string, c ThroughputConfig) (*Throug
 		if c.Progress != nil {
 			fmt.Fprintf(c.Progress, "window of ~%d readings (%d meters, one day)\n", n, meters(n, c.Fixture.CorrectionRate))
 		}
-		var (
-			w   *WindowResult
-			err error
-		)
-		if c.Spawn != nil {
-			w, err = c.Spawn(ctx, url, s)
-		} else {
-			w, err = RunWindow(ctx, url, s, c.Logger, c.Progress)
-			runtime.GC()
-			debug.FreeOSMemory()
-		}
+		w, err := runWindow(ctx, url, s, c)
 		if err != nil {
 			return nil, err
 		}
 		res.Windows = append(res.Windows, w)
 	}
 	return res, nil
+}
+
+// runWindow loads a window here and archives it where c says, in a
+// warehouse removed afterwards.
+func runWindow(ctx context.Context, url string, s WindowSpec, c ThroughputConfig) (*WindowResult, error) {
+	dir, err := os.MkdirTemp("", "meterstore-archivebench-")
+	if err != nil {
+		return nil, fmt.Errorf("archivebench: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	req, loadSecs, err := LoadWindow(ctx, url, s, dir, c.Logger, c.Progress)
+	if err != nil {
+		return nil, err
+	}
+	if c.HeapProfile != "" {
+		req.HeapProfile = fmt.Sprintf("%s.%d", c.HeapProfile, s.Readings)
+	}
+	var w *WindowResult
+	if c.Spawn != nil {
+		w, err = c.Spawn(ctx, req)
+	} else {
+		w, err = ArchiveWindow(ctx, req, c.Logger)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.LoadSecs = loadSecs
+	return w, nil
+}
+
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	pprof.WriteHeapProfile(f)
 }

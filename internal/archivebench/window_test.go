@@ -29,9 +29,9 @@ func TestRSS(t *testing.T) {
 	if got := rss(); got < 1<<20 {
 		t.Errorf("rss() = %d, want at least a MiB", got)
 	}
-	stop := sampleMemory(1)
-	peakRSS, peakHeap, n := stop()
-	if peakRSS == 0 || peakHeap == 0 || n < 1 {
-		t.Errorf("sampleMemory: rss %d, heap %d, %d samples", peakRSS, peakHeap, n)
+	stop := sampleMemory(1, "")
+	peakRSS, peakHeap, peakLive, n := stop()
+	if peakRSS == 0 || peakHeap == 0 || peakLive == 0 || n < 1 {
+		t.Errorf("sampleMemory: rss %d, heap %d, live %d, %d samples", peakRSS, peakHeap, peakLive, n)
 	}
 }
