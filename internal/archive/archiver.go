@@ -114,7 +114,7 @@ func (a *Archiver) Cycle(ctx context.Context, t *hot.Table, ct *cold.Table, now 
 	}
 
 	archivedNow := make(map[int64]bool)
-	for range a.cfg.maxWindows() {
+	for range a.cfg.MaxWindows() {
 		win, ok := nextWindow(t.Width, w, parts, a.cfg.Step, a.cfg.SettlementLag, now)
 		if !ok {
 			break

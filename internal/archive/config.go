@@ -83,7 +83,8 @@ func (c Config) ValidateFor(w hot.Width) error {
 	return nil
 }
 
-func (c Config) maxWindows() int {
+// MaxWindows returns MaxWindowsPerCycle or its default.
+func (c Config) MaxWindows() int {
 	if c.MaxWindowsPerCycle == 0 {
 		return DefaultMaxWindowsPerCycle
 	}

@@ -37,7 +37,7 @@ func (t *Table) definition() definition {
 	d := definition{
 		Format:      1,
 		TimeModel:   t.TimeModel.String(),
-		MergeKey:    t.mergeKey(),
+		MergeKey:    t.MergeKey(),
 		Resolutions: []string{},
 		Columns:     []columnDef{},
 		Width:       t.Width.String(),
@@ -56,8 +56,8 @@ func (t *Table) definition() definition {
 	return d
 }
 
-// mergeKey returns the merge key's columns: the primary key without version.
-func (t *Table) mergeKey() []string {
+// MergeKey returns the merge key's columns: the primary key without version.
+func (t *Table) MergeKey() []string {
 	k := []string{"malo_id", "obis_code", "from"}
 	for _, c := range t.identity() {
 		k = append(k, c.Name)
@@ -323,7 +323,7 @@ func gridCheck(t *Table) string {
 // keyList returns the quoted merge key columns, and version if withVersion.
 func keyList(t *Table, withVersion bool) string {
 	var q []string
-	for _, c := range t.mergeKey() {
+	for _, c := range t.MergeKey() {
 		q = append(q, quote(c))
 	}
 	if withVersion {

@@ -79,3 +79,7 @@ func (h *Tier) ident(name string) string { return pgx.Identifier{h.schema, name}
 
 // quote returns a quoted identifier.
 func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+// LockTimeout returns the lock timeout of DDL statements; NoLockTimeout if
+// they wait indefinitely.
+func (h *Tier) LockTimeout() time.Duration { return h.lockTimeout }

@@ -1,0 +1,51 @@
+package hot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrNotConfirmed is returned by Purge when the confirmation does not
+// repeat the table's name.
+var ErrNotConfirmed = errors.New("purge not confirmed: repeat the table's name")
+
+// Purge destroys table t in PostgreSQL: the parent with every attached
+// partition, the detached partitions and the declaration. It is one
+// transaction under the DDL lock timeout, and purging a table that is gone
+// is no error, so an interrupted purge is completed by running it again.
+// confirm must repeat the name.
+func (h *Tier) Purge(ctx context.Context, t *Table, confirm string) error {
+	const op = "purge"
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if confirm != t.Name {
+		return &Error{Kind: InvalidInput, Op: op, Table: t.Name, Err: ErrNotConfirmed}
+	}
+	parts, err := h.Partitions(ctx, t)
+	if err != nil {
+		return err
+	}
+	return h.ddl(ctx, op, t.Name, func(tx pgx.Tx) error {
+		for _, p := range parts {
+			if p.Attached {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+h.ident(p.Name)); err != nil {
+				return fmt.Errorf("drop %s: %w", p.Name, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+h.ident(t.Name)+` CASCADE`); err != nil {
+			return err
+		}
+		var meta bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, h.ident(metaTable)).Scan(&meta); err != nil || !meta {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name)
+		return err
+	})
+}
