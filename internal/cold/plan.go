@@ -1,0 +1,225 @@
+package cold
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+// ErrDeleteFiles is wrapped by the refusal to plan a table whose snapshot
+// has delete files. The Tier's tables are append-only; deletes committed by
+// a foreign engine are not supported, since a reader that ignored them would
+// return rows that engine deleted.
+var ErrDeleteFiles = errors.New("the table has delete files, which are not supported: its tables are append-only")
+
+// A Plan is what a query reads of a cold table: the data files of one
+// snapshot that may hold readings of a range, and that snapshot's
+// watermark. Files of one snapshot and its watermark always agree.
+type Plan struct {
+	SnapshotID   int64     // the planned snapshot; 0 if the table has none
+	Watermark    time.Time // W of that snapshot, the ancestors' if it carries none
+	HasWatermark bool      // false: nothing archived yet
+	// Files are the data files, each once, as Iceberg locations
+	// (file:///..., s3://...) or, after Local, as local paths.
+	Files []string
+	Bytes int64 // total size of Files
+
+	sizes map[string]int64                            // file size by location, from the manifests
+	fs    func(context.Context) (icebergio.IO, error) // the table's IO
+}
+
+// Plan returns the plan of t for readings with from in [from, to); a zero
+// bound is open. It loads the table's metadata once, so the files and the
+// watermark are those of one snapshot. Partitions and files whose
+// statistics exclude the range are pruned; the files returned may still
+// hold readings outside it.
+func (c *Tier) Plan(ctx context.Context, t *Table, from, to time.Time) (Plan, error) {
+	ice, err := c.load(ctx, t)
+	if err != nil {
+		return Plan{}, err
+	}
+	w, ok, err := Watermark(ice.Metadata())
+	if err != nil {
+		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
+	}
+	p := Plan{Watermark: w, HasWatermark: ok, sizes: map[string]int64{}, fs: ice.FS}
+	snap := ice.CurrentSnapshot()
+	if snap == nil {
+		return p, nil
+	}
+	p.SnapshotID = snap.SnapshotID
+	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
+		return p, nil
+	}
+	s := ice.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithRowFilter(rowFilter(hot.Query{From: from, To: to})))
+	defer s.Close()
+	tasks, err := s.PlanFiles(ctx)
+	if err != nil {
+		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
+	}
+	for _, task := range tasks {
+		if n := len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles); n > 0 {
+			return Plan{}, fmt.Errorf("cold: plan %s: snapshot %d: %w (data file %s has %d)",
+				t.decl.Name, snap.SnapshotID, ErrDeleteFiles, task.File.FilePath(), n)
+		}
+		f := task.File
+		if f.FileFormat() != iceberg.ParquetFile {
+			return Plan{}, fmt.Errorf("cold: plan %s: data file %s is %s, not Parquet", t.decl.Name, f.FilePath(), f.FileFormat())
+		}
+		// A large file is planned as several tasks, one per split.
+		if _, seen := p.sizes[f.FilePath()]; !seen {
+			p.sizes[f.FilePath()] = f.FileSizeBytes()
+			p.Files = append(p.Files, f.FilePath())
+			p.Bytes += f.FileSizeBytes()
+		}
+	}
+	return p, nil
+}
+
+// Local returns p with every file a path a local engine can read: a local
+// warehouse's files as they are, any other copied into dir (see Localize)
+// through the table's IO. A copy whose size differs from the manifest's is
+// made again.
+func (p Plan) Local(ctx context.Context, dir string) (Plan, error) {
+	var fsys icebergio.IO
+	out := p
+	out.Files = make([]string, len(p.Files))
+	for i, loc := range p.Files {
+		if path, ok := localPath(loc); ok {
+			out.Files[i] = path
+			continue
+		}
+		if fsys == nil {
+			if p.fs == nil {
+				return Plan{}, fmt.Errorf("cold: %s: a plan without the table's IO cannot copy it", loc)
+			}
+			var err error
+			if fsys, err = p.fs(ctx); err != nil {
+				return Plan{}, fmt.Errorf("cold: open the IO of %s: %w", loc, err)
+			}
+		}
+		size, known := p.sizes[loc]
+		path, err := Localize(ctx, fsys, loc, dir)
+		if err == nil && known {
+			err = checkSize(path, size)
+			if err != nil {
+				// Not ours to keep: copy it once more.
+				os.Remove(path)
+				if path, err = Localize(ctx, fsys, loc, dir); err == nil {
+					err = checkSize(path, size)
+				}
+			}
+		}
+		if err != nil {
+			return Plan{}, err
+		}
+		out.Files[i] = path
+	}
+	return out, nil
+}
+
+func checkSize(path string, want int64) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("cold: %w", err)
+	}
+	if fi.Size() != want {
+		return fmt.Errorf("cold: copy %s has %d bytes, the manifest says %d", path, fi.Size(), want)
+	}
+	return nil
+}
+
+// Localize returns a local path of the data file at location. A file://
+// location or a plain path is returned as a path; any other location is
+// copied through fsys into dir, under a name derived from a hash of the
+// location, by writing a temporary file and renaming it. Data files are
+// immutable, so a copy that exists already is returned as it is: it cannot
+// be stale.
+func Localize(ctx context.Context, fsys icebergio.IO, location, dir string) (string, error) {
+	if path, ok := localPath(location); ok {
+		return path, nil
+	}
+	if dir == "" {
+		return "", fmt.Errorf("cold: copy %s: no cache directory", location)
+	}
+	sum := sha256.Sum256([]byte(location))
+	path := filepath.Join(dir, hex.EncodeToString(sum[:])+".parquet")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := copyFile(ctx, fsys, location, path); err != nil {
+		return "", fmt.Errorf("cold: copy %s: %w", location, err)
+	}
+	return path, nil
+}
+
+// copyFile copies location to path through a temporary file in path's
+// directory, synced before the rename.
+func copyFile(ctx context.Context, fsys icebergio.IO, location, path string) (err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	src, err := fsys.Open(location)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".copy-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = io.Copy(tmp, ctxReader{ctx, src}); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// ctxReader stops a copy when its context ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// localPath returns the local path of a file:// location or an absolute
+// path.
+func localPath(location string) (string, bool) {
+	if filepath.IsAbs(location) {
+		return location, true
+	}
+	u, err := url.Parse(location)
+	if err == nil && u.Scheme == "file" && (u.Host == "" || u.Host == "localhost") {
+		return u.Path, true
+	}
+	return "", false
+}
