@@ -1,0 +1,205 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The bounds of "from" in a WHERE clause.
+
+// A constraint is a comparison of "from" with a constant: from op x.
+type constraint struct {
+	op string // = < <= > >=
+	x  string // the constant, as an SQL expression
+}
+
+// constraints returns the constraints of the top-level conjuncts of the
+// WHERE of node, if node is a SELECT from exactly one reference to a
+// readings relation; nil otherwise.
+func constraints(node map[string]any) []constraint {
+	from, _ := node["from_table"].(map[string]any)
+	cte, _ := node["cte_map"].(map[string]any)
+	ctes, _ := cte["map"].([]any)
+	// Column aliases could name another column "from".
+	aliases, _ := from["column_name_alias"].([]any)
+	if node["type"] != "SELECT_NODE" || len(ctes) > 0 || node["sample"] != nil || len(aliases) > 0 ||
+		from["type"] != "BASE_TABLE" || !isReadings(str(from["table_name"])) ||
+		from["sample"] != nil || from["at_clause"] != nil || str(from["catalog_name"]) != "" ||
+		str(from["schema_name"]) != "" && !strings.EqualFold(str(from["schema_name"]), "main") {
+		return nil
+	}
+	qualifier := str(from["alias"])
+	if qualifier == "" {
+		qualifier = str(from["table_name"])
+	}
+	var out []constraint
+	for _, c := range conjuncts(node["where_clause"]) {
+		out = append(out, comparison(c, qualifier)...)
+	}
+	return out
+}
+
+// conjuncts flattens the top-level ANDs of a WHERE clause.
+func conjuncts(v any) []map[string]any {
+	e, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	if e["class"] == "CONJUNCTION" && e["type"] == "CONJUNCTION_AND" {
+		children, _ := e["children"].([]any)
+		var out []map[string]any
+		for _, c := range children {
+			out = append(out, conjuncts(c)...)
+		}
+		return out
+	}
+	return []map[string]any{e}
+}
+
+var (
+	operators = map[string]string{
+		"COMPARE_EQUAL": "=", "COMPARE_LESSTHAN": "<", "COMPARE_LESSTHANOREQUALTO": "<=",
+		"COMPARE_GREATERTHAN": ">", "COMPARE_GREATERTHANOREQUALTO": ">=",
+	}
+	flipped = map[string]string{"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+)
+
+// comparison returns the constraints of one conjunct: from op constant,
+// constant op from, or from BETWEEN a AND b.
+func comparison(e map[string]any, qualifier string) []constraint {
+	switch e["class"] {
+	case "COMPARISON":
+		op, ok := operators[str(e["type"])]
+		if !ok {
+			return nil
+		}
+		l, r := e["left"], e["right"]
+		if isFrom(r, qualifier) {
+			l, r, op = r, l, flipped[op]
+		}
+		if x, ok := constant(r); ok && isFrom(l, qualifier) {
+			return []constraint{{op, x}}
+		}
+	case "BETWEEN":
+		if e["type"] != "COMPARE_BETWEEN" || !isFrom(e["input"], qualifier) {
+			return nil
+		}
+		var out []constraint
+		if x, ok := constant(e["lower"]); ok {
+			out = append(out, constraint{">=", x})
+		}
+		if x, ok := constant(e["upper"]); ok {
+			out = append(out, constraint{"<=", x})
+		}
+		return out
+	}
+	return nil
+}
+
+// isFrom reports whether v is the column "from", unqualified or qualified
+// by the table's name or alias.
+func isFrom(v any, qualifier string) bool {
+	e, ok := v.(map[string]any)
+	if !ok || e["class"] != "COLUMN_REF" {
+		return false
+	}
+	names, _ := e["column_names"].([]any)
+	switch len(names) {
+	case 1:
+		return strings.EqualFold(str(names[0]), "from")
+	case 2:
+		return strings.EqualFold(str(names[0]), qualifier) && strings.EqualFold(str(names[1]), "from")
+	}
+	return false
+}
+
+// castTypes are the types a constant may be cast to.
+var castTypes = map[string]bool{"DATE": true, "TIMESTAMP": true, "TIMESTAMP WITH TIME ZONE": true}
+
+// constant returns v as an SQL expression if it is a string literal, cast
+// to castTypes or not. The casts are rendered as TRY_CAST: a cast that
+// fails makes the statement fail, and the constraint bounds nothing.
+func constant(v any) (string, bool) {
+	e, ok := v.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	switch e["class"] {
+	case "CONSTANT":
+		val, _ := e["value"].(map[string]any)
+		typ, _ := val["type"].(map[string]any)
+		s, ok := val["value"].(string)
+		if !ok || val["is_null"] != false || typ["id"] != "VARCHAR" {
+			return "", false
+		}
+		return quote(s), true
+	case "CAST":
+		ct, _ := e["cast_type"].(map[string]any)
+		id := str(ct["id"])
+		if e["try_cast"] != false || !castTypes[id] || ct["type_info"] != nil {
+			return "", false
+		}
+		child, ok := constant(e["child"])
+		if !ok {
+			return "", false
+		}
+		return `TRY_CAST(` + child + ` AS ` + id + `)`, true
+	}
+	return "", false
+}
+
+// Bounds beyond these are ignored: infinities, and instants no tier stores.
+var (
+	minBound = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxBound = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// evaluate casts every constraint's constant to TIMESTAMPTZ, as comparing
+// it with "from" does, and intersects the constraints.
+func evaluate(ctx context.Context, q querier, cs []constraint) (Range, error) {
+	exprs := make([]string, len(cs))
+	vals := make([]any, len(cs))
+	dest := make([]any, len(cs))
+	for i, c := range cs {
+		exprs[i] = `TRY_CAST(` + c.x + ` AS TIMESTAMPTZ)`
+		dest[i] = &vals[i]
+	}
+	if err := q.QueryRowContext(ctx, `SELECT `+strings.Join(exprs, ", ")).Scan(dest...); err != nil {
+		return Range{}, fmt.Errorf("query: evaluate the bounds of \"from\": %w", err)
+	}
+	var r Range
+	lower := func(t time.Time) {
+		if r.From.IsZero() || t.After(r.From) {
+			r.From = t
+		}
+	}
+	upper := func(t time.Time) {
+		if r.To.IsZero() || t.Before(r.To) {
+			r.To = t
+		}
+	}
+	for i, c := range cs {
+		t, ok := vals[i].(time.Time)
+		if !ok || t.Before(minBound) || !t.Before(maxBound) {
+			continue
+		}
+		t = t.UTC()
+		next := t.Add(time.Microsecond)
+		switch c.op {
+		case "=":
+			lower(t)
+			upper(next)
+		case "<":
+			upper(t)
+		case "<=":
+			upper(next)
+		case ">":
+			lower(next)
+		case ">=":
+			lower(t)
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,47 @@
+// Package query answers SQL over both tiers of a table with DuckDB.
+//
+// # Relations
+//
+// A query sees readings_versions, every stored version of every reading:
+// the cold tier's rows with from < W unioned with the hot tier's rows with
+// from >= W, where W is the watermark of the cold snapshot the query read.
+// Rows on the wrong side of W are not shown: a hot row below W breaks the
+// tier split, which the maintenance loop reports. readings is the same with
+// versions resolved: per merge key the row with the highest version, then
+// the latest recorded_at. Both have the table's columns in table order. The
+// in-memory relations of Engine.SetRelations (system.tables, ...) and the
+// calendar functions meter_local_day, meter_gas_day, meter_balancing_day
+// and meter_expected_intervals complete the session. DuckDB's own catalog
+// is called system as well; a reference system.x without a catalog is
+// taken to mean the relation, and the statement runs as DuckDB renders it
+// with the catalog spelled out.
+//
+// # Reading the tiers
+//
+// Each query runs in a DuckDB instance of its own, in memory. The range of
+// "from" the statement can read (see Extract) bounds what is fetched: the
+// watermark W0 is read first, then the hot rows of [max(lo, W0), hi) are
+// copied into the instance, then the cold tier is planned for [lo, hi),
+// and the planned snapshot's W splits the union. Hot before cold is what
+// makes an archival that commits in between harmless: rows that left the
+// hot tier after its scan are in the snapshot planned after it. An archival
+// that detached rows before the hot scan and has not committed them is
+// caught by Source.HotFloor; the query retries, and fails with an error
+// wrapping ErrInFlight if the archival does not land in time. A range at or
+// above W0 needs no cold plan and one below it no hot scan.
+//
+// An unreachable cold tier fails the query with an error wrapping
+// ErrColdUnreachable, unless the range lies at or above the hot tier's
+// floor: then the hot tier alone answers and Result.Tiers says so. An
+// answer is never silently partial.
+//
+// # Safety
+//
+// Only a single SELECT statement runs; anything else is refused with an
+// error wrapping ErrNotReadOnly before it is prepared. The instance
+// installs and loads no extension beyond the built-in ones (Parquet, JSON,
+// ICU), and before the statement runs it is locked down: no
+// external access except the planned Parquet files (allowed_paths), and the
+// configuration locked, so the statement can neither read nor write any
+// other file nor undo the lock.
+package query

@@ -1,0 +1,132 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+// Settings configure the DuckDB instance of every query.
+type Settings struct {
+	// MemoryLimit is DuckDB's memory_limit, such as "2GB"; empty means
+	// DuckDB's default, 80% of the machine's memory.
+	MemoryLimit string
+	// Threads is the number of DuckDB threads; 0 means DuckDB's default,
+	// one per core.
+	Threads int
+	// CacheDir is a directory the engine may write to: a query that
+	// outgrows MemoryLimit spills into a subdirectory of its own, removed
+	// when the query ends. Empty: nothing spills, and such a query fails.
+	// A Source may keep its local copies of remote data files here too.
+	CacheDir string
+}
+
+// An Engine answers SQL over the two tiers of one table. It is safe for
+// concurrent use; every query runs in a DuckDB instance of its own.
+type Engine struct {
+	table  *hot.Table
+	layout layout
+	src    Source
+	set    Settings
+
+	mu   sync.RWMutex
+	rels []Relation
+}
+
+// New returns an Engine for table t, whose tiers src reads. It opens one
+// DuckDB instance to check s.
+func New(t *hot.Table, src Source, s Settings) (*Engine, error) {
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	if src == nil {
+		return nil, errors.New("query: a source is required")
+	}
+	if s.Threads < 0 {
+		return nil, fmt.Errorf("query: %d threads", s.Threads)
+	}
+	inst, err := open(context.Background(), s)
+	if err != nil {
+		return nil, err
+	}
+	if err := inst.close(); err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	l, err := layoutOf(t)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{table: t, layout: l, src: src, set: s}, nil
+}
+
+// SetRelations replaces the in-memory relations, such as system.tables,
+// that every later query sees. The engine keeps rels; the caller must not
+// modify them afterwards. It is safe for concurrent use with Query.
+func (e *Engine) SetRelations(rels []Relation) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.rels = slices.Clone(rels)
+}
+
+func (e *Engine) relations() []Relation {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.rels
+}
+
+// A Result is the answer to a query, held in memory.
+type Result struct {
+	Columns []string // column names
+	Types   []string // DuckDB type names, such as VARCHAR or DECIMAL(18,6)
+	Rows    [][]any  // values as duckdb-go returns them
+	// Watermark is W of the cold snapshot the query read, or of the last
+	// read of it when no cold file was needed; HasWatermark is false when
+	// nothing is archived yet, when no tier was read, and in an answer
+	// from the hot tier alone.
+	Watermark    time.Time
+	HasWatermark bool
+	// Tiers names the tiers read, "cold" before "hot".
+	Tiers []string
+	// Range is the range of "from" the statement could read, and so the
+	// range fetched from the tiers.
+	Range Range
+}
+
+// Query runs one SELECT statement. A statement of any other kind is
+// refused with an error wrapping ErrNotReadOnly, before it is prepared.
+func (e *Engine) Query(ctx context.Context, sql string) (*Result, error) {
+	inst, err := open(ctx, e.set)
+	if err != nil {
+		return nil, err
+	}
+	defer inst.close()
+	a, err := analyze(ctx, inst.conn, sql)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Range: a.Range}
+	if err := registerFunctions(inst.conn); err != nil {
+		return nil, err
+	}
+	if err := createRelations(ctx, inst.conn, e.relations()); err != nil {
+		return nil, err
+	}
+	var files []string
+	if !a.NoReadings {
+		if files, err = e.read(ctx, inst, a.Range, res); err != nil {
+			return nil, err
+		}
+	}
+	if err := inst.lockdown(ctx, files); err != nil {
+		return nil, err
+	}
+	if err := run(ctx, inst.conn, a.sql, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

@@ -1,0 +1,17 @@
+package query
+
+import "errors"
+
+// ErrNotReadOnly is wrapped by the refusal of a statement that is not a
+// single SELECT: DDL, DML, COPY, ATTACH, INSTALL, LOAD, PRAGMA, SET, CALL,
+// EXPORT, EXPLAIN, or several statements at once.
+var ErrNotReadOnly = errors.New("query: only a single SELECT statement may run")
+
+// ErrColdUnreachable is wrapped by the error of a query that needs the cold
+// tier when its watermark or its files cannot be read.
+var ErrColdUnreachable = errors.New("query: the cold tier is unreachable")
+
+// ErrInFlight is wrapped by the error of a query whose range holds rows an
+// archival has detached from the hot tier and not yet committed to the cold
+// one, so that neither tier can show them. It is worth retrying.
+var ErrInFlight = errors.New("query: rows of the range are in flight between the tiers")

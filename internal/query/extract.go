@@ -1,0 +1,200 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A Range bounds the values of "from" that a statement can read of the
+// relations readings and readings_versions: [From, To), a zero bound being
+// unbounded. Rows outside it cannot change the statement's answer.
+type Range struct {
+	From, To time.Time
+	// NoReadings is true when the statement reads neither relation: no
+	// tier is read, and the relations do not exist in its session.
+	NoReadings bool
+}
+
+// Empty reports whether the range holds no time at all.
+func (r Range) Empty() bool { return !r.From.IsZero() && !r.To.IsZero() && !r.From.Before(r.To) }
+
+// Extract returns the Range of a statement, as Query does; see analyze.
+// A statement that is not a single SELECT is refused with an error
+// wrapping ErrNotReadOnly.
+func Extract(sql string) (Range, error) {
+	db, err := parser()
+	if err != nil {
+		return Range{}, err
+	}
+	a, err := analyze(context.Background(), db, sql)
+	return a.Range, err
+}
+
+// parser is the DuckDB that Extract parses with, configured as a query's
+// and locked down. It lives as long as the process.
+var parser = sync.OnceValues(func() (*sql.DB, error) {
+	c, err := connector(url.Values{"threads": {"1"}}, "")
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(c)
+	for _, stmt := range []string{`SET enable_external_access = false`, `SET lock_configuration = true`} {
+		if _, err := db.Exec(stmt); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("query: lock down the parser: %w", err)
+		}
+	}
+	return db, nil
+})
+
+// An analysis is what analyze found out about a statement.
+type analysis struct {
+	Range
+	// sql is the statement to run: the one analyzed or, where it names a
+	// relation in the schema system, DuckDB's rendering of it with the
+	// catalog spelled out (see qualify).
+	sql string
+}
+
+// A querier is a DuckDB connection or database.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// analyze parses text with DuckDB's own parser (json_serialize_sql),
+// refuses it unless it is a single SELECT, and returns its range. It is
+// conservative: only a SELECT whose FROM is exactly one reference to
+// readings or readings_versions, with no CTE, no sample, no column aliases
+// and no other reference to either anywhere in the statement, is bounded,
+// by the top-level conjuncts of its WHERE that compare "from" with a
+// constant (=, <, <=, >, >=, BETWEEN). A constant is a string literal,
+// optionally cast to DATE, TIMESTAMP or TIMESTAMPTZ; DuckDB evaluates it
+// exactly as the comparison does, in the time zone UTC of every query's
+// session, so a constant without a zone means UTC. Any other conjunct
+// bounds nothing, and any other statement is unbounded. DESCRIBE and SHOW
+// get an empty range: they need the relations, not their rows.
+func analyze(ctx context.Context, q querier, text string) (analysis, error) {
+	var js string
+	if err := q.QueryRowContext(ctx, `SELECT CAST(json_serialize_sql(CAST(? AS VARCHAR)) AS VARCHAR)`, text).Scan(&js); err != nil {
+		return analysis{}, fmt.Errorf("query: parse: %w", err)
+	}
+	var doc struct {
+		Error        bool              `json:"error"`
+		ErrorType    string            `json:"error_type"`
+		ErrorMessage string            `json:"error_message"`
+		Statements   []json.RawMessage `json:"statements"`
+	}
+	js, lossy := finite(js)
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		return analysis{}, fmt.Errorf("query: parse: %w", err)
+	}
+	switch {
+	case doc.Error && doc.ErrorType == "parser":
+		return analysis{}, fmt.Errorf("query: %s", doc.ErrorMessage)
+	case doc.Error:
+		// json_serialize_sql serializes SELECT statements only.
+		return analysis{}, fmt.Errorf("%w: %s", ErrNotReadOnly, doc.ErrorMessage)
+	case len(doc.Statements) != 1:
+		return analysis{}, fmt.Errorf("%w: %d statements", ErrNotReadOnly, len(doc.Statements))
+	}
+	var stmt map[string]any
+	d := json.NewDecoder(bytes.NewReader(doc.Statements[0]))
+	d.UseNumber()
+	if err := d.Decode(&stmt); err != nil {
+		return analysis{}, fmt.Errorf("query: parse: %w", err)
+	}
+	a := analysis{sql: text}
+	if qualify(stmt) {
+		if lossy {
+			return analysis{}, errors.New("query: a statement naming a system relation cannot have a non-finite literal")
+		}
+		if err := a.render(ctx, q, stmt); err != nil {
+			return analysis{}, err
+		}
+	}
+	node, _ := stmt["node"].(map[string]any)
+	if describes(node) {
+		a.Range = Range{From: epoch, To: epoch}
+		return a, nil
+	}
+	var refs references
+	refs.walk(node)
+	switch {
+	case refs.readings == 0 && !refs.opaque:
+		a.NoReadings = true
+		return a, nil
+	case refs.readings != 1 || refs.opaque:
+		return a, nil
+	}
+	cs := constraints(node)
+	if len(cs) == 0 {
+		return a, nil
+	}
+	var err error
+	a.Range, err = evaluate(ctx, q, cs)
+	return a, err
+}
+
+// render sets a.sql to DuckDB's rendering of the statement stmt.
+func (a *analysis) render(ctx context.Context, q querier, stmt map[string]any) error {
+	js, err := json.Marshal(map[string]any{"error": false, "statements": []any{stmt}})
+	if err != nil {
+		return fmt.Errorf("query: render: %w", err)
+	}
+	if err := q.QueryRowContext(ctx, `SELECT json_deserialize_sql(CAST(? AS JSON))`, string(js)).Scan(&a.sql); err != nil {
+		return fmt.Errorf("query: render: %w", err)
+	}
+	return nil
+}
+
+// finite replaces the tokens NaN, Infinity and -Infinity, which
+// json_serialize_sql writes for non-finite literals and JSON does not
+// allow, outside strings by null, and reports whether there were any.
+func finite(js string) (string, bool) {
+	var (
+		b        strings.Builder
+		inString bool
+		lossy    bool
+	)
+	for i := 0; i < len(js); i++ {
+		c := js[i]
+		if inString {
+			b.WriteByte(c)
+			if c == '\\' && i+1 < len(js) {
+				i++
+				b.WriteByte(js[i])
+			} else if c == '"' {
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+		}
+		if tok := nonFinite(js[i:]); tok != "" {
+			b.WriteString("null")
+			i += len(tok) - 1
+			lossy = true
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String(), lossy
+}
+
+func nonFinite(s string) string {
+	for _, tok := range []string{"-Infinity", "Infinity", "NaN"} {
+		if strings.HasPrefix(s, tok) {
+			return tok
+		}
+	}
+	return ""
+}

@@ -1,0 +1,143 @@
+package query
+
+import (
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+	"github.com/meterstore/meterstore/metering"
+)
+
+// The calendar functions of every query, thin over package metering:
+//
+//	meter_local_day(TIMESTAMPTZ) DATE                        the Berlin day
+//	meter_gas_day(TIMESTAMPTZ) DATE                          the gas day, 06:00 to 06:00
+//	meter_balancing_day(TIMESTAMPTZ, VARCHAR sparte) DATE    the gas day for GAS, else the Berlin day
+//	meter_expected_intervals(DATE, VARCHAR resolution, VARCHAR sparte) INTEGER
+//	                                                         intervals in a balancing day: 92, 96, 100 quarter hours
+//
+// A NULL argument gives NULL; an unknown sparte or resolution is an error.
+
+var calendar, calendarErr = metering.NewCalendar()
+
+// A function is a scalar function of fixed arity, called row by row.
+type function struct {
+	name string
+	in   []duckdb.Type
+	out  duckdb.Type
+	fn   func(args []driver.Value) (any, error)
+}
+
+var functions = []function{
+	{"meter_local_day", []duckdb.Type{duckdb.TYPE_TIMESTAMP_TZ}, duckdb.TYPE_DATE, func(a []driver.Value) (any, error) {
+		t, err := instant(a[0])
+		if err != nil {
+			return nil, err
+		}
+		return day(calendar.LocalDay(t)), nil
+	}},
+	{"meter_gas_day", []duckdb.Type{duckdb.TYPE_TIMESTAMP_TZ}, duckdb.TYPE_DATE, func(a []driver.Value) (any, error) {
+		t, err := instant(a[0])
+		if err != nil {
+			return nil, err
+		}
+		return day(calendar.GasDay(t)), nil
+	}},
+	{"meter_balancing_day", []duckdb.Type{duckdb.TYPE_TIMESTAMP_TZ, duckdb.TYPE_VARCHAR}, duckdb.TYPE_DATE, func(a []driver.Value) (any, error) {
+		t, err := instant(a[0])
+		if err != nil {
+			return nil, err
+		}
+		com, err := metering.ParseCommodity(fmt.Sprint(a[1]))
+		if err != nil {
+			return nil, err
+		}
+		return day(calendar.BalancingDay(t, com)), nil
+	}},
+	{"meter_expected_intervals", []duckdb.Type{duckdb.TYPE_DATE, duckdb.TYPE_VARCHAR, duckdb.TYPE_VARCHAR}, duckdb.TYPE_INTEGER, func(a []driver.Value) (any, error) {
+		t, err := instant(a[0])
+		if err != nil {
+			return nil, err
+		}
+		res, err := metering.ParseResolution(fmt.Sprint(a[1]))
+		if err != nil {
+			return nil, err
+		}
+		com, err := metering.ParseCommodity(fmt.Sprint(a[2]))
+		if err != nil {
+			return nil, err
+		}
+		n, err := calendar.IntervalsPerDay(metering.Date{Year: t.Year(), Month: t.Month(), Day: t.Day()}, res, com)
+		if err != nil {
+			return nil, err
+		}
+		return int32(n), nil
+	}},
+}
+
+func instant(v driver.Value) (time.Time, error) {
+	t, ok := v.(time.Time)
+	if !ok {
+		return time.Time{}, fmt.Errorf("%v (%T) is not a time", v, v)
+	}
+	return t.UTC(), nil
+}
+
+func day(d metering.Date) time.Time { return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC) }
+
+// registerFunctions registers the calendar functions on conn.
+func registerFunctions(conn *sql.Conn) error {
+	if calendarErr != nil {
+		return fmt.Errorf("query: %w", calendarErr)
+	}
+	for _, f := range functions {
+		cfg, err := f.config()
+		if err != nil {
+			return fmt.Errorf("query: function %s: %w", f.name, err)
+		}
+		if err := duckdb.RegisterScalarUDF(conn, f.name, &udf{cfg: cfg, f: f}); err != nil {
+			return fmt.Errorf("query: function %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+func (f function) config() (duckdb.ScalarFuncConfig, error) {
+	var cfg duckdb.ScalarFuncConfig
+	for _, t := range f.in {
+		ti, err := duckdb.NewTypeInfo(t)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.InputTypeInfos = append(cfg.InputTypeInfos, ti)
+	}
+	out, err := duckdb.NewTypeInfo(f.out)
+	cfg.ResultTypeInfo = out
+	return cfg, err
+}
+
+// udf adapts a function to duckdb.ScalarFunc.
+type udf struct {
+	cfg duckdb.ScalarFuncConfig
+	f   function
+}
+
+func (u *udf) Config() duckdb.ScalarFuncConfig { return u.cfg }
+
+func (u *udf) Executor() duckdb.ScalarFuncExecutor {
+	return duckdb.ScalarFuncExecutor{RowExecutor: func(args []driver.Value) (v any, err error) {
+		// A panic must not unwind through DuckDB's C++ frames.
+		defer func() {
+			if p := recover(); p != nil {
+				v, err = nil, fmt.Errorf("%s: %v", u.f.name, p)
+			}
+		}()
+		v, err = u.f.fn(args)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", u.f.name, err)
+		}
+		return v, err
+	}}
+}

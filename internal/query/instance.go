@@ -1,0 +1,115 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+// An instance is the DuckDB database of one query and its one connection:
+// every table, view and setting of the query lives on that connection.
+type instance struct {
+	db    *sql.DB
+	conn  *sql.Conn
+	spill string // the directory DuckDB spills to, removed on close
+}
+
+// open starts an in-memory DuckDB configured by s.
+func open(ctx context.Context, s Settings) (*instance, error) {
+	q := url.Values{}
+	if s.Threads > 0 {
+		q.Set("threads", strconv.Itoa(s.Threads))
+	}
+	if s.MemoryLimit != "" {
+		q.Set("memory_limit", s.MemoryLimit)
+	}
+	inst := &instance{}
+	if s.CacheDir != "" {
+		if err := os.MkdirAll(s.CacheDir, 0o755); err != nil {
+			return nil, fmt.Errorf("query: %w", err)
+		}
+		dir, err := os.MkdirTemp(s.CacheDir, "spill-")
+		if err != nil {
+			return nil, fmt.Errorf("query: %w", err)
+		}
+		inst.spill = dir
+	}
+	c, err := connector(q, inst.spill)
+	if err != nil {
+		inst.close()
+		return nil, err
+	}
+	inst.db = sql.OpenDB(c)
+	if inst.conn, err = inst.db.Conn(ctx); err != nil {
+		inst.close()
+		return nil, fmt.Errorf("query: connect to DuckDB: %w", err)
+	}
+	return inst, nil
+}
+
+// connector returns a connector to a new in-memory DuckDB with the options
+// q, spilling to the directory spill (empty: never). No extension is
+// installed or loaded on demand: Parquet, JSON and ICU are built in. Every
+// connection has the time zone UTC.
+func connector(q url.Values, spill string) (*duckdb.Connector, error) {
+	q.Set("autoinstall_known_extensions", "false")
+	q.Set("autoload_known_extensions", "false")
+	q.Set("allow_community_extensions", "false")
+	// Unset, DuckDB would spill into .tmp in the working directory.
+	q.Set("temp_directory", spill)
+	c, err := duckdb.NewConnector("?"+q.Encode(), func(ex driver.ExecerContext) error {
+		_, err := ex.ExecContext(context.Background(), `SET TimeZone = 'UTC'`, nil)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query: open DuckDB: %w", err)
+	}
+	return c, nil
+}
+
+// lockdown ends external access except reading the files, and locks the
+// configuration so that no statement can change that again.
+func (inst *instance) lockdown(ctx context.Context, files []string) error {
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = quote(f)
+	}
+	for _, stmt := range []string{
+		`SET allowed_paths = [` + strings.Join(quoted, ", ") + `]`,
+		`SET enable_external_access = false`,
+		`SET lock_configuration = true`,
+	} {
+		if _, err := inst.conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("query: lock down DuckDB: %w", err)
+		}
+	}
+	return nil
+}
+
+func (inst *instance) close() error {
+	var errs []error
+	if inst.conn != nil {
+		errs = append(errs, inst.conn.Close())
+	}
+	if inst.db != nil {
+		errs = append(errs, inst.db.Close())
+	}
+	if inst.spill != "" {
+		errs = append(errs, os.RemoveAll(inst.spill))
+	}
+	return errors.Join(errs...)
+}
+
+// quote returns s as an SQL string literal.
+func quote(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
+
+// ident returns s as an SQL identifier.
+func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

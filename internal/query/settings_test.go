@@ -1,0 +1,135 @@
+package query
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSettingsApply(t *testing.T) {
+	s := threeMonths(t)
+	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "100MB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := values(t, e, `SELECT current_setting('threads'), current_setting('memory_limit'), current_setting('TimeZone'), current_setting('temp_directory')`)
+	if want := []string{"1 95.3 MiB UTC "}; !slices.Equal(got, want) {
+		t.Fatalf("settings %q, want %q", got, want)
+	}
+	for _, bad := range []Settings{{MemoryLimit: "lots"}, {Threads: -1}} {
+		if _, err := New(s.tab, s, bad); err == nil {
+			t.Errorf("settings %+v accepted", bad)
+		}
+	}
+}
+
+// bigSort sorts more strings than 16 MB hold.
+const bigSort = `SELECT count(*) FROM (SELECT range::VARCHAR AS s FROM range(3000000) ORDER BY s DESC)`
+
+func TestMemoryLimitFailsAQuery(t *testing.T) {
+	s := threeMonths(t)
+	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "16MB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Query(t.Context(), bigSort); err == nil || !strings.Contains(err.Error(), "Out of Memory") {
+		t.Fatalf("a big query under a tiny limit: %v", err)
+	}
+	// The engine is unharmed.
+	if n := count(t, e, `SELECT count(*) FROM readings`); n != 576 {
+		t.Fatal(n)
+	}
+}
+
+func TestSpillIntoTheCacheDir(t *testing.T) {
+	s := threeMonths(t)
+	dir := t.TempDir()
+	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "16MB", CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, e, bigSort); n != 3000000 {
+		t.Fatal(n)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("spill directories left: %v", entries)
+	}
+}
+
+func TestRelations(t *testing.T) {
+	s := threeMonths(t)
+	e := newEngine(t, s)
+	w := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	e.SetRelations([]Relation{
+		{Schema: "system", Name: "tables",
+			Columns: []Column{{"table", "VARCHAR"}, {"watermark", "TIMESTAMPTZ"}, {"watermark_lag_seconds", "BIGINT"}, {"healthy", "BOOLEAN"}},
+			Rows:    [][]any{{"power", w, int64(86400), true}, {"gas", nil, int64(-1), false}}},
+		{Schema: "system", Name: "resolution", Columns: []Column{{"setting", "VARCHAR"}, {"value", "VARCHAR"}},
+			Rows: [][]any{{"balancing_day_column", "balancing_day"}}},
+		{Name: "notes", Columns: []Column{{"n", "DOUBLE"}}, Rows: [][]any{{1.5}}},
+	})
+	got := values(t, e, `SELECT t."table", watermark, watermark_lag_seconds, healthy FROM system.tables t ORDER BY 1`)
+	if want := []string{"gas NULL -1 false", "power 2026-03-01T00:00:00 86400 true"}; !slices.Equal(got, want) {
+		t.Fatalf("system.tables %v", got)
+	}
+	got = values(t, e, `SELECT value, (SELECT n FROM notes), (SELECT count(*) FROM readings WHERE "from" >= '2026-03-01 00:00:00Z')
+		FROM system.resolution WHERE setting = 'balancing_day_column'`)
+	if want := []string{"balancing_day 1.5 192"}; !slices.Equal(got, want) {
+		t.Fatalf("relations with readings: %v", got)
+	}
+	// A relation whose rows do not fit fails every query, loudly.
+	e.SetRelations([]Relation{{Schema: "system", Name: "bad", Columns: []Column{{"a", "BIGINT"}}, Rows: [][]any{{1, 2}}}})
+	if _, err := e.Query(t.Context(), `SELECT 1`); err == nil || !strings.Contains(err.Error(), "system.bad") {
+		t.Fatalf("bad relation: %v", err)
+	}
+}
+
+// TestSetRelationsWhileQuerying replaces the relations while queries run:
+// each query sees one set of them whole.
+func TestSetRelationsWhileQuerying(t *testing.T) {
+	s := threeMonths(t)
+	e := newEngine(t, s)
+	gen := func(n int) []Relation {
+		rows := make([][]any, n)
+		for i := range rows {
+			rows[i] = []any{int64(n)}
+		}
+		return []Relation{{Schema: "system", Name: "gen", Columns: []Column{{"n", "BIGINT"}}, Rows: rows}}
+	}
+	e.SetRelations(gen(1))
+	var setter, wg sync.WaitGroup
+	stop := make(chan struct{})
+	setter.Go(func() {
+		for n := 2; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			e.SetRelations(gen(n % 50))
+		}
+	})
+	for range 2 {
+		wg.Go(func() {
+			for range 20 {
+				res, err := e.Query(t.Context(), `SELECT count(*), coalesce(min(n), 0), coalesce(max(n), 0) FROM system.gen`)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				r := res.Rows[0]
+				if c, lo, hi := r[0].(int64), r[1].(int64), r[2].(int64); c != lo || lo != hi {
+					t.Error(fmt.Sprint("torn relation: ", r))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	setter.Wait()
+}

@@ -1,0 +1,377 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/metering"
+)
+
+// A memSource is a Source over real data without PostgreSQL or a catalog:
+// hot rows in memory, cold rows in Parquet files written by DuckDB. Hooks
+// let a test act between the engine's reads, as a concurrent archiver.
+type memSource struct {
+	t   testing.TB
+	tab *hot.Table
+	dir string
+
+	mu      sync.Mutex
+	w       time.Time
+	hasW    bool
+	hot     []hot.Reading
+	files   []coldFile
+	floor   time.Time
+	floorOK bool
+	wmErr   error // Watermark fails with it
+	coldErr error // Cold fails with it
+	calls   []call
+	// after runs after each call, with the call's name.
+	after func(op string)
+}
+
+type coldFile struct {
+	path   string
+	lo, hi time.Time // from of its rows lies in [lo, hi)
+}
+
+// A call records one call of the engine on its Source.
+type call struct {
+	op     string
+	lo, hi time.Time
+}
+
+func (c call) String() string {
+	f := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format("2006-01-02T15:04:05.999999")
+	}
+	if c.op == "watermark" || c.op == "floor" {
+		return c.op
+	}
+	return c.op + "[" + f(c.lo) + "," + f(c.hi) + ")"
+}
+
+func newSource(t testing.TB, tab *hot.Table) *memSource {
+	return &memSource{t: t, tab: tab, dir: t.TempDir(), floorOK: true}
+}
+
+func (s *memSource) record(op string, lo, hi time.Time) func() {
+	s.mu.Lock()
+	s.calls = append(s.calls, call{op, lo, hi})
+	after := s.after
+	s.mu.Unlock()
+	return func() {
+		if after != nil {
+			after(op)
+		}
+	}
+}
+
+// Calls returns the calls so far, as text, and forgets them.
+func (s *memSource) Calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, c := range s.calls {
+		out = append(out, c.String())
+	}
+	s.calls = nil
+	return out
+}
+
+func (s *memSource) Watermark(ctx context.Context) (time.Time, bool, error) {
+	defer s.record("watermark", time.Time{}, time.Time{})()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w, s.hasW, s.wmErr
+}
+
+func (s *memSource) Hot(ctx context.Context, lo, hi time.Time, fn func(hot.Reading) error) error {
+	defer s.record("hot", lo, hi)()
+	s.mu.Lock()
+	rows := slices.Clone(s.hot)
+	s.mu.Unlock()
+	for _, r := range rows {
+		if inRange(r.From, lo, hi) {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *memSource) HotFloor(ctx context.Context) (Floor, error) {
+	defer s.record("floor", time.Time{}, time.Time{})()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Floor{Detached: s.floor, Attached: s.floor, HasAttached: s.floorOK}, nil
+}
+
+func (s *memSource) Cold(ctx context.Context, lo, hi time.Time) (cold.Plan, error) {
+	defer s.record("cold", lo, hi)()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.coldErr != nil {
+		return cold.Plan{}, s.coldErr
+	}
+	p := cold.Plan{Watermark: s.w, HasWatermark: s.hasW, SnapshotID: int64(len(s.files))}
+	for _, f := range s.files {
+		if (hi.IsZero() || f.lo.Before(hi)) && (lo.IsZero() || lo.Before(f.hi)) {
+			p.Files = append(p.Files, f.path)
+		}
+	}
+	return p, nil
+}
+
+func inRange(t, lo, hi time.Time) bool {
+	return !t.Before(lo) && (hi.IsZero() || t.Before(hi))
+}
+
+// addHot adds rows to the hot tier.
+func (s *memSource) addHot(rows ...hot.Reading) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hot = append(s.hot, rows...)
+}
+
+// addCold writes rows to a new Parquet file of the cold tier, without
+// moving W. Columns named in drop are left out of the file, as in a file
+// written before they were added.
+func (s *memSource) addCold(rows []hot.Reading, drop ...string) {
+	s.t.Helper()
+	if len(rows) == 0 {
+		return
+	}
+	s.mu.Lock()
+	path := filepath.Join(s.dir, fmt.Sprintf("cold-%03d.parquet", len(s.files)))
+	s.mu.Unlock()
+	writeParquet(s.t, s.tab, path, rows, drop...)
+	f := coldFile{path: path, lo: rows[0].From, hi: rows[0].From}
+	for _, r := range rows {
+		f.lo = minTime(f.lo, r.From)
+		f.hi = maxTime(f.hi, r.From.Add(time.Microsecond))
+	}
+	s.mu.Lock()
+	s.files = append(s.files, f)
+	s.mu.Unlock()
+}
+
+// archive does what an archival of [W, w) does: its hot rows move to a new
+// cold file and W becomes w. detach and commit may be split to put a query
+// between them: detach removes the rows from the hot tier and returns a
+// commit that adds them to the cold one and moves W.
+func (s *memSource) archive(w time.Time) { s.detach(w)() }
+
+func (s *memSource) detach(w time.Time) (commit func()) {
+	s.t.Helper()
+	s.mu.Lock()
+	var moved, kept []hot.Reading
+	for _, r := range s.hot {
+		if r.From.Before(w) {
+			moved = append(moved, r)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	s.hot = kept
+	s.floor = maxTime(s.floor, w)
+	s.mu.Unlock()
+	return func() {
+		s.addCold(moved)
+		s.mu.Lock()
+		s.w, s.hasW = w, true
+		s.mu.Unlock()
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// writeParquet writes rows in the table's layout to path with a DuckDB of
+// its own, without restrictions.
+func writeParquet(t testing.TB, tab *hot.Table, path string, rows []hot.Reading, drop ...string) {
+	t.Helper()
+	l, err := layoutOf(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var defs, keep []string
+	for _, c := range l.cols {
+		defs = append(defs, ident(c.name)+" "+c.typ)
+		if !slices.Contains(drop, c.name) {
+			keep = append(keep, ident(c.name))
+		}
+	}
+	if _, err := conn.ExecContext(t.Context(), `CREATE TABLE r (`+strings.Join(defs, ", ")+`)`); err != nil {
+		t.Fatal(err)
+	}
+	err = conn.Raw(func(dc any) error {
+		a, err := duckdb.NewAppender(dc.(driver.Conn), "", "", "r")
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			vals := make([]driver.Value, len(l.cols))
+			for i, c := range l.cols {
+				if vals[i], err = c.get(tab, &r); err != nil {
+					return err
+				}
+			}
+			if err := a.AppendRow(vals...); err != nil {
+				return err
+			}
+		}
+		return a.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(t.Context(), `COPY (SELECT `+strings.Join(keep, ", ")+` FROM r) TO `+quote(path)+` (FORMAT parquet)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The fixtures.
+
+var (
+	cal     = mustCalendar()
+	jan2026 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	feb2026 = time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	mar2026 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	apr2026 = time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	rec     = time.Date(2026, 4, 20, 8, 30, 0, 123456000, time.UTC)
+)
+
+func mustCalendar() *metering.Calendar {
+	c, err := metering.NewCalendar()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// loadProfile declares a 15-minute electricity load profile with an
+// identity column, a text attribute and a bigint attribute.
+func loadProfile() *hot.Table {
+	return &hot.Table{
+		Name:        "power",
+		TimeModel:   hot.Interval,
+		Commodity:   metering.Electricity,
+		Resolutions: []metering.Resolution{metering.QuarterHour},
+		Columns: []hot.Column{
+			{Name: "channel", Identity: true, Values: []string{"A", "B"}},
+			{Name: "source"},
+			{Name: "seq", Type: hot.BigInt},
+		},
+		Width:    hot.Monthly,
+		Headroom: 31 * 24 * time.Hour,
+	}
+}
+
+// malo returns the i-th market location id of the fixtures.
+func malo(i int) string {
+	m, err := metering.MaLoFromPrefix(fmt.Sprintf("5%09d", 100000+i))
+	if err != nil {
+		panic(err)
+	}
+	return m.String()
+}
+
+// reading returns the quarter hour of location i from from, version 1,
+// with value v millionths.
+func reading(i int, from time.Time, v int64) hot.Reading {
+	return hot.Reading{
+		MaLo:         malo(i),
+		OBIS:         "1-1:1.29.0",
+		From:         from,
+		To:           from.Add(15 * time.Minute),
+		Value:        hot.Decimal(v),
+		Unit:         metering.KilowattHour,
+		Quality:      metering.TrueValue,
+		Resolution:   metering.QuarterHour,
+		Version:      1,
+		VersionScope: "9900000000003:" + from.Format("2006-01"),
+		Extra:        map[string]string{"channel": "A"},
+		RecordedAt:   rec,
+		BalancingDay: cal.BalancingDay(from, metering.Electricity),
+	}
+}
+
+// quarterHours returns n quarter hours of location i from start, values
+// 1..n.
+func quarterHours(i int, start time.Time, n int) []hot.Reading {
+	out := make([]hot.Reading, n)
+	for k := range out {
+		out[k] = reading(i, start.Add(time.Duration(k)*15*time.Minute), int64(k+1))
+	}
+	return out
+}
+
+// newEngine returns an engine over s with small settings.
+func newEngine(t *testing.T, s *memSource) *Engine {
+	t.Helper()
+	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "256MB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// query runs sql and fails t on an error.
+func query(t *testing.T, e *Engine, sql string) *Result {
+	t.Helper()
+	res, err := e.Query(t.Context(), sql)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return res
+}
+
+// count returns the single integer a query returns.
+func count(t *testing.T, e *Engine, sql string) int64 {
+	t.Helper()
+	res := query(t, e, sql)
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		t.Fatalf("%s: %v", sql, res.Rows)
+	}
+	n, ok := res.Rows[0][0].(int64)
+	if !ok {
+		t.Fatalf("%s: %T %v", sql, res.Rows[0][0], res.Rows[0][0])
+	}
+	return n
+}

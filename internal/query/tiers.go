@@ -1,0 +1,185 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// retries is how often a query whose range is in flight between the
+// tiers is read again, after backoff << attempt.
+const (
+	retries = 3
+	backoff = 50 * time.Millisecond
+)
+
+// A split says where the union of the tiers divides: cold rows below W,
+// hot rows at or above it; without W no cold row and every hot row.
+type split struct {
+	w    time.Time
+	hasW bool
+}
+
+// read fetches the rows of range r from the tiers into inst and creates
+// the views over them. It returns the Parquet files the views read.
+func (e *Engine) read(ctx context.Context, inst *instance, r Range, res *Result) ([]string, error) {
+	if err := createTierTables(ctx, inst.conn, e.layout); err != nil {
+		return nil, err
+	}
+	if r.Empty() {
+		return nil, createViews(ctx, inst.conn, e.layout, nil, split{})
+	}
+	var err error
+	for attempt := range retries + 1 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, errors.Join(err, ctx.Err())
+			case <-time.After(backoff << attempt):
+			}
+		}
+		var (
+			files []string
+			s     split
+		)
+		files, s, err = e.attempt(ctx, inst, r, res)
+		if err == nil {
+			return files, createViews(ctx, inst.conn, e.layout, files, s)
+		}
+		if !errors.Is(err, ErrInFlight) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+// attempt reads the tiers once: W0, then the hot rows, then the cold plan,
+// then the hot floor that vouches for the hot scan.
+func (e *Engine) attempt(ctx context.Context, inst *instance, r Range, res *Result) ([]string, split, error) {
+	if err := clearHot(ctx, inst.conn); err != nil {
+		return nil, split{}, err
+	}
+	lo, hi := r.From, r.To
+	w0, ok0, err := e.src.Watermark(ctx)
+	if err != nil {
+		return e.hotOnly(ctx, inst, r, res, err)
+	}
+	// W only grows: a range below W0 needs no hot row, one at or above it
+	// no cold file.
+	needHot := !ok0 || hi.IsZero() || hi.After(w0)
+	needCold := ok0 && (lo.IsZero() || lo.Before(w0))
+	if needHot {
+		if err := e.scanHot(ctx, inst.conn, later(lo, w0, ok0), hi); err != nil {
+			return nil, split{}, err
+		}
+	}
+	s := split{w: w0, hasW: ok0}
+	var files []string
+	if needCold {
+		p, err := e.src.Cold(ctx, lo, hi)
+		if err != nil {
+			return e.hotOnly(ctx, inst, r, res, err)
+		}
+		if !p.HasWatermark || p.Watermark.Before(w0) {
+			return nil, split{}, fmt.Errorf("query: the cold tier's watermark went back from %s to %s (%v)",
+				stamp(w0), stamp(p.Watermark), p.HasWatermark)
+		}
+		for _, f := range p.Files {
+			if !filepath.IsAbs(f) {
+				return nil, split{}, fmt.Errorf("query: cold file %s is not a local path", f)
+			}
+		}
+		s, files = split{w: p.Watermark, hasW: true}, p.Files
+	}
+	if needHot {
+		if err := e.checkFloor(ctx, later(lo, s.w, s.hasW), hi); err != nil {
+			return nil, split{}, err
+		}
+	}
+	res.Tiers = nil
+	if needCold {
+		res.Tiers = append(res.Tiers, "cold")
+	}
+	if needHot {
+		res.Tiers = append(res.Tiers, "hot")
+	}
+	res.Watermark, res.HasWatermark = s.w, s.hasW
+	return files, s, nil
+}
+
+// checkFloor makes sure that the hot scan saw every row of [from, hi) at or
+// above W: no partition of it was detached (by an archival whose commit the
+// cold plan did not see) before the scan. A partition detached then is
+// still detached now, since it is dropped only after its commit and a
+// grace, so a floor read now at or below from vouches for the scan.
+func (e *Engine) checkFloor(ctx context.Context, from, hi time.Time) error {
+	if !hi.IsZero() && !from.Before(hi) {
+		return nil
+	}
+	f, err := e.src.HotFloor(ctx)
+	if err != nil {
+		return fmt.Errorf("query: hot tier: %w", err)
+	}
+	if f.Detached.After(from) {
+		return fmt.Errorf("%w: partitions up to %s are detached and not yet archived, the query needs rows from %s", ErrInFlight, stamp(f.Detached), stamp(from))
+	}
+	return nil
+}
+
+// hotOnly answers from the hot tier alone when the cold tier failed with
+// cause: if the range lies at or above the hot floor, read both before and
+// after the scan; otherwise the query fails.
+func (e *Engine) hotOnly(ctx context.Context, inst *instance, r Range, res *Result, cause error) ([]string, split, error) {
+	unreachable := fmt.Errorf("%w: %w", ErrColdUnreachable, cause)
+	covered := func() error {
+		f, err := e.src.HotFloor(ctx)
+		if err != nil {
+			return errors.Join(unreachable, fmt.Errorf("query: hot tier: %w", err))
+		}
+		if !f.HasAttached || r.From.Before(f.Attached) {
+			return fmt.Errorf("%w; the hot tier alone holds every row only from %s, the query reads from %s",
+				unreachable, floorText(f.Attached, f.HasAttached), stamp(r.From))
+		}
+		return nil
+	}
+	if err := covered(); err != nil {
+		return nil, split{}, err
+	}
+	if err := clearHot(ctx, inst.conn); err != nil {
+		return nil, split{}, err
+	}
+	if err := e.scanHot(ctx, inst.conn, r.From, r.To); err != nil {
+		return nil, split{}, err
+	}
+	if err := covered(); err != nil {
+		return nil, split{}, err
+	}
+	res.Tiers = []string{"hot"}
+	res.Watermark, res.HasWatermark = time.Time{}, false
+	return nil, split{}, nil
+}
+
+// later returns the later of lo and w, when there is a w.
+func later(lo, w time.Time, ok bool) time.Time {
+	if ok && w.After(lo) {
+		return w
+	}
+	return lo
+}
+
+func floorText(f time.Time, ok bool) string {
+	if !ok {
+		return "nowhere (no floor)"
+	}
+	return stamp(f)
+}
+
+// stamp formats t for an error message; the zero time is unbounded.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "the beginning"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
