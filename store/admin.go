@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	icecatalog "github.com/apache/iceberg-go/catalog"
+
+	"github.com/meterstore/meterstore/internal/cold"
+)
+
+// Expiry reports what ExpireSnapshots did with one table.
+type Expiry = cold.Expiry
+
+// ExpireSnapshots removes the snapshots of table name that the configured
+// retention no longer keeps, after re-stamping the watermark onto the
+// current snapshot. It reclaims metadata, never readings.
+func (s *Store) ExpireSnapshots(ctx context.Context, name string, now time.Time) (Expiry, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return Expiry{}, err
+	}
+	return s.cold.ExpireSnapshots(ctx, t.cold, now, s.opts.Snapshots)
+}
+
+// ReassertWatermark republishes table name's watermark on its current
+// snapshot when a foreign engine committed that one; run it after
+// out-of-band maintenance. It cannot move the watermark and reports
+// whether it committed.
+func (s *Store) ReassertWatermark(ctx context.Context, name string) (bool, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return false, err
+	}
+	return s.cold.ReassertWatermark(ctx, t.cold)
+}
+
+// Purge destroys table name in both tiers: the PostgreSQL table with every
+// partition, the Iceberg table and its files. It is the only operation
+// that deletes stored readings and there is no way back, so confirm must
+// repeat the name. PostgreSQL goes first; each step treats a missing table
+// as done, so an interrupted purge is completed by running it again.
+func (s *Store) Purge(ctx context.Context, name, confirm string) (files int, err error) {
+	t, err := s.table(name)
+	if err != nil {
+		return 0, err
+	}
+	if confirm != name {
+		return 0, fmt.Errorf("store: purge %s: %w", name, cold.ErrNotConfirmed)
+	}
+	if err := s.hot.Purge(ctx, t.decl, confirm); err != nil {
+		return 0, fmt.Errorf("store: purge %s: %w", name, err)
+	}
+	n, err := s.cold.Purge(ctx, name, confirm)
+	if errors.Is(err, icecatalog.ErrNoSuchTable) {
+		return 0, nil
+	}
+	return n, err
+}

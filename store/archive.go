@@ -1,0 +1,42 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/archive"
+)
+
+// Outcome types of one archival cycle of one table.
+type (
+	// ArchiveOutcome reports what one archival cycle did with a table.
+	ArchiveOutcome = archive.Outcome
+	// ArchiveStatus summarizes an ArchiveOutcome.
+	ArchiveStatus = archive.Status
+)
+
+// Archive runs one archival cycle of table name at now: it archives the
+// windows due (a bounded number), drops detached partitions past their
+// reader grace and checks that no attached partition lies below the
+// watermark. LeaseContended and Deferred are outcomes, not errors.
+func (s *Store) Archive(ctx context.Context, name string, now time.Time) (ArchiveOutcome, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return ArchiveOutcome{Table: name, Status: archive.Failed}, err
+	}
+	start := time.Now()
+	out, err := s.arch.Cycle(ctx, t.decl, t.cold, now)
+	var rows int64
+	for _, w := range out.Windows {
+		rows += w.Rows
+	}
+	switch out.Status {
+	case archive.Archived:
+		s.metrics.Archived(ctx, name, rows, time.Since(start))
+	case archive.Deferred:
+		s.metrics.Deferred(ctx, name)
+	case archive.LeaseContended:
+		s.metrics.LeaseContended(ctx, name)
+	}
+	return out, err
+}

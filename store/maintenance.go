@@ -1,0 +1,233 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/privacy"
+)
+
+// DefaultMaintenanceInterval is the time between maintenance cycles.
+const DefaultMaintenanceInterval = 15 * time.Minute
+
+// RetentionName is the name under which a failed retention sweep appears
+// among a cycle's failures.
+const RetentionName = "<retention>"
+
+// Maintenance configures the maintenance loop of a Store: build it with
+// Store.Maintenance, then run one cycle with Cycle or a loop with Start.
+// Nothing runs until then.
+type Maintenance struct {
+	s          *Store
+	interval   time.Duration
+	expire     bool
+	retention  privacy.Retention
+	legalBasis string
+	actor      string
+	clock      func() time.Time
+}
+
+// Maintenance returns a loop for every table of s, visited one after
+// another: twenty archivals at once would turn a background job into a
+// load spike on the database it exists to relieve.
+func (s *Store) Maintenance() *Maintenance {
+	return &Maintenance{s: s, interval: DefaultMaintenanceInterval, clock: time.Now}
+}
+
+// Interval sets the time between the starts of two cycles.
+func (m *Maintenance) Interval(d time.Duration) *Maintenance { m.interval = d; return m }
+
+// ExpireSnapshots turns snapshot expiry on or off (off by default: a
+// snapshot is what makes a past settlement reproducible).
+func (m *Maintenance) ExpireSnapshots(on bool) *Maintenance { m.expire = on; return m }
+
+// AnonymiseAfter turns on the retention sweep of the subject registry,
+// recorded under legalBasis and actor. It is off by default: destroying a
+// linkage cannot be undone.
+func (m *Maintenance) AnonymiseAfter(r privacy.Retention, legalBasis, actor string) *Maintenance {
+	m.retention, m.legalBasis, m.actor = r, legalBasis, actor
+	return m
+}
+
+// Clock sets where Start reads the time; Cycle takes it as a parameter.
+func (m *Maintenance) Clock(now func() time.Time) *Maintenance { m.clock = now; return m }
+
+// A TableOutcome is one table's row of a maintenance cycle.
+type TableOutcome struct {
+	Table   string
+	Archive ArchiveOutcome
+	// Expired is what snapshot expiry did, when it ran.
+	Expired *Expiry
+	// Status is the table's health after the cycle.
+	Status TableStatus
+	// Err is the first error of the table's cycle; the cycle went on with
+	// the next table.
+	Err error
+}
+
+// Healthy reports whether the table needs no operator.
+func (t *TableOutcome) Healthy() bool {
+	return t.Err == nil && t.Archive.Healthy() && t.Status.Healthy
+}
+
+// A RetentionOutcome reports the retention sweep of a cycle.
+type RetentionOutcome struct {
+	Removed int64
+	Err     error
+}
+
+// An Outcome reports one maintenance cycle: a row per table, and the
+// retention sweep if it ran.
+type Outcome struct {
+	At        time.Time
+	Tables    []TableOutcome
+	Retention *RetentionOutcome
+}
+
+// A Failure names what failed in a cycle: a table, or RetentionName.
+type Failure struct {
+	Name string
+	Err  error
+}
+
+// Unhealthy returns the tables that need an operator.
+func (o *Outcome) Unhealthy() []TableOutcome {
+	var out []TableOutcome
+	for _, t := range o.Tables {
+		if !t.Healthy() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Failures returns what ended with an error: tables, then the sweep.
+func (o *Outcome) Failures() []Failure {
+	var out []Failure
+	for _, t := range o.Tables {
+		if t.Err != nil {
+			out = append(out, Failure{Name: t.Table, Err: t.Err})
+		}
+	}
+	if o.Retention != nil && o.Retention.Err != nil {
+		out = append(out, Failure{Name: RetentionName, Err: o.Retention.Err})
+	}
+	return out
+}
+
+// Healthy reports whether no table is unhealthy and nothing failed.
+func (o *Outcome) Healthy() bool { return len(o.Unhealthy()) == 0 && len(o.Failures()) == 0 }
+
+// Cycle runs one maintenance cycle at now. Per table, in order: create the
+// partitions ahead, archive the due windows (bounded), expire snapshots
+// if enabled and the lease was won, and compute the table's health; then
+// the retention sweep, if enabled. A failing table does not end the cycle.
+func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *Outcome {
+	out := &Outcome{At: now}
+	for _, t := range m.s.tables {
+		out.Tables = append(out.Tables, m.table(ctx, t, now))
+	}
+	if m.retention.IsZero() {
+		return out
+	}
+	r := &RetentionOutcome{}
+	if m.s.opts.Registry == nil {
+		r.Err = errors.New("store: retention sweep: no subject registry configured")
+	} else {
+		r.Removed, r.Err = m.s.opts.Registry.Sweep(ctx, now, m.retention, m.legalBasis, m.actor)
+		m.s.metrics.RetentionRemoved(ctx, r.Removed)
+	}
+	out.Retention = r
+	return out
+}
+
+func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableOutcome {
+	name := t.decl.Name
+	to := TableOutcome{Table: name}
+	var errs []error
+	if _, err := m.s.hot.EnsurePartitions(ctx, t.decl, now); err != nil {
+		errs = append(errs, fmt.Errorf("partitions: %w", err))
+	}
+	var err error
+	if to.Archive, err = m.s.Archive(ctx, name, now); err != nil {
+		errs = append(errs, err)
+	}
+	// Expiry is a metadata mutation: it belongs to the lease's winner.
+	if m.expire && (to.Archive.Status == archive.Archived || to.Archive.Status == archive.NothingDue) {
+		e, err := m.s.ExpireSnapshots(ctx, name, now)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("expire snapshots: %w", err))
+		} else {
+			to.Expired = &e
+		}
+	}
+	to.Status = m.s.statusOf(ctx, t, now)
+	if to.Status.Err != nil {
+		errs = append(errs, to.Status.Err)
+	}
+	if len(errs) > 0 {
+		to.Err = fmt.Errorf("store: maintain %s: %w", name, errors.Join(errs...))
+	}
+	return to
+}
+
+// Start runs a cycle at once and then every interval, in a goroutine,
+// until the handle is stopped or ctx is cancelled; either ends the loop
+// after the cycle in flight.
+func (m *Maintenance) Start(ctx context.Context) *Handle {
+	ctx, cancel := context.WithCancel(ctx)
+	h := &Handle{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		tick := time.NewTicker(m.interval)
+		defer tick.Stop()
+		for {
+			// The cycle in flight finishes even when the loop is stopped.
+			out := m.Cycle(context.WithoutCancel(ctx), m.clock())
+			h.record(out)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return h
+}
+
+// A Handle owns a running maintenance loop.
+type Handle struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	last   *Outcome
+	cycles int
+}
+
+func (h *Handle) record(o *Outcome) {
+	h.mu.Lock()
+	h.last, h.cycles = o, h.cycles+1
+	h.mu.Unlock()
+}
+
+// Stop ends the loop after the cycle in flight and waits for it.
+func (h *Handle) Stop() {
+	h.cancel()
+	<-h.done
+}
+
+// Done is closed when the loop has ended.
+func (h *Handle) Done() <-chan struct{} { return h.done }
+
+// Last returns the outcome of the latest finished cycle, nil before the
+// first, and how many cycles finished.
+func (h *Handle) Last() (*Outcome, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last, h.cycles
+}

@@ -1,0 +1,164 @@
+package store
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/privacy"
+)
+
+// gasDaily declares a second table, so that a cycle visits two.
+func gasDaily() Table {
+	return Table{
+		Name: "gas", TimeModel: hot.Interval, Commodity: metering.Gas,
+		Resolutions: []metering.Resolution{metering.Day},
+		Width:       hot.Daily, Headroom: 2 * 24 * time.Hour,
+	}
+}
+
+// TestMaintenanceMonths drives two months of simulated days through one
+// cycle a day: every table archives its due window each day and stays
+// healthy, and the outcome has one row per table.
+func TestMaintenanceMonths(t *testing.T) {
+	s := newEnv(t).open(t, Options{Tables: []Table{power(), gasDaily()}})
+	m := s.Maintenance()
+	const days = 60
+	start := time.Now()
+	for d := range days {
+		now := dayN(d).Add(6 * time.Hour)
+		out := m.Cycle(t.Context(), now)
+		if len(out.Tables) != 2 || out.Tables[0].Table != "power" || out.Tables[1].Table != "gas" {
+			t.Fatalf("day %d: outcome rows %+v", d, out.Tables)
+		}
+		if !out.Healthy() {
+			t.Fatalf("day %d: unhealthy: %+v %v", d, out.Unhealthy(), out.Failures())
+		}
+		// Partitions are kept ahead, so a delivery for yesterday lands.
+		if d > 0 {
+			mustWrite(t, s, []Reading{qh(1, d-1, 10, "A", uint64(d), 1000)})
+		}
+		if out.Retention != nil {
+			t.Fatalf("the retention sweep ran without being asked to")
+		}
+	}
+	w, ok, err := s.cold.Watermark(t.Context(), s.tables[0].cold)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	// Day d's cycle at 06:00 archives the days ending at least the
+	// settlement lag before it: the last cycle, on day 59, up to day 57.
+	if want := dayN(days - 3); !w.Equal(want) {
+		t.Errorf("W after %d days = %v, want %v", days, w, want)
+	}
+	t.Logf("%d simulated days in %v", days, time.Since(start).Round(time.Millisecond))
+}
+
+// TestMaintenanceFailingTable: a table that fails does not end the cycle,
+// the other is still maintained, and the failure names the table.
+func TestMaintenanceFailingTable(t *testing.T) {
+	ctx := t.Context()
+	s := newEnv(t).open(t, Options{Tables: []Table{power(), gasDaily()}})
+	// The power table loses its parent behind MeterStore's back.
+	if _, err := s.opts.Pool.Exec(ctx, `DROP TABLE meterstore.power CASCADE`); err != nil {
+		t.Fatal(err)
+	}
+	m := s.Maintenance()
+	var out *Outcome
+	for d := range 5 {
+		out = m.Cycle(ctx, dayN(d))
+	}
+	f := out.Failures()
+	if len(f) != 1 || f[0].Name != "power" {
+		t.Fatalf("failures %+v, want power only", f)
+	}
+	if out.Healthy() || len(out.Unhealthy()) != 1 {
+		t.Errorf("healthy %v, unhealthy %+v", out.Healthy(), out.Unhealthy())
+	}
+	gas := out.Tables[1]
+	if gas.Err != nil || !gas.Healthy() || !gas.Archive.Watermark.Equal(dayN(2)) {
+		t.Errorf("gas: %+v", gas)
+	}
+}
+
+// TestMaintenanceRetention: the sweep runs only when asked, removes what
+// is due, and a failed sweep is a failure named <retention>.
+func TestMaintenanceRetention(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	reg, err := privacy.Open(ctx, e.pool, privacy.Options{Schema: "meterstore"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	old, err := reg.Register(ctx, "customer-1", time.Date(2022, 1, 2, 12, 0, 0, 0, berlin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	young, err := reg.Register(ctx, "customer-2", time.Date(2025, 1, 2, 12, 0, 0, 0, berlin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.open(t, Options{Registry: reg})
+	m := s.Maintenance().AnonymiseAfter(privacy.CalendarYears(3), "§ 60 Abs. 6 MsbG", "test")
+	out := m.Cycle(ctx, time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC))
+	if out.Retention == nil || out.Retention.Err != nil || out.Retention.Removed != 1 {
+		t.Fatalf("retention outcome %+v", out.Retention)
+	}
+	if _, _, ok, err := reg.Resolve(ctx, old); err != nil || ok {
+		t.Errorf("collected 2022, due 31 Dec 2025: still resolvable (%v)", err)
+	}
+	if _, _, ok, err := reg.Resolve(ctx, young); err != nil || !ok {
+		t.Errorf("collected 2025, due 31 Dec 2028: gone (%v)", err)
+	}
+
+	// Without a registry the sweep cannot run, and says so where alerts look.
+	s2 := e.open(t, Options{})
+	out = s2.Maintenance().AnonymiseAfter(privacy.CalendarYears(3), "§ 60 Abs. 6 MsbG", "test").Cycle(ctx, dayN(0))
+	f := out.Failures()
+	if len(f) != 1 || f[0].Name != RetentionName {
+		t.Fatalf("failures %+v, want %s", f, RetentionName)
+	}
+}
+
+// TestMaintenanceLoop runs the loop on a clock that advances a day per
+// cycle; stopping it ends the loop after the cycle in flight.
+func TestMaintenanceLoop(t *testing.T) {
+	s := newStore(t)
+	var day atomic.Int64
+	clock := func() time.Time { return dayN(int(day.Add(1))) }
+	h := s.Maintenance().Interval(time.Millisecond).Clock(clock).Start(t.Context())
+	deadline := time.After(2 * time.Minute)
+	for {
+		last, n := h.Last()
+		if n >= 20 {
+			if !last.Healthy() {
+				t.Fatalf("cycle %d unhealthy: %v", n, last.Failures())
+			}
+			break
+		}
+		select {
+		case <-deadline:
+			h.Stop()
+			t.Fatalf("only %d cycles", n)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	h.Stop()
+	select {
+	case <-h.Done():
+	default:
+		t.Fatal("Stop returned before the loop ended")
+	}
+	_, n := h.Last()
+	time.Sleep(20 * time.Millisecond)
+	if _, m := h.Last(); m != n {
+		t.Fatalf("cycles went on after Stop: %d then %d", n, m)
+	}
+	w, ok, err := s.cold.Watermark(t.Context(), s.tables[0].cold)
+	if err != nil || !ok || w.Before(dayN(n-2)) {
+		t.Errorf("W %v after %d cycles (%v)", w, n, err)
+	}
+}

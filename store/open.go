@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/consensus"
+	"github.com/meterstore/meterstore/consensus/bloblog"
+	"github.com/meterstore/meterstore/consensus/postgres"
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/pgcluster"
+	"github.com/meterstore/meterstore/privacy"
+)
+
+// OpenConfig opens the deployment cfg describes: the PostgreSQL server at
+// postgres.url, or a private one it starts from the installed binaries in
+// data_dir/pg; the warehouse; the catalog's log in PostgreSQL or on the
+// warehouse; the subject registry; and every declared table. Close
+// releases what it started.
+func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Store, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var closers []func()
+	defer func() {
+		if err != nil {
+			closeAll(closers)
+		}
+	}()
+	pgURL := cfg.Postgres.URL
+	if pgURL == "" {
+		cl, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(cfg.Postgres.DataDir, "pg"), Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("store: private PostgreSQL in %s: %w", cfg.Postgres.DataDir, err)
+		}
+		closers = append(closers, func() { cl.Stop(context.WithoutCancel(ctx)) })
+		pgURL = cl.URL("postgres")
+	}
+	pcfg, err := pgxpool.ParseConfig(pgURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: postgres.url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	closers = append(closers, pool.Close)
+	if err := localWarehouse(cfg.Warehouse.URL); err != nil {
+		return nil, err
+	}
+	wh, err := catalog.OpenWarehouse(ctx, cfg.Warehouse.URL)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() { wh.Bucket.Close() })
+	var clog consensus.Log
+	switch cfg.Catalog.Log {
+	case "object_store":
+		if clog, err = bloblog.New(wh.Bucket, "_log/"); err != nil {
+			return nil, fmt.Errorf("store: log on the warehouse: %w", err)
+		}
+	default:
+		pl, err := postgres.Open(ctx, pcfg.Copy(), cfg.LogOptions())
+		if err != nil {
+			return nil, fmt.Errorf("store: log in PostgreSQL: %w", err)
+		}
+		closers = append(closers, pl.Close)
+		clog = pl
+	}
+	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: clog, Check: cold.WatermarkCheck(), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	reg, err := privacy.Open(ctx, pool, privacy.Options{Schema: cfg.Postgres.Schema, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	archiveCfg := cfg.ArchiveConfig()
+	archiveCfg.Logger = log
+	s, err := Open(ctx, Options{
+		Pool:      pool,
+		Catalog:   cat,
+		Tables:    cfg.Tables(),
+		Hot:       cfg.HotOptions(),
+		Cold:      cfg.ColdOptions(),
+		Archive:   archiveCfg,
+		Query:     QuerySettings{MemoryLimit: cfg.Query.MemoryLimit, Threads: cfg.Query.Threads, CacheDir: cfg.Query.CacheDir},
+		Snapshots: cfg.SnapshotRetention(),
+		Registry:  reg,
+		Logger:    log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.closers = closers
+	return s, nil
+}
+
+// Retention returns the retention sweep cfg configures; a zero Retention
+// when the sweep is off.
+func Retention(cfg *config.Config) privacy.Retention {
+	switch cfg.Retention.Kind {
+	case "calendar_years":
+		return privacy.CalendarYears(cfg.Retention.Years)
+	case "rolling":
+		return privacy.Rolling(cfg.Retention.Rolling)
+	}
+	return privacy.Retention{}
+}
+
+// MaintenanceFor returns the maintenance loop cfg configures for s.
+func (s *Store) MaintenanceFor(cfg *config.Config) *Maintenance {
+	m := s.Maintenance().Interval(cfg.Maintenance.Interval).ExpireSnapshots(cfg.Maintenance.ExpireSnapshots)
+	if r := Retention(cfg); !r.IsZero() {
+		m.AnonymiseAfter(r, cfg.Retention.LegalBasis, cfg.Retention.Actor)
+	}
+	return m
+}
+
+// localWarehouse creates the directory of a file:// warehouse.
+func localWarehouse(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "file" {
+		return nil
+	}
+	if err := os.MkdirAll(u.Path, 0o755); err != nil {
+		return fmt.Errorf("store: warehouse: %w", err)
+	}
+	return nil
+}
+
+// Close releases what OpenConfig started: the pool, the log, the
+// warehouse and the private server. A Store from Open owns nothing.
+func (s *Store) Close() {
+	closeAll(s.closers)
+	s.closers = nil
+}
+
+func closeAll(closers []func()) {
+	for i := len(closers) - 1; i >= 0; i-- {
+		closers[i]()
+	}
+}

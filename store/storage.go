@@ -1,0 +1,54 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Storage is what one table holds in each tier.
+type Storage struct {
+	// HotRows and HotBytes count the attached partitions' rows and their
+	// size with indexes and TOAST.
+	HotRows, HotBytes int64
+	// ColdRows, ColdBytes and ColdFiles are the current snapshot's data
+	// files.
+	ColdRows, ColdBytes int64
+	ColdFiles           int
+}
+
+// HotBytesPerReading returns HotBytes/HotRows, or 0 without rows.
+func (s Storage) HotBytesPerReading() float64 { return ratio(s.HotBytes, s.HotRows) }
+
+// ColdBytesPerReading returns ColdBytes/ColdRows, or 0 without rows.
+func (s Storage) ColdBytesPerReading() float64 { return ratio(s.ColdBytes, s.ColdRows) }
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// Storage measures what table name holds in each tier.
+func (s *Store) Storage(ctx context.Context, name string) (Storage, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return Storage{}, err
+	}
+	var st Storage
+	parent := pgx.Identifier{s.hot.Schema(), name}.Sanitize()
+	err = s.opts.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+parent+`),
+	coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree($1::regclass)), 0)`,
+		parent).Scan(&st.HotRows, &st.HotBytes)
+	if err != nil {
+		return Storage{}, fmt.Errorf("store: storage of %s: %w", name, err)
+	}
+	cs, err := s.cold.Storage(ctx, t.cold)
+	if err != nil {
+		return Storage{}, fmt.Errorf("store: storage of %s: %w", name, err)
+	}
+	st.ColdRows, st.ColdBytes, st.ColdFiles = cs.Readings, cs.Bytes, cs.Files
+	return st, nil
+}

@@ -1,0 +1,202 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/query"
+)
+
+// A TableStatus is one row of system.tables: the health of one table.
+type TableStatus struct {
+	Table        string
+	Watermark    time.Time // zero when nothing is archived yet
+	HasWatermark bool
+	// WatermarkLag is now minus the watermark; zero without one.
+	WatermarkLag time.Duration
+	// HotPartitions counts the attached partitions and PartitionsAhead
+	// those that can still take a row written at now or later; -1 when
+	// they could not be listed.
+	HotPartitions, PartitionsAhead int64
+	// InvariantViolations counts the rows in PostgreSQL below the
+	// watermark; -1 when the watermark could not be read.
+	InvariantViolations int64
+	// Healthy is false when a count is -1, a row lies below the
+	// watermark, or the table has partitions and none ahead of now. A
+	// table without any partition is exempt from the last rule: "not
+	// started" is not "exhausted".
+	Healthy bool
+	// Err is why a count could not be computed.
+	Err error
+}
+
+// Status computes the state of every table at now, as system.tables
+// reports it.
+func (s *Store) Status(ctx context.Context, now time.Time) []TableStatus {
+	out := make([]TableStatus, len(s.tables))
+	for i, t := range s.tables {
+		out[i] = s.statusOf(ctx, t, now)
+	}
+	return out
+}
+
+// statusOf computes the status of t and records it in the metrics.
+func (s *Store) statusOf(ctx context.Context, t *table, now time.Time) TableStatus {
+	st := s.status(ctx, t, now)
+	s.metrics.PartitionsAhead(ctx, st.Table, st.PartitionsAhead)
+	s.metrics.InvariantViolations(ctx, st.Table, st.InvariantViolations)
+	if st.HasWatermark {
+		s.metrics.Watermark(ctx, st.Table, st.WatermarkLag)
+	}
+	return st
+}
+
+func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus {
+	st := TableStatus{Table: t.decl.Name, HotPartitions: -1, PartitionsAhead: -1, InvariantViolations: -1}
+	var errs []error
+	parts, err := s.hot.Partitions(ctx, t.decl)
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		st.HotPartitions, st.PartitionsAhead = 0, 0
+		for _, p := range parts {
+			if !p.Attached {
+				continue
+			}
+			st.HotPartitions++
+			if p.To.After(now) {
+				st.PartitionsAhead++
+			}
+		}
+	}
+	st.Watermark, st.HasWatermark, err = s.cold.Watermark(ctx, t.cold)
+	switch {
+	case err != nil:
+		errs = append(errs, err)
+	case !st.HasWatermark:
+		st.InvariantViolations = 0
+	default:
+		st.WatermarkLag = now.Sub(st.Watermark)
+		if st.InvariantViolations, err = s.hot.CountBelow(ctx, t.decl, st.Watermark); err != nil {
+			st.InvariantViolations = -1
+			errs = append(errs, err)
+		}
+	}
+	exempt := err == nil && len(parts) == 0
+	st.Healthy = st.HotPartitions >= 0 && st.InvariantViolations == 0 &&
+		(st.PartitionsAhead > 0 || exempt)
+	if len(errs) > 0 {
+		st.Err = fmt.Errorf("store: status of %s: %w", t.decl.Name, errors.Join(errs...))
+	}
+	return st
+}
+
+// RefreshSystemTables recomputes the system tables at now: system.tables,
+// system.config, system.resolution and system.snapshots. Queries see them
+// as of the last refresh and never pay for computing them.
+func (s *Store) RefreshSystemTables(ctx context.Context, now time.Time) error {
+	rels := []query.Relation{s.tablesRelation(s.Status(ctx, now)), s.configRelation(), s.resolutionRelation()}
+	snaps, err := s.snapshotsRelation(ctx)
+	rels = append(rels, snaps)
+	s.mu.Lock()
+	s.system = rels
+	s.mu.Unlock()
+	for _, t := range s.tables {
+		t.engine.SetRelations(rels)
+	}
+	return err
+}
+
+func (s *Store) tablesRelation(sts []TableStatus) query.Relation {
+	r := query.Relation{Schema: "system", Name: "tables", Columns: []query.Column{
+		{Name: "table", Type: "VARCHAR"}, {Name: "watermark", Type: "TIMESTAMPTZ"},
+		{Name: "watermark_lag_seconds", Type: "BIGINT"}, {Name: "hot_partitions", Type: "BIGINT"},
+		{Name: "partitions_ahead", Type: "BIGINT"}, {Name: "invariant_violations", Type: "BIGINT"},
+		{Name: "healthy", Type: "BOOLEAN"}, {Name: "error", Type: "VARCHAR"},
+	}}
+	for _, st := range sts {
+		var w, lag, msg any
+		if st.HasWatermark {
+			w, lag = st.Watermark, int64(st.WatermarkLag/time.Second)
+		}
+		if st.Err != nil {
+			msg = st.Err.Error()
+		}
+		r.Rows = append(r.Rows, []any{st.Table, w, lag, st.HotPartitions, st.PartitionsAhead,
+			st.InvariantViolations, st.Healthy, msg})
+	}
+	return r
+}
+
+// configRelation sets the settings that interact side by side, one row
+// per table: a settlement lag shorter than the step is valid alone and
+// wrong beside it.
+func (s *Store) configRelation() query.Relation {
+	r := query.Relation{Schema: "system", Name: "config", Columns: []query.Column{
+		{Name: "table", Type: "VARCHAR"}, {Name: "partition_width", Type: "VARCHAR"},
+		{Name: "headroom", Type: "VARCHAR"}, {Name: "settlement_lag", Type: "VARCHAR"},
+		{Name: "archival_step", Type: "VARCHAR"}, {Name: "max_windows_per_cycle", Type: "BIGINT"},
+		{Name: "reader_grace", Type: "VARCHAR"}, {Name: "ddl_lock_timeout", Type: "VARCHAR"},
+		{Name: "exclusion_constraints", Type: "BOOLEAN"}, {Name: "consistent", Type: "BOOLEAN"},
+		{Name: "problem", Type: "VARCHAR"},
+	}}
+	a := s.opts.Archive
+	for _, t := range s.tables {
+		var problem any
+		if err := a.ValidateFor(t.decl.Width); err != nil {
+			problem = err.Error()
+		}
+		r.Rows = append(r.Rows, []any{t.decl.Name, t.decl.Width.String(), FormatDuration(t.decl.Headroom),
+			FormatDuration(a.SettlementLag), FormatDuration(a.Step), int64(a.MaxWindows()),
+			FormatDuration(a.ReaderGrace), FormatDuration(s.hot.LockTimeout()), !t.decl.NoExclusion,
+			problem == nil, problem})
+	}
+	return r
+}
+
+// resolutionRelation carries what an engine reading the Iceberg files
+// directly needs and cannot derive: version resolution as SQL to paste,
+// and the column to group balancing days by.
+func (s *Store) resolutionRelation() query.Relation {
+	r := query.Relation{Schema: "system", Name: "resolution", Columns: []query.Column{
+		{Name: "table", Type: "VARCHAR"}, {Name: "setting", Type: "VARCHAR"}, {Name: "value", Type: "VARCHAR"},
+	}}
+	for _, t := range s.tables {
+		key := quoteAll(t.decl.MergeKey())
+		r.Rows = append(r.Rows,
+			[]any{t.decl.Name, "resolution_sql", ResolutionSQL(t.decl)},
+			[]any{t.decl.Name, "merge_key", strings.Join(key, ", ")},
+			[]any{t.decl.Name, "balancing_day_column", "balancing_day"},
+		)
+	}
+	return r
+}
+
+// ResolutionSQL returns the version resolution of table t as SQL for an
+// engine reading its Iceberg table directly: per merge key the highest
+// version, then the latest recorded_at.
+func ResolutionSQL(t *Table) string {
+	return fmt.Sprintf(`SELECT * FROM %s QUALIFY row_number() OVER (PARTITION BY %s ORDER BY version DESC, recorded_at DESC) = 1`,
+		t.Name, strings.Join(quoteAll(t.MergeKey()), ", "))
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
+	}
+	return out
+}
+
+// FormatDuration spells d as a configuration does: whole days as "14d",
+// anything else as Go does.
+func FormatDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d > 0 && d%day == 0 {
+		return fmt.Sprintf("%dd", d/day)
+	}
+	return d.String()
+}

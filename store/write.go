@@ -1,0 +1,29 @@
+package store
+
+import (
+	"context"
+
+	"github.com/meterstore/meterstore/internal/archive"
+)
+
+// WriteResult reports per row whether it was inserted or already present,
+// and how many rows went to the cold tier as late corrections.
+type WriteResult = archive.WriteResult
+
+// Write stores rows in table name. Rows whose interval starts below the
+// watermark go to the cold tier as one append, the rest to PostgreSQL as
+// one atomic batch; a bad row fails its part with an error naming it.
+// Redelivering identical rows is a no-op, so retrying a failed call is
+// safe.
+func (s *Store) Write(ctx context.Context, name string, rows []Reading) (WriteResult, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	res, err := s.writer.Write(ctx, t.decl, t.cold, rows)
+	s.metrics.Written(ctx, name, int64(res.Inserted), int64(res.Present))
+	if res.Late > 0 {
+		s.metrics.LateCorrections(ctx, name, int64(res.Late))
+	}
+	return res, err
+}
