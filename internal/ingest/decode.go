@@ -1,0 +1,265 @@
+// Package ingest reads deliveries of readings from CSV and JSON lines for
+// the command line: one reading per record, named by its line, so that a
+// refused batch can say which lines to fix.
+package ingest
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/metering"
+)
+
+// A Format is the encoding of a delivery.
+type Format uint8
+
+// The formats.
+const (
+	// CSV has a header line naming the columns, then one reading per line.
+	CSV Format = iota + 1
+	// JSONLines has one JSON object per line, keyed by column name.
+	JSONLines
+)
+
+// ParseFormat parses "csv" or "jsonl".
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "csv":
+		return CSV, nil
+	case "jsonl", "json":
+		return JSONLines, nil
+	}
+	return 0, fmt.Errorf("ingest: format %q: want csv or jsonl", s)
+}
+
+// A Record is one decoded reading and the line it came from.
+type Record struct {
+	Line    int
+	Reading hot.Reading
+}
+
+// A LineError is a record that could not be decoded.
+type LineError struct {
+	Line   int
+	Column string // empty when the record as a whole is bad
+	Err    error
+}
+
+func (e *LineError) Error() string {
+	if e.Column == "" {
+		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+	}
+	return fmt.Sprintf("line %d: %s: %v", e.Line, e.Column, e.Err)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// A Decoder reads the readings of one table from a delivery.
+type Decoder struct {
+	t      *hot.Table
+	format Format
+	csv    *csv.Reader
+	header []string
+	lines  *bufio.Scanner
+	line   int
+}
+
+// NewDecoder returns a decoder of readings of t in format f from r. A CSV
+// header must name only columns t has.
+func NewDecoder(r io.Reader, f Format, t *hot.Table) (*Decoder, error) {
+	d := &Decoder{t: t, format: f}
+	switch f {
+	case CSV:
+		d.csv = csv.NewReader(r)
+		d.csv.ReuseRecord = false
+		header, err := d.csv.Read()
+		if err != nil {
+			return nil, fmt.Errorf("ingest: CSV header: %w", err)
+		}
+		for _, h := range header {
+			if !d.known(strings.TrimSpace(h)) {
+				return nil, &LineError{Line: 1, Column: h, Err: errors.New("no such column")}
+			}
+			d.header = append(d.header, strings.TrimSpace(h))
+		}
+		d.line = 1
+	case JSONLines:
+		d.lines = bufio.NewScanner(r)
+		d.lines.Buffer(make([]byte, 64<<10), 16<<20)
+	default:
+		return nil, fmt.Errorf("ingest: unknown format %d", f)
+	}
+	return d, nil
+}
+
+// Next returns the next record, or io.EOF after the last. A record that
+// cannot be decoded is a *LineError; decoding can go on after it.
+func (d *Decoder) Next() (Record, error) {
+	if d.format == CSV {
+		return d.nextCSV()
+	}
+	return d.nextJSON()
+}
+
+func (d *Decoder) nextCSV() (Record, error) {
+	fields, err := d.csv.Read()
+	if err == io.EOF {
+		return Record{}, io.EOF
+	}
+	line, _ := d.csv.FieldPos(0)
+	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			line = pe.Line
+		}
+		return Record{Line: line}, &LineError{Line: line, Err: err}
+	}
+	vals := make(map[string]string, len(fields))
+	for i, f := range fields {
+		if f != "" {
+			vals[d.header[i]] = f
+		}
+	}
+	return d.record(line, vals)
+}
+
+func (d *Decoder) nextJSON() (Record, error) {
+	for d.lines.Scan() {
+		d.line++
+		text := strings.TrimSpace(d.lines.Text())
+		if text == "" {
+			continue
+		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(text), &raw); err != nil {
+			return Record{Line: d.line}, &LineError{Line: d.line, Err: err}
+		}
+		vals := make(map[string]string, len(raw))
+		for k, v := range raw {
+			if !d.known(k) {
+				return Record{Line: d.line}, &LineError{Line: d.line, Column: k, Err: errors.New("no such column")}
+			}
+			s, err := scalar(v)
+			if err != nil {
+				return Record{Line: d.line}, &LineError{Line: d.line, Column: k, Err: err}
+			}
+			if s != "" {
+				vals[k] = s
+			}
+		}
+		return d.record(d.line, vals)
+	}
+	if err := d.lines.Err(); err != nil {
+		return Record{}, fmt.Errorf("ingest: line %d: %w", d.line+1, err)
+	}
+	return Record{}, io.EOF
+}
+
+// scalar returns a JSON string, number or null as text; a number keeps its
+// digits, so a value is never rounded through a float.
+func scalar(v json.RawMessage) (string, error) {
+	s := strings.TrimSpace(string(v))
+	switch {
+	case s == "null":
+		return "", nil
+	case strings.HasPrefix(s, `"`):
+		var out string
+		err := json.Unmarshal(v, &out)
+		return out, err
+	case s == "true" || s == "false" || strings.HasPrefix(s, "{") || strings.HasPrefix(s, "["):
+		return "", errors.New("want a string or a number")
+	}
+	return s, nil
+}
+
+// builtin are the columns a delivery may name besides declared ones;
+// recorded_at and balancing_day are the store's to set.
+var builtin = []string{"malo_id", "melo_id", "obis_code", "sparte", "from", "to", "value", "unit",
+	"quality", "resolution", "version", "version_scope", "subject_id"}
+
+func (d *Decoder) known(name string) bool {
+	for _, b := range builtin {
+		if b == name {
+			return true
+		}
+	}
+	for _, c := range d.t.Columns {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// record converts one record's values into a reading. Only the encoding is
+// checked here; what the values mean is Write's to check.
+func (d *Decoder) record(line int, v map[string]string) (Record, error) {
+	rec := Record{Line: line}
+	r := &rec.Reading
+	fail := func(col string, err error) (Record, error) {
+		return rec, &LineError{Line: line, Column: col, Err: err}
+	}
+	r.MaLo, r.MeLo, r.OBIS = v["malo_id"], v["melo_id"], v["obis_code"]
+	r.VersionScope, r.Subject = v["version_scope"], v["subject_id"]
+	var err error
+	if s, ok := v["sparte"]; ok {
+		if r.Commodity, err = metering.ParseCommodity(s); err != nil {
+			return fail("sparte", err)
+		}
+	}
+	if r.From, err = instant(v["from"]); err != nil {
+		return fail("from", err)
+	}
+	if s, ok := v["to"]; ok {
+		if r.To, err = instant(s); err != nil {
+			return fail("to", err)
+		}
+	}
+	if r.Value, err = hot.ParseDecimal(v["value"]); err != nil {
+		return fail("value", err)
+	}
+	if r.Unit, err = metering.ParseUnit(v["unit"]); err != nil {
+		return fail("unit", err)
+	}
+	if r.Quality, err = metering.ParseQuality(v["quality"]); err != nil {
+		return fail("quality", err)
+	}
+	if s, ok := v["resolution"]; ok {
+		if r.Resolution, err = metering.ParseResolution(s); err != nil {
+			return fail("resolution", err)
+		}
+	}
+	if r.Version, err = strconv.ParseUint(v["version"], 10, 64); err != nil {
+		return fail("version", err)
+	}
+	for _, c := range d.t.Columns {
+		if s, ok := v[c.Name]; ok {
+			if r.Extra == nil {
+				r.Extra = map[string]string{}
+			}
+			r.Extra[c.Name] = s
+		}
+	}
+	return rec, nil
+}
+
+// instant parses an RFC 3339 time with an explicit offset: a local time
+// without one would be a guess across the clock change.
+func instant(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, errors.New("missing")
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want RFC 3339 with an offset, such as 2026-03-29T01:45:00+01:00", s)
+	}
+	return t, nil
+}

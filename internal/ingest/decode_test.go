@@ -1,0 +1,115 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/metering"
+)
+
+var table = &hot.Table{
+	Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity,
+	Columns: []hot.Column{{Name: "channel", Identity: true}},
+	Width:   hot.Daily,
+}
+
+func TestDecodeCSVAndJSON(t *testing.T) {
+	csvIn := "malo_id,obis_code,from,to,value,unit,quality,resolution,version,version_scope,channel\n" +
+		"50000000005,1-1:1.29.0,2026-03-29T01:45:00+01:00,2026-03-29T03:00:00+02:00,1.250,kWh,220,PT15M,20260330000000,9900000000003:2026-03,A\n"
+	jsonIn := `{"malo_id":"50000000005","obis_code":"1-1:1.29.0","from":"2026-03-29T01:45:00+01:00","to":"2026-03-29T03:00:00+02:00",` +
+		`"value":1.250,"unit":"kWh","quality":"220","resolution":"PT15M","version":20260330000000,"version_scope":"9900000000003:2026-03","channel":"A"}` + "\n"
+	for _, c := range []struct {
+		f  Format
+		in string
+	}{{CSV, csvIn}, {JSONLines, "\n" + jsonIn}} {
+		d, err := NewDecoder(strings.NewReader(c.in), c.f, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := d.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rec.Reading
+		if rec.Line != 2 || r.MaLo != "50000000005" || r.Value != 1_250_000 || r.Version != 20260330000000 ||
+			!r.From.Equal(time.Date(2026, 3, 29, 0, 45, 0, 0, time.UTC)) || r.To.Sub(r.From) != 15*time.Minute ||
+			r.Unit != metering.KilowattHour || r.Extra["channel"] != "A" {
+			t.Errorf("format %d: %+v at line %d", c.f, r, rec.Line)
+		}
+		if _, err := d.Next(); err != io.EOF {
+			t.Errorf("format %d: after the last record: %v", c.f, err)
+		}
+	}
+}
+
+func TestDecodeErrorsNameTheLine(t *testing.T) {
+	in := "malo_id,from,value,unit,quality,version\n" +
+		"50000000005,2026-03-01T00:00:00Z,1,kWh,220,1\n" +
+		"50000000005,2026-03-01 00:15,1,kWh,220,1\n" + // no offset
+		"50000000005,2026-03-01T00:30:00Z,1.0000001,kWh,220,1\n" // seven places
+	d, err := NewDecoder(strings.NewReader(in), CSV, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for {
+		_, err := d.Next()
+		if err == io.EOF {
+			break
+		}
+		var le *LineError
+		if errors.As(err, &le) {
+			lines = append(lines, le.Error())
+		}
+	}
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "line 3: from:") || !strings.HasPrefix(lines[1], "line 4: value:") {
+		t.Errorf("errors: %q", lines)
+	}
+	if _, err := NewDecoder(strings.NewReader("malo_id,colour\n"), CSV, table); err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("unknown column: %v", err)
+	}
+	d, _ = NewDecoder(strings.NewReader(`{"malo_id": true}`+"\n"), JSONLines, table)
+	if _, err := d.Next(); err == nil || !strings.Contains(err.Error(), "line 1: malo_id") {
+		t.Errorf("a boolean id: %v", err)
+	}
+}
+
+// TestRunBatches: a batch with a bad line writes nothing, the batches
+// before it stay written, and the error names the line.
+func TestRunBatches(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("malo_id,from,value,unit,quality,version\n")
+	for i := range 25 {
+		v := "1"
+		if i == 17 {
+			v = "x"
+		}
+		b.WriteString("50000000005," + time.Date(2026, 3, 1, 0, 15*i, 0, 0, time.UTC).Format(time.RFC3339) + "," + v + ",kWh,220,1\n")
+	}
+	d, err := NewDecoder(strings.NewReader(b.String()), CSV, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written [][]hot.Reading
+	write := func(_ context.Context, rows []hot.Reading) ([]hot.Status, int, error) {
+		written = append(written, rows)
+		st := make([]hot.Status, len(rows))
+		for i := range st {
+			st[i] = hot.Inserted
+		}
+		return st, 0, nil
+	}
+	sum, err := Run(t.Context(), d, write, Options{BatchRows: 10})
+	var be *BatchError
+	if !errors.As(err, &be) || be.FirstLine != 12 || be.LastLine != 21 || len(be.Lines) != 1 || be.Lines[0].Line != 19 {
+		t.Fatalf("error %v", err)
+	}
+	if len(written) != 1 || sum.Inserted != 10 || sum.Through != 11 {
+		t.Errorf("written %d batches, summary %+v", len(written), sum)
+	}
+}

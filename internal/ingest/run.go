@@ -1,0 +1,145 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+// DefaultBatchRows is the number of readings written per atomic batch.
+const DefaultBatchRows = 10_000
+
+// A WriteFunc writes one batch atomically and reports per row whether it
+// was inserted or already present, and how many rows went to the cold tier.
+type WriteFunc func(ctx context.Context, rows []hot.Reading) (status []hot.Status, late int, err error)
+
+// Options configure Run.
+type Options struct {
+	// BatchRows is the size of an atomic batch; zero means DefaultBatchRows.
+	BatchRows int
+	// Report, if set, receives a CSV line "line,status" per reading written.
+	Report io.Writer
+	// Progress, if set, is called after every batch.
+	Progress func(Summary)
+}
+
+// A Summary counts what Run did.
+type Summary struct {
+	Records, Inserted, Present, Late, Batches int
+	// Through is the last line of the last batch written: a rerun after a
+	// failure may start after it, or from the top, since redelivering a
+	// written reading is a no-op.
+	Through int
+}
+
+// A BatchError is a batch that was not written, and why, by line.
+type BatchError struct {
+	FirstLine, LastLine int
+	// Lines are the offending lines with their reasons, in order; empty
+	// when the batch failed as a whole.
+	Lines []*LineError
+	Err   error
+}
+
+func (e *BatchError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "batch of lines %d-%d not written", e.FirstLine, e.LastLine)
+	for i, l := range e.Lines {
+		if i == 10 {
+			fmt.Fprintf(&b, "\n  and %d more lines", len(e.Lines)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %v", l)
+	}
+	if e.Err != nil && len(e.Lines) == 0 {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	return b.String()
+}
+
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// Run decodes d and writes its readings in atomic batches until the end or
+// the first batch that cannot be written, which writes nothing and comes
+// back as a *BatchError naming its lines. Batches before it stay written.
+func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summary, error) {
+	n := opts.BatchRows
+	if n <= 0 {
+		n = DefaultBatchRows
+	}
+	var sum Summary
+	recs := make([]Record, 0, n)
+	rows := make([]hot.Reading, 0, n)
+	for done := false; !done; {
+		recs, rows = recs[:0], rows[:0]
+		var bad []*LineError
+		for len(recs) < n {
+			rec, err := d.Next()
+			if err == io.EOF {
+				done = true
+				break
+			}
+			var le *LineError
+			if errors.As(err, &le) {
+				bad = append(bad, le)
+				recs = append(recs, rec)
+				continue
+			}
+			if err != nil {
+				return sum, err
+			}
+			recs = append(recs, rec)
+			rows = append(rows, rec.Reading)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		first, last := recs[0].Line, recs[len(recs)-1].Line
+		if len(bad) > 0 {
+			return sum, &BatchError{FirstLine: first, LastLine: last, Lines: bad, Err: errors.New("records could not be decoded")}
+		}
+		status, late, err := write(ctx, rows)
+		if err != nil {
+			return sum, batchError(err, recs, first, last)
+		}
+		sum.Batches++
+		sum.Records += len(rows)
+		sum.Late += late
+		sum.Through = last
+		for i, s := range status {
+			switch s {
+			case hot.Inserted:
+				sum.Inserted++
+			case hot.Present:
+				sum.Present++
+			}
+			if opts.Report != nil {
+				if _, err := fmt.Fprintf(opts.Report, "%d,%s\n", recs[i].Line, s); err != nil {
+					return sum, fmt.Errorf("ingest: report: %w", err)
+				}
+			}
+		}
+		if opts.Progress != nil {
+			opts.Progress(sum)
+		}
+	}
+	return sum, nil
+}
+
+// batchError names the lines of the rows a refused batch names.
+func batchError(err error, recs []Record, first, last int) error {
+	be := &BatchError{FirstLine: first, LastLine: last, Err: err}
+	var he *hot.Error
+	if errors.As(err, &he) {
+		for _, p := range he.Problems {
+			if p.Row >= 0 && p.Row < len(recs) {
+				be.Lines = append(be.Lines, &LineError{Line: recs[p.Row].Line, Err: errors.New(p.Reason)})
+			}
+		}
+	}
+	return be
+}
