@@ -15,10 +15,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRoot().ExecuteContext(ctx); err != nil {
+	err := newRoot().ExecuteContext(ctx)
+	if err != nil && err != errUnhealthy {
 		fmt.Fprintln(os.Stderr, "meterstore:", err)
-		os.Exit(1)
 	}
+	stop()
+	os.Exit(exitCode(err))
 }
 
 func newRoot() *cobra.Command {
@@ -28,7 +30,8 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBench(), newDemo())
+	root.AddCommand(newBench(), newDemo(), newInit(), newCheck(), newCreate(), newIngest(),
+		newArchive(), newMaintain(), newQuery(), newStatus(), newSnapshots(), newPurge())
 	return root
 }
 

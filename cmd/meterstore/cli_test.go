@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/pgtest"
+	"github.com/meterstore/meterstore/metering"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// run executes the command line in this process and returns its output
+// and exit status.
+func run(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(t.Context())
+	if err != nil {
+		fmt.Fprintln(&out, "error:", err)
+	}
+	return out.String(), exitCode(err)
+}
+
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("meterstore %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+// deliveryCSV returns a day of quarter hours of meters market locations,
+// with line bad (counted from the header, 1) given an invalid MaLo.
+func deliveryCSV(meters, bad int) string {
+	var b strings.Builder
+	b.WriteString("malo_id,obis_code,from,to,value,unit,quality,resolution,version,version_scope\n")
+	line := 1
+	for i := range meters {
+		m, _ := metering.MaLoFromPrefix(fmt.Sprintf("%010d", 2_000_000_000+i))
+		for q := range 96 {
+			line++
+			id := m.String()
+			if line == bad {
+				id = "12345678901"
+			}
+			from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(q) * 15 * time.Minute)
+			fmt.Fprintf(&b, "%s,1-1:1.29.0,%s,%s,%d.%03d,kWh,220,PT15M,20260302000000,9900000000003:2026-03\n",
+				id, from.Format(time.RFC3339), from.Add(15*time.Minute).Format(time.RFC3339), q%7, q)
+		}
+	}
+	return b.String()
+}
+
+// TestCommandLine drives a deployment through the command line: init,
+// check, create, ingest with a bad line, query, archive, status, maintain,
+// snapshots, purge, and the exit statuses.
+func TestCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "meterstore.toml")
+	mustRun(t, "init", cfgPath)
+	if _, code := run(t, "init", cfgPath); code != exitPermanent {
+		t.Errorf("init over an existing file: exit %d", code)
+	}
+	// Point the template at the test database.
+	tmpl, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(tmpl), `url = ""`, fmt.Sprintf("url = %q", pgtest.NewDB(t)), 1)
+	text = strings.Replace(text, `data_dir = "meterstore-data"`, fmt.Sprintf("data_dir = %q", dir), 1)
+	text = strings.Replace(text, `url = "file://meterstore-data/warehouse"`, fmt.Sprintf("url = %q", "file://"+filepath.Join(dir, "wh")), 1)
+	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := []string{"-c", cfgPath}
+	mustRun(t, append([]string{"check"}, c...)...)
+
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte(strings.Replace(text, `settlement_lag = "45d"`, `settlement_lag = 45`, 1)), 0o644)
+	if out, code := run(t, "check", "-c", bad); code != exitPermanent || !strings.Contains(out, "archive.settlement_lag") {
+		t.Errorf("check of a unitless duration: exit %d\n%s", code, out)
+	}
+
+	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+
+	// A delivery with one bad line writes nothing and names the line.
+	deliv := filepath.Join(dir, "day.csv")
+	os.WriteFile(deliv, []byte(deliveryCSV(2, 50)), 0o644)
+	out, code := run(t, append([]string{"ingest", "--table", "power", deliv}, c...)...)
+	if code != exitPermanent || !strings.Contains(out, "line 50") {
+		t.Fatalf("ingest with a bad line: exit %d\n%s", code, out)
+	}
+	count := func() string {
+		t.Helper()
+		out := mustRun(t, append([]string{"query", "--table", "power", "--format", "csv", "--now", "2026-03-02T00:00:00Z",
+			`SELECT count(*) AS n FROM readings`}, c...)...)
+		return strings.TrimSpace(out)
+	}
+	if got := count(); got != "n\n0" {
+		t.Fatalf("after the refused batch: %q", got)
+	}
+	os.WriteFile(deliv, []byte(deliveryCSV(2, -1)), 0o644)
+	report := filepath.Join(dir, "report.csv")
+	out = mustRun(t, append([]string{"ingest", "--table", "power", "--report", report, deliv}, c...)...)
+	if !strings.Contains(out, "192 inserted") {
+		t.Errorf("ingest: %s", out)
+	}
+	mustRun(t, append([]string{"ingest", "--table", "power", "--report", report, deliv}, c...)...)
+	rep, _ := os.ReadFile(report)
+	if n := strings.Count(string(rep), ",present\n"); n != 192 {
+		t.Errorf("redelivery reported %d rows present, want 192", n)
+	}
+	if got := count(); got != "n\n192" {
+		t.Fatalf("after ingest: %q", got)
+	}
+
+	if out, code := run(t, append([]string{"query", "--table", "power", "DELETE FROM readings"}, c...)...); code != exitPermanent {
+		t.Errorf("a DELETE was not refused: exit %d\n%s", code, out)
+	}
+
+	// Archive: the default settlement lag is 45 days.
+	out = mustRun(t, append([]string{"archive", "--now", "2026-05-01T00:00:00Z"}, c...)...)
+	if !strings.Contains(out, "power: archived") {
+		t.Errorf("archive: %s", out)
+	}
+	if got := count(); got != "n\n192" {
+		t.Fatalf("after archival: %q", got)
+	}
+	// Nothing is ahead of May: unhealthy, exit 1; a maintenance cycle
+	// creates the partitions, and the deployment is healthy again.
+	if out, code := run(t, append([]string{"status", "--now", "2026-05-01T00:00:00Z"}, c...)...); code != exitPermanent {
+		t.Errorf("status without partitions ahead: exit %d\n%s", code, out)
+	}
+	mustRun(t, append([]string{"maintain", "--once", "--now", "2026-05-01T00:00:00Z"}, c...)...)
+	mustRun(t, append([]string{"status", "--now", "2026-05-01T00:00:00Z"}, c...)...)
+	if out := mustRun(t, append([]string{"snapshots", "--table", "power"}, c...)...); !strings.Contains(out, "2026-03-17T00:00:00Z") {
+		t.Errorf("snapshots: no snapshot with W 2026-03-17 (May 1 minus 45 days)\n%s", out)
+	}
+
+	if _, code := run(t, append([]string{"purge", "--table", "gas", "--confirm", "power"}, c...)...); code != exitPermanent {
+		t.Errorf("purge with a wrong confirmation: exit %d", code)
+	}
+	if out := mustRun(t, append([]string{"purge", "--table", "gas", "--confirm", "gas"}, c...)...); !strings.Contains(out, "purged gas") {
+		t.Errorf("purge: %s", out)
+	}
+
+	// An unreachable server is worth retrying: exit 75.
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, `url = "postgres`) {
+			lines[i] = `url = "postgres://postgres@127.0.0.1:1/none?connect_timeout=2"`
+		}
+	}
+	down := strings.Join(lines, "\n")
+	os.WriteFile(bad, []byte(down), 0o644)
+	if out, code := run(t, "status", "-c", bad); code != exitRetryable {
+		t.Errorf("status against an unreachable server: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/internal/ingest"
+)
+
+func newIngest() *cobra.Command {
+	var (
+		d                     deployment
+		table, format, report string
+		batch                 int
+	)
+	cmd := &cobra.Command{
+		Use:   "ingest --table T file...",
+		Short: "Write readings from CSV or JSON lines files, in atomic batches",
+		Long: `Reads readings of one table from CSV (a header naming the columns) or JSON
+lines (one object per line) and writes them in atomic batches: a batch with a
+bad line writes nothing and the error names the line. Batches before it stay
+written; running the same files again is safe, since redelivering a written
+reading is a no-op. Rows below the watermark go to the cold tier as late
+corrections. "-" reads standard input.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			ctx := cmd.Context()
+			s, _, err := d.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			decl, err := s.Declaration(table)
+			if err != nil {
+				return err
+			}
+			var rep io.Writer
+			if report != "" {
+				f, err := os.Create(report)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				fmt.Fprintln(f, "line,status")
+				rep = f
+			}
+			write := func(ctx context.Context, rows []hot.Reading) ([]hot.Status, int, error) {
+				res, err := s.Write(ctx, table, rows)
+				return res.Status, res.Late, err
+			}
+			start := time.Now()
+			for _, name := range files {
+				f, err := fileFormat(name, format)
+				if err != nil {
+					return err
+				}
+				sum, err := ingestFile(ctx, name, f, &decl, write, batch, rep, start)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d readings in %d batches: %d inserted, %d already present, %d late to the cold tier\n",
+					name, sum.Records, sum.Batches, sum.Inserted, sum.Present, sum.Late)
+				if err != nil {
+					if sum.Through > 0 {
+						return fmt.Errorf("%s: lines up to %d are written; %w", name, sum.Through, err)
+					}
+					return fmt.Errorf("%s: %w", name, err)
+				}
+			}
+			return nil
+		},
+	}
+	d.flags(cmd, false)
+	f := cmd.Flags()
+	f.StringVar(&table, "table", "", "the table to write to (required)")
+	f.StringVar(&format, "format", "", "csv or jsonl (default: from the file name's extension)")
+	f.StringVar(&report, "report", "", "write a CSV of line,status (inserted or present) per reading to this file")
+	f.IntVar(&batch, "batch", ingest.DefaultBatchRows, "readings per atomic batch")
+	cmd.MarkFlagRequired("table")
+	return cmd
+}
+
+func fileFormat(name, flag string) (ingest.Format, error) {
+	if flag != "" {
+		return ingest.ParseFormat(flag)
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".csv":
+		return ingest.CSV, nil
+	case ".jsonl", ".ndjson", ".json":
+		return ingest.JSONLines, nil
+	}
+	return 0, fmt.Errorf("%s: cannot tell the format from the name; use --format csv or jsonl", name)
+}
+
+func ingestFile(ctx context.Context, name string, f ingest.Format, t *hot.Table, write ingest.WriteFunc,
+	batch int, rep io.Writer, start time.Time) (ingest.Summary, error) {
+	in := os.Stdin
+	if name != "-" {
+		var err error
+		if in, err = os.Open(name); err != nil {
+			return ingest.Summary{}, err
+		}
+		defer in.Close()
+	}
+	dec, err := ingest.NewDecoder(in, f, t)
+	if err != nil {
+		return ingest.Summary{}, err
+	}
+	sum, err := ingest.Run(ctx, dec, write, ingest.Options{
+		BatchRows: batch,
+		Report:    rep,
+		Progress: func(s ingest.Summary) {
+			el := time.Since(start)
+			fmt.Fprintf(os.Stderr, "\r  %s: line %d, %d readings, %.0f readings/s   ", name, s.Through, s.Records, float64(s.Records)/el.Seconds())
+		},
+	})
+	fmt.Fprintln(os.Stderr)
+	return sum, err
+}

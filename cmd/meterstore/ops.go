@@ -1,0 +1,303 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meterstore/meterstore/store"
+)
+
+func newCreate() *cobra.Command {
+	var d deployment
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Declare the configured tables in both tiers and create their partitions ahead",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			now, err := d.clock()
+			if err != nil {
+				return err
+			}
+			s, _, err := d.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.EnsurePartitions(cmd.Context(), now); err != nil {
+				return err
+			}
+			printStatus(cmd.OutOrStdout(), s.Status(cmd.Context(), now))
+			return nil
+		},
+	}
+	d.flags(cmd, true)
+	return cmd
+}
+
+func newArchive() *cobra.Command {
+	var (
+		d     deployment
+		table string
+	)
+	cmd := &cobra.Command{
+		Use:   "archive",
+		Short: "Run one archival cycle per table (or --table) at --now",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			now, err := d.clock()
+			if err != nil {
+				return err
+			}
+			s, _, err := d.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			names := s.Tables()
+			if table != "" {
+				names = []string{table}
+			}
+			w := cmd.OutOrStdout()
+			var errs []error
+			for _, name := range names {
+				out, err := s.Archive(cmd.Context(), name, now)
+				var rows int64
+				for _, win := range out.Windows {
+					rows += win.Rows
+				}
+				fmt.Fprintf(w, "%s: %s, %d windows, %d readings, W %s\n", name, out.Status, len(out.Windows), rows, stamp(out.Watermark))
+				for _, v := range out.Violations {
+					fmt.Fprintf(w, "  invariant violation: %s\n", v)
+				}
+				if err != nil {
+					errs = append(errs, err)
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+	d.flags(cmd, true)
+	cmd.Flags().StringVar(&table, "table", "", "archive only this table")
+	return cmd
+}
+
+func newMaintain() *cobra.Command {
+	var (
+		d    deployment
+		once bool
+	)
+	cmd := &cobra.Command{
+		Use:   "maintain",
+		Short: "Run the maintenance loop: archival, optional snapshot expiry, health, the retention sweep",
+		Long: `Runs one cycle per [maintenance] interval until interrupted, or one cycle with
+--once (at --now, if given). Every replica may run it: one wins each table's
+archive lease, the others report lease_contended.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, cfg, err := d.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			m := s.MaintenanceFor(cfg)
+			w := cmd.OutOrStdout()
+			if once {
+				now, err := d.clock()
+				if err != nil {
+					return err
+				}
+				out := m.Cycle(cmd.Context(), now)
+				printOutcome(w, out)
+				return outcomeErr(out)
+			}
+			h := m.Start(cmd.Context())
+			seen := 0
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-h.Done():
+					return nil
+				case <-tick.C:
+				}
+				if out, n := h.Last(); n > seen {
+					seen = n
+					printOutcome(w, out)
+				}
+			}
+		},
+	}
+	d.flags(cmd, true)
+	cmd.Flags().BoolVar(&once, "once", false, "run one cycle and exit")
+	return cmd
+}
+
+// outcomeErr returns the failures of a cycle as one error, or
+// errUnhealthy if it failed nowhere and is still unhealthy.
+func outcomeErr(out *store.Outcome) error {
+	var errs []error
+	for _, f := range out.Failures() {
+		errs = append(errs, fmt.Errorf("%s: %w", f.Name, f.Err))
+	}
+	if len(errs) == 0 && !out.Healthy() {
+		return errUnhealthy
+	}
+	return errors.Join(errs...)
+}
+
+func printOutcome(w io.Writer, out *store.Outcome) {
+	fmt.Fprintf(w, "cycle at %s\n", stamp(out.At))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "table\tarchive\twindows\twatermark\tpartitions ahead\tviolations\texpired\thealthy\terror")
+	for _, t := range out.Tables {
+		expired := "-"
+		if t.Expired != nil {
+			expired = fmt.Sprint(len(t.Expired.Expired))
+		}
+		msg := ""
+		if t.Err != nil {
+			msg = t.Err.Error()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%v\t%s\n", t.Table, t.Archive.Status, len(t.Archive.Windows),
+			stamp(t.Status.Watermark), t.Status.PartitionsAhead, t.Status.InvariantViolations, expired, t.Healthy(), msg)
+	}
+	tw.Flush()
+	if r := out.Retention; r != nil {
+		if r.Err != nil {
+			fmt.Fprintf(w, "retention sweep failed: %v\n", r.Err)
+		} else {
+			fmt.Fprintf(w, "retention sweep: %d subject links removed\n", r.Removed)
+		}
+	}
+}
+
+func newStatus() *cobra.Command {
+	var d deployment
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show system.tables; exit 1 when a table is unhealthy",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			now, err := d.clock()
+			if err != nil {
+				return err
+			}
+			s, _, err := d.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			sts := s.Status(cmd.Context(), now)
+			printStatus(cmd.OutOrStdout(), sts)
+			for _, st := range sts {
+				if !st.Healthy {
+					return errUnhealthy
+				}
+			}
+			return nil
+		},
+	}
+	d.flags(cmd, true)
+	return cmd
+}
+
+func printStatus(w io.Writer, sts []store.TableStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "table\twatermark\tlag\thot partitions\tpartitions ahead\tinvariant violations\thealthy\terror")
+	for _, st := range sts {
+		lag, msg := "-", ""
+		if st.HasWatermark {
+			lag = st.WatermarkLag.Round(time.Second).String()
+		}
+		if st.Err != nil {
+			msg = st.Err.Error()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%v\t%s\n", st.Table, stamp(st.Watermark), lag,
+			st.HotPartitions, st.PartitionsAhead, st.InvariantViolations, st.Healthy, msg)
+	}
+	tw.Flush()
+}
+
+func newSnapshots() *cobra.Command {
+	var (
+		d     deployment
+		table string
+	)
+	cmd := &cobra.Command{
+		Use:   "snapshots",
+		Short: "List a table's Iceberg snapshots with the watermark in force at each",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, _, err := d.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			snaps, err := s.Snapshots(cmd.Context(), table)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "snapshot_id\tcommitted_at\toperation\twatermark")
+			for _, sn := range snaps {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", sn.ID, stamp(sn.CommittedAt), sn.Operation, stamp(sn.Watermark))
+			}
+			return tw.Flush()
+		},
+	}
+	d.flags(cmd, false)
+	cmd.Flags().StringVar(&table, "table", "", "the table (required)")
+	cmd.MarkFlagRequired("table")
+	return cmd
+}
+
+func newPurge() *cobra.Command {
+	var (
+		d              deployment
+		table, confirm string
+	)
+	cmd := &cobra.Command{
+		Use:   "purge",
+		Short: "Destroy a table in both tiers, with every reading: --table X --confirm X",
+		Long: `Drops the PostgreSQL table with every partition, the Iceberg table and its
+files. It is the only command that deletes stored readings and cannot be
+undone, so --confirm must repeat the table's name. An interrupted purge is
+completed by running it again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if confirm != table {
+				return fmt.Errorf("purge: --confirm %q does not repeat --table %q", confirm, table)
+			}
+			s, _, err := d.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			n, err := s.Purge(cmd.Context(), table, confirm)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "purged %s: PostgreSQL table and partitions dropped, %d cold files deleted\n", table, n)
+			return nil
+		},
+	}
+	d.flags(cmd, false)
+	cmd.Flags().StringVar(&table, "table", "", "the table to destroy (required)")
+	cmd.Flags().StringVar(&confirm, "confirm", "", "the table's name again (required)")
+	cmd.MarkFlagRequired("table")
+	cmd.MarkFlagRequired("confirm")
+	return cmd
+}
+
+// stamp formats t in UTC, or "-" for the zero time.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
