@@ -17,11 +17,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus/postgres"
-	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/pgcluster"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/store"
 )
 
 // Config describes a demo run.
@@ -81,18 +81,9 @@ func prepare(dir string) error {
 	return os.WriteFile(filepath.Join(dir, marker), []byte("created by meterstore demo\n"), 0o644)
 }
 
-// store is what the demo runs against.
-type store struct {
-	pool    *pgxpool.Pool
-	hot     *hot.Tier
-	cold    *cold.Tier
-	arch    *archive.Archiver
-	writer  *archive.Writer
-	tables  []*hot.Table
-	coldTbl map[string]*cold.Table
-}
-
-func open(ctx context.Context, cfg Config, url string, log *slog.Logger) (*store, func(), error) {
+// open opens the demo's store on the server at url: the catalog's log in
+// the same database, the warehouse in cfg.Dir/warehouse.
+func open(ctx context.Context, cfg Config, url string, log *slog.Logger) (*store.Store, func(), error) {
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, nil, err
@@ -107,7 +98,7 @@ func open(ctx context.Context, cfg Config, url string, log *slog.Logger) (*store
 			closers[i]()
 		}
 	}
-	fail := func(err error) (*store, func(), error) { done(); return nil, nil, err }
+	fail := func(err error) (*store.Store, func(), error) { done(); return nil, nil, err }
 
 	// Everything the demo keeps in PostgreSQL lives in a schema of its own,
 	// which a new demo drops: the warehouse it described is gone too.
@@ -132,31 +123,30 @@ func open(ctx context.Context, cfg Config, url string, log *slog.Logger) (*store
 	if err != nil {
 		return fail(err)
 	}
-	s := &store{pool: pool, coldTbl: map[string]*cold.Table{}}
-	if s.hot, err = hot.New(pool, hot.Options{Schema: schema, Logger: log}); err != nil {
-		return fail(err)
-	}
-	if s.cold, err = cold.New(cat, cold.Options{Logger: log}); err != nil {
-		return fail(err)
-	}
-	acfg := archive.Config{
-		SettlementLag: 14 * 24 * time.Hour, // MSCONS corrections arrive for weeks
-		Step:          24 * time.Hour,
-		ReaderGrace:   24 * time.Hour,
-		Logger:        log,
-	}
-	if s.arch, err = archive.New(s.hot, s.cold, pool, acfg); err != nil {
-		return fail(err)
-	}
-	if s.writer, err = archive.NewWriter(s.hot, s.cold); err != nil {
+	s, err := store.Open(ctx, store.Options{
+		Pool:    pool,
+		Catalog: cat,
+		Tables:  tables(),
+		Hot:     hot.Options{Schema: schema, Logger: log},
+		Cold:    cold.Options{Logger: log},
+		Archive: store.ArchiveConfig{
+			SettlementLag: 14 * 24 * time.Hour, // MSCONS corrections arrive for weeks
+			Step:          24 * time.Hour,
+			ReaderGrace:   24 * time.Hour,
+			Logger:        log,
+		},
+		Query:  store.QuerySettings{Threads: 2, MemoryLimit: "1GB", CacheDir: filepath.Join(cfg.Dir, "cache")},
+		Logger: log,
+	})
+	if err != nil {
 		return fail(err)
 	}
 	return s, done, nil
 }
 
-// declare creates the two tables in both tiers.
-func (s *store) declare(ctx context.Context) error {
-	s.tables = []*hot.Table{
+// tables declares a power and a gas table.
+func tables() []store.Table {
+	return []store.Table{
 		{
 			Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity,
 			Resolutions: []metering.Resolution{metering.QuarterHour},
@@ -171,17 +161,6 @@ func (s *store) declare(ctx context.Context) error {
 			Width:       hot.Daily, Headroom: 3 * 24 * time.Hour,
 		},
 	}
-	for _, t := range s.tables {
-		if err := s.hot.Ensure(ctx, t); err != nil {
-			return err
-		}
-		ct, err := s.cold.Ensure(ctx, t)
-		if err != nil {
-			return err
-		}
-		s.coldTbl[t.Name] = ct
-	}
-	return nil
 }
 
 // Run runs the demo, writes its report to cfg.Out and returns it.
@@ -223,9 +202,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer done()
-	if err := s.declare(ctx); err != nil {
-		return nil, err
-	}
 	cal, err := metering.NewCalendar()
 	if err != nil {
 		return nil, err
@@ -238,20 +214,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.queries(ctx); err != nil {
+		return nil, err
+	}
+	cfgPath, err := writeConfig(dir, cfg.PGURL)
+	if err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(cfg.Out, "\nThe data is in %s: PostgreSQL in pg/, the Iceberg warehouse in warehouse/.\n", dir)
+	fmt.Fprintf(cfg.Out, "Query both tiers again with the deployment's configuration:\n"+
+		"  go run ./cmd/meterstore query -c %s --table power \"SELECT count(*) FROM readings\"\n", cfgPath)
 	fmt.Fprintf(cfg.Out, "Read the cold tier with PyIceberg without MeterStore:\n"+
 		"  python3 -c \"from pyiceberg.table import StaticTable; t = StaticTable.from_metadata('%s'); print(t.scan().to_arrow().num_rows)\"\n",
 		filepath.Join(dir, "warehouse", "meterstore", "power"))
-	if cluster != nil {
-		fmt.Fprintf(cfg.Out, "Start its PostgreSQL again with: pg_ctl -D %s start%s\n",
-			filepath.Join(dir, "pg", "data"), asPostgres())
-	}
 	return rep, nil
-}
-
-func asPostgres() string {
-	if os.Geteuid() == 0 {
-		return " (as the postgres user: runuser -u postgres -- pg_ctl ...)"
-	}
-	return ""
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/store"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -50,6 +53,28 @@ func TestDemo(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "StaticTable.from_metadata") {
 		t.Error("the report does not say how to read the data again")
+	}
+	// The gas day named after the Saturday before the clock change has 23
+	// hours, and the query that says so read both tiers.
+	if !regexp.MustCompile(`2026-03-28\s+23\s`).MatchString(out.String()) {
+		t.Error("the report does not show the 23-hour gas day")
+	}
+	// The configuration the demo leaves opens the same deployment.
+	c, err := config.Load(filepath.Join(cfg.Dir, "meterstore.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.OpenConfig(t.Context(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Query(t.Context(), "power", `SELECT count(*) FROM readings_versions`)
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Rows[0][0], rep.Tables[0].HotRows+rep.Tables[0].ColdRows; got != want || len(res.Tiers) != 2 {
+		t.Errorf("through the written configuration: %v readings from %v, want %d from both tiers", got, res.Tiers, want)
 	}
 	// A second run replaces the first demo's directory.
 	cfg.Days, cfg.Out = 2, nil

@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/store"
 )
 
 // runner drives the simulated clock: each day's deliveries arrive the
 // morning after, then every table gets an archival cycle at that time.
 type runner struct {
 	cfg   Config
-	s     *store
+	s     *store.Store
 	cal   *metering.Calendar
 	fleet fleet
 
@@ -23,6 +23,7 @@ type runner struct {
 	windows                 map[string]int
 	deferred                int
 	started                 time.Time
+	end                     time.Time // the simulated clock's last reading
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -30,19 +31,16 @@ func (r *runner) run(ctx context.Context) error {
 	r.started = time.Now()
 	first := r.cal.DayStart(r.cfg.Start).Add(-24 * time.Hour)
 	last := r.cal.DayEnd(r.cfg.Start.AddDays(r.cfg.Days))
-	for _, t := range r.s.tables {
-		if _, err := r.s.hot.CreatePartitions(ctx, t, first, last); err != nil {
-			return fmt.Errorf("demo: partitions of %s: %w", t.Name, err)
-		}
+	if err := r.s.CreatePartitions(ctx, first, last); err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
 	total := r.cfg.Days
 	for i := range total {
 		d := r.cfg.Start.AddDays(i)
 		now := r.cal.DayEnd(d).Add(6 * time.Hour) // deliveries arrive the morning after
-		for _, t := range r.s.tables {
-			if _, err := r.s.hot.EnsurePartitions(ctx, t, now); err != nil {
-				return err
-			}
+		r.end = now
+		if err := r.s.EnsurePartitions(ctx, now); err != nil {
+			return err
 		}
 		batches, err := r.fleet.powerDay(d)
 		if err != nil {
@@ -80,18 +78,8 @@ func (r *runner) run(ctx context.Context) error {
 	return nil
 }
 
-func (r *runner) table(name string) *hot.Table {
-	for _, t := range r.s.tables {
-		if t.Name == name {
-			return t
-		}
-	}
-	return nil
-}
-
 func (r *runner) write(ctx context.Context, name string, rows []hot.Reading) error {
-	t := r.table(name)
-	res, err := r.s.writer.Write(ctx, t, r.s.coldTbl[name], rows)
+	res, err := r.s.Write(ctx, name, rows)
 	if err != nil {
 		return fmt.Errorf("demo: write %s: %w", name, err)
 	}
@@ -102,15 +90,15 @@ func (r *runner) write(ctx context.Context, name string, rows []hot.Reading) err
 }
 
 func (r *runner) archive(ctx context.Context, now time.Time) error {
-	for _, t := range r.s.tables {
-		out, err := r.s.arch.Cycle(ctx, t, r.s.coldTbl[t.Name], now)
+	for _, name := range r.s.Tables() {
+		out, err := r.s.Archive(ctx, name, now)
 		if err != nil {
-			return fmt.Errorf("demo: archive %s: %w", t.Name, err)
+			return fmt.Errorf("demo: archive %s: %w", name, err)
 		}
 		if !out.Healthy() {
-			return fmt.Errorf("demo: archive %s: unhealthy: %v", t.Name, out.Violations)
+			return fmt.Errorf("demo: archive %s: unhealthy: %v", name, out.Violations)
 		}
-		r.windows[t.Name] += len(out.Windows)
+		r.windows[name] += len(out.Windows)
 		if out.Status == archive.Deferred {
 			r.deferred++
 		}
@@ -147,41 +135,23 @@ func (r *runner) report(ctx context.Context) (*Report, error) {
 	fmt.Fprintf(out, "\ningested %d readings (%d redelivered unchanged, %d late corrections to the cold tier) in %s\n",
 		r.readings, r.present, r.late, time.Since(r.started).Round(time.Second))
 	fmt.Fprintf(out, "\n%-6s %-22s %8s %12s %12s %10s %10s\n", "table", "watermark W", "windows", "hot rows", "cold rows", "hot B/row", "cold B/row")
-	for _, t := range r.s.tables {
-		ct := r.s.coldTbl[t.Name]
-		w, _, err := r.s.cold.Watermark(ctx, ct)
+	for _, name := range r.s.Tables() {
+		st, err := r.s.Storage(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		hotRows, hotBytes, err := r.hotStorage(ctx, t)
+		w, _, err := r.s.Watermark(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		st, err := r.s.cold.Storage(ctx, ct)
-		if err != nil {
-			return nil, err
-		}
-		hb := 0.0
-		if hotRows > 0 {
-			hb = float64(hotBytes) / float64(hotRows)
-		}
-		fmt.Fprintf(out, "%-6s %-22s %8d %12d %12d %10.1f %10.2f\n", t.Name, w.UTC().Format(time.RFC3339),
-			r.windows[t.Name], hotRows, st.Readings, hb, st.BytesPerReading())
-		rep.Tables = append(rep.Tables, TableReport{Name: t.Name, Watermark: w, Windows: r.windows[t.Name],
-			HotRows: hotRows, ColdRows: st.Readings, HotBytesPerReading: hb, ColdBytesPerReading: st.BytesPerReading()})
+		fmt.Fprintf(out, "%-6s %-22s %8d %12d %12d %10.1f %10.2f\n", name, w.UTC().Format(time.RFC3339),
+			r.windows[name], st.HotRows, st.ColdRows, st.HotBytesPerReading(), st.ColdBytesPerReading())
+		rep.Tables = append(rep.Tables, TableReport{Name: name, Watermark: w, Windows: r.windows[name],
+			HotRows: st.HotRows, ColdRows: st.ColdRows, HotBytesPerReading: st.HotBytesPerReading(),
+			ColdBytesPerReading: st.ColdBytesPerReading()})
 	}
 	if r.deferred > 0 {
 		fmt.Fprintf(out, "%d cycles deferred (a lock was not had in time)\n", r.deferred)
 	}
 	return rep, nil
-}
-
-// hotStorage counts a table's rows in its attached partitions and their
-// size with indexes and TOAST.
-func (r *runner) hotStorage(ctx context.Context, t *hot.Table) (rows, bytes int64, err error) {
-	parent := pgx.Identifier{r.s.hot.Schema(), t.Name}.Sanitize()
-	err = r.s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+parent+`),
-	coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree($1::regclass)), 0)`,
-		parent).Scan(&rows, &bytes)
-	return rows, bytes, err
 }
