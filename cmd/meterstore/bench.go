@@ -15,6 +15,7 @@ func newBench() *cobra.Command {
 	bench.AddCommand(newBenchConsensus())
 	bench.AddCommand(newBenchIngest())
 	bench.AddCommand(newBenchArchive())
+	bench.AddCommand(newBenchQuery())
 	return bench
 }
 

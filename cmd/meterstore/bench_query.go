@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meterstore/meterstore/internal/querybench"
+	"github.com/meterstore/meterstore/metering"
+)
+
+func newBenchQuery() *cobra.Command {
+	c := querybench.DefaultConfig()
+	var pgURL, jsonPath, start string
+	cmd := &cobra.Command{
+		Use:   "query",
+		Short: "Cross-tier query latency, against DuckDB on the same Parquet files",
+		Long: `Loads --meters meters' quarter hours for --days days (the archival
+benchmark's fixture, 3% corrections), archives all but the last --hot-days,
+and runs, --runs times each after a warm-up, interleaved:
+  (a) one meter's resolved daily totals for a year spanning both tiers,
+  (b) every meter's resolved total for the first (cold) month,
+  (c) the floor: (b) run by DuckDB directly on that month's Parquet files,
+      with the same version resolution, without MeterStore.
+It checks that (b) and (c) agree and prints p50/p99 and (b)/(c).
+Without --pg-url it starts a private PostgreSQL server with default settings.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			d, err := metering.ParseDate(start)
+			if err != nil {
+				return err
+			}
+			c.Start, c.Progress, c.Logger = d, os.Stderr, logger()
+			url, stop, err := server(ctx, pgURL, nil, c.Logger)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			res, err := querybench.Run(ctx, url, c)
+			if err != nil {
+				return err
+			}
+			printQuery(cmd.OutOrStdout(), res)
+			return printJSON(cmd.OutOrStdout(), jsonPath, res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&pgURL, "pg-url", "", "PostgreSQL server to measure (default: a private one)")
+	f.StringVar(&jsonPath, "json", "", "also write the JSON result to this file")
+	f.StringVar(&start, "start", c.Start.String(), "first Berlin day of the fixture")
+	f.IntVar(&c.Meters, "meters", c.Meters, "meters")
+	f.IntVar(&c.Days, "days", c.Days, "days of quarter hours")
+	f.IntVar(&c.HotDays, "hot-days", c.HotDays, "last days left in PostgreSQL")
+	f.IntVar(&c.Runs, "runs", c.Runs, "runs per query after one warm-up")
+	f.IntVar(&c.Threads, "threads", c.Threads, "DuckDB threads, for MeterStore and the floor")
+	f.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "DuckDB memory_limit, for MeterStore and the floor")
+	f.StringVar(&c.Dir, "dir", "", "keep the warehouse here (default: a temporary directory)")
+	return cmd
+}
+
+func printQuery(w io.Writer, r *querybench.Result) {
+	fmt.Fprintf(w, "\n%d readings: %d cold, %d hot, W %s; %d runs each after a warm-up, DuckDB threads %d\n\n",
+		r.Readings, r.ColdRows, r.HotRows, stamp(r.Watermark), r.Config.Runs, r.Config.Threads)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "query\trows\ttiers\tp50 ms\tp99 ms")
+	for _, q := range []querybench.Case{r.MeterYear, r.ColdMonth, r.Floor} {
+		tiers := strings.Join(q.Tiers, "+")
+		if tiers == "" {
+			tiers = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%.1f\n", q.Name, q.Rows, tiers, q.P50, q.P99)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n(b)/(c) at p50: %.2f   (goal: at most 1.5)\n", r.Ratio)
+}

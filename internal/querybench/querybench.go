@@ -1,0 +1,384 @@
+// Package querybench measures cross-tier SQL: the archival benchmark's
+// fleet loaded, mostly archived, and queried through MeterStore and, for
+// the floor, by DuckDB directly on the same Parquet files.
+package querybench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2" // the floor's engine
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/consensus/postgres"
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/internal/hot/hotbench"
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/store"
+)
+
+// Config describes a run.
+type Config struct {
+	// Meters deliver quarter hours for Days Berlin days from Start.
+	Meters int           `json:"meters"`
+	Start  metering.Date `json:"start"`
+	Days   int           `json:"days"`
+	// HotDays is how many of the last days stay in PostgreSQL: the
+	// settlement lag of the archival that moves the rest.
+	HotDays int `json:"hot_days"`
+	// Runs is how often each query runs after one warm-up run.
+	Runs int `json:"runs"`
+	// Threads and MemoryLimit are DuckDB's, for MeterStore and the floor.
+	Threads     int    `json:"threads"`
+	MemoryLimit string `json:"memory_limit"`
+	// Dir holds the warehouse and the query cache; empty means a
+	// temporary directory.
+	Dir      string       `json:"-"`
+	Progress io.Writer    `json:"-"`
+	Logger   *slog.Logger `json:"-"`
+}
+
+// DefaultConfig is the archival benchmark's fixture, 10,000 meters for 30
+// days from 1 February, with the last day in PostgreSQL, so that
+// February is cold and a year spans both tiers.
+func DefaultConfig() Config {
+	return Config{Meters: 10_000, Start: metering.Date{Year: 2026, Month: time.February, Day: 1}, Days: 30,
+		HotDays: 1, Runs: 20, Threads: 2, MemoryLimit: "4GB"}
+}
+
+// A Case is one query measured.
+type Case struct {
+	Name  string   `json:"name"`
+	SQL   string   `json:"sql"`
+	Rows  int      `json:"rows"`
+	Tiers []string `json:"tiers,omitempty"`
+	// P50 and P99 are in milliseconds, over Runs runs.
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+}
+
+// A Result is what a run measured.
+type Result struct {
+	Config    Config    `json:"config"`
+	Readings  int64     `json:"readings"`
+	ColdRows  int64     `json:"cold_rows"`
+	HotRows   int64     `json:"hot_rows"`
+	Watermark time.Time `json:"watermark"`
+	// MeterYear is (a), ColdMonth (b) and Floor (c): (b) run by DuckDB on
+	// the same Parquet files without MeterStore.
+	MeterYear  Case    `json:"meter_year"`
+	ColdMonth  Case    `json:"cold_month"`
+	Floor      Case    `json:"floor"`
+	FloorFiles int     `json:"floor_files"`
+	Ratio      float64 `json:"cold_month_vs_floor"`
+}
+
+const schema = "meterstore_querybench"
+
+// Run loads the fleet on the server at url, archives all but the last
+// HotDays, and measures the queries.
+func Run(ctx context.Context, url string, c Config) (*Result, error) {
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Days <= c.HotDays || c.Meters < 1 || c.Runs < 1 {
+		return nil, fmt.Errorf("querybench: want more days than hot days, a meter and a run")
+	}
+	dir := c.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "meterstore-querybench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	s, done, err := open(ctx, url, dir, c)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	res := &Result{Config: c}
+	cal, err := metering.NewCalendar()
+	if err != nil {
+		return nil, err
+	}
+	if res.Readings, err = load(ctx, s, cal, c); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(c.Progress, "archiving all but the last %d days\n", c.HotDays)
+	now := cal.DayStart(c.Start.AddDays(c.Days))
+	for {
+		out, err := s.Archive(ctx, "power", now)
+		if err != nil {
+			return nil, fmt.Errorf("querybench: archive: %w", err)
+		}
+		if len(out.Windows) == 0 {
+			res.Watermark = out.Watermark
+			break
+		}
+	}
+	st, err := s.Storage(ctx, "power")
+	if err != nil {
+		return nil, err
+	}
+	res.ColdRows, res.HotRows = st.ColdRows, st.HotRows
+	if err := measure(ctx, s, dir, c, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func open(ctx context.Context, url, dir string, c Config) (*store.Store, func(), error) {
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg.Copy())
+	if err != nil {
+		return nil, nil, err
+	}
+	closers := []func(){pool.Close}
+	done := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	fail := func(err error) (*store.Store, func(), error) {
+		done()
+		return nil, nil, fmt.Errorf("querybench: %w", err)
+	}
+	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+		return fail(err)
+	}
+	clog, err := postgres.Open(ctx, pcfg.Copy(), postgres.Options{Schema: schema})
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, clog.Close)
+	whDir := filepath.Join(dir, "warehouse")
+	if err := os.MkdirAll(whDir, 0o755); err != nil {
+		return fail(err)
+	}
+	wh, err := catalog.OpenWarehouse(ctx, "file://"+whDir)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, func() { wh.Bucket.Close() })
+	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: clog, Check: cold.WatermarkCheck(), Logger: c.Logger})
+	if err != nil {
+		return fail(err)
+	}
+	s, err := store.Open(ctx, store.Options{
+		Pool: pool, Catalog: cat,
+		Tables: []store.Table{{
+			Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity,
+			Resolutions: []metering.Resolution{metering.QuarterHour},
+			Width:       hot.Daily, Headroom: 24 * time.Hour, NoExclusion: true,
+		}},
+		Hot: hot.Options{Schema: schema, Logger: c.Logger},
+		Archive: store.ArchiveConfig{
+			SettlementLag:      time.Duration(c.HotDays) * 24 * time.Hour,
+			Step:               24 * time.Hour,
+			MaxWindowsPerCycle: c.Days + 2,
+		},
+		Query:  store.QuerySettings{Threads: c.Threads, MemoryLimit: c.MemoryLimit, CacheDir: filepath.Join(dir, "cache")},
+		Logger: c.Logger,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return s, done, nil
+}
+
+// load writes the fleet's days through the store, as deliveries would
+// arrive, and returns the readings written.
+func load(ctx context.Context, s *store.Store, cal *metering.Calendar, c Config) (int64, error) {
+	from := cal.DayStart(c.Start).Add(-24 * time.Hour)
+	if err := s.CreatePartitions(ctx, from, cal.DayStart(c.Start.AddDays(c.Days))); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	var total int64
+	for i := range c.Days {
+		d := c.Start.AddDays(i)
+		g, err := hotbench.Fixture{Day: d, Meters: c.Meters, CorrectionRate: 0.03, MetersPerBatch: 200,
+			Seed: 42 ^ uint64(d.Year*10000+int(d.Month)*100+d.Day)}.Start(cal)
+		if err != nil {
+			return total, err
+		}
+		for b := g.Next(); b != nil; b = g.Next() {
+			res, err := s.Write(ctx, "power", b)
+			if err != nil {
+				return total, fmt.Errorf("querybench: write %s: %w", d, err)
+			}
+			total += int64(res.Inserted)
+		}
+		el := time.Since(start)
+		fmt.Fprintf(c.Progress, "\r  loaded day %d/%d: %d readings, %.0f readings/s, left ~%s   ", i+1, c.Days, total,
+			float64(total)/el.Seconds(), time.Duration(float64(el)/float64(i+1)*float64(c.Days-i-1)).Round(time.Second))
+	}
+	fmt.Fprintln(c.Progress)
+	return total, nil
+}
+
+// measure runs (a), (b) and the floor (c), interleaved run by run so that
+// the machine's state changes affect them alike.
+func measure(ctx context.Context, s *store.Store, dir string, c Config, res *Result) error {
+	cal, _ := metering.NewCalendar()
+	first, err := firstMeter(ctx, s)
+	if err != nil {
+		return err
+	}
+	month := time.Date(c.Start.Year, c.Start.Month, 1, 0, 0, 0, 0, time.UTC)
+	monthEnd := month.AddDate(0, 1, 0)
+	if monthEnd.After(res.Watermark) {
+		return fmt.Errorf("querybench: month %s is not entirely cold (W %s); load more days", month.Format("2006-01"), res.Watermark)
+	}
+	year := cal.DayStart(metering.Date{Year: c.Start.Year, Month: time.January, Day: 1})
+	yearEnd := cal.DayStart(metering.Date{Year: c.Start.Year + 1, Month: time.January, Day: 1})
+	res.MeterYear = Case{Name: "(a) one meter's daily totals for a year across both tiers", SQL: fmt.Sprintf(
+		`SELECT balancing_day, sum(value) AS kwh FROM readings WHERE malo_id = '%s' AND "from" >= %s AND "from" < %s GROUP BY balancing_day ORDER BY balancing_day`,
+		first, lit(year), lit(yearEnd))}
+	monthSQL := `SELECT malo_id, sum(value) AS kwh FROM %s WHERE "from" >= %s AND "from" < %s GROUP BY malo_id`
+	res.ColdMonth = Case{Name: "(b) every meter's total for one cold month", SQL: fmt.Sprintf(monthSQL, "readings", lit(month), lit(monthEnd))}
+
+	files, err := monthFiles(dir, month)
+	if err != nil {
+		return err
+	}
+	res.FloorFiles = len(files)
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = "'" + f + "'"
+	}
+	resolved := `(SELECT * FROM read_parquet([` + strings.Join(quoted, ", ") + `], hive_partitioning = false) ` +
+		`QUALIFY row_number() OVER (PARTITION BY malo_id, obis_code, "from" ORDER BY version DESC, recorded_at DESC) = 1)`
+	res.Floor = Case{Name: "(c) the floor: (b) by DuckDB directly on the same Parquet files", SQL: fmt.Sprintf(monthSQL, resolved, lit(month), lit(monthEnd))}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, set := range []string{fmt.Sprintf("SET threads = %d", c.Threads), "SET memory_limit = '" + c.MemoryLimit + "'", "SET TimeZone = 'UTC'"} {
+		if _, err := db.ExecContext(ctx, set); err != nil {
+			return fmt.Errorf("querybench: floor: %s: %w", set, err)
+		}
+	}
+	times := make([][]float64, 3)
+	var sums [2]string
+	for run := range c.Runs + 1 {
+		fmt.Fprintf(c.Progress, "\r  run %d/%d   ", run, c.Runs)
+		for i, q := range []*Case{&res.MeterYear, &res.ColdMonth} {
+			start := time.Now()
+			r, err := s.Query(ctx, "power", q.SQL)
+			if err != nil {
+				return fmt.Errorf("querybench: %s: %w", q.Name, err)
+			}
+			times[i] = append(times[i], ms(time.Since(start)))
+			q.Rows, q.Tiers = len(r.Rows), r.Tiers
+			if i == 1 {
+				sums[0] = total(r.Rows)
+			}
+		}
+		start := time.Now()
+		rows, n, err := floorRows(ctx, db, res.Floor.SQL)
+		if err != nil {
+			return fmt.Errorf("querybench: floor: %w", err)
+		}
+		times[2] = append(times[2], ms(time.Since(start)))
+		res.Floor.Rows, sums[1] = n, total(rows)
+	}
+	fmt.Fprintln(c.Progress)
+	if sums[0] != sums[1] || res.ColdMonth.Rows != res.Floor.Rows {
+		return fmt.Errorf("querybench: MeterStore and the floor disagree: %d rows totalling %s against %d totalling %s",
+			res.ColdMonth.Rows, sums[0], res.Floor.Rows, sums[1])
+	}
+	for i, q := range []*Case{&res.MeterYear, &res.ColdMonth, &res.Floor} {
+		t := times[i][1:] // the first run warms the caches
+		q.P50, q.P99 = percentile(t, 0.50), percentile(t, 0.99)
+	}
+	res.Ratio = res.ColdMonth.P50 / res.Floor.P50
+	return nil
+}
+
+func firstMeter(ctx context.Context, s *store.Store) (string, error) {
+	r, err := s.Query(ctx, "power", `SELECT min(malo_id) FROM readings_versions WHERE "from" >= TIMESTAMPTZ '2026-02-01 00:00:00+00' AND "from" < TIMESTAMPTZ '2026-02-02 00:00:00+00'`)
+	if err != nil {
+		return "", fmt.Errorf("querybench: %w", err)
+	}
+	m, _ := r.Rows[0][0].(string)
+	return m, nil
+}
+
+// monthFiles lists the table's data files of month, from the warehouse's
+// partition directories: what an engine without MeterStore would read.
+func monthFiles(dir string, month time.Time) ([]string, error) {
+	pattern := filepath.Join(dir, "warehouse", "meterstore", "power", "data", "from_month="+month.Format("2006-01"), "*.parquet")
+	files, err := filepath.Glob(pattern)
+	if err == nil && len(files) == 0 {
+		err = fmt.Errorf("no file matches %s", pattern)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("querybench: floor files: %w", err)
+	}
+	return files, nil
+}
+
+func floorRows(ctx context.Context, db *sql.DB, q string) ([][]any, int, error) {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		var m, v any
+		if err := rows.Scan(&m, &v); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, []any{m, v})
+	}
+	return out, len(out), rows.Err()
+}
+
+// total sums the second column of rows as text, exactly.
+func total(rows [][]any) string {
+	var sum hot.Decimal
+	for _, r := range rows {
+		d, err := hot.ParseDecimal(fmt.Sprint(r[1]))
+		if err != nil {
+			return "unparseable " + fmt.Sprint(r[1])
+		}
+		sum += d
+	}
+	return sum.String()
+}
+
+func lit(t time.Time) string {
+	return "TIMESTAMPTZ '" + t.UTC().Format("2006-01-02 15:04:05") + "+00'"
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// percentile returns the p-th percentile of xs by the nearest rank.
+func percentile(xs []float64, p float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(math.Ceil(p*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
