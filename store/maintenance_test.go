@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -160,5 +161,18 @@ func TestMaintenanceLoop(t *testing.T) {
 	w, ok, err := s.cold.Watermark(t.Context(), s.tables[0].cold)
 	if err != nil || !ok || w.Before(dayN(n-2)) {
 		t.Errorf("W %v after %d cycles (%v)", w, n, err)
+	}
+
+	// Cancelling the context ends the loop too.
+	ctx, cancel := context.WithCancel(t.Context())
+	h = s.Maintenance().Interval(time.Hour).Clock(clock).Start(ctx)
+	cancel()
+	select {
+	case <-h.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the loop did not end when its context was cancelled")
+	}
+	if last, n := h.Last(); n != 1 || last == nil {
+		t.Errorf("the cycle in flight at cancellation: %d cycles recorded", n)
 	}
 }
