@@ -11,7 +11,9 @@
 // commit also publishes metadata/v<N>.metadata.json and
 // metadata/version-hint.text, the layout that PyIceberg's StaticTable and
 // DuckDB's iceberg_scan read; and Handler serves the Iceberg REST catalog
-// protocol, read-only.
+// protocol, read-only. WritableHandler serves its writes too, for engines
+// that are meant to write (iceberg-go's REST client among them): each one
+// goes through the same methods, so through the log and the CommitCheck.
 package catalog
 
 import (

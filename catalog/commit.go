@@ -43,7 +43,7 @@ func (c *Catalog) CreateTable(ctx context.Context, ident table.Identifier, sc *i
 	}
 	md, err := table.NewMetadata(sc, cfg.PartitionSpec, sort, loc, props)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: create %s.%s: %w", ns, name, err)
+		return nil, badRequest{fmt.Errorf("catalog: create %s.%s: %w", ns, name, err)}
 	}
 	h, ok, err := c.head(ctx, ns, name)
 	if err != nil {
@@ -114,7 +114,7 @@ func (c *Catalog) CommitTable(ctx context.Context, ident table.Identifier, reqs 
 	}
 	next, err := table.UpdateTableMetadata(base, updates, baseLoc)
 	if err != nil {
-		return nil, "", fmt.Errorf("catalog: commit %s.%s: %w", ns, name, err)
+		return nil, "", badRequest{fmt.Errorf("catalog: commit %s.%s: %w", ns, name, err)}
 	}
 	if current != nil && next.Equals(current) {
 		return current, h.MetadataLocation, nil
@@ -137,7 +137,7 @@ func (c *Catalog) commit(ctx context.Context, ident table.Identifier, expected i
 	ns, name := ident[0], ident[1]
 	if c.check != nil {
 		if err := c.check(ident, base, next); err != nil {
-			return "", 0, fmt.Errorf("catalog: commit %s.%s refused: %w", ns, name, err)
+			return "", 0, refused{fmt.Errorf("catalog: commit %s.%s refused: %w", ns, name, err)}
 		}
 	}
 	data, err := json.Marshal(next)

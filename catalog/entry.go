@@ -120,6 +120,20 @@ var (
 	errLost = fmt.Errorf("%w: another commit came first (%w)", table.ErrCommitFailed, errNotWritten)
 )
 
+// badRequest marks a failure caused by what was asked (metadata that cannot
+// be built or updates that do not apply), found before anything was written.
+// The REST handler answers it with 400; the message is unchanged.
+type badRequest struct{ error }
+
+func (e badRequest) Unwrap() error { return e.error }
+
+// refused marks a commit that the CommitCheck refused: nothing was written
+// and, since the check runs on every attempt, a retry is refused again
+// unless the table changed. The message is unchanged.
+type refused struct{ error }
+
+func (e refused) Unwrap() error { return e.error }
+
 // append appends a commit to the table's log at expected+1. It returns an
 // error matching errLost only after a re-read showed that the entry at
 // expected+1 is not ours; an outcome it cannot settle is returned as an

@@ -1,122 +1,570 @@
 package catalog
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/consensus"
 )
 
 // Handler serves the catalog over the Iceberg REST catalog protocol,
 // read-only: configuration, namespaces, table listing and loading. Every
-// mutating route answers 405, since commits must go through the log.
+// mutating route answers 405, and GET /v1/config advertises only the read
+// endpoints, so that clients which negotiate endpoints do not even try.
+//
+// Read-only is the default because a REST endpoint is typically exposed to
+// readers (query engines, notebooks, BI tools) that should find the tables
+// but never change them: a write through REST is as authoritative as one
+// from the store itself, and a reader's DROP TABLE or a stray commit would
+// reach the archive. Serve writes with WritableHandler, and only to the
+// clients that are meant to write.
 //
 // Config is merged into the response of GET /v1/config and into each
 // loaded table's config, for example the S3 endpoint readers should use.
 func (c *Catalog) Handler(config map[string]string) http.Handler {
+	return c.handler(config, false)
+}
+
+// WritableHandler serves what Handler serves and the writes of the Iceberg
+// REST catalog protocol as well. Every write calls the same method of c that
+// an in-process caller would, so it goes through the log's compare-and-set
+// and, for metadata commits, through the CommitCheck (for example the
+// watermark check that keeps W from moving backwards):
+//
+//	POST   /v1/namespaces                          create a namespace
+//	DELETE /v1/namespaces/{ns}                     drop an empty namespace
+//	POST   /v1/namespaces/{ns}/properties          update namespace properties
+//	POST   /v1/namespaces/{ns}/tables              create a table (not staged)
+//	POST   /v1/namespaces/{ns}/tables/{table}      commit requirements + updates
+//	DELETE /v1/namespaces/{ns}/tables/{table}      drop a table (not purge)
+//
+// Rename, multi-table transactions, table registration and staged creates
+// answer 501: a table's history is a log shard named after the table, and
+// tables do not share a log entry. A drop with purgeRequested=true is refused
+// with 501 and changes nothing: the files of a dropped table stay, and
+// deleting readings is the store's purge, not a side effect of a drop.
+//
+// Errors are the protocol's ErrorModel. A commit whose requirements fail, that
+// lost the compare-and-set to another commit, or that the CommitCheck refused
+// answers 409 CommitFailedException: nothing was written, and clients refresh
+// and retry (a refused commit is refused again). A commit whose outcome the
+// log could not settle answers 500 CommitStateUnknownException, never a
+// clean failure, so that the client keeps what the commit may reference.
+//
+// A write runs to its end even if the client disconnects, so that a dropped
+// connection cannot cut a commit short halfway; it is bounded by a timeout.
+func (c *Catalog) WritableHandler(config map[string]string) http.Handler {
+	return c.handler(config, true)
+}
+
+const (
+	// restWriteTimeout bounds a write served over REST, which is detached
+	// from the request's context.
+	restWriteTimeout = 5 * time.Minute
+	// restMaxBody bounds a request body.
+	restMaxBody = 16 << 20
+)
+
+// readEndpoints and writeEndpoints are advertised in GET /v1/config, in
+// the protocol's "METHOD /v1/{prefix}/..." form.
+var (
+	readEndpoints = []string{
+		"GET /v1/{prefix}/namespaces",
+		"GET /v1/{prefix}/namespaces/{namespace}",
+		"HEAD /v1/{prefix}/namespaces/{namespace}",
+		"GET /v1/{prefix}/namespaces/{namespace}/tables",
+		"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+		"HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	}
+	writeEndpoints = []string{
+		"POST /v1/{prefix}/namespaces",
+		"DELETE /v1/{prefix}/namespaces/{namespace}",
+		"POST /v1/{prefix}/namespaces/{namespace}/properties",
+		"POST /v1/{prefix}/namespaces/{namespace}/tables",
+		"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+		"DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	}
+)
+
+// restServer holds what the routes share.
+type restServer struct {
+	c      *Catalog
+	config map[string]string
+}
+
+// routeKind decides how an error maps to a status: the protocol gives a
+// table commit's 409 and 5xx meanings that other routes do not have.
+type routeKind int
+
+const (
+	readRoute   routeKind = iota
+	commitRoute           // POST /v1/namespaces/{ns}/tables/{table}
+	writeRoute            // every other write
+)
+
+func (c *Catalog) handler(config map[string]string, writable bool) http.Handler {
 	if config == nil {
 		config = map[string]string{}
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/config", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{
-			"defaults":  map[string]string{},
-			"overrides": config,
-		})
-	})
-	mux.HandleFunc("GET /v1/namespaces", func(w http.ResponseWriter, r *http.Request) {
-		var parent table.Identifier
-		if p := r.URL.Query().Get("parent"); p != "" {
-			parent = strings.Split(p, "\x1f")
-		}
-		nss, err := c.ListNamespaces(r.Context(), parent)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		if nss == nil {
-			nss = []table.Identifier{}
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"namespaces": nss})
-	})
-	mux.HandleFunc("GET /v1/namespaces/{ns}", func(w http.ResponseWriter, r *http.Request) {
-		ns := namespaceOf(r)
-		props, err := c.LoadNamespaceProperties(r.Context(), ns)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"namespace": ns, "properties": props})
-	})
-	mux.HandleFunc("HEAD /v1/namespaces/{ns}", func(w http.ResponseWriter, r *http.Request) {
-		ok, err := c.CheckNamespaceExists(r.Context(), namespaceOf(r))
-		writeStatus(w, ok, err)
-	})
-	mux.HandleFunc("GET /v1/namespaces/{ns}/tables", func(w http.ResponseWriter, r *http.Request) {
-		type ident struct {
-			Namespace []string `json:"namespace"`
-			Name      string   `json:"name"`
-		}
-		ids := []ident{}
-		for id, err := range c.ListTables(r.Context(), namespaceOf(r)) {
-			if err != nil {
-				writeErr(w, err)
-				return
-			}
-			ids = append(ids, ident{Namespace: id[:1], Name: id[1]})
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"identifiers": ids})
-	})
-	mux.HandleFunc("GET /v1/namespaces/{ns}/tables/{table}", func(w http.ResponseWriter, r *http.Request) {
-		ident := append(namespaceOf(r), r.PathValue("table"))
-		h, err := c.current(r.Context(), ident)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		t, err := c.open(r.Context(), ident, h.MetadataLocation)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		cfg := map[string]string{}
-		for k, v := range c.wh.Props {
-			cfg[k] = v
-		}
-		for k, v := range config {
-			cfg[k] = v
-		}
-		writeJSON(w, http.StatusOK, map[string]any{
-			"metadata-location": h.MetadataLocation,
-			"metadata":          t.Metadata(),
-			"config":            cfg,
-		})
-	})
-	mux.HandleFunc("HEAD /v1/namespaces/{ns}/tables/{table}", func(w http.ResponseWriter, r *http.Request) {
-		ok, err := c.CheckTableExists(r.Context(), append(namespaceOf(r), r.PathValue("table")))
-		writeStatus(w, ok, err)
-	})
-	readOnly := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", "GET, HEAD")
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody("read-only catalog: commits go through the MeterStore log",
-			"MethodNotAllowedException", http.StatusMethodNotAllowed))
+	s := &restServer{c: c, config: config}
+	type route struct {
+		method, path string
+		write        bool
+		h            http.HandlerFunc
 	}
-	for _, p := range []string{"/v1/", "/v1/namespaces", "/v1/namespaces/{ns}", "/v1/namespaces/{ns}/tables",
-		"/v1/namespaces/{ns}/tables/{table}", "/v1/namespaces/{ns}/properties", "/v1/tables/rename", "/v1/transactions/commit"} {
+	routes := []route{
+		{"GET", "/v1/config", false, s.getConfig(writable)},
+		{"GET", "/v1/namespaces", false, s.listNamespaces},
+		{"GET", "/v1/namespaces/{ns}", false, s.loadNamespace},
+		{"HEAD", "/v1/namespaces/{ns}", false, s.namespaceExists},
+		{"GET", "/v1/namespaces/{ns}/tables", false, s.listTables},
+		{"GET", "/v1/namespaces/{ns}/tables/{table}", false, s.loadTable},
+		{"HEAD", "/v1/namespaces/{ns}/tables/{table}", false, s.tableExists},
+
+		{"POST", "/v1/namespaces", true, s.createNamespace},
+		{"DELETE", "/v1/namespaces/{ns}", true, s.dropNamespace},
+		{"POST", "/v1/namespaces/{ns}/properties", true, s.updateNamespace},
+		{"POST", "/v1/namespaces/{ns}/tables", true, s.createTable},
+		{"POST", "/v1/namespaces/{ns}/tables/{table}", true, s.commitTable},
+		{"DELETE", "/v1/namespaces/{ns}/tables/{table}", true, s.dropTable},
+		{"POST", "/v1/tables/rename", true, s.renameTable},
+		{"POST", "/v1/namespaces/{ns}/register", true, notImplemented(
+			"registering a table is not supported: a table's history is its log, which a metadata file alone does not give")},
+		{"POST", "/v1/transactions/commit", true, notImplemented(
+			"multi-table transactions are not supported: each table commits on a log of its own")},
+	}
+	mux := http.NewServeMux()
+	allowed := map[string][]string{} // path -> the methods it serves
+	var paths []string
+	for _, rt := range routes {
+		if !slices.Contains(paths, rt.path) {
+			paths = append(paths, rt.path)
+		}
+		if rt.write && !writable {
+			continue
+		}
+		mux.HandleFunc(rt.method+" "+rt.path, rt.h)
+		methods := []string{rt.method}
+		if rt.method == "GET" {
+			methods = append(methods, "HEAD") // ServeMux serves HEAD with GET
+		}
+		for _, m := range methods {
+			if !slices.Contains(allowed[rt.path], m) {
+				allowed[rt.path] = append(allowed[rt.path], m)
+			}
+		}
+	}
+	// The other mutating methods answer with an ErrorModel too: 405 on a
+	// known path, and on the rest of /v1/ 405 when read-only, else 501.
+	for _, p := range append(paths, "/v1/") {
 		for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
-			mux.HandleFunc(m+" "+p, readOnly)
+			if slices.Contains(allowed[p], m) {
+				continue
+			}
+			switch {
+			case p == "/v1/" && writable:
+				mux.HandleFunc(m+" "+p, notImplemented("not served by this catalog"))
+			case !writable:
+				mux.HandleFunc(m+" "+p, refuseWrite)
+			default:
+				mux.HandleFunc(m+" "+p, notAllowed(allowed[p]))
+			}
 		}
 	}
 	return mux
+}
+
+func (s *restServer) getConfig(writable bool) http.HandlerFunc {
+	endpoints := slices.Clone(readEndpoints)
+	if writable {
+		endpoints = append(endpoints, writeEndpoints...)
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"defaults":  map[string]string{},
+			"overrides": s.config,
+			"endpoints": endpoints,
+		})
+	}
+}
+
+func (s *restServer) listNamespaces(w http.ResponseWriter, r *http.Request) {
+	var parent table.Identifier
+	if p := r.URL.Query().Get("parent"); p != "" {
+		parent = strings.Split(p, "\x1f")
+	}
+	nss, err := s.c.ListNamespaces(r.Context(), parent)
+	if err != nil {
+		s.fail(w, r, err, readRoute)
+		return
+	}
+	if nss == nil {
+		nss = []table.Identifier{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"namespaces": nss})
+}
+
+func (s *restServer) loadNamespace(w http.ResponseWriter, r *http.Request) {
+	ns := namespaceOf(r)
+	props, err := s.c.LoadNamespaceProperties(r.Context(), ns)
+	if err != nil {
+		s.fail(w, r, err, readRoute)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"namespace": ns, "properties": props})
+}
+
+func (s *restServer) namespaceExists(w http.ResponseWriter, r *http.Request) {
+	ok, err := s.c.CheckNamespaceExists(r.Context(), namespaceOf(r))
+	writeStatus(w, ok, err)
+}
+
+func (s *restServer) listTables(w http.ResponseWriter, r *http.Request) {
+	type ident struct {
+		Namespace []string `json:"namespace"`
+		Name      string   `json:"name"`
+	}
+	ids := []ident{}
+	for id, err := range s.c.ListTables(r.Context(), namespaceOf(r)) {
+		if err != nil {
+			s.fail(w, r, err, readRoute)
+			return
+		}
+		ids = append(ids, ident{Namespace: id[:1], Name: id[1]})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"identifiers": ids})
+}
+
+func (s *restServer) loadTable(w http.ResponseWriter, r *http.Request) {
+	ident := tableOf(r)
+	h, err := s.c.current(r.Context(), ident)
+	if err != nil {
+		s.fail(w, r, err, readRoute)
+		return
+	}
+	t, err := s.c.open(r.Context(), ident, h.MetadataLocation)
+	if err != nil {
+		s.fail(w, r, err, readRoute)
+		return
+	}
+	s.writeTable(w, h.MetadataLocation, t.Metadata())
+}
+
+func (s *restServer) tableExists(w http.ResponseWriter, r *http.Request) {
+	ok, err := s.c.CheckTableExists(r.Context(), tableOf(r))
+	writeStatus(w, ok, err)
+}
+
+// writeTable answers with the protocol's LoadTableResult.
+func (s *restServer) writeTable(w http.ResponseWriter, loc string, md table.Metadata) {
+	cfg := map[string]string{}
+	for k, v := range s.c.wh.Props {
+		cfg[k] = v
+	}
+	for k, v := range s.config {
+		cfg[k] = v
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"metadata-location": loc,
+		"metadata":          md,
+		"config":            cfg,
+	})
+}
+
+func (s *restServer) createNamespace(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Namespace  table.Identifier   `json:"namespace"`
+		Properties iceberg.Properties `json:"properties"`
+	}
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err, writeRoute)
+		return
+	}
+	ctx, cancel := writeContext(r)
+	defer cancel()
+	if err := s.c.CreateNamespace(ctx, req.Namespace, req.Properties); err != nil {
+		s.fail(w, r, err, writeRoute)
+		return
+	}
+	if req.Properties == nil {
+		req.Properties = iceberg.Properties{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"namespace": req.Namespace, "properties": req.Properties})
+}
+
+func (s *restServer) dropNamespace(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := writeContext(r)
+	defer cancel()
+	if err := s.c.DropNamespace(ctx, namespaceOf(r)); err != nil {
+		s.fail(w, r, err, writeRoute)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *restServer) updateNamespace(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Removals []string           `json:"removals"`
+		Updates  iceberg.Properties `json:"updates"`
+	}
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err, writeRoute)
+		return
+	}
+	for _, k := range req.Removals {
+		if _, ok := req.Updates[k]; ok {
+			writeJSON(w, http.StatusUnprocessableEntity, errorBody(
+				fmt.Sprintf("property %q is both removed and updated", k), "UnprocessableEntityException", http.StatusUnprocessableEntity))
+			return
+		}
+	}
+	ctx, cancel := writeContext(r)
+	defer cancel()
+	sum, err := s.c.UpdateNamespaceProperties(ctx, namespaceOf(r), req.Removals, req.Updates)
+	if err != nil {
+		s.fail(w, r, err, writeRoute)
+		return
+	}
+	writeJSON(w, http.StatusOK, sum)
+}
+
+func (s *restServer) createTable(w http.ResponseWriter, r *http.Request) {
+	// Spec and order arrive with source IDs of the request's schema, which
+	// need not be the table's: table.NewMetadata binds them by name.
+	var req struct {
+		Name          string                        `json:"name"`
+		Schema        *iceberg.Schema               `json:"schema"`
+		Location      string                        `json:"location"`
+		PartitionSpec *iceberg.UnboundPartitionSpec `json:"partition-spec"`
+		WriteOrder    *table.UnboundSortOrder       `json:"write-order"`
+		StageCreate   bool                          `json:"stage-create"`
+		Properties    iceberg.Properties            `json:"properties"`
+	}
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err, writeRoute)
+		return
+	}
+	if req.StageCreate {
+		notImplemented("stage-create is not supported: create the table directly (stage-create=false)")(w, r)
+		return
+	}
+	if req.Schema == nil {
+		s.fail(w, r, badRequest{errors.New("catalog: create table: the request has no schema")}, writeRoute)
+		return
+	}
+	opts := []icecatalog.CreateTableOpt{icecatalog.WithProperties(req.Properties)}
+	if req.Location != "" {
+		loc := strings.TrimRight(req.Location, "/")
+		if _, err := s.c.wh.key(loc + "/metadata"); err != nil {
+			s.fail(w, r, badRequest{err}, writeRoute)
+			return
+		}
+		opts = append(opts, icecatalog.WithLocation(loc))
+	}
+	if req.PartitionSpec != nil {
+		opts = append(opts, icecatalog.WithPartitionSpec(&req.PartitionSpec.PartitionSpec))
+	}
+	if req.WriteOrder != nil {
+		opts = append(opts, icecatalog.WithSortOrder(req.WriteOrder.SortOrder))
+	}
+	ctx, cancel := writeContext(r)
+	defer cancel()
+	t, err := s.c.CreateTable(ctx, append(namespaceOf(r), req.Name), req.Schema, opts...)
+	if err != nil {
+		s.fail(w, r, err, writeRoute)
+		return
+	}
+	s.writeTable(w, t.MetadataLocation(), t.Metadata())
+}
+
+func (s *restServer) commitTable(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Identifier *struct {
+			Namespace []string `json:"namespace"`
+			Name      string   `json:"name"`
+		} `json:"identifier"`
+		Requirements table.Requirements `json:"requirements"`
+		Updates      table.Updates      `json:"updates"`
+	}
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err, commitRoute)
+		return
+	}
+	ident := tableOf(r)
+	if req.Identifier != nil {
+		if body := append(slices.Clone(req.Identifier.Namespace), req.Identifier.Name); !slices.Equal(body, ident) {
+			s.fail(w, r, badRequest{fmt.Errorf("catalog: commit: the body names table %q, the path %q",
+				strings.Join(body, "."), strings.Join(ident, "."))}, commitRoute)
+			return
+		}
+	}
+	ctx, cancel := writeContext(r)
+	defer cancel()
+	// Only a commit that asserts creation may find no table; any other
+	// answers 404 as the protocol says, rather than being applied to an
+	// empty table.
+	creates := slices.ContainsFunc(req.Requirements, func(q table.Requirement) bool {
+		return q.GetType() == table.AssertCreate().GetType()
+	})
+	if !creates {
+		if _, err := s.c.current(ctx, ident); err != nil {
+			s.fail(w, r, err, commitRoute)
+			return
+		}
+	}
+	md, loc, err := s.c.CommitTable(ctx, ident, req.Requirements, req.Updates)
+	if err != nil {
+		s.fail(w, r, err, commitRoute)
+		return
+	}
+	s.writeTable(w, loc, md)
+}
+
+func (s *restServer) dropTable(w http.ResponseWriter, r *http.Request) {
+	if strings.EqualFold(r.URL.Query().Get("purgeRequested"), "true") {
+		notImplemented("purgeRequested is not supported: nothing was dropped; drop without purge (the files stay) "+
+			"and delete readings with the store's purge")(w, r)
+		return
+	}
+	ctx, cancel := writeContext(r)
+	defer cancel()
+	if err := s.c.DropTable(ctx, tableOf(r)); err != nil {
+		s.fail(w, r, err, writeRoute)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *restServer) renameTable(w http.ResponseWriter, r *http.Request) {
+	type ident struct {
+		Namespace []string `json:"namespace"`
+		Name      string   `json:"name"`
+	}
+	var req struct {
+		Source      ident `json:"source"`
+		Destination ident `json:"destination"`
+	}
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err, writeRoute)
+		return
+	}
+	ctx, cancel := writeContext(r)
+	defer cancel()
+	from := append(slices.Clone(req.Source.Namespace), req.Source.Name)
+	to := append(slices.Clone(req.Destination.Namespace), req.Destination.Name)
+	if _, err := s.c.RenameTable(ctx, from, to); err != nil {
+		s.fail(w, r, err, writeRoute)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// fail answers err as an ErrorModel and logs the server-side failures.
+func (s *restServer) fail(w http.ResponseWriter, r *http.Request, err error, kind routeKind) {
+	code, typ := errStatus(err, kind)
+	if code >= 500 {
+		s.c.logger.Warn("catalog: REST request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+	}
+	writeJSON(w, code, errorBody(err.Error(), typ, code))
+}
+
+// errStatus maps an error of the catalog to the status and ErrorModel type
+// of the REST protocol, as iceberg-go's and the Java REST clients read them:
+//
+//	404 NoSuchTable/NoSuchNamespaceException  the table or namespace does not exist
+//	400 BadRequestException                   an invalid identifier, body, schema, spec or update
+//	409 AlreadyExistsException                creating what exists
+//	409 NamespaceNotEmptyException            dropping a namespace with tables
+//	409 CommitFailedException                 a commit that did not land and may be retried:
+//	                                          a failed requirement, a lost compare-and-set,
+//	                                          a retryable log failure, a CommitCheck refusal
+//	500 CommitStateUnknownException           a write whose outcome the log could not settle
+//	501 NotImplementedException               what this catalog does not offer
+//	500 ServiceFailureException               anything else
+//
+// A refusal outside a table commit (a check refusing a create) is a 400,
+// since a 409 there means that the table exists.
+func errStatus(err error, kind routeKind) (int, string) {
+	var (
+		ref refused
+		bad badRequest
+	)
+	switch {
+	case kind != readRoute && consensus.IsIndeterminate(err):
+		return http.StatusInternalServerError, "CommitStateUnknownException"
+	case errors.As(err, &ref) && kind == commitRoute:
+		return http.StatusConflict, "CommitFailedException"
+	case errors.As(err, &ref):
+		return http.StatusBadRequest, "BadRequestException"
+	case errors.Is(err, icecatalog.ErrNoSuchTable):
+		return http.StatusNotFound, "NoSuchTableException"
+	case errors.Is(err, icecatalog.ErrNoSuchNamespace):
+		return http.StatusNotFound, "NoSuchNamespaceException"
+	case errors.Is(err, icecatalog.ErrInvalidIdentifier), errors.As(err, &bad):
+		return http.StatusBadRequest, "BadRequestException"
+	case errors.Is(err, icecatalog.ErrTableAlreadyExists), errors.Is(err, icecatalog.ErrNamespaceAlreadyExists):
+		return http.StatusConflict, "AlreadyExistsException"
+	case errors.Is(err, icecatalog.ErrNamespaceNotEmpty):
+		return http.StatusConflict, "NamespaceNotEmptyException"
+	case errors.Is(err, table.ErrCommitFailed):
+		return http.StatusConflict, "CommitFailedException"
+	case errors.Is(err, ErrUnsupported):
+		return http.StatusNotImplemented, "NotImplementedException"
+	}
+	return http.StatusInternalServerError, "ServiceFailureException"
+}
+
+func refuseWrite(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", "GET, HEAD")
+	writeJSON(w, http.StatusMethodNotAllowed, errorBody("read-only catalog: this endpoint serves no writes",
+		"MethodNotAllowedException", http.StatusMethodNotAllowed))
+}
+
+func notAllowed(methods []string) http.HandlerFunc {
+	allow := strings.Join(methods, ", ")
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody(fmt.Sprintf("%s is not allowed here; allowed: %s", r.Method, allow),
+			"MethodNotAllowedException", http.StatusMethodNotAllowed))
+	}
+}
+
+func notImplemented(msg string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotImplemented, errorBody(msg, "NotImplementedException", http.StatusNotImplemented))
+	}
+}
+
+// writeContext detaches a write from the request, so that a client that
+// goes away cannot cut a commit short, and bounds it.
+func writeContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(r.Context()), restWriteTimeout)
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, restMaxBody)).Decode(v); err != nil {
+		return badRequest{fmt.Errorf("catalog: request body: %w", err)}
+	}
+	return nil
 }
 
 // namespaceOf decodes a namespace path segment; levels are separated by
 // the unit separator, which validation then refuses.
 func namespaceOf(r *http.Request) table.Identifier {
 	return strings.Split(r.PathValue("ns"), "\x1f")
+}
+
+func tableOf(r *http.Request) table.Identifier {
+	return append(namespaceOf(r), r.PathValue("table"))
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -128,36 +576,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func writeStatus(w http.ResponseWriter, ok bool, err error) {
 	switch {
 	case err != nil:
-		w.WriteHeader(errCode(err))
+		code, _ := errStatus(err, readRoute)
+		w.WriteHeader(code)
 	case ok:
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		w.WriteHeader(http.StatusNotFound)
 	}
-}
-
-func errCode(err error) int {
-	switch {
-	case errors.Is(err, icecatalog.ErrNoSuchTable), errors.Is(err, icecatalog.ErrNoSuchNamespace):
-		return http.StatusNotFound
-	case errors.Is(err, icecatalog.ErrInvalidIdentifier):
-		return http.StatusBadRequest
-	}
-	return http.StatusInternalServerError
-}
-
-func writeErr(w http.ResponseWriter, err error) {
-	code := errCode(err)
-	typ := "ServiceFailureException"
-	switch {
-	case errors.Is(err, icecatalog.ErrNoSuchTable):
-		typ = "NoSuchTableException"
-	case errors.Is(err, icecatalog.ErrNoSuchNamespace):
-		typ = "NoSuchNamespaceException"
-	case code == http.StatusBadRequest:
-		typ = "BadRequestException"
-	}
-	writeJSON(w, code, errorBody(err.Error(), typ, code))
 }
 
 func errorBody(msg, typ string, code int) map[string]any {
