@@ -20,9 +20,9 @@ func (src *source) Watermark(ctx context.Context) (time.Time, bool, error) {
 	return src.s.cold.Watermark(ctx, src.t.cold)
 }
 
-func (src *source) Hot(ctx context.Context, lo, hi time.Time, fn func(hot.Reading) error) error {
+func (src *source) Hot(ctx context.Context, q hot.Query, fn func(hot.Reading) error) error {
 	var n int64
-	err := src.s.hot.Scan(ctx, src.t.decl, hot.Query{From: lo, To: hi}, func(r hot.Reading) error {
+	err := src.s.hot.Scan(ctx, src.t.decl, q, func(r hot.Reading) error {
 		n++
 		return fn(r)
 	})
@@ -55,8 +55,8 @@ func hotFloor(parts []hot.Partition) query.Floor {
 	return f
 }
 
-func (src *source) Cold(ctx context.Context, lo, hi time.Time) (cold.Plan, error) {
-	p, err := src.s.cold.Plan(ctx, src.t.cold, lo, hi)
+func (src *source) Cold(ctx context.Context, q hot.Query) (cold.Plan, error) {
+	p, err := src.s.cold.Plan(ctx, src.t.cold, q)
 	if err != nil {
 		return cold.Plan{}, err
 	}

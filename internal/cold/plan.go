@@ -40,12 +40,13 @@ type Plan struct {
 	fs    func(context.Context) (icebergio.IO, error) // the table's IO
 }
 
-// Plan returns the plan of t for readings with from in [from, to); a zero
-// bound is open. It loads the table's metadata once, so the files and the
+// Plan returns the plan of t for the readings q selects: from in
+// [q.From, q.To), a zero bound being open, and the market locations and
+// OBIS codes q names, if any. It loads the table's metadata once, so the files and the
 // watermark are those of one snapshot. Partitions and files whose
-// statistics exclude the range are pruned; the files returned may still
+// statistics exclude the selection are pruned; the files returned may still
 // hold readings outside it.
-func (c *Tier) Plan(ctx context.Context, t *Table, from, to time.Time) (Plan, error) {
+func (c *Tier) Plan(ctx context.Context, t *Table, q hot.Query) (Plan, error) {
 	ice, err := c.load(ctx, t)
 	if err != nil {
 		return Plan{}, err
@@ -60,10 +61,10 @@ func (c *Tier) Plan(ctx context.Context, t *Table, from, to time.Time) (Plan, er
 		return p, nil
 	}
 	p.SnapshotID = snap.SnapshotID
-	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
+	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
 		return p, nil
 	}
-	s := ice.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithRowFilter(rowFilter(hot.Query{From: from, To: to})))
+	s := ice.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithRowFilter(rowFilter(q)))
 	defer s.Close()
 	tasks, err := s.PlanFiles(ctx)
 	if err != nil {

@@ -36,7 +36,7 @@ func TestPlanPrunesOtherMonths(t *testing.T) {
 	e := newEnv(t, Options{})
 	h := e.ensure(t, loadProfile("power"))
 
-	p, err := e.tier.Plan(t.Context(), h, time.Time{}, time.Time{})
+	p, err := e.tier.Plan(t.Context(), h, hot.Query{})
 	if err != nil || p.HasWatermark || p.SnapshotID != 0 || len(p.Files) != 0 {
 		t.Fatalf("plan of an empty table: %+v %v", p, err)
 	}
@@ -87,7 +87,7 @@ func TestPlanPrunesOtherMonths(t *testing.T) {
 		{"empty range", feb2026, feb2026, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := e.tier.Plan(t.Context(), h, c.from, c.to)
+			p, err := e.tier.Plan(t.Context(), h, hot.Query{From: c.from, To: c.to})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func TestPlanWatermarkOfTheSnapshot(t *testing.T) {
 	e.archive(t, h, jan2026, feb2026, quarterHours(0, jan2026, 8))
 	// A foreign commit carries no watermark: the plan's is its parent's.
 	next := e.foreignAppend(t, h)
-	p, err := e.tier.Plan(t.Context(), h, time.Time{}, time.Time{})
+	p, err := e.tier.Plan(t.Context(), h, hot.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestPlanRefusesDeleteFiles(t *testing.T) {
 	if _, err := tx.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.tier.Plan(t.Context(), h, time.Time{}, time.Time{})
+	_, err = e.tier.Plan(t.Context(), h, hot.Query{})
 	if !errors.Is(err, ErrDeleteFiles) {
 		t.Fatalf("plan with delete files: %v, want %v", err, ErrDeleteFiles)
 	}
@@ -164,7 +164,7 @@ func TestPlanLocalOfAFileWarehouse(t *testing.T) {
 	e := newEnv(t, Options{})
 	h := e.ensure(t, loadProfile("power"))
 	e.archive(t, h, jan2026, feb2026, quarterHours(0, jan2026, 8))
-	p, err := e.tier.Plan(t.Context(), h, time.Time{}, time.Time{})
+	p, err := e.tier.Plan(t.Context(), h, hot.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestPlanLocalOfAnS3Warehouse(t *testing.T) {
 	e.archive(t, h, jan2026, feb2026, quarterHours(0, jan2026, 96))
 	e.archive(t, h, feb2026, mar2026, quarterHours(0, feb2026, 96))
 
-	p, err := tier.Plan(t.Context(), h, feb2026, mar2026)
+	p, err := tier.Plan(t.Context(), h, hot.Query{From: feb2026, To: mar2026})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,11 @@ type constraint struct {
 	x  string // the constant, as an SQL expression
 }
 
-// constraints returns the constraints of the top-level conjuncts of the
-// WHERE of node, if node is a SELECT from exactly one reference to a
-// readings relation; nil otherwise.
-func constraints(node map[string]any) []constraint {
+// constraints returns the constraints on "from" of the top-level conjuncts
+// of the WHERE of node, and the market locations one of them restricts
+// malo_id to, if node is a SELECT from exactly one reference to a readings
+// relation; nil otherwise.
+func constraints(node map[string]any) ([]constraint, []string) {
 	from, _ := node["from_table"].(map[string]any)
 	cte, _ := node["cte_map"].(map[string]any)
 	ctes, _ := cte["map"].([]any)
@@ -28,17 +29,67 @@ func constraints(node map[string]any) []constraint {
 		from["type"] != "BASE_TABLE" || !isReadings(str(from["table_name"])) ||
 		from["sample"] != nil || from["at_clause"] != nil || str(from["catalog_name"]) != "" ||
 		str(from["schema_name"]) != "" && !strings.EqualFold(str(from["schema_name"]), "main") {
-		return nil
+		return nil, nil
 	}
 	qualifier := str(from["alias"])
 	if qualifier == "" {
 		qualifier = str(from["table_name"])
 	}
-	var out []constraint
+	var (
+		out  []constraint
+		malo []string
+	)
 	for _, c := range conjuncts(node["where_clause"]) {
 		out = append(out, comparison(c, qualifier)...)
+		// One conjunct's set is enough: the others only narrow it.
+		if malo == nil {
+			malo = maloSet(c, qualifier)
+		}
 	}
-	return out
+	return out, malo
+}
+
+// maloSet returns the market locations of a conjunct malo_id = 'x', 'x' =
+// malo_id or malo_id IN ('x', ...), with string literals only; nil for any
+// other conjunct.
+func maloSet(e map[string]any, qualifier string) []string {
+	var operands []any
+	switch {
+	case e["class"] == "COMPARISON" && e["type"] == "COMPARE_EQUAL":
+		l, r := e["left"], e["right"]
+		if isColumn(r, qualifier, "malo_id") {
+			l, r = r, l
+		}
+		operands = []any{l, r}
+	case e["class"] == "OPERATOR" && e["type"] == "COMPARE_IN":
+		operands, _ = e["children"].([]any)
+	default:
+		return nil
+	}
+	if len(operands) < 2 || !isColumn(operands[0], qualifier, "malo_id") {
+		return nil
+	}
+	set := make([]string, 0, len(operands)-1)
+	for _, o := range operands[1:] {
+		s, ok := varchar(o)
+		if !ok {
+			return nil
+		}
+		set = append(set, s)
+	}
+	return set
+}
+
+// varchar returns the value of a VARCHAR literal.
+func varchar(v any) (string, bool) {
+	e, ok := v.(map[string]any)
+	if !ok || e["class"] != "CONSTANT" {
+		return "", false
+	}
+	val, _ := e["value"].(map[string]any)
+	typ, _ := val["type"].(map[string]any)
+	s, ok := val["value"].(string)
+	return s, ok && val["is_null"] == false && typ["id"] == "VARCHAR"
 }
 
 // conjuncts flattens the top-level ANDs of a WHERE clause.
@@ -100,7 +151,11 @@ func comparison(e map[string]any, qualifier string) []constraint {
 
 // isFrom reports whether v is the column "from", unqualified or qualified
 // by the table's name or alias.
-func isFrom(v any, qualifier string) bool {
+func isFrom(v any, qualifier string) bool { return isColumn(v, qualifier, "from") }
+
+// isColumn reports whether v is the column name, unqualified or qualified
+// by the table's name or alias.
+func isColumn(v any, qualifier, name string) bool {
 	e, ok := v.(map[string]any)
 	if !ok || e["class"] != "COLUMN_REF" {
 		return false
@@ -108,9 +163,9 @@ func isFrom(v any, qualifier string) bool {
 	names, _ := e["column_names"].([]any)
 	switch len(names) {
 	case 1:
-		return strings.EqualFold(str(names[0]), "from")
+		return strings.EqualFold(str(names[0]), name)
 	case 2:
-		return strings.EqualFold(str(names[0]), qualifier) && strings.EqualFold(str(names[1]), "from")
+		return strings.EqualFold(str(names[0]), qualifier) && strings.EqualFold(str(names[1]), name)
 	}
 	return false
 }

@@ -18,6 +18,10 @@ import (
 // unbounded. Rows outside it cannot change the statement's answer.
 type Range struct {
 	From, To time.Time
+	// MaLo, if not nil, are the only market locations the statement can
+	// read: version resolution is per market location, so the rows of
+	// others cannot change its answer.
+	MaLo []string
 	// NoReadings is true when the statement reads neither relation: no
 	// tier is read, and the relations do not exist in its session.
 	NoReadings bool
@@ -75,7 +79,8 @@ type querier interface {
 // readings or readings_versions, with no CTE, no sample, no column aliases
 // and no other reference to either anywhere in the statement, is bounded,
 // by the top-level conjuncts of its WHERE that compare "from" with a
-// constant (=, <, <=, >, >=, BETWEEN). A constant is a string literal,
+// constant (=, <, <=, >, >=, BETWEEN), and to the market locations of a
+// conjunct malo_id = 'x' or malo_id IN ('x', ...). A constant is a string literal,
 // optionally cast to DATE, TIMESTAMP or TIMESTAMPTZ; DuckDB evaluates it
 // exactly as the comparison does, in the time zone UTC of every query's
 // session, so a constant without a zone means UTC. Any other conjunct
@@ -134,12 +139,12 @@ func analyze(ctx context.Context, q querier, text string) (analysis, error) {
 	case refs.readings != 1 || refs.opaque:
 		return a, nil
 	}
-	cs := constraints(node)
-	if len(cs) == 0 {
-		return a, nil
-	}
+	cs, malo := constraints(node)
 	var err error
-	a.Range, err = evaluate(ctx, q, cs)
+	if len(cs) > 0 {
+		a.Range, err = evaluate(ctx, q, cs)
+	}
+	a.MaLo = malo
 	return a, err
 }
 

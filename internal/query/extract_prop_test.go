@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,10 +78,14 @@ var ops = []string{"=", "<", "<=", ">", ">=", "<>"}
 // randPredicate returns a random predicate over readings: conjunctions,
 // disjunctions and negations of comparisons of "from" and of other
 // columns.
+// malos are the market locations of the generated rows.
+var malos = []string{"a", "b", "c", "d"}
+
 func randPredicate(r *rand.Rand, depth int, from string) string {
 	if depth <= 0 || r.IntN(3) == 0 {
 		c := randConstant(r)
-		switch r.IntN(12) {
+		m := func() string { return "'" + malos[r.IntN(len(malos))] + "'" }
+		switch r.IntN(15) {
 		case 0, 1, 2, 3:
 			return from + " " + ops[r.IntN(len(ops))] + " " + c
 		case 4, 5:
@@ -95,6 +100,12 @@ func randPredicate(r *rand.Rand, depth int, from string) string {
 			return "date_trunc('day', " + from + ") " + ops[r.IntN(len(ops))] + " " + c
 		case 10:
 			return from + " IN (" + c + ", " + randConstant(r) + ")"
+		case 11:
+			return []string{"malo_id = " + m(), m() + " = malo_id", "r.malo_id = " + m()}[r.IntN(3)]
+		case 12:
+			return "malo_id IN (" + m() + ", " + m() + ")"
+		case 13:
+			return []string{"malo_id <> " + m(), "malo_id NOT IN (" + m() + ")", "malo_id > " + m()}[r.IntN(3)]
 		}
 		return from + " + INTERVAL 1 HOUR " + ops[r.IntN(len(ops))] + " " + c
 	}
@@ -120,15 +131,15 @@ func TestExtractIsSound(t *testing.T) {
 	var rows []string
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 400 {
-		rows = append(rows, fmt.Sprintf("(TIMESTAMPTZ '%s+00', %d)", randInstant(r).Format("2006-01-02 15:04:05.999999"), i%200))
+		rows = append(rows, fmt.Sprintf("(TIMESTAMPTZ '%s+00', %d, '%s')", randInstant(r).Format("2006-01-02 15:04:05.999999"), i%200, malos[i%len(malos)]))
 	}
 	for _, a := range anchors {
 		for _, d := range []time.Duration{-time.Microsecond, 0, time.Microsecond} {
-			rows = append(rows, fmt.Sprintf("(TIMESTAMPTZ '%s+00', 7)", a.Add(d).Format("2006-01-02 15:04:05.999999")))
+			rows = append(rows, fmt.Sprintf("(TIMESTAMPTZ '%s+00', 7, 'a')", a.Add(d).Format("2006-01-02 15:04:05.999999")))
 		}
 	}
 	for _, stmt := range []string{
-		`CREATE TABLE readings ("from" TIMESTAMPTZ, value INTEGER)`,
+		`CREATE TABLE readings ("from" TIMESTAMPTZ, value INTEGER, malo_id VARCHAR)`,
 		`INSERT INTO readings VALUES ` + strings.Join(rows, ", "),
 	} {
 		if _, err := inst.conn.ExecContext(t.Context(), stmt); err != nil {
@@ -139,11 +150,11 @@ func TestExtractIsSound(t *testing.T) {
 	if testing.Short() {
 		n = 300
 	}
-	var bounded, checked int
+	var bounded, narrowed, checked int
 	for range n {
 		from := []string{`"from"`, `r."from"`, `"FROM"`}[r.IntN(3)]
 		pred := randPredicate(r, 1+r.IntN(3), from)
-		sql := `SELECT "from" FROM readings r WHERE ` + pred
+		sql := `SELECT "from", malo_id FROM readings r WHERE ` + pred
 		a, err := analyze(t.Context(), inst.conn, sql)
 		if err != nil {
 			t.Fatalf("%s: %v", sql, err)
@@ -152,13 +163,19 @@ func TestExtractIsSound(t *testing.T) {
 		if err != nil {
 			continue // an invalid constant: the statement fails, nothing to bound
 		}
-		var got []time.Time
+		var (
+			got   []time.Time
+			malos []string
+		)
 		for res.Next() {
-			var v time.Time
-			if err := res.Scan(&v); err != nil {
+			var (
+				v time.Time
+				m string
+			)
+			if err := res.Scan(&v, &m); err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, v)
+			got, malos = append(got, v), append(malos, m)
 		}
 		if err := res.Err(); err != nil {
 			res.Close()
@@ -169,14 +186,20 @@ func TestExtractIsSound(t *testing.T) {
 		if !a.From.IsZero() || !a.To.IsZero() {
 			bounded++
 		}
-		for _, v := range got {
+		if a.MaLo != nil {
+			narrowed++
+		}
+		for i, v := range got {
 			if v.Before(a.From) || !a.To.IsZero() && !v.Before(a.To) {
 				t.Fatalf("unsound: %s\nselects %v outside [%v, %v)", sql, v, a.From, a.To)
 			}
+			if a.MaLo != nil && !slices.Contains(a.MaLo, malos[i]) {
+				t.Fatalf("unsound: %s\nselects market location %s outside %q", sql, malos[i], a.MaLo)
+			}
 		}
 	}
-	t.Logf("%d predicates checked, %d of them bounded", checked, bounded)
-	if bounded < checked/5 {
+	t.Logf("%d predicates checked, %d of them bounded, %d narrowed to market locations", checked, bounded, narrowed)
+	if bounded < checked/5 || narrowed < checked/20 {
 		t.Fatalf("only %d of %d predicates bounded: the generator tests too little", bounded, checked)
 	}
 }

@@ -2,6 +2,7 @@ package query
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -136,5 +137,39 @@ func TestExtractRefuses(t *testing.T) {
 	}
 	if _, err := Extract(`SELEC 1`); err == nil || errors.Is(err, ErrNotReadOnly) {
 		t.Errorf("syntax error: %v", err)
+	}
+}
+
+// TestExtractMaLo: a conjunct naming market locations by literal narrows
+// the rows read to them; anything else leaves them open.
+func TestExtractMaLo(t *testing.T) {
+	for _, c := range []struct {
+		sql  string
+		want []string
+	}{
+		{`SELECT * FROM readings WHERE malo_id = '50000000005'`, []string{"50000000005"}},
+		{`SELECT * FROM readings WHERE '50000000005' = malo_id AND "from" >= '2026-01-01 00:00:00Z'`, []string{"50000000005"}},
+		{`SELECT * FROM readings r WHERE r.malo_id IN ('a', 'b') AND value > 0`, []string{"a", "b"}},
+		{`SELECT * FROM readings WHERE value > 0 AND (malo_id = 'a' AND obis_code = 'x')`, []string{"a"}},
+		{`SELECT * FROM readings WHERE malo_id = 'a' OR malo_id = 'b'`, nil},
+		{`SELECT * FROM readings WHERE malo_id <> 'a'`, nil},
+		{`SELECT * FROM readings WHERE NOT (malo_id = 'a')`, nil},
+		{`SELECT * FROM readings WHERE malo_id NOT IN ('a')`, nil},
+		{`SELECT * FROM readings WHERE lower(malo_id) = 'a'`, nil},
+		{`SELECT * FROM readings WHERE malo_id = 5`, nil},
+		{`SELECT * FROM readings WHERE malo_id IN ('a', melo_id)`, nil},
+		{`SELECT * FROM readings WHERE malo_id IN (SELECT 'a')`, nil},
+		{`SELECT * FROM readings WHERE melo_id = 'a'`, nil},
+		{`SELECT * FROM readings a JOIN readings b USING (malo_id) WHERE a.malo_id = 'x'`, nil},
+		{`WITH x AS (SELECT * FROM readings) SELECT * FROM x WHERE malo_id = 'a'`, nil},
+	} {
+		r, err := Extract(c.sql)
+		if err != nil {
+			t.Errorf("%s: %v", c.sql, err)
+			continue
+		}
+		if !slices.Equal(r.MaLo, c.want) || (r.MaLo == nil) != (c.want == nil) {
+			t.Errorf("%s: MaLo %q, want %q", c.sql, r.MaLo, c.want)
+		}
 	}
 }

@@ -27,9 +27,9 @@ func (s *icebergSource) Watermark(ctx context.Context) (time.Time, bool, error) 
 	return s.tier.Watermark(ctx, s.h)
 }
 
-func (s *icebergSource) Cold(ctx context.Context, lo, hi time.Time) (cold.Plan, error) {
-	defer s.record("cold", lo, hi)()
-	p, err := s.tier.Plan(ctx, s.h, lo, hi)
+func (s *icebergSource) Cold(ctx context.Context, q hot.Query) (cold.Plan, error) {
+	defer s.record("cold", q.From, q.To)()
+	p, err := s.tier.Plan(ctx, s.h, q)
 	if err != nil {
 		return cold.Plan{}, err
 	}
@@ -131,11 +131,11 @@ func TestIcebergTier(t *testing.T) {
 	if res.Rows[0][0].(int64) != 3*96 || !slices.Equal(res.Tiers, []string{"cold"}) {
 		t.Fatalf("february: %v %v", res.Rows, res.Tiers)
 	}
-	p, err := s.tier.Plan(t.Context(), s.h, feb2026, feb2026.Add(24*time.Hour))
+	p, err := s.tier.Plan(t.Context(), s.h, hot.Query{From: feb2026, To: feb2026.Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	all2, err := s.tier.Plan(t.Context(), s.h, time.Time{}, time.Time{})
+	all2, err := s.tier.Plan(t.Context(), s.h, hot.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,17 +14,17 @@ type Source interface {
 	// Watermark returns W (ok=false: nothing archived yet). It reads the
 	// cold tier.
 	Watermark(ctx context.Context) (w time.Time, ok bool, err error)
-	// Hot streams the rows in PostgreSQL with from in [lo, hi), from the
-	// attached partitions, in one snapshot.
-	Hot(ctx context.Context, lo, hi time.Time, fn func(hot.Reading) error) error
+	// Hot streams the rows in PostgreSQL that q selects, from the attached
+	// partitions, in one snapshot.
+	Hot(ctx context.Context, q hot.Query, fn func(hot.Reading) error) error
 	// HotFloor tells where the hot tier's attached partitions vouch for
 	// its rows; see Floor. The engine reads it after the hot scan, to make
 	// sure that no partition the scan needed was detached before it, and
 	// when the cold tier is unreachable, to answer from the hot tier alone.
 	HotFloor(ctx context.Context) (Floor, error)
-	// Cold plans the cold files for from in [lo, hi): W of the planned
-	// snapshot and local Parquet paths (see cold.Plan.Local).
-	Cold(ctx context.Context, lo, hi time.Time) (cold.Plan, error)
+	// Cold plans the cold files for the readings q selects: W of the
+	// planned snapshot and local Parquet paths (see cold.Plan.Local).
+	Cold(ctx context.Context, q hot.Query) (cold.Plan, error)
 }
 
 // A Floor describes the hot tier's partitions for Source.HotFloor.

@@ -99,7 +99,8 @@ func (s *memSource) Watermark(ctx context.Context) (time.Time, bool, error) {
 	return s.w, s.hasW, s.wmErr
 }
 
-func (s *memSource) Hot(ctx context.Context, lo, hi time.Time, fn func(hot.Reading) error) error {
+func (s *memSource) Hot(ctx context.Context, q hot.Query, fn func(hot.Reading) error) error {
+	lo, hi := q.From, q.To
 	defer s.record("hot", lo, hi)()
 	s.mu.Lock()
 	rows := slices.Clone(s.hot)
@@ -121,7 +122,8 @@ func (s *memSource) HotFloor(ctx context.Context) (Floor, error) {
 	return Floor{Detached: s.floor, Attached: s.floor, HasAttached: s.floorOK}, nil
 }
 
-func (s *memSource) Cold(ctx context.Context, lo, hi time.Time) (cold.Plan, error) {
+func (s *memSource) Cold(ctx context.Context, q hot.Query) (cold.Plan, error) {
+	lo, hi := q.From, q.To
 	defer s.record("cold", lo, hi)()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -39,15 +39,15 @@ func clearHot(ctx context.Context, conn *sql.Conn) error {
 	return nil
 }
 
-// scanHot appends the hot rows with from in [lo, hi) to tiers.hot.
-func (e *Engine) scanHot(ctx context.Context, conn *sql.Conn, lo, hi time.Time) error {
+// scanHot appends the hot rows q selects to tiers.hot.
+func (e *Engine) scanHot(ctx context.Context, conn *sql.Conn, q hot.Query) error {
 	return conn.Raw(func(dc any) error {
 		a, err := duckdb.NewAppender(dc.(driver.Conn), "", "tiers", "hot")
 		if err != nil {
 			return fmt.Errorf("query: append the hot rows: %w", err)
 		}
 		row := make([]driver.Value, len(e.layout.cols))
-		err = e.src.Hot(ctx, lo, hi, func(r hot.Reading) error {
+		err = e.src.Hot(ctx, q, func(r hot.Reading) error {
 			for i, c := range e.layout.cols {
 				v, err := c.get(e.table, &r)
 				if err != nil {
