@@ -18,10 +18,11 @@ func newBenchIngest() *cobra.Command {
 		Use:   "ingest",
 		Short: "Readings per second into the hot tier, against raw COPY, with and without exclusion constraints",
 		Long: `Writes one day of quarter-hour load profiles (default 10,000 meters, 3% of
-meter-days corrected under a higher version) in batches, four ways on the same
+meter-days corrected under a higher version) in batches, five ways on the same
 server in one run: raw COPY into a plain table with the hot table's columns,
-the same with its primary key (for reference), and the hot tier's Write with
-and without the GiST exclusion constraints. The variants take turns batch by
+the same with its primary key, the same with the primary key and the hot
+table's CHECK constraints (both for reference: the most a Write can reach),
+and the hot tier's Write with and without the GiST exclusion constraints. The variants take turns batch by
 batch. Ratios are against raw COPY.
 Without --pg-url it starts a private PostgreSQL server with default settings.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -19,6 +19,7 @@ func BenchmarkWrite(b *testing.B) {
 	for _, c := range []struct{ name, variant string }{
 		{"raw_copy", hotbench.RawCopy},
 		{"raw_copy_pk", hotbench.RawCopyPK},
+		{"raw_copy_checks", hotbench.RawCopyChecks},
 		{"hot_exclusion", hotbench.Exclusion},
 		{"hot_no_exclusion", hotbench.NoExclusion},
 	} {

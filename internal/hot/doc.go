@@ -44,15 +44,25 @@
 // Write additionally checks the pairs that cross partitions. A table
 // declared NoExclusion has no exclusion constraints: Write serializes its
 // writers per partition with advisory locks and checks every row against
-// the stored ones before inserting. That is several times faster and as
-// safe for writes through Write, but does not cover other clients.
+// the stored ones in the transaction that inserts it. That is several
+// times faster and as safe for writes through Write, but does not cover
+// other clients.
 //
 // # Writes and scans
 //
-// Tier.Write copies a batch into a temporary staging table and inserts it
-// with one INSERT ... SELECT, in one transaction, and reports per row
-// whether it was inserted or already present. Tier.Scan streams the rows of
-// the attached partitions in primary key order.
+// Tier.Write validates a batch in Go and writes it in one transaction. A
+// batch of new readings, the common case, takes the fast path: it is
+// copied straight into the table under a savepoint, and the primary key, the exclusion constraints
+// and the CHECKs judge it; a NoExclusion table's batch is then checked
+// against the stored rows with one set-based statement. A batch the
+// constraints refuse, or one the fast path cannot check exactly (rows
+// whose checks reach into other partitions; NoExclusion tables of several
+// resolutions, of days, months or years, or of points), goes through a
+// temporary staging table instead: its rows are checked against the stored
+// ones, identical redeliveries are skipped, violations are named, and the
+// rest is inserted with one INSERT ... SELECT. Write reports per row whether
+// it was inserted or already present. Tier.Scan streams the rows of the
+// attached partitions in primary key order.
 //
 // # Errors
 //

@@ -52,7 +52,7 @@ func (h *Tier) probeSQL(t *Table) string {
 			cols = append(cols, `p.`+quote(c.Name)+`::text`)
 		}
 	}
-	sel := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + stageTable + ` s `
+	sel := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + stageName(t) + ` s `
 	parent := h.ident(t.Name)
 	if t.TimeModel == Point {
 		return sel + `JOIN ` + parent + ` p ON ` + on + ` AND p."from" = s."from" WHERE ($1 OR s.probe)`
@@ -129,7 +129,7 @@ func (h *Tier) probe(ctx context.Context, tx pgx.Tx, t *Table, b *batch, all boo
 		return bad.error(IntegrityViolation, "write", t.Name)
 	}
 	if len(present) > 0 {
-		_, err := tx.Exec(ctx, `DELETE FROM `+stageTable+` WHERE row_no = ANY($1)`, present)
+		_, err := tx.Exec(ctx, `DELETE FROM `+stageName(t)+` WHERE row_no = ANY($1)`, present)
 		return err
 	}
 	return nil

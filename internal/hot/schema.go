@@ -176,35 +176,42 @@ func (h *Tier) baseDDL(t *Table) []string {
 }
 
 // ensureFunctions creates the SQL functions the CHECK constraints call,
-// unless they exist: replacing a function that constraints depend on would
-// be a catalog change on every declaration.
+// unless they exist as they are. A function whose body changed is replaced
+// in place: constraints refer to it by oid, and every body it ever had
+// says the same.
 func (h *Tier) ensureFunctions(ctx context.Context, tx pgx.Tx) error {
-	var ok bool
-	if err := tx.QueryRow(ctx, `SELECT to_regprocedure($1) IS NOT NULL`, h.ident("malo_valid")+"(text)").Scan(&ok); err != nil || ok {
+	var have *string
+	err := tx.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure($1)`, h.ident("malo_valid")+"(text)").Scan(&have)
+	switch {
+	case err == nil && *have == maloValidBody:
+		return nil
+	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return err
 	}
-	// The BDEW rule of metering.ParseMaLo: digits at even positions count
-	// twice, undoubled beyond that, and the eleventh tops the sum up to a
-	// multiple of ten. A simple SQL function, so the planner inlines it.
-	// Character codes save a cast per digit; the digits' codes sum to the
-	// digits plus 48 times the weights, 15. Bounded repetitions ({10})
-	// cost PostgreSQL's regular expressions several times a length test.
-	var sum []string
-	for i := 1; i <= 10; i++ {
-		w := ""
-		if i%2 == 0 {
-			w = "2 * "
-		}
-		sum = append(sum, fmt.Sprintf("%sascii(substr(id, %d, 1))", w, i))
-	}
-	_, err := tx.Exec(ctx, `CREATE FUNCTION `+h.ident("malo_valid")+`(id text) RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-SELECT CASE WHEN length(id) = 11 AND id ~ '^[1-9][0-9]*$'
-	THEN (10 - (`+strings.Join(sum, " + ")+` - 720) % 10) % 10 = ascii(substr(id, 11, 1)) - 48
-	ELSE false END
-$$`)
+	_, err = tx.Exec(ctx, `CREATE OR REPLACE FUNCTION `+h.ident("malo_valid")+`(id text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$`+maloValidBody+`$$`)
 	return err
 }
+
+// maloValidBody is the BDEW rule of metering.ParseMaLo: digits at even
+// positions count twice, undoubled beyond that, and the eleventh tops the
+// sum up to a multiple of ten. A simple SQL function, so the planner
+// inlines it into the CHECK.
+//
+// Once the id is known to be eleven digits, it is read as hexadecimal,
+// which puts each digit in a nibble of a bigint h, the first highest:
+// (h >> 8) & 0x0F0F0F0F0F holds the digits at odd positions 1 to 9 in five
+// bytes, (h >> 4) & 0x0F0F0F0F0F those at even positions 2 to 10. Their
+// weighted sum is the sum of the bytes of the first plus twice the second,
+// at most 135, which is that number modulo 255 (256 = 1 modulo 255). It
+// costs a third of picking the digits out one by one with substr.
+const maloValidBody = `
+SELECT CASE WHEN length(id) = 11 AND id ~ '^[1-9][0-9]*$'
+	THEN (10 - (((('x' || id)::bit(44)::int8 >> 8) & 64677154575)
+		+ 2 * ((('x' || id)::bit(44)::int8 >> 4) & 64677154575)) % 255 % 10) % 10
+		= ('x' || id)::bit(44)::int8 & 15
+	ELSE false END
+`
 
 // obisGroup matches one group of a canonical OBIS code: up to three digits
 // without a leading zero. That a group is at most 255 is left to Write:
@@ -304,7 +311,9 @@ func gridCheck(t *Table) string {
 		var cond string
 		if d, ok := r.Fixed(); ok {
 			secs := int64(d.Seconds())
-			cond = fmt.Sprintf(`"to" - "from" = interval '%d seconds' AND extract(epoch FROM "from") %% %d = 0`, secs, secs)
+			// date_bin, unlike extract(epoch ...) % n, stays clear of
+			// numeric arithmetic: a tenth of the cost.
+			cond = fmt.Sprintf(`"to" - "from" = interval '%[1]d seconds' AND date_bin(interval '%[1]d seconds', "from", timestamptz '1970-01-01 00:00:00+00') = "from"`, secs)
 		} else {
 			step := map[metering.Resolution]string{metering.Day: "1 day", metering.Month: "1 month", metering.Year: "1 year"}[r]
 			cond = start + fmt.Sprintf(` AND "to" = (%s + interval '%s') AT TIME ZONE 'Europe/Berlin'`, local, step)

@@ -280,3 +280,50 @@ VALUES ($1, $2, $3, $4, $5, 1, 'kWh', '220', $6, 1, '9900000000003:2026-03', '20
 		}
 	}
 }
+
+// TestEnsureReplacesFunction: a database declared by an earlier version,
+// whose malo_valid spells the rule differently, gets the current body when
+// a table is declared again, and keeps working: its constraints call the
+// function by oid.
+func TestEnsureReplacesFunction(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	declare(t, h, tab)
+	ctx := context.Background()
+	// The body of the first version: the digits picked out with substr.
+	var sum []string
+	for i := 1; i <= 10; i++ {
+		w := ""
+		if i%2 == 0 {
+			w = "2 * "
+		}
+		sum = append(sum, fmt.Sprintf("%sascii(substr(id, %d, 1))", w, i))
+	}
+	if _, err := pool.Exec(ctx, `CREATE OR REPLACE FUNCTION meterstore.malo_valid(id text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+SELECT CASE WHEN length(id) = 11 AND id ~ '^[1-9][0-9]*$'
+	THEN (10 - (`+strings.Join(sum, " + ")+` - 720) % 10) % 10 = ascii(substr(id, 11, 1)) - 48
+	ELSE false END
+$$`); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, h, tab, meterDay(1, 1))
+	if err := h.Ensure(ctx, tab); err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	if err := pool.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = 'meterstore.malo_valid(text)'::regprocedure`).Scan(&body); err != nil || body != maloValidBody {
+		t.Fatalf("body %q, %v", body, err)
+	}
+	mustWrite(t, h, tab, meterDay(2, 1))
+	_, err := pool.Exec(ctx, `INSERT INTO meterstore.lastgang (malo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version, version_scope, balancing_day)
+VALUES ('10000000000', '1-1:1.29.0', 'STROM', $1, $2, 1, 'kWh', '220', 'PT15M', 7, '9900000000003:2026-03', '2026-03-02')`, day, day.Add(15*time.Minute))
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.ConstraintName != "malo_id_check" {
+		t.Fatalf("a bad check digit: %v", err)
+	}
+	// Declaring again changes nothing.
+	if err := h.Ensure(ctx, tab); err != nil {
+		t.Fatal(err)
+	}
+}

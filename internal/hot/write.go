@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,9 +15,12 @@ import (
 	"github.com/meterstore/meterstore/internal/hot/pgnum"
 )
 
-// stageTable is the temporary table a batch is copied into. It lives in
-// the session's own temporary schema and is dropped at commit.
-const stageTable = "meterstore_hot_stage"
+// stagePrefix begins the name of the temporary table a batch is copied
+// into. It lives in the session's own temporary schema and is dropped at
+// commit. Each column layout has a table name of its own (stageName): pgx
+// caches what it learns of a COPY's target by the statement's text, and
+// one layout's description would encode another's rows.
+const stagePrefix = "meterstore_hot_stage_"
 
 // maxAttempts bounds how often Write re-checks a batch that lost a race
 // against a concurrent writer of the same readings.
@@ -26,15 +31,17 @@ const maxAttempts = 4
 // the offending rows.
 //
 // The batch is validated in Go (check digits, codes, the interval grid, the
-// partition for each row) and checked in itself, then copied into a
-// temporary staging table and inserted with one INSERT ... SELECT, in one
-// READ COMMITTED transaction. Against the stored rows, the exclusion
-// constraints and the primary key refuse what must not be written; only when
-// they do does Write look at the stored rows to tell an identical
-// redelivery, which it skips, from a violation, which it reports. Tables
-// declared with NoExclusion check the stored rows before inserting, holding
-// an advisory lock per partition so concurrent writers cannot slip past
-// each other's checks.
+// partition for each row) and checked in itself, then written in one READ
+// COMMITTED transaction. Against the stored rows, the exclusion constraints
+// and the primary key refuse what must not be written. A batch is first
+// copied straight into the table under a savepoint (the fast path); only if
+// the constraints refuse it does Write roll back to the savepoint, copy the
+// batch into a temporary staging table and look at the stored rows to tell
+// an identical redelivery, which it skips, from a violation, which it
+// reports, before inserting the rest with one INSERT ... SELECT. Tables
+// declared with NoExclusion check the batch against the stored rows in the
+// same transaction, holding an advisory lock per partition so concurrent
+// writers cannot slip past each other's checks.
 //
 // A reading whose interval is already stored identically under its version
 // is reported Present; a different value under an existing key and version
@@ -83,12 +90,11 @@ func (h *Tier) write(ctx context.Context, t *Table, b *batch) error {
 	// A batch is small next to a partition, so the checks probe the
 	// primary key row by row; a hash or merge join would read the whole
 	// partition. JIT compilation costs more than these statements take.
-	if _, err := tx.Exec(ctx, `SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL jit = off`); err != nil {
-		return err
-	}
-	// The writer's lock on the parent, taken first, keeps a partition from
-	// being detached between the check below and the insert.
-	if _, err := tx.Exec(ctx, `LOCK TABLE `+h.ident(t.Name)+` IN ROW EXCLUSIVE MODE`); err != nil {
+	// The writer's lock on the parent, taken before anything else, keeps
+	// a partition from being detached between the check below and the
+	// insert.
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL jit = off; `+
+		`LOCK TABLE `+h.ident(t.Name)+` IN ROW EXCLUSIVE MODE`); err != nil {
 		return err
 	}
 	if err := h.checkPartitions(ctx, tx, t, b); err != nil {
@@ -98,10 +104,21 @@ func (h *Tier) write(ctx context.Context, t *Table, b *batch) error {
 	if err := h.lockPartitions(ctx, tx, t, b, probeAll); err != nil {
 		return err
 	}
+	if fastPath(t, b) {
+		switch done, err := h.copyDirect(ctx, tx, t, b); {
+		case err != nil:
+			return err
+		case done:
+			return tx.Commit(ctx)
+		}
+		// A stored row refused the batch: it may be a redelivery, which
+		// is no error, so the staged path finds out which rows did.
+		probeAll = true
+	}
 	if _, err := tx.Exec(ctx, h.stageDDL(t)); err != nil {
 		return err
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageTable}, stageColumns(t), newStageSource(t, b.rows)); err != nil {
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageName(t)}, stageColumns(t), newStageSource(t, b.rows)); err != nil {
 		return err
 	}
 	insert := h.insertSQL(t)
@@ -260,7 +277,8 @@ func dataColumns(t *Table, quoted bool) []string {
 	return cols
 }
 
-func (h *Tier) stageDDL(t *Table) string {
+// stageDefs returns the staging table's column definitions.
+func stageDefs(t *Table) []string {
 	cols := []string{"row_no int4 NOT NULL", "probe bool NOT NULL", "anc timestamptz[]",
 		"malo_id text", "melo_id text", "obis_code text", "sparte text", `"from" timestamptz`}
 	if t.TimeModel == Interval {
@@ -274,12 +292,23 @@ func (h *Tier) stageDDL(t *Table) string {
 	for _, c := range t.Columns {
 		cols = append(cols, quote(c.Name)+" "+c.typ().sql())
 	}
-	return `CREATE TEMP TABLE ` + stageTable + ` (` + strings.Join(cols, ", ") + `) ON COMMIT DROP`
+	return cols
+}
+
+// stageName returns the name of the staging table of t's column layout.
+func stageName(t *Table) string {
+	f := fnv.New64a()
+	f.Write([]byte(strings.Join(stageDefs(t), ", ")))
+	return stagePrefix + strconv.FormatUint(f.Sum64(), 36)
+}
+
+func (h *Tier) stageDDL(t *Table) string {
+	return `CREATE TEMP TABLE ` + stageName(t) + ` (` + strings.Join(stageDefs(t), ", ") + `) ON COMMIT DROP`
 }
 
 func (h *Tier) insertSQL(t *Table) string {
 	cols := strings.Join(dataColumns(t, true), ", ")
-	return `INSERT INTO ` + h.ident(t.Name) + ` (` + cols + `) SELECT ` + cols + ` FROM ` + stageTable
+	return `INSERT INTO ` + h.ident(t.Name) + ` (` + cols + `) SELECT ` + cols + ` FROM ` + stageName(t)
 }
 
 // stageSource feeds staged rows to COPY. Values are pointers into the
@@ -289,6 +318,9 @@ type stageSource struct {
 	rows []staged
 	i    int
 	vals []any
+	// direct leaves out the staging table's own columns: the rows go
+	// straight into the table (dataColumns).
+	direct bool
 }
 
 func newStageSource(t *Table, rows []staged) *stageSource {
@@ -301,7 +333,11 @@ func (s *stageSource) Err() error { return nil }
 
 func (s *stageSource) Values() ([]any, error) {
 	r := &s.rows[s.i]
-	v := append(s.vals[:0], &r.row, &r.probe, &r.anc, &r.src.MaLo, r.melo, &r.src.OBIS, &r.sparte, &r.from)
+	v := s.vals[:0]
+	if !s.direct {
+		v = append(v, &r.row, &r.probe, &r.anc)
+	}
+	v = append(v, &r.src.MaLo, r.melo, &r.src.OBIS, &r.sparte, &r.from)
 	if s.t.TimeModel == Interval {
 		v = append(v, &r.to)
 	}

@@ -16,10 +16,14 @@ import (
 
 // The variants a run measures.
 const (
-	RawCopy     = "raw COPY"               // COPY into a plain table with the same columns
-	RawCopyPK   = "raw COPY + primary key" // the same, with the hot table's primary key, for reference
-	Exclusion   = "hot, exclusion"         // hot.Tier.Write, exclusion constraints (the default)
-	NoExclusion = "hot, no exclusion"      // hot.Tier.Write, NoExclusion: checks in the write path
+	RawCopy   = "raw COPY"               // COPY into a plain table with the same columns
+	RawCopyPK = "raw COPY + primary key" // the same, with the hot table's primary key, for reference
+	// RawCopyChecks adds the hot table's CHECK constraints to RawCopyPK:
+	// the constraints the hot tier must have, without anything Write does,
+	// and so the most Write can reach without exclusion constraints.
+	RawCopyChecks = "raw COPY + primary key + CHECKs"
+	Exclusion     = "hot, exclusion"    // hot.Tier.Write, exclusion constraints (the default)
+	NoExclusion   = "hot, no exclusion" // hot.Tier.Write, NoExclusion: checks in the write path
 )
 
 // Config configures a run.
@@ -66,12 +70,12 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Result, error) {
 	variants := []string{RawCopy}
 	want := cfg.Variants
 	if want == nil {
-		want = []string{RawCopyPK, Exclusion, NoExclusion}
+		want = []string{RawCopyPK, RawCopyChecks, Exclusion, NoExclusion}
 	}
 	for _, v := range want {
 		switch v {
 		case RawCopy:
-		case RawCopyPK, Exclusion, NoExclusion:
+		case RawCopyPK, RawCopyChecks, Exclusion, NoExclusion:
 			variants = append(variants, v)
 		default:
 			return nil, fmt.Errorf("hotbench: unknown variant %q", v)
@@ -154,7 +158,7 @@ type Setup struct {
 // NewSetup creates, in schema, a hot table per hot variant with partitions for
 // the fixture's span, and a plain table per raw variant with the same
 // columns: created LIKE the hot table, which copies names, types and NOT
-// NULL, and nothing else.
+// NULL, and, for RawCopyChecks, the CHECK constraints.
 func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants []string, gen *Generator) (*Setup, error) {
 	tier, err := hot.New(pool, hot.Options{Schema: schema})
 	if err != nil {
@@ -198,15 +202,18 @@ func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants [
 		return nil, err
 	}
 	for _, v := range variants {
-		q := map[string]string{RawCopy: "raw", RawCopyPK: "raw_pk"}[v]
+		q := map[string]string{RawCopy: "raw", RawCopyPK: "raw_pk", RawCopyChecks: "raw_checks"}[v]
 		if q == "" {
 			continue
 		}
 		id := pgx.Identifier{schema, q}
 		like := `CREATE TABLE ` + id.Sanitize() + ` (LIKE ` + pgx.Identifier{schema, model.Name}.Sanitize()
 		ddl := like + `)`
-		if v == RawCopyPK {
+		switch v {
+		case RawCopyPK:
 			ddl = like + `, PRIMARY KEY (malo_id, obis_code, "from", version))`
+		case RawCopyChecks:
+			ddl = like + ` INCLUDING CONSTRAINTS, PRIMARY KEY (malo_id, obis_code, "from", version))`
 		}
 		if _, err := pool.Exec(ctx, ddl); err != nil {
 			return nil, err
