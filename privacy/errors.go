@@ -1,14 +1,11 @@
 package privacy
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/meterstore/meterstore/internal/pgerr"
 )
 
 // A Kind classifies an *Error by who is at fault and whether retrying helps.
@@ -98,39 +95,17 @@ func classify(op string, err error) error {
 }
 
 // kindOf maps an error to its Kind, by the same rules as the hot tier:
-// server errors go by SQLSTATE, and an error without one happened on the
-// way to or from the server.
+// a transient failure is Unavailable, other server errors go by SQLSTATE.
 func kindOf(err error) Kind {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch code := pgErr.Code; {
-		case code == "55P03", // lock_not_available
-			code == "40001", code == "40P01", // serialization_failure, deadlock_detected
-			code == "57P01", code == "57P02", code == "57P03", // shutdown, crash, cannot connect now
-			code == "57014",               // query_canceled, such as a statement timeout
-			strings.HasPrefix(code, "08"), // connection exception
-			strings.HasPrefix(code, "53"): // insufficient resources
-			return Unavailable
-		case code == "42501", // insufficient_privilege
-			code == "42P01", code == "42703", code == "3F000", // undefined table, column, schema
-			code == "42809": // wrong object type, such as a view named subjects
-			return InvalidConfig
-		case strings.HasPrefix(code, "22"): // data exception, such as text that is not UTF-8
-			return InvalidInput
-		}
-		return Internal
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if pgerr.Transient(err) {
 		return Unavailable
 	}
-	var netErr net.Error
-	var connectErr *pgconn.ConnectError
-	switch {
-	case errors.As(err, &netErr), errors.As(err, &connectErr),
-		pgconn.SafeToRetry(err), pgconn.Timeout(err),
-		errors.Is(err, pgconn.ErrConnClosed), errors.Is(err, net.ErrClosed),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return Unavailable
+	switch code := pgerr.Code(err); {
+	case pgerr.Undefined(code),
+		code == "42809": // wrong object type, such as a view named subjects
+		return InvalidConfig
+	case strings.HasPrefix(code, "22"): // data exception, such as text that is not UTF-8
+		return InvalidInput
 	}
 	return Internal
 }

@@ -1,15 +1,12 @@
 package hot
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"sort"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/meterstore/meterstore/internal/pgerr"
 )
 
 // A Kind classifies an *Error by who is at fault and whether retrying helps.
@@ -176,44 +173,25 @@ func classify(op, table string, err error) error {
 	return &Error{Kind: kindOf(err), Op: op, Table: table, Err: err}
 }
 
-// kindOf maps an error to its Kind. Server errors go by SQLSTATE class; an
-// error without one happened on the way to or from the server.
+// kindOf maps an error to its Kind. A transient failure is Unavailable:
+// a write that may have committed before its connection failed is safe to
+// retry, since redelivering a row is a no-op. Other server errors go by
+// SQLSTATE class.
 func kindOf(err error) Kind {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch code := pgErr.Code; {
-		case code == "55P03", // lock_not_available
-			code == "40001", code == "40P01", // serialization_failure, deadlock_detected
-			code == "57P01", code == "57P02", code == "57P03", // shutdown, crash, cannot connect now
-			code == "57014",               // query_canceled, such as a statement timeout
-			strings.HasPrefix(code, "08"), // connection exception
-			strings.HasPrefix(code, "53"): // insufficient resources
-			return Unavailable
-		case code == "42501", // insufficient_privilege
-			code == "42P01", code == "42703", code == "3F000", // undefined table, column, schema
-			code == "42704", code == "58P01": // undefined object (such as btree_gist), missing file
-			return InvalidConfig
-		case strings.HasPrefix(code, "22"), // data exception
-			code == "23502", code == "23514": // not null, check: a malformed row
-			return InvalidInput
-		case strings.HasPrefix(code, "23"): // integrity constraint violation
-			return IntegrityViolation
-		}
+	if pgerr.Transient(err) {
+		return Unavailable
+	}
+	switch code := pgerr.Code(err); {
+	case code == "":
 		return Internal
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return Unavailable
-	}
-	var netErr net.Error
-	var connectErr *pgconn.ConnectError
-	switch {
-	case errors.As(err, &netErr), errors.As(err, &connectErr),
-		pgconn.SafeToRetry(err), pgconn.Timeout(err),
-		errors.Is(err, pgconn.ErrConnClosed), errors.Is(err, net.ErrClosed),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		// The connection failed. A write that may have committed before
-		// it did is still safe to retry: redelivering a row is a no-op.
-		return Unavailable
+	case pgerr.Undefined(code),
+		code == "58P01": // missing file, such as an extension's library
+		return InvalidConfig
+	case strings.HasPrefix(code, "22"), // data exception
+		code == "23502", code == "23514": // not null, check: a malformed row
+		return InvalidInput
+	case strings.HasPrefix(code, "23"): // integrity constraint violation
+		return IntegrityViolation
 	}
 	return Internal
 }
