@@ -70,6 +70,16 @@ func (d *deployment) open(ctx context.Context) (*store.Store, *config.Config, er
 	return s, cfg, nil
 }
 
+// openAt opens the store like open and returns the time to act at.
+func (d *deployment) openAt(ctx context.Context) (*store.Store, time.Time, error) {
+	now, err := d.clock()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	s, _, err := d.open(ctx)
+	return s, now, err
+}
+
 // clock returns --now, or the time.
 func (d *deployment) clock() (time.Time, error) {
 	if d.now == "" {

@@ -33,7 +33,7 @@ corrections. "-" reads standard input.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			ctx := cmd.Context()
-			s, _, err := d.open(ctx)
+			s, _, err := d.openAt(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -19,11 +19,7 @@ func newCreate() *cobra.Command {
 		Short: "Declare the configured tables in both tiers and create their partitions ahead",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			now, err := d.clock()
-			if err != nil {
-				return err
-			}
-			s, _, err := d.open(cmd.Context())
+			s, now, err := d.openAt(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -49,11 +45,7 @@ func newArchive() *cobra.Command {
 		Short: "Run one archival cycle per table (or --table) at --now",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			now, err := d.clock()
-			if err != nil {
-				return err
-			}
-			s, _, err := d.open(cmd.Context())
+			s, now, err := d.openAt(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -183,11 +175,7 @@ func newStatus() *cobra.Command {
 		Short: "Show system.tables; exit 1 when a table is unhealthy",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			now, err := d.clock()
-			if err != nil {
-				return err
-			}
-			s, _, err := d.open(cmd.Context())
+			s, now, err := d.openAt(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -233,7 +221,7 @@ func newSnapshots() *cobra.Command {
 		Short: "List a table's Iceberg snapshots with the watermark in force at each",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, _, err := d.open(cmd.Context())
+			s, _, err := d.openAt(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -273,7 +261,7 @@ completed by running it again.`,
 			if confirm != table {
 				return fmt.Errorf("purge: --confirm %q does not repeat --table %q", confirm, table)
 			}
-			s, _, err := d.open(cmd.Context())
+			s, _, err := d.openAt(cmd.Context())
 			if err != nil {
 				return err
 			}

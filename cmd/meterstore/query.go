@@ -33,11 +33,7 @@ meter_gas_day, meter_balancing_day and meter_expected_intervals apply the
 Berlin calendar.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			now, err := d.clock()
-			if err != nil {
-				return err
-			}
-			s, _, err := d.open(cmd.Context())
+			s, now, err := d.openAt(cmd.Context())
 			if err != nil {
 				return err
 			}
