@@ -49,9 +49,16 @@ type Warehouse struct {
 	Namespace string
 }
 
-// Catalog is the file's catalog section: where the Iceberg catalog logs its
-// commits.
+// Catalog is the file's catalog section: which Iceberg catalog keeps the
+// tables, and where MeterStore's own catalog logs its commits.
 type Catalog struct {
+	// Type is "log" (MeterStore's catalog on its own log, the default),
+	// "rest" (an Iceberg REST catalog at URI) or "sql" (iceberg-go's SQL
+	// catalog in the PostgreSQL database at URI) (catalog.type).
+	Type string
+	// URI is the REST catalog's base URL, or the SQL catalog's database
+	// URL; for "sql" empty means postgres.url (catalog.uri).
+	URI string
 	// Log is "postgres" (a table in Postgres.Schema) or "object_store"
 	// (objects in the warehouse's bucket, written with PutIfAbsent)
 	// (catalog.log).

@@ -65,7 +65,7 @@ func TestTemplateIsDefault(t *testing.T) {
 	want := &Config{
 		Postgres:    Postgres{Schema: "meterstore", DataDir: "/srv/ms/meterstore-data"},
 		Warehouse:   Warehouse{URL: "file:///srv/ms/meterstore-data/warehouse", Namespace: "meterstore"},
-		Catalog:     Catalog{Log: "postgres", Isolation: postgres.ReadCommitted},
+		Catalog:     Catalog{Type: "log", Log: "postgres", Isolation: postgres.ReadCommitted},
 		Hot:         Hot{DDLLockTimeout: 3 * time.Second},
 		Archive:     Archive{SettlementLag: 45 * day, Step: day, MaxWindowsPerCycle: 31, ReaderGrace: time.Hour, ChunkRows: 10000},
 		Cold:        Cold{RowGroupRows: 1 << 20, RowGroupBytes: 64 << 20, TargetFileSize: 256 << 20, ZstdLevel: 3, BloomBytes: 32 << 10, BatchRows: 8192},

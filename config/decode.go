@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -39,6 +40,16 @@ func (r *reader) config(raw *rawConfig) *Config {
 	}
 
 	cat := &raw.Catalog
+	c.Catalog.URI = r.str("catalog.uri", cat.URI, "")
+	switch c.Catalog.Type = r.str("catalog.type", cat.Type, defaultCatalogType); c.Catalog.Type {
+	case "log", "sql":
+	case "rest":
+		if u, err := url.Parse(c.Catalog.URI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			r.errorf("catalog.uri", "%q: a rest catalog needs an http or https URL", c.Catalog.URI)
+		}
+	default:
+		r.errorf("catalog.type", "%q: want \"log\", \"rest\" or \"sql\"", c.Catalog.Type)
+	}
 	switch c.Catalog.Log = r.str("catalog.log", cat.Log, defaultLog); c.Catalog.Log {
 	case "postgres", "object_store":
 	default:

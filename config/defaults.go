@@ -11,6 +11,7 @@ const (
 	defaultWarehouse         = "file://meterstore-data/warehouse"
 	defaultNamespace         = "meterstore"
 	defaultLog               = "postgres"
+	defaultCatalogType       = "log"
 	defaultDDLLockTimeout    = 3 * time.Second
 	defaultSettlementLag     = 45 * day
 	defaultStep              = day

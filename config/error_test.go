@@ -47,6 +47,8 @@ func TestProblems(t *testing.T) {
 		{"bad column type", "[[table]]\nname = \"a\"\n[[table.column]]\nname = \"x\"\ntype = \"int\"\n", "table[0].column[0].type", 5, `want "text" or "bigint"`},
 		{"bad isolation", "[catalog]\nisolation = \"repeatable_read\"\n", "catalog.isolation", 2, `want "read_committed" or "serializable"`},
 		{"bad log", "[catalog]\nlog = \"etcd\"\n", "catalog.log", 2, `want "postgres" or "object_store"`},
+		{"bad catalog type", "[catalog]\ntype = \"hive\"\n", "catalog.type", 2, `want "log", "rest" or "sql"`},
+		{"rest catalog without a URL", "[catalog]\ntype = \"rest\"\nuri = \"localhost:8181\"\n", "catalog.uri", 3, "needs an http or https URL"},
 		{"serializable object store", "[catalog]\nlog = \"object_store\"\nisolation = \"serializable\"\n", "catalog.isolation", 3, "postgres log only"},
 		{"bad retention policy", "[retention]\npolicy = \"years:3\"\n", "retention.policy", 2, "calendar_years:N or rolling:<duration>"},
 		{"retention of no years", "[retention]\npolicy = \"calendar_years:0\"\n", "retention.policy", 2, "at least 1"},

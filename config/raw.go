@@ -23,6 +23,8 @@ type rawConfig struct {
 		Namespace value `toml:"namespace"`
 	} `toml:"warehouse"`
 	Catalog struct {
+		Type      value `toml:"type"`
+		URI       value `toml:"uri"`
 		Log       value `toml:"log"`
 		Isolation value `toml:"isolation"`
 	} `toml:"catalog"`

@@ -2,13 +2,20 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 
+	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	icesql "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for iceberg-go's SQL catalog
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/config"
@@ -61,21 +68,7 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *S
 		return nil, err
 	}
 	closers = append(closers, func() { wh.Bucket.Close() })
-	var clog consensus.Log
-	switch cfg.Catalog.Log {
-	case "object_store":
-		if clog, err = bloblog.New(wh.Bucket, "_log/"); err != nil {
-			return nil, fmt.Errorf("store: log on the warehouse: %w", err)
-		}
-	default:
-		pl, err := postgres.Open(ctx, pcfg.Copy(), cfg.LogOptions())
-		if err != nil {
-			return nil, fmt.Errorf("store: log in PostgreSQL: %w", err)
-		}
-		closers = append(closers, pl.Close)
-		clog = pl
-	}
-	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: clog, Check: cold.WatermarkCheck(), Logger: log})
+	cat, err := openCatalog(ctx, cfg, pgURL, pcfg, wh, log, &closers)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +95,57 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *S
 	}
 	s.closers = closers
 	return s, nil
+}
+
+// openCatalog opens the Iceberg catalog cfg's catalog section names:
+// MeterStore's own on its log (in PostgreSQL or on the warehouse), an
+// Iceberg REST catalog, or iceberg-go's SQL catalog. What it opens it
+// appends to closers.
+func openCatalog(ctx context.Context, cfg *config.Config, pgURL string, pcfg *pgxpool.Config, wh catalog.Warehouse,
+	log *slog.Logger, closers *[]func()) (icecatalog.Catalog, error) {
+	switch cfg.Catalog.Type {
+	case "rest":
+		cat, err := rest.NewCatalog(ctx, "rest", cfg.Catalog.URI, rest.WithAdditionalProps(wh.Props))
+		if err != nil {
+			return nil, fmt.Errorf("store: REST catalog %s: %w", cfg.Catalog.URI, err)
+		}
+		*closers = append(*closers, func() { cat.Close() })
+		return cat, nil
+	case "sql":
+		uri := cfg.Catalog.URI
+		if uri == "" {
+			uri = pgURL
+		}
+		db, err := sql.Open("pgx", uri)
+		if err != nil {
+			return nil, fmt.Errorf("store: SQL catalog: %w", err)
+		}
+		*closers = append(*closers, func() { db.Close() })
+		props := iceberg.Properties{"warehouse": wh.Root}
+		maps.Copy(props, wh.Props)
+		cat, err := icesql.NewCatalog("meterstore", db, icesql.Postgres, props)
+		if err != nil {
+			return nil, fmt.Errorf("store: SQL catalog: %w", err)
+		}
+		return cat, nil
+	}
+	var clog consensus.Log
+	switch cfg.Catalog.Log {
+	case "object_store":
+		l, err := bloblog.New(wh.Bucket, "_log/")
+		if err != nil {
+			return nil, fmt.Errorf("store: log on the warehouse: %w", err)
+		}
+		clog = l
+	default:
+		pl, err := postgres.Open(ctx, pcfg.Copy(), cfg.LogOptions())
+		if err != nil {
+			return nil, fmt.Errorf("store: log in PostgreSQL: %w", err)
+		}
+		*closers = append(*closers, pl.Close)
+		clog = pl
+	}
+	return catalog.New(catalog.Options{Warehouse: wh, Log: clog, Check: cold.WatermarkCheck(), Logger: log})
 }
 
 // Retention returns the retention sweep cfg configures; a zero Retention
