@@ -45,8 +45,14 @@ func (r *runner) queries(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("demo: query %s: %w", q.title, err)
 		}
-		fmt.Fprintf(out, "\n%s (%s; W %s; tiers: %s; %s)\n", q.title, q.table, res.Watermark.UTC().Format(time.RFC3339),
-			strings.Join(res.Tiers, "+"), time.Since(start).Round(time.Millisecond))
+		w, tiers := "-", "none"
+		if res.HasWatermark {
+			w = res.Watermark.UTC().Format(time.RFC3339)
+		}
+		if len(res.Tiers) > 0 {
+			tiers = strings.Join(res.Tiers, "+")
+		}
+		fmt.Fprintf(out, "\n%s (%s; W %s; tiers read: %s; %s)\n", q.title, q.table, w, tiers, time.Since(start).Round(time.Millisecond))
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  "+strings.Join(res.Columns, "\t"))
 		for _, row := range res.Rows {
