@@ -128,6 +128,8 @@ type Query struct {
 	// Threads is DuckDB's threads; zero leaves DuckDB's default
 	// (query.threads).
 	Threads int
+	// MaxRows bounds a result, which is held in memory (query.max_rows).
+	MaxRows int
 	// CacheDir is where remote Parquet files are cached, absolute
 	// (query.cache_dir).
 	CacheDir string

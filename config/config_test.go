@@ -71,7 +71,7 @@ func TestTemplateIsDefault(t *testing.T) {
 		Cold:        Cold{RowGroupRows: 1 << 20, RowGroupBytes: 64 << 20, TargetFileSize: 256 << 20, ZstdLevel: 3, BloomBytes: 32 << 10, BatchRows: 8192},
 		Maintenance: Maintenance{Interval: 15 * time.Minute, SnapshotRetention: 3653 * day, MinSnapshots: 100},
 		Retention:   RetentionPolicy{LegalBasis: "§ 60 Abs. 6 MsbG", Actor: "retention-job"},
-		Query:       Query{MemoryLimit: "2GB", Threads: 2, CacheDir: "/srv/ms/meterstore-data/cache"},
+		Query:       Query{MemoryLimit: "2GB", Threads: 2, MaxRows: 1_000_000, CacheDir: "/srv/ms/meterstore-data/cache"},
 		tables: []hot.Table{
 			{Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity, Resolutions: []metering.Resolution{metering.QuarterHour}, Width: hot.Daily, Headroom: 7 * day},
 			{Name: "gas", TimeModel: hot.Interval, Commodity: metering.Gas, Resolutions: []metering.Resolution{metering.Day}, Width: hot.Daily, Headroom: 7 * day},

@@ -104,6 +104,7 @@ func (r *reader) config(raw *rawConfig) *Config {
 	q := &raw.Query
 	c.Query.MemoryLimit = r.memoryLimit("query.memory_limit", q.MemoryLimit)
 	c.Query.Threads = r.integer("query.threads", q.Threads, defaultThreads, 0, maxInt)
+	c.Query.MaxRows = r.integer("query.max_rows", q.MaxRows, defaultMaxRows, 1, maxInt)
 	if dir := r.str("query.cache_dir", q.CacheDir, ""); dir != "" {
 		c.Query.CacheDir = r.abs(dir)
 	} else {

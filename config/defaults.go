@@ -12,6 +12,7 @@ const (
 	defaultNamespace         = "meterstore"
 	defaultLog               = "postgres"
 	defaultCatalogType       = "log"
+	defaultMaxRows           = 1_000_000
 	defaultDDLLockTimeout    = 3 * time.Second
 	defaultSettlementLag     = 45 * day
 	defaultStep              = day

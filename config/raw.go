@@ -61,6 +61,7 @@ type rawConfig struct {
 		MemoryLimit value `toml:"memory_limit"`
 		Threads     value `toml:"threads"`
 		CacheDir    value `toml:"cache_dir"`
+		MaxRows     value `toml:"max_rows"`
 	} `toml:"query"`
 	Table []rawTable `toml:"table"`
 }

@@ -79,13 +79,14 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *S
 	archiveCfg := cfg.ArchiveConfig()
 	archiveCfg.Logger = log
 	s, err := Open(ctx, Options{
-		Pool:      pool,
-		Catalog:   cat,
-		Tables:    cfg.Tables(),
-		Hot:       cfg.HotOptions(),
-		Cold:      cfg.ColdOptions(),
-		Archive:   archiveCfg,
-		Query:     QuerySettings{MemoryLimit: cfg.Query.MemoryLimit, Threads: cfg.Query.Threads, CacheDir: cfg.Query.CacheDir},
+		Pool:    pool,
+		Catalog: cat,
+		Tables:  cfg.Tables(),
+		Hot:     cfg.HotOptions(),
+		Cold:    cfg.ColdOptions(),
+		Archive: archiveCfg,
+		Query: QuerySettings{MemoryLimit: cfg.Query.MemoryLimit, Threads: cfg.Query.Threads,
+			CacheDir: cfg.Query.CacheDir, MaxRows: cfg.Query.MaxRows},
 		Snapshots: cfg.SnapshotRetention(),
 		Registry:  reg,
 		Logger:    log,

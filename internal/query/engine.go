@@ -24,6 +24,21 @@ type Settings struct {
 	// when the query ends. Empty: nothing spills, and such a query fails.
 	// A Source may keep its local copies of remote data files here too.
 	CacheDir string
+	// MaxRows bounds the rows of a result, which is held in memory; a
+	// query that returns more fails with ErrTooManyRows. Zero means
+	// DefaultMaxRows.
+	MaxRows int
+}
+
+// DefaultMaxRows is the largest result a query returns when
+// Settings.MaxRows is zero.
+const DefaultMaxRows = 1_000_000
+
+func (e *Engine) maxRows() int {
+	if e.set.MaxRows > 0 {
+		return e.set.MaxRows
+	}
+	return DefaultMaxRows
 }
 
 // An Engine answers SQL over the two tiers of one table. It is safe for
@@ -125,7 +140,7 @@ func (e *Engine) Query(ctx context.Context, sql string) (*Result, error) {
 	if err := inst.lockdown(ctx, files); err != nil {
 		return nil, err
 	}
-	if err := run(ctx, inst.conn, a.sql, res); err != nil {
+	if err := run(ctx, inst.conn, a.sql, e.maxRows(), res); err != nil {
 		return nil, err
 	}
 	return res, nil

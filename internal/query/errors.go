@@ -15,3 +15,7 @@ var ErrColdUnreachable = errors.New("query: the cold tier is unreachable")
 // archival has detached from the hot tier and not yet committed to the cold
 // one, so that neither tier can show them. It is worth retrying.
 var ErrInFlight = errors.New("query: rows of the range are in flight between the tiers")
+
+// ErrTooManyRows is wrapped by the error of a query whose result would have
+// more rows than Settings.MaxRows: a result is held in memory.
+var ErrTooManyRows = errors.New("query: too many rows in the result")

@@ -12,9 +12,10 @@ import (
 )
 
 // run prepares the statement, refuses it unless DuckDB calls it a SELECT,
-// and runs it into res. analyze has made sure it is one statement: the
-// driver would run every statement before the last on Prepare.
-func run(ctx context.Context, conn *sql.Conn, query string, res *Result) error {
+// and runs it into res, failing with ErrTooManyRows past max rows. analyze
+// has made sure it is one statement: the driver would run every statement
+// before the last on Prepare.
+func run(ctx context.Context, conn *sql.Conn, query string, max int, res *Result) error {
 	return conn.Raw(func(dc any) error {
 		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 		if err != nil {
@@ -52,6 +53,10 @@ func run(ctx context.Context, conn *sql.Conn, query string, res *Result) error {
 			}
 			if err != nil {
 				return fmt.Errorf("query: %w", err)
+			}
+			if len(res.Rows) == max {
+				res.Rows = nil
+				return fmt.Errorf("%w: more than %d; aggregate, or add a LIMIT", ErrTooManyRows, max)
 			}
 			row := make([]any, len(dest))
 			for i, v := range dest {

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -42,6 +43,23 @@ func TestMemoryLimitFailsAQuery(t *testing.T) {
 	// The engine is unharmed.
 	if n := count(t, e, `SELECT count(*) FROM readings`); n != 576 {
 		t.Fatal(n)
+	}
+}
+
+// TestMaxRows: a result larger than MaxRows fails the query, instead of
+// growing without bound in memory; at the bound it answers.
+func TestMaxRows(t *testing.T) {
+	s := threeMonths(t)
+	e, err := New(s.tab, s, Settings{Threads: 1, MaxRows: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Query(t.Context(), `SELECT * FROM range(101)`); !errors.Is(err, ErrTooManyRows) {
+		t.Fatalf("101 rows under a bound of 100: %v", err)
+	}
+	res, err := e.Query(t.Context(), `SELECT * FROM range(100)`)
+	if err != nil || len(res.Rows) != 100 {
+		t.Fatalf("100 rows: %v, %v", err, res)
 	}
 }
 
