@@ -53,6 +53,7 @@ type LineError struct {
 	Err    error
 }
 
+// Error names the line and, if known, the column.
 func (e *LineError) Error() string {
 	if e.Column == "" {
 		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
@@ -60,6 +61,7 @@ func (e *LineError) Error() string {
 	return fmt.Sprintf("line %d: %s: %v", e.Line, e.Column, e.Err)
 }
 
+// Unwrap returns the cause.
 func (e *LineError) Unwrap() error { return e.Err }
 
 // A Decoder reads the readings of one table from a delivery.

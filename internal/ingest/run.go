@@ -45,6 +45,7 @@ type BatchError struct {
 	Err   error
 }
 
+// Error names the batch's lines and the first offending ones.
 func (e *BatchError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "batch of lines %d-%d not written", e.FirstLine, e.LastLine)
@@ -61,6 +62,7 @@ func (e *BatchError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the cause.
 func (e *BatchError) Unwrap() error { return e.Err }
 
 // Run decodes d and writes its readings in atomic batches until the end or
