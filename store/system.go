@@ -57,9 +57,9 @@ func (s *Store) statusOf(ctx context.Context, t *table, now time.Time) TableStat
 func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus {
 	st := TableStatus{Table: t.decl.Name, HotPartitions: -1, PartitionsAhead: -1, InvariantViolations: -1}
 	var errs []error
-	parts, err := s.hot.Partitions(ctx, t.decl)
-	if err != nil {
-		errs = append(errs, err)
+	parts, perr := s.hot.Partitions(ctx, t.decl)
+	if perr != nil {
+		errs = append(errs, perr)
 	} else {
 		st.HotPartitions, st.PartitionsAhead = 0, 0
 		for _, p := range parts {
@@ -72,6 +72,7 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 			}
 		}
 	}
+	var err error
 	st.Watermark, st.HasWatermark, err = s.cold.Watermark(ctx, t.cold)
 	switch {
 	case err != nil:
@@ -85,9 +86,10 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 			errs = append(errs, err)
 		}
 	}
-	exempt := err == nil && len(parts) == 0
+	// A table without any partition has not started; it is not exhausted.
+	notStarted := perr == nil && len(parts) == 0
 	st.Healthy = st.HotPartitions >= 0 && st.InvariantViolations == 0 &&
-		(st.PartitionsAhead > 0 || exempt)
+		(st.PartitionsAhead > 0 || notStarted)
 	if len(errs) > 0 {
 		st.Err = fmt.Errorf("store: status of %s: %w", t.decl.Name, errors.Join(errs...))
 	}
