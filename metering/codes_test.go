@@ -133,3 +133,30 @@ func TestResolutionFixed(t *testing.T) {
 		}
 	}
 }
+
+// Valid agrees with the parsers: a value is valid exactly when its
+// canonical text parses back to it.
+func TestValidAgreesWithParse(t *testing.T) {
+	roundTrips := func(s string, v uint8, parse func(string) (uint8, error)) bool {
+		w, err := parse(s)
+		return err == nil && w == v
+	}
+	for i := 0; i < 256; i++ {
+		v := uint8(i)
+		cases := []struct {
+			name  string
+			valid bool
+			rt    bool
+		}{
+			{"commodity", Commodity(v).Valid(), roundTrips(Commodity(v).String(), v, func(s string) (uint8, error) { c, err := ParseCommodity(s); return uint8(c), err })},
+			{"unit", Unit(v).Valid(), roundTrips(Unit(v).String(), v, func(s string) (uint8, error) { c, err := ParseUnit(s); return uint8(c), err })},
+			{"quality", Quality(v).Valid(), roundTrips(Quality(v).String(), v, func(s string) (uint8, error) { c, err := ParseQuality(s); return uint8(c), err })},
+			{"resolution", Resolution(v).Valid(), roundTrips(Resolution(v).String(), v, func(s string) (uint8, error) { c, err := ParseResolution(s); return uint8(c), err })},
+		}
+		for _, c := range cases {
+			if c.valid != c.rt {
+				t.Errorf("%s %d: Valid() = %v, round trip %v", c.name, i, c.valid, c.rt)
+			}
+		}
+	}
+}

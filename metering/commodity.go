@@ -18,6 +18,10 @@ const (
 // Other spellings are rejected with ErrUnknown rather than normalized.
 func ParseCommodity(s string) (Commodity, error) { return parseEnum("commodity", s, Water) }
 
+// Valid reports whether c is one of the defined Commodity values; the zero
+// value, "not set", is not.
+func (c Commodity) Valid() bool { return c >= 1 && c <= Water }
+
 // String returns the canonical code, such as "STROM".
 func (c Commodity) String() string {
 	switch c {

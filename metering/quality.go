@@ -23,6 +23,10 @@ const (
 // ParseQuality parses an MSCONS quality code such as "220".
 func ParseQuality(s string) (Quality, error) { return parseEnum("quality", s, Provisional) }
 
+// Valid reports whether q is one of the defined Quality values; the zero
+// value, "not set", is not.
+func (q Quality) Valid() bool { return q >= 1 && q <= Provisional }
+
 // String returns the MSCONS code, such as "220".
 func (q Quality) String() string {
 	switch q {

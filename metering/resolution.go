@@ -26,6 +26,10 @@ const (
 // on the text would otherwise split in two.
 func ParseResolution(s string) (Resolution, error) { return parseEnum("resolution", s, Year) }
 
+// Valid reports whether r is one of the defined Resolution values; the zero
+// value, "not set", is not.
+func (r Resolution) Valid() bool { return r >= 1 && r <= Year }
+
 // String returns the canonical ISO 8601 duration, such as "PT15M".
 func (r Resolution) String() string {
 	switch r {

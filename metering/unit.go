@@ -23,6 +23,10 @@ const (
 // since "MWh" and "mWh" differ by nine orders of magnitude.
 func ParseUnit(s string) (Unit, error) { return parseEnum("unit", s, CubicMetre) }
 
+// Valid reports whether u is one of the defined Unit values; the zero
+// value, "not set", is not.
+func (u Unit) Valid() bool { return u >= 1 && u <= CubicMetre }
+
 // String returns the canonical spelling, such as "kWh".
 func (u Unit) String() string {
 	switch u {
