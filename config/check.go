@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // check checks the settings that interact: each is valid alone and wrong
@@ -72,7 +72,7 @@ func (r *reader) checkArchive(c *Config) {
 	for i, t := range c.tables {
 		if err := ac.ValidateFor(t.Width); err != nil {
 			key := fmt.Sprintf("table[%d].width", i)
-			if t.Width == hot.Monthly {
+			if t.Width == series.Monthly {
 				r.errorf(key, "table %q has monthly partitions, which need an archive.archival_step of at least 31d, not %v",
 					t.Name, Duration(a.Step))
 			} else {

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/consensus/postgres"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // A Config is a deployment's settings, as Load or Parse read them from its
@@ -21,7 +21,7 @@ type Config struct {
 	Retention   RetentionPolicy
 	Query       Query
 
-	tables []hot.Table // the [[table]] declarations; see Tables
+	tables []series.Table // the [[table]] declarations; see Tables
 }
 
 // Postgres is the file's postgres section: the database of the hot tier.

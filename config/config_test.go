@@ -14,6 +14,7 @@ import (
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // mustParse parses src against dir with env, failing the test on an error.
@@ -72,9 +73,9 @@ func TestTemplateIsDefault(t *testing.T) {
 		Maintenance: Maintenance{Interval: 15 * time.Minute, SnapshotRetention: 3653 * day, MinSnapshots: 100},
 		Retention:   RetentionPolicy{LegalBasis: "§ 60 Abs. 6 MsbG", Actor: "retention-job"},
 		Query:       Query{MemoryLimit: "2GB", Threads: 2, MaxRows: 1_000_000, CacheDir: "/srv/ms/meterstore-data/cache"},
-		tables: []hot.Table{
-			{Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity, Resolutions: []metering.Resolution{metering.QuarterHour}, Width: hot.Daily, Headroom: 7 * day},
-			{Name: "gas", TimeModel: hot.Interval, Commodity: metering.Gas, Resolutions: []metering.Resolution{metering.Day}, Width: hot.Daily, Headroom: 7 * day},
+		tables: []series.Table{
+			{Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity, Resolutions: []metering.Resolution{metering.QuarterHour}, Width: series.Daily, Headroom: 7 * day},
+			{Name: "gas", TimeModel: series.Interval, Commodity: metering.Gas, Resolutions: []metering.Resolution{metering.Day}, Width: series.Daily, Headroom: 7 * day},
 		},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -179,17 +180,17 @@ time_model = "point"
 settlement_lag = "62d"
 archival_step = "31d"
 `, "/srv/ms", nil)
-	want := []hot.Table{
+	want := []series.Table{
 		{
-			Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity,
+			Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity,
 			Resolutions: []metering.Resolution{metering.QuarterHour, metering.Hour},
-			Columns: []hot.Column{
-				{Name: "tariff", Type: hot.Text, Identity: true, Values: []string{"HT", "NT"}},
-				{Name: "channel", Type: hot.BigInt, Values: nil},
+			Columns: []series.Column{
+				{Name: "tariff", Type: series.Text, Identity: true, Values: []string{"HT", "NT"}},
+				{Name: "channel", Type: series.BigInt, Values: nil},
 			},
-			Width: hot.Monthly, Headroom: 40 * day, NoExclusion: true,
+			Width: series.Monthly, Headroom: 40 * day, NoExclusion: true,
 		},
-		{Name: "registers", TimeModel: hot.Point, Width: hot.Daily, Headroom: 7 * day},
+		{Name: "registers", TimeModel: series.Point, Width: series.Daily, Headroom: 7 * day},
 	}
 	got := c.Tables()
 	if !reflect.DeepEqual(got, want) {

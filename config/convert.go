@@ -7,6 +7,7 @@ import (
 	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // HotOptions returns the options of the hot tier; the caller sets Logger.
@@ -56,8 +57,8 @@ func (c *Config) SnapshotRetention() cold.Retention {
 
 // Tables returns the declared tables, in file order. They are copies: the
 // caller may change them without changing c.
-func (c *Config) Tables() []hot.Table {
-	out := make([]hot.Table, len(c.tables))
+func (c *Config) Tables() []series.Table {
+	out := make([]series.Table, len(c.tables))
 	for i, t := range c.tables {
 		t.Resolutions = slices.Clone(t.Resolutions)
 		t.Columns = slices.Clone(t.Columns)

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // rawTable is the shape of a [[table]] section.
@@ -31,13 +31,13 @@ type rawColumn struct {
 }
 
 // table reads the [[table]] section at key.
-func (r *reader) table(key string, raw *rawTable) hot.Table {
-	t := hot.Table{TimeModel: hot.Interval, Width: hot.Daily}
+func (r *reader) table(key string, raw *rawTable) series.Table {
+	t := series.Table{TimeModel: series.Interval, Width: series.Daily}
 	t.Name = r.required(key+".name", raw.Name)
 	switch s := r.str(key+".time_model", raw.TimeModel, "interval"); s {
 	case "interval":
 	case "point":
-		t.TimeModel = hot.Point
+		t.TimeModel = series.Point
 	default:
 		r.errorf(key+".time_model", "%q: want \"interval\" or \"point\"", s)
 	}
@@ -58,13 +58,13 @@ func (r *reader) table(key string, raw *rawTable) hot.Table {
 			t.Resolutions = append(t.Resolutions, res)
 		}
 	}
-	if t.TimeModel == hot.Point && len(t.Resolutions) > 0 {
+	if t.TimeModel == series.Point && len(t.Resolutions) > 0 {
 		r.errorf(key+".resolutions", "a point table has no resolutions: its rows name an instant, not an interval")
 	}
 	switch s := r.str(key+".width", raw.Width, "daily"); s {
 	case "daily":
 	case "monthly":
-		t.Width = hot.Monthly
+		t.Width = series.Monthly
 	default:
 		r.errorf(key+".width", "%q: want \"daily\" or \"monthly\"", s)
 	}
@@ -77,12 +77,12 @@ func (r *reader) table(key string, raw *rawTable) hot.Table {
 }
 
 // column reads the [[table.column]] section at key.
-func (r *reader) column(key string, raw *rawColumn) hot.Column {
-	c := hot.Column{Name: r.required(key+".name", raw.Name), Type: hot.Text}
+func (r *reader) column(key string, raw *rawColumn) series.Column {
+	c := series.Column{Name: r.required(key+".name", raw.Name), Type: series.Text}
 	switch s := r.str(key+".type", raw.Type, "text"); s {
 	case "text":
 	case "bigint":
-		c.Type = hot.BigInt
+		c.Type = series.BigInt
 	default:
 		r.errorf(key+".type", "%q: want \"text\" or \"bigint\"", s)
 	}
@@ -105,7 +105,7 @@ func (r *reader) required(key string, v value) string {
 // columns (its name), then each column alone (its name and type, then its
 // coded values). Keys already found wrong are left out, so that hot does
 // not repeat what was reported.
-func (r *reader) checkTable(key string, t hot.Table) {
+func (r *reader) checkTable(key string, t series.Table) {
 	if !r.ok(key + ".name") {
 		return
 	}
@@ -125,7 +125,7 @@ func (r *reader) checkTable(key string, t hot.Table) {
 			continue
 		}
 		one := bare
-		one.Columns = []hot.Column{{Name: c.Name, Type: c.Type, Identity: c.Identity}}
+		one.Columns = []series.Column{{Name: c.Name, Type: c.Type, Identity: c.Identity}}
 		if err := one.Validate(); err != nil {
 			r.errorf(ck+".name", "%v", reason(err))
 			continue
@@ -150,7 +150,7 @@ func (r *reader) checkTable(key string, t hot.Table) {
 
 // reason returns what a hot.Error says is wrong, without its operation.
 func reason(err error) error {
-	var he *hot.Error
+	var he *series.Error
 	if errors.As(err, &he) && he.Err != nil {
 		return he.Err
 	}

@@ -1,9 +1,11 @@
-package hot
+package series
 
 import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/meterstore/meterstore/metering"
@@ -82,11 +84,15 @@ const (
 	BigInt                       // bigint, given in Reading.Extra as decimal digits
 )
 
-func (c ColumnType) sql() string {
-	if c == BigInt {
+// String returns "text" or "bigint", the column's SQL type.
+func (c ColumnType) String() string {
+	switch c {
+	case Text:
+		return "text"
+	case BigInt:
 		return "bigint"
 	}
-	return "text"
+	return fmt.Sprintf("ColumnType(%d)", c)
 }
 
 // A Column is an extra column a table declares beyond the built-in ones.
@@ -100,8 +106,8 @@ type Column struct {
 	Values []string
 }
 
-// A Table declares a hot table. Declare it with Tier.Ensure; after that the
-// key, the time model and the columns are fixed.
+// A Table declares a table of readings, the same in both tiers. Once it is
+// declared, the key, the time model and the columns are fixed.
 type Table struct {
 	// Name is the table's name: a lowercase letter followed by lowercase
 	// letters, digits and underscores, at most MaxNameLen bytes, so that
@@ -154,10 +160,12 @@ var builtinColumns = []string{
 // maxColumnLen is the longest extra column name: <column>_check must fit.
 const maxColumnLen = 63 - len("_check")
 
-// metaTable is the metadata table in the tier's schema; no table may take its name.
-const metaTable = "hot_tables"
+// reservedNames are relations of the hot tier's schema that no table may
+// take: the tier's own metadata table.
+var reservedNames = []string{"hot_tables"}
 
-// Validate reports whether t is a complete, consistent declaration.
+// Validate reports whether t is a complete, consistent declaration. The
+// error is an *Error of kind InvalidConfig.
 func (t *Table) Validate() error {
 	bad := func(format string, args ...any) error {
 		return &Error{Kind: InvalidConfig, Op: "declare", Table: t.Name, Err: fmt.Errorf(format, args...)}
@@ -169,7 +177,7 @@ func (t *Table) Validate() error {
 		return bad("table name is %d bytes; at most %d fit, so that its partitions' names are not truncated at 63 bytes", len(t.Name), MaxNameLen)
 	case partitionPattern.MatchString(t.Name):
 		return bad("table name ends like a partition name (_pYYYYMMDD)")
-	case t.Name == metaTable:
+	case slices.Contains(reservedNames, t.Name):
 		return bad("table name %q is reserved", t.Name)
 	case t.TimeModel != Interval && t.TimeModel != Point:
 		return bad("time model not set: want Interval or Point")
@@ -177,13 +185,13 @@ func (t *Table) Validate() error {
 		return bad("partition width not set: want Daily or Monthly")
 	case t.Headroom < 0:
 		return bad("negative headroom %v", t.Headroom)
-	case t.Commodity != 0 && !validCode(t.Commodity, metering.ParseCommodity):
+	case t.Commodity != 0 && !t.Commodity.Valid():
 		return bad("unknown commodity %d", t.Commodity)
 	case t.TimeModel == Point && len(t.Resolutions) > 0:
 		return bad("a point table has no resolutions")
 	}
 	for _, r := range t.Resolutions {
-		if !validCode(r, metering.ParseResolution) {
+		if !r.Valid() {
 			return bad("unknown resolution %d", r)
 		}
 	}
@@ -201,7 +209,7 @@ func (t *Table) Validate() error {
 		}
 		seen[c.Name] = true
 		for _, v := range c.Values {
-			if err := c.check(v); err != nil {
+			if err := c.Check(v); err != nil {
 				return bad("column %q: coded value %q: %v", c.Name, v, err)
 			}
 		}
@@ -209,8 +217,9 @@ func (t *Table) Validate() error {
 	return nil
 }
 
-// resolutions returns the accepted resolutions, finest first.
-func (t *Table) resolutions() []metering.Resolution {
+// AcceptedResolutions returns the resolutions an Interval table accepts,
+// finest first: the declared ones, or all when none are declared.
+func (t *Table) AcceptedResolutions() []metering.Resolution {
 	if t.TimeModel == Point {
 		return nil
 	}
@@ -223,8 +232,8 @@ func (t *Table) resolutions() []metering.Resolution {
 	return slices.Compact(rs)
 }
 
-// identity returns the identity columns, in declaration order.
-func (t *Table) identity() []Column {
+// Identity returns the identity columns, in declaration order.
+func (t *Table) Identity() []Column {
 	var cs []Column
 	for _, c := range t.Columns {
 		if c.Identity {
@@ -234,7 +243,37 @@ func (t *Table) identity() []Column {
 	return cs
 }
 
-// partitionName returns the name of the partition starting at start.
-func (t *Table) partitionName(start time.Time) string {
-	return t.Name + "_p" + start.UTC().Format("20060102")
+// MergeKey returns the merge key's columns: the primary key without version.
+func (t *Table) MergeKey() []string {
+	k := []string{"malo_id", "obis_code", "from"}
+	for _, c := range t.Identity() {
+		k = append(k, c.Name)
+	}
+	return k
+}
+
+// ColumnType returns the column's type, Text when it is not set.
+func (c Column) ColumnType() ColumnType {
+	if c.Type == 0 {
+		return Text
+	}
+	return c.Type
+}
+
+// Check reports whether v is a value the column accepts: not empty, a
+// bigint in canonical form for a BigInt column, one of Values if declared.
+func (c Column) Check(v string) error {
+	if v == "" {
+		return fmt.Errorf("empty value (leave the column out for NULL)")
+	}
+	if c.ColumnType() == BigInt {
+		// One spelling per number: the value may be part of a key.
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || strconv.FormatInt(n, 10) != v {
+			return fmt.Errorf("not a bigint in canonical form")
+		}
+	}
+	if len(c.Values) > 0 && !slices.Contains(c.Values, v) {
+		return fmt.Errorf("not one of %s", strings.Join(c.Values, ", "))
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
-package hot
+package series
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -81,17 +82,24 @@ func TestWidth(t *testing.T) {
 	if got := Monthly.Next(Monthly.Start(at)); !got.Equal(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("Monthly.Next = %v", got)
 	}
-	tab := lastgang("t")
-	if s, ok := tab.partitionStart(tab.partitionName(day)); !ok || !s.Equal(day) {
-		t.Errorf("partitionStart(partitionName(%v)) = %v, %v", day, s, ok)
+}
+
+func lastgang(name string) *Table {
+	return &Table{
+		Name:        name,
+		TimeModel:   Interval,
+		Commodity:   metering.Electricity,
+		Resolutions: []metering.Resolution{metering.QuarterHour},
+		Width:       Daily,
+		Headroom:    24 * time.Hour,
 	}
-	for _, bad := range []string{"t_p2026030", "t_p20260230", "u_p20260302", "t_p2026030x", "t_p20260302_x"} {
-		if _, ok := tab.partitionStart(bad); ok {
-			t.Errorf("partitionStart(%q) accepted", bad)
-		}
+}
+
+func wantError(t testing.TB, err error, k Kind) *Error {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != k {
+		t.Fatalf("error %v (%T), want *Error of kind %v", err, err, k)
 	}
-	tab.Width = Monthly
-	if _, ok := tab.partitionStart("t_p20260302"); ok {
-		t.Error("a monthly partition starting mid-month accepted")
-	}
+	return e
 }

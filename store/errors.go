@@ -6,8 +6,8 @@ import (
 	"net"
 
 	"github.com/meterstore/meterstore/consensus"
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/privacy"
+	"github.com/meterstore/meterstore/series"
 )
 
 // IsRetryable reports whether err may go away when the operation is tried
@@ -20,7 +20,7 @@ func IsRetryable(err error) bool {
 		return false
 	}
 	var ne net.Error
-	return hot.IsRetryable(err) || privacy.IsRetryable(err) ||
+	return series.IsRetryable(err) || privacy.IsRetryable(err) ||
 		consensus.IsRetryable(err) || consensus.IsIndeterminate(err) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne)
 }

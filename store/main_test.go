@@ -10,9 +10,9 @@ import (
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -27,11 +27,11 @@ func dayN(n int) time.Time { return day0.AddDate(0, 0, n) }
 func power() Table {
 	return Table{
 		Name:        "power",
-		TimeModel:   hot.Interval,
+		TimeModel:   series.Interval,
 		Commodity:   metering.Electricity,
 		Resolutions: []metering.Resolution{metering.QuarterHour},
-		Columns:     []hot.Column{{Name: "channel", Identity: true, Values: []string{"A", "B"}}},
-		Width:       hot.Daily,
+		Columns:     []series.Column{{Name: "channel", Identity: true, Values: []string{"A", "B"}}},
+		Width:       series.Daily,
 		Headroom:    2 * 24 * time.Hour,
 		NoExclusion: true,
 	}
@@ -120,7 +120,7 @@ func qh(i, d, slot int, ch string, v uint64, value int64) Reading {
 		OBIS:         "1-1:1.29.0",
 		From:         from,
 		To:           from.Add(15 * time.Minute),
-		Value:        hot.Decimal(value),
+		Value:        series.Decimal(value),
 		Unit:         metering.KilowattHour,
 		Quality:      metering.TrueValue,
 		Resolution:   metering.QuarterHour,

@@ -6,17 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/privacy"
+	"github.com/meterstore/meterstore/series"
 )
 
 // gasDaily declares a second table, so that a cycle visits two.
 func gasDaily() Table {
 	return Table{
-		Name: "gas", TimeModel: hot.Interval, Commodity: metering.Gas,
+		Name: "gas", TimeModel: series.Interval, Commodity: metering.Gas,
 		Resolutions: []metering.Resolution{metering.Day},
-		Width:       hot.Daily, Headroom: 2 * 24 * time.Hour,
+		Width:       series.Daily, Headroom: 2 * 24 * time.Hour,
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // An oracle holds every acknowledged reading, by merge key and version.
@@ -70,7 +70,7 @@ func inRange(t, lo, hi time.Time) bool {
 }
 
 func line(malo, ch string, from time.Time, version uint64, value int64) string {
-	return fmt.Sprintf("%s|%s|%d|%d|%s", malo, ch, from.UnixMicro(), version, hot.Decimal(value))
+	return fmt.Sprintf("%s|%s|%d|%d|%s", malo, ch, from.UnixMicro(), version, series.Decimal(value))
 }
 
 // lines renders a result of (malo_id, channel, from_us, version, value).
@@ -252,7 +252,7 @@ func check(t *testing.T, s *Store, o *oracle, lo, hi, w time.Time, hasW bool, se
 	sums := map[string]int64{}
 	for _, l := range o.resolved(lo, hi) {
 		f := strings.Split(l, "|")
-		v, err := hot.ParseDecimal(f[4])
+		v, err := series.ParseDecimal(f[4])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,8 +262,8 @@ func check(t *testing.T, s *Store, o *oracle, lo, hi, w time.Time, hasW bool, se
 		t.Fatalf("sum per meter over [%v, %v): %d meters, want %d", lo, hi, len(got), len(sums))
 	}
 	for k, v := range sums {
-		if got[k] != hot.Decimal(v).String() {
-			t.Fatalf("sum of %s over [%v, %v): %s, want %s", k, lo, hi, got[k], hot.Decimal(v))
+		if got[k] != series.Decimal(v).String() {
+			t.Fatalf("sum of %s over [%v, %v): %s, want %s", k, lo, hi, got[k], series.Decimal(v))
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/query"
+	"github.com/meterstore/meterstore/series"
 )
 
 // source gives the query engine one table's tiers.
@@ -20,9 +21,9 @@ func (src *source) Watermark(ctx context.Context) (time.Time, bool, error) {
 	return src.s.cold.Watermark(ctx, src.t.cold)
 }
 
-func (src *source) Hot(ctx context.Context, q hot.Query, fn func(hot.Reading) error) error {
+func (src *source) Hot(ctx context.Context, q series.Range, fn func(series.Reading) error) error {
 	var n int64
-	err := src.s.hot.Scan(ctx, src.t.decl, q, func(r hot.Reading) error {
+	err := src.s.hot.Scan(ctx, src.t.decl, q, func(r series.Reading) error {
 		n++
 		return fn(r)
 	})
@@ -55,7 +56,7 @@ func hotFloor(parts []hot.Partition) query.Floor {
 	return f
 }
 
-func (src *source) Cold(ctx context.Context, q hot.Query) (cold.Plan, error) {
+func (src *source) Cold(ctx context.Context, q series.Range) (cold.Plan, error) {
 	p, err := src.s.cold.Plan(ctx, src.t.cold, q)
 	if err != nil {
 		return cold.Plan{}, err

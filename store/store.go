@@ -26,14 +26,15 @@ import (
 	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/internal/query"
 	"github.com/meterstore/meterstore/privacy"
+	"github.com/meterstore/meterstore/series"
 )
 
 // Aliases of the types a caller declares tables and readings with.
 type (
 	// Table declares a table: time model, columns, partition width.
-	Table = hot.Table
+	Table = series.Table
 	// Reading is one row of a table.
-	Reading = hot.Reading
+	Reading = series.Reading
 	// ArchiveConfig configures archival: settlement lag, step, grace.
 	ArchiveConfig = archive.Config
 	// QuerySettings bound DuckDB's memory and threads.
@@ -89,7 +90,7 @@ type Store struct {
 
 // table is a declared table and its handles in both tiers.
 type table struct {
-	decl   *hot.Table
+	decl   *series.Table
 	cold   *cold.Table
 	engine *query.Engine
 }

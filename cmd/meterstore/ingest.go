@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/ingest"
+	"github.com/meterstore/meterstore/series"
 )
 
 func newIngest() *cobra.Command {
@@ -52,7 +52,7 @@ corrections. "-" reads standard input.`,
 				fmt.Fprintln(f, "line,status")
 				rep = f
 			}
-			write := func(ctx context.Context, rows []hot.Reading) ([]hot.Status, int, error) {
+			write := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
 				res, err := s.Write(ctx, table, rows)
 				return res.Status, res.Late, err
 			}
@@ -98,7 +98,7 @@ func fileFormat(name, flag string) (ingest.Format, error) {
 	return 0, fmt.Errorf("%s: cannot tell the format from the name; use --format csv or jsonl", name)
 }
 
-func ingestFile(ctx context.Context, name string, f ingest.Format, t *hot.Table, write ingest.WriteFunc,
+func ingestFile(ctx context.Context, name string, f ingest.Format, t *series.Table, write ingest.WriteFunc,
 	batch int, rep io.Writer, start time.Time) (ingest.Summary, error) {
 	in := os.Stdin
 	if name != "-" {

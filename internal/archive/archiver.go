@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // An Archiver runs the archival protocol for the tables of one store. It
@@ -59,7 +60,7 @@ func (a *Archiver) crash(step string) {
 // LeaseContended and Deferred are outcomes, not errors. An error comes
 // with Status Failed, or Quarantined for a *cold.QuarantineError; an
 // *InvariantError also lists its violation in the outcome.
-func (a *Archiver) Cycle(ctx context.Context, t *hot.Table, ct *cold.Table, now time.Time) (Outcome, error) {
+func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, now time.Time) (Outcome, error) {
 	out := Outcome{Table: t.Name, Status: NothingDue}
 	fail := func(err error) (Outcome, error) {
 		out.Status = Failed
@@ -172,7 +173,7 @@ var errStop = errors.New("stop")
 // rows the partitions do. If a detach is deferred after others succeeded,
 // the window shrinks to the detached ones, which no writer can reach any
 // more, and deferred is true; if the first is deferred, nothing happened.
-func (a *Archiver) archive(ctx context.Context, t *hot.Table, ct *cold.Table, win window, now time.Time) (_ *Window, deferred bool, _ error) {
+func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table, win window, now time.Time) (_ *Window, deferred bool, _ error) {
 	for i, p := range win.parts {
 		if !p.Attached {
 			continue
@@ -197,9 +198,9 @@ func (a *Archiver) archive(ctx context.Context, t *hot.Table, ct *cold.Table, wi
 
 	var read atomic.Int64
 	chunk := a.cfg.chunkRows()
-	rows := func(yield func(hot.Reading, error) bool) {
+	rows := func(yield func(series.Reading, error) bool) {
 		for _, p := range win.parts {
-			err := a.hot.ScanPartition(ctx, t, p, chunk, func(rs []hot.Reading) error {
+			err := a.hot.ScanPartition(ctx, t, p, chunk, func(rs []series.Reading) error {
 				for _, r := range rs {
 					read.Add(1)
 					if !yield(r, nil) {
@@ -213,7 +214,7 @@ func (a *Archiver) archive(ctx context.Context, t *hot.Table, ct *cold.Table, wi
 				return
 			}
 			if err != nil {
-				yield(hot.Reading{}, fmt.Errorf("archive %s: read partition %s: %w", t.Name, p.Name, err))
+				yield(series.Reading{}, fmt.Errorf("archive %s: read partition %s: %w", t.Name, p.Name, err))
 				return
 			}
 		}
@@ -259,7 +260,7 @@ func (a *Archiver) count(ctx context.Context, parts []hot.Partition) ([]int64, i
 
 // violated records reason against parts, so they are never dropped, and
 // returns it as an *InvariantError.
-func (a *Archiver) violated(ctx context.Context, t *hot.Table, parts []hot.Partition, now time.Time, reason string) error {
+func (a *Archiver) violated(ctx context.Context, t *series.Table, parts []hot.Partition, now time.Time, reason string) error {
 	inv := &InvariantError{Table: t.Name, Reason: reason}
 	for _, p := range parts {
 		if err := a.ledger.violated(ctx, t.Name, p.From, now, reason); err != nil {

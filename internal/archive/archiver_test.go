@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 var dayConfig = Config{SettlementLag: 24 * time.Hour, Step: 24 * time.Hour}
@@ -21,7 +22,7 @@ func fill(t *testing.T, e *env, o *oracle, meters int, days ...int) {
 	t.Helper()
 	for _, d := range days {
 		for i := range meters {
-			rs := make([]hot.Reading, 96)
+			rs := make([]series.Reading, 96)
 			for s := range rs {
 				rs[s] = qh(i, d, s, 1, int64(i*1_000_000+d*1000+s))
 			}
@@ -302,7 +303,7 @@ func TestWriterRoutesLateCorrections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := []hot.Reading{qh(0, 0, 5, 2, 42), qh(0, 2, 5, 2, 43), qh(0, 1, 7, 2, 44), qh(0, 3, 1, 1, 45)}
+	batch := []series.Reading{qh(0, 0, 5, 2, 42), qh(0, 2, 5, 2, 43), qh(0, 1, 7, 2, 44), qh(0, 3, 1, 1, 45)}
 	res, err := wr.Write(ctx, e.t, e.ct, batch)
 	if err != nil {
 		t.Fatal(err)
@@ -317,10 +318,10 @@ func TestWriterRoutesLateCorrections(t *testing.T) {
 	}
 	// A value restated under a stored key and version below W is refused,
 	// and the error names the row in the caller's batch.
-	restated := []hot.Reading{qh(0, 3, 2, 1, 1), qh(0, 0, 5, 2, 99)}
+	restated := []series.Reading{qh(0, 3, 2, 1, 1), qh(0, 0, 5, 2, 99)}
 	_, err = wr.Write(ctx, e.t, e.ct, restated)
-	var he *hot.Error
-	if !errors.As(err, &he) || he.Kind != hot.IntegrityViolation || !slices.Equal(he.Rows, []int{1}) {
+	var he *series.Error
+	if !errors.As(err, &he) || he.Kind != series.IntegrityViolation || !slices.Equal(he.Rows, []int{1}) {
 		t.Fatalf("restated late value: %v, want an integrity violation of row 1", err)
 	}
 	w, _, _ := e.cold.Watermark(ctx, e.ct)
@@ -338,9 +339,9 @@ func TestReadPartitionInChunks(t *testing.T) {
 	if err := e.hot.Detach(ctx, e.t, dayN(0)); err != nil {
 		t.Fatal(err)
 	}
-	var got []hot.Reading
+	var got []series.Reading
 	var sizes []int
-	err := e.hot.ScanPartition(ctx, e.t, hot.Partition{Name: "lastgang_p20260302", From: dayN(0)}, 50, func(rs []hot.Reading) error {
+	err := e.hot.ScanPartition(ctx, e.t, hot.Partition{Name: "lastgang_p20260302", From: dayN(0)}, 50, func(rs []series.Reading) error {
 		sizes = append(sizes, len(rs))
 		got = append(got, rs...)
 		return nil
@@ -351,7 +352,7 @@ func TestReadPartitionInChunks(t *testing.T) {
 	if len(got) != 288 || slices.Max(sizes) > 50 || len(sizes) != 6 {
 		t.Fatalf("%d rows in chunks %v, want 288 in chunks of at most 50", len(got), sizes)
 	}
-	if !slices.IsSortedFunc(got, func(a, b hot.Reading) int {
+	if !slices.IsSortedFunc(got, func(a, b series.Reading) int {
 		if c := strings.Compare(a.MaLo, b.MaLo); c != 0 {
 			return c
 		}

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // Defaults of Config.
@@ -73,11 +73,11 @@ func (c Config) Validate() error {
 
 // ValidateFor reports whether the settings are consistent and fit tables
 // of partition width w: archival windows end on partition boundaries.
-func (c Config) ValidateFor(w hot.Width) error {
+func (c Config) ValidateFor(w series.Width) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if w == hot.Monthly && c.Step < longestMonth {
+	if w == series.Monthly && c.Step < longestMonth {
 		return fmt.Errorf("archive: invalid configuration: archival step %v is shorter than a month, the partition width", c.Step)
 	}
 	return nil

@@ -19,7 +19,7 @@ import (
 
 	icetable "github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // The variables that make this test binary an archiver to be killed.
@@ -112,14 +112,14 @@ func crashRun(t *testing.T, point string, seed uint64) {
 	meters := 2 + rng.IntN(3)
 	for d := range 6 {
 		for i := range meters {
-			rs := make([]hot.Reading, 96)
+			rs := make([]series.Reading, 96)
 			for s := range rs {
 				rs[s] = qh(i, d, s, 1, rng.Int64N(1_000_000_000))
 			}
 			write(t, e, o, rs)
 		}
 	}
-	var fixes []hot.Reading
+	var fixes []series.Reading
 	for range 10 + rng.IntN(20) {
 		fixes = append(fixes, qh(rng.IntN(meters), rng.IntN(6), rng.IntN(96), 2, 0))
 	}
@@ -141,9 +141,9 @@ func crashRun(t *testing.T, point string, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var failed [][]hot.Reading
+	var failed [][]series.Reading
 	var wg sync.WaitGroup
-	batches := make([][]hot.Reading, 4)
+	batches := make([][]series.Reading, 4)
 	for b := range batches {
 		for range 5 {
 			i, d, slot := rng.IntN(meters), rng.IntN(7), rng.IntN(96)
@@ -234,7 +234,7 @@ func cycles(t *testing.T, a *Archiver, e *env, now time.Time) []Outcome {
 }
 
 // write writes rs to the hot tier and records them as acknowledged.
-func write(t *testing.T, e *env, o *oracle, rs []hot.Reading) {
+func write(t *testing.T, e *env, o *oracle, rs []series.Reading) {
 	t.Helper()
 	if _, err := e.hot.Write(t.Context(), e.t, rs); err != nil {
 		t.Fatal(err)
@@ -243,9 +243,9 @@ func write(t *testing.T, e *env, o *oracle, rs []hot.Reading) {
 }
 
 // dedupe keeps the first of readings with the same primary key.
-func dedupe(rs []hot.Reading) []hot.Reading {
+func dedupe(rs []series.Reading) []series.Reading {
 	seen := map[string]bool{}
-	var out []hot.Reading
+	var out []series.Reading
 	for _, r := range rs {
 		if k := key(&r); !seen[k] {
 			seen[k] = true

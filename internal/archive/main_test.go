@@ -19,6 +19,7 @@ import (
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestMain(m *testing.M) {
@@ -36,14 +37,14 @@ func dayN(n int) time.Time { return day0.AddDate(0, 0, n) }
 
 // lastgang declares the daily-partitioned quarter-hour table of the tests,
 // with an identity column so that extra columns travel too.
-func lastgang() *hot.Table {
-	return &hot.Table{
+func lastgang() *series.Table {
+	return &series.Table{
 		Name:        "lastgang",
-		TimeModel:   hot.Interval,
+		TimeModel:   series.Interval,
 		Commodity:   metering.Electricity,
 		Resolutions: []metering.Resolution{metering.QuarterHour},
-		Columns:     []hot.Column{{Name: "channel", Identity: true, Values: []string{"A", "B"}}, {Name: "source"}},
-		Width:       hot.Daily,
+		Columns:     []series.Column{{Name: "channel", Identity: true, Values: []string{"A", "B"}}, {Name: "source"}},
+		Width:       series.Daily,
 		Headroom:    24 * time.Hour,
 	}
 }
@@ -55,7 +56,7 @@ type env struct {
 	pool     *pgxpool.Pool
 	hot      *hot.Tier
 	cold     *cold.Tier
-	t        *hot.Table
+	t        *series.Table
 	ct       *cold.Table
 }
 
@@ -151,14 +152,14 @@ func malo(i int) string {
 }
 
 // qh returns the quarter hour slot of day d of meter i under version v.
-func qh(i, d, slot int, v uint64, value int64) hot.Reading {
+func qh(i, d, slot int, v uint64, value int64) series.Reading {
 	from := dayN(d).Add(time.Duration(slot) * 15 * time.Minute)
-	r := hot.Reading{
+	r := series.Reading{
 		MaLo:         malo(i),
 		OBIS:         "1-1:1.29.0",
 		From:         from,
 		To:           from.Add(15 * time.Minute),
-		Value:        hot.Decimal(value),
+		Value:        series.Decimal(value),
 		Unit:         metering.KilowattHour,
 		Quality:      metering.TrueValue,
 		Resolution:   metering.QuarterHour,
@@ -181,7 +182,7 @@ type oracle struct {
 
 func newOracle() *oracle { return &oracle{rows: map[string]string{}} }
 
-func (o *oracle) ack(rs []hot.Reading) {
+func (o *oracle) ack(rs []series.Reading) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, r := range rs {
@@ -196,12 +197,12 @@ func (o *oracle) snapshot() map[string]string {
 }
 
 // key is a reading's primary key: merge key and version.
-func key(r *hot.Reading) string {
+func key(r *series.Reading) string {
 	return strings.Join([]string{r.MaLo, r.OBIS, r.From.UTC().Format(time.RFC3339Nano), r.Extra["channel"], strconv.FormatUint(r.Version, 10)}, "|")
 }
 
 // content is what a reading states, without what the store derives.
-func content(r *hot.Reading) string {
+func content(r *series.Reading) string {
 	return fmt.Sprintf("%s|%s|%v|%v|%v|%v|%s|%s|%s|%q", r.To.UTC().Format(time.RFC3339Nano), r.Value, r.Unit, r.Quality,
 		r.Resolution, r.MeLo, r.VersionScope, r.Subject, r.Extra["source"], r.Extra["channel"])
 }
@@ -217,14 +218,14 @@ func checkTiers(t *testing.T, e *env, want map[string]string) {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	add := func(tier string, r hot.Reading) {
+	add := func(tier string, r series.Reading) {
 		k := key(&r)
 		if _, dup := got[k]; dup {
 			t.Errorf("%s: reading %s stored twice", tier, k)
 		}
 		got[k] = content(&r)
 	}
-	if err := e.hot.Scan(ctx, e.t, hot.Query{}, func(r hot.Reading) error {
+	if err := e.hot.Scan(ctx, e.t, series.Range{}, func(r series.Reading) error {
 		if hasW && r.From.Before(w) {
 			t.Errorf("invariant 1: hot reading %s below W %s", key(&r), w)
 		}
@@ -233,7 +234,7 @@ func checkTiers(t *testing.T, e *env, want map[string]string) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for r, err := range e.cold.Scan(ctx, e.ct, hot.Query{}) {
+	for r, err := range e.cold.Scan(ctx, e.ct, series.Range{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // reclaim drops the detached partitions below w whose commit was confirmed
@@ -16,7 +17,7 @@ import (
 // (archivedNow): no drop follows a commit directly, so there is only one
 // place where a lock timeout can leave a state behind. A drop that cannot
 // get its lock is skipped; keeping the partition longer costs only disk.
-func (a *Archiver) reclaim(ctx context.Context, t *hot.Table, ct *cold.Table, w time.Time, parts []hot.Partition, archivedNow map[int64]bool, now time.Time, out *Outcome) error {
+func (a *Archiver) reclaim(ctx context.Context, t *series.Table, ct *cold.Table, w time.Time, parts []hot.Partition, archivedNow map[int64]bool, now time.Time, out *Outcome) error {
 	recs, err := a.ledger.records(ctx, t.Name)
 	if err != nil {
 		return fmt.Errorf("archive %s: ledger: %w", t.Name, err)
@@ -78,7 +79,7 @@ func (a *Archiver) reclaim(ctx context.Context, t *hot.Table, ct *cold.Table, w 
 // detached partitions of that window, immutable and not yet dropped, must
 // hold as many. Then the window is recorded as archived now, and its
 // grace starts.
-func (a *Archiver) confirm(ctx context.Context, t *hot.Table, ct *cold.Table, p hot.Partition, parts []hot.Partition, recs map[int64]record, archivedNow map[int64]bool, now time.Time) error {
+func (a *Archiver) confirm(ctx context.Context, t *series.Table, ct *cold.Table, p hot.Partition, parts []hot.Partition, recs map[int64]record, archivedNow map[int64]bool, now time.Time) error {
 	ice, err := a.cold.Iceberg(ctx, ct)
 	if err != nil {
 		return fmt.Errorf("archive %s: %w", t.Name, err)

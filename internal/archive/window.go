@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // A window is the plan for one commit: the range [from, to) that W moves
@@ -17,7 +18,7 @@ type window struct {
 // stepEnd returns the end of the window that starts at w, a partition
 // boundary: the last boundary at most step after w, and at least the next
 // one.
-func stepEnd(width hot.Width, w time.Time, step time.Duration) time.Time {
+func stepEnd(width series.Width, w time.Time, step time.Duration) time.Time {
 	limit := w.Add(step)
 	end := width.Next(w)
 	for n := width.Next(end); !n.After(limit); n = width.Next(n) {
@@ -28,7 +29,7 @@ func stepEnd(width hot.Width, w time.Time, step time.Duration) time.Time {
 
 // horizon returns the latest partition boundary b with b+lag <= now: no
 // window may end after it.
-func horizon(width hot.Width, now time.Time, lag time.Duration) time.Time {
+func horizon(width series.Width, now time.Time, lag time.Duration) time.Time {
 	return width.Start(now.Add(-lag))
 }
 
@@ -42,7 +43,7 @@ func horizon(width hot.Width, now time.Time, lag time.Duration) time.Time {
 // its end is not after the horizon. A window without partitions widens to the
 // start of the next one, or to the last step end within the horizon, so
 // that an empty stretch costs one commit, not one per step.
-func nextWindow(width hot.Width, w time.Time, parts []hot.Partition, step, lag time.Duration, now time.Time) (window, bool) {
+func nextWindow(width series.Width, w time.Time, parts []hot.Partition, step, lag time.Duration, now time.Time) (window, bool) {
 	var recoverTo time.Time
 	for _, p := range parts {
 		if !p.Attached && p.To.After(w) && p.To.After(recoverTo) {

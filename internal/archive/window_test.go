@@ -6,24 +6,25 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestConfigValidate(t *testing.T) {
 	ok := Config{SettlementLag: 48 * time.Hour, Step: 24 * time.Hour}
-	if err := ok.ValidateFor(hot.Daily); err != nil {
+	if err := ok.ValidateFor(series.Daily); err != nil {
 		t.Errorf("valid config refused: %v", err)
 	}
 	for _, c := range []struct {
 		name  string
 		cfg   Config
-		width hot.Width
+		width series.Width
 		want  string
 	}{
-		{"lag shorter than step", Config{SettlementLag: 24 * time.Hour, Step: 48 * time.Hour}, hot.Daily, "shorter than the archival step"},
-		{"step not whole days", Config{SettlementLag: 48 * time.Hour, Step: 36 * time.Hour}, hot.Daily, "whole number of days"},
-		{"no step", Config{SettlementLag: time.Hour}, hot.Daily, "whole number of days"},
-		{"step shorter than a month", Config{SettlementLag: 60 * 24 * time.Hour, Step: 28 * 24 * time.Hour}, hot.Monthly, "shorter than a month"},
-		{"negative grace", Config{SettlementLag: 48 * time.Hour, Step: 24 * time.Hour, ReaderGrace: -1}, hot.Daily, "negative reader grace"},
+		{"lag shorter than step", Config{SettlementLag: 24 * time.Hour, Step: 48 * time.Hour}, series.Daily, "shorter than the archival step"},
+		{"step not whole days", Config{SettlementLag: 48 * time.Hour, Step: 36 * time.Hour}, series.Daily, "whole number of days"},
+		{"no step", Config{SettlementLag: time.Hour}, series.Daily, "whole number of days"},
+		{"step shorter than a month", Config{SettlementLag: 60 * 24 * time.Hour, Step: 28 * 24 * time.Hour}, series.Monthly, "shorter than a month"},
+		{"negative grace", Config{SettlementLag: 48 * time.Hour, Step: 24 * time.Hour, ReaderGrace: -1}, series.Daily, "negative reader grace"},
 	} {
 		err := c.cfg.ValidateFor(c.width)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -55,7 +56,7 @@ func TestNextWindow(t *testing.T) {
 		{name: "recovery first, due or not", w: d(0), parts: []hot.Partition{part(0, false), part(1, false), part(2, true)}, now: d(0), due: true, from: d(0), to: d(2), n: 2, recovery: true},
 		{name: "covered detached partitions are not windows", w: d(2), parts: []hot.Partition{part(0, false), part(1, false), part(2, true)}, now: d(4), due: false},
 	} {
-		win, ok := nextWindow(hot.Daily, c.w, c.parts, step, lag, c.now)
+		win, ok := nextWindow(series.Daily, c.w, c.parts, step, lag, c.now)
 		if ok != c.due {
 			t.Errorf("%s: due %v, want %v (%+v)", c.name, ok, c.due, win)
 			continue
@@ -69,10 +70,10 @@ func TestNextWindow(t *testing.T) {
 
 func TestStepEndMonthly(t *testing.T) {
 	feb := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
-	if got := stepEnd(hot.Monthly, feb, 31*24*time.Hour); !got.Equal(feb.AddDate(0, 1, 0)) {
+	if got := stepEnd(series.Monthly, feb, 31*24*time.Hour); !got.Equal(feb.AddDate(0, 1, 0)) {
 		t.Errorf("31-day step from February ends %v, want March 1", got)
 	}
-	if got := stepEnd(hot.Monthly, feb, 62*24*time.Hour); !got.Equal(feb.AddDate(0, 2, 0)) {
+	if got := stepEnd(series.Monthly, feb, 62*24*time.Hour); !got.Equal(feb.AddDate(0, 2, 0)) {
 		t.Errorf("62-day step from February ends %v, want April 1", got)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
-	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // writeAttempts bounds how often Writer.Write re-routes rows whose partition
@@ -26,7 +26,6 @@ const (
 type Writer struct {
 	hot  *hot.Tier
 	cold *cold.Tier
-	cal  *metering.Calendar
 	// clock gives the transaction time of late corrections, which the hot
 	// tier would take from the database.
 	clock func() time.Time
@@ -34,16 +33,12 @@ type Writer struct {
 
 // NewWriter returns a Writer on the two tiers.
 func NewWriter(h *hot.Tier, c *cold.Tier) (*Writer, error) {
-	cal, err := metering.NewCalendar()
-	if err != nil {
-		return nil, fmt.Errorf("archive: writer: %w", err)
-	}
-	return &Writer{hot: h, cold: c, cal: cal, clock: time.Now}, nil
+	return &Writer{hot: h, cold: c, clock: time.Now}, nil
 }
 
 // A WriteResult reports what Write did with each row.
 type WriteResult struct {
-	Status   []hot.Status // per row, in order: Inserted or Present
+	Status   []series.Status // per row, in order: Inserted or Present
 	Inserted int
 	Present  int
 	Late     int // rows routed to the cold tier
@@ -62,8 +57,8 @@ type WriteResult struct {
 // committed yet. Write then waits, re-reads W and routes the row again, a
 // bounded number of times; if the archival is still not done it returns a
 // retryable error.
-func (w *Writer) Write(ctx context.Context, t *hot.Table, ct *cold.Table, rows []hot.Reading) (WriteResult, error) {
-	res := WriteResult{Status: make([]hot.Status, len(rows))}
+func (w *Writer) Write(ctx context.Context, t *series.Table, ct *cold.Table, rows []series.Reading) (WriteResult, error) {
+	res := WriteResult{Status: make([]series.Status, len(rows))}
 	pending := make([]int, len(rows))
 	for i := range pending {
 		pending[i] = i
@@ -106,7 +101,7 @@ func (w *Writer) Write(ctx context.Context, t *hot.Table, ct *cold.Table, rows [
 			return res, remap(err, fresh)
 		}
 		if attempt == writeAttempts {
-			return res, &hot.Error{Kind: hot.Unavailable, Op: "write", Table: t.Name,
+			return res, &series.Error{Kind: series.Unavailable, Op: "write", Table: t.Name,
 				Err: fmt.Errorf("partitions are being archived; retry: %w", remap(err, fresh))}
 		}
 		pending = fresh
@@ -122,9 +117,9 @@ func (w *Writer) Write(ctx context.Context, t *hot.Table, ct *cold.Table, rows [
 // archiving reports whether err refused rows only because an archival
 // took their partitions away: W moved past wm since it was read, or their
 // partitions are detached and the commit is still to come.
-func (w *Writer) archiving(ctx context.Context, t *hot.Table, ct *cold.Table, wm time.Time, rows []hot.Reading, fresh []int, err error) (bool, error) {
-	var e *hot.Error
-	if !errors.As(err, &e) || e.Kind != hot.InvalidInput || len(e.Rows) == 0 {
+func (w *Writer) archiving(ctx context.Context, t *series.Table, ct *cold.Table, wm time.Time, rows []series.Reading, fresh []int, err error) (bool, error) {
+	var e *series.Error
+	if !errors.As(err, &e) || e.Kind != series.InvalidInput || len(e.Rows) == 0 {
 		return false, nil
 	}
 	now, _, werr := w.cold.Watermark(ctx, ct)
@@ -152,36 +147,32 @@ func (w *Writer) archiving(ctx context.Context, t *hot.Table, ct *cold.Table, wm
 	return true, nil
 }
 
-// stamp fills in what the hot tier derives at write time: the transaction
-// time, the same for the whole batch, and the balancing day.
-func (w *Writer) stamp(t *hot.Table, rs []hot.Reading) []hot.Reading {
+// stamp fills in the transaction time, the same for the whole batch, which
+// the hot tier takes from the database; AppendLate derives the balancing
+// day as the hot tier does.
+func (w *Writer) stamp(t *series.Table, rs []series.Reading) []series.Reading {
 	now := w.clock().UTC().Truncate(time.Microsecond)
 	for i := range rs {
 		r := &rs[i]
 		r.RecordedAt = now
-		com := r.Commodity
-		if com == 0 {
-			com = t.Commodity
-		}
-		r.BalancingDay = w.cal.BalancingDay(r.From, com)
 	}
 	return rs
 }
 
-func (r *WriteResult) record(idx []int, status []hot.Status) {
+func (r *WriteResult) record(idx []int, status []series.Status) {
 	for k, i := range idx {
 		r.Status[i] = status[k]
 		switch status[k] {
-		case hot.Inserted:
+		case series.Inserted:
 			r.Inserted++
-		case hot.Present:
+		case series.Present:
 			r.Present++
 		}
 	}
 }
 
-func pick(rows []hot.Reading, idx []int) []hot.Reading {
-	out := make([]hot.Reading, len(idx))
+func pick(rows []series.Reading, idx []int) []series.Reading {
+	out := make([]series.Reading, len(idx))
 	for k, i := range idx {
 		out[k] = rows[i]
 	}
@@ -191,7 +182,7 @@ func pick(rows []hot.Reading, idx []int) []hot.Reading {
 // remap returns err with the row numbers of a *hot.Error, which count
 // within the part idx of the batch, translated to the whole batch.
 func remap(err error, idx []int) error {
-	var e *hot.Error
+	var e *series.Error
 	if !errors.As(err, &e) {
 		return err
 	}
@@ -203,7 +194,7 @@ func remap(err error, idx []int) error {
 		}
 		c.Rows[k] = idx[i]
 	}
-	c.Problems = make([]hot.Problem, len(e.Problems))
+	c.Problems = make([]series.Problem, len(e.Problems))
 	for k, p := range e.Problems {
 		if p.Row >= 0 && p.Row < len(idx) {
 			p.Row = idx[p.Row]

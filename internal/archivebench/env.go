@@ -22,6 +22,7 @@ import (
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/hot/hotbench"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // Fixture describes the readings loaded into the hot tier: quarter-hour
@@ -61,11 +62,11 @@ func (f Fixture) validate() error {
 
 // powerTable is the declared table the benchmark archives. The exclusion
 // constraints are left out for load speed: Write checks overlaps itself.
-func powerTable() *hot.Table {
-	return &hot.Table{
-		Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity,
+func powerTable() *series.Table {
+	return &series.Table{
+		Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity,
 		Resolutions: []metering.Resolution{metering.QuarterHour},
-		Width:       hot.Daily, Headroom: 3 * 24 * time.Hour,
+		Width:       series.Daily, Headroom: 3 * 24 * time.Hour,
 		NoExclusion: true,
 	}
 }
@@ -78,7 +79,7 @@ type env struct {
 	hot    *hot.Tier
 	cold   *cold.Tier
 	cal    *metering.Calendar
-	table  *hot.Table
+	table  *series.Table
 	ctable *cold.Table
 	log    *slog.Logger
 	closer []func()

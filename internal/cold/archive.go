@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // Archive appends rows, the readings of the window [from, to), to t as one
@@ -59,7 +59,7 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 	case ok && from.Before(cur):
 		return Commit{}, fmt.Errorf("cold: archive %s: %w: window from %s, watermark %s", t.decl.Name, ErrWindowArchived, FormatTime(from), FormatTime(cur))
 	}
-	enc, err := newEncoder(&t.decl, op, ice.Schema(), c.opts.BatchRows)
+	enc, err := newEncoder(&t.decl, c.cal, op, ice.Schema(), c.opts.BatchRows)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -67,7 +67,7 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 		op:   op,
 		enc:  enc,
 		rows: rows,
-		check: func(r *hot.Reading) string {
+		check: func(r *series.Reading) string {
 			if r.From.Before(from) || !r.From.Before(to) {
 				return fmt.Sprintf("from %s is outside the window [%s, %s)", FormatTime(r.From), FormatTime(from), FormatTime(to))
 			}
@@ -85,7 +85,7 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 	})
 }
 
-func hasIdentity(t *hot.Table) bool {
+func hasIdentity(t *series.Table) bool {
 	for _, c := range t.Columns {
 		if c.Identity {
 			return true

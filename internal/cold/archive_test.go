@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestArchiveRoundTrip(t *testing.T) {
@@ -17,14 +17,14 @@ func TestArchiveRoundTrip(t *testing.T) {
 	tab := loadProfile("power")
 	h := e.ensure(t, tab)
 
-	var rows []hot.Reading
+	var rows []series.Reading
 	for i := range 4 {
 		rows = append(rows, quarterHours(i, jan2026, 2*96)...)
 	}
 	// The extremes of both decimal columns, and the last quarter hour of
 	// the window.
-	rows[0].Value = hot.MaxDecimal
-	rows[1].Value = -hot.MaxDecimal
+	rows[0].Value = series.MaxDecimal
+	rows[1].Value = -series.MaxDecimal
 	rows[2].Value = -1 // -0.000001
 	rows[3].Version = math.MaxUint64
 	rows[4].Version = 0
@@ -54,19 +54,19 @@ func TestArchiveRoundTrip(t *testing.T) {
 		t.Errorf("summary has no %s", SummaryCommitID)
 	}
 
-	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, hot.Query{})), rows)
+	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), rows)
 
 	// Filters: one location, one day.
 	day := jan2026.Add(24 * time.Hour)
-	got := collect(t, e.tier.Scan(t.Context(), h, hot.Query{From: day, To: day.Add(24 * time.Hour), MaLo: []string{malo(2)}}))
-	want := slices.DeleteFunc(slices.Clone(rows), func(r hot.Reading) bool {
+	got := collect(t, e.tier.Scan(t.Context(), h, series.Range{From: day, To: day.Add(24 * time.Hour), MaLo: []string{malo(2)}}))
+	want := slices.DeleteFunc(slices.Clone(rows), func(r series.Reading) bool {
 		return r.MaLo != malo(2) || r.From.Before(day) || !r.From.Before(day.Add(24*time.Hour))
 	})
 	if len(want) != 96 {
 		t.Fatalf("fixture: %d readings of a day", len(want))
 	}
 	sameReadings(t, tab, got, want)
-	if got := collect(t, e.tier.Scan(t.Context(), h, hot.Query{OBIS: []string{"1-1:2.29.0"}})); len(got) != 0 {
+	if got := collect(t, e.tier.Scan(t.Context(), h, series.Range{OBIS: []string{"1-1:2.29.0"}})); len(got) != 0 {
 		t.Fatalf("scan for an OBIS code nobody has: %d readings", len(got))
 	}
 
@@ -80,18 +80,18 @@ func TestArchivePointTable(t *testing.T) {
 	e := newEnv(t, Options{})
 	tab := registers("meters")
 	h := e.ensure(t, tab)
-	var rows []hot.Reading
+	var rows []series.Reading
 	for i := range 10 {
 		from := jan2026.Add(time.Duration(i) * 24 * time.Hour).Add(5*time.Hour + 123456*time.Microsecond)
-		rows = append(rows, hot.Reading{
-			MaLo: malo(i), OBIS: "7-0:3.0.0", From: from, Value: hot.Decimal(i * 1_000_001),
+		rows = append(rows, series.Reading{
+			MaLo: malo(i), OBIS: "7-0:3.0.0", From: from, Value: series.Decimal(i * 1_000_001),
 			Unit: metering.CubicMetre, Quality: metering.Substitute, Version: uint64(i),
 			VersionScope: "9870000000001:2026-01", RecordedAt: recorded,
 			BalancingDay: cal.BalancingDay(from, metering.Gas),
 		})
 	}
 	e.archive(t, h, jan2026, feb2026, rows)
-	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, hot.Query{})), rows)
+	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), rows)
 }
 
 func TestArchiveEmptyWindowMovesWatermark(t *testing.T) {
@@ -124,16 +124,16 @@ func TestArchiveRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		w, from, to time.Time
-		rows        []hot.Reading
+		rows        []series.Reading
 		is          error
-		kind        hot.Kind
+		kind        series.Kind
 		row         int
 	}{
 		{name: "watermark backwards", w: jan2026.Add(time.Hour), from: jan2026, to: jan2026.Add(time.Hour), is: ErrWatermarkBackwards},
 		{name: "window archived", w: mar2026, from: jan2026.Add(24 * time.Hour), to: mar2026, is: ErrWindowArchived},
-		{name: "reading outside the window", w: mar2026, from: feb2026, to: mar2026, rows: outside, kind: hot.InvalidInput, row: 2},
-		{name: "check digit", w: mar2026, from: feb2026, to: mar2026, rows: badMaLo, kind: hot.InvalidInput, row: 1},
-		{name: "identity column missing", w: mar2026, from: feb2026, to: mar2026, rows: noChannel, kind: hot.InvalidInput, row: 2},
+		{name: "reading outside the window", w: mar2026, from: feb2026, to: mar2026, rows: outside, kind: series.InvalidInput, row: 2},
+		{name: "check digit", w: mar2026, from: feb2026, to: mar2026, rows: badMaLo, kind: series.InvalidInput, row: 1},
+		{name: "identity column missing", w: mar2026, from: feb2026, to: mar2026, rows: noChannel, kind: series.InvalidInput, row: 2},
 		{name: "window above the watermark", w: feb2026.Add(time.Hour), from: feb2026, to: mar2026},
 		{name: "nanoseconds", w: mar2026.Add(1), from: feb2026, to: mar2026},
 	} {
@@ -145,7 +145,7 @@ func TestArchiveRefuses(t *testing.T) {
 			if tc.is != nil && !errors.Is(err, tc.is) {
 				t.Fatalf("error %v, want %v", err, tc.is)
 			}
-			var he *hot.Error
+			var he *series.Error
 			if tc.kind != 0 && (!errors.As(err, &he) || he.Kind != tc.kind || !slices.Equal(he.Rows, []int{tc.row})) {
 				t.Fatalf("error %v, want %v naming row %d", err, tc.kind, tc.row)
 			}
@@ -163,10 +163,10 @@ func TestArchiveSourceError(t *testing.T) {
 	e := newEnv(t, Options{BatchRows: 10})
 	h := e.ensure(t, loadProfile("power"))
 	boom := errors.New("connection reset")
-	rows := func(yield func(hot.Reading, error) bool) {
+	rows := func(yield func(series.Reading, error) bool) {
 		for k := range 1000 {
 			if k == 500 {
-				yield(hot.Reading{}, boom)
+				yield(series.Reading{}, boom)
 				return
 			}
 			if !yield(quarterHour(0, jan2026, k), nil) {
@@ -191,7 +191,7 @@ func TestFromScan(t *testing.T) {
 	h := e.ensure(t, tab)
 	rows := quarterHours(0, jan2026, 50)
 	var calls int
-	scan := func(fn func(hot.Reading) error) error {
+	scan := func(fn func(series.Reading) error) error {
 		for _, r := range rows {
 			calls++
 			if err := fn(r); err != nil {
@@ -204,7 +204,7 @@ func TestFromScan(t *testing.T) {
 	if err != nil || c.Rows != 50 {
 		t.Fatalf("archive from a callback scan: %+v, %v", c, err)
 	}
-	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, hot.Query{})), rows)
+	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), rows)
 
 	// A consumer that stops ends the scan; a scan that fails says so.
 	calls = 0
@@ -216,7 +216,7 @@ func TestFromScan(t *testing.T) {
 	}
 	boom := errors.New("server closed the connection")
 	var got error
-	for _, err := range FromScan(func(func(hot.Reading) error) error { return boom }) {
+	for _, err := range FromScan(func(func(series.Reading) error) error { return boom }) {
 		got = err
 	}
 	if !errors.Is(got, boom) {

@@ -12,7 +12,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // A Commit describes a snapshot the Tier committed.
@@ -30,7 +30,7 @@ type write struct {
 	op      string
 	enc     *encoder
 	rows    Rows
-	check   func(*hot.Reading) string
+	check   func(*series.Reading) string
 	summary iceberg.Properties
 	// rowsKey, if set, is the summary key that receives the row count.
 	rowsKey string

@@ -10,7 +10,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // TestLostCommitRemovesItsFiles has two archivers write the same window from
@@ -63,7 +63,7 @@ func TestLostCommitRemovesItsFiles(t *testing.T) {
 				t.Fatalf("fixture: the loser had written %v before committing", written)
 			}
 
-			sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, hot.Query{})), append(base, winner...))
+			sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), append(base, winner...))
 			unreferenced := e.unreferenced(t, h)
 			if len(unreferenced) > 0 {
 				t.Fatalf("files no snapshot references: %v", unreferenced)
@@ -111,7 +111,7 @@ func TestCommitThatLandedDespiteAnErrorCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := quarterHours(0, jan2026, 10)
-	enc, err := newEncoder(&h.decl, "archive", ice.Schema(), 4)
+	enc, err := newEncoder(&h.decl, e.tier.cal, "archive", ice.Schema(), 4)
 	if err != nil {
 		t.Fatal(err)
 	}

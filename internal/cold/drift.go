@@ -8,7 +8,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // CheckDrift compares the schema t declares with the one its cold table has,
@@ -25,7 +25,7 @@ import (
 // Nullable columns may be added and dropped on either side: the Tier adds a
 // declared one the table lacks before it writes, and leaves an undeclared one
 // empty. A rename is a drop plus an add, and passes for nullable columns only.
-func (c *Tier) CheckDrift(ctx context.Context, t *hot.Table) error {
+func (c *Tier) CheckDrift(ctx context.Context, t *series.Table) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (c *Tier) CheckDrift(ctx context.Context, t *hot.Table) error {
 
 // drift compares the declared schema of t with the current schema of meta.
 // It returns the declared nullable columns meta lacks.
-func drift(t *hot.Table, meta table.Metadata) ([]iceberg.NestedField, error) {
+func drift(t *series.Table, meta table.Metadata) ([]iceberg.NestedField, error) {
 	have := meta.CurrentSchema()
 	if have == nil {
 		return nil, &QuarantineError{Table: t.Name, Reasons: []string{"the cold table's schema cannot be read"},

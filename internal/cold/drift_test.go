@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // TestDriftRules applies the rules of seed 004 to a declared schema (want)
@@ -128,7 +128,7 @@ func TestDriftQuarantinesArchival(t *testing.T) {
 	if f, ok := ice.Schema().FindFieldByName("source"); !ok || f.ID == old.ID || f.Required {
 		t.Fatalf("column source after archival: %+v, %v (was id %d)", f, ok, old.ID)
 	}
-	got := collect(t, e.tier.Scan(t.Context(), h, hot.Query{From: feb2026}))
+	got := collect(t, e.tier.Scan(t.Context(), h, series.Range{From: feb2026}))
 	sameReadings(t, tab, got, feb)
 
 	// An operator adds a NOT NULL column: archival stops and says why.
@@ -165,7 +165,7 @@ func TestDriftQuarantinesArchival(t *testing.T) {
 	if !errors.As(err, &q) || h2 == nil {
 		t.Fatalf("Ensure of a quarantined table: %v, %v", h2, err)
 	}
-	if n := len(collect(t, e.tier.Scan(t.Context(), h2, hot.Query{}))); n != 14 {
+	if n := len(collect(t, e.tier.Scan(t.Context(), h2, series.Range{}))); n != 14 {
 		t.Fatalf("scan of a quarantined table: %d readings, want 14", n)
 	}
 }

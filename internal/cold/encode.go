@@ -13,19 +13,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // An encoder turns readings into Arrow record batches in the layout of a
 // cold table's current schema: the declared columns, with the types the
 // table has (a widened decimal is written at its wider precision).
 type encoder struct {
-	decl   *hot.Table
+	decl   *series.Table
 	op     string
 	schema *arrow.Schema
 	cols   []appender
 	batch  int
-	codes  *codes
+	check  *series.Checker
 
 	// The stream runs on a goroutine of iceberg-go's writer.
 	mu   sync.Mutex
@@ -49,9 +50,9 @@ func (e *encoder) fail(err error) error {
 }
 
 // An appender appends one column of a reading to a builder.
-type appender func(b array.Builder, r *hot.Reading)
+type appender func(b array.Builder, r *series.Reading)
 
-func newEncoder(decl *hot.Table, op string, have *iceberg.Schema, batch int) (*encoder, error) {
+func newEncoder(decl *series.Table, cal *metering.Calendar, op string, have *iceberg.Schema, batch int) (*encoder, error) {
 	want := Schema(decl)
 	names := make([]string, 0, len(want.Fields()))
 	for _, f := range want.Fields() {
@@ -65,7 +66,7 @@ func newEncoder(decl *hot.Table, op string, have *iceberg.Schema, batch int) (*e
 	if err != nil {
 		return nil, fmt.Errorf("cold: %s: %w", decl.Name, err)
 	}
-	e := &encoder{decl: decl, op: op, schema: asc, batch: batch, codes: newCodes()}
+	e := &encoder{decl: decl, op: op, schema: asc, batch: batch, check: series.NewChecker(decl, cal)}
 	for _, f := range asc.Fields() {
 		a, err := e.appender(f)
 		if err != nil {
@@ -79,11 +80,11 @@ func newEncoder(decl *hot.Table, op string, have *iceberg.Schema, batch int) (*e
 // appender returns the appender of field f, checking that f has the Arrow
 // type the appender builds.
 func (e *encoder) appender(f arrow.Field) (appender, error) {
-	str := func(get func(*hot.Reading) string, optional bool) (appender, error) {
+	str := func(get func(*series.Reading) string, optional bool) (appender, error) {
 		if f.Type.ID() != arrow.STRING {
 			return nil, fmt.Errorf("arrow type %s, want utf8", f.Type)
 		}
-		return func(b array.Builder, r *hot.Reading) {
+		return func(b array.Builder, r *series.Reading) {
 			if v := get(r); v != "" || !optional {
 				b.(*array.StringBuilder).Append(v)
 			} else {
@@ -91,76 +92,76 @@ func (e *encoder) appender(f arrow.Field) (appender, error) {
 			}
 		}, nil
 	}
-	ts := func(get func(*hot.Reading) time.Time) (appender, error) {
+	ts := func(get func(*series.Reading) time.Time) (appender, error) {
 		if tt, ok := f.Type.(*arrow.TimestampType); !ok || tt.Unit != arrow.Microsecond {
 			return nil, fmt.Errorf("arrow type %s, want timestamp[us]", f.Type)
 		}
-		return func(b array.Builder, r *hot.Reading) {
+		return func(b array.Builder, r *series.Reading) {
 			b.(*array.TimestampBuilder).Append(arrow.Timestamp(get(r).UnixMicro()))
 		}, nil
 	}
-	dec := func(scale int32, get func(*hot.Reading) decimal128.Num) (appender, error) {
+	dec := func(scale int32, get func(*series.Reading) decimal128.Num) (appender, error) {
 		if dt, ok := f.Type.(*arrow.Decimal128Type); !ok || dt.Scale != scale {
 			return nil, fmt.Errorf("arrow type %s, want decimal128 with scale %d", f.Type, scale)
 		}
-		return func(b array.Builder, r *hot.Reading) { b.(*array.Decimal128Builder).Append(get(r)) }, nil
+		return func(b array.Builder, r *series.Reading) { b.(*array.Decimal128Builder).Append(get(r)) }, nil
 	}
 	switch f.Name {
 	case "malo_id":
-		return str(func(r *hot.Reading) string { return r.MaLo }, false)
+		return str(func(r *series.Reading) string { return r.MaLo }, false)
 	case "melo_id":
-		return str(func(r *hot.Reading) string { return r.MeLo }, true)
+		return str(func(r *series.Reading) string { return r.MeLo }, true)
 	case "obis_code":
-		return str(func(r *hot.Reading) string { return r.OBIS }, false)
+		return str(func(r *series.Reading) string { return r.OBIS }, false)
 	case "sparte":
-		return str(func(r *hot.Reading) string { return commodity(e.decl, r).String() }, false)
+		return str(func(r *series.Reading) string { return e.decl.CommodityOf(r).String() }, false)
 	case "from":
-		return ts(func(r *hot.Reading) time.Time { return r.From })
+		return ts(func(r *series.Reading) time.Time { return r.From })
 	case "to":
-		return ts(func(r *hot.Reading) time.Time { return r.To })
+		return ts(func(r *series.Reading) time.Time { return r.To })
 	case "value":
-		return dec(6, func(r *hot.Reading) decimal128.Num { return decimal128.FromI64(int64(r.Value)) })
+		return dec(6, func(r *series.Reading) decimal128.Num { return decimal128.FromI64(int64(r.Value)) })
 	case "unit":
-		return str(func(r *hot.Reading) string { return r.Unit.String() }, false)
+		return str(func(r *series.Reading) string { return r.Unit.String() }, false)
 	case "quality":
-		return str(func(r *hot.Reading) string { return r.Quality.String() }, false)
+		return str(func(r *series.Reading) string { return r.Quality.String() }, false)
 	case "resolution":
-		return str(func(r *hot.Reading) string { return r.Resolution.String() }, false)
+		return str(func(r *series.Reading) string { return r.Resolution.String() }, false)
 	case "version":
-		return dec(0, func(r *hot.Reading) decimal128.Num { return decimal128.FromU64(r.Version) })
+		return dec(0, func(r *series.Reading) decimal128.Num { return decimal128.FromU64(r.Version) })
 	case "version_scope":
-		return str(func(r *hot.Reading) string { return r.VersionScope }, false)
+		return str(func(r *series.Reading) string { return r.VersionScope }, false)
 	case "recorded_at":
-		return ts(func(r *hot.Reading) time.Time { return r.RecordedAt })
+		return ts(func(r *series.Reading) time.Time { return r.RecordedAt })
 	case "balancing_day":
 		if f.Type.ID() != arrow.DATE32 {
 			return nil, fmt.Errorf("arrow type %s, want date32", f.Type)
 		}
-		return func(b array.Builder, r *hot.Reading) {
+		return func(b array.Builder, r *series.Reading) {
 			d := r.BalancingDay
 			b.(*array.Date32Builder).Append(arrow.Date32FromTime(time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC)))
 		}, nil
 	case "subject_id":
-		return str(func(r *hot.Reading) string { return r.Subject }, true)
+		return str(func(r *series.Reading) string { return r.Subject }, true)
 	}
 	for _, c := range e.decl.Columns {
 		if c.Name != f.Name {
 			continue
 		}
 		name := c.Name
-		if c.Type != hot.BigInt {
-			return str(func(r *hot.Reading) string { return r.Extra[name] }, true)
+		if c.Type != series.BigInt {
+			return str(func(r *series.Reading) string { return r.Extra[name] }, true)
 		}
 		if f.Type.ID() != arrow.INT64 {
 			return nil, fmt.Errorf("arrow type %s, want int64", f.Type)
 		}
-		return func(b array.Builder, r *hot.Reading) {
+		return func(b array.Builder, r *series.Reading) {
 			v, ok := r.Extra[name]
 			if !ok {
 				b.AppendNull()
 				return
 			}
-			n, _ := strconv.ParseInt(v, 10, 64) // checked by invalid
+			n, _ := strconv.ParseInt(v, 10, 64) // checked by the Checker
 			b.(*array.Int64Builder).Append(n)
 		}, nil
 	}
@@ -171,7 +172,7 @@ func (e *encoder) appender(f arrow.Field) (appender, error) {
 // a reading with a reason. The first refused reading or source error ends
 // the stream; e.err then holds it. Ownership of every yielded batch passes
 // to the consumer.
-func (e *encoder) batches(rows Rows, check func(*hot.Reading) string) iter.Seq2[arrow.RecordBatch, error] {
+func (e *encoder) batches(rows Rows, check func(*series.Reading) string) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		b := array.NewRecordBuilder(memory.DefaultAllocator, e.schema)
 		defer b.Release()
@@ -186,12 +187,20 @@ func (e *encoder) batches(rows Rows, check func(*hot.Reading) string) iter.Seq2[
 				yield(nil, e.fail(fmt.Errorf("cold: %s %s: reading the rows: %w", e.op, e.decl.Name, err)))
 				return
 			}
-			reason := e.codes.invalid(e.decl, &r)
+			// A row the cold tier stores is not corrected later, so every
+			// row passes the one definition of a valid reading.
+			var d series.Derived
+			reason := ""
+			if err := e.check.Check(&r, &d); err != nil {
+				reason = err.Error()
+			} else {
+				reason = stateCheck(&r, &d)
+			}
 			if reason == "" && check != nil {
 				reason = check(&r)
 			}
 			if reason != "" {
-				yield(nil, e.fail(rowError(hot.InvalidInput, e.op, e.decl.Name, row, reason)))
+				yield(nil, e.fail(rowError(series.InvalidInput, e.op, e.decl.Name, row, reason)))
 				return
 			}
 			for i, a := range e.cols {

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // Ensure creates the Iceberg table of t unless it exists, and returns its
@@ -19,7 +19,7 @@ import (
 // declaration has and the table lacks are added when they are nullable. If
 // the table's schema cannot take the declared rows, Ensure returns the handle
 // together with a *QuarantineError: scans work, archiving is refused.
-func (c *Tier) Ensure(ctx context.Context, t *hot.Table) (*Table, error) {
+func (c *Tier) Ensure(ctx context.Context, t *series.Table) (*Table, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

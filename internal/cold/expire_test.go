@@ -9,14 +9,14 @@ import (
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestExpireSnapshots(t *testing.T) {
 	e := newEnv(t, Options{})
 	tab := loadProfile("power")
 	h := e.ensure(t, tab)
-	var all []hot.Reading
+	var all []series.Reading
 	var snaps []int64
 	for m := range 4 {
 		from := jan2026.AddDate(0, m, 0)
@@ -75,7 +75,7 @@ func TestExpireSnapshots(t *testing.T) {
 	if got, ok, err := e.tier.Watermark(t.Context(), h); err != nil || !ok || !got.Equal(w) {
 		t.Fatalf("watermark after expiry: %v %v %v", got, ok, err)
 	}
-	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, hot.Query{})), all)
+	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), all)
 
 	// MaxAge instead of calendar years; the current snapshot always stays.
 	x, err = e.tier.ExpireSnapshots(t.Context(), h, now.Add(time.Hour), Retention{MaxAge: time.Minute, KeepLast: 1})
@@ -98,7 +98,7 @@ func TestPurge(t *testing.T) {
 			t.Fatalf("purge confirmed with %q: %v", confirm, err)
 		}
 	}
-	if n := len(collect(t, e.tier.Scan(t.Context(), h, hot.Query{}))); n != 8 {
+	if n := len(collect(t, e.tier.Scan(t.Context(), h, series.Range{}))); n != 8 {
 		t.Fatalf("an unconfirmed purge left %d readings", n)
 	}
 
@@ -115,7 +115,7 @@ func TestPurge(t *testing.T) {
 		}
 	}
 	// The other table is untouched.
-	if n := len(collect(t, e.tier.Scan(t.Context(), other, hot.Query{}))); n != 8 {
+	if n := len(collect(t, e.tier.Scan(t.Context(), other, series.Range{}))); n != 8 {
 		t.Fatalf("purging one table left %d readings in another", n)
 	}
 	otherFiles = slices.DeleteFunc(otherFiles, func(f string) bool { return f[:len("meterstore/other/")] != "meterstore/other/" })
@@ -126,7 +126,7 @@ func TestPurge(t *testing.T) {
 	}
 	// The name can be declared again, empty.
 	h = e.ensure(t, tab)
-	if n := len(collect(t, e.tier.Scan(t.Context(), h, hot.Query{}))); n != 0 {
+	if n := len(collect(t, e.tier.Scan(t.Context(), h, series.Range{}))); n != 0 {
 		t.Fatalf("a re-created table has %d readings", n)
 	}
 }

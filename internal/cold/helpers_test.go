@@ -1,6 +1,7 @@
 package cold
 
 import (
+	"cmp"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -16,8 +17,8 @@ import (
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus"
 	"github.com/meterstore/meterstore/consensus/bloblog"
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // env is a warehouse on the local disk with its log on the same store, and
@@ -60,7 +61,7 @@ func newEnv(t *testing.T, opts Options) *env {
 }
 
 // ensure declares tab in e's tier.
-func (e *env) ensure(t *testing.T, tab *hot.Table) *Table {
+func (e *env) ensure(t *testing.T, tab *series.Table) *Table {
 	t.Helper()
 	h, err := e.tier.Ensure(t.Context(), tab)
 	if err != nil {
@@ -93,25 +94,25 @@ func (e *env) files(t *testing.T, suffix string) []string {
 
 // loadProfile declares a 15-minute electricity load profile with an
 // identity column, a text attribute and a bigint attribute.
-func loadProfile(name string) *hot.Table {
-	return &hot.Table{
+func loadProfile(name string) *series.Table {
+	return &series.Table{
 		Name:        name,
-		TimeModel:   hot.Interval,
+		TimeModel:   series.Interval,
 		Commodity:   metering.Electricity,
 		Resolutions: []metering.Resolution{metering.QuarterHour},
-		Columns: []hot.Column{
+		Columns: []series.Column{
 			{Name: "channel", Identity: true, Values: []string{"A", "B"}},
 			{Name: "source"},
-			{Name: "seq", Type: hot.BigInt},
+			{Name: "seq", Type: series.BigInt},
 		},
-		Width:    hot.Monthly,
+		Width:    series.Monthly,
 		Headroom: 31 * 24 * time.Hour,
 	}
 }
 
 // registers declares a point table of register readings.
-func registers(name string) *hot.Table {
-	return &hot.Table{Name: name, TimeModel: hot.Point, Commodity: metering.Gas, Width: hot.Monthly}
+func registers(name string) *series.Table {
+	return &series.Table{Name: name, TimeModel: series.Point, Commodity: metering.Gas, Width: series.Monthly}
 }
 
 var (
@@ -141,8 +142,8 @@ func malo(i int) string {
 
 // quarterHours returns n quarter-hour readings of location i from start,
 // with values that exercise every digit of numeric(18,6).
-func quarterHours(i int, start time.Time, n int) []hot.Reading {
-	out := make([]hot.Reading, 0, n)
+func quarterHours(i int, start time.Time, n int) []series.Reading {
+	out := make([]series.Reading, 0, n)
 	for k := range n {
 		out = append(out, quarterHour(i, start, k))
 	}
@@ -150,14 +151,14 @@ func quarterHours(i int, start time.Time, n int) []hot.Reading {
 }
 
 // quarterHour returns the k-th quarter hour of location i from start.
-func quarterHour(i int, start time.Time, k int) hot.Reading {
+func quarterHour(i int, start time.Time, k int) series.Reading {
 	from := start.Add(time.Duration(k) * 15 * time.Minute)
-	r := hot.Reading{
+	r := series.Reading{
 		MaLo:         malo(i),
 		OBIS:         "1-1:1.29.0",
 		From:         from,
 		To:           from.Add(15 * time.Minute),
-		Value:        hot.Decimal(int64(k)*1_000_003 + int64(i)),
+		Value:        series.Decimal(int64(k)*1_000_003 + int64(i)),
 		Unit:         metering.KilowattHour,
 		Quality:      metering.TrueValue,
 		Resolution:   metering.QuarterHour,
@@ -180,10 +181,10 @@ func quarterHour(i int, start time.Time, k int) hot.Reading {
 
 // normalize fills in what a scan returns for what a writer may leave to
 // defaults, so that readings compare with reflect.DeepEqual.
-func normalize(t *hot.Table, rs []hot.Reading) []hot.Reading {
-	out := make([]hot.Reading, len(rs))
+func normalize(t *series.Table, rs []series.Reading) []series.Reading {
+	out := make([]series.Reading, len(rs))
 	for i, r := range rs {
-		r.Commodity = commodity(t, &r)
+		r.Commodity = t.CommodityOf(&r)
 		r.From, r.To, r.RecordedAt = r.From.UTC(), r.To.UTC(), r.RecordedAt.UTC()
 		if len(r.Extra) == 0 {
 			r.Extra = nil
@@ -192,14 +193,22 @@ func normalize(t *hot.Table, rs []hot.Reading) []hot.Reading {
 		}
 		out[i] = r
 	}
-	slices.SortFunc(out, func(a, b hot.Reading) int { return strings.Compare(rowKey(t, &a), rowKey(t, &b)) })
+	slices.SortFunc(out, func(a, b series.Reading) int {
+		if c := strings.Compare(seriesKey(t, &a), seriesKey(t, &b)); c != 0 {
+			return c
+		}
+		if c := a.From.Compare(b.From); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Version, b.Version)
+	})
 	return out
 }
 
 // collect gathers a stream of readings.
-func collect(t *testing.T, rows Rows) []hot.Reading {
+func collect(t *testing.T, rows Rows) []series.Reading {
 	t.Helper()
-	var out []hot.Reading
+	var out []series.Reading
 	for r, err := range rows {
 		if err != nil {
 			t.Fatal(err)
@@ -210,7 +219,7 @@ func collect(t *testing.T, rows Rows) []hot.Reading {
 }
 
 // sameReadings fails t unless got and want hold the same readings.
-func sameReadings(t *testing.T, tab *hot.Table, got, want []hot.Reading) {
+func sameReadings(t *testing.T, tab *series.Table, got, want []series.Reading) {
 	t.Helper()
 	got, want = normalize(tab, got), normalize(tab, want)
 	if len(got) != len(want) {
@@ -257,7 +266,7 @@ func (e *env) summary(t *testing.T, h *Table) iceberg.Properties {
 }
 
 // archive archives rows as the window [from, to) with W = to.
-func (e *env) archive(t *testing.T, h *Table, from, to time.Time, rows []hot.Reading) Commit {
+func (e *env) archive(t *testing.T, h *Table, from, to time.Time, rows []series.Reading) Commit {
 	t.Helper()
 	c, err := e.tier.Archive(t.Context(), h, to, from, to, Readings(rows))
 	if err != nil {

@@ -1,22 +1,23 @@
 package cold
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // A LateResult reports what AppendLate did with each reading.
 type LateResult struct {
-	Status   []hot.Status // per reading, in order: Inserted or Present
+	Status   []series.Status // per reading, in order: Inserted or Present
 	Inserted int
 	Present  int
 	Commit   Commit // the snapshot that added the Inserted ones; zero if none
@@ -36,7 +37,7 @@ const lateAttempts = 4
 //
 // The check and the commit are one unit: the commit is refused if anything
 // committed in between, and AppendLate then checks again.
-func (c *Tier) AppendLate(ctx context.Context, t *Table, rows []hot.Reading) (LateResult, error) {
+func (c *Tier) AppendLate(ctx context.Context, t *Table, rows []series.Reading) (LateResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := c.appendLate(ctx, t, rows)
 		if errors.Is(err, table.ErrCommitFailed) && attempt < lateAttempts {
@@ -46,7 +47,7 @@ func (c *Tier) AppendLate(ctx context.Context, t *Table, rows []hot.Reading) (La
 	}
 }
 
-func (c *Tier) appendLate(ctx context.Context, t *Table, rows []hot.Reading) (LateResult, error) {
+func (c *Tier) appendLate(ctx context.Context, t *Table, rows []series.Reading) (LateResult, error) {
 	const op = "append late"
 	if len(rows) == 0 {
 		return LateResult{}, nil
@@ -63,72 +64,58 @@ func (c *Tier) appendLate(ctx context.Context, t *Table, rows []hot.Reading) (La
 	case err != nil:
 		return LateResult{}, fmt.Errorf("cold: %s %s: %w", op, t.decl.Name, err)
 	case !ok:
-		return LateResult{}, &hot.Error{Kind: hot.InvalidInput, Op: op, Table: t.decl.Name,
+		return LateResult{}, &series.Error{Kind: series.InvalidInput, Op: op, Table: t.decl.Name,
 			Err: errors.New("the table has no watermark: nothing is archived, so no reading is late")}
 	}
-	res := LateResult{Status: make([]hot.Status, len(rows))}
-	var bad problems
-	codes := newCodes()
-	for i := range rows {
-		r := &rows[i]
-		if reason := codes.invalid(&t.decl, r); reason != "" {
-			bad.add(i, reason)
-		} else if !r.From.Before(w) {
-			bad.add(i, fmt.Sprintf("from %s is not below the watermark %s: the reading belongs to the hot tier", FormatTime(r.From), FormatTime(w)))
-		}
-	}
-	if err := bad.err(hot.InvalidInput, op, t.decl.Name); err != nil {
-		return LateResult{}, err
-	}
-
-	// Within the batch: a repeated reading is a redelivery, a restated
-	// one a violation.
-	first := make(map[string]int, len(rows))
-	for i := range rows {
-		k := rowKey(&t.decl, &rows[i])
-		j, seen := first[k]
-		if !seen {
-			first[k] = i
-			continue
-		}
-		if d := difference(&t.decl, &rows[j], &rows[i]); d != "" {
-			bad.add(i, fmt.Sprintf("restates row %d under the same key and version: %s", j, d))
-		}
-		res.Status[i] = hot.Present
-	}
-	// Against the stored readings of the same keys.
-	stored, err := c.stored(ctx, t, ice, rows)
+	// The one definition of a valid reading and of a conflict within a
+	// batch, as the hot tier applies it.
+	b, err := series.NewChecker(&t.decl, c.cal).CheckBatch(op, rows)
 	if err != nil {
 		return LateResult{}, err
 	}
-	for k, i := range first {
-		s, ok := stored[k]
-		if !ok {
-			continue
+	var bad series.Problems
+	for i := range rows {
+		if !rows[i].From.Before(w) {
+			bad.Add(i, "from %s is not below the watermark %s: the reading belongs to the hot tier", FormatTime(rows[i].From), FormatTime(w))
 		}
-		if d := difference(&t.decl, &s, &rows[i]); d != "" {
-			bad.add(i, "restates a stored reading under the same key and version: "+d)
+		if rows[i].RecordedAt.IsZero() {
+			bad.Add(i, "recorded_at is not set")
 		}
-		res.Status[i] = hot.Present
+		rows[i].BalancingDay = b.Derived[i].BalancingDay
 	}
-	if err := bad.err(hot.IntegrityViolation, op, t.decl.Name); err != nil {
+	if err := bad.Err(series.InvalidInput, op, t.decl.Name); err != nil {
+		return LateResult{}, err
+	}
+	res := LateResult{Status: make([]series.Status, len(rows))}
+	for i, rep := range b.Repeats {
+		if rep {
+			res.Status[i] = series.Present
+		}
+	}
+	// Against the stored readings, by the rules of the hot tier's probe.
+	stored, err := c.stored(ctx, t, ice, b)
+	if err != nil {
+		return LateResult{}, err
+	}
+	conflicts(&t.decl, b, stored, res.Status, &bad)
+	if err := bad.Err(series.IntegrityViolation, op, t.decl.Name); err != nil {
 		return LateResult{}, err
 	}
 
-	var fresh []hot.Reading
+	var fresh []series.Reading
 	for i, s := range res.Status {
-		if s == hot.Present {
+		if s == series.Present {
 			res.Present++
 			continue
 		}
-		res.Status[i] = hot.Inserted
+		res.Status[i] = series.Inserted
 		res.Inserted++
 		fresh = append(fresh, rows[i])
 	}
 	if len(fresh) == 0 {
 		return res, nil
 	}
-	enc, err := newEncoder(&t.decl, op, ice.Schema(), c.opts.BatchRows)
+	enc, err := newEncoder(&t.decl, c.cal, op, ice.Schema(), c.opts.BatchRows)
 	if err != nil {
 		return LateResult{}, err
 	}
@@ -146,94 +133,111 @@ func (c *Tier) appendLate(ctx context.Context, t *Table, rows []hot.Reading) (La
 	return res, nil
 }
 
-// stored returns the readings of ice's snapshot that share a merge key and
-// version with one of rows, by rowKey.
-func (c *Tier) stored(ctx context.Context, t *Table, ice *table.Table, rows []hot.Reading) (map[string]hot.Reading, error) {
-	q := hot.Query{From: rows[0].From, To: rows[0].From}
+// stored returns the readings of ice's snapshot that a batch could
+// conflict with, by series and sorted by from and version: every reading of
+// the batch's series that starts between the earliest start of a row or
+// of an interval containing it and the latest end of a row.
+func (c *Tier) stored(ctx context.Context, t *Table, ice *table.Table, b *series.Batch) (map[string][]series.Reading, error) {
+	rows := b.Rows
+	q := series.Range{From: rows[0].From, To: rows[0].From}
 	malo, obis := map[string]bool{}, map[string]bool{}
 	for i := range rows {
 		r := &rows[i]
 		q.From = minTime(q.From, r.From)
-		q.To = maxTime(q.To, r.From)
+		for _, a := range b.Derived[i].Ancestors {
+			q.From = minTime(q.From, a)
+		}
+		q.To = maxTime(q.To, maxTime(r.To, r.From.Add(time.Microsecond)))
 		malo[r.MaLo], obis[r.OBIS] = true, true
 	}
-	q.To = q.To.Add(time.Microsecond)
-	for k := range malo {
-		q.MaLo = append(q.MaLo, k)
-	}
-	for k := range obis {
-		q.OBIS = append(q.OBIS, k)
-	}
-	slices.Sort(q.MaLo)
-	slices.Sort(q.OBIS)
+	q.MaLo = slices.Sorted(maps.Keys(malo))
+	q.OBIS = slices.Sorted(maps.Keys(obis))
 	want := make(map[string]bool, len(rows))
 	for i := range rows {
-		want[rowKey(&t.decl, &rows[i])] = true
+		want[seriesKey(&t.decl, &rows[i])] = true
 	}
-	out := make(map[string]hot.Reading)
+	out := make(map[string][]series.Reading)
 	for r, err := range c.scan(ctx, t, ice, q) {
 		if err != nil {
 			return nil, err
 		}
-		if k := rowKey(&t.decl, &r); want[k] {
-			out[k] = r
+		if k := seriesKey(&t.decl, &r); want[k] {
+			out[k] = append(out[k], r)
 		}
+	}
+	for _, rs := range out {
+		slices.SortFunc(rs, func(a, b series.Reading) int {
+			if c := a.From.Compare(b.From); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Version, b.Version)
+		})
 	}
 	return out, nil
 }
 
-// rowKey returns the primary key of r: merge key and version.
-func rowKey(t *hot.Table, r *hot.Reading) string {
+// conflicts checks the rows of b that are not repeats against the stored
+// readings of their series: the same key and version stored identically
+// makes a row Present, differently a restatement; another version of the
+// same reading from another network operator, or a reading of the same
+// version overlapping the row's interval, is a conflict.
+func conflicts(t *series.Table, b *series.Batch, stored map[string][]series.Reading, status []series.Status, bad *series.Problems) {
+	for i := range b.Rows {
+		if status[i] == series.Present {
+			continue
+		}
+		r := &b.Rows[i]
+		have := stored[seriesKey(t, r)]
+		// The stored readings that start within r's interval.
+		end := r.To
+		if t.TimeModel == series.Point {
+			end = r.From.Add(time.Microsecond)
+		}
+		lo, _ := slices.BinarySearchFunc(have, r.From, func(p series.Reading, at time.Time) int { return p.From.Compare(at) })
+		for k := lo; k < len(have) && have[k].From.Before(end); k++ {
+			p := &have[k]
+			switch {
+			case p.From.Equal(r.From) && p.Version == r.Version:
+				if col, was, is := t.Restated(p, r); col != "" {
+					bad.Add(i, "restates version %d: %s %s, stored %s", p.Version, col, is, was)
+				} else {
+					status[i] = series.Present
+				}
+			case p.From.Equal(r.From):
+				if op, other := r.NetworkOperator(), p.NetworkOperator(); op != other {
+					bad.Add(i, "network operator %s, but version %d of the reading is stored from %s", op, p.Version, other)
+				}
+			case p.Version == r.Version:
+				bad.Add(i, "overlaps the stored %s interval from %s within version %d", p.Resolution, FormatTime(p.From), p.Version)
+			}
+		}
+		// A stored coarser interval of the same version containing r
+		// starts at one of r's ancestors.
+		for _, a := range b.Derived[i].Ancestors {
+			k, _ := slices.BinarySearchFunc(have, a, func(p series.Reading, at time.Time) int { return p.From.Compare(at) })
+			for ; k < len(have) && have[k].From.Equal(a); k++ {
+				if p := &have[k]; p.Version == r.Version && p.To.After(r.From) {
+					bad.Add(i, "overlaps the stored %s interval from %s within version %d", p.Resolution, FormatTime(p.From), p.Version)
+				}
+			}
+		}
+	}
+}
+
+// seriesKey returns the series of r: market location, OBIS code and
+// identity columns.
+func seriesKey(t *series.Table, r *series.Reading) string {
 	var b strings.Builder
 	b.WriteString(r.MaLo)
 	b.WriteByte(0)
 	b.WriteString(r.OBIS)
-	b.WriteByte(0)
-	b.WriteString(strconv.FormatInt(r.From.UnixMicro(), 10))
 	for _, c := range t.Columns {
 		if c.Identity {
 			b.WriteByte(0)
 			b.WriteString(r.Extra[c.Name])
 		}
 	}
-	b.WriteByte(0)
-	b.WriteString(strconv.FormatUint(r.Version, 10))
 	return b.String()
-}
-
-// difference describes how two readings of the same key and version differ
-// in what they state, or returns "". The transaction time and the derived
-// balancing day are not statements of the reading.
-func difference(t *hot.Table, a, b *hot.Reading) string {
-	diff := func(col string, x, y any) string { return fmt.Sprintf("%s %v, now %v", col, x, y) }
-	switch {
-	case a.Value != b.Value:
-		return diff("value", a.Value, b.Value)
-	case !a.To.Equal(b.To):
-		return diff("to", FormatTime(a.To), FormatTime(b.To))
-	case a.Unit != b.Unit:
-		return diff("unit", a.Unit, b.Unit)
-	case a.Quality != b.Quality:
-		return diff("quality", a.Quality, b.Quality)
-	case a.Resolution != b.Resolution:
-		return diff("resolution", a.Resolution, b.Resolution)
-	case commodity(t, a) != commodity(t, b):
-		return diff("sparte", commodity(t, a), commodity(t, b))
-	case a.MeLo != b.MeLo:
-		return diff("melo_id", a.MeLo, b.MeLo)
-	case a.VersionScope != b.VersionScope:
-		return diff("version_scope", a.VersionScope, b.VersionScope)
-	case a.Subject != b.Subject:
-		return diff("subject_id", a.Subject, b.Subject)
-	}
-	for _, c := range t.Columns {
-		x, xok := a.Extra[c.Name]
-		y, yok := b.Extra[c.Name]
-		if x != y || xok != yok {
-			return diff(c.Name, x, y)
-		}
-	}
-	return ""
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -248,34 +252,4 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// problems collects the offending rows of a batch.
-type problems struct {
-	seen map[int]bool
-	rows []int
-	list []hot.Problem
-}
-
-func (p *problems) add(row int, reason string) {
-	if p.seen[row] {
-		return // the first reason found for a row is enough
-	}
-	if p.seen == nil {
-		p.seen = make(map[int]bool)
-	}
-	p.seen[row] = true
-	p.rows = append(p.rows, row)
-	p.list = append(p.list, hot.Problem{Row: row, Reason: reason})
-}
-
-// err returns the problems as a *hot.Error of kind k, or nil.
-func (p *problems) err(k hot.Kind, op, table string) error {
-	if len(p.rows) == 0 {
-		return nil
-	}
-	slices.Sort(p.rows)
-	slices.SortFunc(p.list, func(a, b hot.Problem) int { return a.Row - b.Row })
-	list := p.list[:min(len(p.list), 100):min(len(p.list), 100)] // as the hot tier keeps them
-	return &hot.Error{Kind: k, Op: op, Table: table, Rows: p.rows, Problems: list}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestAppendLate(t *testing.T) {
@@ -16,8 +16,8 @@ func TestAppendLate(t *testing.T) {
 	tab := loadProfile("power")
 	h := e.ensure(t, tab)
 
-	var he *hot.Error
-	if _, err := e.tier.AppendLate(t.Context(), h, quarterHours(0, jan2026, 1)); !errors.As(err, &he) || he.Kind != hot.InvalidInput {
+	var he *series.Error
+	if _, err := e.tier.AppendLate(t.Context(), h, quarterHours(0, jan2026, 1)); !errors.As(err, &he) || he.Kind != series.InvalidInput {
 		t.Fatalf("late rows before anything was archived: %v", err)
 	}
 
@@ -28,12 +28,12 @@ func TestAppendLate(t *testing.T) {
 	fix := archived[10]
 	fix.Version++
 	fix.Value += 250_000
-	late := []hot.Reading{fix, quarterHour(3, jan2026, 5), archived[20], quarterHour(3, jan2026, 5)}
+	late := []series.Reading{fix, quarterHour(3, jan2026, 5), archived[20], quarterHour(3, jan2026, 5)}
 	res, err := e.tier.AppendLate(t.Context(), h, late)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []hot.Status{hot.Inserted, hot.Inserted, hot.Present, hot.Present}
+	want := []series.Status{series.Inserted, series.Inserted, series.Present, series.Present}
 	if !slices.Equal(res.Status, want) || res.Inserted != 2 || res.Present != 2 || res.Commit.Rows != 2 {
 		t.Fatalf("result %+v, want statuses %v", res, want)
 	}
@@ -41,7 +41,7 @@ func TestAppendLate(t *testing.T) {
 	if sum[SummaryWatermark] != FormatTime(feb2026) || sum[SummaryLateRows] != "2" || sum[SummaryArchivedFrom] != "" {
 		t.Fatalf("late snapshot summary %v: want the unchanged watermark re-stamped", sum)
 	}
-	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, hot.Query{})), append(slices.Clone(archived), late[:2]...))
+	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), append(slices.Clone(archived), late[:2]...))
 
 	// Redelivering the whole batch commits nothing.
 	before := e.summary(t, h)[SummaryCommitID]
@@ -52,39 +52,39 @@ func TestAppendLate(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		rows []hot.Reading
-		kind hot.Kind
+		rows []series.Reading
+		kind series.Kind
 		row  int
 		says string
 	}{
-		{"restated value", restate(archived[30], func(r *hot.Reading) { r.Value++ }), hot.IntegrityViolation, 1, "value"},
-		{"restated quality", restate(archived[31], func(r *hot.Reading) { r.Quality = 2 }), hot.IntegrityViolation, 1, "quality"},
-		{"restated within the batch", append(quarterHours(4, jan2026, 1), restate(quarterHour(4, jan2026, 0), func(r *hot.Reading) { r.Value = 7 })...), hot.IntegrityViolation, 1, "row 0"},
-		{"at the watermark", []hot.Reading{quarterHour(0, jan2026, 0), quarterHour(5, feb2026, 0)}, hot.InvalidInput, 1, "hot tier"},
-		{"bad check digit", restate(quarterHour(6, jan2026, 0), func(r *hot.Reading) { r.MaLo = "51000001000" }), hot.InvalidInput, 1, "malo_id"},
+		{"restated value", restate(archived[30], func(r *series.Reading) { r.Value++ }), series.IntegrityViolation, 1, "value"},
+		{"restated quality", restate(archived[31], func(r *series.Reading) { r.Quality = 2 }), series.IntegrityViolation, 1, "quality"},
+		{"restated within the batch", append(quarterHours(4, jan2026, 1), restate(quarterHour(4, jan2026, 0), func(r *series.Reading) { r.Value = 7 })...), series.IntegrityViolation, 1, "row 0"},
+		{"at the watermark", []series.Reading{quarterHour(0, jan2026, 0), quarterHour(5, feb2026, 0)}, series.InvalidInput, 1, "hot tier"},
+		{"bad check digit", restate(quarterHour(6, jan2026, 0), func(r *series.Reading) { r.MaLo = "51000001000" }), series.InvalidInput, 1, "malo_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := tc.rows
 			if len(rows) == 1 {
-				rows = append([]hot.Reading{quarterHour(7, jan2026, 0)}, rows...)
+				rows = append([]series.Reading{quarterHour(7, jan2026, 0)}, rows...)
 			}
 			_, err := e.tier.AppendLate(t.Context(), h, rows)
-			var he *hot.Error
+			var he *series.Error
 			if !errors.As(err, &he) || he.Kind != tc.kind || !slices.Equal(he.Rows, []int{tc.row}) || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("error %v, want %v naming row %d and %q", err, tc.kind, tc.row, tc.says)
 			}
 		})
 	}
 	// Nothing of the refused batches landed.
-	if n := len(collect(t, e.tier.Scan(t.Context(), h, hot.Query{MaLo: []string{malo(7)}}))); n != 0 {
+	if n := len(collect(t, e.tier.Scan(t.Context(), h, series.Range{MaLo: []string{malo(7)}}))); n != 0 {
 		t.Fatalf("a refused batch stored %d readings", n)
 	}
 }
 
 // restate returns r changed by fn, as the only reading of a batch.
-func restate(r hot.Reading, fn func(*hot.Reading)) []hot.Reading {
+func restate(r series.Reading, fn func(*series.Reading)) []series.Reading {
 	fn(&r)
-	return []hot.Reading{r}
+	return []series.Reading{r}
 }
 
 func TestAppendLateRacesAnArchival(t *testing.T) {

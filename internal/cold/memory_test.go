@@ -7,7 +7,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // heapPeak samples the in-use heap until stop is called, which returns the
@@ -66,7 +66,7 @@ func TestArchiveMemoryIsBounded(t *testing.T) {
 	// One reading per slot, copied for every location: the readings are
 	// made as they are consumed and never held.
 	slot := quarterHours(0, jan2026, slots)
-	rows := func(yield func(hot.Reading, error) bool) {
+	rows := func(yield func(series.Reading, error) bool) {
 		for k := range slots {
 			for i := range locations {
 				r := slot[k]
@@ -95,8 +95,8 @@ func TestArchiveMemoryIsBounded(t *testing.T) {
 	runtime.GC()
 	stop = heapPeak()
 	var scanned int64
-	var sum hot.Decimal
-	for r, err := range e.tier.Scan(t.Context(), h, hot.Query{}) {
+	var sum series.Decimal
+	for r, err := range e.tier.Scan(t.Context(), h, series.Range{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestArchiveMemoryIsBounded(t *testing.T) {
 	if scanned != n {
 		t.Fatalf("scanned %d readings, want %d", scanned, n)
 	}
-	var want hot.Decimal
+	var want series.Decimal
 	for _, r := range slot {
 		want += r.Value * locations
 	}
@@ -115,7 +115,7 @@ func TestArchiveMemoryIsBounded(t *testing.T) {
 		t.Fatalf("sum of values %s, want %s", sum, want)
 	}
 
-	goBytes := uint64(n) * uint64(unsafe.Sizeof(hot.Reading{}))
+	goBytes := uint64(n) * uint64(unsafe.Sizeof(series.Reading{}))
 	t.Logf("%d readings (%d MiB as Go values without their strings and maps) in %d files of %d MiB; heap peak above the baseline: archive %d MiB, scan %d MiB",
 		n, goBytes>>20, c.Files, c.Bytes>>20, (archivePeak-base)>>20, (scanPeak-base)>>20)
 	for what, peak := range map[string]uint64{"archive": archivePeak, "scan": scanPeak} {

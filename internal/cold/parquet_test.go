@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // TestParquetLayout opens the data files an archival wrote and checks what
@@ -18,7 +18,7 @@ import (
 func TestParquetLayout(t *testing.T) {
 	e := newEnv(t, Options{RowGroupRows: 1000})
 	h := e.ensure(t, loadProfile("power"))
-	var rows []hot.Reading
+	var rows []series.Reading
 	for i := range 30 {
 		rows = append(rows, quarterHours(i, jan2026, 96)...)
 	}

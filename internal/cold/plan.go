@@ -15,7 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // ErrDeleteFiles is wrapped by the refusal to plan a table whose snapshot
@@ -46,7 +46,7 @@ type Plan struct {
 // watermark are those of one snapshot. Partitions and files whose
 // statistics exclude the selection are pruned; the files returned may still
 // hold readings outside it.
-func (c *Tier) Plan(ctx context.Context, t *Table, q hot.Query) (Plan, error) {
+func (c *Tier) Plan(ctx context.Context, t *Table, q series.Range) (Plan, error) {
 	ice, err := c.load(ctx, t)
 	if err != nil {
 		return Plan{}, err

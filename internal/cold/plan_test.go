@@ -15,8 +15,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus/bloblog"
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/s3test"
+	"github.com/meterstore/meterstore/series"
 )
 
 // archiveTwoMonths archives January and February 2026 as two windows, four
@@ -24,7 +24,7 @@ import (
 func archiveTwoMonths(t *testing.T, e *env, h *Table) {
 	t.Helper()
 	for _, w := range [][2]time.Time{{jan2026, feb2026}, {feb2026, mar2026}} {
-		var rows []hot.Reading
+		var rows []series.Reading
 		for i := range 4 {
 			rows = append(rows, quarterHours(i, w[0], 96)...)
 		}
@@ -36,7 +36,7 @@ func TestPlanPrunesOtherMonths(t *testing.T) {
 	e := newEnv(t, Options{})
 	h := e.ensure(t, loadProfile("power"))
 
-	p, err := e.tier.Plan(t.Context(), h, hot.Query{})
+	p, err := e.tier.Plan(t.Context(), h, series.Range{})
 	if err != nil || p.HasWatermark || p.SnapshotID != 0 || len(p.Files) != 0 {
 		t.Fatalf("plan of an empty table: %+v %v", p, err)
 	}
@@ -87,7 +87,7 @@ func TestPlanPrunesOtherMonths(t *testing.T) {
 		{"empty range", feb2026, feb2026, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := e.tier.Plan(t.Context(), h, hot.Query{From: c.from, To: c.to})
+			p, err := e.tier.Plan(t.Context(), h, series.Range{From: c.from, To: c.to})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func TestPlanWatermarkOfTheSnapshot(t *testing.T) {
 	e.archive(t, h, jan2026, feb2026, quarterHours(0, jan2026, 8))
 	// A foreign commit carries no watermark: the plan's is its parent's.
 	next := e.foreignAppend(t, h)
-	p, err := e.tier.Plan(t.Context(), h, hot.Query{})
+	p, err := e.tier.Plan(t.Context(), h, series.Range{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestPlanWatermarkOfTheSnapshot(t *testing.T) {
 func TestPlanRefusesDeleteFiles(t *testing.T) {
 	e := newEnv(t, Options{})
 	h := e.ensure(t, loadProfile("power"))
-	var rows []hot.Reading
+	var rows []series.Reading
 	for i := range 3 {
 		rows = append(rows, quarterHours(i, jan2026, 8)...)
 	}
@@ -154,7 +154,7 @@ func TestPlanRefusesDeleteFiles(t *testing.T) {
 	if _, err := tx.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.tier.Plan(t.Context(), h, hot.Query{})
+	_, err = e.tier.Plan(t.Context(), h, series.Range{})
 	if !errors.Is(err, ErrDeleteFiles) {
 		t.Fatalf("plan with delete files: %v, want %v", err, ErrDeleteFiles)
 	}
@@ -164,7 +164,7 @@ func TestPlanLocalOfAFileWarehouse(t *testing.T) {
 	e := newEnv(t, Options{})
 	h := e.ensure(t, loadProfile("power"))
 	e.archive(t, h, jan2026, feb2026, quarterHours(0, jan2026, 8))
-	p, err := e.tier.Plan(t.Context(), h, hot.Query{})
+	p, err := e.tier.Plan(t.Context(), h, series.Range{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestPlanLocalOfAnS3Warehouse(t *testing.T) {
 	e.archive(t, h, jan2026, feb2026, quarterHours(0, jan2026, 96))
 	e.archive(t, h, feb2026, mar2026, quarterHours(0, feb2026, 96))
 
-	p, err := tier.Plan(t.Context(), h, hot.Query{From: feb2026, To: mar2026})
+	p, err := tier.Plan(t.Context(), h, series.Range{From: feb2026, To: mar2026})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // Scan returns the readings of t that q selects, from the table's current
@@ -15,11 +15,11 @@ import (
 // memory stays bounded however many rows match; the order is that of the
 // files, not a sort order. An unreachable tier is an error from the stream,
 // never an empty result.
-func (c *Tier) Scan(ctx context.Context, t *Table, q hot.Query) Rows {
-	return func(yield func(hot.Reading, error) bool) {
+func (c *Tier) Scan(ctx context.Context, t *Table, q series.Range) Rows {
+	return func(yield func(series.Reading, error) bool) {
 		ice, err := c.load(ctx, t)
 		if err != nil {
-			yield(hot.Reading{}, err)
+			yield(series.Reading{}, err)
 			return
 		}
 		c.scan(ctx, t, ice, q)(yield)
@@ -27,8 +27,8 @@ func (c *Tier) Scan(ctx context.Context, t *Table, q hot.Query) Rows {
 }
 
 // scan reads the snapshot ice is at.
-func (c *Tier) scan(ctx context.Context, t *Table, ice *table.Table, q hot.Query) Rows {
-	return func(yield func(hot.Reading, error) bool) {
+func (c *Tier) scan(ctx context.Context, t *Table, ice *table.Table, q series.Range) Rows {
+	return func(yield func(series.Reading, error) bool) {
 		if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
 			return
 		}
@@ -52,13 +52,13 @@ func (c *Tier) scan(ctx context.Context, t *Table, ice *table.Table, q hot.Query
 		defer s.Close()
 		_, recs, err := s.ToArrowRecords(ctx)
 		if err != nil {
-			yield(hot.Reading{}, fmt.Errorf("cold: scan %s: %w", t.decl.Name, err))
+			yield(series.Reading{}, fmt.Errorf("cold: scan %s: %w", t.decl.Name, err))
 			return
 		}
 		d := &decoder{decl: &t.decl}
 		for rec, err := range recs {
 			if err != nil {
-				yield(hot.Reading{}, fmt.Errorf("cold: scan %s: %w", t.decl.Name, err))
+				yield(series.Reading{}, fmt.Errorf("cold: scan %s: %w", t.decl.Name, err))
 				return
 			}
 			if !d.each(rec, yield) {
@@ -70,7 +70,7 @@ func (c *Tier) scan(ctx context.Context, t *Table, ice *table.Table, q hot.Query
 
 // rowFilter returns the Iceberg row filter of q. The bounds on "from" prune
 // whole partitions and files; the ids use the bloom filters.
-func rowFilter(q hot.Query) iceberg.BooleanExpression {
+func rowFilter(q series.Range) iceberg.BooleanExpression {
 	var preds []iceberg.BooleanExpression
 	from := iceberg.Reference("from")
 	if !q.From.IsZero() {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // Types of the columns whose Iceberg type is not a plain primitive.
@@ -19,7 +19,7 @@ var (
 // assigned in column order from 1: the built-in columns first, in a fixed
 // order, then the extra columns as declared. That is the order Iceberg
 // assigns fresh ids in, so the ids a new table gets are these.
-func Schema(t *hot.Table) *iceberg.Schema {
+func Schema(t *series.Table) *iceberg.Schema {
 	var (
 		fields []iceberg.NestedField
 		key    []int
@@ -36,13 +36,13 @@ func Schema(t *hot.Table) *iceberg.Schema {
 	key = append(key, add("obis_code", str, true, "OBIS code"))
 	add("sparte", str, true, "commodity (Sparte)")
 	key = append(key, add("from", ts, true, "interval start, or the instant of a point reading"))
-	if t.TimeModel == hot.Interval {
+	if t.TimeModel == series.Interval {
 		add("to", ts, true, "interval end, exclusive")
 	}
 	add("value", valueType, true, "the metered value")
 	add("unit", str, true, "unit of value")
 	add("quality", str, true, "MSCONS quality code")
-	if t.TimeModel == hot.Interval {
+	if t.TimeModel == series.Interval {
 		add("resolution", str, true, "ISO 8601 duration of the interval")
 	}
 	version := add("version", versionType, true, "version; the highest wins, then the latest recorded_at")
@@ -52,7 +52,7 @@ func Schema(t *hot.Table) *iceberg.Schema {
 	add("subject_id", str, false, "pseudonymous reference to the data subject")
 	for _, c := range t.Columns {
 		typ := iceberg.Type(str)
-		if c.Type == hot.BigInt {
+		if c.Type == series.BigInt {
 			typ = iceberg.PrimitiveTypes.Int64
 		}
 		kind := "attribute"
@@ -69,7 +69,7 @@ func Schema(t *hot.Table) *iceberg.Schema {
 }
 
 // mergeKey returns the names of the merge key's columns.
-func mergeKey(t *hot.Table) []string {
+func mergeKey(t *series.Table) []string {
 	k := []string{"malo_id", "obis_code", "from"}
 	for _, c := range t.Columns {
 		if c.Identity {
@@ -81,7 +81,7 @@ func mergeKey(t *hot.Table) []string {
 
 // partitionSpec returns month(from), then identity(c) for every identity
 // column: readings of different series never share a file.
-func partitionSpec(t *hot.Table, sc *iceberg.Schema) (iceberg.PartitionSpec, error) {
+func partitionSpec(t *series.Table, sc *iceberg.Schema) (iceberg.PartitionSpec, error) {
 	from, ok := sc.FindFieldByName("from")
 	if !ok {
 		return iceberg.PartitionSpec{}, fmt.Errorf("cold: schema of %s has no column \"from\"", t.Name)
@@ -128,7 +128,7 @@ var bloomColumns = []string{"malo_id", "obis_code"}
 // writeProperties returns the table properties that shape the files the
 // Tier writes. No history.expire.* property is among them: snapshot
 // retention is the Tier's (see ExpireSnapshots), not the table's.
-func (o Options) writeProperties(t *hot.Table) iceberg.Properties {
+func (o Options) writeProperties(t *series.Table) iceberg.Properties {
 	p := iceberg.Properties{
 		table.ParquetCompressionKey:         "zstd",
 		table.ParquetCompressionLevelKey:    fmt.Sprint(o.ZstdLevel),

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // TestBytesPerReading archives a month of quarter-hour load profiles of 200
@@ -24,7 +24,7 @@ func TestBytesPerReading(t *testing.T) {
 	const locations = 200
 	slots := int(feb2026.Sub(jan2026) / (15 * time.Minute))
 	rng := rand.New(rand.NewPCG(1, 2))
-	rows := func(yield func(hot.Reading, error) bool) {
+	rows := func(yield func(series.Reading, error) bool) {
 		for i := range locations {
 			id := malo(i)
 			base := 50 + rng.Int64N(400) // Wh per quarter hour
@@ -33,9 +33,9 @@ func TestBytesPerReading(t *testing.T) {
 				hour := from.Hour()
 				shape := int64(1 + (hour+18)%24/6)
 				wh := base*shape + rng.Int64N(base/2+1)
-				r := hot.Reading{
+				r := series.Reading{
 					MaLo: id, OBIS: "1-1:1.29.0", From: from, To: from.Add(15 * time.Minute),
-					Value: hot.Decimal(wh * 1000), // kWh with three decimals
+					Value: series.Decimal(wh * 1000), // kWh with three decimals
 					Unit:  metering.KilowattHour, Quality: metering.TrueValue, Resolution: metering.QuarterHour,
 					Version: 20260203061500, VersionScope: "9900000000003:2026-01",
 					RecordedAt:   time.Date(2026, 2, 3, 6, 15, 0, 0, time.UTC),

@@ -10,7 +10,8 @@ import (
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // Defaults of Options.
@@ -57,6 +58,7 @@ type Tier struct {
 	cat  icecatalog.Catalog
 	opts Options
 	log  *slog.Logger
+	cal  *metering.Calendar
 
 	// beforeCommit, if set, runs between staging and committing a
 	// snapshot: tests use it to lose a race on purpose.
@@ -67,6 +69,10 @@ type Tier struct {
 func New(cat icecatalog.Catalog, opts Options) (*Tier, error) {
 	if cat == nil {
 		return nil, errors.New("cold: a catalog is required")
+	}
+	cal, err := metering.NewCalendar()
+	if err != nil {
+		return nil, fmt.Errorf("cold: %w", err)
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
@@ -100,13 +106,13 @@ func New(cat icecatalog.Catalog, opts Options) (*Tier, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Tier{cat: cat, opts: opts, log: opts.Logger}, nil
+	return &Tier{cat: cat, opts: opts, log: opts.Logger, cal: cal}, nil
 }
 
 // A Table is a handle on the cold table of a declared table. It caches
 // nothing: every operation reads the table's current metadata.
 type Table struct {
-	decl  hot.Table
+	decl  series.Table
 	ident table.Identifier
 }
 
@@ -116,7 +122,7 @@ func (t *Table) Name() string { return t.decl.Name }
 // Identifier returns the table's Iceberg identifier, namespace first.
 func (t *Table) Identifier() table.Identifier { return slices.Clone(t.ident) }
 
-func cloneDecl(t *hot.Table) *hot.Table {
+func cloneDecl(t *series.Table) *series.Table {
 	d := *t
 	d.Resolutions = slices.Clone(t.Resolutions)
 	d.Columns = slices.Clone(t.Columns)

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestEnsureCreatesVersion2Table(t *testing.T) {
@@ -143,8 +143,8 @@ func TestEnsureRefusesOtherFormatVersions(t *testing.T) {
 
 func TestEnsureValidatesDeclaration(t *testing.T) {
 	e := newEnv(t, Options{})
-	var he *hot.Error
-	if _, err := e.tier.Ensure(t.Context(), &hot.Table{Name: "Bad"}); !errors.As(err, &he) || he.Kind != hot.InvalidConfig {
+	var he *series.Error
+	if _, err := e.tier.Ensure(t.Context(), &series.Table{Name: "Bad"}); !errors.As(err, &he) || he.Kind != series.InvalidConfig {
 		t.Fatalf("Ensure of an invalid declaration: %v", err)
 	}
 }

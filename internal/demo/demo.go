@@ -21,6 +21,7 @@ import (
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/pgcluster"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
 )
 
@@ -148,17 +149,17 @@ func open(ctx context.Context, cfg Config, url string, log *slog.Logger) (*store
 func tables() []store.Table {
 	return []store.Table{
 		{
-			Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity,
+			Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity,
 			Resolutions: []metering.Resolution{metering.QuarterHour},
-			Width:       hot.Daily, Headroom: 3 * 24 * time.Hour,
+			Width:       series.Daily, Headroom: 3 * 24 * time.Hour,
 			// Write checks overlaps and operators itself; at this volume the
 			// GiST constraints would dominate the ingest time.
 			NoExclusion: true,
 		},
 		{
-			Name: "gas", TimeModel: hot.Interval, Commodity: metering.Gas,
+			Name: "gas", TimeModel: series.Interval, Commodity: metering.Gas,
 			Resolutions: []metering.Resolution{metering.Day},
-			Width:       hot.Daily, Headroom: 3 * 24 * time.Hour,
+			Width:       series.Daily, Headroom: 3 * 24 * time.Hour,
 		},
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/hot/hotbench"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // fleet generates the demo's deliveries day by day: quarter-hour power load
@@ -22,13 +22,13 @@ type fleet struct {
 
 // powerDay returns the batches of one Berlin day of power readings, 3% of
 // the meter-days delivered again as corrections.
-func (f fleet) powerDay(d metering.Date) ([][]hot.Reading, error) {
+func (f fleet) powerDay(d metering.Date) ([][]series.Reading, error) {
 	g, err := hotbench.Fixture{Day: d, Meters: f.meters, CorrectionRate: 0.03, MetersPerBatch: 200,
 		Seed: f.seed ^ uint64(d.Year*10000+int(d.Month)*100+d.Day)}.Start(f.cal)
 	if err != nil {
 		return nil, err
 	}
-	var out [][]hot.Reading
+	var out [][]series.Reading
 	for b := g.Next(); b != nil; b = g.Next() {
 		out = append(out, b)
 	}
@@ -41,13 +41,13 @@ const gasOperator = "9870000000005"
 // gasDay returns one daily value per gas meter for gas day d (06:00 to
 // 06:00 Berlin time, 23 or 25 hours around a clock change), delivered
 // under version, with a winter-heavy consumption curve.
-func (f fleet) gasDay(d metering.Date, version uint64, scale float64) ([]hot.Reading, error) {
+func (f fleet) gasDay(d metering.Date, version uint64, scale float64) ([]series.Reading, error) {
 	from := f.cal.GasDayStart(d)
 	to := f.cal.GasDayEnd(d)
 	day := float64(from.YearDay())
 	season := 1 + 0.8*math.Cos(2*math.Pi*(day-15)/365) // coldest mid-January
 	scope := fmt.Sprintf("%s:%04d-%02d", gasOperator, d.Year, d.Month)
-	var out []hot.Reading
+	var out []series.Reading
 	for m := range f.meters / 4 {
 		ml, err := metering.MaLoFromPrefix(fmt.Sprintf("7%09d", m))
 		if err != nil {
@@ -55,9 +55,9 @@ func (f fleet) gasDay(d metering.Date, version uint64, scale float64) ([]hot.Rea
 		}
 		r := rand.New(rand.NewPCG(f.seed, uint64(m)<<20|uint64(day)))
 		kwh := scale * (20 + 60*r.Float64()) * season * to.Sub(from).Hours() / 24
-		out = append(out, hot.Reading{
+		out = append(out, series.Reading{
 			MaLo: ml.String(), OBIS: "7-20:99.33.17", Commodity: metering.Gas,
-			From: from, To: to, Value: hot.Decimal(math.Round(kwh*1000) * 1000),
+			From: from, To: to, Value: series.Decimal(math.Round(kwh*1000) * 1000),
 			Unit: metering.KilowattHour, Quality: metering.TrueValue, Resolution: metering.Day,
 			Version: version, VersionScope: scope,
 		})

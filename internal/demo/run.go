@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/archive"
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
 )
 
@@ -78,7 +78,7 @@ func (r *runner) run(ctx context.Context) error {
 	return nil
 }
 
-func (r *runner) write(ctx context.Context, name string, rows []hot.Reading) error {
+func (r *runner) write(ctx context.Context, name string, rows []series.Reading) error {
 	res, err := r.s.Write(ctx, name, rows)
 	if err != nil {
 		return fmt.Errorf("demo: write %s: %w", name, err)

@@ -3,12 +3,14 @@ package hot
 import (
 	"context"
 	"time"
+
+	"github.com/meterstore/meterstore/series"
 )
 
 // CountBelow returns the number of readings of t in attached partitions
 // whose interval starts before w. Below the watermark that number must be
 // zero: a row there is one no query reads from PostgreSQL.
-func (h *Tier) CountBelow(ctx context.Context, t *Table, w time.Time) (int64, error) {
+func (h *Tier) CountBelow(ctx context.Context, t *series.Table, w time.Time) (int64, error) {
 	if err := t.Validate(); err != nil {
 		return 0, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/meterstore/meterstore/series"
 )
 
 // ddl runs fn in one READ COMMITTED transaction in which every statement
@@ -37,7 +38,7 @@ func (h *Tier) ddl(ctx context.Context, op, table string, fn func(tx pgx.Tx) err
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
 		h.log.Info("hot: DDL deferred", "op", op, "table", table, "lock_timeout", h.lockTimeout)
-		return &Error{Kind: Unavailable, Op: op, Table: table, Err: fmt.Errorf("%w: %w", ErrDeferred, err)}
+		return &series.Error{Kind: series.Unavailable, Op: op, Table: table, Err: fmt.Errorf("%w: %w", ErrDeferred, err)}
 	}
 	return classify(op, table, err)
 }

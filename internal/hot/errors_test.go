@@ -12,63 +12,51 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestKinds(t *testing.T) {
 	for _, c := range []struct {
 		err  error
-		kind Kind
+		kind series.Kind
 	}{
-		{&pgconn.PgError{Code: "55P03"}, Unavailable}, // lock_not_available
-		{&pgconn.PgError{Code: "40001"}, Unavailable}, // serialization_failure
-		{&pgconn.PgError{Code: "57P01"}, Unavailable}, // admin_shutdown
-		{&pgconn.PgError{Code: "08006"}, Unavailable}, // connection_failure
-		{&pgconn.PgError{Code: "53100"}, Unavailable}, // disk_full
-		{&pgconn.PgError{Code: "23505"}, IntegrityViolation},
-		{&pgconn.PgError{Code: "23P01"}, IntegrityViolation},
-		{&pgconn.PgError{Code: "22003"}, InvalidInput},
-		{&pgconn.PgError{Code: "42P01"}, InvalidConfig},
-		{&pgconn.PgError{Code: "42501"}, InvalidConfig},
-		{&pgconn.PgError{Code: "42601"}, Internal}, // syntax_error: retrying repeats it
-		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), Unavailable},
-		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, Unavailable},
-		{context.DeadlineExceeded, Unavailable},
-		{errors.New("something else"), Internal},
+		{&pgconn.PgError{Code: "55P03"}, series.Unavailable}, // lock_not_available
+		{&pgconn.PgError{Code: "40001"}, series.Unavailable}, // serialization_failure
+		{&pgconn.PgError{Code: "57P01"}, series.Unavailable}, // admin_shutdown
+		{&pgconn.PgError{Code: "08006"}, series.Unavailable}, // connection_failure
+		{&pgconn.PgError{Code: "53100"}, series.Unavailable}, // disk_full
+		{&pgconn.PgError{Code: "23505"}, series.IntegrityViolation},
+		{&pgconn.PgError{Code: "23P01"}, series.IntegrityViolation},
+		{&pgconn.PgError{Code: "22003"}, series.InvalidInput},
+		{&pgconn.PgError{Code: "42P01"}, series.InvalidConfig},
+		{&pgconn.PgError{Code: "42501"}, series.InvalidConfig},
+		{&pgconn.PgError{Code: "42601"}, series.Internal}, // syntax_error: retrying repeats it
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), series.Unavailable},
+		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, series.Unavailable},
+		{context.DeadlineExceeded, series.Unavailable},
+		{errors.New("something else"), series.Internal},
 	} {
 		err := classify("write", "t", c.err)
-		var e *Error
+		var e *series.Error
 		if !errors.As(err, &e) || e.Kind != c.kind || !errors.Is(err, c.err) {
 			t.Errorf("classify(%v) = %v, want kind %v", c.err, err, c.kind)
 			continue
 		}
-		if e.IsRetryable() != (c.kind == Unavailable) || IsRetryable(err) != e.IsRetryable() {
+		if e.IsRetryable() != (c.kind == series.Unavailable) || series.IsRetryable(err) != e.IsRetryable() {
 			t.Errorf("%v: IsRetryable %v", c.err, e.IsRetryable())
 		}
 	}
-	if IsRetryable(errors.New("plain")) || IsRetryable(nil) {
+	if series.IsRetryable(errors.New("plain")) || series.IsRetryable(nil) {
 		t.Error("a plain error is retryable")
 	}
-	inner := &Error{Kind: IntegrityViolation, Op: "write"}
+	inner := &series.Error{Kind: series.IntegrityViolation, Op: "write"}
 	if got := classify("x", "y", inner); got != error(inner) {
 		t.Errorf("an *Error is not passed through: %v", got)
 	}
-	for k := IntegrityViolation; k <= Internal; k++ {
+	for k := series.IntegrityViolation; k <= series.Internal; k++ {
 		if strings.HasPrefix(k.String(), "Kind(") {
 			t.Errorf("kind %d has no name", k)
 		}
-	}
-}
-
-func TestErrorMessage(t *testing.T) {
-	var p problems
-	for i := range 8 {
-		p.add(20-i, "bad %d", 20-i)
-	}
-	p.add(20, "reported twice")
-	e := p.error(InvalidInput, "write", "lastgang")
-	want := "hot: write lastgang: invalid input: 8 row(s); row 13: bad 13; row 14: bad 14; row 15: bad 15; row 16: bad 16; row 17: bad 17; and 3 more"
-	if e.Error() != want || len(e.Rows) != 8 || e.Rows[0] != 13 {
-		t.Fatalf("%q\nrows %v", e.Error(), e.Rows)
 	}
 }
 
@@ -102,7 +90,7 @@ func TestLostConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = w.Write(ctx, tab, rows)
-	if !IsRetryable(err) {
+	if !series.IsRetryable(err) {
 		t.Fatalf("write on a killed connection: %v, want a retryable error", err)
 	}
 	t.Logf("write on a killed connection: %v", err)
@@ -136,10 +124,10 @@ func TestUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tab := lastgang("lastgang")
-	if err := h.Ensure(ctx, tab); !IsRetryable(err) {
+	if err := h.Ensure(ctx, tab); !series.IsRetryable(err) {
 		t.Fatalf("Ensure: %v", err)
 	}
-	if _, err := h.Write(ctx, tab, meterDay(1, 1)); !IsRetryable(err) {
+	if _, err := h.Write(ctx, tab, meterDay(1, 1)); !series.IsRetryable(err) {
 		t.Fatalf("Write: %v", err)
 	}
 }

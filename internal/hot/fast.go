@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/meterstore/meterstore/series"
 )
 
 // The fast path.
@@ -34,7 +35,7 @@ import (
 // a single resolution of fixed length (see fastPath).
 
 // fastPath reports whether b may be copied straight into the parent.
-func fastPath(t *Table, b *batch) bool {
+func fastPath(t *series.Table, b *batch) bool {
 	if !t.NoExclusion {
 		// The exclusion constraints and the primary key see every
 		// conflict but those across partitions, which the rows marked
@@ -44,8 +45,8 @@ func fastPath(t *Table, b *batch) bool {
 	// Without exclusion constraints the check after the copy stands in
 	// for the probe. It is exact for intervals on one grid, which two
 	// stored intervals of a series share only if they start together.
-	rs := t.resolutions()
-	if t.TimeModel != Interval || len(rs) != 1 {
+	rs := t.AcceptedResolutions()
+	if t.TimeModel != series.Interval || len(rs) != 1 {
 		return false
 	}
 	_, fixed := rs[0].Fixed()
@@ -63,7 +64,7 @@ func fastRefusal(err error) bool {
 // if every row went in and passed the checks, false, rolled back to the
 // savepoint, if a constraint refused the copy, and an error otherwise,
 // including an IntegrityViolation found after the copy.
-func (h *Tier) copyDirect(ctx context.Context, tx pgx.Tx, t *Table, b *batch) (bool, error) {
+func (h *Tier) copyDirect(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) (bool, error) {
 	if _, err := tx.Exec(ctx, `SAVEPOINT hot_fast`); err != nil {
 		return false, err
 	}
@@ -95,15 +96,14 @@ type run struct {
 
 // runs splits the rows into runs, in batch order: a batch delivered meter
 // by meter has a run per meter and day.
-func runs(t *Table, rows []staged) []run {
-	ident := t.identity()
+func runs(t *series.Table, rows []staged) []run {
 	var out []run
 	for i := range rows {
 		s := &rows[i]
 		if len(out) > 0 {
 			r := &out[len(out)-1]
 			p := &rows[r.first+r.n-1]
-			if s.from.Equal(r.hi) && compareSeries(ident, p, s) == 0 && p.src.NetworkOperator() == s.src.NetworkOperator() {
+			if s.from.Equal(r.hi) && t.CompareSeries(p.src, s.src) == 0 && p.src.NetworkOperator() == s.src.NetworkOperator() {
 				r.n++
 				r.hi = s.to
 				continue
@@ -118,16 +118,16 @@ func runs(t *Table, rows []staged) []run {
 // rows of its series starting within it that come from another network
 // operator. The runs arrive as arrays: market location, OBIS code, start,
 // end, operator, then one per identity column.
-func (h *Tier) operatorSQL(t *Table) string {
+func (h *Tier) operatorSQL(t *series.Table) string {
 	cols := []string{"malo_id", "obis_code", "lo", "hi", "op"}
 	args := []string{"$1::text[]", "$2::text[]", "$3::timestamptz[]", "$4::timestamptz[]", "$5::text[]"}
 	on := `p.malo_id = r.malo_id AND p.obis_code = r.obis_code AND p."from" >= r.lo AND p."from" < r.hi`
-	for i, c := range t.identity() {
+	for i, c := range t.Identity() {
 		name := "c" + strconv.Itoa(i)
 		cols = append(cols, name)
 		args = append(args, "$"+strconv.Itoa(6+i)+"::text[]")
 		v := "r." + name
-		if c.typ() == BigInt {
+		if c.ColumnType() == series.BigInt {
 			v += "::bigint"
 		}
 		on += ` AND p.` + quote(c.Name) + ` = ` + v
@@ -143,9 +143,9 @@ WHERE split_part(p.version_scope, ':', 1) <> r.op`
 // locks of every partition the batch writes, so it sees every row
 // committed by a writer that could conflict with it, and every later such
 // writer sees the batch.
-func (h *Tier) checkOperators(ctx context.Context, tx pgx.Tx, t *Table, b *batch) error {
+func (h *Tier) checkOperators(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) error {
 	rs := runs(t, b.rows)
-	ident := t.identity()
+	ident := t.Identity()
 	malo := make([]string, len(rs))
 	obis := make([]string, len(rs))
 	lo := make([]time.Time, len(rs))
@@ -171,7 +171,7 @@ func (h *Tier) checkOperators(ctx context.Context, tx pgx.Tx, t *Table, b *batch
 	if err != nil {
 		return err
 	}
-	var bad problems
+	var bad series.Problems
 	for rows.Next() {
 		var i int32
 		var from time.Time
@@ -191,14 +191,14 @@ func (h *Tier) checkOperators(ctx context.Context, tx pgx.Tx, t *Table, b *batch
 				break
 			}
 		}
-		bad.add(int(s.row), "network operator %s, but version %d of the reading is stored from %s",
+		bad.Add(int(s.row), "network operator %s, but version %d of the reading is stored from %s",
 			s.src.NetworkOperator(), unbias(version), operatorOf(scope))
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if !bad.empty() {
-		return bad.error(IntegrityViolation, "write", t.Name)
+	if err := bad.Err(series.IntegrityViolation, "write", t.Name); err != nil {
+		return err
 	}
 	return nil
 }

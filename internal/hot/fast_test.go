@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // sqlLog records the statements a pool sends, to tell which path a write
@@ -73,7 +74,7 @@ func tracedTier(t *testing.T) (*Tier, *sqlLog, *pgxpool.Pool) {
 }
 
 // insertAt returns rows with r inserted at index i.
-func insertAt(rows []Reading, i int, r Reading) []Reading {
+func insertAt(rows []series.Reading, i int, r series.Reading) []series.Reading {
 	return slices.Insert(slices.Clone(rows), i, r)
 }
 
@@ -94,7 +95,7 @@ func TestFastPath(t *testing.T) {
 			t.Run("new readings", func(t *testing.T) {
 				rows := append(slices.Clone(stored), meterDay(2, 100)...)
 				res := mustWrite(t, h, tab, rows)
-				if res.Inserted != len(rows) || res.Present != 0 || slices.ContainsFunc(res.Status, func(s Status) bool { return s != Inserted }) {
+				if res.Inserted != len(rows) || res.Present != 0 || slices.ContainsFunc(res.Status, func(s series.Status) bool { return s != series.Inserted }) {
 					t.Fatalf("%+v", res)
 				}
 				if p := log.path(); p != "fast" {
@@ -110,7 +111,7 @@ func TestFastPath(t *testing.T) {
 					t.Fatalf("%+v", res)
 				}
 				for i, s := range res.Status {
-					if want := map[bool]Status{true: Present, false: Inserted}[i == 50]; s != want {
+					if want := map[bool]series.Status{true: series.Present, false: series.Inserted}[i == 50]; s != want {
 						t.Fatalf("row %d: %v, want %v", i, s, want)
 					}
 				}
@@ -125,7 +126,7 @@ func TestFastPath(t *testing.T) {
 			t.Run("restatement", func(t *testing.T) {
 				bad := stored[5]
 				bad.Value++
-				e := refused(t, h, tab, insertAt(meterDay(4, 100), 30, bad), IntegrityViolation, 30)
+				e := refused(t, h, tab, insertAt(meterDay(4, 100), 30, bad), series.IntegrityViolation, 30)
 				if !strings.Contains(e.Problems[0].Reason, "value") {
 					t.Fatalf("reason %q", e.Problems[0].Reason)
 				}
@@ -136,7 +137,7 @@ func TestFastPath(t *testing.T) {
 			t.Run("second network operator", func(t *testing.T) {
 				bad := stored[60]
 				bad.Version, bad.VersionScope = 102, "9900000000010:2026-03"
-				e := refused(t, h, tab, insertAt(meterDay(5, 100), 20, bad), IntegrityViolation, 20)
+				e := refused(t, h, tab, insertAt(meterDay(5, 100), 20, bad), series.IntegrityViolation, 20)
 				if !strings.Contains(e.Problems[0].Reason, "network operator 9900000000010") {
 					t.Fatalf("reason %q", e.Problems[0].Reason)
 				}
@@ -151,7 +152,7 @@ func TestFastPath(t *testing.T) {
 				// Meter 6 is new, meter 1's slots 10 to 20 come from
 				// someone else: those eleven rows are named, whichever
 				// check finds them.
-				var rows []Reading
+				var rows []series.Reading
 				for _, r := range stored[10:21] {
 					r.Version, r.VersionScope = 103, "9900000000010:2026-03"
 					rows = append(rows, r)
@@ -161,13 +162,13 @@ func TestFastPath(t *testing.T) {
 				for i := 96; i < len(rows); i++ {
 					want = append(want, i)
 				}
-				refused(t, h, tab, rows, IntegrityViolation, want...)
+				refused(t, h, tab, rows, series.IntegrityViolation, want...)
 				log.path()
 			})
 			t.Run("repeated within the batch", func(t *testing.T) {
 				rows := meterDay(7, 100)
 				res := mustWrite(t, h, tab, append(rows, rows[3]))
-				if res.Inserted != 96 || res.Present != 1 || res.Status[96] != Present {
+				if res.Inserted != 96 || res.Present != 1 || res.Status[96] != series.Present {
 					t.Fatalf("%+v", res)
 				}
 				if p := log.path(); p != "fast" {
@@ -183,11 +184,11 @@ func TestFastPath(t *testing.T) {
 func TestFastPathEligibility(t *testing.T) {
 	h := offline(t)
 	multi := multiResolution()
-	point := &Table{Name: "register", TimeModel: Point, Commodity: metering.Electricity, Width: Monthly}
+	point := &series.Table{Name: "register", TimeModel: series.Point, Commodity: metering.Electricity, Width: series.Monthly}
 	daily := lastgang("daily")
 	daily.Resolutions = nil
 	for _, c := range []struct {
-		tab    *Table
+		tab    *series.Table
 		noExcl bool
 		want   bool
 	}{
@@ -207,7 +208,7 @@ func TestFastPathEligibility(t *testing.T) {
 		}
 	}
 	// A row whose checks read another partition is probed first.
-	b, err := h.prepare(multi, []Reading{qh(1, 0, 1, 1)})
+	b, err := h.prepare(multi, []series.Reading{qh(1, 0, 1, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestRuns(t *testing.T) {
 	a := meterDay(1, 1)
 	other := a[40]
 	other.VersionScope = "9900000000010:2026-03"
-	rows := slices.Concat(a[:40], []Reading{other}, a[41:60], meterDay(2, 1)[:10], a[90:])
+	rows := slices.Concat(a[:40], []series.Reading{other}, a[41:60], meterDay(2, 1)[:10], a[90:])
 	b, err := h.prepare(tab, rows)
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +253,7 @@ func TestWriteBatchAtomic100kNoExclusion(t *testing.T) {
 	ctx := context.Background()
 	stored := meterDay(0, 100)
 	mustWrite(t, h, tab, stored)
-	var rows []Reading
+	var rows []series.Reading
 	for i := 1; len(rows) < 100_000; i++ {
 		rows = append(rows, meterDay(i, 100)...)
 	}
@@ -261,7 +262,7 @@ func TestWriteBatchAtomic100kNoExclusion(t *testing.T) {
 	bad.Version, bad.VersionScope = 200, "9900000000010:2026-03"
 	rows[50_000] = bad
 	_, err := h.Write(ctx, tab, rows)
-	wantError(t, err, IntegrityViolation, 50_000)
+	wantError(t, err, series.IntegrityViolation, 50_000)
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+h.ident(tab.Name)).Scan(&n); err != nil || n != len(stored) {
 		t.Fatalf("%d rows stored after a refused batch, want %d (%v)", n, len(stored), err)
@@ -287,11 +288,11 @@ func TestStagedLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tabs [2]*Table
-	var rows [2][]Reading
-	for i, typ := range []ColumnType{BigInt, Text} {
+	var tabs [2]*series.Table
+	var rows [2][]series.Reading
+	for i, typ := range []series.ColumnType{series.BigInt, series.Text} {
 		tabs[i] = lastgang(fmt.Sprintf("t%d", i))
-		tabs[i].Columns = []Column{{Name: "seq", Type: typ}}
+		tabs[i].Columns = []series.Column{{Name: "seq", Type: typ}}
 		tabs[i].NoExclusion = true
 		tabs[i].Resolutions = append(tabs[i].Resolutions, metering.Hour) // the staged path
 		declare(t, h, tabs[i])

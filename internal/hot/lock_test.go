@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/meterstore/meterstore/series"
 )
 
 // TestPartitionCreationLocks shows, on a real server, what the way a
@@ -67,7 +68,7 @@ func TestPartitionCreationLocks(t *testing.T) {
 		}
 		defer tx.Rollback(context.Background())
 		start := day.AddDate(0, 0, 2)
-		p := Partition{Name: tab.partitionName(start), From: start, To: start.AddDate(0, 0, 1)}
+		p := Partition{Name: partitionName(tab, start), From: start, To: start.AddDate(0, 0, 1)}
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '3s'`); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +115,7 @@ func TestPartitionCreationLocks(t *testing.T) {
 		start := day.AddDate(0, 0, 5)
 		naive := make(chan error, 1)
 		go func() {
-			_, err := ddl.Exec(ctx, `CREATE TABLE `+h.ident(tab.partitionName(start))+` PARTITION OF `+h.ident(tab.Name)+
+			_, err := ddl.Exec(ctx, `CREATE TABLE `+h.ident(partitionName(tab, start))+` PARTITION OF `+h.ident(tab.Name)+
 				` FOR VALUES FROM (`+sqlTime(start)+`) TO (`+sqlTime(start.AddDate(0, 0, 1))+`)`)
 			naive <- err
 		}()
@@ -149,7 +150,7 @@ func TestPartitionCreationLocks(t *testing.T) {
 }
 
 // lockModes returns the modes of the locks tx holds on t's parent.
-func lockModes(t *testing.T, pool *pgxpool.Pool, tx pgx.Tx, tab *Table) string {
+func lockModes(t *testing.T, pool *pgxpool.Pool, tx pgx.Tx, tab *series.Table) string {
 	t.Helper()
 	var pid int
 	if err := tx.QueryRow(context.Background(), `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
@@ -203,13 +204,13 @@ func TestPartitionCreationDefers(t *testing.T) {
 	}
 	start := day.AddDate(0, 0, 3)
 	created, err := h.CreatePartitions(ctx, tab, start, start)
-	if !errors.Is(err, ErrDeferred) || !IsRetryable(err) || len(created) != 0 {
+	if !errors.Is(err, ErrDeferred) || !series.IsRetryable(err) || len(created) != 0 {
 		t.Fatalf("CreatePartitions under a held lock: %v, %v; want ErrDeferred, retryable", created, err)
 	}
-	wantError(t, err, Unavailable)
+	wantError(t, err, series.Unavailable)
 	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, h.ident(tab.partitionName(start))).Scan(&exists); err != nil || exists {
-		t.Fatalf("deferred creation left %s behind: %v, %v", tab.partitionName(start), exists, err)
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, h.ident(partitionName(tab, start))).Scan(&exists); err != nil || exists {
+		t.Fatalf("deferred creation left %s behind: %v, %v", partitionName(tab, start), exists, err)
 	}
 	// Writers of existing partitions were never in the way.
 	mustWrite(t, h, tab, meterDay(1, 1))
@@ -238,7 +239,7 @@ func TestDetachDefers(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.Detach(ctx, tab, day)
-	if !errors.Is(err, ErrDeferred) || !IsRetryable(err) {
+	if !errors.Is(err, ErrDeferred) || !series.IsRetryable(err) {
 		t.Fatalf("Detach beside a reader: %v; want ErrDeferred", err)
 	}
 	parts, err := h.Partitions(ctx, tab)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -38,19 +39,19 @@ func newTier(t testing.TB, opts Options) (*Tier, *pgxpool.Pool) {
 }
 
 // lastgang declares a quarter-hour electricity table.
-func lastgang(name string) *Table {
-	return &Table{
+func lastgang(name string) *series.Table {
+	return &series.Table{
 		Name:        name,
-		TimeModel:   Interval,
+		TimeModel:   series.Interval,
 		Commodity:   metering.Electricity,
 		Resolutions: []metering.Resolution{metering.QuarterHour},
-		Width:       Daily,
+		Width:       series.Daily,
 		Headroom:    24 * time.Hour,
 	}
 }
 
 // declare ensures t and its partitions for day and the day after.
-func declare(t testing.TB, h *Tier, tab *Table) {
+func declare(t testing.TB, h *Tier, tab *series.Table) {
 	t.Helper()
 	ctx := context.Background()
 	if err := h.Ensure(ctx, tab); err != nil {
@@ -71,9 +72,9 @@ func malo(i int) string {
 }
 
 // qh returns a quarter-hour reading of meter i in slot n of day.
-func qh(i, n int, value Decimal, version uint64) Reading {
+func qh(i, n int, value series.Decimal, version uint64) series.Reading {
 	from := day.Add(time.Duration(n) * 15 * time.Minute)
-	return Reading{
+	return series.Reading{
 		MaLo:         malo(i),
 		OBIS:         "1-1:1.29.0",
 		From:         from,
@@ -88,16 +89,16 @@ func qh(i, n int, value Decimal, version uint64) Reading {
 }
 
 // meterDay returns the 96 quarter hours of meter i on day.
-func meterDay(i int, version uint64) []Reading {
-	rs := make([]Reading, 96)
+func meterDay(i int, version uint64) []series.Reading {
+	rs := make([]series.Reading, 96)
 	for n := range rs {
-		rs[n] = qh(i, n, Decimal((i*96+n)%5000*1000+123), version)
+		rs[n] = qh(i, n, series.Decimal((i*96+n)%5000*1000+123), version)
 	}
 	return rs
 }
 
 // mustWrite writes rows and fails the test on an error.
-func mustWrite(t testing.TB, h *Tier, tab *Table, rows []Reading) Result {
+func mustWrite(t testing.TB, h *Tier, tab *series.Table, rows []series.Reading) series.Result {
 	t.Helper()
 	res, err := h.Write(context.Background(), tab, rows)
 	if err != nil {
@@ -107,10 +108,10 @@ func mustWrite(t testing.TB, h *Tier, tab *Table, rows []Reading) Result {
 }
 
 // scanAll returns every attached reading of tab.
-func scanAll(t testing.TB, h *Tier, tab *Table) []Reading {
+func scanAll(t testing.TB, h *Tier, tab *series.Table) []series.Reading {
 	t.Helper()
-	var out []Reading
-	if err := h.Scan(context.Background(), tab, Query{}, func(r Reading) error {
+	var out []series.Reading
+	if err := h.Scan(context.Background(), tab, series.Range{}, func(r series.Reading) error {
 		out = append(out, r)
 		return nil
 	}); err != nil {
@@ -120,9 +121,9 @@ func scanAll(t testing.TB, h *Tier, tab *Table) []Reading {
 }
 
 // wantError checks that err is an *Error of kind k naming exactly rows.
-func wantError(t testing.TB, err error, k Kind, rows ...int) *Error {
+func wantError(t testing.TB, err error, k series.Kind, rows ...int) *series.Error {
 	t.Helper()
-	var e *Error
+	var e *series.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("error %v (%T), want *Error of kind %v", err, err, k)
 	}

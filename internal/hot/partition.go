@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/meterstore/meterstore/series"
 )
 
 // A Partition is one range partition of a hot table.
@@ -21,7 +22,7 @@ type Partition struct {
 
 // partitionStart parses the start out of a partition name of t, which is
 // deterministic: <table>_pYYYYMMDD, the day its range begins (UTC).
-func (t *Table) partitionStart(name string) (time.Time, bool) {
+func partitionStart(t *series.Table, name string) (time.Time, bool) {
 	suffix, ok := strings.CutPrefix(name, t.Name+"_p")
 	if !ok || len(suffix) != 8 || !digits(suffix) {
 		return time.Time{}, false
@@ -39,7 +40,7 @@ func (t *Table) partitionStart(name string) (time.Time, bool) {
 const ddlLockKey = math.MinInt32
 
 // Partitions lists the partitions of t, attached and detached, by start.
-func (h *Tier) Partitions(ctx context.Context, t *Table) ([]Partition, error) {
+func (h *Tier) Partitions(ctx context.Context, t *series.Table) ([]Partition, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ ORDER BY c.relname`, h.schema, "^"+t.Name+"_p[0-9]{8}$", h.ident(t.Name))
 			rows.Close()
 			return nil, classify("list partitions", t.Name, err)
 		}
-		if start, ok := t.partitionStart(name); ok {
+		if start, ok := partitionStart(t, name); ok {
 			out = append(out, Partition{Name: name, From: start, To: t.Width.Next(start), Attached: attached})
 		}
 	}
@@ -75,7 +76,7 @@ ORDER BY c.relname`, h.schema, "^"+t.Name+"_p[0-9]{8}$", h.ident(t.Name))
 // the one containing now+Headroom, skipping those that exist, and returns
 // the ones it created. Each partition is created in its own transaction;
 // on an error, such as a deferral (ErrDeferred), the ones before it stay.
-func (h *Tier) EnsurePartitions(ctx context.Context, t *Table, now time.Time) ([]Partition, error) {
+func (h *Tier) EnsurePartitions(ctx context.Context, t *series.Table, now time.Time) ([]Partition, error) {
 	return h.CreatePartitions(ctx, t, now, now.Add(t.Headroom))
 }
 
@@ -91,16 +92,16 @@ func (h *Tier) EnsurePartitions(ctx context.Context, t *Table, now time.Time) ([
 // EXCLUSIVE on the parent, which conflicts with no read and no write, and
 // proves the partition constraint from the CHECK instead of scanning. The
 // CHECK is dropped again, so no row is checked twice.
-func (h *Tier) CreatePartitions(ctx context.Context, t *Table, from, to time.Time) ([]Partition, error) {
+func (h *Tier) CreatePartitions(ctx context.Context, t *series.Table, from, to time.Time) ([]Partition, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
 	if to.Before(from) {
-		return nil, &Error{Kind: InvalidInput, Op: "create partition", Table: t.Name, Err: fmt.Errorf("range ends at %v before it starts at %v", to, from)}
+		return nil, &series.Error{Kind: series.InvalidInput, Op: "create partition", Table: t.Name, Err: fmt.Errorf("range ends at %v before it starts at %v", to, from)}
 	}
 	var created []Partition
 	for start := t.Width.Start(from); !start.After(to); start = t.Width.Next(start) {
-		p := Partition{Name: t.partitionName(start), From: start, To: t.Width.Next(start), Attached: true}
+		p := Partition{Name: partitionName(t, start), From: start, To: t.Width.Next(start), Attached: true}
 		ok, err := h.createPartition(ctx, t, p)
 		if err != nil {
 			return created, err
@@ -117,7 +118,7 @@ func sqlTime(t time.Time) string {
 	return "'" + t.UTC().Format("2006-01-02 15:04:05.999999") + "+00'"
 }
 
-func (h *Tier) createPartition(ctx context.Context, t *Table, p Partition) (bool, error) {
+func (h *Tier) createPartition(ctx context.Context, t *series.Table, p Partition) (bool, error) {
 	const op = "create partition"
 	created := false
 	err := h.ddl(ctx, op, t.Name, func(tx pgx.Tx) (err error) {
@@ -132,7 +133,7 @@ func (h *Tier) createPartition(ctx context.Context, t *Table, p Partition) (bool
 
 // createPartitionTx creates and attaches partition p in tx, unless it is
 // attached already.
-func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *Table, p Partition) (bool, error) {
+func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *series.Table, p Partition) (bool, error) {
 	attached, exists, err := h.partitionState(ctx, tx, t, p.Name)
 	switch {
 	case err != nil:
@@ -140,7 +141,7 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *Table, p Par
 	case attached:
 		return false, nil
 	case exists:
-		return false, &Error{Kind: InvalidInput, Op: "create partition", Table: t.Name, Err: fmt.Errorf("partition %s exists detached: its window was archived", p.Name)}
+		return false, &series.Error{Kind: series.InvalidInput, Op: "create partition", Table: t.Name, Err: fmt.Errorf("partition %s exists detached: its window was archived", p.Name)}
 	}
 	part, parent := h.ident(p.Name), h.ident(t.Name)
 	bound := `"from" >= ` + sqlTime(p.From) + ` AND "from" < ` + sqlTime(p.To)
@@ -169,19 +170,19 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *Table, p Par
 // bigint, which the CHECKs on them make equivalent (see obisKey) and GiST
 // handles much faster: each text column of the index costs an insert about
 // as much as the primary key does.
-func (h *Tier) exclusions(t *Table, part string) []string {
+func (h *Tier) exclusions(t *series.Table, part string) []string {
 	if t.NoExclusion {
 		return nil
 	}
 	series := `(malo_id::bigint) WITH =, (` + obisKey("obis_code") + `) WITH =`
-	for _, c := range t.identity() {
+	for _, c := range t.Identity() {
 		series += `, ` + quote(c.Name) + ` WITH =`
 	}
 	var out []string
 	// No two intervals of a series overlap within one version. With one
 	// resolution the grid CHECK and the primary key see to that already
 	// (see gridCheck), and the costliest constraint is left out.
-	if len(t.resolutions()) > 1 {
+	if len(t.AcceptedResolutions()) > 1 {
 		out = append(out, `CONSTRAINT `+quote(part+"_overlap")+` EXCLUDE USING gist (`+series+
 			`, ((version - `+versionBias+`)::bigint) WITH =, tstzrange("from", "to") WITH &&)`)
 	}
@@ -207,7 +208,7 @@ func obisKey(col string) string {
 }
 
 // partitionState reports whether a partition of t exists and is attached.
-func (h *Tier) partitionState(ctx context.Context, tx pgx.Tx, t *Table, name string) (attached, exists bool, err error) {
+func (h *Tier) partitionState(ctx context.Context, tx pgx.Tx, t *series.Table, name string) (attached, exists bool, err error) {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, h.lockKey(t.Name), int32(ddlLockKey)); err != nil {
 		return false, false, err
 	}
@@ -223,7 +224,7 @@ SELECT to_regclass($1) IS NOT NULL,
 // and otherwise gives up having changed nothing (ErrDeferred). Detaching a
 // partition that is detached already does nothing, so an interrupted
 // archival can resume.
-func (h *Tier) Detach(ctx context.Context, t *Table, start time.Time) error {
+func (h *Tier) Detach(ctx context.Context, t *series.Table, start time.Time) error {
 	const op = "detach partition"
 	if err := t.Validate(); err != nil {
 		return err
@@ -239,7 +240,7 @@ func (h *Tier) Detach(ctx context.Context, t *Table, start time.Time) error {
 		case err != nil:
 			return err
 		case !exists:
-			return &Error{Kind: InvalidInput, Op: op, Table: t.Name, Err: fmt.Errorf("no partition %s", name)}
+			return &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: fmt.Errorf("no partition %s", name)}
 		case !attached:
 			return nil
 		}
@@ -257,7 +258,7 @@ func (h *Tier) Detach(ctx context.Context, t *Table, start time.Time) error {
 // The caller must know they are durable in the cold tier. An attached
 // partition is refused; a missing one is no error, so a reclamation can be
 // repeated. Like every DDL it waits at most the DDL lock timeout.
-func (h *Tier) Drop(ctx context.Context, t *Table, start time.Time) error {
+func (h *Tier) Drop(ctx context.Context, t *series.Table, start time.Time) error {
 	const op = "drop partition"
 	if err := t.Validate(); err != nil {
 		return err
@@ -273,7 +274,7 @@ func (h *Tier) Drop(ctx context.Context, t *Table, start time.Time) error {
 		case err != nil:
 			return err
 		case attached:
-			return &Error{Kind: InvalidInput, Op: op, Table: t.Name, Err: fmt.Errorf("partition %s is attached: detach it first", name)}
+			return &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: fmt.Errorf("partition %s is attached: detach it first", name)}
 		case !exists:
 			return nil
 		}
@@ -289,9 +290,23 @@ func (h *Tier) Drop(ctx context.Context, t *Table, start time.Time) error {
 
 // partitionAt returns the name of the partition starting at start, which
 // must be a partition boundary.
-func (h *Tier) partitionAt(t *Table, op string, start time.Time) (string, error) {
+func (h *Tier) partitionAt(t *series.Table, op string, start time.Time) (string, error) {
 	if !t.Width.Start(start).Equal(start) {
-		return "", &Error{Kind: InvalidInput, Op: op, Table: t.Name, Err: fmt.Errorf("%v is not the start of a %s partition", start, t.Width)}
+		return "", &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: fmt.Errorf("%v is not the start of a %s partition", start, t.Width)}
 	}
-	return t.partitionName(start), nil
+	return partitionName(t, start), nil
+}
+
+// partitionName returns the name of t's partition starting at start.
+func partitionName(t *series.Table, start time.Time) string {
+	return t.Name + "_p" + start.UTC().Format("20060102")
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

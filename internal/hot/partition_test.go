@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestCreatePartitions(t *testing.T) {
@@ -65,7 +67,7 @@ func TestMonthlyPartitions(t *testing.T) {
 	h, _ := newTier(t, Options{})
 	ctx := context.Background()
 	tab := lastgang("monthly")
-	tab.Width = Monthly
+	tab.Width = series.Monthly
 	if err := h.Ensure(ctx, tab); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestMonthlyPartitions(t *testing.T) {
 		t.Fatalf("created %s", strings.Join(got, ", "))
 	}
 	mustWrite(t, h, tab, meterDay(1, 1))
-	if err := h.Detach(ctx, tab, day); !errors.As(err, new(*Error)) {
+	if err := h.Detach(ctx, tab, day); !errors.As(err, new(*series.Error)) {
 		t.Fatalf("detach at a non-boundary: %v", err)
 	}
 }
@@ -93,8 +95,8 @@ func TestDetachDrop(t *testing.T) {
 	declare(t, h, tab)
 	mustWrite(t, h, tab, meterDay(1, 1))
 
-	wantError(t, h.Drop(ctx, tab, day), InvalidInput) // attached
-	for range 2 {                                     // idempotent
+	wantError(t, h.Drop(ctx, tab, day), series.InvalidInput) // attached
+	for range 2 {                                            // idempotent
 		if err := h.Detach(ctx, tab, day); err != nil {
 			t.Fatal(err)
 		}
@@ -112,11 +114,11 @@ func TestDetachDrop(t *testing.T) {
 		t.Fatalf("scan sees %d rows of a detached partition", len(got))
 	}
 	_, err = h.Write(ctx, tab, meterDay(2, 1))
-	if e := wantError(t, err, InvalidInput); len(e.Rows) != 96 || !strings.Contains(e.Problems[0].Reason, "lastgang_p20260302 is not attached") {
+	if e := wantError(t, err, series.InvalidInput); len(e.Rows) != 96 || !strings.Contains(e.Problems[0].Reason, "lastgang_p20260302 is not attached") {
 		t.Fatalf("write into a detached window: %v", err)
 	}
 	_, err = h.CreatePartitions(ctx, tab, day, day)
-	wantError(t, err, InvalidInput)
+	wantError(t, err, series.InvalidInput)
 
 	for range 2 {
 		if err := h.Drop(ctx, tab, day); err != nil {
@@ -126,7 +128,7 @@ func TestDetachDrop(t *testing.T) {
 	if parts, err := h.Partitions(ctx, tab); err != nil || len(parts) != 1 {
 		t.Fatalf("after drop: %+v, %v", parts, err)
 	}
-	wantError(t, h.Detach(ctx, tab, day), InvalidInput) // gone
+	wantError(t, h.Detach(ctx, tab, day), series.InvalidInput) // gone
 }
 
 // TestLongestName declares a table whose name has the longest length
@@ -134,25 +136,25 @@ func TestDetachDrop(t *testing.T) {
 // resolutions, its partitions carry both exclusion constraints.
 func TestLongestName(t *testing.T) {
 	h, pool := newTier(t, Options{})
-	name := strings.Repeat("n", MaxNameLen)
+	name := strings.Repeat("n", series.MaxNameLen)
 	tab := multiResolution()
 	tab.Name = name
 	declare(t, h, tab)
 	mustWrite(t, h, tab, meterDay(1, 1))
 	var names []string
 	err := pool.QueryRow(ctx(), `SELECT array(SELECT conname::text FROM pg_constraint WHERE conrelid = $1::regclass ORDER BY conname)`,
-		h.ident(tab.partitionName(day))).Scan(&names)
+		h.ident(partitionName(tab, day))).Scan(&names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := tab.partitionName(day)
+	p := partitionName(tab, day)
 	for _, want := range []string{p + "_operator", p + "_overlap", p + "_pkey"} {
 		if !slices.Contains(names, want) {
 			t.Fatalf("constraint %s (%d bytes) missing: %v", want, len(want), names)
 		}
 	}
 	tab.Name += "n"
-	wantError(t, h.Ensure(ctx(), tab), InvalidConfig)
+	wantError(t, h.Ensure(ctx(), tab), series.InvalidConfig)
 }
 
 func ctx() context.Context { return context.Background() }
@@ -206,5 +208,21 @@ func TestObisKey(t *testing.T) {
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestPartitionNames(t *testing.T) {
+	tab := lastgang("t")
+	if s, ok := partitionStart(tab, partitionName(tab, day)); !ok || !s.Equal(day) {
+		t.Errorf("partitionStart(partitionName(%v)) = %v, %v", day, s, ok)
+	}
+	for _, bad := range []string{"t_p2026030", "t_p20260230", "u_p20260302", "t_p2026030x", "t_p20260302_x"} {
+		if _, ok := partitionStart(tab, bad); ok {
+			t.Errorf("partitionStart(%q) accepted", bad)
+		}
+	}
+	tab.Width = series.Monthly
+	if _, ok := partitionStart(tab, "t_p20260302"); ok {
+		t.Error("a monthly partition starting mid-month accepted")
 	}
 }

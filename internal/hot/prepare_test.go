@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // offline returns a tier without a server, for what Write checks in Go.
@@ -20,34 +21,34 @@ func offline(t testing.TB) *Tier {
 func TestPrepareInvalidInput(t *testing.T) {
 	h := offline(t)
 	tab := lastgang("lastgang")
-	tab.Columns = []Column{{Name: "channel", Identity: true, Values: []string{"A", "B"}}, {Name: "seq", Type: BigInt}}
+	tab.Columns = []series.Column{{Name: "channel", Identity: true, Values: []string{"A", "B"}}, {Name: "seq", Type: series.BigInt}}
 	for _, c := range []struct {
 		name   string
-		change func(*Reading)
+		change func(*series.Reading)
 		reason string
 	}{
-		{"check digit", func(r *Reading) { r.MaLo = r.MaLo[:10] + string('0'+(r.MaLo[10]-'0'+5)%10) }, "check digit"},
-		{"short malo", func(r *Reading) { r.MaLo = r.MaLo[1:] }, "malo_id"},
-		{"melo", func(r *Reading) { r.MeLo = "DE00012345678901234567890123456" }, "melo_id"},
-		{"obis syntax", func(r *Reading) { r.OBIS = "1-1:1.29" }, "obis_code"},
-		{"obis range", func(r *Reading) { r.OBIS = "1-1:1.29.256" }, "obis_code"},
-		{"obis spelling", func(r *Reading) { r.OBIS = "1-1:1.29.0*255" }, "not canonical"},
-		{"obis medium", func(r *Reading) { r.OBIS = "7-20:3.0.0" }, "measures GAS"},
-		{"no commodity", func(r *Reading) { r.Commodity = 9 }, "sparte"},
-		{"no from", func(r *Reading) { r.From = time.Time{} }, "from not set"},
-		{"nanoseconds", func(r *Reading) { r.From = r.From.Add(time.Nanosecond) }, "microsecond"},
-		{"off grid", func(r *Reading) { r.From, r.To = r.From.Add(time.Minute), r.To.Add(time.Minute) }, "grid"},
-		{"wrong length", func(r *Reading) { r.To = r.To.Add(15 * time.Minute) }, "ends at"},
-		{"resolution", func(r *Reading) { r.Resolution = metering.Hour }, "not accepted"},
-		{"value", func(r *Reading) { r.Value = MaxDecimal + 1 }, "numeric(18,6)"},
-		{"unit", func(r *Reading) { r.Unit = 0 }, "unit"},
-		{"quality", func(r *Reading) { r.Quality = 99 }, "quality"},
-		{"scope", func(r *Reading) { r.VersionScope = "9900000000003:2026-3" }, "version_scope"},
-		{"scope blank", func(r *Reading) { r.VersionScope = "99 00:2026-03" }, "version_scope"},
-		{"identity missing", func(r *Reading) { delete(r.Extra, "channel") }, "identity column"},
-		{"coded value", func(r *Reading) { r.Extra["channel"] = "C" }, "not one of"},
-		{"bigint", func(r *Reading) { r.Extra["seq"] = "007" }, "canonical"},
-		{"undeclared", func(r *Reading) { r.Extra["other"] = "x" }, "not declared"},
+		{"check digit", func(r *series.Reading) { r.MaLo = r.MaLo[:10] + string('0'+(r.MaLo[10]-'0'+5)%10) }, "check digit"},
+		{"short malo", func(r *series.Reading) { r.MaLo = r.MaLo[1:] }, "malo_id"},
+		{"melo", func(r *series.Reading) { r.MeLo = "DE00012345678901234567890123456" }, "melo_id"},
+		{"obis syntax", func(r *series.Reading) { r.OBIS = "1-1:1.29" }, "obis_code"},
+		{"obis range", func(r *series.Reading) { r.OBIS = "1-1:1.29.256" }, "obis_code"},
+		{"obis spelling", func(r *series.Reading) { r.OBIS = "1-1:1.29.0*255" }, "not canonical"},
+		{"obis medium", func(r *series.Reading) { r.OBIS = "7-20:3.0.0" }, "measures GAS"},
+		{"no commodity", func(r *series.Reading) { r.Commodity = 9 }, "sparte"},
+		{"no from", func(r *series.Reading) { r.From = time.Time{} }, "from not set"},
+		{"nanoseconds", func(r *series.Reading) { r.From = r.From.Add(time.Nanosecond) }, "microsecond"},
+		{"off grid", func(r *series.Reading) { r.From, r.To = r.From.Add(time.Minute), r.To.Add(time.Minute) }, "grid"},
+		{"wrong length", func(r *series.Reading) { r.To = r.To.Add(15 * time.Minute) }, "ends at"},
+		{"resolution", func(r *series.Reading) { r.Resolution = metering.Hour }, "not accepted"},
+		{"value", func(r *series.Reading) { r.Value = series.MaxDecimal + 1 }, "numeric(18,6)"},
+		{"unit", func(r *series.Reading) { r.Unit = 0 }, "unit"},
+		{"quality", func(r *series.Reading) { r.Quality = 99 }, "quality"},
+		{"scope", func(r *series.Reading) { r.VersionScope = "9900000000003:2026-3" }, "version_scope"},
+		{"scope blank", func(r *series.Reading) { r.VersionScope = "99 00:2026-03" }, "version_scope"},
+		{"identity missing", func(r *series.Reading) { delete(r.Extra, "channel") }, "identity column"},
+		{"coded value", func(r *series.Reading) { r.Extra["channel"] = "C" }, "not one of"},
+		{"bigint", func(r *series.Reading) { r.Extra["seq"] = "007" }, "canonical"},
+		{"undeclared", func(r *series.Reading) { r.Extra["other"] = "x" }, "not declared"},
 	} {
 		rows := meterDay(1, 1)[:3]
 		for i := range rows {
@@ -55,7 +56,7 @@ func TestPrepareInvalidInput(t *testing.T) {
 		}
 		c.change(&rows[1])
 		_, err := h.prepare(tab, rows)
-		e := wantError(t, err, InvalidInput, 1)
+		e := wantError(t, err, series.InvalidInput, 1)
 		if !strings.Contains(e.Problems[0].Reason, c.reason) {
 			t.Errorf("%s: reason %q, want %q in it", c.name, e.Problems[0].Reason, c.reason)
 		}
@@ -64,15 +65,15 @@ func TestPrepareInvalidInput(t *testing.T) {
 
 func TestPreparePointTable(t *testing.T) {
 	h := offline(t)
-	tab := &Table{Name: "register", TimeModel: Point, Commodity: metering.Electricity, Width: Monthly}
+	tab := &series.Table{Name: "register", TimeModel: series.Point, Commodity: metering.Electricity, Width: series.Monthly}
 	r := qh(1, 0, 42, 1)
 	r.To, r.Resolution = time.Time{}, 0
-	if _, err := h.prepare(tab, []Reading{r}); err != nil {
+	if _, err := h.prepare(tab, []series.Reading{r}); err != nil {
 		t.Fatal(err)
 	}
 	r.To = r.From
-	_, err := h.prepare(tab, []Reading{r})
-	wantError(t, err, InvalidInput, 0)
+	_, err := h.prepare(tab, []series.Reading{r})
+	wantError(t, err, series.InvalidInput, 0)
 }
 
 // TestBalancingDay: the gas day runs from 06:00 to 06:00 Berlin time, so a
@@ -85,7 +86,7 @@ func TestBalancingDay(t *testing.T) {
 	r.OBIS = "7-20:3.0.0"
 	r.From = time.Date(2026, 1, 15, 4, 0, 0, 0, time.UTC) // 05:00 CET
 	r.To = r.From.Add(15 * time.Minute)
-	b, err := h.prepare(tab, []Reading{r})
+	b, err := h.prepare(tab, []series.Reading{r})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestBalancingDay(t *testing.T) {
 		t.Fatalf("gas day of 05:00 CET on Jan 15: %s", got)
 	}
 	r.OBIS, r.Commodity = "1-1:1.29.0", metering.Electricity
-	if b, err = h.prepare(tab, []Reading{r}); err != nil || b.rows[0].day.Format("2006-01-02") != "2026-01-15" {
+	if b, err = h.prepare(tab, []series.Reading{r}); err != nil || b.rows[0].day.Format("2006-01-02") != "2026-01-15" {
 		t.Fatalf("local day: %v, %v", b.rows[0].day, err)
 	}
 }
@@ -111,7 +112,7 @@ func TestCalendarIntervals(t *testing.T) {
 	if r.To.Sub(r.From) != 23*time.Hour {
 		t.Fatalf("fixture: %v", r.To.Sub(r.From))
 	}
-	b, err := h.prepare(tab, []Reading{r})
+	b, err := h.prepare(tab, []series.Reading{r})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,24 +120,24 @@ func TestCalendarIntervals(t *testing.T) {
 		t.Fatalf("ancestors %v", b.rows[0].anc)
 	}
 	r.To = r.From.Add(24 * time.Hour)
-	_, err = h.prepare(tab, []Reading{r})
-	wantError(t, err, InvalidInput, 0)
+	_, err = h.prepare(tab, []series.Reading{r})
+	wantError(t, err, series.InvalidInput, 0)
 
 	gas := qh(1, 0, 1, 1)
 	gas.OBIS, gas.Commodity, gas.Resolution = "7-20:3.0.0", metering.Gas, metering.Day
 	gas.From, gas.To = cal.GasDayStart(d), cal.GasDayEnd(d)
-	if _, err := h.prepare(tab, []Reading{gas}); err != nil {
+	if _, err := h.prepare(tab, []series.Reading{gas}); err != nil {
 		t.Fatal(err)
 	}
 	gas.From, gas.To = cal.DayStart(d), cal.DayEnd(d) // midnight is not a gas day
-	_, err = h.prepare(tab, []Reading{gas})
-	wantError(t, err, InvalidInput, 0)
+	_, err = h.prepare(tab, []series.Reading{gas})
+	wantError(t, err, series.InvalidInput, 0)
 }
 
 func BenchmarkPrepare(b *testing.B) {
 	h := offline(b)
 	tab := lastgang("lastgang")
-	var rows []Reading
+	var rows []series.Reading
 	for i := range 100 {
 		rows = append(rows, meterDay(i, 20260303120000)...)
 	}

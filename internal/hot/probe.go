@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // versionBias maps numeric(20,0) versions onto int8 and back: the server
@@ -37,14 +39,14 @@ type stored struct {
 // interval, and rows of its series and version starting at one of its
 // ancestors and reaching into it. $1 selects all staged rows instead of
 // those marked probe.
-func (h *Tier) probeSQL(t *Table) string {
+func (h *Tier) probeSQL(t *series.Table) string {
 	on := `p.malo_id = s.malo_id AND p.obis_code = s.obis_code`
-	for _, c := range t.identity() {
+	for _, c := range t.Identity() {
 		on += ` AND p.` + quote(c.Name) + ` = s.` + quote(c.Name)
 	}
 	cols := []string{`s.row_no`, `p."from"`, `(p.version - ` + versionBias + `)::int8`, `p.version_scope`,
 		`(p.value * 1000000)::int8`, `p.unit`, `p.quality`, `p.sparte`, `coalesce(p.melo_id, '')`, `coalesce(p.subject_id, '')`}
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		cols = append(cols, `p."to"`, `p.resolution`)
 	}
 	for _, c := range t.Columns {
@@ -54,12 +56,12 @@ func (h *Tier) probeSQL(t *Table) string {
 	}
 	sel := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + stageName(t) + ` s `
 	parent := h.ident(t.Name)
-	if t.TimeModel == Point {
+	if t.TimeModel == series.Point {
 		return sel + `JOIN ` + parent + ` p ON ` + on + ` AND p."from" = s."from" WHERE ($1 OR s.probe)`
 	}
 	q := sel + `JOIN ` + parent + ` p ON ` + on + ` AND p."from" >= s."from" AND p."from" < s."to"
 WHERE ($1 OR s.probe) AND (p."from" = s."from" OR p.version = s.version)`
-	if len(t.resolutions()) == 1 {
+	if len(t.AcceptedResolutions()) == 1 {
 		// Intervals on one grid are nested only if equal.
 		return q
 	}
@@ -73,7 +75,7 @@ WHERE ($1 OR s.probe)`
 // probe checks staged rows against the stored ones. Rows stored
 // identically become Present and leave the staging table; any conflict
 // fails the batch.
-func (h *Tier) probe(ctx context.Context, tx pgx.Tx, t *Table, b *batch, all bool) error {
+func (h *Tier) probe(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch, all bool) error {
 	byRow := make(map[int32]*staged, len(b.rows))
 	for i := range b.rows {
 		byRow[b.rows[i].row] = &b.rows[i]
@@ -82,14 +84,14 @@ func (h *Tier) probe(ctx context.Context, tx pgx.Tx, t *Table, b *batch, all boo
 	if err != nil {
 		return err
 	}
-	var bad problems
+	var bad series.Problems
 	var present []int32
-	nattr := len(t.Columns) - len(t.identity())
+	nattr := len(t.Columns) - len(t.Identity())
 	for rows.Next() {
 		var p stored
 		var version int64
 		dst := []any{&p.row, &p.from, &version, &p.versionScope, &p.value, &p.unit, &p.quality, &p.sparte, &p.melo, &p.subject}
-		if t.TimeModel == Interval {
+		if t.TimeModel == series.Interval {
 			dst = append(dst, &p.to, &p.resolution)
 		}
 		p.extra = make([]*string, nattr)
@@ -102,31 +104,32 @@ func (h *Tier) probe(ctx context.Context, tx pgx.Tx, t *Table, b *batch, all boo
 		}
 		p.version = unbias(version)
 		s := byRow[p.row]
-		if s == nil || b.status[s.row] == Present {
+		if s == nil || b.status[s.row] == series.Present {
 			continue
 		}
 		switch sameFrom := p.from.Equal(s.from); {
 		case sameFrom && p.version == uint64(s.version):
-			if diff, was, is := s.differsStored(t, &p); diff != "" {
-				bad.add(int(s.row), "restates version %d: %s %s, stored %s", p.version, diff, is, was)
+			have := p.reading(t)
+			if diff, was, is := t.Restated(&have, s.src); diff != "" {
+				bad.Add(int(s.row), "restates version %d: %s %s, stored %s", p.version, diff, is, was)
 			} else {
-				b.status[s.row] = Present
+				b.status[s.row] = series.Present
 				present = append(present, s.row)
 			}
 		case sameFrom:
 			if op, have := s.src.NetworkOperator(), operatorOf(p.versionScope); op != have {
-				bad.add(int(s.row), "network operator %s, but version %d of the reading is stored from %s", op, p.version, have)
+				bad.Add(int(s.row), "network operator %s, but version %d of the reading is stored from %s", op, p.version, have)
 			}
 		default:
-			bad.add(int(s.row), "overlaps the stored %s interval from %s within version %d",
+			bad.Add(int(s.row), "overlaps the stored %s interval from %s within version %d",
 				p.resolution, p.from.Format(time.RFC3339), p.version)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if !bad.empty() {
-		return bad.error(IntegrityViolation, "write", t.Name)
+	if err := bad.Err(series.IntegrityViolation, "write", t.Name); err != nil {
+		return err
 	}
 	if len(present) > 0 {
 		_, err := tx.Exec(ctx, `DELETE FROM `+stageName(t)+` WHERE row_no = ANY($1)`, present)
@@ -140,42 +143,33 @@ func operatorOf(scope string) string {
 	return op
 }
 
-// differsStored names the first column in which a staged row differs from
-// the stored row of its key and version, with both values.
-func (s *staged) differsStored(t *Table, p *stored) (col, was, is string) {
-	switch {
-	case int64(s.value) != p.value:
-		return "value", Decimal(p.value).String(), Decimal(s.value).String()
-	case t.TimeModel == Interval && !s.to.Equal(p.to):
-		return "to", p.to.Format(time.RFC3339), s.to.Format(time.RFC3339)
-	case s.resolution != p.resolution:
-		return "resolution", p.resolution, s.resolution
-	case s.unit != p.unit:
-		return "unit", p.unit, s.unit
-	case s.quality != p.quality:
-		return "quality", p.quality, s.quality
-	case s.sparte != p.sparte:
-		return "sparte", p.sparte, s.sparte
-	case s.src.VersionScope != p.versionScope:
-		return "version_scope", p.versionScope, s.src.VersionScope
-	case s.src.MeLo != p.melo:
-		return "melo_id", p.melo, s.src.MeLo
-	case s.src.Subject != p.subject:
-		return "subject_id", p.subject, s.src.Subject
+// reading returns the stored row as the Reading it states, for the one
+// comparison of restated values (series.Table.Restated).
+func (p *stored) reading(t *series.Table) series.Reading {
+	r := series.Reading{
+		From: p.from, To: p.to, Value: series.Decimal(p.value), Version: p.version,
+		VersionScope: p.versionScope, MeLo: p.melo, Subject: p.subject,
+	}
+	// The columns' CHECK constraints admit only canonical codes, so a
+	// code that does not parse is left zero and shows as a difference.
+	r.Unit, _ = metering.ParseUnit(p.unit)
+	r.Quality, _ = metering.ParseQuality(p.quality)
+	r.Commodity, _ = metering.ParseCommodity(p.sparte)
+	if p.resolution != "" {
+		r.Resolution, _ = metering.ParseResolution(p.resolution)
 	}
 	i := 0
 	for _, c := range t.Columns {
 		if c.Identity {
 			continue
 		}
-		var have string
-		if p.extra[i] != nil {
-			have = *p.extra[i]
-		}
-		if want := s.src.Extra[c.Name]; want != have {
-			return c.Name, have, want
+		if v := p.extra[i]; v != nil {
+			if r.Extra == nil {
+				r.Extra = make(map[string]string)
+			}
+			r.Extra[c.Name] = *v
 		}
 		i++
 	}
-	return "", "", ""
+	return r
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/meterstore/meterstore/series"
 )
 
 // ErrNotConfirmed is returned by Purge when the confirmation does not
@@ -17,13 +18,13 @@ var ErrNotConfirmed = errors.New("purge not confirmed: repeat the table's name")
 // transaction under the DDL lock timeout, and purging a table that is gone
 // is no error, so an interrupted purge is completed by running it again.
 // confirm must repeat the name.
-func (h *Tier) Purge(ctx context.Context, t *Table, confirm string) error {
+func (h *Tier) Purge(ctx context.Context, t *series.Table, confirm string) error {
 	const op = "purge"
 	if err := t.Validate(); err != nil {
 		return err
 	}
 	if confirm != t.Name {
-		return &Error{Kind: InvalidInput, Op: op, Table: t.Name, Err: ErrNotConfirmed}
+		return &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: ErrNotConfirmed}
 	}
 	parts, err := h.Partitions(ctx, t)
 	if err != nil {

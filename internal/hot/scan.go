@@ -8,25 +8,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
-
-// A Query selects the readings Scan returns.
-type Query struct {
-	// From and To bound the readings' From to [From, To); a zero bound is
-	// open. Tiering routes on From, so the bounds prune partitions.
-	From, To time.Time
-	// MaLo and OBIS, if not empty, keep only readings with one of the
-	// given market location ids and OBIS codes.
-	MaLo []string
-	OBIS []string
-}
 
 // Scan calls fn for every reading of t that q selects, from the attached
 // partitions, in primary key order: by market location, OBIS code, from,
 // identity columns and version. Rows stream from the server as fn consumes
 // them, so memory stays bounded however many there are. An error from fn
 // ends the scan and is returned as is.
-func (h *Tier) Scan(ctx context.Context, t *Table, q Query, fn func(Reading) error) error {
+func (h *Tier) Scan(ctx context.Context, t *series.Table, q series.Range, fn func(series.Reading) error) error {
 	const op = "scan"
 	if err := t.Validate(); err != nil {
 		return err
@@ -58,13 +48,13 @@ func (h *Tier) Scan(ctx context.Context, t *Table, q Query, fn func(Reading) err
 // read-only snapshot: memory holds one chunk however large the partition.
 // It is how a detached partition, which Scan no longer sees, is read for
 // archival.
-func (h *Tier) ScanPartition(ctx context.Context, t *Table, p Partition, chunk int, fn func([]Reading) error) error {
+func (h *Tier) ScanPartition(ctx context.Context, t *series.Table, p Partition, chunk int, fn func([]series.Reading) error) error {
 	const op = "scan partition"
 	if err := t.Validate(); err != nil {
 		return err
 	}
-	if p.Name != t.partitionName(p.From) || chunk <= 0 {
-		return &Error{Kind: InvalidInput, Op: op, Table: t.Name,
+	if p.Name != partitionName(t, p.From) || chunk <= 0 {
+		return &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name,
 			Err: fmt.Errorf("partition %q from %v, chunk %d: not a partition of the table, or no chunk", p.Name, p.From, chunk)}
 	}
 	tx, err := h.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
@@ -78,7 +68,7 @@ func (h *Tier) ScanPartition(ctx context.Context, t *Table, p Partition, chunk i
 	}
 	fetch := fmt.Sprintf(`FETCH FORWARD %d FROM meterstore_partition`, chunk)
 	d := newDecoder(t)
-	buf := make([]Reading, 0, chunk)
+	buf := make([]series.Reading, 0, chunk)
 	for {
 		// FETCH's result columns are the cursor's, not the statement
 		// text's: a description cached for one table's cursor would decode
@@ -112,8 +102,8 @@ func (h *Tier) ScanPartition(ctx context.Context, t *Table, p Partition, chunk i
 
 // A decoder turns rows selected with selectList into readings.
 type decoder struct {
-	t                                 *Table
-	r                                 Reading
+	t                                 *series.Table
+	r                                 series.Reading
 	sparte, unit, quality, resolution string
 	value, version                    int64
 	melo, subject                     *string
@@ -123,14 +113,14 @@ type decoder struct {
 	codes                             *codeCache
 }
 
-func newDecoder(t *Table) *decoder {
+func newDecoder(t *series.Table) *decoder {
 	d := &decoder{t: t, extra: make([]*string, len(t.Columns)), codes: newCodeCache()}
 	d.dst = []any{&d.r.MaLo, &d.melo, &d.r.OBIS, &d.sparte, &d.r.From}
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		d.dst = append(d.dst, &d.r.To)
 	}
 	d.dst = append(d.dst, &d.value, &d.unit, &d.quality)
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		d.dst = append(d.dst, &d.resolution)
 	}
 	d.dst = append(d.dst, &d.version, &d.r.VersionScope, &d.r.RecordedAt, &d.day, &d.subject)
@@ -140,29 +130,29 @@ func newDecoder(t *Table) *decoder {
 	return d
 }
 
-func (d *decoder) decode(op string, rows pgx.Rows) (Reading, error) {
+func (d *decoder) decode(op string, rows pgx.Rows) (series.Reading, error) {
 	if err := rows.Scan(d.dst...); err != nil {
-		return Reading{}, classify(op, d.t.Name, err)
+		return series.Reading{}, classify(op, d.t.Name, err)
 	}
 	out := d.r
 	out.From, out.RecordedAt = d.r.From.UTC(), d.r.RecordedAt.UTC()
-	if d.t.TimeModel == Interval {
+	if d.t.TimeModel == series.Interval {
 		out.To = d.r.To.UTC()
 	}
 	out.MeLo, out.Subject = deref(d.melo), deref(d.subject)
-	out.Value, out.Version = Decimal(d.value), unbias(d.version)
+	out.Value, out.Version = series.Decimal(d.value), unbias(d.version)
 	out.BalancingDay = metering.Date{Year: d.day.Year(), Month: d.day.Month(), Day: d.day.Day()}
 	var err error
 	if out.Commodity, err = d.codes.commodity(d.sparte); err == nil {
 		if out.Unit, err = d.codes.unit(d.unit); err == nil {
-			if out.Quality, err = d.codes.quality(d.quality); err == nil && d.t.TimeModel == Interval {
+			if out.Quality, err = d.codes.quality(d.quality); err == nil && d.t.TimeModel == series.Interval {
 				out.Resolution, err = d.codes.resolution(d.resolution)
 			}
 		}
 	}
 	if err != nil {
 		// The CHECK constraints admit only known codes.
-		return Reading{}, &Error{Kind: InvariantViolation, Op: op, Table: d.t.Name, Err: fmt.Errorf("stored row: %w", err)}
+		return series.Reading{}, &series.Error{Kind: series.InvariantViolation, Op: op, Table: d.t.Name, Err: fmt.Errorf("stored row: %w", err)}
 	}
 	if len(d.extra) > 0 {
 		out.Extra = make(map[string]string, len(d.extra))
@@ -183,13 +173,13 @@ func deref(s *string) string {
 }
 
 // selectList is the column list the decoder reads, in its order.
-func selectList(t *Table) []string {
+func selectList(t *series.Table) []string {
 	cols := []string{"malo_id", "melo_id", "obis_code", "sparte", `"from"`}
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		cols = append(cols, `"to"`)
 	}
 	cols = append(cols, "(value * 1000000)::int8", "unit", "quality")
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		cols = append(cols, "resolution")
 	}
 	cols = append(cols, "(version - "+versionBias+")::int8", "version_scope", "recorded_at", "balancing_day", "subject_id")
@@ -199,7 +189,7 @@ func selectList(t *Table) []string {
 	return cols
 }
 
-func (h *Tier) scanSQL(t *Table, q Query) (string, []any) {
+func (h *Tier) scanSQL(t *series.Table, q series.Range) (string, []any) {
 	cols := selectList(t)
 	var where []string
 	var args []any

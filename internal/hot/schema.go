@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // definition is what hot_tables records of a declaration: everything that
@@ -33,7 +34,7 @@ type columnDef struct {
 	Values   []string `json:"values"`
 }
 
-func (t *Table) definition() definition {
+func definitionOf(t *series.Table) definition {
 	d := definition{
 		Format:      1,
 		TimeModel:   t.TimeModel.String(),
@@ -43,7 +44,7 @@ func (t *Table) definition() definition {
 		Width:       t.Width.String(),
 		Exclusion:   !t.NoExclusion,
 	}
-	for _, r := range t.resolutions() {
+	for _, r := range t.AcceptedResolutions() {
 		d.Resolutions = append(d.Resolutions, r.String())
 	}
 	for _, c := range t.Columns {
@@ -51,26 +52,14 @@ func (t *Table) definition() definition {
 		if vs == nil {
 			vs = []string{}
 		}
-		d.Columns = append(d.Columns, columnDef{Name: c.Name, Type: c.typ().sql(), Identity: c.Identity, Values: vs})
+		d.Columns = append(d.Columns, columnDef{Name: c.Name, Type: c.ColumnType().String(), Identity: c.Identity, Values: vs})
 	}
 	return d
 }
 
-// MergeKey returns the merge key's columns: the primary key without version.
-func (t *Table) MergeKey() []string {
-	k := []string{"malo_id", "obis_code", "from"}
-	for _, c := range t.identity() {
-		k = append(k, c.Name)
-	}
-	return k
-}
-
-func (c Column) typ() ColumnType {
-	if c.Type == 0 {
-		return Text
-	}
-	return c.Type
-}
+// metaTable is the metadata table in the tier's schema; series.Table.Validate
+// refuses it as a table name.
+const metaTable = "hot_tables"
 
 // Ensure declares t: it creates the schema, the metadata table and the
 // partitioned parent if they do not exist, and records the declaration.
@@ -78,12 +67,12 @@ func (c Column) typ() ColumnType {
 // different merge key, time model or columns it fails with InvalidConfig,
 // since the stored rows were written under the first. Partitions are made
 // by EnsurePartitions.
-func (h *Tier) Ensure(ctx context.Context, t *Table) error {
+func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
 	const op = "ensure"
-	want := t.definition()
+	want := definitionOf(t)
 	return h.ddl(ctx, op, t.Name, func(tx pgx.Tx) error {
 		// Serializes concurrent declarations: CREATE ... IF NOT EXISTS
 		// is not safe against a concurrent CREATE of the same name.
@@ -107,7 +96,7 @@ func (h *Tier) Ensure(ctx context.Context, t *Table) error {
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			if exists {
-				return &Error{Kind: InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("relation %s exists but was not declared through MeterStore", h.ident(t.Name))}
+				return &series.Error{Kind: series.InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("relation %s exists but was not declared through MeterStore", h.ident(t.Name))}
 			}
 			if _, err := tx.Exec(ctx, h.parentDDL(t)); err != nil {
 				return err
@@ -124,13 +113,13 @@ func (h *Tier) Ensure(ctx context.Context, t *Table) error {
 		}
 		var have definition
 		if err := json.Unmarshal(stored, &have); err != nil {
-			return &Error{Kind: InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
 		}
 		if diff := compareDefinitions(have, want); diff != "" {
-			return &Error{Kind: InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("declared differently before: %s", diff)}
+			return &series.Error{Kind: series.InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("declared differently before: %s", diff)}
 		}
 		if !exists {
-			return &Error{Kind: InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("declared, but relation %s is missing", h.ident(t.Name))}
+			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("declared, but relation %s is missing", h.ident(t.Name))}
 		}
 		return nil
 	})
@@ -159,7 +148,7 @@ func compareDefinitions(have, want definition) string {
 }
 
 // baseDDL returns the idempotent statements every table needs first.
-func (h *Tier) baseDDL(t *Table) []string {
+func (h *Tier) baseDDL(t *series.Table) []string {
 	stmts := []string{`CREATE SCHEMA IF NOT EXISTS ` + quote(h.schema)}
 	if !t.NoExclusion {
 		// btree_gist gives GiST the scalar equality the exclusion
@@ -248,7 +237,7 @@ func validCode[T ~uint8 | ~uint16](v T, parse func(string) (T, error)) bool {
 // parentDDL returns the CREATE TABLE of the partitioned parent. Partitions
 // copy its columns and CHECK constraints with LIKE, which keeps the names
 // that ATTACH PARTITION matches constraints by.
-func (h *Tier) parentDDL(t *Table) string {
+func (h *Tier) parentDDL(t *series.Table) string {
 	var cols []string
 	add := func(format string, args ...any) { cols = append(cols, fmt.Sprintf(format, args...)) }
 	add(`malo_id text NOT NULL CONSTRAINT malo_id_check CHECK (%s(malo_id))`, h.ident("malo_valid"))
@@ -257,7 +246,7 @@ func (h *Tier) parentDDL(t *Table) string {
 	add(`sparte text NOT NULL CONSTRAINT sparte_check CHECK (sparte IN %s)`,
 		sqlList(codes(metering.ParseCommodity)))
 	add(`"from" timestamptz NOT NULL`)
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		add(`"to" timestamptz NOT NULL`)
 	}
 	add(`value numeric(18,6) NOT NULL CONSTRAINT value_check CHECK (value <> 'NaN')`)
@@ -265,9 +254,9 @@ func (h *Tier) parentDDL(t *Table) string {
 		sqlList(codes(metering.ParseUnit)))
 	add(`quality text NOT NULL CONSTRAINT quality_check CHECK (quality IN %s)`,
 		sqlList(codes(metering.ParseQuality)))
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		var rs []string
-		for _, r := range t.resolutions() {
+		for _, r := range t.AcceptedResolutions() {
 			rs = append(rs, r.String())
 		}
 		add(`resolution text NOT NULL CONSTRAINT resolution_check CHECK (resolution IN %s)`, sqlList(rs))
@@ -278,18 +267,18 @@ func (h *Tier) parentDDL(t *Table) string {
 	add(`balancing_day date NOT NULL`)
 	add(`subject_id text CONSTRAINT subject_id_check CHECK (subject_id <> '')`)
 	for _, c := range t.Columns {
-		def := quote(c.Name) + " " + c.typ().sql()
+		def := quote(c.Name) + " " + c.ColumnType().String()
 		if c.Identity {
 			def += " NOT NULL"
 		}
 		if len(c.Values) > 0 {
 			def += fmt.Sprintf(" CONSTRAINT %s CHECK (%s IN %s)", quote(c.Name+"_check"), quote(c.Name), sqlList(c.Values))
-		} else if c.typ() == Text {
+		} else if c.ColumnType() == series.Text {
 			def += fmt.Sprintf(" CONSTRAINT %s CHECK (%s <> '')", quote(c.Name+"_check"), quote(c.Name))
 		}
 		cols = append(cols, def)
 	}
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		cols = append(cols, `CONSTRAINT interval_valid CHECK (`+gridCheck(t)+`)`)
 	}
 	cols = append(cols, fmt.Sprintf(`CONSTRAINT %s PRIMARY KEY (%s)`, quote(t.Name+"_pkey"), keyList(t, true)))
@@ -303,11 +292,11 @@ func (h *Tier) parentDDL(t *Table) string {
 // nested or disjoint, and two of one resolution overlap only if equal, so
 // in a table of one resolution the primary key alone rules out overlaps
 // within a version.
-func gridCheck(t *Table) string {
+func gridCheck(t *series.Table) string {
 	const local = `("from" AT TIME ZONE 'Europe/Berlin')`
 	start := local + `::time = CASE WHEN sparte = 'GAS' THEN time '06:00' ELSE time '00:00' END`
 	var when []string
-	for _, r := range t.resolutions() {
+	for _, r := range t.AcceptedResolutions() {
 		var cond string
 		if d, ok := r.Fixed(); ok {
 			secs := int64(d.Seconds())
@@ -330,7 +319,7 @@ func gridCheck(t *Table) string {
 }
 
 // keyList returns the quoted merge key columns, and version if withVersion.
-func keyList(t *Table, withVersion bool) string {
+func keyList(t *series.Table, withVersion bool) string {
 	var q []string
 	for _, c := range t.MergeKey() {
 		q = append(q, quote(c))

@@ -11,13 +11,14 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestEnsure(t *testing.T) {
 	h, pool := newTier(t, Options{})
 	ctx := context.Background()
 	tab := lastgang("lastgang")
-	tab.Columns = []Column{{Name: "channel", Identity: true}, {Name: "note"}}
+	tab.Columns = []series.Column{{Name: "channel", Identity: true}, {Name: "note"}}
 	for range 2 {
 		if err := h.Ensure(ctx, tab); err != nil {
 			t.Fatal(err)
@@ -46,23 +47,25 @@ FROM pg_partitioned_table p WHERE p.partrelid = 'meterstore.lastgang'::regclass`
 	if err := h.Ensure(ctx, &again); err != nil {
 		t.Fatal(err)
 	}
-	for name, change := range map[string]func(*Table){
-		"time model":    func(t *Table) { t.TimeModel, t.Resolutions = Point, nil },
-		"identity":      func(t *Table) { t.Columns = []Column{{Name: "channel"}, {Name: "note"}} },
-		"more identity": func(t *Table) { t.Columns = append(t.Columns[:1:1], Column{Name: "note", Identity: true}) },
-		"width":         func(t *Table) { t.Width = Monthly },
-		"exclusion":     func(t *Table) { t.NoExclusion = true },
-		"resolutions":   func(t *Table) { t.Resolutions = nil },
-		"coded values": func(t *Table) {
-			t.Columns = []Column{{Name: "channel", Identity: true}, {Name: "note", Values: []string{"x"}}}
+	for name, change := range map[string]func(*series.Table){
+		"time model": func(t *series.Table) { t.TimeModel, t.Resolutions = series.Point, nil },
+		"identity":   func(t *series.Table) { t.Columns = []series.Column{{Name: "channel"}, {Name: "note"}} },
+		"more identity": func(t *series.Table) {
+			t.Columns = append(t.Columns[:1:1], series.Column{Name: "note", Identity: true})
+		},
+		"width":       func(t *series.Table) { t.Width = series.Monthly },
+		"exclusion":   func(t *series.Table) { t.NoExclusion = true },
+		"resolutions": func(t *series.Table) { t.Resolutions = nil },
+		"coded values": func(t *series.Table) {
+			t.Columns = []series.Column{{Name: "channel", Identity: true}, {Name: "note", Values: []string{"x"}}}
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			changed := *tab
-			changed.Columns = append([]Column(nil), tab.Columns...)
+			changed.Columns = append([]series.Column(nil), tab.Columns...)
 			change(&changed)
 			err := h.Ensure(ctx, &changed)
-			wantError(t, err, InvalidConfig)
+			wantError(t, err, series.InvalidConfig)
 			if !strings.Contains(err.Error(), "declared differently") {
 				t.Fatal(err)
 			}
@@ -76,7 +79,7 @@ func TestEnsureRefusesForeignRelation(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE SCHEMA meterstore; CREATE TABLE meterstore.lastgang (x int)`); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, h.Ensure(ctx, lastgang("lastgang")), InvalidConfig)
+	wantError(t, h.Ensure(ctx, lastgang("lastgang")), series.InvalidConfig)
 }
 
 func TestEnsureMissingRelation(t *testing.T) {
@@ -89,14 +92,14 @@ func TestEnsureMissingRelation(t *testing.T) {
 	if _, err := pool.Exec(ctx, `DROP TABLE meterstore.lastgang`); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, h.Ensure(ctx, tab), InvariantViolation)
+	wantError(t, h.Ensure(ctx, tab), series.InvariantViolation)
 }
 
 // TestQuotedNames uses a table and columns named by SQL keywords.
 func TestQuotedNames(t *testing.T) {
 	h, _ := newTier(t, Options{Schema: "select"})
 	tab := lastgang("order")
-	tab.Columns = []Column{{Name: "group", Identity: true}, {Name: "from_to", Type: BigInt}}
+	tab.Columns = []series.Column{{Name: "group", Identity: true}, {Name: "from_to", Type: series.BigInt}}
 	declare(t, h, tab)
 	rows := meterDay(1, 1)
 	for i := range rows {
@@ -228,7 +231,7 @@ func TestGridCheck(t *testing.T) {
 	h, pool := newTier(t, Options{})
 	tab := lastgang("grid")
 	tab.Resolutions = nil // all
-	tab.Width = Monthly
+	tab.Width = series.Monthly
 	tab.NoExclusion = true
 	ctx := context.Background()
 	if err := h.Ensure(ctx, tab); err != nil {
@@ -271,7 +274,7 @@ func TestGridCheck(t *testing.T) {
 		if c.com == metering.Gas {
 			r.OBIS = "7-20:3.0.0"
 		}
-		_, goErr := h.prepare(tab, []Reading{r})
+		_, goErr := h.prepare(tab, []series.Reading{r})
 		_, sqlErr := pool.Exec(ctx, `INSERT INTO meterstore.grid (malo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version, version_scope, balancing_day)
 VALUES ($1, $2, $3, $4, $5, 1, 'kWh', '220', $6, 1, '9900000000003:2026-03', '2026-01-01')`, r.MaLo, r.OBIS, c.com.String(), c.from, c.to, c.res.String())
 		var pgErr *pgconn.PgError

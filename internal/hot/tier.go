@@ -3,11 +3,13 @@ package hot
 import (
 	"fmt"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // DefaultDDLLockTimeout is the lock timeout of DDL statements when
@@ -41,34 +43,37 @@ type Tier struct {
 	schema      string
 	lockTimeout time.Duration
 	cal         *metering.Calendar
-	codes       *codeNames
 	log         *slog.Logger
 }
+
+// schemaPattern is what a schema name must look like: it is spliced into
+// statements quoted, but one spelling per schema keeps names unambiguous.
+var schemaPattern = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // New returns a Tier on pool, which it does not close.
 func New(pool *pgxpool.Pool, opts Options) (*Tier, error) {
 	if opts.Schema == "" {
 		opts.Schema = "meterstore"
 	}
-	if !namePattern.MatchString(opts.Schema) || len(opts.Schema) > 63 {
-		return nil, &Error{Kind: InvalidConfig, Op: "open", Err: fmt.Errorf("schema name %q: want a lowercase letter, then lowercase letters, digits and underscores", opts.Schema)}
+	if !schemaPattern.MatchString(opts.Schema) || len(opts.Schema) > 63 {
+		return nil, &series.Error{Kind: series.InvalidConfig, Op: "open", Err: fmt.Errorf("schema name %q: want a lowercase letter, then lowercase letters, digits and underscores", opts.Schema)}
 	}
 	switch {
 	case opts.DDLLockTimeout == 0:
 		opts.DDLLockTimeout = DefaultDDLLockTimeout
 	case opts.DDLLockTimeout < 0 && opts.DDLLockTimeout != NoLockTimeout:
-		return nil, &Error{Kind: InvalidConfig, Op: "open", Err: fmt.Errorf("negative DDL lock timeout %v", opts.DDLLockTimeout)}
+		return nil, &series.Error{Kind: series.InvalidConfig, Op: "open", Err: fmt.Errorf("negative DDL lock timeout %v", opts.DDLLockTimeout)}
 	case opts.DDLLockTimeout > 0 && opts.DDLLockTimeout < time.Millisecond:
-		return nil, &Error{Kind: InvalidConfig, Op: "open", Err: fmt.Errorf("DDL lock timeout %v: PostgreSQL counts in milliseconds", opts.DDLLockTimeout)}
+		return nil, &series.Error{Kind: series.InvalidConfig, Op: "open", Err: fmt.Errorf("DDL lock timeout %v: PostgreSQL counts in milliseconds", opts.DDLLockTimeout)}
 	}
 	cal, err := metering.NewCalendar()
 	if err != nil {
-		return nil, &Error{Kind: InvalidConfig, Op: "open", Err: err}
+		return nil, &series.Error{Kind: series.InvalidConfig, Op: "open", Err: err}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Tier{pool: pool, schema: opts.Schema, lockTimeout: opts.DDLLockTimeout, cal: cal, codes: newCodeNames(), log: opts.Logger}, nil
+	return &Tier{pool: pool, schema: opts.Schema, lockTimeout: opts.DDLLockTimeout, cal: cal, log: opts.Logger}, nil
 }
 
 // Schema returns the schema holding the tier's tables.

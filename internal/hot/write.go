@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/meterstore/meterstore/internal/hot/pgnum"
+	"github.com/meterstore/meterstore/series"
 )
 
 // stagePrefix begins the name of the temporary table a batch is copied
@@ -48,24 +49,24 @@ const maxAttempts = 4
 // is an IntegrityViolation. A reading without an attached partition for its
 // From is InvalidInput: it belongs to a window not yet created or already
 // archived, and Write will not park it where no query looks.
-func (h *Tier) Write(ctx context.Context, t *Table, rows []Reading) (Result, error) {
+func (h *Tier) Write(ctx context.Context, t *series.Table, rows []series.Reading) (series.Result, error) {
 	const op = "write"
 	if err := t.Validate(); err != nil {
-		return Result{}, err
+		return series.Result{}, err
 	}
 	b, err := h.prepare(t, rows)
 	if err != nil {
-		return Result{}, err
+		return series.Result{}, err
 	}
 	if len(b.rows) > 0 {
 		if err := h.write(ctx, t, b); err != nil {
-			return Result{}, classify(op, t.Name, err)
+			return series.Result{}, classify(op, t.Name, err)
 		}
 	}
-	res := Result{Status: b.status}
+	res := series.Result{Status: b.status}
 	for i, s := range b.status {
 		if s == 0 {
-			b.status[i] = Inserted
+			b.status[i] = series.Inserted
 			res.Inserted++
 		} else {
 			res.Present++
@@ -74,7 +75,7 @@ func (h *Tier) Write(ctx context.Context, t *Table, rows []Reading) (Result, err
 	return res, nil
 }
 
-func (h *Tier) write(ctx context.Context, t *Table, b *batch) error {
+func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 	conn, err := h.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -142,7 +143,7 @@ func (h *Tier) write(ctx context.Context, t *Table, b *batch) error {
 			return err
 		}
 		if attempt == maxAttempts {
-			return &Error{Kind: Unavailable, Op: "write", Table: t.Name,
+			return &series.Error{Kind: series.Unavailable, Op: "write", Table: t.Name,
 				Err: fmt.Errorf("refused %d times by rows written concurrently: %w", attempt, err)}
 		}
 		if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT hot_insert`); err != nil {
@@ -164,7 +165,7 @@ func (b *batch) anyProbe() bool {
 }
 
 // checkPartitions fails the batch if a row has no attached partition.
-func (h *Tier) checkPartitions(ctx context.Context, tx pgx.Tx, t *Table, b *batch) error {
+func (h *Tier) checkPartitions(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) error {
 	rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 WHERE i.inhparent = $1::regclass AND NOT i.inhdetachpending`, h.ident(t.Name))
 	if err != nil {
@@ -176,25 +177,25 @@ WHERE i.inhparent = $1::regclass AND NOT i.inhdetachpending`, h.ident(t.Name))
 	}
 	attached := make(map[int64]bool, len(names))
 	for _, n := range names {
-		if start, ok := t.partitionStart(n); ok {
+		if start, ok := partitionStart(t, n); ok {
 			attached[start.Unix()] = true
 		}
 	}
-	var bad problems
+	var bad series.Problems
 	var last time.Time // rows come in runs of one partition
 	for i := range b.rows {
 		s := &b.rows[i]
 		if p := t.Width.Start(s.from); !p.Equal(last) {
 			if !attached[p.Unix()] {
-				bad.add(int(s.row), "no partition for from %s: partition %s is not attached (not yet created, or archived)",
-					s.from.Format(time.RFC3339), t.partitionName(p))
+				bad.Add(int(s.row), "no partition for from %s: partition %s is not attached (not yet created, or archived)",
+					s.from.Format(time.RFC3339), partitionName(t, p))
 				continue
 			}
 			last = p
 		}
 	}
-	if !bad.empty() {
-		return bad.error(InvalidInput, "write", t.Name)
+	if err := bad.Err(series.InvalidInput, "write", t.Name); err != nil {
+		return err
 	}
 	return nil
 }
@@ -208,7 +209,7 @@ WHERE i.inhparent = $1::regclass AND NOT i.inhdetachpending`, h.ident(t.Name))
 // than their own need this: an interval crossing a partition boundary, or a
 // row contained in a longer one that starts in an earlier partition. The
 // constraints, being per partition, cannot see those pairs.
-func (h *Tier) lockPartitions(ctx context.Context, tx pgx.Tx, t *Table, b *batch, all bool) error {
+func (h *Tier) lockPartitions(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch, all bool) error {
 	var keys []int32
 	var parts []time.Time
 	for i := range b.rows {
@@ -235,7 +236,7 @@ func (h *Tier) lockPartitions(ctx context.Context, tx pgx.Tx, t *Table, b *batch
 
 // probedPartitions appends to ps the partitions the checks of s read: its
 // own, those of its ancestors, and those its interval reaches into.
-func probedPartitions(t *Table, s *staged, ps []time.Time) []time.Time {
+func probedPartitions(t *series.Table, s *staged, ps []time.Time) []time.Time {
 	own := t.Width.Start(s.from)
 	ps = append(ps, own)
 	for _, a := range s.anc {
@@ -250,19 +251,19 @@ func probedPartitions(t *Table, s *staged, ps []time.Time) []time.Time {
 }
 
 // stageColumns returns the staging table's columns, in COPY order.
-func stageColumns(t *Table) []string {
+func stageColumns(t *series.Table) []string {
 	return append([]string{"row_no", "probe", "anc"}, dataColumns(t, false)...)
 }
 
 // dataColumns returns the columns a write supplies: every column but
 // recorded_at, which the database sets. quoted quotes them for SQL.
-func dataColumns(t *Table, quoted bool) []string {
+func dataColumns(t *series.Table, quoted bool) []string {
 	cols := []string{"malo_id", "melo_id", "obis_code", "sparte", "from"}
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		cols = append(cols, "to")
 	}
 	cols = append(cols, "value", "unit", "quality")
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		cols = append(cols, "resolution")
 	}
 	cols = append(cols, "version", "version_scope", "balancing_day", "subject_id")
@@ -278,35 +279,35 @@ func dataColumns(t *Table, quoted bool) []string {
 }
 
 // stageDefs returns the staging table's column definitions.
-func stageDefs(t *Table) []string {
+func stageDefs(t *series.Table) []string {
 	cols := []string{"row_no int4 NOT NULL", "probe bool NOT NULL", "anc timestamptz[]",
 		"malo_id text", "melo_id text", "obis_code text", "sparte text", `"from" timestamptz`}
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		cols = append(cols, `"to" timestamptz`)
 	}
 	cols = append(cols, "value numeric(18,6)", "unit text", "quality text")
-	if t.TimeModel == Interval {
+	if t.TimeModel == series.Interval {
 		cols = append(cols, "resolution text")
 	}
 	cols = append(cols, "version numeric(20,0)", "version_scope text", "balancing_day date", "subject_id text")
 	for _, c := range t.Columns {
-		cols = append(cols, quote(c.Name)+" "+c.typ().sql())
+		cols = append(cols, quote(c.Name)+" "+c.ColumnType().String())
 	}
 	return cols
 }
 
 // stageName returns the name of the staging table of t's column layout.
-func stageName(t *Table) string {
+func stageName(t *series.Table) string {
 	f := fnv.New64a()
 	f.Write([]byte(strings.Join(stageDefs(t), ", ")))
 	return stagePrefix + strconv.FormatUint(f.Sum64(), 36)
 }
 
-func (h *Tier) stageDDL(t *Table) string {
+func (h *Tier) stageDDL(t *series.Table) string {
 	return `CREATE TEMP TABLE ` + stageName(t) + ` (` + strings.Join(stageDefs(t), ", ") + `) ON COMMIT DROP`
 }
 
-func (h *Tier) insertSQL(t *Table) string {
+func (h *Tier) insertSQL(t *series.Table) string {
 	cols := strings.Join(dataColumns(t, true), ", ")
 	return `INSERT INTO ` + h.ident(t.Name) + ` (` + cols + `) SELECT ` + cols + ` FROM ` + stageName(t)
 }
@@ -314,7 +315,7 @@ func (h *Tier) insertSQL(t *Table) string {
 // stageSource feeds staged rows to COPY. Values are pointers into the
 // rows, and the slice is reused, so a row costs no allocation here.
 type stageSource struct {
-	t    *Table
+	t    *series.Table
 	rows []staged
 	i    int
 	vals []any
@@ -323,7 +324,7 @@ type stageSource struct {
 	direct bool
 }
 
-func newStageSource(t *Table, rows []staged) *stageSource {
+func newStageSource(t *series.Table, rows []staged) *stageSource {
 	return &stageSource{t: t, rows: rows, i: -1, vals: make([]any, 0, len(stageColumns(t)))}
 }
 
@@ -338,11 +339,11 @@ func (s *stageSource) Values() ([]any, error) {
 		v = append(v, &r.row, &r.probe, &r.anc)
 	}
 	v = append(v, &r.src.MaLo, r.melo, &r.src.OBIS, &r.sparte, &r.from)
-	if s.t.TimeModel == Interval {
+	if s.t.TimeModel == series.Interval {
 		v = append(v, &r.to)
 	}
 	v = append(v, &r.value, &r.unit, &r.quality)
-	if s.t.TimeModel == Interval {
+	if s.t.TimeModel == series.Interval {
 		v = append(v, &r.resolution)
 	}
 	v = append(v, &r.version, &r.src.VersionScope, &r.day, r.subject)

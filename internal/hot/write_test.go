@@ -12,18 +12,19 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestWriteScanRoundTrip(t *testing.T) {
 	h, _ := newTier(t, Options{})
 	tab := lastgang("lastgang")
-	tab.Columns = []Column{
+	tab.Columns = []series.Column{
 		{Name: "channel", Identity: true, Values: []string{"A", "B"}},
-		{Name: "source", Type: Text},
-		{Name: "seq", Type: BigInt},
+		{Name: "source", Type: series.Text},
+		{Name: "seq", Type: series.BigInt},
 	}
 	declare(t, h, tab)
-	var rows []Reading
+	var rows []series.Reading
 	for i := range 3 {
 		for _, r := range meterDay(i, 20260303120000) {
 			r.Extra = map[string]string{"channel": "A", "seq": "-42"}
@@ -66,7 +67,7 @@ func TestWriteScanRoundTrip(t *testing.T) {
 	}
 }
 
-func equalReading(a, b Reading) bool {
+func equalReading(a, b series.Reading) bool {
 	if len(a.Extra) != len(b.Extra) {
 		return false
 	}
@@ -81,7 +82,7 @@ func equalReading(a, b Reading) bool {
 
 // modes runs f for a table with exclusion constraints and one without, which
 // Write protects on its own.
-func modes(t *testing.T, f func(t *testing.T, h *Tier, tab func(*Table) *Table)) {
+func modes(t *testing.T, f func(t *testing.T, h *Tier, tab func(*series.Table) *series.Table)) {
 	for _, noExcl := range []bool{false, true} {
 		name := "exclusion"
 		if noExcl {
@@ -89,7 +90,7 @@ func modes(t *testing.T, f func(t *testing.T, h *Tier, tab func(*Table) *Table))
 		}
 		t.Run(name, func(t *testing.T) {
 			h, _ := newTier(t, Options{})
-			f(t, h, func(tab *Table) *Table {
+			f(t, h, func(tab *series.Table) *series.Table {
 				tab.NoExclusion = noExcl
 				declare(t, h, tab)
 				return tab
@@ -99,14 +100,14 @@ func modes(t *testing.T, f func(t *testing.T, h *Tier, tab func(*Table) *Table))
 }
 
 // snapshot returns the stored rows of tab, for comparing before and after.
-func snapshot(t *testing.T, h *Tier, tab *Table) string {
+func snapshot(t *testing.T, h *Tier, tab *series.Table) string {
 	t.Helper()
 	return fmt.Sprint(scanAll(t, h, tab))
 }
 
 // refused writes rows, expects an error of kind k naming exactly rows want,
 // and checks that the table did not change.
-func refused(t *testing.T, h *Tier, tab *Table, rows []Reading, k Kind, want ...int) *Error {
+func refused(t *testing.T, h *Tier, tab *series.Table, rows []series.Reading, k series.Kind, want ...int) *series.Error {
 	t.Helper()
 	before := snapshot(t, h, tab)
 	_, err := h.Write(context.Background(), tab, rows)
@@ -118,7 +119,7 @@ func refused(t *testing.T, h *Tier, tab *Table, rows []Reading, k Kind, want ...
 }
 
 func TestWriteIntegrity(t *testing.T) {
-	modes(t, func(t *testing.T, h *Tier, declared func(*Table) *Table) {
+	modes(t, func(t *testing.T, h *Tier, declared func(*series.Table) *series.Table) {
 		tab := declared(lastgang("lastgang"))
 		stored := meterDay(1, 100)
 		mustWrite(t, h, tab, stored)
@@ -137,8 +138,8 @@ func TestWriteIntegrity(t *testing.T) {
 			rows := meterDay(2, 100) // new rows around the bad one
 			bad := stored[40]
 			bad.Value++
-			rows = append(rows[:10], append([]Reading{bad}, rows[10:]...)...)
-			e := refused(t, h, tab, rows, IntegrityViolation, 10)
+			rows = append(rows[:10], append([]series.Reading{bad}, rows[10:]...)...)
+			e := refused(t, h, tab, rows, series.IntegrityViolation, 10)
 			if !strings.Contains(e.Problems[0].Reason, "value") {
 				t.Fatalf("reason %q", e.Problems[0].Reason)
 			}
@@ -146,19 +147,19 @@ func TestWriteIntegrity(t *testing.T) {
 		t.Run("restated quality", func(t *testing.T) {
 			bad := stored[3]
 			bad.Quality = metering.Substitute
-			refused(t, h, tab, []Reading{stored[2], bad}, IntegrityViolation, 1)
+			refused(t, h, tab, []series.Reading{stored[2], bad}, series.IntegrityViolation, 1)
 		})
 		t.Run("second network operator", func(t *testing.T) {
 			bad := stored[7]
 			bad.Version = 200 // a correction, but from someone else
 			bad.VersionScope = "9900000000010:2026-03"
-			refused(t, h, tab, []Reading{bad}, IntegrityViolation, 0)
+			refused(t, h, tab, []series.Reading{bad}, series.IntegrityViolation, 0)
 		})
 		t.Run("correction by the same operator", func(t *testing.T) {
 			fix := stored[7]
 			fix.Version, fix.Value = 200, 999_000
-			res := mustWrite(t, h, tab, []Reading{fix, stored[8]})
-			if res.Status[0] != Inserted || res.Status[1] != Present {
+			res := mustWrite(t, h, tab, []series.Reading{fix, stored[8]})
+			if res.Status[0] != series.Inserted || res.Status[1] != series.Present {
 				t.Fatalf("statuses %v", res.Status)
 			}
 		})
@@ -166,30 +167,30 @@ func TestWriteIntegrity(t *testing.T) {
 			rows := meterDay(3, 100)
 			late := qh(3, 0, 1000, 100)
 			late.From, late.To = day.AddDate(0, 0, 9), day.AddDate(0, 0, 9).Add(15*time.Minute)
-			rows = append(rows[:50], append([]Reading{late}, rows[50:]...)...)
-			refused(t, h, tab, rows, InvalidInput, 50)
+			rows = append(rows[:50], append([]series.Reading{late}, rows[50:]...)...)
+			refused(t, h, tab, rows, series.InvalidInput, 50)
 		})
 		t.Run("check digit", func(t *testing.T) {
 			rows := meterDay(4, 100)
 			rows[20].MaLo = rows[20].MaLo[:10] + string('0'+(rows[20].MaLo[10]-'0'+1)%10)
-			refused(t, h, tab, rows, InvalidInput, 20)
+			refused(t, h, tab, rows, series.InvalidInput, 20)
 		})
 		t.Run("unknown OBIS", func(t *testing.T) {
 			rows := meterDay(4, 100)
 			rows[5].OBIS = "1-1:1.29.0*256"
 			rows[6].OBIS = "1-1:01.29.0"
-			refused(t, h, tab, rows, InvalidInput, 5, 6)
+			refused(t, h, tab, rows, series.InvalidInput, 5, 6)
 		})
 		t.Run("restated within the batch", func(t *testing.T) {
 			rows := meterDay(5, 100)
 			again := rows[30]
 			again.Value++
-			refused(t, h, tab, append(rows, again), IntegrityViolation, 96)
+			refused(t, h, tab, append(rows, again), series.IntegrityViolation, 96)
 		})
 		t.Run("repeated within the batch", func(t *testing.T) {
 			rows := meterDay(6, 100)
 			res := mustWrite(t, h, tab, append(rows, rows[0], rows[95]))
-			if res.Inserted != 96 || res.Present != 2 || res.Status[96] != Present {
+			if res.Inserted != 96 || res.Present != 2 || res.Status[96] != series.Present {
 				t.Fatalf("%+v", res)
 			}
 		})
@@ -197,21 +198,21 @@ func TestWriteIntegrity(t *testing.T) {
 			rows := meterDay(7, 100)
 			other := rows[12]
 			other.Version, other.VersionScope = 101, "9900000000010:2026-03"
-			refused(t, h, tab, append(rows, other), IntegrityViolation, 96)
+			refused(t, h, tab, append(rows, other), series.IntegrityViolation, 96)
 		})
 	})
 }
 
 // multiResolution declares a table of quarter hours, hours and days, in
 // which intervals of one version can overlap.
-func multiResolution() *Table {
+func multiResolution() *series.Table {
 	tab := lastgang("mixed")
 	tab.Resolutions = []metering.Resolution{metering.QuarterHour, metering.Hour, metering.Day}
 	return tab
 }
 
 func TestWriteOverlap(t *testing.T) {
-	modes(t, func(t *testing.T, h *Tier, declared func(*Table) *Table) {
+	modes(t, func(t *testing.T, h *Tier, declared func(*series.Table) *series.Table) {
 		tab := declared(multiResolution())
 		ctx := context.Background()
 		// Partitions around the Berlin day of `day`, which starts at
@@ -224,15 +225,15 @@ func TestWriteOverlap(t *testing.T) {
 
 		hour := qh(1, 4, 5000, 100) // 01:00-02:00 contains slots 4..7
 		hour.To, hour.Resolution = hour.From.Add(time.Hour), metering.Hour
-		refused(t, h, tab, []Reading{hour}, IntegrityViolation, 0)
+		refused(t, h, tab, []series.Reading{hour}, series.IntegrityViolation, 0)
 
 		// The same hour under another version is a different delivery.
 		hour.Version = 101
-		mustWrite(t, h, tab, []Reading{hour})
+		mustWrite(t, h, tab, []series.Reading{hour})
 
 		// A quarter hour inside a stored hour of its version.
 		inner := qh(1, 6, 7000, 101)
-		refused(t, h, tab, []Reading{inner}, IntegrityViolation, 0)
+		refused(t, h, tab, []series.Reading{inner}, series.IntegrityViolation, 0)
 
 		// A Berlin day crosses UTC midnight, so it lies in two partitions:
 		// the stored quarter hours of `day` are in the later one.
@@ -243,7 +244,7 @@ func TestWriteOverlap(t *testing.T) {
 		if daily.From.After(day) || !daily.To.After(day) {
 			t.Fatalf("fixture: %v..%v does not cross %v", daily.From, daily.To, day)
 		}
-		refused(t, h, tab, []Reading{daily}, IntegrityViolation, 0)
+		refused(t, h, tab, []series.Reading{daily}, series.IntegrityViolation, 0)
 
 		// Within one batch, too: the quarter hours after 02:00 are named,
 		// being the rows that find the hour among their ancestors.
@@ -251,12 +252,12 @@ func TestWriteOverlap(t *testing.T) {
 		hour2 := rows[8]
 		hour2.To, hour2.Resolution = hour2.From.Add(time.Hour), metering.Hour
 		rows = append(rows[:8:8], rows[9:]...) // slots 9, 10, 11 at 8, 9, 10
-		refused(t, h, tab, append(rows, hour2), IntegrityViolation, 8, 9, 10)
+		refused(t, h, tab, append(rows, hour2), series.IntegrityViolation, 8, 9, 10)
 
 		// Adjacent intervals do not overlap.
 		next := qh(3, 4, 1, 100)
 		next.To, next.Resolution = next.From.Add(time.Hour), metering.Hour
-		mustWrite(t, h, tab, []Reading{qh(3, 3, 1, 100), next, qh(3, 8, 1, 100)})
+		mustWrite(t, h, tab, []series.Reading{qh(3, 3, 1, 100), next, qh(3, 8, 1, 100)})
 	})
 }
 
@@ -269,7 +270,7 @@ func TestWriteBatchAtomic100k(t *testing.T) {
 	ctx := context.Background()
 	stored := meterDay(0, 100)
 	mustWrite(t, h, tab, stored)
-	var rows []Reading
+	var rows []series.Reading
 	for i := 1; len(rows) < 100_000; i++ {
 		rows = append(rows, meterDay(i, 100)...)
 	}
@@ -289,7 +290,7 @@ func TestWriteBatchAtomic100k(t *testing.T) {
 	saved := rows[50_000]
 	rows[50_000] = bad
 	_, err := h.Write(ctx, tab, rows)
-	wantError(t, err, IntegrityViolation, 50_000)
+	wantError(t, err, series.IntegrityViolation, 50_000)
 	if n := count(); n != len(stored) {
 		t.Fatalf("%d rows stored after a refused batch, want %d", n, len(stored))
 	}
@@ -298,7 +299,7 @@ func TestWriteBatchAtomic100k(t *testing.T) {
 	rows[50_000] = saved
 	rows[50_001].MaLo = "10000000000"
 	_, err = h.Write(ctx, tab, rows)
-	wantError(t, err, InvalidInput, 50_001)
+	wantError(t, err, series.InvalidInput, 50_001)
 	if n := count(); n != len(stored) {
 		t.Fatalf("%d rows stored after a refused batch, want %d", n, len(stored))
 	}
@@ -307,7 +308,7 @@ func TestWriteBatchAtomic100k(t *testing.T) {
 // TestConcurrentOperators races two writers delivering one reading from two
 // network operators: exactly one may win, in either mode.
 func TestConcurrentOperators(t *testing.T) {
-	modes(t, func(t *testing.T, h *Tier, declared func(*Table) *Table) {
+	modes(t, func(t *testing.T, h *Tier, declared func(*series.Table) *series.Table) {
 		tab := declared(lastgang("lastgang"))
 		for round := range 10 {
 			a := meterDay(round, 100)
@@ -317,7 +318,7 @@ func TestConcurrentOperators(t *testing.T) {
 			}
 			errs := make(chan error, 2)
 			start := make(chan struct{})
-			for _, rows := range [][]Reading{a, b} {
+			for _, rows := range [][]series.Reading{a, b} {
 				go func() {
 					<-start
 					_, err := h.Write(context.Background(), tab, rows)
@@ -329,7 +330,7 @@ func TestConcurrentOperators(t *testing.T) {
 			if (e1 == nil) == (e2 == nil) {
 				t.Fatalf("round %d: both or neither won: %v; %v", round, e1, e2)
 			}
-			if err := cmp.Or(e1, e2); !errors.As(err, new(*Error)) || IsRetryable(err) && !strings.Contains(err.Error(), "concurrently") {
+			if err := cmp.Or(e1, e2); !errors.As(err, new(*series.Error)) || series.IsRetryable(err) && !strings.Contains(err.Error(), "concurrently") {
 				t.Fatalf("round %d: loser's error %v", round, err)
 			}
 		}
@@ -338,28 +339,28 @@ func TestConcurrentOperators(t *testing.T) {
 
 // TestPointTable writes register readings: one instant each, no resolution.
 func TestPointTable(t *testing.T) {
-	modes(t, func(t *testing.T, h *Tier, declared func(*Table) *Table) {
-		tab := declared(&Table{
+	modes(t, func(t *testing.T, h *Tier, declared func(*series.Table) *series.Table) {
+		tab := declared(&series.Table{
 			Name:      "register",
-			TimeModel: Point,
+			TimeModel: series.Point,
 			Commodity: metering.Electricity,
-			Width:     Monthly,
-			Columns:   []Column{{Name: "tariff", Identity: true, Values: []string{"HT", "NT"}}},
+			Width:     series.Monthly,
+			Columns:   []series.Column{{Name: "tariff", Identity: true, Values: []string{"HT", "NT"}}},
 		})
-		reading := func(i int, tariff string, value Decimal, version uint64, scope string) Reading {
-			return Reading{MaLo: malo(i), OBIS: "1-1:1.8.0", From: day.Add(6 * time.Hour), Value: value,
+		reading := func(i int, tariff string, value series.Decimal, version uint64, scope string) series.Reading {
+			return series.Reading{MaLo: malo(i), OBIS: "1-1:1.8.0", From: day.Add(6 * time.Hour), Value: value,
 				Unit: metering.KilowattHour, Quality: metering.TrueValue, Version: version, VersionScope: scope,
 				Extra: map[string]string{"tariff": tariff}}
 		}
 		const op = "9900000000003:2026-03"
-		rows := []Reading{reading(1, "HT", 12_345_678_000, 1, op), reading(1, "NT", 2_000_000, 1, op), reading(2, "HT", 5, 1, op)}
+		rows := []series.Reading{reading(1, "HT", 12_345_678_000, 1, op), reading(1, "NT", 2_000_000, 1, op), reading(2, "HT", 5, 1, op)}
 		mustWrite(t, h, tab, rows)
 		if res := mustWrite(t, h, tab, rows); res.Present != 3 {
 			t.Fatalf("redelivery %+v", res)
 		}
-		refused(t, h, tab, []Reading{reading(1, "NT", 2_000_001, 1, op)}, IntegrityViolation, 0)
-		refused(t, h, tab, []Reading{reading(1, "NT", 2_000_001, 2, "9900000000010:2026-03")}, IntegrityViolation, 0)
-		mustWrite(t, h, tab, []Reading{reading(1, "NT", 2_000_001, 2, op)})
+		refused(t, h, tab, []series.Reading{reading(1, "NT", 2_000_001, 1, op)}, series.IntegrityViolation, 0)
+		refused(t, h, tab, []series.Reading{reading(1, "NT", 2_000_001, 2, "9900000000010:2026-03")}, series.IntegrityViolation, 0)
+		mustWrite(t, h, tab, []series.Reading{reading(1, "NT", 2_000_001, 2, op)})
 		got := scanAll(t, h, tab)
 		if len(got) != 4 || got[0].Extra["tariff"] != "HT" || got[0].Value != 12_345_678_000 || !got[0].To.IsZero() || got[2].Version != 2 {
 			t.Fatalf("scanned %+v", got)

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // A Format is the encoding of a delivery.
@@ -43,7 +43,7 @@ func ParseFormat(s string) (Format, error) {
 // A Record is one decoded reading and the line it came from.
 type Record struct {
 	Line    int
-	Reading hot.Reading
+	Reading series.Reading
 }
 
 // A LineError is a record that could not be decoded.
@@ -66,7 +66,7 @@ func (e *LineError) Unwrap() error { return e.Err }
 
 // A Decoder reads the readings of one table from a delivery.
 type Decoder struct {
-	t      *hot.Table
+	t      *series.Table
 	format Format
 	csv    *csv.Reader
 	header []string
@@ -76,7 +76,7 @@ type Decoder struct {
 
 // NewDecoder returns a decoder of readings of t in format f from r. A CSV
 // header must name only columns t has.
-func NewDecoder(r io.Reader, f Format, t *hot.Table) (*Decoder, error) {
+func NewDecoder(r io.Reader, f Format, t *series.Table) (*Decoder, error) {
 	d := &Decoder{t: t, format: f}
 	switch f {
 	case CSV:
@@ -225,7 +225,7 @@ func (d *Decoder) record(line int, v map[string]string) (Record, error) {
 			return fail("to", err)
 		}
 	}
-	if r.Value, err = hot.ParseDecimal(v["value"]); err != nil {
+	if r.Value, err = series.ParseDecimal(v["value"]); err != nil {
 		return fail("value", err)
 	}
 	if r.Unit, err = metering.ParseUnit(v["unit"]); err != nil {

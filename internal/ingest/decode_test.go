@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
-var table = &hot.Table{
-	Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity,
-	Columns: []hot.Column{{Name: "channel", Identity: true}},
-	Width:   hot.Daily,
+var table = &series.Table{
+	Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity,
+	Columns: []series.Column{{Name: "channel", Identity: true}},
+	Width:   series.Daily,
 }
 
 func TestDecodeCSVAndJSON(t *testing.T) {
@@ -95,12 +95,12 @@ func TestRunBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var written [][]hot.Reading
-	write := func(_ context.Context, rows []hot.Reading) ([]hot.Status, int, error) {
+	var written [][]series.Reading
+	write := func(_ context.Context, rows []series.Reading) ([]series.Status, int, error) {
 		written = append(written, rows)
-		st := make([]hot.Status, len(rows))
+		st := make([]series.Status, len(rows))
 		for i := range st {
-			st[i] = hot.Inserted
+			st[i] = series.Inserted
 		}
 		return st, 0, nil
 	}

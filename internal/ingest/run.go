@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // DefaultBatchRows is the number of readings written per atomic batch.
@@ -15,7 +15,7 @@ const DefaultBatchRows = 10_000
 
 // A WriteFunc writes one batch atomically and reports per row whether it
 // was inserted or already present, and how many rows went to the cold tier.
-type WriteFunc func(ctx context.Context, rows []hot.Reading) (status []hot.Status, late int, err error)
+type WriteFunc func(ctx context.Context, rows []series.Reading) (status []series.Status, late int, err error)
 
 // Options configure Run.
 type Options struct {
@@ -75,7 +75,7 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 	}
 	var sum Summary
 	recs := make([]Record, 0, n)
-	rows := make([]hot.Reading, 0, n)
+	rows := make([]series.Reading, 0, n)
 	for done := false; !done; {
 		recs, rows = recs[:0], rows[:0]
 		var bad []*LineError
@@ -114,9 +114,9 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 		sum.Through = last
 		for i, s := range status {
 			switch s {
-			case hot.Inserted:
+			case series.Inserted:
 				sum.Inserted++
-			case hot.Present:
+			case series.Present:
 				sum.Present++
 			}
 			if opts.Report != nil {
@@ -135,7 +135,7 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 // batchError names the lines of the rows a refused batch names.
 func batchError(err error, recs []Record, first, last int) error {
 	be := &BatchError{FirstLine: first, LastLine: last, Err: err}
-	var he *hot.Error
+	var he *series.Error
 	if errors.As(err, &he) {
 		for _, p := range he.Problems {
 			if p.Row >= 0 && p.Row < len(recs) {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // Settings configure the DuckDB instance of every query.
@@ -44,7 +44,7 @@ func (e *Engine) maxRows() int {
 // An Engine answers SQL over the two tiers of one table. It is safe for
 // concurrent use; every query runs in a DuckDB instance of its own.
 type Engine struct {
-	table  *hot.Table
+	table  *series.Table
 	layout layout
 	src    Source
 	set    Settings
@@ -55,7 +55,7 @@ type Engine struct {
 
 // New returns an Engine for table t, whose tiers src reads. It opens one
 // DuckDB instance to check s.
-func New(t *hot.Table, src Source, s Settings) (*Engine, error) {
+func New(t *series.Table, src Source, s Settings) (*Engine, error) {
 	if err := t.Validate(); err != nil {
 		return nil, fmt.Errorf("query: %w", err)
 	}

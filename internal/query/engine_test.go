@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // values returns the rows of a query as text, one string a row.
@@ -49,7 +49,7 @@ func TestUnionSplitsAtTheWatermark(t *testing.T) {
 	// A cold row at W-ε in a file with a stray row at W; a hot row at W
 	// and a stray hot row at W-ε, which breaks the tier split.
 	strayCold, strayHot := reading(2, w, 66_000_000), reading(2, eps, 77_000_000)
-	s.addCold([]hot.Reading{below, strayCold})
+	s.addCold([]series.Reading{below, strayCold})
 	s.addHot(at, strayHot)
 	s.w, s.hasW, s.floor = w, true, w
 	e := newEngine(t, s)
@@ -85,7 +85,7 @@ func TestVersionResolution(t *testing.T) {
 	w := feb2026
 	day := jan2026.Add(10 * 24 * time.Hour)
 	later := rec.Add(time.Hour)
-	v := func(r hot.Reading, version uint64, recorded time.Time, channel string) hot.Reading {
+	v := func(r series.Reading, version uint64, recorded time.Time, channel string) series.Reading {
 		r.Version, r.RecordedAt = version, recorded
 		r.Extra = map[string]string{"channel": channel}
 		return r
@@ -94,7 +94,7 @@ func TestVersionResolution(t *testing.T) {
 	b := reading(2, day, 2_000_000)
 	c := reading(3, day, 3_000_000)
 	d := reading(1, w.Add(time.Hour), 4_000_000)
-	s.addCold([]hot.Reading{
+	s.addCold([]series.Reading{
 		// a: the highest version wins, whatever the order of the rows.
 		v(a, 20260101000002, rec, "A"), withValue(v(a, 20260101000009, rec, "A"), 1_500_000), v(a, 20260101000005, later, "A"),
 		// b: one version twice, the latest recorded_at wins.
@@ -123,23 +123,23 @@ func TestVersionResolution(t *testing.T) {
 	}
 }
 
-func withValue(r hot.Reading, v int64) hot.Reading {
-	r.Value = hot.Decimal(v)
+func withValue(r series.Reading, v int64) series.Reading {
+	r.Value = series.Decimal(v)
 	return r
 }
 
 func TestColumnsAndTypes(t *testing.T) {
 	s := newSource(t, loadProfile())
-	r := reading(1, jan2026, int64(hot.MaxDecimal))
+	r := reading(1, jan2026, int64(series.MaxDecimal))
 	r.Version = 18446744073709551615
 	r.MeLo, r.Subject = "DE0001234567890123456789012345678", "p-17"
 	r.Extra = map[string]string{"channel": "B", "source": "MSCONS", "seq": "-9223372036854775808"}
-	h := reading(1, feb2026, -int64(hot.MaxDecimal))
+	h := reading(1, feb2026, -int64(series.MaxDecimal))
 	// The cold file predates the column seq: it reads as NULL.
 	old := r
 	old.From, old.To = jan2026.Add(time.Hour), jan2026.Add(time.Hour+15*time.Minute)
-	s.addCold([]hot.Reading{r})
-	s.addCold([]hot.Reading{old}, "seq")
+	s.addCold([]series.Reading{r})
+	s.addCold([]series.Reading{old}, "seq")
 	s.addHot(h)
 	s.w, s.hasW, s.floor = feb2026, true, feb2026
 	e := newEngine(t, s)
@@ -160,7 +160,7 @@ func TestColumnsAndTypes(t *testing.T) {
 	max.SetString("18446744073709551615", 10)
 	for i, want := range []any{
 		malo(1), "DE0001234567890123456789012345678", "1-1:1.29.0", "STROM", jan2026, jan2026.Add(15 * time.Minute),
-		duckdb.Decimal{Width: 18, Scale: 6, Value: big.NewInt(int64(hot.MaxDecimal))}, "kWh", "220", "PT15M",
+		duckdb.Decimal{Width: 18, Scale: 6, Value: big.NewInt(int64(series.MaxDecimal))}, "kWh", "220", "PT15M",
 		duckdb.Decimal{Width: 20, Scale: 0, Value: max}, "9900000000003:2026-01", rec, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		"p-17", "B", "MSCONS", int64(-9223372036854775808),
 	} {

@@ -10,7 +10,7 @@ import (
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus/bloblog"
 	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // An icebergSource reads the cold tier from a real Iceberg table in a
@@ -27,7 +27,7 @@ func (s *icebergSource) Watermark(ctx context.Context) (time.Time, bool, error) 
 	return s.tier.Watermark(ctx, s.h)
 }
 
-func (s *icebergSource) Cold(ctx context.Context, q hot.Query) (cold.Plan, error) {
+func (s *icebergSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error) {
 	defer s.record("cold", q.From, q.To)()
 	p, err := s.tier.Plan(ctx, s.h, q)
 	if err != nil {
@@ -36,7 +36,7 @@ func (s *icebergSource) Cold(ctx context.Context, q hot.Query) (cold.Plan, error
 	return p.Local(ctx, s.cache)
 }
 
-func newIcebergSource(t *testing.T, tab *hot.Table) *icebergSource {
+func newIcebergSource(t *testing.T, tab *series.Table) *icebergSource {
 	t.Helper()
 	wh, err := catalog.OpenWarehouse(t.Context(), "file://"+t.TempDir())
 	if err != nil {
@@ -64,7 +64,7 @@ func newIcebergSource(t *testing.T, tab *hot.Table) *icebergSource {
 
 // varied returns readings of location i in the month from start that use
 // every column, the extremes of the decimals and NULLs.
-func varied(i int, start time.Time) []hot.Reading {
+func varied(i int, start time.Time) []series.Reading {
 	rows := quarterHours(i, start, 96)
 	for k := range rows {
 		r := &rows[k]
@@ -72,11 +72,11 @@ func varied(i int, start time.Time) []hot.Reading {
 		r.Extra = map[string]string{"channel": []string{"A", "B"}[k%2]}
 		switch k % 5 {
 		case 0:
-			r.Value, r.Version = hot.MaxDecimal, 18446744073709551615
+			r.Value, r.Version = series.MaxDecimal, 18446744073709551615
 			r.MeLo, r.Subject = "DE0001234567890123456789012345678", "p-17"
 			r.Extra["source"], r.Extra["seq"] = "MSCONS", "-9223372036854775808"
 		case 1:
-			r.Value, r.Version = -hot.MaxDecimal, 0
+			r.Value, r.Version = -series.MaxDecimal, 0
 			r.Extra["seq"] = "9223372036854775807"
 		case 2:
 			r.Value = -1
@@ -92,7 +92,7 @@ func TestIcebergTier(t *testing.T) {
 	s := newIcebergSource(t, tab)
 	all := newSource(t, tab)
 	for _, w := range [][2]time.Time{{jan2026, feb2026}, {feb2026, mar2026}} {
-		var rows []hot.Reading
+		var rows []series.Reading
 		for i := range 3 {
 			rows = append(rows, varied(i, w[0])...)
 		}
@@ -131,11 +131,11 @@ func TestIcebergTier(t *testing.T) {
 	if res.Rows[0][0].(int64) != 3*96 || !slices.Equal(res.Tiers, []string{"cold"}) {
 		t.Fatalf("february: %v %v", res.Rows, res.Tiers)
 	}
-	p, err := s.tier.Plan(t.Context(), s.h, hot.Query{From: feb2026, To: feb2026.Add(24 * time.Hour)})
+	p, err := s.tier.Plan(t.Context(), s.h, series.Range{From: feb2026, To: feb2026.Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	all2, err := s.tier.Plan(t.Context(), s.h, hot.Query{})
+	all2, err := s.tier.Plan(t.Context(), s.h, series.Range{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // A layout is the columns of a table as the query relations have them, in
@@ -21,12 +21,12 @@ type layout struct {
 type column struct {
 	name string
 	typ  string // DuckDB type
-	get  func(t *hot.Table, r *hot.Reading) (driver.Value, error)
+	get  func(t *series.Table, r *series.Reading) (driver.Value, error)
 }
 
 // layoutOf derives the layout from the cold schema, so that both tiers and
 // the relations agree on names, order and types.
-func layoutOf(t *hot.Table) (layout, error) {
+func layoutOf(t *series.Table) (layout, error) {
 	var l layout
 	l.key = []string{"malo_id", "obis_code", "from"}
 	for _, c := range t.Columns {
@@ -67,71 +67,71 @@ func duckType(t iceberg.Type) (string, error) {
 // getter returns the function that reads a column's value off a reading,
 // as the appender takes it. Empty optional strings are NULL, as in the
 // cold tier.
-func getter(t *hot.Table, name string) (func(*hot.Table, *hot.Reading) (driver.Value, error), error) {
-	str := func(get func(r *hot.Reading) string) func(*hot.Table, *hot.Reading) (driver.Value, error) {
-		return func(_ *hot.Table, r *hot.Reading) (driver.Value, error) { return get(r), nil }
+func getter(t *series.Table, name string) (func(*series.Table, *series.Reading) (driver.Value, error), error) {
+	str := func(get func(r *series.Reading) string) func(*series.Table, *series.Reading) (driver.Value, error) {
+		return func(_ *series.Table, r *series.Reading) (driver.Value, error) { return get(r), nil }
 	}
-	opt := func(get func(r *hot.Reading) string) func(*hot.Table, *hot.Reading) (driver.Value, error) {
-		return func(_ *hot.Table, r *hot.Reading) (driver.Value, error) {
+	opt := func(get func(r *series.Reading) string) func(*series.Table, *series.Reading) (driver.Value, error) {
+		return func(_ *series.Table, r *series.Reading) (driver.Value, error) {
 			if v := get(r); v != "" {
 				return v, nil
 			}
 			return nil, nil
 		}
 	}
-	ts := func(get func(r *hot.Reading) time.Time) func(*hot.Table, *hot.Reading) (driver.Value, error) {
-		return func(_ *hot.Table, r *hot.Reading) (driver.Value, error) { return get(r).UTC(), nil }
+	ts := func(get func(r *series.Reading) time.Time) func(*series.Table, *series.Reading) (driver.Value, error) {
+		return func(_ *series.Table, r *series.Reading) (driver.Value, error) { return get(r).UTC(), nil }
 	}
 	switch name {
 	case "malo_id":
-		return str(func(r *hot.Reading) string { return r.MaLo }), nil
+		return str(func(r *series.Reading) string { return r.MaLo }), nil
 	case "melo_id":
-		return opt(func(r *hot.Reading) string { return r.MeLo }), nil
+		return opt(func(r *series.Reading) string { return r.MeLo }), nil
 	case "obis_code":
-		return str(func(r *hot.Reading) string { return r.OBIS }), nil
+		return str(func(r *series.Reading) string { return r.OBIS }), nil
 	case "sparte":
-		return func(t *hot.Table, r *hot.Reading) (driver.Value, error) {
+		return func(t *series.Table, r *series.Reading) (driver.Value, error) {
 			if r.Commodity == 0 {
 				return t.Commodity.String(), nil
 			}
 			return r.Commodity.String(), nil
 		}, nil
 	case "from":
-		return ts(func(r *hot.Reading) time.Time { return r.From }), nil
+		return ts(func(r *series.Reading) time.Time { return r.From }), nil
 	case "to":
-		return ts(func(r *hot.Reading) time.Time { return r.To }), nil
+		return ts(func(r *series.Reading) time.Time { return r.To }), nil
 	case "value":
 		// The unscaled value: DECIMAL(18,6) is stored as an int64 of
 		// millionths, as Decimal is.
-		return func(_ *hot.Table, r *hot.Reading) (driver.Value, error) { return int64(r.Value), nil }, nil
+		return func(_ *series.Table, r *series.Reading) (driver.Value, error) { return int64(r.Value), nil }, nil
 	case "unit":
-		return str(func(r *hot.Reading) string { return r.Unit.String() }), nil
+		return str(func(r *series.Reading) string { return r.Unit.String() }), nil
 	case "quality":
-		return str(func(r *hot.Reading) string { return r.Quality.String() }), nil
+		return str(func(r *series.Reading) string { return r.Quality.String() }), nil
 	case "resolution":
-		return str(func(r *hot.Reading) string { return r.Resolution.String() }), nil
+		return str(func(r *series.Reading) string { return r.Resolution.String() }), nil
 	case "version":
-		return func(_ *hot.Table, r *hot.Reading) (driver.Value, error) { return r.Version, nil }, nil
+		return func(_ *series.Table, r *series.Reading) (driver.Value, error) { return r.Version, nil }, nil
 	case "version_scope":
-		return str(func(r *hot.Reading) string { return r.VersionScope }), nil
+		return str(func(r *series.Reading) string { return r.VersionScope }), nil
 	case "recorded_at":
-		return ts(func(r *hot.Reading) time.Time { return r.RecordedAt }), nil
+		return ts(func(r *series.Reading) time.Time { return r.RecordedAt }), nil
 	case "balancing_day":
-		return func(_ *hot.Table, r *hot.Reading) (driver.Value, error) {
+		return func(_ *series.Table, r *series.Reading) (driver.Value, error) {
 			d := r.BalancingDay
 			return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC), nil
 		}, nil
 	case "subject_id":
-		return opt(func(r *hot.Reading) string { return r.Subject }), nil
+		return opt(func(r *series.Reading) string { return r.Subject }), nil
 	}
 	for _, c := range t.Columns {
 		if c.Name != name {
 			continue
 		}
-		if c.Type != hot.BigInt {
-			return opt(func(r *hot.Reading) string { return r.Extra[name] }), nil
+		if c.Type != series.BigInt {
+			return opt(func(r *series.Reading) string { return r.Extra[name] }), nil
 		}
-		return func(_ *hot.Table, r *hot.Reading) (driver.Value, error) {
+		return func(_ *series.Table, r *series.Reading) (driver.Value, error) {
 			v, ok := r.Extra[name]
 			if !ok || v == "" {
 				return nil, nil

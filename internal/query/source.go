@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // A Source gives an Engine the two tiers of one table. Its methods must be
@@ -16,7 +16,7 @@ type Source interface {
 	Watermark(ctx context.Context) (w time.Time, ok bool, err error)
 	// Hot streams the rows in PostgreSQL that q selects, from the attached
 	// partitions, in one snapshot.
-	Hot(ctx context.Context, q hot.Query, fn func(hot.Reading) error) error
+	Hot(ctx context.Context, q series.Range, fn func(series.Reading) error) error
 	// HotFloor tells where the hot tier's attached partitions vouch for
 	// its rows; see Floor. The engine reads it after the hot scan, to make
 	// sure that no partition the scan needed was detached before it, and
@@ -24,7 +24,7 @@ type Source interface {
 	HotFloor(ctx context.Context) (Floor, error)
 	// Cold plans the cold files for the readings q selects: W of the
 	// planned snapshot and local Parquet paths (see cold.Plan.Local).
-	Cold(ctx context.Context, q hot.Query) (cold.Plan, error)
+	Cold(ctx context.Context, q series.Range) (cold.Plan, error)
 }
 
 // A Floor describes the hot tier's partitions for Source.HotFloor.

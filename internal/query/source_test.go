@@ -14,8 +14,8 @@ import (
 
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // A memSource is a Source over real data without PostgreSQL or a catalog:
@@ -23,13 +23,13 @@ import (
 // let a test act between the engine's reads, as a concurrent archiver.
 type memSource struct {
 	t   testing.TB
-	tab *hot.Table
+	tab *series.Table
 	dir string
 
 	mu      sync.Mutex
 	w       time.Time
 	hasW    bool
-	hot     []hot.Reading
+	hot     []series.Reading
 	files   []coldFile
 	floor   time.Time
 	floorOK bool
@@ -64,7 +64,7 @@ func (c call) String() string {
 	return c.op + "[" + f(c.lo) + "," + f(c.hi) + ")"
 }
 
-func newSource(t testing.TB, tab *hot.Table) *memSource {
+func newSource(t testing.TB, tab *series.Table) *memSource {
 	return &memSource{t: t, tab: tab, dir: t.TempDir(), floorOK: true}
 }
 
@@ -99,7 +99,7 @@ func (s *memSource) Watermark(ctx context.Context) (time.Time, bool, error) {
 	return s.w, s.hasW, s.wmErr
 }
 
-func (s *memSource) Hot(ctx context.Context, q hot.Query, fn func(hot.Reading) error) error {
+func (s *memSource) Hot(ctx context.Context, q series.Range, fn func(series.Reading) error) error {
 	lo, hi := q.From, q.To
 	defer s.record("hot", lo, hi)()
 	s.mu.Lock()
@@ -122,7 +122,7 @@ func (s *memSource) HotFloor(ctx context.Context) (Floor, error) {
 	return Floor{Detached: s.floor, Attached: s.floor, HasAttached: s.floorOK}, nil
 }
 
-func (s *memSource) Cold(ctx context.Context, q hot.Query) (cold.Plan, error) {
+func (s *memSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error) {
 	lo, hi := q.From, q.To
 	defer s.record("cold", lo, hi)()
 	s.mu.Lock()
@@ -144,7 +144,7 @@ func inRange(t, lo, hi time.Time) bool {
 }
 
 // addHot adds rows to the hot tier.
-func (s *memSource) addHot(rows ...hot.Reading) {
+func (s *memSource) addHot(rows ...series.Reading) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hot = append(s.hot, rows...)
@@ -153,7 +153,7 @@ func (s *memSource) addHot(rows ...hot.Reading) {
 // addCold writes rows to a new Parquet file of the cold tier, without
 // moving W. Columns named in drop are left out of the file, as in a file
 // written before they were added.
-func (s *memSource) addCold(rows []hot.Reading, drop ...string) {
+func (s *memSource) addCold(rows []series.Reading, drop ...string) {
 	s.t.Helper()
 	if len(rows) == 0 {
 		return
@@ -181,7 +181,7 @@ func (s *memSource) archive(w time.Time) { s.detach(w)() }
 func (s *memSource) detach(w time.Time) (commit func()) {
 	s.t.Helper()
 	s.mu.Lock()
-	var moved, kept []hot.Reading
+	var moved, kept []series.Reading
 	for _, r := range s.hot {
 		if r.From.Before(w) {
 			moved = append(moved, r)
@@ -216,7 +216,7 @@ func maxTime(a, b time.Time) time.Time {
 
 // writeParquet writes rows in the table's layout to path with a DuckDB of
 // its own, without restrictions.
-func writeParquet(t testing.TB, tab *hot.Table, path string, rows []hot.Reading, drop ...string) {
+func writeParquet(t testing.TB, tab *series.Table, path string, rows []series.Reading, drop ...string) {
 	t.Helper()
 	l, err := layoutOf(tab)
 	if err != nil {
@@ -289,18 +289,18 @@ func mustCalendar() *metering.Calendar {
 
 // loadProfile declares a 15-minute electricity load profile with an
 // identity column, a text attribute and a bigint attribute.
-func loadProfile() *hot.Table {
-	return &hot.Table{
+func loadProfile() *series.Table {
+	return &series.Table{
 		Name:        "power",
-		TimeModel:   hot.Interval,
+		TimeModel:   series.Interval,
 		Commodity:   metering.Electricity,
 		Resolutions: []metering.Resolution{metering.QuarterHour},
-		Columns: []hot.Column{
+		Columns: []series.Column{
 			{Name: "channel", Identity: true, Values: []string{"A", "B"}},
 			{Name: "source"},
-			{Name: "seq", Type: hot.BigInt},
+			{Name: "seq", Type: series.BigInt},
 		},
-		Width:    hot.Monthly,
+		Width:    series.Monthly,
 		Headroom: 31 * 24 * time.Hour,
 	}
 }
@@ -316,13 +316,13 @@ func malo(i int) string {
 
 // reading returns the quarter hour of location i from from, version 1,
 // with value v millionths.
-func reading(i int, from time.Time, v int64) hot.Reading {
-	return hot.Reading{
+func reading(i int, from time.Time, v int64) series.Reading {
+	return series.Reading{
 		MaLo:         malo(i),
 		OBIS:         "1-1:1.29.0",
 		From:         from,
 		To:           from.Add(15 * time.Minute),
-		Value:        hot.Decimal(v),
+		Value:        series.Decimal(v),
 		Unit:         metering.KilowattHour,
 		Quality:      metering.TrueValue,
 		Resolution:   metering.QuarterHour,
@@ -336,8 +336,8 @@ func reading(i int, from time.Time, v int64) hot.Reading {
 
 // quarterHours returns n quarter hours of location i from start, values
 // 1..n.
-func quarterHours(i int, start time.Time, n int) []hot.Reading {
-	out := make([]hot.Reading, n)
+func quarterHours(i int, start time.Time, n int) []series.Reading {
+	out := make([]series.Reading, n)
 	for k := range out {
 		out[k] = reading(i, start.Add(time.Duration(k)*15*time.Minute), int64(k+1))
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // retries is how often a query whose range is in flight between the
@@ -73,14 +73,14 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, r Range, res *Resu
 	needHot := !ok0 || hi.IsZero() || hi.After(w0)
 	needCold := ok0 && (lo.IsZero() || lo.Before(w0))
 	if needHot {
-		if err := e.scanHot(ctx, inst.conn, hot.Query{From: later(lo, w0, ok0), To: hi, MaLo: r.MaLo}); err != nil {
+		if err := e.scanHot(ctx, inst.conn, series.Range{From: later(lo, w0, ok0), To: hi, MaLo: r.MaLo}); err != nil {
 			return nil, split{}, err
 		}
 	}
 	s := split{w: w0, hasW: ok0}
 	var files []string
 	if needCold {
-		p, err := e.src.Cold(ctx, hot.Query{From: lo, To: hi, MaLo: r.MaLo})
+		p, err := e.src.Cold(ctx, series.Range{From: lo, To: hi, MaLo: r.MaLo})
 		if err != nil {
 			return e.hotOnly(ctx, inst, r, res, err)
 		}
@@ -152,7 +152,7 @@ func (e *Engine) hotOnly(ctx context.Context, inst *instance, r Range, res *Resu
 	if err := clearHot(ctx, inst.conn); err != nil {
 		return nil, split{}, err
 	}
-	if err := e.scanHot(ctx, inst.conn, hot.Query{From: r.From, To: r.To, MaLo: r.MaLo}); err != nil {
+	if err := e.scanHot(ctx, inst.conn, series.Range{From: r.From, To: r.To, MaLo: r.MaLo}); err != nil {
 		return nil, split{}, err
 	}
 	if err := covered(); err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
-	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/series"
 )
 
 // The tiers' rows live in the schema tiers: the table tiers.hot, filled
@@ -40,14 +40,14 @@ func clearHot(ctx context.Context, conn *sql.Conn) error {
 }
 
 // scanHot appends the hot rows q selects to tiers.hot.
-func (e *Engine) scanHot(ctx context.Context, conn *sql.Conn, q hot.Query) error {
+func (e *Engine) scanHot(ctx context.Context, conn *sql.Conn, q series.Range) error {
 	return conn.Raw(func(dc any) error {
 		a, err := duckdb.NewAppender(dc.(driver.Conn), "", "tiers", "hot")
 		if err != nil {
 			return fmt.Errorf("query: append the hot rows: %w", err)
 		}
 		row := make([]driver.Value, len(e.layout.cols))
-		err = e.src.Hot(ctx, q, func(r hot.Reading) error {
+		err = e.src.Hot(ctx, q, func(r series.Reading) error {
 			for i, c := range e.layout.cols {
 				v, err := c.get(e.table, &r)
 				if err != nil {

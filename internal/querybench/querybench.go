@@ -25,6 +25,7 @@ import (
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/hot/hotbench"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
 )
 
@@ -186,9 +187,9 @@ func open(ctx context.Context, url, dir string, c Config) (*store.Store, func(),
 	s, err := store.Open(ctx, store.Options{
 		Pool: pool, Catalog: cat,
 		Tables: []store.Table{{
-			Name: "power", TimeModel: hot.Interval, Commodity: metering.Electricity,
+			Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity,
 			Resolutions: []metering.Resolution{metering.QuarterHour},
-			Width:       hot.Daily, Headroom: 24 * time.Hour, NoExclusion: true,
+			Width:       series.Daily, Headroom: 24 * time.Hour, NoExclusion: true,
 		}},
 		Hot: hot.Options{Schema: schema, Logger: c.Logger},
 		Archive: store.ArchiveConfig{
@@ -358,9 +359,9 @@ func floorRows(ctx context.Context, db *sql.DB, q string) ([][]any, int, error) 
 
 // total sums the second column of rows as text, exactly.
 func total(rows [][]any) string {
-	var sum hot.Decimal
+	var sum series.Decimal
 	for _, r := range rows {
-		d, err := hot.ParseDecimal(fmt.Sprint(r[1]))
+		d, err := series.ParseDecimal(fmt.Sprint(r[1]))
 		if err != nil {
 			return "unparseable " + fmt.Sprint(r[1])
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/hot/pgnum"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // The variants a run measures.
@@ -151,7 +152,7 @@ type Setup struct {
 	pool   *pgxpool.Pool
 	tier   *hot.Tier
 	cal    *metering.Calendar
-	tables map[string]*hot.Table
+	tables map[string]*series.Table
 	raw    map[string]pgx.Identifier // a raw variant's table
 }
 
@@ -168,15 +169,15 @@ func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants [
 	if err != nil {
 		return nil, err
 	}
-	s := &Setup{pool: pool, tier: tier, cal: cal, tables: map[string]*hot.Table{}, raw: map[string]pgx.Identifier{}}
+	s := &Setup{pool: pool, tier: tier, cal: cal, tables: map[string]*series.Table{}, raw: map[string]pgx.Identifier{}}
 	from, to := gen.Span()
-	decl := func(name string, noExcl, partitions bool) (*hot.Table, error) {
-		t := &hot.Table{
+	decl := func(name string, noExcl, partitions bool) (*series.Table, error) {
+		t := &series.Table{
 			Name:        name,
-			TimeModel:   hot.Interval,
+			TimeModel:   series.Interval,
 			Commodity:   metering.Electricity,
 			Resolutions: []metering.Resolution{metering.QuarterHour},
-			Width:       hot.Daily,
+			Width:       series.Daily,
 			NoExclusion: noExcl,
 		}
 		if err := tier.Ensure(ctx, t); err != nil || !partitions {
@@ -224,7 +225,7 @@ func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants [
 }
 
 // Write writes a batch with variant v.
-func (s *Setup) Write(ctx context.Context, v string, batch []hot.Reading) error {
+func (s *Setup) Write(ctx context.Context, v string, batch []series.Reading) error {
 	if t := s.tables[v]; t != nil {
 		_, err := s.tier.Write(ctx, t, batch)
 		return err
@@ -249,7 +250,7 @@ var rawColumns = []string{"malo_id", "melo_id", "obis_code", "sparte", "from", "
 	"quality", "resolution", "version", "version_scope", "recorded_at", "balancing_day", "subject_id"}
 
 type rawRow struct {
-	src                            *hot.Reading
+	src                            *series.Reading
 	sparte, unit, quality, resolut string
 	value                          pgnum.Micro
 	version                        pgnum.Uint
@@ -258,7 +259,7 @@ type rawRow struct {
 
 // copyRaw is raw COPY at its best: no checks, and the same encoding as the
 // hot write, so that only what the server does differs.
-func (s *Setup) copyRaw(ctx context.Context, table pgx.Identifier, batch []hot.Reading) error {
+func (s *Setup) copyRaw(ctx context.Context, table pgx.Identifier, batch []series.Reading) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err

@@ -10,8 +10,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // A Fixture describes one day of quarter-hour load profiles of many meters,
@@ -103,8 +103,8 @@ func (g *Generator) Span() (from, to time.Time) {
 
 // Next returns the next batch, or nil when the fixture is exhausted. A batch
 // holds corrections in proportion, of meters delivered in earlier batches.
-func (g *Generator) Next() []hot.Reading {
-	var batch []hot.Reading
+func (g *Generator) Next() []series.Reading {
+	var batch []series.Reading
 	for m := 0; m < g.f.MetersPerBatch; m++ {
 		// Corrections keep pace with first deliveries, so they spread over
 		// the run rather than arriving at its end.
@@ -132,7 +132,7 @@ func (g *Generator) Next() []hot.Reading {
 // weekends, scaled by the meter's annual consumption, with noise; they have
 // three decimal places (Wh). A correction re-measures about a tenth of the
 // values and replaces the substitute values of the first delivery.
-func (g *Generator) meterDay(batch []hot.Reading, meter int, correction bool) []hot.Reading {
+func (g *Generator) meterDay(batch []series.Reading, meter int, correction bool) []series.Reading {
 	ml, err := metering.MaLoFromPrefix(fmt.Sprintf("5%09d", meter))
 	if err != nil {
 		panic(err) // the prefix is ten digits by construction
@@ -165,13 +165,13 @@ func (g *Generator) meterDay(batch []hot.Reading, meter int, correction bool) []
 			kwh *= 0.95 + 0.1*g.rng.Float64()
 			quality = metering.TrueValue
 		}
-		batch = append(batch, hot.Reading{
+		batch = append(batch, series.Reading{
 			MaLo:         ml.String(),
 			OBIS:         "1-1:1.29.0",
 			Commodity:    metering.Electricity,
 			From:         from,
 			To:           from.Add(15 * time.Minute),
-			Value:        hot.Decimal(math.Round(kwh*1000)) * 1000,
+			Value:        series.Decimal(math.Round(kwh*1000)) * 1000,
 			Unit:         metering.KilowattHour,
 			Quality:      quality,
 			Resolution:   metering.QuarterHour,

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestFixture(t *testing.T) {
@@ -24,7 +24,7 @@ func TestFixture(t *testing.T) {
 		malo string
 		from time.Time
 	}
-	versions := map[key][]hot.Reading{}
+	versions := map[key][]series.Reading{}
 	rows, batches, corrections := 0, 0, 0
 	var sum float64
 	for b := gen.Next(); b != nil; b = gen.Next() {
@@ -54,7 +54,7 @@ func TestFixture(t *testing.T) {
 	}
 	// Deterministic.
 	again, _ := f.Start(cal)
-	if a, b := again.Next(), func() []hot.Reading { g, _ := f.Start(cal); return g.Next() }(); len(a) != len(b) || !reflect.DeepEqual(a[500], b[500]) {
+	if a, b := again.Next(), func() []series.Reading { g, _ := f.Start(cal); return g.Next() }(); len(a) != len(b) || !reflect.DeepEqual(a[500], b[500]) {
 		t.Fatal("two generators of one fixture differ")
 	}
 }
