@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus/postgres"
-	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
@@ -43,7 +43,7 @@ var testArchive = ArchiveConfig{SettlementLag: 2 * 24 * time.Hour, Step: 24 * ti
 // testEnv is what a test store runs on.
 type testEnv struct {
 	pool *pgxpool.Pool
-	cat  *catalog.Catalog
+	cat  icecatalog.Catalog
 	dir  string
 }
 
@@ -62,21 +62,17 @@ func newEnv(t *testing.T) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	clog, err := postgres.Open(ctx, cfg.Copy(), postgres.Options{Schema: "meterstore"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(clog.Close)
 	dir := t.TempDir()
 	wh, err := catalog.OpenWarehouse(ctx, "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { wh.Bucket.Close() })
-	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: clog, Check: cold.WatermarkCheck()})
+	cat, closeCat, err := OpenCatalog(ctx, CatalogOptions{Warehouse: wh, Postgres: cfg, LogOptions: postgres.Options{Schema: "meterstore"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(closeCat)
 	return &testEnv{pool: pool, cat: cat, dir: dir}
 }
 

@@ -2,27 +2,17 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 
-	"github.com/apache/iceberg-go"
-	icecatalog "github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/catalog/rest"
-	icesql "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for iceberg-go's SQL catalog
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/config"
-	"github.com/meterstore/meterstore/consensus"
-	"github.com/meterstore/meterstore/consensus/bloblog"
-	"github.com/meterstore/meterstore/consensus/postgres"
-	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/pgcluster"
 	"github.com/meterstore/meterstore/privacy"
 )
@@ -68,10 +58,14 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *S
 		return nil, err
 	}
 	closers = append(closers, func() { wh.Bucket.Close() })
-	cat, err := openCatalog(ctx, cfg, pgURL, pcfg, wh, log, &closers)
+	cat, closeCat, err := OpenCatalog(ctx, CatalogOptions{
+		Type: cfg.Catalog.Type, Log: cfg.Catalog.Log, URI: cfg.Catalog.URI,
+		Warehouse: wh, Postgres: pcfg, LogOptions: cfg.LogOptions(), Logger: log,
+	})
 	if err != nil {
 		return nil, err
 	}
+	closers = append(closers, closeCat)
 	reg, err := privacy.Open(ctx, pool, privacy.Options{Schema: cfg.Postgres.Schema, Logger: log})
 	if err != nil {
 		return nil, err
@@ -96,57 +90,6 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *S
 	}
 	s.closers = closers
 	return s, nil
-}
-
-// openCatalog opens the Iceberg catalog cfg's catalog section names:
-// MeterStore's own on its log (in PostgreSQL or on the warehouse), an
-// Iceberg REST catalog, or iceberg-go's SQL catalog. What it opens it
-// appends to closers.
-func openCatalog(ctx context.Context, cfg *config.Config, pgURL string, pcfg *pgxpool.Config, wh catalog.Warehouse,
-	log *slog.Logger, closers *[]func()) (icecatalog.Catalog, error) {
-	switch cfg.Catalog.Type {
-	case "rest":
-		cat, err := rest.NewCatalog(ctx, "rest", cfg.Catalog.URI, rest.WithAdditionalProps(wh.Props))
-		if err != nil {
-			return nil, fmt.Errorf("store: REST catalog %s: %w", cfg.Catalog.URI, err)
-		}
-		*closers = append(*closers, func() { cat.Close() })
-		return cat, nil
-	case "sql":
-		uri := cfg.Catalog.URI
-		if uri == "" {
-			uri = pgURL
-		}
-		db, err := sql.Open("pgx", uri)
-		if err != nil {
-			return nil, fmt.Errorf("store: SQL catalog: %w", err)
-		}
-		*closers = append(*closers, func() { db.Close() })
-		props := iceberg.Properties{"warehouse": wh.Root}
-		maps.Copy(props, wh.Props)
-		cat, err := icesql.NewCatalog("meterstore", db, icesql.Postgres, props)
-		if err != nil {
-			return nil, fmt.Errorf("store: SQL catalog: %w", err)
-		}
-		return cat, nil
-	}
-	var clog consensus.Log
-	switch cfg.Catalog.Log {
-	case "object_store":
-		l, err := bloblog.New(wh.Bucket, "_log/")
-		if err != nil {
-			return nil, fmt.Errorf("store: log on the warehouse: %w", err)
-		}
-		clog = l
-	default:
-		pl, err := postgres.Open(ctx, pcfg.Copy(), cfg.LogOptions())
-		if err != nil {
-			return nil, fmt.Errorf("store: log in PostgreSQL: %w", err)
-		}
-		*closers = append(*closers, pl.Close)
-		clog = pl
-	}
-	return catalog.New(catalog.Options{Warehouse: wh, Log: clog, Check: cold.WatermarkCheck(), Logger: log})
 }
 
 // Retention returns the retention sweep cfg configures; a zero Retention

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
@@ -116,6 +117,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if opts.Archive.Logger == nil {
 		opts.Archive.Logger = log
+	}
+	if !catalog.Guarded(opts.Catalog) {
+		// Invariant 2 holds only where the watermark check runs.
+		opts.Catalog = catalog.Guard(opts.Catalog, cold.WatermarkCheck())
 	}
 	s := &Store{opts: opts, log: log}
 	var err error
