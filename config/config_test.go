@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/consensus/postgres"
-	"github.com/meterstore/meterstore/internal/archive"
-	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
@@ -91,46 +88,6 @@ func TestTemplateValuesAreDefaults(t *testing.T) {
 	tablesOnly := mustParse(t, Template()[i:], "/srv/ms", nil)
 	if full := mustParse(t, Template(), "/srv/ms", nil); !reflect.DeepEqual(tablesOnly, full) {
 		t.Errorf("defaults differ from the template:\n got %+v\nwant %+v", tablesOnly, full)
-	}
-}
-
-// The packages' own defaults are what the template writes, so a file and
-// a zero option struct configure the same thing.
-func TestTemplateMatchesPackageDefaults(t *testing.T) {
-	c := Default()
-	if got, want := c.ColdOptions(), (cold.Options{
-		Namespace: cold.DefaultNamespace, RowGroupRows: cold.DefaultRowGroupRows, RowGroupBytes: cold.DefaultRowGroupBytes,
-		TargetFileSize: cold.DefaultTargetFileSize, ZstdLevel: cold.DefaultZstdLevel, BloomBytes: cold.DefaultBloomBytes,
-		BatchRows: cold.DefaultBatchRows,
-	}); !reflect.DeepEqual(got, want) {
-		t.Errorf("ColdOptions() = %+v; want %+v", got, want)
-	}
-	if got, want := c.HotOptions(), (hot.Options{Schema: "meterstore", DDLLockTimeout: hot.DefaultDDLLockTimeout}); !reflect.DeepEqual(got, want) {
-		t.Errorf("HotOptions() = %+v; want %+v", got, want)
-	}
-	if got, want := c.ArchiveConfig(), (archive.Config{SettlementLag: 45 * day, Step: day, MaxWindowsPerCycle: archive.DefaultMaxWindowsPerCycle, ReaderGrace: time.Hour, ChunkRows: archive.DefaultChunkRows}); !reflect.DeepEqual(got, want) {
-		t.Errorf("ArchiveConfig() = %+v; want %+v", got, want)
-	}
-	if got, want := c.SnapshotRetention(), (cold.Retention{MaxAge: 3653 * day, KeepLast: cold.DefaultKeepLast}); got != want {
-		t.Errorf("SnapshotRetention() = %+v; want %+v", got, want)
-	}
-	// Ten calendar years never hold more than 3653 days.
-	for y := 2000; y < 2100; y++ {
-		from := time.Date(y, time.March, 1, 0, 0, 0, 0, time.UTC)
-		if span := from.AddDate(cold.DefaultRetentionYears, 0, 0).Sub(from); span > c.Maintenance.SnapshotRetention {
-			t.Fatalf("ten years from %v are %v, more than the retention %v", from, span, c.Maintenance.SnapshotRetention)
-		}
-	}
-	if got, want := c.LogOptions(), (postgres.Options{Schema: "meterstore", Isolation: postgres.ReadCommitted}); got != want {
-		t.Errorf("LogOptions() = %+v; want %+v", got, want)
-	}
-	for _, tbl := range c.Tables() {
-		if err := tbl.Validate(); err != nil {
-			t.Errorf("template table %s: %v", tbl.Name, err)
-		}
-		if err := c.ArchiveConfig().ValidateFor(tbl.Width); err != nil {
-			t.Errorf("template table %s: %v", tbl.Name, err)
-		}
 	}
 }
 
@@ -322,8 +279,8 @@ policy = "calendar_years:3"
 memory_limit = 536870912
 threads = 0
 `, "/srv/ms", nil)
-	if got := c.HotOptions().DDLLockTimeout; got != hot.NoLockTimeout {
-		t.Errorf("ddl_lock_timeout 0s: DDLLockTimeout = %v; want NoLockTimeout", got)
+	if got := c.Hot.DDLLockTimeout; got != 0 {
+		t.Errorf("ddl_lock_timeout 0s: DDLLockTimeout = %v; want 0, no bound", got)
 	}
 	if c.Catalog.Log != "object_store" {
 		t.Errorf("catalog.log = %q", c.Catalog.Log)

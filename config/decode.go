@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/meterstore/meterstore/consensus/postgres"
-	"github.com/meterstore/meterstore/internal/archive"
-	"github.com/meterstore/meterstore/internal/cold"
 )
 
 // schemaName is a PostgreSQL schema name the hot tier accepts.
@@ -67,19 +65,19 @@ func (r *reader) config(raw *rawConfig) *Config {
 	c.Archive = Archive{
 		SettlementLag:      r.duration("archive.settlement_lag", a.SettlementLag, defaultSettlementLag, "d"),
 		Step:               r.duration("archive.archival_step", a.Step, defaultStep, "d"),
-		MaxWindowsPerCycle: r.integer("archive.max_windows_per_cycle", a.MaxWindowsPerCycle, archive.DefaultMaxWindowsPerCycle, 1, maxInt),
+		MaxWindowsPerCycle: r.integer("archive.max_windows_per_cycle", a.MaxWindowsPerCycle, defaultMaxWindows, 1, maxInt),
 		ReaderGrace:        r.duration("archive.reader_grace", a.ReaderGrace, defaultReaderGrace, "h"),
-		ChunkRows:          r.integer("archive.chunk_rows", a.ChunkRows, archive.DefaultChunkRows, 1, maxInt),
+		ChunkRows:          r.integer("archive.chunk_rows", a.ChunkRows, defaultChunkRows, 1, maxInt),
 	}
 
 	k := &raw.Cold
 	c.Cold = Cold{
-		RowGroupRows:   r.integer("cold.row_group_rows", k.RowGroupRows, cold.DefaultRowGroupRows, 1, maxInt),
-		RowGroupBytes:  r.positiveSize("cold.row_group_bytes", k.RowGroupBytes, cold.DefaultRowGroupBytes, 1),
-		TargetFileSize: r.positiveSize("cold.target_file_size", k.TargetFileSize, cold.DefaultTargetFileSize, 1),
-		ZstdLevel:      r.integer("cold.zstd_level", k.ZstdLevel, cold.DefaultZstdLevel, 1, 22),
-		BloomBytes:     int(r.positiveSize("cold.bloom_bytes", k.BloomBytes, cold.DefaultBloomBytes, 32)),
-		BatchRows:      r.integer("cold.batch_rows", k.BatchRows, cold.DefaultBatchRows, 1, maxInt),
+		RowGroupRows:   r.integer("cold.row_group_rows", k.RowGroupRows, defaultRowGroupRows, 1, maxInt),
+		RowGroupBytes:  r.positiveSize("cold.row_group_bytes", k.RowGroupBytes, defaultRowGroupBytes, 1),
+		TargetFileSize: r.positiveSize("cold.target_file_size", k.TargetFileSize, defaultTargetFileSize, 1),
+		ZstdLevel:      r.integer("cold.zstd_level", k.ZstdLevel, defaultZstdLevel, 1, 22),
+		BloomBytes:     int(r.positiveSize("cold.bloom_bytes", k.BloomBytes, defaultBloomBytes, 32)),
+		BatchRows:      r.integer("cold.batch_rows", k.BatchRows, defaultBatchRows, 1, maxInt),
 	}
 	if c.Cold.BloomBytes > 128<<20 {
 		r.errorf("cold.bloom_bytes", "%v: want at most 128MiB", Size(c.Cold.BloomBytes))
@@ -90,7 +88,7 @@ func (r *reader) config(raw *rawConfig) *Config {
 		Interval:          r.duration("maintenance.interval", m.Interval, defaultInterval, "m"),
 		ExpireSnapshots:   r.boolean("maintenance.expire_snapshots", m.ExpireSnapshots, false),
 		SnapshotRetention: r.duration("maintenance.snapshot_retention", m.SnapshotRetention, defaultSnapshotRetention, "d"),
-		MinSnapshots:      r.integer("maintenance.min_snapshots", m.MinSnapshots, cold.DefaultKeepLast, 1, maxInt),
+		MinSnapshots:      r.integer("maintenance.min_snapshots", m.MinSnapshots, defaultMinSnapshots, 1, maxInt),
 	}
 	if c.Maintenance.Interval <= 0 && r.ok("maintenance.interval") {
 		r.errorf("maintenance.interval", "want a positive duration")

@@ -2,9 +2,10 @@ package config
 
 import "time"
 
-// The values of the keys a file leaves out, where the package they
-// configure has no default of its own to reuse. Template writes the same
-// values, and a test holds the two together.
+// The values of the keys a file leaves out. Template writes the same
+// values, and tests hold the two together, and these together with the
+// defaults of the tiers they configure (store's TestConfigDefaults): the
+// package imports no tier.
 const (
 	defaultSchema            = "meterstore"
 	defaultDataDir           = "meterstore-data"
@@ -25,4 +26,13 @@ const (
 	defaultThreads           = 2
 	defaultCacheDir          = "cache" // under data_dir
 	defaultHeadroom          = 7 * day
+	defaultMaxWindows        = 31
+	defaultChunkRows         = 10_000
+	defaultRowGroupRows      = 1 << 20
+	defaultRowGroupBytes     = 64 << 20
+	defaultTargetFileSize    = 256 << 20
+	defaultZstdLevel         = 3
+	defaultBloomBytes        = 32 << 10
+	defaultBatchRows         = 8192
+	defaultMinSnapshots      = 100
 )

@@ -22,7 +22,7 @@ func (s *Store) ExpireSnapshots(ctx context.Context, name string, now time.Time)
 	if err != nil {
 		return Expiry{}, err
 	}
-	return s.cold.ExpireSnapshots(ctx, t.cold, now, s.opts.Snapshots)
+	return s.cold.ExpireSnapshots(ctx, t.cold, now, s.opts.Snapshots.retention())
 }
 
 // ReassertWatermark republishes table name's watermark on its current

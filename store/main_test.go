@@ -38,7 +38,7 @@ func power() Table {
 }
 
 // testArchive archives a day two days after it ends.
-var testArchive = ArchiveConfig{SettlementLag: 2 * 24 * time.Hour, Step: 24 * time.Hour}
+var testArchive = ArchiveOptions{SettlementLag: 2 * 24 * time.Hour, Step: 24 * time.Hour}
 
 // testEnv is what a test store runs on.
 type testEnv struct {

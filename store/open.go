@@ -60,7 +60,7 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *S
 	closers = append(closers, func() { wh.Bucket.Close() })
 	cat, closeCat, err := OpenCatalog(ctx, CatalogOptions{
 		Type: cfg.Catalog.Type, Log: cfg.Catalog.Log, URI: cfg.Catalog.URI,
-		Warehouse: wh, Postgres: pcfg, LogOptions: cfg.LogOptions(), Logger: log,
+		Warehouse: wh, Postgres: pcfg, LogOptions: logOptions(cfg), Logger: log,
 	})
 	if err != nil {
 		return nil, err
@@ -70,47 +70,14 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *S
 	if err != nil {
 		return nil, err
 	}
-	archiveCfg := cfg.ArchiveConfig()
-	archiveCfg.Logger = log
-	s, err := Open(ctx, Options{
-		Pool:    pool,
-		Catalog: cat,
-		Tables:  cfg.Tables(),
-		Hot:     cfg.HotOptions(),
-		Cold:    cfg.ColdOptions(),
-		Archive: archiveCfg,
-		Query: QuerySettings{MemoryLimit: cfg.Query.MemoryLimit, Threads: cfg.Query.Threads,
-			CacheDir: cfg.Query.CacheDir, MaxRows: cfg.Query.MaxRows},
-		Snapshots: cfg.SnapshotRetention(),
-		Registry:  reg,
-		Logger:    log,
-	})
+	opts := OptionsFrom(cfg)
+	opts.Pool, opts.Catalog, opts.Registry, opts.Logger = pool, cat, reg, log
+	s, err := Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	s.closers = closers
 	return s, nil
-}
-
-// Retention returns the retention sweep cfg configures; a zero Retention
-// when the sweep is off.
-func Retention(cfg *config.Config) privacy.Retention {
-	switch cfg.Retention.Kind {
-	case "calendar_years":
-		return privacy.CalendarYears(cfg.Retention.Years)
-	case "rolling":
-		return privacy.Rolling(cfg.Retention.Rolling)
-	}
-	return privacy.Retention{}
-}
-
-// MaintenanceFor returns the maintenance loop cfg configures for s.
-func (s *Store) MaintenanceFor(cfg *config.Config) *Maintenance {
-	m := s.Maintenance().Interval(cfg.Maintenance.Interval).ExpireSnapshots(cfg.Maintenance.ExpireSnapshots)
-	if r := Retention(cfg); !r.IsZero() {
-		m.AnonymiseAfter(r, cfg.Retention.LegalBasis, cfg.Retention.Actor)
-	}
-	return m
 }
 
 // localWarehouse creates the directory of a file:// warehouse.

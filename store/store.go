@@ -30,18 +30,13 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
-// Aliases of the types a caller declares tables and readings with.
+// Aliases of the table model's types, so that a program can declare
+// tables and write readings through this package alone.
 type (
 	// Table declares a table: time model, columns, partition width.
 	Table = series.Table
 	// Reading is one row of a table.
 	Reading = series.Reading
-	// ArchiveConfig configures archival: settlement lag, step, grace.
-	ArchiveConfig = archive.Config
-	// QuerySettings bound DuckDB's memory and threads.
-	QuerySettings = query.Settings
-	// SnapshotRetention says which snapshots expiry keeps.
-	SnapshotRetention = cold.Retention
 )
 
 // Options configure a Store.
@@ -55,12 +50,12 @@ type Options struct {
 	// Tables are the declared tables. Open ensures each in both tiers and
 	// refuses one whose declaration changed.
 	Tables []Table
-	Hot    hot.Options
-	Cold   cold.Options
+	Hot    HotOptions
+	Cold   ColdOptions
 	// Archive applies to every table; Open validates it against each
 	// table's partition width.
-	Archive ArchiveConfig
-	Query   QuerySettings
+	Archive ArchiveOptions
+	Query   QueryOptions
 	// Snapshots is the retention of snapshot expiry, which runs only when
 	// the maintenance loop is told to.
 	Snapshots SnapshotRetention
@@ -76,6 +71,7 @@ type Options struct {
 // safe for concurrent use.
 type Store struct {
 	opts    Options
+	archive archive.Config // opts.Archive, as the archiver takes it
 	log     *slog.Logger
 	hot     *hot.Tier
 	cold    *cold.Tier
@@ -109,31 +105,22 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if opts.Hot.Logger == nil {
-		opts.Hot.Logger = log
-	}
-	if opts.Cold.Logger == nil {
-		opts.Cold.Logger = log
-	}
-	if opts.Archive.Logger == nil {
-		opts.Archive.Logger = log
-	}
 	if !catalog.Guarded(opts.Catalog) {
 		// Invariant 2 holds only where the watermark check runs.
 		opts.Catalog = catalog.Guard(opts.Catalog, cold.WatermarkCheck())
 	}
-	s := &Store{opts: opts, log: log}
+	s := &Store{opts: opts, log: log, archive: opts.Archive.config(log)}
 	var err error
 	if s.metrics, err = metrics.New(opts.Meters); err != nil {
 		return nil, fmt.Errorf("store: metrics: %w", err)
 	}
-	if s.hot, err = hot.New(opts.Pool, opts.Hot); err != nil {
+	if s.hot, err = hot.New(opts.Pool, opts.Hot.tier(log)); err != nil {
 		return nil, err
 	}
-	if s.cold, err = cold.New(opts.Catalog, opts.Cold); err != nil {
+	if s.cold, err = cold.New(opts.Catalog, opts.Cold.tier(log)); err != nil {
 		return nil, err
 	}
-	if s.arch, err = archive.New(s.hot, s.cold, opts.Pool, opts.Archive); err != nil {
+	if s.arch, err = archive.New(s.hot, s.cold, opts.Pool, s.archive); err != nil {
 		return nil, err
 	}
 	if s.writer, err = archive.NewWriter(s.hot, s.cold); err != nil {
@@ -146,7 +133,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("store: table %s declared twice", decl.Name)
 		}
 		seen[decl.Name] = true
-		if err := opts.Archive.ValidateFor(decl.Width); err != nil {
+		if err := s.archive.ValidateFor(decl.Width); err != nil {
 			return nil, fmt.Errorf("store: table %s: %w", decl.Name, err)
 		}
 		if err := s.hot.Ensure(ctx, decl); err != nil {
@@ -157,7 +144,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("store: declare %s: %w", decl.Name, err)
 		}
 		t := &table{decl: decl, cold: ct}
-		if t.engine, err = query.New(decl, &source{s: s, t: t}, opts.Query); err != nil {
+		if t.engine, err = query.New(decl, &source{s: s, t: t}, opts.Query.settings()); err != nil {
 			return nil, fmt.Errorf("store: query engine of %s: %w", decl.Name, err)
 		}
 		s.tables = append(s.tables, t)

@@ -145,7 +145,7 @@ func (s *Store) configRelation() query.Relation {
 		{Name: "exclusion_constraints", Type: "BOOLEAN"}, {Name: "consistent", Type: "BOOLEAN"},
 		{Name: "problem", Type: "VARCHAR"},
 	}}
-	a := s.opts.Archive
+	a := s.archive
 	for _, t := range s.tables {
 		var problem any
 		if err := a.ValidateFor(t.decl.Width); err != nil {

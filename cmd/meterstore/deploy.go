@@ -140,6 +140,9 @@ func newCheck() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := store.CheckConfig(cfg); err != nil {
+				return err
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d tables, log %s, warehouse %s\n",
 				d.path, len(cfg.Tables()), cfg.Catalog.Log, cfg.Warehouse.URL)
 			return nil

@@ -23,6 +23,7 @@ import (
 	"github.com/meterstore/meterstore/internal/hot/hotbench"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
+	"github.com/meterstore/meterstore/store"
 )
 
 // Fixture describes the readings loaded into the hot tier: quarter-hour
@@ -111,11 +112,6 @@ func openEnv(ctx context.Context, url, schema, dir string, fresh bool, log *slog
 			return nil, fmt.Errorf("archivebench: drop schema %s: %w", schema, err)
 		}
 	}
-	clog, err := postgres.Open(ctx, e.pcfg.Copy(), postgres.Options{Schema: schema})
-	if err != nil {
-		return nil, fmt.Errorf("archivebench: consensus log: %w", err)
-	}
-	e.closer = append(e.closer, clog.Close)
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "meterstore-archivebench-"); err != nil {
 			return nil, fmt.Errorf("archivebench: %w", err)
@@ -135,10 +131,12 @@ func openEnv(ctx context.Context, url, schema, dir string, fresh bool, log *slog
 		return nil, fmt.Errorf("archivebench: warehouse %s: %w", dir, err)
 	}
 	e.closer = append(e.closer, func() { wh.Bucket.Close() })
-	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: clog, Check: cold.WatermarkCheck(), Logger: log})
+	cat, closeCat, err := store.OpenCatalog(ctx, store.CatalogOptions{Warehouse: wh, Postgres: e.pcfg,
+		LogOptions: postgres.Options{Schema: schema}, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("archivebench: catalog: %w", err)
 	}
+	e.closer = append(e.closer, closeCat)
 	if e.hot, err = hot.New(e.pool, hot.Options{Schema: schema, Logger: log}); err != nil {
 		return nil, fmt.Errorf("archivebench: %w", err)
 	}

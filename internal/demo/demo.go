@@ -17,8 +17,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus/postgres"
-	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/pgcluster"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
@@ -106,11 +104,6 @@ func open(ctx context.Context, cfg Config, url string, log *slog.Logger) (*store
 	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
 		return fail(err)
 	}
-	clog, err := postgres.Open(ctx, pcfg, postgres.Options{Schema: schema})
-	if err != nil {
-		return fail(err)
-	}
-	closers = append(closers, clog.Close)
 	whDir := filepath.Join(cfg.Dir, "warehouse")
 	if err := os.MkdirAll(whDir, 0o755); err != nil {
 		return fail(err)
@@ -120,23 +113,23 @@ func open(ctx context.Context, cfg Config, url string, log *slog.Logger) (*store
 		return fail(err)
 	}
 	closers = append(closers, func() { wh.Bucket.Close() })
-	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: clog, Check: cold.WatermarkCheck(), Logger: log})
+	cat, closeCat, err := store.OpenCatalog(ctx, store.CatalogOptions{Warehouse: wh, Postgres: pcfg,
+		LogOptions: postgres.Options{Schema: schema}, Logger: log})
 	if err != nil {
 		return fail(err)
 	}
+	closers = append(closers, closeCat)
 	s, err := store.Open(ctx, store.Options{
 		Pool:    pool,
 		Catalog: cat,
 		Tables:  tables(),
-		Hot:     hot.Options{Schema: schema, Logger: log},
-		Cold:    cold.Options{Logger: log},
-		Archive: store.ArchiveConfig{
+		Hot:     store.HotOptions{Schema: schema},
+		Archive: store.ArchiveOptions{
 			SettlementLag: 14 * 24 * time.Hour, // MSCONS corrections arrive for weeks
 			Step:          24 * time.Hour,
 			ReaderGrace:   24 * time.Hour,
-			Logger:        log,
 		},
-		Query:  store.QuerySettings{Threads: 2, MemoryLimit: "1GB", CacheDir: filepath.Join(cfg.Dir, "cache")},
+		Query:  store.QueryOptions{Threads: 2, MemoryLimit: "1GB", CacheDir: filepath.Join(cfg.Dir, "cache")},
 		Logger: log,
 	})
 	if err != nil {

@@ -21,8 +21,6 @@ import (
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus/postgres"
-	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/hot/hotbench"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
@@ -166,11 +164,6 @@ func open(ctx context.Context, url, dir string, c Config) (*store.Store, func(),
 	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
 		return fail(err)
 	}
-	clog, err := postgres.Open(ctx, pcfg.Copy(), postgres.Options{Schema: schema})
-	if err != nil {
-		return fail(err)
-	}
-	closers = append(closers, clog.Close)
 	whDir := filepath.Join(dir, "warehouse")
 	if err := os.MkdirAll(whDir, 0o755); err != nil {
 		return fail(err)
@@ -180,10 +173,12 @@ func open(ctx context.Context, url, dir string, c Config) (*store.Store, func(),
 		return fail(err)
 	}
 	closers = append(closers, func() { wh.Bucket.Close() })
-	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: clog, Check: cold.WatermarkCheck(), Logger: c.Logger})
+	cat, closeCat, err := store.OpenCatalog(ctx, store.CatalogOptions{Warehouse: wh, Postgres: pcfg,
+		LogOptions: postgres.Options{Schema: schema}, Logger: c.Logger})
 	if err != nil {
 		return fail(err)
 	}
+	closers = append(closers, closeCat)
 	s, err := store.Open(ctx, store.Options{
 		Pool: pool, Catalog: cat,
 		Tables: []store.Table{{
@@ -191,13 +186,13 @@ func open(ctx context.Context, url, dir string, c Config) (*store.Store, func(),
 			Resolutions: []metering.Resolution{metering.QuarterHour},
 			Width:       series.Daily, Headroom: 24 * time.Hour, NoExclusion: true,
 		}},
-		Hot: hot.Options{Schema: schema, Logger: c.Logger},
-		Archive: store.ArchiveConfig{
+		Hot: store.HotOptions{Schema: schema},
+		Archive: store.ArchiveOptions{
 			SettlementLag:      time.Duration(c.HotDays) * 24 * time.Hour,
 			Step:               24 * time.Hour,
 			MaxWindowsPerCycle: c.Days + 2,
 		},
-		Query:  store.QuerySettings{Threads: c.Threads, MemoryLimit: c.MemoryLimit, CacheDir: filepath.Join(dir, "cache")},
+		Query:  store.QueryOptions{Threads: c.Threads, MemoryLimit: c.MemoryLimit, CacheDir: filepath.Join(dir, "cache")},
 		Logger: c.Logger,
 	})
 	if err != nil {

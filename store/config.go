@@ -1,0 +1,84 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/consensus/postgres"
+	"github.com/meterstore/meterstore/privacy"
+)
+
+// OptionsFrom returns the options cfg describes, without the pool, the
+// catalog, the registry and the logger, which OpenConfig opens.
+func OptionsFrom(cfg *config.Config) Options {
+	timeout := cfg.Hot.DDLLockTimeout
+	if timeout == 0 {
+		timeout = NoLockTimeout // a configuration's "0s" disables the bound
+	}
+	return Options{
+		Tables: cfg.Tables(),
+		Hot:    HotOptions{Schema: cfg.Postgres.Schema, DDLLockTimeout: timeout},
+		Cold: ColdOptions{
+			Namespace:      cfg.Warehouse.Namespace,
+			RowGroupRows:   cfg.Cold.RowGroupRows,
+			RowGroupBytes:  cfg.Cold.RowGroupBytes,
+			TargetFileSize: cfg.Cold.TargetFileSize,
+			ZstdLevel:      cfg.Cold.ZstdLevel,
+			BloomBytes:     cfg.Cold.BloomBytes,
+			BatchRows:      cfg.Cold.BatchRows,
+		},
+		Archive: ArchiveOptions{
+			SettlementLag:      cfg.Archive.SettlementLag,
+			Step:               cfg.Archive.Step,
+			MaxWindowsPerCycle: cfg.Archive.MaxWindowsPerCycle,
+			ReaderGrace:        cfg.Archive.ReaderGrace,
+			ChunkRows:          cfg.Archive.ChunkRows,
+		},
+		Query: QueryOptions{
+			MemoryLimit: cfg.Query.MemoryLimit, Threads: cfg.Query.Threads,
+			CacheDir: cfg.Query.CacheDir, MaxRows: cfg.Query.MaxRows,
+		},
+		Snapshots: SnapshotRetention{MaxAge: cfg.Maintenance.SnapshotRetention, KeepLast: cfg.Maintenance.MinSnapshots},
+	}
+}
+
+// logOptions returns the options of the catalog's log in PostgreSQL.
+func logOptions(cfg *config.Config) postgres.Options {
+	return postgres.Options{Schema: cfg.Postgres.Schema, Isolation: cfg.Catalog.Isolation}
+}
+
+// CheckConfig reports what cfg asks of the tiers that they would refuse:
+// archival settings that do not fit a table's partition width, say. The
+// config package checks a file on its own; this is the check against
+// what the tiers accept, which Open applies too.
+func CheckConfig(cfg *config.Config) error {
+	o := OptionsFrom(cfg)
+	a := o.Archive.config(nil)
+	for _, t := range o.Tables {
+		if err := a.ValidateFor(t.Width); err != nil {
+			return fmt.Errorf("store: table %s: %w", t.Name, err)
+		}
+	}
+	return a.Validate()
+}
+
+// Retention returns the retention sweep cfg configures; a zero Retention
+// when the sweep is off.
+func Retention(cfg *config.Config) privacy.Retention {
+	switch cfg.Retention.Kind {
+	case "calendar_years":
+		return privacy.CalendarYears(cfg.Retention.Years)
+	case "rolling":
+		return privacy.Rolling(cfg.Retention.Rolling)
+	}
+	return privacy.Retention{}
+}
+
+// MaintenanceFor returns the maintenance loop cfg configures for s.
+func (s *Store) MaintenanceFor(cfg *config.Config) *Maintenance {
+	m := s.Maintenance().Interval(cfg.Maintenance.Interval).ExpireSnapshots(cfg.Maintenance.ExpireSnapshots)
+	if r := Retention(cfg); !r.IsZero() {
+		m.AnonymiseAfter(r, cfg.Retention.LegalBasis, cfg.Retention.Actor)
+	}
+	return m
+}

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/consensus/postgres"
+	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
+)
+
+const day = 24 * time.Hour
+
+// TestConfigDefaults holds the configuration's defaults, which the
+// template writes, to the tiers' own: a file that leaves a key out and a
+// zero option configure the same thing.
+func TestConfigDefaults(t *testing.T) {
+	c := config.Default()
+	o := OptionsFrom(c)
+	if got, want := o.Cold.tier(nil), (cold.Options{
+		Namespace: cold.DefaultNamespace, RowGroupRows: cold.DefaultRowGroupRows, RowGroupBytes: cold.DefaultRowGroupBytes,
+		TargetFileSize: cold.DefaultTargetFileSize, ZstdLevel: cold.DefaultZstdLevel, BloomBytes: cold.DefaultBloomBytes,
+		BatchRows: cold.DefaultBatchRows,
+	}); !reflect.DeepEqual(got, want) {
+		t.Errorf("cold options %+v; want %+v", got, want)
+	}
+	if got, want := o.Hot.tier(nil), (hot.Options{Schema: "meterstore", DDLLockTimeout: hot.DefaultDDLLockTimeout}); !reflect.DeepEqual(got, want) {
+		t.Errorf("hot options %+v; want %+v", got, want)
+	}
+	if got, want := o.Archive.config(nil), (archive.Config{SettlementLag: 45 * day, Step: day, MaxWindowsPerCycle: archive.DefaultMaxWindowsPerCycle,
+		ReaderGrace: time.Hour, ChunkRows: archive.DefaultChunkRows}); !reflect.DeepEqual(got, want) {
+		t.Errorf("archive config %+v; want %+v", got, want)
+	}
+	if got, want := o.Snapshots.retention(), (cold.Retention{MaxAge: 3653 * day, KeepLast: cold.DefaultKeepLast}); got != want {
+		t.Errorf("snapshot retention %+v; want %+v", got, want)
+	}
+	if got, want := o.Query.MaxRows, 1_000_000; got != want {
+		t.Errorf("max rows %d; want %d", got, want)
+	}
+	// Ten calendar years never hold more than 3653 days.
+	for y := 2000; y < 2100; y++ {
+		from := time.Date(y, time.March, 1, 0, 0, 0, 0, time.UTC)
+		if span := from.AddDate(cold.DefaultRetentionYears, 0, 0).Sub(from); span > c.Maintenance.SnapshotRetention {
+			t.Fatalf("ten years from %v are %v, more than the retention %v", from, span, c.Maintenance.SnapshotRetention)
+		}
+	}
+	if got, want := logOptions(c), (postgres.Options{Schema: "meterstore", Isolation: postgres.ReadCommitted}); got != want {
+		t.Errorf("log options %+v; want %+v", got, want)
+	}
+	for _, tbl := range c.Tables() {
+		if err := tbl.Validate(); err != nil {
+			t.Errorf("template table %s: %v", tbl.Name, err)
+		}
+	}
+	if err := CheckConfig(c); err != nil {
+		t.Errorf("the template: %v", err)
+	}
+}
+
+// TestConfigNoLockTimeout: a configuration's "0s" disables the DDL lock
+// timeout, where a zero HotOptions.DDLLockTimeout means the default.
+func TestConfigNoLockTimeout(t *testing.T) {
+	c, err := config.Parse([]byte("[hot]\nddl_lock_timeout = \"0s\"\n"), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := OptionsFrom(c).Hot.tier(nil).DDLLockTimeout; got != hot.NoLockTimeout {
+		t.Errorf("DDLLockTimeout %v; want NoLockTimeout", got)
+	}
+}

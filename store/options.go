@@ -1,0 +1,113 @@
+package store
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/internal/query"
+)
+
+// HotOptions configure the PostgreSQL tier.
+type HotOptions struct {
+	// Schema holds the tables, their partitions and the tier's metadata;
+	// default "meterstore".
+	Schema string
+	// DDLLockTimeout bounds how long partition DDL waits for a lock before
+	// it gives up, changing nothing; zero means 3 s, NoLockTimeout waits
+	// indefinitely.
+	DDLLockTimeout time.Duration
+}
+
+// NoLockTimeout, as HotOptions.DDLLockTimeout, lets DDL wait for its locks
+// indefinitely: PostgreSQL's default, and the advice against.
+const NoLockTimeout = hot.NoLockTimeout
+
+// ColdOptions configure the Iceberg tier. Zero values mean the defaults.
+type ColdOptions struct {
+	// Namespace holds the tables; default "meterstore".
+	Namespace string
+	// RowGroupRows and RowGroupBytes bound a Parquet row group, and so the
+	// memory an archival needs per open file (default 1Mi rows, 64 MiB).
+	RowGroupRows  int
+	RowGroupBytes int64
+	// TargetFileSize is the size at which a data file is closed (256 MiB).
+	TargetFileSize int64
+	// ZstdLevel is the zstd level of the data files (3).
+	ZstdLevel int
+	// BloomBytes is the size of each bloom filter, per column and row
+	// group (32 KiB).
+	BloomBytes int
+	// BatchRows is the number of readings per Arrow batch (8192).
+	BatchRows int
+}
+
+// ArchiveOptions configure archival, the same for every table.
+type ArchiveOptions struct {
+	// SettlementLag is how long after its end a window is still being
+	// corrected; it is archived only afterwards.
+	SettlementLag time.Duration
+	// Step is the span of one archival window: a whole number of days, at
+	// least 31 days for tables of monthly partitions.
+	Step time.Duration
+	// MaxWindowsPerCycle bounds the windows one cycle archives; zero
+	// means 31.
+	MaxWindowsPerCycle int
+	// ReaderGrace is how long a detached partition is kept after the
+	// commit that covered it, for readers that planned before it.
+	ReaderGrace time.Duration
+	// ChunkRows is the number of rows fetched from a detached partition
+	// at a time; zero means 10,000.
+	ChunkRows int
+}
+
+// QueryOptions bound the query engine.
+type QueryOptions struct {
+	// MemoryLimit is DuckDB's memory_limit, such as "2GB"; empty means
+	// DuckDB's default, 80% of the machine's memory.
+	MemoryLimit string
+	// Threads is the number of DuckDB threads; 0 means one per core.
+	Threads int
+	// CacheDir is where a query spills and remote data files are copied;
+	// empty means a query that outgrows MemoryLimit fails.
+	CacheDir string
+	// MaxRows bounds the rows of a result; zero means 1,000,000.
+	MaxRows int
+}
+
+// SnapshotRetention says which snapshots expiry keeps: those committed
+// within MaxAge of now (zero: ten calendar years) and the KeepLast newest
+// (zero: 100).
+type SnapshotRetention struct {
+	MaxAge   time.Duration
+	KeepLast int
+}
+
+func (o HotOptions) tier(log *slog.Logger) hot.Options {
+	return hot.Options{Schema: o.Schema, DDLLockTimeout: o.DDLLockTimeout, Logger: log}
+}
+
+func (o ColdOptions) tier(log *slog.Logger) cold.Options {
+	return cold.Options{
+		Namespace: o.Namespace, RowGroupRows: o.RowGroupRows, RowGroupBytes: o.RowGroupBytes,
+		TargetFileSize: o.TargetFileSize, ZstdLevel: o.ZstdLevel, BloomBytes: o.BloomBytes,
+		BatchRows: o.BatchRows, Logger: log,
+	}
+}
+
+func (o ArchiveOptions) config(log *slog.Logger) archive.Config {
+	return archive.Config{
+		SettlementLag: o.SettlementLag, Step: o.Step, MaxWindowsPerCycle: o.MaxWindowsPerCycle,
+		ReaderGrace: o.ReaderGrace, ChunkRows: o.ChunkRows, Logger: log,
+	}
+}
+
+func (o QueryOptions) settings() query.Settings {
+	return query.Settings{MemoryLimit: o.MemoryLimit, Threads: o.Threads, CacheDir: o.CacheDir, MaxRows: o.MaxRows}
+}
+
+func (r SnapshotRetention) retention() cold.Retention {
+	return cold.Retention{MaxAge: r.MaxAge, KeepLast: r.KeepLast}
+}
