@@ -116,14 +116,19 @@ func (d *Decoder) nextCSV() (Record, error) {
 	if err == io.EOF {
 		return Record{}, io.EOF
 	}
-	line, _ := d.csv.FieldPos(0)
 	if err != nil {
+		// A record that does not parse has no field positions to ask
+		// for: its line is the ParseError's, the line the record
+		// starts on, where an unterminated quote was opened.
 		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			line = pe.Line
+		if !errors.As(err, &pe) {
+			return Record{}, fmt.Errorf("ingest: line %d: %w", d.line+1, err)
 		}
-		return Record{Line: line}, &LineError{Line: line, Err: err}
+		d.line = pe.Line
+		return Record{Line: pe.StartLine}, &LineError{Line: pe.StartLine, Err: err}
 	}
+	line, _ := d.csv.FieldPos(0)
+	d.line, _ = d.csv.FieldPos(len(fields) - 1)
 	vals := make(map[string]string, len(fields))
 	for i, f := range fields {
 		if f != "" {

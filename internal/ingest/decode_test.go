@@ -113,3 +113,49 @@ func TestRunBatches(t *testing.T) {
 		t.Errorf("written %d batches, summary %+v", len(written), sum)
 	}
 }
+
+// TestDecodeCSVQuoteErrors: a quote error, in the first column or any
+// other, is a *LineError naming the line, and the batches before it stay
+// counted as written.
+func TestDecodeCSVQuoteErrors(t *testing.T) {
+	const header = "malo_id,from,value,unit,quality,version\n"
+	const good = "50000000005,2026-03-01T00:00:00Z,1,kWh,220,1\n"
+	for _, c := range []struct {
+		name, in string
+		line     int
+	}{
+		{"bare quote in the first column", header + good + `500"00000005,2026-03-01T00:15:00Z,1,kWh,220,1` + "\n", 3},
+		{"unterminated quote in the first column", header + good + `"50000000005,2026-03-01T00:15:00Z,1,kWh,220,1` + "\n" + good, 3},
+		{"bare quote in a later column", header + good + `50000000005,2026-03-01T00:15:00Z,1,k"Wh,220,1` + "\n", 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := NewDecoder(strings.NewReader(c.in), CSV, table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := Run(t.Context(), d, writeAll(nil), Options{BatchRows: 1})
+			var be *BatchError
+			if !errors.As(err, &be) || len(be.Lines) != 1 || be.Lines[0].Line != c.line || be.FirstLine != c.line {
+				t.Fatalf("error %v", err)
+			}
+			if sum.Through != 2 || sum.Inserted != 1 {
+				t.Errorf("summary %+v", sum)
+			}
+		})
+	}
+}
+
+// writeAll returns a WriteFunc that inserts every row and appends each
+// batch to *written, if written is not nil.
+func writeAll(written *[][]hot.Reading) WriteFunc {
+	return func(_ context.Context, rows []hot.Reading) ([]hot.Status, int, error) {
+		if written != nil {
+			*written = append(*written, rows)
+		}
+		st := make([]hot.Status, len(rows))
+		for i := range st {
+			st[i] = hot.Inserted
+		}
+		return st, 0, nil
+	}
+}
