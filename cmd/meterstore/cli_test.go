@@ -168,3 +168,14 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("status against an unreachable server: exit %d\n%s", code, out)
 	}
 }
+
+// TestIngestBatchBounds: a --batch of zero, negative or past the maximum is
+// a usage error, exit 1, before anything is allocated or opened.
+func TestIngestBatchBounds(t *testing.T) {
+	for _, n := range []string{"0", "-5", "1000001", "1000000000", "9000000000000000000"} {
+		out, code := run(t, "ingest", "-c", filepath.Join(t.TempDir(), "none.toml"), "--table", "power", "--batch", n, "day.csv")
+		if code != exitPermanent || !strings.Contains(out, "--batch "+n+": want 1 to 1000000") {
+			t.Errorf("--batch %s: exit %d\n%s", n, code, out)
+		}
+	}
+}

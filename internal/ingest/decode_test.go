@@ -159,3 +159,21 @@ func writeAll(written *[][]hot.Reading) WriteFunc {
 		return st, 0, nil
 	}
 }
+
+// TestRunBatchBounds: a batch size past MaxBatchRows, or negative, is
+// refused before anything is read, rather than allocated.
+func TestRunBatchBounds(t *testing.T) {
+	for _, n := range []int{-1, MaxBatchRows + 1, 9_000_000_000_000_000_000} {
+		d, err := NewDecoder(strings.NewReader("malo_id,from,value,unit,quality,version\n"), CSV, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(t.Context(), d, writeAll(nil), Options{BatchRows: n}); err == nil || !strings.Contains(err.Error(), "batch") {
+			t.Errorf("BatchRows %d: %v", n, err)
+		}
+	}
+	d, _ := NewDecoder(strings.NewReader("malo_id,from,value,unit,quality,version\n50000000005,2026-03-01T00:00:00Z,1,kWh,220,1\n"), CSV, table)
+	if sum, err := Run(t.Context(), d, writeAll(nil), Options{BatchRows: MaxBatchRows}); err != nil || sum.Inserted != 1 {
+		t.Errorf("BatchRows MaxBatchRows: %+v, %v", sum, err)
+	}
+}
