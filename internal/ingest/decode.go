@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,11 +87,16 @@ func NewDecoder(r io.Reader, f Format, t *hot.Table) (*Decoder, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ingest: CSV header: %w", err)
 		}
-		for _, h := range header {
-			if !d.known(strings.TrimSpace(h)) {
+		for i, h := range header {
+			h = strings.TrimSpace(h)
+			if !d.known(h) {
 				return nil, &LineError{Line: 1, Column: h, Err: errors.New("no such column")}
 			}
-			d.header = append(d.header, strings.TrimSpace(h))
+			// Which of two values of a column was meant cannot be told.
+			if j := slices.Index(d.header, h); j >= 0 {
+				return nil, &LineError{Line: 1, Column: h, Err: fmt.Errorf("named twice, as fields %d and %d", j+1, i+1)}
+			}
+			d.header = append(d.header, h)
 		}
 		d.line = 1
 	case JSONLines:
@@ -145,8 +151,11 @@ func (d *Decoder) nextJSON() (Record, error) {
 		if text == "" {
 			continue
 		}
-		var raw map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(text), &raw); err != nil {
+		raw, dup, err := object(text)
+		if dup != "" {
+			return Record{Line: d.line}, &LineError{Line: d.line, Column: dup, Err: err}
+		}
+		if err != nil {
 			return Record{Line: d.line}, &LineError{Line: d.line, Err: err}
 		}
 		vals := make(map[string]string, len(raw))
@@ -168,6 +177,47 @@ func (d *Decoder) nextJSON() (Record, error) {
 		return Record{}, fmt.Errorf("ingest: line %d: %w", d.line+1, err)
 	}
 	return Record{}, io.EOF
+}
+
+// object returns the members of the JSON object text. A name given twice
+// is refused, with dup set to it: json.Unmarshal into a map would keep the
+// last value silently, and which one was meant cannot be told.
+func object(text string) (members map[string]json.RawMessage, dup string, err error) {
+	defer func() {
+		// A Decoder reports a truncated object as the end of its input.
+		if err == io.EOF {
+			err = errors.New("the JSON object is not closed on its line")
+		}
+	}()
+	dec := json.NewDecoder(strings.NewReader(text))
+	if tok, err := dec.Token(); err != nil {
+		return nil, "", err
+	} else if tok != json.Delim('{') {
+		return nil, "", errors.New("want a JSON object")
+	}
+	members = make(map[string]json.RawMessage)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "", err
+		}
+		name, _ := tok.(string) // a name is a string, or Token fails
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, "", err
+		}
+		if _, ok := members[name]; ok {
+			return nil, name, errors.New("named twice")
+		}
+		members[name] = v
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, "", err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, "", errors.New("data after the JSON object")
+	}
+	return members, "", nil
 }
 
 // scalar returns a JSON string, number or null as text; a number keeps its

@@ -177,3 +177,46 @@ func TestRunBatchBounds(t *testing.T) {
 		t.Errorf("BatchRows MaxBatchRows: %+v, %v", sum, err)
 	}
 }
+
+// TestDecodeDuplicateColumns: a column named twice, in a CSV header or as
+// a key of a JSON object, is refused with its line and name: which of the
+// values was meant cannot be told.
+func TestDecodeDuplicateColumns(t *testing.T) {
+	_, err := NewDecoder(strings.NewReader("malo_id,from,value,unit,quality,version, malo_id\n"), CSV, table)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 1 || le.Column != "malo_id" || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("CSV header: %v", err)
+	}
+	in := `{"malo_id":"50000000005","from":"2026-03-01T00:00:00Z","value":"1","unit":"kWh","quality":"220","version":1}` + "\n" +
+		`{"malo_id":"50000000005","from":"2026-03-01T00:15:00Z","value":"1","unit":"kWh","quality":"220","version":1,"value":"2"}` + "\n"
+	d, err := NewDecoder(strings.NewReader(in), JSONLines, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Next(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Next()
+	if !errors.As(err, &le) || le.Line != 2 || le.Column != "value" || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("JSON object: %v", err)
+	}
+	// The same name spelled with an escape is the same key.
+	d, _ = NewDecoder(strings.NewReader(`{"unit":"kWh","\u0075nit":"MWh"}`+"\n"), JSONLines, table)
+	if _, err := d.Next(); !errors.As(err, &le) || le.Line != 1 || le.Column != "unit" {
+		t.Errorf("JSON object with an escaped key: %v", err)
+	}
+}
+
+// TestDecodeJSONObjects: a line must be one JSON object.
+func TestDecodeJSONObjects(t *testing.T) {
+	for _, in := range []string{`null`, `[1]`, `"x"`, `{"unit":"kWh"} {}`, `{"unit":"kWh"}x`, `{"unit" "kWh"}`, `{"unit":}`} {
+		d, err := NewDecoder(strings.NewReader("\n"+in+"\n"), JSONLines, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var le *LineError
+		if _, err := d.Next(); !errors.As(err, &le) || le.Line != 2 {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+}
