@@ -65,6 +65,9 @@ func (e *LineError) Error() string {
 // Unwrap returns the cause.
 func (e *LineError) Unwrap() error { return e.Err }
 
+// bom is the UTF-8 encoding of U+FEFF, the byte order mark.
+const bom = "\ufeff"
+
 // A Decoder reads the readings of one table from a delivery.
 type Decoder struct {
 	t      *hot.Table
@@ -76,9 +79,17 @@ type Decoder struct {
 }
 
 // NewDecoder returns a decoder of readings of t in format f from r. A CSV
-// header must name only columns t has.
+// header must name only columns t has, each once. A UTF-8 byte order mark
+// before the first line is skipped.
 func NewDecoder(r io.Reader, f Format, t *hot.Table) (*Decoder, error) {
 	d := &Decoder{t: t, format: f}
+	// Spreadsheets write a byte order mark before UTF-8 text. It is no
+	// part of the first column's name, and invisible in an error naming it.
+	br := bufio.NewReader(r)
+	if b, _ := br.Peek(len(bom)); string(b) == bom {
+		br.Discard(len(bom))
+	}
+	r = br
 	switch f {
 	case CSV:
 		d.csv = csv.NewReader(r)

@@ -220,3 +220,24 @@ func TestDecodeJSONObjects(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeBOM: a UTF-8 byte order mark before the first line, as some
+// spreadsheets write, is not part of the first column's name.
+func TestDecodeBOM(t *testing.T) {
+	for _, c := range []struct {
+		f  Format
+		in string
+	}{
+		{CSV, "\ufeffmalo_id,from,value,unit,quality,version\n50000000005,2026-03-01T00:00:00Z,1,kWh,220,1\n"},
+		{JSONLines, "\ufeff" + `{"malo_id":"50000000005","from":"2026-03-01T00:00:00Z","value":"1","unit":"kWh","quality":"220","version":1}` + "\n"},
+	} {
+		d, err := NewDecoder(strings.NewReader(c.in), c.f, table)
+		if err != nil {
+			t.Errorf("format %d: %v", c.f, err)
+			continue
+		}
+		if rec, err := d.Next(); err != nil || rec.Reading.MaLo != "50000000005" {
+			t.Errorf("format %d: %+v, %v", c.f, rec, err)
+		}
+	}
+}
