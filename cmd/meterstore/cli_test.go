@@ -110,6 +110,16 @@ func TestCommandLine(t *testing.T) {
 	if got := count(); got != "n\n0" {
 		t.Fatalf("after the refused batch: %q", got)
 	}
+	// A reading restated within a file is named by its line, and so is
+	// the line it restates: not by their indexes in the batch.
+	day := strings.SplitAfter(deliveryCSV(1, -1), "\n")
+	restated := filepath.Join(dir, "restated.csv")
+	os.WriteFile(restated, []byte(day[0]+day[1]+day[2]+strings.Replace(day[1], ",0.000,", ",9.000,", 1)), 0o644)
+	out, code = run(t, append([]string{"ingest", "--table", "power", restated}, c...)...)
+	if code != exitPermanent || !strings.Contains(out, "batch of lines 2-4 not written") ||
+		!strings.Contains(out, "line 4: restates line 2 under version") {
+		t.Fatalf("ingest with a restated reading: exit %d\n%s", code, out)
+	}
 	os.WriteFile(deliv, []byte(deliveryCSV(2, -1)), 0o644)
 	report := filepath.Join(dir, "report.csv")
 	out = mustRun(t, append([]string{"ingest", "--table", "power", "--report", report, deliv}, c...)...)

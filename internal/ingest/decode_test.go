@@ -241,3 +241,55 @@ func TestDecodeBOM(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRefusalNamesLines: the rows a refused batch names, and the rows
+// its reasons refer to, are given as the file's lines.
+func TestRunRefusalNamesLines(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("malo_id,from,value,unit,quality,version\n")
+	for i := range 6 {
+		b.WriteString("50000000005," + time.Date(2026, 3, 1, 0, 15*i, 0, 0, time.UTC).Format(time.RFC3339) + ",1,kWh,220,1\n")
+		if i == 1 {
+			b.WriteString("\n") // a blank line, which is not a record
+		}
+	}
+	d, err := NewDecoder(strings.NewReader(b.String()), CSV, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first batch is lines 2, 3 and 5, the second 6, 7 and 8; its row
+	// 2 (line 8) restates its row 0 (line 6). The reason is the hot tier's.
+	calls := 0
+	write := func(_ context.Context, rows []hot.Reading) ([]hot.Status, int, error) {
+		if calls++; calls == 2 {
+			return nil, 0, &hot.Error{Kind: hot.IntegrityViolation, Op: "write", Table: "power", Rows: []int{2},
+				Problems: []hot.Problem{{Row: 2, Reason: "restates row 0 under version 1 with a different value"}}}
+		}
+		return writeAll(nil)(t.Context(), rows)
+	}
+	_, err = Run(t.Context(), d, write, Options{BatchRows: 3})
+	var be *BatchError
+	if !errors.As(err, &be) || be.FirstLine != 6 || be.LastLine != 8 || len(be.Lines) != 1 || be.Lines[0].Line != 8 {
+		t.Fatalf("error %v", err)
+	}
+	if got, want := be.Lines[0].Error(), "line 8: restates line 6 under version 1 with a different value"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestLineReason(t *testing.T) {
+	recs := []Record{{Line: 2}, {Line: 3}, {Line: 9}}
+	for _, c := range []struct{ in, want string }{
+		{"restates row 2 under version 1 with a different value", "restates line 9 under version 1 with a different value"},
+		{"network operator 9900000000003, but row 0 of the same reading has 9900000000010", "network operator 9900000000003, but line 2 of the same reading has 9900000000010"},
+		{"overlaps row 1 (PT1H from 2026-03-01T00:00:00Z) within version 4", "overlaps line 3 (PT1H from 2026-03-01T00:00:00Z) within version 4"},
+		{"restates row 1 under the same key and version: channel row 2, now row 0", "restates line 3 under the same key and version: channel row 2, now row 0"},
+		{"restates version 4: channel row 2, stored row 1", "restates version 4: channel row 2, stored row 1"},
+		{"restates row 3 under version 1", "restates row 3 under version 1"}, // not a row of this batch
+		{"failed check digit", "failed check digit"},
+	} {
+		if got := lineReason(c.in, recs); got != c.want {
+			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
+		}
+	}
+}

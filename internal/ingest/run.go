@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/meterstore/meterstore/internal/hot"
@@ -144,16 +146,38 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 	return sum, nil
 }
 
-// batchError names the lines of the rows a refused batch names.
+// batchError names the lines of the rows a refused batch names, and of
+// the rows their reasons refer to.
 func batchError(err error, recs []Record, first, last int) error {
 	be := &BatchError{FirstLine: first, LastLine: last, Err: err}
 	var he *hot.Error
 	if errors.As(err, &he) {
 		for _, p := range he.Problems {
 			if p.Row >= 0 && p.Row < len(recs) {
-				be.Lines = append(be.Lines, &LineError{Line: recs[p.Row].Line, Err: errors.New(p.Reason)})
+				be.Lines = append(be.Lines, &LineError{Line: recs[p.Row].Line, Err: errors.New(lineReason(p.Reason, recs))})
 			}
 		}
 	}
 	return be
+}
+
+// rowRef is how a reason refers to another row of the batch, such as the
+// one a row restates: "restates row 0 under version ...".
+var rowRef = regexp.MustCompile(`\brow (\d+)\b`)
+
+// lineReason returns reason with its reference to a row of the batch, if
+// any, given as that row's line: a row's index in the batch means nothing
+// to whoever fixes the file. The reference comes before any colon; what
+// follows one may quote values of the delivery, which are left alone.
+func lineReason(reason string, recs []Record) string {
+	head, _, _ := strings.Cut(reason, ":")
+	m := rowRef.FindStringSubmatchIndex(head)
+	if m == nil {
+		return reason
+	}
+	i, err := strconv.Atoi(reason[m[2]:m[3]])
+	if err != nil || i >= len(recs) {
+		return reason
+	}
+	return reason[:m[0]] + "line " + strconv.Itoa(recs[i].Line) + reason[m[1]:]
 }
