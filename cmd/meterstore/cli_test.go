@@ -134,6 +134,11 @@ func TestCommandLine(t *testing.T) {
 	if got := count(); got != "n\n192" {
 		t.Fatalf("after ingest: %q", got)
 	}
+	out = mustRun(t, append([]string{"query", "--table", "power", "--format", "json", "--now", "2026-03-02T00:00:00Z",
+		`SELECT 1 AS a, 2 AS a, UUID '0190a5f4-1234-7abc-8def-0123456789ab' AS u, 'infinity'::TIMESTAMPTZ AS t, DATE '2026-04-10' AS d`}, c...)...)
+	if want := `{"a":1,"a_2":2,"u":"0190a5f4-1234-7abc-8def-0123456789ab","t":"infinity","d":"2026-04-10"}` + "\n"; out != want {
+		t.Errorf("query --format json: got %q, want %q", out, want)
+	}
 
 	if out, code := run(t, append([]string{"query", "--table", "power", "DELETE FROM readings"}, c...)...); code != exitPermanent {
 		t.Errorf("a DELETE was not refused: exit %d\n%s", code, out)
