@@ -95,21 +95,29 @@ func NewDecoder(r io.Reader, f Format, t *hot.Table) (*Decoder, error) {
 		d.csv = csv.NewReader(r)
 		d.csv.ReuseRecord = false
 		header, err := d.csv.Read()
-		if err != nil {
-			return nil, fmt.Errorf("ingest: CSV header: %w", err)
+		var pe *csv.ParseError
+		switch {
+		case err == io.EOF:
+			return nil, &LineError{Line: 1, Err: errors.New("no header naming the columns")}
+		case errors.As(err, &pe):
+			return nil, &LineError{Line: pe.StartLine, Err: fmt.Errorf("CSV header: %w", err)}
+		case err != nil:
+			return nil, fmt.Errorf("ingest: line 1: CSV header: %w", err)
 		}
+		// The header is the first line that is not blank.
+		line, _ := d.csv.FieldPos(0)
 		for i, h := range header {
 			h = strings.TrimSpace(h)
 			if !d.known(h) {
-				return nil, &LineError{Line: 1, Column: h, Err: errors.New("no such column")}
+				return nil, &LineError{Line: line, Column: h, Err: errors.New("no such column")}
 			}
 			// Which of two values of a column was meant cannot be told.
 			if j := slices.Index(d.header, h); j >= 0 {
-				return nil, &LineError{Line: 1, Column: h, Err: fmt.Errorf("named twice, as fields %d and %d", j+1, i+1)}
+				return nil, &LineError{Line: line, Column: h, Err: fmt.Errorf("named twice, as fields %d and %d", j+1, i+1)}
 			}
 			d.header = append(d.header, h)
 		}
-		d.line = 1
+		d.line = line
 	case JSONLines:
 		d.lines = bufio.NewScanner(r)
 		d.lines.Buffer(make([]byte, 64<<10), 16<<20)
