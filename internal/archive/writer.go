@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
@@ -208,7 +211,28 @@ func remap(err error, idx []int) error {
 		if p.Row >= 0 && p.Row < len(idx) {
 			p.Row = idx[p.Row]
 		}
+		p.Reason = remapReason(p.Reason, idx)
 		c.Problems[k] = p
 	}
 	return &c
+}
+
+// rowRef is how a reason refers to another row, such as the one a row
+// restates: "restates row 0 under version ...". The hot and cold tiers put
+// it before any colon; what follows one may quote the rows' values.
+var rowRef = regexp.MustCompile(`\brow (\d+)\b`)
+
+// remapReason translates the row a reason refers to, which counts within
+// the part idx of the batch as Problem.Row does, to the whole batch.
+func remapReason(reason string, idx []int) string {
+	head, _, _ := strings.Cut(reason, ":")
+	m := rowRef.FindStringSubmatchIndex(head)
+	if m == nil {
+		return reason
+	}
+	i, err := strconv.Atoi(reason[m[2]:m[3]])
+	if err != nil || i >= len(idx) {
+		return reason
+	}
+	return reason[:m[2]] + strconv.Itoa(idx[i]) + reason[m[3]:]
 }
