@@ -3,7 +3,9 @@ package series
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -164,4 +166,31 @@ func (p *Problems) Err(k Kind, op, table string) error {
 		list = list[:MaxProblems:MaxProblems]
 	}
 	return &Error{Kind: k, Op: op, Table: table, Rows: rows, Problems: list}
+}
+
+// rowRef is how a Problem's reason refers to another row of its batch,
+// such as the one a row restates: "restates row 0 under version ...". The
+// reference comes before the reason's first colon; what follows one may
+// quote the rows' values, which are never rewritten.
+var rowRef = regexp.MustCompile(`\brow (\d+)\b`)
+
+// RenameRow returns the reason with its reference to another row of the
+// batch, if any, renamed: "row N" becomes name(N), such as "row 7" of a
+// larger batch or "line 12" of a file. A reason without one, or whose row
+// name does not know, is returned unchanged.
+func (p Problem) RenameRow(name func(row int) (string, bool)) string {
+	head, _, _ := strings.Cut(p.Reason, ":")
+	m := rowRef.FindStringSubmatchIndex(head)
+	if m == nil {
+		return p.Reason
+	}
+	i, err := strconv.Atoi(p.Reason[m[2]:m[3]])
+	if err != nil {
+		return p.Reason
+	}
+	s, ok := name(i)
+	if !ok {
+		return p.Reason
+	}
+	return p.Reason[:m[0]] + s + p.Reason[m[1]:]
 }

@@ -110,6 +110,16 @@ func TestCommandLine(t *testing.T) {
 	if got := count(); got != "n\n0" {
 		t.Fatalf("after the refused batch: %q", got)
 	}
+	// A reading restated within a file is named by its line, and so is
+	// the line it restates: not by their indexes in the batch.
+	day := strings.SplitAfter(deliveryCSV(1, -1), "\n")
+	restated := filepath.Join(dir, "restated.csv")
+	os.WriteFile(restated, []byte(day[0]+day[1]+day[2]+strings.Replace(day[1], ",0.000,", ",9.000,", 1)), 0o644)
+	out, code = run(t, append([]string{"ingest", "--table", "power", restated}, c...)...)
+	if code != exitPermanent || !strings.Contains(out, "batch of lines 2-4 not written") ||
+		!strings.Contains(out, "line 4: restates line 2 under version") {
+		t.Fatalf("ingest with a restated reading: exit %d\n%s", code, out)
+	}
 	os.WriteFile(deliv, []byte(deliveryCSV(2, -1)), 0o644)
 	report := filepath.Join(dir, "report.csv")
 	out = mustRun(t, append([]string{"ingest", "--table", "power", "--report", report, deliv}, c...)...)
@@ -123,6 +133,11 @@ func TestCommandLine(t *testing.T) {
 	}
 	if got := count(); got != "n\n192" {
 		t.Fatalf("after ingest: %q", got)
+	}
+	out = mustRun(t, append([]string{"query", "--table", "power", "--format", "json", "--now", "2026-03-02T00:00:00Z",
+		`SELECT 1 AS a, 2 AS a, UUID '0190a5f4-1234-7abc-8def-0123456789ab' AS u, 'infinity'::TIMESTAMPTZ AS t, DATE '2026-04-10' AS d`}, c...)...)
+	if want := `{"a":1,"a_2":2,"u":"0190a5f4-1234-7abc-8def-0123456789ab","t":"infinity","d":"2026-04-10"}` + "\n"; out != want {
+		t.Errorf("query --format json: got %q, want %q", out, want)
 	}
 
 	if out, code := run(t, append([]string{"query", "--table", "power", "DELETE FROM readings"}, c...)...); code != exitPermanent {
@@ -166,5 +181,16 @@ func TestCommandLine(t *testing.T) {
 	os.WriteFile(bad, []byte(down), 0o644)
 	if out, code := run(t, "status", "-c", bad); code != exitRetryable {
 		t.Errorf("status against an unreachable server: exit %d\n%s", code, out)
+	}
+}
+
+// TestIngestBatchBounds: a --batch of zero, negative or past the maximum is
+// a usage error, exit 1, before anything is allocated or opened.
+func TestIngestBatchBounds(t *testing.T) {
+	for _, n := range []string{"0", "-5", "1000001", "1000000000", "9000000000000000000"} {
+		out, code := run(t, "ingest", "-c", filepath.Join(t.TempDir(), "none.toml"), "--table", "power", "--batch", n, "day.csv")
+		if code != exitPermanent || !strings.Contains(out, "--batch "+n+": want 1 to 1000000") {
+			t.Errorf("--batch %s: exit %d\n%s", n, code, out)
+		}
 	}
 }

@@ -32,6 +32,11 @@ reading is a no-op. Rows below the watermark go to the cold tier as late
 corrections. "-" reads standard input.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
+			// Refused before the deployment is opened: a usage error
+			// is permanent, whatever the state of the servers.
+			if batch < 1 || batch > ingest.MaxBatchRows {
+				return fmt.Errorf("--batch %d: want 1 to %d readings", batch, ingest.MaxBatchRows)
+			}
 			ctx := cmd.Context()
 			s, _, err := d.openAt(cmd.Context())
 			if err != nil {
@@ -80,7 +85,7 @@ corrections. "-" reads standard input.`,
 	f.StringVar(&table, "table", "", "the table to write to (required)")
 	f.StringVar(&format, "format", "", "csv or jsonl (default: from the file name's extension)")
 	f.StringVar(&report, "report", "", "write a CSV of line,status (inserted or present) per reading to this file")
-	f.IntVar(&batch, "batch", ingest.DefaultBatchRows, "readings per atomic batch")
+	f.IntVar(&batch, "batch", ingest.DefaultBatchRows, fmt.Sprintf("readings per atomic batch, 1 to %d", ingest.MaxBatchRows))
 	cmd.MarkFlagRequired("table")
 	return cmd
 }

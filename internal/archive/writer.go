@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
@@ -199,6 +200,12 @@ func remap(err error, idx []int) error {
 		if p.Row >= 0 && p.Row < len(idx) {
 			p.Row = idx[p.Row]
 		}
+		p.Reason = p.RenameRow(func(i int) (string, bool) {
+			if i < 0 || i >= len(idx) {
+				return "", false
+			}
+			return "row " + strconv.Itoa(idx[i]), true
+		})
 		c.Problems[k] = p
 	}
 	return &c

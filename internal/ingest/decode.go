@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,9 @@ func (e *LineError) Error() string {
 // Unwrap returns the cause.
 func (e *LineError) Unwrap() error { return e.Err }
 
+// bom is the UTF-8 encoding of U+FEFF, the byte order mark.
+const bom = "\ufeff"
+
 // A Decoder reads the readings of one table from a delivery.
 type Decoder struct {
 	t      *series.Table
@@ -75,24 +79,45 @@ type Decoder struct {
 }
 
 // NewDecoder returns a decoder of readings of t in format f from r. A CSV
-// header must name only columns t has.
+// header must name only columns t has, each once. A UTF-8 byte order mark
+// before the first line is skipped.
 func NewDecoder(r io.Reader, f Format, t *series.Table) (*Decoder, error) {
 	d := &Decoder{t: t, format: f}
+	// Spreadsheets write a byte order mark before UTF-8 text. It is no
+	// part of the first column's name, and invisible in an error naming it.
+	br := bufio.NewReader(r)
+	if b, _ := br.Peek(len(bom)); string(b) == bom {
+		br.Discard(len(bom))
+	}
+	r = br
 	switch f {
 	case CSV:
 		d.csv = csv.NewReader(r)
 		d.csv.ReuseRecord = false
 		header, err := d.csv.Read()
-		if err != nil {
-			return nil, fmt.Errorf("ingest: CSV header: %w", err)
+		var pe *csv.ParseError
+		switch {
+		case err == io.EOF:
+			return nil, &LineError{Line: 1, Err: errors.New("no header naming the columns")}
+		case errors.As(err, &pe):
+			return nil, &LineError{Line: pe.StartLine, Err: fmt.Errorf("CSV header: %w", err)}
+		case err != nil:
+			return nil, fmt.Errorf("ingest: line 1: CSV header: %w", err)
 		}
-		for _, h := range header {
-			if !d.known(strings.TrimSpace(h)) {
-				return nil, &LineError{Line: 1, Column: h, Err: errors.New("no such column")}
+		// The header is the first line that is not blank.
+		line, _ := d.csv.FieldPos(0)
+		for i, h := range header {
+			h = strings.TrimSpace(h)
+			if !d.known(h) {
+				return nil, &LineError{Line: line, Column: h, Err: errors.New("no such column")}
 			}
-			d.header = append(d.header, strings.TrimSpace(h))
+			// Which of two values of a column was meant cannot be told.
+			if j := slices.Index(d.header, h); j >= 0 {
+				return nil, &LineError{Line: line, Column: h, Err: fmt.Errorf("named twice, as fields %d and %d", j+1, i+1)}
+			}
+			d.header = append(d.header, h)
 		}
-		d.line = 1
+		d.line = line
 	case JSONLines:
 		d.lines = bufio.NewScanner(r)
 		d.lines.Buffer(make([]byte, 64<<10), 16<<20)
@@ -116,14 +141,19 @@ func (d *Decoder) nextCSV() (Record, error) {
 	if err == io.EOF {
 		return Record{}, io.EOF
 	}
-	line, _ := d.csv.FieldPos(0)
 	if err != nil {
+		// A record that does not parse has no field positions to ask
+		// for: its line is the ParseError's, the line the record
+		// starts on, where an unterminated quote was opened.
 		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			line = pe.Line
+		if !errors.As(err, &pe) {
+			return Record{}, fmt.Errorf("ingest: line %d: %w", d.line+1, err)
 		}
-		return Record{Line: line}, &LineError{Line: line, Err: err}
+		d.line = pe.Line
+		return Record{Line: pe.StartLine}, &LineError{Line: pe.StartLine, Err: err}
 	}
+	line, _ := d.csv.FieldPos(0)
+	d.line, _ = d.csv.FieldPos(len(fields) - 1)
 	vals := make(map[string]string, len(fields))
 	for i, f := range fields {
 		if f != "" {
@@ -140,8 +170,11 @@ func (d *Decoder) nextJSON() (Record, error) {
 		if text == "" {
 			continue
 		}
-		var raw map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(text), &raw); err != nil {
+		raw, dup, err := object(text)
+		if dup != "" {
+			return Record{Line: d.line}, &LineError{Line: d.line, Column: dup, Err: err}
+		}
+		if err != nil {
 			return Record{Line: d.line}, &LineError{Line: d.line, Err: err}
 		}
 		vals := make(map[string]string, len(raw))
@@ -163,6 +196,47 @@ func (d *Decoder) nextJSON() (Record, error) {
 		return Record{}, fmt.Errorf("ingest: line %d: %w", d.line+1, err)
 	}
 	return Record{}, io.EOF
+}
+
+// object returns the members of the JSON object text. A name given twice
+// is refused, with dup set to it: json.Unmarshal into a map would keep the
+// last value silently, and which one was meant cannot be told.
+func object(text string) (members map[string]json.RawMessage, dup string, err error) {
+	defer func() {
+		// A Decoder reports a truncated object as the end of its input.
+		if err == io.EOF {
+			err = errors.New("the JSON object is not closed on its line")
+		}
+	}()
+	dec := json.NewDecoder(strings.NewReader(text))
+	if tok, err := dec.Token(); err != nil {
+		return nil, "", err
+	} else if tok != json.Delim('{') {
+		return nil, "", errors.New("want a JSON object")
+	}
+	members = make(map[string]json.RawMessage)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "", err
+		}
+		name, _ := tok.(string) // a name is a string, or Token fails
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, "", err
+		}
+		if _, ok := members[name]; ok {
+			return nil, name, errors.New("named twice")
+		}
+		members[name] = v
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, "", err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, "", errors.New("data after the JSON object")
+	}
+	return members, "", nil
 }
 
 // scalar returns a JSON string, number or null as text; a number keeps its

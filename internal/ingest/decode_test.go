@@ -113,3 +113,166 @@ func TestRunBatches(t *testing.T) {
 		t.Errorf("written %d batches, summary %+v", len(written), sum)
 	}
 }
+
+// TestDecodeCSVQuoteErrors: a quote error, in the first column or any
+// other, is a *LineError naming the line, and the batches before it stay
+// counted as written.
+func TestDecodeCSVQuoteErrors(t *testing.T) {
+	const header = "malo_id,from,value,unit,quality,version\n"
+	const good = "50000000005,2026-03-01T00:00:00Z,1,kWh,220,1\n"
+	for _, c := range []struct {
+		name, in string
+		line     int
+	}{
+		{"bare quote in the first column", header + good + `500"00000005,2026-03-01T00:15:00Z,1,kWh,220,1` + "\n", 3},
+		{"unterminated quote in the first column", header + good + `"50000000005,2026-03-01T00:15:00Z,1,kWh,220,1` + "\n" + good, 3},
+		{"bare quote in a later column", header + good + `50000000005,2026-03-01T00:15:00Z,1,k"Wh,220,1` + "\n", 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := NewDecoder(strings.NewReader(c.in), CSV, table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := Run(t.Context(), d, writeAll(nil), Options{BatchRows: 1})
+			var be *BatchError
+			if !errors.As(err, &be) || len(be.Lines) != 1 || be.Lines[0].Line != c.line || be.FirstLine != c.line {
+				t.Fatalf("error %v", err)
+			}
+			if sum.Through != 2 || sum.Inserted != 1 {
+				t.Errorf("summary %+v", sum)
+			}
+		})
+	}
+}
+
+// writeAll returns a WriteFunc that inserts every row and appends each
+// batch to *written, if written is not nil.
+func writeAll(written *[][]series.Reading) WriteFunc {
+	return func(_ context.Context, rows []series.Reading) ([]series.Status, int, error) {
+		if written != nil {
+			*written = append(*written, rows)
+		}
+		st := make([]series.Status, len(rows))
+		for i := range st {
+			st[i] = series.Inserted
+		}
+		return st, 0, nil
+	}
+}
+
+// TestRunBatchBounds: a batch size past MaxBatchRows, or negative, is
+// refused before anything is read, rather than allocated.
+func TestRunBatchBounds(t *testing.T) {
+	for _, n := range []int{-1, MaxBatchRows + 1, 9_000_000_000_000_000_000} {
+		d, err := NewDecoder(strings.NewReader("malo_id,from,value,unit,quality,version\n"), CSV, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(t.Context(), d, writeAll(nil), Options{BatchRows: n}); err == nil || !strings.Contains(err.Error(), "batch") {
+			t.Errorf("BatchRows %d: %v", n, err)
+		}
+	}
+	d, _ := NewDecoder(strings.NewReader("malo_id,from,value,unit,quality,version\n50000000005,2026-03-01T00:00:00Z,1,kWh,220,1\n"), CSV, table)
+	if sum, err := Run(t.Context(), d, writeAll(nil), Options{BatchRows: MaxBatchRows}); err != nil || sum.Inserted != 1 {
+		t.Errorf("BatchRows MaxBatchRows: %+v, %v", sum, err)
+	}
+}
+
+// TestDecodeDuplicateColumns: a column named twice, in a CSV header or as
+// a key of a JSON object, is refused with its line and name: which of the
+// values was meant cannot be told.
+func TestDecodeDuplicateColumns(t *testing.T) {
+	_, err := NewDecoder(strings.NewReader("malo_id,from,value,unit,quality,version, malo_id\n"), CSV, table)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 1 || le.Column != "malo_id" || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("CSV header: %v", err)
+	}
+	in := `{"malo_id":"50000000005","from":"2026-03-01T00:00:00Z","value":"1","unit":"kWh","quality":"220","version":1}` + "\n" +
+		`{"malo_id":"50000000005","from":"2026-03-01T00:15:00Z","value":"1","unit":"kWh","quality":"220","version":1,"value":"2"}` + "\n"
+	d, err := NewDecoder(strings.NewReader(in), JSONLines, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Next(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Next()
+	if !errors.As(err, &le) || le.Line != 2 || le.Column != "value" || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("JSON object: %v", err)
+	}
+	// The same name spelled with an escape is the same key.
+	d, _ = NewDecoder(strings.NewReader(`{"unit":"kWh","\u0075nit":"MWh"}`+"\n"), JSONLines, table)
+	if _, err := d.Next(); !errors.As(err, &le) || le.Line != 1 || le.Column != "unit" {
+		t.Errorf("JSON object with an escaped key: %v", err)
+	}
+}
+
+// TestDecodeJSONObjects: a line must be one JSON object.
+func TestDecodeJSONObjects(t *testing.T) {
+	for _, in := range []string{`null`, `[1]`, `"x"`, `{"unit":"kWh"} {}`, `{"unit":"kWh"}x`, `{"unit" "kWh"}`, `{"unit":}`} {
+		d, err := NewDecoder(strings.NewReader("\n"+in+"\n"), JSONLines, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var le *LineError
+		if _, err := d.Next(); !errors.As(err, &le) || le.Line != 2 {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+}
+
+// TestDecodeBOM: a UTF-8 byte order mark before the first line, as some
+// spreadsheets write, is not part of the first column's name.
+func TestDecodeBOM(t *testing.T) {
+	for _, c := range []struct {
+		f  Format
+		in string
+	}{
+		{CSV, "\ufeffmalo_id,from,value,unit,quality,version\n50000000005,2026-03-01T00:00:00Z,1,kWh,220,1\n"},
+		{JSONLines, "\ufeff" + `{"malo_id":"50000000005","from":"2026-03-01T00:00:00Z","value":"1","unit":"kWh","quality":"220","version":1}` + "\n"},
+	} {
+		d, err := NewDecoder(strings.NewReader(c.in), c.f, table)
+		if err != nil {
+			t.Errorf("format %d: %v", c.f, err)
+			continue
+		}
+		if rec, err := d.Next(); err != nil || rec.Reading.MaLo != "50000000005" {
+			t.Errorf("format %d: %+v, %v", c.f, rec, err)
+		}
+	}
+}
+
+// TestRunRefusalNamesLines: the rows a refused batch names, and the rows
+// its reasons refer to, are given as the file's lines.
+func TestRunRefusalNamesLines(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("malo_id,from,value,unit,quality,version\n")
+	for i := range 6 {
+		b.WriteString("50000000005," + time.Date(2026, 3, 1, 0, 15*i, 0, 0, time.UTC).Format(time.RFC3339) + ",1,kWh,220,1\n")
+		if i == 1 {
+			b.WriteString("\n") // a blank line, which is not a record
+		}
+	}
+	d, err := NewDecoder(strings.NewReader(b.String()), CSV, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first batch is lines 2, 3 and 5, the second 6, 7 and 8; its row
+	// 2 (line 8) restates its row 0 (line 6). The reason is the hot tier's.
+	calls := 0
+	write := func(_ context.Context, rows []series.Reading) ([]series.Status, int, error) {
+		if calls++; calls == 2 {
+			return nil, 0, &series.Error{Kind: series.IntegrityViolation, Op: "write", Table: "power", Rows: []int{2},
+				Problems: []series.Problem{{Row: 2, Reason: "restates row 0 under version 1 with a different value"}}}
+		}
+		return writeAll(nil)(t.Context(), rows)
+	}
+	_, err = Run(t.Context(), d, write, Options{BatchRows: 3})
+	var be *BatchError
+	if !errors.As(err, &be) || be.FirstLine != 6 || be.LastLine != 8 || len(be.Lines) != 1 || be.Lines[0].Line != 8 {
+		t.Fatalf("error %v", err)
+	}
+	if got, want := be.Lines[0].Error(), "line 8: restates line 6 under version 1 with a different value"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

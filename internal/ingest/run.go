@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/meterstore/meterstore/series"
@@ -13,13 +14,20 @@ import (
 // DefaultBatchRows is the number of readings written per atomic batch.
 const DefaultBatchRows = 10_000
 
+// MaxBatchRows bounds the size of a batch: a batch is held in memory, its
+// records and their readings, and written in one transaction, so a size
+// much past this is an out of memory error or a transaction that holds
+// its locks for minutes, never a faster ingest.
+const MaxBatchRows = 1_000_000
+
 // A WriteFunc writes one batch atomically and reports per row whether it
 // was inserted or already present, and how many rows went to the cold tier.
 type WriteFunc func(ctx context.Context, rows []series.Reading) (status []series.Status, late int, err error)
 
 // Options configure Run.
 type Options struct {
-	// BatchRows is the size of an atomic batch; zero means DefaultBatchRows.
+	// BatchRows is the size of an atomic batch, at most MaxBatchRows; zero
+	// means DefaultBatchRows.
 	BatchRows int
 	// Report, if set, receives a CSV line "line,status" per reading written.
 	Report io.Writer
@@ -70,12 +78,17 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // back as a *BatchError naming its lines. Batches before it stay written.
 func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summary, error) {
 	n := opts.BatchRows
-	if n <= 0 {
+	switch {
+	case n == 0:
 		n = DefaultBatchRows
+	case n < 0 || n > MaxBatchRows:
+		return Summary{}, fmt.Errorf("ingest: a batch of %d rows: want 1 to %d", n, MaxBatchRows)
 	}
 	var sum Summary
-	recs := make([]Record, 0, n)
-	rows := make([]series.Reading, 0, n)
+	// The batches grow as they are read: a large batch size must not
+	// cost its memory up front for a small delivery.
+	recs := make([]Record, 0, min(n, DefaultBatchRows))
+	rows := make([]series.Reading, 0, min(n, DefaultBatchRows))
 	for done := false; !done; {
 		recs, rows = recs[:0], rows[:0]
 		var bad []*LineError
@@ -132,14 +145,20 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 	return sum, nil
 }
 
-// batchError names the lines of the rows a refused batch names.
+// batchError names the lines of the rows a refused batch names, and of
+// the rows their reasons refer to.
 func batchError(err error, recs []Record, first, last int) error {
 	be := &BatchError{FirstLine: first, LastLine: last, Err: err}
 	var he *series.Error
 	if errors.As(err, &he) {
 		for _, p := range he.Problems {
 			if p.Row >= 0 && p.Row < len(recs) {
-				be.Lines = append(be.Lines, &LineError{Line: recs[p.Row].Line, Err: errors.New(p.Reason)})
+				be.Lines = append(be.Lines, &LineError{Line: recs[p.Row].Line, Err: errors.New(p.RenameRow(func(i int) (string, bool) {
+					if i < 0 || i >= len(recs) {
+						return "", false
+					}
+					return "line " + strconv.Itoa(recs[i].Line), true
+				}))})
 			}
 		}
 	}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"slices"
+	"testing"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/meterstore/meterstore/store"
+)
+
+// duckResult runs query on an in-memory DuckDB and returns its result
+// with the values as duckdb-go returns them, as the query engine does.
+func duckResult(t *testing.T, query string) *store.Result {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(t.Context(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	res := &store.Result{}
+	res.Columns, _ = rows.Columns()
+	types, _ := rows.ColumnTypes()
+	for _, ty := range types {
+		res.Types = append(res.Types, ty.DatabaseTypeName())
+	}
+	for rows.Next() {
+		row := make([]any, len(res.Columns))
+		dest := make([]any, len(row))
+		for i := range row {
+			dest[i] = &row[i]
+		}
+		if err := rows.Scan(dest...); err != nil {
+			t.Fatal(err)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestPrintResult: no value is lost to a repeated column name in JSON; a
+// UUID prints as its text, an infinite timestamp or date as infinity, a
+// date as a date.
+func TestPrintResult(t *testing.T) {
+	res := duckResult(t, `SELECT 1 AS a, 2 AS a, 3 AS a_2, NULL AS n, 1.5::DECIMAL(18,6) AS v,
+		UUID '0190a5f4-1234-7abc-8def-0123456789ab' AS u,
+		TIMESTAMPTZ '2026-04-10 01:02:03.5+00' AS ts,
+		'infinity'::TIMESTAMPTZ AS inf, '-infinity'::TIMESTAMPTZ AS ninf, 'infinity'::TIMESTAMP AS tinf,
+		DATE '2026-04-10' AS d, 'infinity'::DATE AS dinf, '-infinity'::DATE AS dninf, TIME '12:34:56.25' AS tm`)
+	for _, c := range []struct{ format, want string }{
+		{"json", `{"a":1,"a_3":2,"a_2":3,"n":null,"v":"1.5","u":"0190a5f4-1234-7abc-8def-0123456789ab",` +
+			`"ts":"2026-04-10T01:02:03.5Z","inf":"infinity","ninf":"-infinity","tinf":"infinity",` +
+			`"d":"2026-04-10","dinf":"infinity","dninf":"-infinity","tm":"12:34:56.25"}` + "\n"},
+		{"csv", "a,a,a_2,n,v,u,ts,inf,ninf,tinf,d,dinf,dninf,tm\n" +
+			"1,2,3,,1.5,0190a5f4-1234-7abc-8def-0123456789ab,2026-04-10T01:02:03.5Z,infinity,-infinity,infinity,2026-04-10,infinity,-infinity,12:34:56.25\n"},
+		{"table", "a  a  a_2  n  v    u                                     ts                      inf       ninf       tinf      d           dinf      dninf      tm\n" +
+			"1  2  3       1.5  0190a5f4-1234-7abc-8def-0123456789ab  2026-04-10T01:02:03.5Z  infinity  -infinity  infinity  2026-04-10  infinity  -infinity  12:34:56.25\n"},
+	} {
+		var b bytes.Buffer
+		if err := printResult(&b, c.format, res); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != c.want {
+			t.Errorf("--format %s:\ngot  %q\nwant %q", c.format, b.String(), c.want)
+		}
+	}
+}
+
+func TestUniqueNames(t *testing.T) {
+	got := uniqueNames([]string{"a", "a", "a_2", "b", "a", "b"})
+	want := []string{"a", "a_3", "a_2", "b", "a_4", "b_2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
