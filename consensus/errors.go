@@ -17,14 +17,24 @@ var (
 
 	// ErrIndeterminate marks a failure after which the operation may or may
 	// not have taken effect, such as a connection lost after the statement
-	// was sent. A caller must re-read the log to learn the outcome.
-	ErrIndeterminate = errors.New("outcome unknown")
+	// was sent. A caller must re-read the log to learn the outcome; it is
+	// retryable for callers whose operation is idempotent.
+	ErrIndeterminate error = &retryable{"outcome unknown"}
 
 	// ErrTransient marks a failure that certainly changed nothing and may be
 	// retried as is: a serialization failure, a deadlock, a connection that
 	// failed before the request was sent.
-	ErrTransient = errors.New("transient failure, nothing written")
+	ErrTransient error = &retryable{"transient failure, nothing written"}
 )
+
+// retryable is an error after which trying again may succeed.
+type retryable struct{ msg string }
+
+func (e *retryable) Error() string { return e.msg }
+
+// IsRetryable reports true: the error passes if the operation, or for
+// ErrIndeterminate an idempotent one, is tried again.
+func (e *retryable) IsRetryable() bool { return true }
 
 // IsRetryable reports whether err is a determinate failure that changed
 // nothing and may be retried unchanged.

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/internal/pgtest"
+	"github.com/meterstore/meterstore/series"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -74,9 +75,9 @@ func mustRegister(t testing.TB, reg *Registry, naturalID string, at time.Time) s
 }
 
 // wantKind checks that err is an *Error of kind k.
-func wantKind(t testing.TB, err error, k Kind) {
+func wantKind(t testing.TB, err error, k series.Kind) {
 	t.Helper()
-	var e *Error
+	var e *series.Error
 	if !errors.As(err, &e) || e.Kind != k {
 		t.Fatalf("error %v (%T), want *Error of kind %v", err, err, k)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // DefaultSchema is the schema of the registry when Options.Schema is empty.
@@ -60,17 +61,17 @@ type Registry struct {
 func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Registry, error) {
 	const op = "open"
 	if pool == nil {
-		return nil, &Error{Kind: InvalidConfig, Op: op, Err: errors.New("nil pool")}
+		return nil, &series.Error{Kind: series.InvalidConfig, Op: opName(op), Err: errors.New("nil pool")}
 	}
 	if opts.Schema == "" {
 		opts.Schema = DefaultSchema
 	}
 	if len(opts.Schema) > 63 || !validText(opts.Schema) {
-		return nil, &Error{Kind: InvalidConfig, Op: op, Err: fmt.Errorf("schema name %q: want at most 63 bytes of printable UTF-8", opts.Schema)}
+		return nil, &series.Error{Kind: series.InvalidConfig, Op: opName(op), Err: fmt.Errorf("schema name %q: want at most 63 bytes of printable UTF-8", opts.Schema)}
 	}
 	cal, err := metering.NewCalendar()
 	if err != nil {
-		return nil, &Error{Kind: InvalidConfig, Op: op, Err: err}
+		return nil, &series.Error{Kind: series.InvalidConfig, Op: opName(op), Err: err}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/meterstore/meterstore/series"
 )
 
 // ReferencePrefix begins every reference the registry issues.
@@ -47,7 +48,7 @@ func newReference() string {
 func (r *Registry) Register(ctx context.Context, naturalID string, collectedAt time.Time) (string, error) {
 	const op = "register"
 	if err := checkNaturalID(naturalID); err != nil {
-		return "", &Error{Kind: InvalidInput, Op: op, Err: err}
+		return "", &series.Error{Kind: series.InvalidInput, Op: opName(op), Err: err}
 	}
 	if collectedAt.IsZero() {
 		return "", invalid(op, "zero collection instant")
@@ -105,7 +106,7 @@ func (r *Registry) Resolve(ctx context.Context, ref string) (naturalID string, y
 func (r *Registry) References(ctx context.Context, naturalID string) ([]string, error) {
 	const op = "references"
 	if err := checkNaturalID(naturalID); err != nil {
-		return nil, &Error{Kind: InvalidInput, Op: op, Err: err}
+		return nil, &series.Error{Kind: series.InvalidInput, Op: opName(op), Err: err}
 	}
 	rows, _ := r.pool.Query(ctx, `SELECT reference FROM `+r.subjects+`
 		WHERE natural_id = $1 ORDER BY collection_year`, naturalID)
@@ -126,7 +127,7 @@ func (r *Registry) References(ctx context.Context, naturalID string) ([]string, 
 func (r *Registry) Erase(ctx context.Context, naturalID string) (int64, error) {
 	const op = "erase"
 	if err := checkNaturalID(naturalID); err != nil {
-		return 0, &Error{Kind: InvalidInput, Op: op, Err: err}
+		return 0, &series.Error{Kind: series.InvalidInput, Op: opName(op), Err: err}
 	}
 	tag, err := r.pool.Exec(ctx, `DELETE FROM `+r.subjects+` WHERE natural_id = $1`, naturalID)
 	if err != nil {

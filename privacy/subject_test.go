@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/meterstore/meterstore/series"
 )
 
 var refPattern = regexp.MustCompile(`^s_[a-z2-7]{26}$`)
@@ -35,7 +36,7 @@ func TestOpen(t *testing.T) {
 	}
 	for _, bad := range []string{strings.Repeat("x", 64), "a\nb", "\xff"} {
 		_, err := Open(ctx, pool, Options{Schema: bad})
-		wantKind(t, err, InvalidConfig)
+		wantKind(t, err, series.InvalidConfig)
 	}
 }
 
@@ -165,17 +166,17 @@ func TestRegisterRefuses(t *testing.T) {
 	at := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
 	for _, id := range []string{"", " K-1", "K-1\t", "K\x001", "K\n1", "K-\xff", strings.Repeat("k", MaxNaturalIDLen+1)} {
 		_, err := reg.Register(ctx, id, at)
-		wantKind(t, err, InvalidInput)
+		wantKind(t, err, series.InvalidInput)
 		if strings.Contains(err.Error(), id) && id != "" {
 			t.Errorf("error %q repeats the natural id", err)
 		}
 		_, err = reg.References(ctx, id)
-		wantKind(t, err, InvalidInput)
+		wantKind(t, err, series.InvalidInput)
 		_, err = reg.Erase(ctx, id)
-		wantKind(t, err, InvalidInput)
+		wantKind(t, err, series.InvalidInput)
 	}
 	_, err := reg.Register(ctx, "K-1", time.Time{})
-	wantKind(t, err, InvalidInput)
+	wantKind(t, err, series.InvalidInput)
 	if n := count(t, pool, reg.subjects); n != 0 {
 		t.Errorf("%d rows written by refused registrations", n)
 	}

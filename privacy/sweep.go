@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/meterstore/meterstore/series"
 )
 
 // maxAuditText bounds the legal basis and the actor Sweep records.
@@ -35,13 +36,13 @@ func (r *Registry) Sweep(ctx context.Context, now time.Time, ret Retention, lega
 		return 0, invalid(op, "zero instant")
 	}
 	if err := ret.Validate(); err != nil {
-		return 0, &Error{Kind: InvalidInput, Op: op, Err: err}
+		return 0, &series.Error{Kind: series.InvalidInput, Op: opName(op), Err: err}
 	}
 	if err := checkAuditText("legal basis", legalBasis); err != nil {
-		return 0, &Error{Kind: InvalidInput, Op: op, Err: err}
+		return 0, &series.Error{Kind: series.InvalidInput, Op: opName(op), Err: err}
 	}
 	if err := checkAuditText("actor", actor); err != nil {
-		return 0, &Error{Kind: InvalidInput, Op: op, Err: err}
+		return 0, &series.Error{Kind: series.InvalidInput, Op: opName(op), Err: err}
 	}
 	del, arg := r.sweepStatement(now, ret)
 	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/meterstore/meterstore/series"
 )
 
 const (
@@ -54,7 +55,7 @@ func TestSweepRefuses(t *testing.T) {
 		{time.Time{}, CalendarYears(3), basis, actor},
 	} {
 		n, err := reg.Sweep(ctx, c.now, c.r, c.basis, c.actor)
-		wantKind(t, err, InvalidInput)
+		wantKind(t, err, series.InvalidInput)
 		if n != 0 {
 			t.Errorf("refused sweep removed %d", n)
 		}

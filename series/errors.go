@@ -194,3 +194,20 @@ func (p Problem) RenameRow(name func(row int) (string, bool)) string {
 	}
 	return p.Reason[:m[0]] + s + p.Reason[m[1]:]
 }
+
+// NewSentinel returns an error value for callers to compare with
+// errors.Is, whose IsRetryable method says whether the operation it ends
+// may succeed if tried again unchanged.
+func NewSentinel(msg string, retryable bool) error { return &sentinel{msg, retryable} }
+
+type sentinel struct {
+	msg       string
+	retryable bool
+}
+
+func (e *sentinel) Error() string     { return e.msg }
+func (e *sentinel) IsRetryable() bool { return e.retryable }
+
+// ErrNotConfirmed is returned by a purge whose confirmation does not
+// repeat the table's name.
+var ErrNotConfirmed = NewSentinel("purge not confirmed: repeat the table's name", false)

@@ -9,6 +9,7 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/series"
 )
 
 // Expiry reports what ExpireSnapshots did with one table.
@@ -48,7 +49,7 @@ func (s *Store) Purge(ctx context.Context, name, confirm string) (files int, err
 		return 0, err
 	}
 	if confirm != name {
-		return 0, fmt.Errorf("store: purge %s: %w", name, cold.ErrNotConfirmed)
+		return 0, fmt.Errorf("store: purge %s: %w", name, series.ErrNotConfirmed)
 	}
 	if err := s.hot.Purge(ctx, t.decl, confirm); err != nil {
 		return 0, fmt.Errorf("store: purge %s: %w", name, err)

@@ -15,6 +15,18 @@ type (
 	ArchiveStatus = archive.Status
 )
 
+// The statuses of an archival cycle. Only ArchiveFailed and
+// ArchiveQuarantined need an operator; ArchiveDeferred and
+// ArchiveLeaseContended are benign no-ops.
+const (
+	ArchiveNothingDue     = archive.NothingDue
+	ArchiveArchived       = archive.Archived
+	ArchiveDeferred       = archive.Deferred
+	ArchiveLeaseContended = archive.LeaseContended
+	ArchiveQuarantined    = archive.Quarantined
+	ArchiveFailed         = archive.Failed
+)
+
 // Archive runs one archival cycle of table name at now: it archives the
 // windows due (a bounded number), drops detached partitions past their
 // reader grace and checks that no attached partition lies below the

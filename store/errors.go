@@ -5,22 +5,83 @@ import (
 	"errors"
 	"net"
 
-	"github.com/meterstore/meterstore/consensus"
-	"github.com/meterstore/meterstore/privacy"
+	icetable "github.com/apache/iceberg-go/table"
+
+	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/query"
 	"github.com/meterstore/meterstore/series"
+)
+
+// The errors a caller decides on. A refused write or failed tier operation
+// is an *Error whose Kind says who is at fault; the rest are sentinels to
+// compare with errors.Is and types to read with errors.As.
+type (
+	// Error is the error of the tiers and the subject registry; see
+	// series.Error.
+	Error = series.Error
+	// Kind classifies an *Error.
+	Kind = series.Kind
+	// QuarantineError reports a table whose cold schema cannot take its
+	// rows; it archives nothing until an operator resolves the drift.
+	QuarantineError = cold.QuarantineError
+	// InvariantError reports that something already is true that must not
+	// be, such as rows below the watermark in PostgreSQL.
+	InvariantError = archive.InvariantError
+)
+
+// The kinds of *Error.
+const (
+	IntegrityViolation = series.IntegrityViolation
+	InvariantViolation = series.InvariantViolation
+	InvalidInput       = series.InvalidInput
+	InvalidConfig      = series.InvalidConfig
+	Unavailable        = series.Unavailable
+	Internal           = series.Internal
+)
+
+var (
+	// ErrNoTable is returned for a table name the Store does not declare.
+	ErrNoTable = errors.New("store: no such table")
+	// ErrNotReadOnly refuses a query that is not a single SELECT.
+	ErrNotReadOnly = query.ErrNotReadOnly
+	// ErrTooManyRows refuses a result larger than QueryOptions.MaxRows.
+	ErrTooManyRows = query.ErrTooManyRows
+	// ErrColdUnreachable fails a query that needs the cold tier when its
+	// watermark or files cannot be read.
+	ErrColdUnreachable = query.ErrColdUnreachable
+	// ErrInFlight fails a query whose rows an archival is moving between
+	// the tiers; it is retryable.
+	ErrInFlight = query.ErrInFlight
+	// ErrCommitConflict is wrapped by a cold commit that lost to another
+	// or that the watermark check refused; nothing was committed.
+	ErrCommitConflict = icetable.ErrCommitFailed
+	// ErrWatermarkBackwards is wrapped by the refusal of a commit that
+	// would move a table's watermark back.
+	ErrWatermarkBackwards = cold.ErrWatermarkBackwards
+	// ErrNotConfirmed refuses a purge whose confirmation does not repeat
+	// the table's name.
+	ErrNotConfirmed = series.ErrNotConfirmed
 )
 
 // IsRetryable reports whether err may go away when the operation is tried
 // again unchanged: a lock not had in time, a lost connection, a log write
-// whose outcome is unknown, a timeout. Writes are idempotent, so retrying
-// one after such an error is safe. A refused delivery, an invalid
-// configuration and an invariant violation are not retryable.
+// whose outcome is unknown, rows in flight between the tiers, a busy
+// private server, a timeout. Writes are idempotent, so retrying one after
+// such an error is safe. A refused delivery, an invalid configuration and
+// an invariant violation are not retryable.
+//
+// The error that decides is the outermost in err's chain with an
+// IsRetryable method; a deadline or a network failure that no tier
+// classified is retryable too.
 func IsRetryable(err error) bool {
 	if err == nil {
 		return false
 	}
+	var r interface{ IsRetryable() bool }
+	if errors.As(err, &r) {
+		return r.IsRetryable()
+	}
 	var ne net.Error
-	return series.IsRetryable(err) || privacy.IsRetryable(err) ||
-		consensus.IsRetryable(err) || consensus.IsIndeterminate(err) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne)
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne)
 }

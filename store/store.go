@@ -92,9 +92,6 @@ type table struct {
 	engine *query.Engine
 }
 
-// ErrNoTable is returned for a table name the Store does not declare.
-var ErrNoTable = errors.New("store: no such table")
-
 // Open returns a Store on opts, after ensuring every declared table in
 // both tiers.
 func Open(ctx context.Context, opts Options) (*Store, error) {

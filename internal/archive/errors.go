@@ -14,3 +14,6 @@ type InvariantError struct {
 func (e *InvariantError) Error() string {
 	return fmt.Sprintf("archive %s: invariant violated: %s", e.Table, e.Reason)
 }
+
+// IsRetryable reports false: an operator is needed.
+func (e *InvariantError) IsRetryable() bool { return false }

@@ -15,10 +15,6 @@ var ErrWatermarkBackwards = errors.New("the watermark would move backwards")
 // archiving them again would store them twice.
 var ErrWindowArchived = errors.New("the window starts below the watermark: it is archived already")
 
-// ErrNotConfirmed is returned by Purge when the confirmation does not repeat
-// the table's name.
-var ErrNotConfirmed = errors.New("purge not confirmed: repeat the table's name")
-
 // A MissingAncestorError reports that the watermark cannot be read: the walk
 // back from the current snapshot reached a parent that the table no longer
 // has, typically because a foreign tool expired it, before it found a
@@ -57,3 +53,10 @@ func (e *QuarantineError) Error() string {
 }
 
 func (e *QuarantineError) Unwrap() error { return e.Err }
+
+// IsRetryable reports false: a quarantine stays until an operator acts.
+func (e *QuarantineError) IsRetryable() bool { return false }
+
+// IsRetryable reports false: the history stays broken until an operator
+// restores it.
+func (e *MissingAncestorError) IsRetryable() bool { return false }

@@ -94,7 +94,7 @@ func TestPurge(t *testing.T) {
 	otherFiles := e.files(t, ".parquet")
 
 	for _, confirm := range []string{"", "Power", "other"} {
-		if _, err := e.tier.Purge(t.Context(), "power", confirm); !errors.Is(err, ErrNotConfirmed) {
+		if _, err := e.tier.Purge(t.Context(), "power", confirm); !errors.Is(err, series.ErrNotConfirmed) {
 			t.Fatalf("purge confirmed with %q: %v", confirm, err)
 		}
 	}

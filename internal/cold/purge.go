@@ -10,6 +10,7 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/series"
 )
 
 // Purge destroys the cold table name: its catalog entry and every file
@@ -22,7 +23,7 @@ import (
 // are gone.
 func (c *Tier) Purge(ctx context.Context, name, confirm string) (int, error) {
 	if name == "" || confirm != name {
-		return 0, fmt.Errorf("cold: purge %q: %w", name, ErrNotConfirmed)
+		return 0, fmt.Errorf("cold: purge %q: %w", name, series.ErrNotConfirmed)
 	}
 	ident := table.Identifier{c.opts.Namespace, name}
 	ice, err := c.cat.LoadTable(ctx, ident)

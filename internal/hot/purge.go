@@ -2,16 +2,11 @@ package hot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/meterstore/meterstore/series"
 )
-
-// ErrNotConfirmed is returned by Purge when the confirmation does not
-// repeat the table's name.
-var ErrNotConfirmed = errors.New("purge not confirmed: repeat the table's name")
 
 // Purge destroys table t in PostgreSQL: the parent with every attached
 // partition, the detached partitions and the declaration. It is one
@@ -24,7 +19,7 @@ func (h *Tier) Purge(ctx context.Context, t *series.Table, confirm string) error
 		return err
 	}
 	if confirm != t.Name {
-		return &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: ErrNotConfirmed}
+		return &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: series.ErrNotConfirmed}
 	}
 	parts, err := h.Partitions(ctx, t)
 	if err != nil {

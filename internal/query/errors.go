@@ -1,6 +1,10 @@
 package query
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/meterstore/meterstore/series"
+)
 
 // ErrNotReadOnly is wrapped by the refusal of a statement that is not a
 // single SELECT: DDL, DML, COPY, ATTACH, INSTALL, LOAD, PRAGMA, SET, CALL,
@@ -14,7 +18,7 @@ var ErrColdUnreachable = errors.New("query: the cold tier is unreachable")
 // ErrInFlight is wrapped by the error of a query whose range holds rows an
 // archival has detached from the hot tier and not yet committed to the cold
 // one, so that neither tier can show them. It is worth retrying.
-var ErrInFlight = errors.New("query: rows of the range are in flight between the tiers")
+var ErrInFlight = series.NewSentinel("query: rows of the range are in flight between the tiers", true)
 
 // ErrTooManyRows is wrapped by the error of a query whose result would have
 // more rows than Settings.MaxRows: a result is held in memory.
