@@ -3,6 +3,11 @@
 //
 // When the calling process runs as root, the server runs as the "postgres"
 // operating-system user, because PostgreSQL refuses to run as root.
+//
+// A cluster in a given directory has one owner at a time: Start takes an
+// exclusive lock on <dir>/pgcluster.lock and holds it until Stop, or until
+// the owning process ends, however it ends. A second Start in the same
+// directory waits a bounded time for the lock and then fails with ErrBusy.
 package pgcluster
 
 import (
@@ -20,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrNoBinaries means initdb or pg_ctl could not be found.
@@ -27,21 +33,41 @@ var ErrNoBinaries = errors.New("PostgreSQL server binaries (initdb, pg_ctl) not 
 	"install the PostgreSQL server (Debian/Ubuntu: apt-get install postgresql; PostgreSQL >= 14), " +
 	"put its bin directory on PATH, or point MS_TEST_PG_URL at a running server")
 
+// ErrBusy means another process owns the cluster in the directory: it
+// runs a command on it now. Retrying once that command has finished
+// succeeds.
+var ErrBusy = errors.New("busy, retry when the other command has finished")
+
+// DefaultLockWait is how long Start waits for another process to release
+// a cluster before it fails with ErrBusy: long enough to ride over a
+// short command that is finishing, short enough not to hang behind a
+// long one.
+const DefaultLockWait = 10 * time.Second
+
+// lockName is the lock file in Options.Dir.
+const lockName = "pgcluster.lock"
+
 // Options configure a cluster.
 type Options struct {
-	// Dir holds the data directory and the server log. An existing cluster
-	// in Dir is reused; empty means a new temporary directory, removed by Stop.
+	// Dir holds the data directory, the server log and the lock file. An
+	// existing cluster in Dir is reused; empty means a new temporary
+	// directory, removed by Stop.
 	Dir string
 	// Settings are server parameters passed with -c, such as fsync=off.
 	Settings map[string]string
 	// Logger receives progress messages; nil discards them.
 	Logger *slog.Logger
+	// LockWait bounds how long Start waits for another process to
+	// release the cluster in Dir before it fails with ErrBusy: zero means
+	// DefaultLockWait, a negative value not to wait.
+	LockWait time.Duration
 }
 
 // Cluster is a running private PostgreSQL server.
 type Cluster struct {
 	bin     string
 	dir     string
+	lock    *os.File
 	temp    bool
 	port    int
 	cred    *syscall.Credential
@@ -65,8 +91,17 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("pgcluster: %w", err)
 		}
 		c.temp = true
-	} else if err := os.MkdirAll(c.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("pgcluster: %w", err)
+	} else {
+		if err := os.MkdirAll(c.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("pgcluster: %w", err)
+		}
+		wait := opts.LockWait
+		if wait == 0 {
+			wait = DefaultLockWait
+		}
+		if c.lock, err = lockDir(ctx, c.dir, wait); err != nil {
+			return nil, err
+		}
 	}
 	if os.Geteuid() == 0 {
 		if c.cred, err = postgresUser(); err != nil {
@@ -132,7 +167,8 @@ func (c *Cluster) URL(db string) string {
 // Port returns the server's TCP port on 127.0.0.1.
 func (c *Cluster) Port() int { return c.port }
 
-// Stop shuts the server down and removes a temporary data directory.
+// Stop shuts the server down, removes a temporary data directory and
+// releases the directory to the next Start.
 func (c *Cluster) Stop(ctx context.Context) error {
 	if c.stopped {
 		return nil
@@ -145,9 +181,14 @@ func (c *Cluster) Stop(ctx context.Context) error {
 
 func (c *Cluster) dataDir() string { return filepath.Join(c.dir, "data") }
 
+// cleanup removes a temporary cluster and releases the lock.
 func (c *Cluster) cleanup() {
 	if c.temp {
 		os.RemoveAll(c.dir)
+	}
+	if c.lock != nil {
+		c.lock.Close() // releases the flock
+		c.lock = nil
 	}
 }
 
