@@ -8,6 +8,9 @@
 // exclusive lock on <dir>/pgcluster.lock and holds it until Stop, or until
 // the owning process ends, however it ends. A second Start in the same
 // directory waits a bounded time for the lock and then fails with ErrBusy.
+// Because the owner of the lock owns the server, a server that runs while
+// Start holds the lock was left behind by a process that ended without
+// stopping it; Start stops it cleanly and starts it again.
 package pgcluster
 
 import (
@@ -114,6 +117,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 	if err := c.initdb(ctx); err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	if err := c.takeOver(ctx); err != nil {
 		c.cleanup()
 		return nil, err
 	}

@@ -1,9 +1,12 @@
 package pgcluster
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +16,38 @@ import (
 
 	"github.com/jackc/pgx/v5"
 )
+
+// The variables that make this test binary a command that starts a cluster
+// and is killed while it runs.
+const (
+	envChild    = "MS_PGCLUSTER_CHILD"     // the cluster's Dir
+	envChildRow = "MS_PGCLUSTER_CHILD_ROW" // the value it writes
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(envChild); dir != "" {
+		os.Exit(runChild(dir, os.Getenv(envChildRow)))
+	}
+	os.Exit(m.Run())
+}
+
+// runChild starts the cluster in dir, writes row, says "ready" on stdout
+// and waits to be killed.
+func runChild(dir, row string) int {
+	ctx := context.Background()
+	c, err := Start(ctx, Options{Dir: dir, Settings: map[string]string{"fsync": "off"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	if err := exec1(ctx, c, "CREATE TABLE IF NOT EXISTS t (v text); INSERT INTO t VALUES ('"+row+"')"); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	fmt.Println("ready")
+	time.Sleep(5 * time.Minute) // the parent kills us long before
+	return 3
+}
 
 // reachableDir returns a new directory the postgres OS user can enter,
 // removed when t ends. (t.TempDir is mode 700.)
@@ -96,6 +131,132 @@ func mustStart(t *testing.T, opts Options) *Cluster {
 	}
 	t.Cleanup(func() { c.Stop(context.Background()) })
 	return c
+}
+
+// startChild runs the test binary as a command that starts the cluster in
+// dir and writes row, and returns it once it is ready.
+func startChild(t *testing.T, dir, row string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"="+dir, envChildRow+"="+row)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan bool, 1)
+	go func() {
+		s := bufio.NewScanner(out)
+		ready <- s.Scan() && s.Text() == "ready"
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("child: did not get ready")
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("child: not ready after 2 minutes")
+	}
+	return cmd
+}
+
+// TestTakeOverAfterKill kills a command that runs the private server with
+// SIGKILL, which leaves the server running, and starts the cluster again
+// in the same directory: the leftover server is taken over and the data
+// written before the kill is there. Twice, to see the second kill handled
+// like the first.
+func TestTakeOverAfterKill(t *testing.T) {
+	dir := filepath.Join(reachableDir(t), "pg")
+	killServer(t, filepath.Join(dir, "data"))
+	for _, row := range []string{"a", "b"} {
+		child := startChild(t, dir, row)
+		if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		child.Wait()
+		pid, err := postmasterPID(filepath.Join(dir, "data"))
+		if err != nil || syscall.Kill(pid, 0) != nil {
+			t.Fatalf("the killed command's server is not running (pid %d, %v): the test shows nothing", pid, err)
+		}
+	}
+	c := mustStart(t, Options{Dir: dir})
+	if got := rows(t, c); strings.Join(got, ",") != "a,b" {
+		t.Errorf("rows after the takeover: %q, want a, b", got)
+	}
+	if err := c.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "postmaster.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("server still running after Stop: %v", err)
+	}
+}
+
+// TestStalePIDFile starts the cluster again after its server died without
+// removing postmaster.pid: once with the dead server's pid in it, and once
+// with the pid of a live process that is not a server of the cluster, as
+// after a reboot that gave the pid to another process of the postgres
+// user.
+func TestStalePIDFile(t *testing.T) {
+	dir := filepath.Join(reachableDir(t), "pg")
+	data := filepath.Join(dir, "data")
+	killServer(t, data)
+	c := mustStart(t, Options{Dir: dir})
+	if err := exec1(t.Context(), c, "CREATE TABLE t (v text); INSERT INTO t VALUES ('a')"); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := postmasterPID(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server dies with SIGKILL, as in an out-of-memory kill; its
+	// children follow (they watch the postmaster).
+	syscall.Kill(pid, syscall.SIGKILL)
+	c.Stop(t.Context()) // fails; releases the directory
+	c = mustStart(t, Options{Dir: dir})
+	if got := rows(t, c); strings.Join(got, ",") != "a" {
+		t.Errorf("rows after a stale postmaster.pid: %q", got)
+	}
+	if err := exec1(t.Context(), c, "INSERT INTO t VALUES ('b')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	// A live process of the postgres user (or of ours, not as root) holds
+	// the pid in a leftover postmaster.pid.
+	sleep := exec.Command("sleep", "300")
+	if os.Geteuid() == 0 {
+		cred, err := postgresUser()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sleep.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	pidFile := filepath.Join(data, "postmaster.pid")
+	stale := fmt.Sprintf("%d\n%s\n1700000000\n5432\n/tmp\n127.0.0.1\n  1234567    12345\nready   \n", sleep.Process.Pid, data)
+	if err := os.WriteFile(pidFile, []byte(stale), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		cred, _ := postgresUser()
+		os.Chown(pidFile, int(cred.Uid), int(cred.Gid))
+	}
+	c = mustStart(t, Options{Dir: dir})
+	if got := rows(t, c); strings.Join(got, ",") != "a,b" {
+		t.Errorf("rows after a postmaster.pid of another process: %q", got)
+	}
+	if syscall.Kill(sleep.Process.Pid, 0) != nil {
+		t.Error("the process that held the stale pid was signalled")
+	}
 }
 
 // TestBusy holds the cluster in a directory and starts it there again: the
