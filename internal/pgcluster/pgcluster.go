@@ -2,7 +2,14 @@
 // server binaries (initdb, pg_ctl), listening only on 127.0.0.1.
 //
 // When the calling process runs as root, the server runs as the "postgres"
-// operating-system user, because PostgreSQL refuses to run as root.
+// operating-system user, because PostgreSQL refuses to run as root. If that
+// user cannot enter the directory the cluster is asked to live in (such as a
+// directory under /root), the cluster's files are kept in
+// /var/lib/meterstore/<name>-<hash of the directory's path> instead, and
+// <dir>/data is a symbolic link to them: the link is how the next Start
+// finds them. If <dir> is removed and made again, the files its link
+// pointed to are moved aside (to <that directory>.removed-<time>, with a
+// warning), neither brought back nor deleted.
 //
 // A cluster in a given directory has one owner at a time: Start takes an
 // exclusive lock on <dir>/pgcluster.lock and holds it until Stop, or until
@@ -50,10 +57,18 @@ const DefaultLockWait = 10 * time.Second
 // lockName is the lock file in Options.Dir.
 const lockName = "pgcluster.lock"
 
+// defaultRelocateRoot holds, as root, the clusters of directories the
+// postgres OS user cannot enter.
+const defaultRelocateRoot = "/var/lib/meterstore"
+
+// relocateRoot is defaultRelocateRoot; tests change it.
+var relocateRoot = defaultRelocateRoot
+
 // Options configure a cluster.
 type Options struct {
-	// Dir holds the data directory, the server log and the lock file. An
-	// existing cluster in Dir is reused; empty means a new temporary
+	// Dir holds the data directory and the server log (or, as root, a link
+	// to them when the postgres user cannot enter Dir) and the lock file.
+	// An existing cluster in Dir is reused; empty means a new temporary
 	// directory, removed by Stop.
 	Dir string
 	// Settings are server parameters passed with -c, such as fsync=off.
@@ -68,8 +83,11 @@ type Options struct {
 
 // Cluster is a running private PostgreSQL server.
 type Cluster struct {
-	bin     string
-	dir     string
+	bin string
+	dir string // Options.Dir: the lock, and the link to home if relocated
+	// home holds the data directory, the server log and the socket: dir,
+	// or a directory under relocateRoot the postgres OS user can enter.
+	home    string
 	lock    *os.File
 	temp    bool
 	port    int
@@ -98,6 +116,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if err := os.MkdirAll(c.dir, 0o755); err != nil {
 			return nil, fmt.Errorf("pgcluster: %w", err)
 		}
+		// One spelling per directory, so that the name of a relocated
+		// home does not depend on how Dir is written.
+		if c.dir, err = filepath.Abs(c.dir); err == nil {
+			c.dir, err = filepath.EvalSymlinks(c.dir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pgcluster: %w", err)
+		}
 		wait := opts.LockWait
 		if wait == 0 {
 			wait = DefaultLockWait
@@ -106,14 +132,15 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
+	c.home = c.dir
 	if os.Geteuid() == 0 {
 		if c.cred, err = postgresUser(); err != nil {
 			c.cleanup()
 			return nil, err
 		}
-		if err := os.Chown(c.dir, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+		if err := c.placeHome(); err != nil {
 			c.cleanup()
-			return nil, fmt.Errorf("pgcluster: %w", err)
+			return nil, err
 		}
 	}
 	if err := c.initdb(ctx); err != nil {
@@ -186,12 +213,15 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	return err
 }
 
-func (c *Cluster) dataDir() string { return filepath.Join(c.dir, "data") }
+func (c *Cluster) dataDir() string { return filepath.Join(c.home, "data") }
 
 // cleanup removes a temporary cluster and releases the lock.
 func (c *Cluster) cleanup() {
 	if c.temp {
 		os.RemoveAll(c.dir)
+		if c.home != c.dir {
+			os.RemoveAll(c.home)
+		}
 	}
 	if c.lock != nil {
 		c.lock.Close() // releases the flock
@@ -212,7 +242,7 @@ func (c *Cluster) start(ctx context.Context, settings map[string]string) error {
 	opts := []string{
 		"-p", strconv.Itoa(c.port),
 		"-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories=" + c.dir,
+		"-c", "unix_socket_directories=" + c.home,
 	}
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
@@ -224,9 +254,9 @@ func (c *Cluster) start(ctx context.Context, settings map[string]string) error {
 	}
 	c.logger.Info("starting PostgreSQL", "dir", c.dataDir(), "port", c.port)
 	err := c.run(ctx, "pg_ctl", "start", "-D", c.dataDir(), "-w", "-t", "60",
-		"-l", filepath.Join(c.dir, "server.log"), "-o", strings.Join(opts, " "))
+		"-l", filepath.Join(c.home, "server.log"), "-o", strings.Join(opts, " "))
 	if err != nil {
-		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
+		log, _ := os.ReadFile(filepath.Join(c.home, "server.log"))
 		return fmt.Errorf("%w\nserver log:\n%s", err, tail(log, 2000))
 	}
 	return nil
@@ -236,7 +266,7 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, name), args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Dir = c.dir
+	cmd.Dir = c.home
 	if c.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	}

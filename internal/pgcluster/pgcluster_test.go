@@ -301,3 +301,78 @@ func TestBusy(t *testing.T) {
 		t.Errorf("rows in the second cluster: %q", got)
 	}
 }
+
+// TestPrivateDirectory runs as root in a directory the postgres OS user
+// cannot enter (mode 700, like /root): the cluster's data is kept where
+// the postgres user can reach it, found again by the next Start, and the
+// data persists. When the directory is removed and made again, the old
+// cluster is moved aside and a new one made.
+func TestPrivateDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root runs the server as another user")
+	}
+	private := filepath.Join(reachableDir(t), "root")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	relocateRoot = filepath.Join(reachableDir(t), "var-lib-meterstore")
+	t.Cleanup(func() { relocateRoot = defaultRelocateRoot })
+	dir := filepath.Join(private, "deployment", "pg")
+	killServer(t, filepath.Join(dir, "data"))
+
+	c := mustStart(t, Options{Dir: dir})
+	if err := exec1(t.Context(), c, "CREATE TABLE t (v text); INSERT INTO t VALUES ('a')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	target, err := os.Readlink(filepath.Join(dir, "data"))
+	if err != nil || !strings.HasPrefix(target, relocateRoot+"/") {
+		t.Fatalf("%s/data: %q, %v; want a link into %s", dir, target, err, relocateRoot)
+	}
+	c = mustStart(t, Options{Dir: dir})
+	if got := rows(t, c); strings.Join(got, ",") != "a" {
+		t.Errorf("rows in the second run: %q", got)
+	}
+	if err := c.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	// The data directory is removed and made again at the same path, as a
+	// later demo does: the old cluster is not brought back, nor deleted,
+	// but moved aside.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	c = mustStart(t, Options{Dir: dir})
+	if err := exec1(t.Context(), c, "SELECT 1 FROM t"); err == nil {
+		t.Error("the cluster of the removed data directory came back")
+	}
+	aside, _ := filepath.Glob(filepath.Dir(target) + ".removed-*/data/PG_VERSION")
+	if len(aside) != 1 {
+		t.Errorf("the cluster of the removed data directory was not moved aside: %v", aside)
+	}
+}
+
+// TestUnreachableCluster moves an existing cluster where the postgres OS
+// user cannot reach it: Start says which directory to open up.
+func TestUnreachableCluster(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root runs the server as another user")
+	}
+	parent := reachableDir(t)
+	dir := filepath.Join(parent, "pg")
+	killServer(t, filepath.Join(dir, "data"))
+	c := mustStart(t, Options{Dir: dir})
+	if err := c.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(t.Context(), Options{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "chmod o+x "+parent) {
+		t.Errorf("Start of an unreachable cluster: %v", err)
+	}
+}
