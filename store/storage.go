@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Storage is what one table holds in each tier.
@@ -38,11 +36,7 @@ func (s *Store) Storage(ctx context.Context, name string) (Storage, error) {
 		return Storage{}, err
 	}
 	var st Storage
-	parent := pgx.Identifier{s.hot.Schema(), name}.Sanitize()
-	err = s.opts.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+parent+`),
-	coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree($1::regclass)), 0)`,
-		parent).Scan(&st.HotRows, &st.HotBytes)
-	if err != nil {
+	if st.HotRows, st.HotBytes, err = s.hot.Size(ctx, t.decl); err != nil {
 		return Storage{}, fmt.Errorf("store: storage of %s: %w", name, err)
 	}
 	cs, err := s.cold.Storage(ctx, t.cold)

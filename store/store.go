@@ -76,7 +76,7 @@ type Store struct {
 	hot     *hot.Tier
 	cold    *cold.Tier
 	arch    *archive.Archiver
-	writer  *archive.Writer
+	router  *archive.Router
 	metrics *metrics.Metrics
 	tables  []*table // in declaration order
 	closers []func() // what OpenConfig started, for Close
@@ -120,9 +120,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.arch, err = archive.New(s.hot, s.cold, opts.Pool, s.archive); err != nil {
 		return nil, err
 	}
-	if s.writer, err = archive.NewWriter(s.hot, s.cold); err != nil {
-		return nil, err
-	}
+	s.router = archive.NewRouter(s.hot, s.cold)
 	seen := map[string]bool{}
 	for i := range opts.Tables {
 		decl := &opts.Tables[i]
@@ -141,7 +139,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("store: declare %s: %w", decl.Name, err)
 		}
 		t := &table{decl: decl, cold: ct}
-		if t.engine, err = query.New(decl, &source{s: s, t: t}, opts.Query.settings()); err != nil {
+		if t.engine, err = query.New(decl, &query.TableSource{
+			HotTier: s.hot, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: opts.Query.CacheDir,
+			Scanned: func(ctx context.Context, n int64) { s.metrics.Scanned(ctx, decl.Name, metrics.TierHot, n) },
+		}, opts.Query.settings()); err != nil {
 			return nil, fmt.Errorf("store: query engine of %s: %w", decl.Name, err)
 		}
 		s.tables = append(s.tables, t)

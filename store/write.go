@@ -20,7 +20,7 @@ func (s *Store) Write(ctx context.Context, name string, rows []Reading) (WriteRe
 	if err != nil {
 		return WriteResult{}, err
 	}
-	res, err := s.writer.Write(ctx, t.decl, t.cold, rows)
+	res, err := s.router.Write(ctx, t.decl, t.cold, rows)
 	s.metrics.Written(ctx, name, int64(res.Inserted), int64(res.Present))
 	if res.Late > 0 {
 		s.metrics.LateCorrections(ctx, name, int64(res.Late))

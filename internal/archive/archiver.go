@@ -249,7 +249,7 @@ func (a *Archiver) count(ctx context.Context, parts []hot.Partition) ([]int64, i
 	counts := make([]int64, len(parts))
 	var total int64
 	for i, p := range parts {
-		n, err := countPartition(ctx, a.pool, a.hot.Schema(), p.Name)
+		n, err := a.hot.CountRows(ctx, p)
 		if err != nil {
 			return nil, 0, fmt.Errorf("count partition %s: %w", p.Name, err)
 		}

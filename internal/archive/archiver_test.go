@@ -299,10 +299,7 @@ func TestWriterRoutesLateCorrections(t *testing.T) {
 	fill(t, e, o, 1, 0, 1, 2)
 	a := e.archiver(t, dayConfig)
 	cycles(t, a, e, dayN(3)) // W = day 2
-	wr, err := NewWriter(e.hot, e.cold)
-	if err != nil {
-		t.Fatal(err)
-	}
+	wr := NewRouter(e.hot, e.cold)
 	batch := []series.Reading{qh(0, 0, 5, 2, 42), qh(0, 2, 5, 2, 43), qh(0, 1, 7, 2, 44), qh(0, 3, 1, 1, 45)}
 	res, err := wr.Write(ctx, e.t, e.ct, batch)
 	if err != nil {

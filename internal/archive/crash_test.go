@@ -137,10 +137,7 @@ func crashRun(t *testing.T, point string, seed uint64) {
 
 	// Writers run while the archiver works and dies: new readings above W,
 	// late corrections below it, and corrections of windows in flight.
-	wr, err := NewWriter(e.hot, e.cold)
-	if err != nil {
-		t.Fatal(err)
-	}
+	wr := NewRouter(e.hot, e.cold)
 	var failed [][]series.Reading
 	var wg sync.WaitGroup
 	batches := make([][]series.Reading, 4)
@@ -163,7 +160,7 @@ func crashRun(t *testing.T, point string, seed uint64) {
 			o.ack(b)
 		}
 	})
-	err = cmd.Wait()
+	err := cmd.Wait()
 	wg.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || !exit.Sys().(syscall.WaitStatus).Signaled() || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {

@@ -42,3 +42,64 @@ type Floor struct {
 	Attached    time.Time
 	HasAttached bool
 }
+
+// HotTier is what a TableSource reads of the hot tier; the hot tier's Tier
+// provides it.
+type HotTier interface {
+	// Scan streams the rows of t in attached partitions that q selects.
+	Scan(ctx context.Context, t *series.Table, q series.Range, fn func(series.Reading) error) error
+	// Floor returns where t's attached partitions vouch for its rows:
+	// Floor.Detached and Floor.Attached, zero for none.
+	Floor(ctx context.Context, t *series.Table) (detached, attached time.Time, err error)
+}
+
+// A TableSource is the Source of a declared table: its rows in the hot
+// tier and its files in the cold tier.
+type TableSource struct {
+	HotTier   HotTier
+	ColdTier  *cold.Tier
+	Table     *series.Table
+	ColdTable *cold.Table
+	// CacheDir holds the local copies of a remote warehouse's files.
+	CacheDir string
+	// Scanned, if set, is told the rows each hot scan returned.
+	Scanned func(ctx context.Context, rows int64)
+}
+
+var _ Source = (*TableSource)(nil)
+
+// Watermark returns the cold table's W.
+func (s *TableSource) Watermark(ctx context.Context) (time.Time, bool, error) {
+	return s.ColdTier.Watermark(ctx, s.ColdTable)
+}
+
+// Hot streams the hot rows q selects.
+func (s *TableSource) Hot(ctx context.Context, q series.Range, fn func(series.Reading) error) error {
+	var n int64
+	err := s.HotTier.Scan(ctx, s.Table, q, func(r series.Reading) error {
+		n++
+		return fn(r)
+	})
+	if s.Scanned != nil {
+		s.Scanned(ctx, n)
+	}
+	return err
+}
+
+// HotFloor returns the hot tier's Floor.
+func (s *TableSource) HotFloor(ctx context.Context) (Floor, error) {
+	detached, attached, err := s.HotTier.Floor(ctx, s.Table)
+	if err != nil {
+		return Floor{}, err
+	}
+	return Floor{Detached: detached, Attached: attached, HasAttached: !attached.IsZero()}, nil
+}
+
+// Cold plans the cold files q selects and makes them local.
+func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error) {
+	p, err := s.ColdTier.Plan(ctx, s.ColdTable, q)
+	if err != nil {
+		return cold.Plan{}, err
+	}
+	return p.Local(ctx, s.CacheDir)
+}

@@ -12,7 +12,7 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
-// writeAttempts bounds how often Writer.Write re-routes rows whose partition
+// writeAttempts bounds how often Router.Write re-routes rows whose partition
 // an archival is detaching; the waits between attempts double from
 // writeBackoff, about 2.5 s in all.
 const (
@@ -20,11 +20,11 @@ const (
 	writeBackoff  = 10 * time.Millisecond
 )
 
-// A Writer stores readings in the tier their From belongs to: below the
+// A Router stores readings in the tier their From belongs to: below the
 // watermark in the cold tier, as a late correction that leaves W where it
 // is, and at or above it in the hot tier. Nothing is ever written to
 // PostgreSQL below W, where no query would look.
-type Writer struct {
+type Router struct {
 	hot  *hot.Tier
 	cold *cold.Tier
 	// clock gives the transaction time of late corrections, which the hot
@@ -32,9 +32,9 @@ type Writer struct {
 	clock func() time.Time
 }
 
-// NewWriter returns a Writer on the two tiers.
-func NewWriter(h *hot.Tier, c *cold.Tier) (*Writer, error) {
-	return &Writer{hot: h, cold: c, clock: time.Now}, nil
+// NewRouter returns a Router on the two tiers.
+func NewRouter(h *hot.Tier, c *cold.Tier) *Router {
+	return &Router{hot: h, cold: c, clock: time.Now}
 }
 
 // A WriteResult reports what Write did with each row.
@@ -58,7 +58,7 @@ type WriteResult struct {
 // committed yet. Write then waits, re-reads W and routes the row again, a
 // bounded number of times; if the archival is still not done it returns a
 // retryable error.
-func (w *Writer) Write(ctx context.Context, t *series.Table, ct *cold.Table, rows []series.Reading) (WriteResult, error) {
+func (rt *Router) Write(ctx context.Context, t *series.Table, ct *cold.Table, rows []series.Reading) (WriteResult, error) {
 	res := WriteResult{Status: make([]series.Status, len(rows))}
 	pending := make([]int, len(rows))
 	for i := range pending {
@@ -66,7 +66,7 @@ func (w *Writer) Write(ctx context.Context, t *series.Table, ct *cold.Table, row
 	}
 	wait := writeBackoff
 	for attempt := 1; ; attempt++ {
-		wm, hasW, err := w.cold.Watermark(ctx, ct)
+		wm, hasW, err := rt.cold.Watermark(ctx, ct)
 		if err != nil {
 			return res, fmt.Errorf("archive: write %s: %w", t.Name, err)
 		}
@@ -79,7 +79,7 @@ func (w *Writer) Write(ctx context.Context, t *series.Table, ct *cold.Table, row
 			}
 		}
 		if len(late) > 0 {
-			lr, err := w.cold.AppendLate(ctx, ct, w.stamp(t, pick(rows, late)))
+			lr, err := rt.cold.AppendLate(ctx, ct, rt.stamp(t, pick(rows, late)))
 			if err != nil {
 				return res, remap(err, late)
 			}
@@ -89,12 +89,12 @@ func (w *Writer) Write(ctx context.Context, t *series.Table, ct *cold.Table, row
 		if len(fresh) == 0 {
 			return res, nil
 		}
-		hr, err := w.hot.Write(ctx, t, pick(rows, fresh))
+		hr, err := rt.hot.Write(ctx, t, pick(rows, fresh))
 		if err == nil {
 			res.record(fresh, hr.Status)
 			return res, nil
 		}
-		detached, perr := w.archiving(ctx, t, ct, wm, rows, fresh, err)
+		detached, perr := rt.archiving(ctx, t, ct, wm, rows, fresh, err)
 		if perr != nil {
 			return res, errors.Join(remap(err, fresh), perr)
 		}
@@ -118,19 +118,19 @@ func (w *Writer) Write(ctx context.Context, t *series.Table, ct *cold.Table, row
 // archiving reports whether err refused rows only because an archival
 // took their partitions away: W moved past wm since it was read, or their
 // partitions are detached and the commit is still to come.
-func (w *Writer) archiving(ctx context.Context, t *series.Table, ct *cold.Table, wm time.Time, rows []series.Reading, fresh []int, err error) (bool, error) {
+func (rt *Router) archiving(ctx context.Context, t *series.Table, ct *cold.Table, wm time.Time, rows []series.Reading, fresh []int, err error) (bool, error) {
 	var e *series.Error
 	if !errors.As(err, &e) || e.Kind != series.InvalidInput || len(e.Rows) == 0 {
 		return false, nil
 	}
-	now, _, werr := w.cold.Watermark(ctx, ct)
+	now, _, werr := rt.cold.Watermark(ctx, ct)
 	if werr != nil {
 		return false, werr
 	}
 	if now.After(wm) {
 		return true, nil
 	}
-	parts, perr := w.hot.Partitions(ctx, t)
+	parts, perr := rt.hot.Partitions(ctx, t)
 	if perr != nil {
 		return false, perr
 	}
@@ -151,8 +151,8 @@ func (w *Writer) archiving(ctx context.Context, t *series.Table, ct *cold.Table,
 // stamp fills in the transaction time, the same for the whole batch, which
 // the hot tier takes from the database; AppendLate derives the balancing
 // day as the hot tier does.
-func (w *Writer) stamp(t *series.Table, rs []series.Reading) []series.Reading {
-	now := w.clock().UTC().Truncate(time.Microsecond)
+func (rt *Router) stamp(t *series.Table, rs []series.Reading) []series.Reading {
+	now := rt.clock().UTC().Truncate(time.Microsecond)
 	for i := range rs {
 		r := &rs[i]
 		r.RecordedAt = now
