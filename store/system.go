@@ -179,19 +179,9 @@ func (s *Store) resolutionRelation() query.Relation {
 
 // ResolutionSQL returns the version resolution of table t as SQL for an
 // engine reading its Iceberg table directly: per merge key the highest
-// version, then the latest recorded_at.
-func ResolutionSQL(t *Table) string {
-	return fmt.Sprintf(`SELECT * FROM %s QUALIFY row_number() OVER (PARTITION BY %s ORDER BY version DESC, recorded_at DESC) = 1`,
-		t.Name, strings.Join(quoteAll(t.MergeKey()), ", "))
-}
-
-func quoteAll(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
-	}
-	return out
-}
+// version, then the latest recorded_at. The readings relation is the same
+// statement over readings_versions.
+func ResolutionSQL(t *Table) string { return query.ResolutionSQL(t.Name, t.MergeKey()) }
 
 // FormatDuration spells d as a configuration does: whole days as "14d",
 // anything else as Go does.
@@ -201,4 +191,12 @@ func FormatDuration(d time.Duration) string {
 		return fmt.Sprintf("%dd", d/day)
 	}
 	return d.String()
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
+	}
+	return out
 }

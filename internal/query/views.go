@@ -82,16 +82,11 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, files []string, 
 		coldWhere, hotWhere = `"from" < `+w, `"from" >= `+w
 	}
 	cols := l.names()
-	key := make([]string, len(l.key))
-	for i, k := range l.key {
-		key[i] = ident(k)
-	}
 	for _, stmt := range []string{
 		`CREATE VIEW tiers.cold AS ` + cold,
 		`CREATE VIEW main.readings_versions AS SELECT ` + cols + ` FROM tiers.cold WHERE ` + coldWhere +
 			` UNION ALL SELECT ` + cols + ` FROM tiers.hot WHERE ` + hotWhere,
-		`CREATE VIEW main.readings AS SELECT ` + cols + ` FROM main.readings_versions QUALIFY row_number() OVER (PARTITION BY ` +
-			strings.Join(key, ", ") + ` ORDER BY "version" DESC, "recorded_at" DESC) = 1`,
+		`CREATE VIEW main.readings AS ` + ResolutionSQL("main.readings_versions", l.key),
 	} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("query: create the views: %w", err)
@@ -158,4 +153,17 @@ func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string) (
 // timestamptz returns t as a TIMESTAMPTZ literal, at microseconds.
 func timestamptz(t time.Time) string {
 	return `TIMESTAMPTZ ` + quote(t.UTC().Format("2006-01-02 15:04:05.000000")+"+00")
+}
+
+// ResolutionSQL returns the version resolution of the readings in relation,
+// whose merge key is key: per merge key the highest version, then the
+// latest recorded_at. It defines the readings view, and system.resolution
+// offers it to engines that read a table's Iceberg files directly.
+func ResolutionSQL(relation string, key []string) string {
+	quoted := make([]string, len(key))
+	for i, k := range key {
+		quoted[i] = ident(k)
+	}
+	return `SELECT * FROM ` + relation + ` QUALIFY row_number() OVER (PARTITION BY ` +
+		strings.Join(quoted, ", ") + ` ORDER BY "version" DESC, "recorded_at" DESC) = 1`
 }
