@@ -16,11 +16,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/hotbench"
 	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
-	"github.com/meterstore/meterstore/internal/hot/hotbench"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
