@@ -3,7 +3,7 @@ package main
 import (
 	"os"
 
-	"github.com/meterstore/meterstore/internal/demo"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/demo"
 	"github.com/spf13/cobra"
 )
 

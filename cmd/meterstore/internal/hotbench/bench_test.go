@@ -1,14 +1,16 @@
-package hot_test
+package hotbench_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/meterstore/meterstore/internal/hot/hotbench"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/hotbench"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // BenchmarkWrite measures readings per second of realistic batches (100
 // meter-days of quarter hours, 3% corrections) written with raw COPY into a
