@@ -80,22 +80,22 @@ type RetentionOutcome struct {
 	Err     error
 }
 
-// An Outcome reports one maintenance cycle: a row per table, and the
+// A MaintenanceOutcome reports one maintenance cycle: a row per table, and the
 // retention sweep if it ran.
-type Outcome struct {
+type MaintenanceOutcome struct {
 	At        time.Time
 	Tables    []TableOutcome
 	Retention *RetentionOutcome
 }
 
-// A Failure names what failed in a cycle: a table, or RetentionName.
-type Failure struct {
+// A MaintenanceFailure names what failed in a cycle: a table, or RetentionName.
+type MaintenanceFailure struct {
 	Name string
 	Err  error
 }
 
 // Unhealthy returns the tables that need an operator.
-func (o *Outcome) Unhealthy() []TableOutcome {
+func (o *MaintenanceOutcome) Unhealthy() []TableOutcome {
 	var out []TableOutcome
 	for _, t := range o.Tables {
 		if !t.Healthy() {
@@ -106,28 +106,28 @@ func (o *Outcome) Unhealthy() []TableOutcome {
 }
 
 // Failures returns what ended with an error: tables, then the sweep.
-func (o *Outcome) Failures() []Failure {
-	var out []Failure
+func (o *MaintenanceOutcome) Failures() []MaintenanceFailure {
+	var out []MaintenanceFailure
 	for _, t := range o.Tables {
 		if t.Err != nil {
-			out = append(out, Failure{Name: t.Table, Err: t.Err})
+			out = append(out, MaintenanceFailure{Name: t.Table, Err: t.Err})
 		}
 	}
 	if o.Retention != nil && o.Retention.Err != nil {
-		out = append(out, Failure{Name: RetentionName, Err: o.Retention.Err})
+		out = append(out, MaintenanceFailure{Name: RetentionName, Err: o.Retention.Err})
 	}
 	return out
 }
 
 // Healthy reports whether no table is unhealthy and nothing failed.
-func (o *Outcome) Healthy() bool { return len(o.Unhealthy()) == 0 && len(o.Failures()) == 0 }
+func (o *MaintenanceOutcome) Healthy() bool { return len(o.Unhealthy()) == 0 && len(o.Failures()) == 0 }
 
 // Cycle runs one maintenance cycle at now. Per table, in order: create the
 // partitions ahead, archive the due windows (bounded), expire snapshots
 // if enabled and the lease was won, and compute the table's health; then
 // the retention sweep, if enabled. A failing table does not end the cycle.
-func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *Outcome {
-	out := &Outcome{At: now}
+func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *MaintenanceOutcome {
+	out := &MaintenanceOutcome{At: now}
 	for _, t := range m.s.tables {
 		out.Tables = append(out.Tables, m.table(ctx, t, now))
 	}
@@ -178,9 +178,9 @@ func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableO
 // Start runs a cycle at once and then every interval, in a goroutine,
 // until the handle is stopped or ctx is cancelled; either ends the loop
 // after the cycle in flight.
-func (m *Maintenance) Start(ctx context.Context) *Handle {
+func (m *Maintenance) Start(ctx context.Context) *MaintenanceHandle {
 	ctx, cancel := context.WithCancel(ctx)
-	h := &Handle{cancel: cancel, done: make(chan struct{})}
+	h := &MaintenanceHandle{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
 		tick := time.NewTicker(m.interval)
@@ -199,34 +199,34 @@ func (m *Maintenance) Start(ctx context.Context) *Handle {
 	return h
 }
 
-// A Handle owns a running maintenance loop.
-type Handle struct {
+// A MaintenanceHandle owns a running maintenance loop.
+type MaintenanceHandle struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
 	mu     sync.Mutex
-	last   *Outcome
+	last   *MaintenanceOutcome
 	cycles int
 }
 
-func (h *Handle) record(o *Outcome) {
+func (h *MaintenanceHandle) record(o *MaintenanceOutcome) {
 	h.mu.Lock()
 	h.last, h.cycles = o, h.cycles+1
 	h.mu.Unlock()
 }
 
 // Stop ends the loop after the cycle in flight and waits for it.
-func (h *Handle) Stop() {
+func (h *MaintenanceHandle) Stop() {
 	h.cancel()
 	<-h.done
 }
 
 // Done is closed when the loop has ended.
-func (h *Handle) Done() <-chan struct{} { return h.done }
+func (h *MaintenanceHandle) Done() <-chan struct{} { return h.done }
 
 // Last returns the outcome of the latest finished cycle, nil before the
 // first, and how many cycles finished.
-func (h *Handle) Last() (*Outcome, int) {
+func (h *MaintenanceHandle) Last() (*MaintenanceOutcome, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.last, h.cycles

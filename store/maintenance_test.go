@@ -67,7 +67,7 @@ func TestMaintenanceFailingTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := s.Maintenance()
-	var out *Outcome
+	var out *MaintenanceOutcome
 	for d := range 5 {
 		out = m.Cycle(ctx, dayN(d))
 	}

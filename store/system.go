@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/query"
 )
 
@@ -151,9 +152,9 @@ func (s *Store) configRelation() query.Relation {
 		if err := a.ValidateFor(t.decl.Width); err != nil {
 			problem = err.Error()
 		}
-		r.Rows = append(r.Rows, []any{t.decl.Name, t.decl.Width.String(), FormatDuration(t.decl.Headroom),
-			FormatDuration(a.SettlementLag), FormatDuration(a.Step), int64(a.MaxWindows()),
-			FormatDuration(a.ReaderGrace), FormatDuration(s.hot.LockTimeout()), !t.decl.NoExclusion,
+		r.Rows = append(r.Rows, []any{t.decl.Name, t.decl.Width.String(), fmtDuration(t.decl.Headroom),
+			fmtDuration(a.SettlementLag), fmtDuration(a.Step), int64(a.MaxWindows()),
+			fmtDuration(a.ReaderGrace), fmtDuration(s.hot.LockTimeout()), !t.decl.NoExclusion,
 			problem == nil, problem})
 	}
 	return r
@@ -183,16 +184,6 @@ func (s *Store) resolutionRelation() query.Relation {
 // statement over readings_versions.
 func ResolutionSQL(t *Table) string { return query.ResolutionSQL(t.Name, t.MergeKey()) }
 
-// FormatDuration spells d as a configuration does: whole days as "14d",
-// anything else as Go does.
-func FormatDuration(d time.Duration) string {
-	const day = 24 * time.Hour
-	if d > 0 && d%day == 0 {
-		return fmt.Sprintf("%dd", d/day)
-	}
-	return d.String()
-}
-
 func quoteAll(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
@@ -200,3 +191,6 @@ func quoteAll(names []string) []string {
 	}
 	return out
 }
+
+// fmtDuration spells d as a configuration does.
+func fmtDuration(d time.Duration) string { return config.Duration(d).String() }

@@ -33,7 +33,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 				return err
 			}
 			c.Fixture.Day = d
-			url, stop, err := server(ctx, pgURL, nil, c.Logger)
+			url, stop, err := benchServer(ctx, pgURL, nil, c.Logger)
 			if err != nil {
 				return err
 			}

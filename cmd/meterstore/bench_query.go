@@ -35,7 +35,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 				return err
 			}
 			c.Start, c.Progress, c.Logger = d, os.Stderr, logger()
-			url, stop, err := server(ctx, pgURL, nil, c.Logger)
+			url, stop, err := benchServer(ctx, pgURL, nil, c.Logger)
 			if err != nil {
 				return err
 			}

@@ -131,7 +131,7 @@ archive lease, the others report lease_contended.`,
 
 // outcomeErr returns the failures of a cycle as one error, or
 // errUnhealthy if it failed nowhere and is still unhealthy.
-func outcomeErr(out *store.Outcome) error {
+func outcomeErr(out *store.MaintenanceOutcome) error {
 	var errs []error
 	for _, f := range out.Failures() {
 		errs = append(errs, fmt.Errorf("%s: %w", f.Name, f.Err))
@@ -142,7 +142,7 @@ func outcomeErr(out *store.Outcome) error {
 	return errors.Join(errs...)
 }
 
-func printOutcome(w io.Writer, out *store.Outcome) {
+func printOutcome(w io.Writer, out *store.MaintenanceOutcome) {
 	fmt.Fprintf(w, "cycle at %s\n", stamp(out.At))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "table\tarchive\twindows\twatermark\tpartitions ahead\tviolations\texpired\thealthy\terror")

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/meterstore/meterstore/store"
+	"github.com/meterstore/meterstore/config"
 )
 
 // demoQueries are the cross-tier queries the demo ends with.
@@ -119,7 +119,7 @@ resolutions = [%s]
 width = %q
 headroom = %q
 exclusion = %v
-`, t.Name, t.TimeModel, t.Commodity, strings.Join(res, ", "), t.Width, store.FormatDuration(t.Headroom), !t.NoExclusion)
+`, t.Name, t.TimeModel, t.Commodity, strings.Join(res, ", "), t.Width, config.Duration(t.Headroom), !t.NoExclusion)
 	}
 	path := filepath.Join(dir, configName)
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)

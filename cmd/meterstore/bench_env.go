@@ -11,10 +11,10 @@ import (
 	"github.com/meterstore/meterstore/internal/pgcluster"
 )
 
-// server returns the connection string of the PostgreSQL server a command
+// benchServer returns the connection string of the PostgreSQL server a benchmark
 // works on: pgURL if given, otherwise a private cluster started from the
 // installed binaries with settings, which stop shuts down.
-func server(ctx context.Context, pgURL string, settings map[string]string, log *slog.Logger) (url string, stop func(), err error) {
+func benchServer(ctx context.Context, pgURL string, settings map[string]string, log *slog.Logger) (url string, stop func(), err error) {
 	if pgURL != "" {
 		return pgURL, func() {}, nil
 	}
