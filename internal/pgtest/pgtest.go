@@ -72,34 +72,61 @@ var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
 // its connection string.
 func NewDB(t testing.TB) string {
 	t.Helper()
+	url, drop, err := createDB("t", t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return url
+}
+
+// ExampleDB creates a fresh database for a runnable example, which has no
+// testing.T, and returns its connection string and a function that drops
+// it.
+func ExampleDB(name string) (url string, drop func(), err error) {
+	url, d, err := createDB("x", name)
+	if err != nil {
+		return "", nil, err
+	}
+	return url, func() { d() }, nil
+}
+
+// createDB creates a database named after label, unique in this process,
+// on the test server.
+func createDB(prefix, label string) (url string, drop func() error, err error) {
 	if server.err != nil {
-		t.Fatal(server.err)
+		return "", nil, server.err
 	}
 	if server.adminURL == "" {
-		t.Fatal("pgtest: no server: call pgtest.Main from TestMain")
+		return "", nil, fmt.Errorf("pgtest: no server: call pgtest.Main from TestMain")
 	}
-	name := unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "_")
-	name = fmt.Sprintf("t%d_%d_%s", os.Getpid(), server.seq.Add(1), name)
+	name := unsafeChars.ReplaceAllString(strings.ToLower(label), "_")
+	name = fmt.Sprintf("%s%d_%d_%s", prefix, os.Getpid(), server.seq.Add(1), name)
 	if len(name) > 60 {
 		name = name[:60]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := adminExec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("pgtest: %v", err)
+		return "", nil, fmt.Errorf("pgtest: %w", err)
 	}
-	t.Cleanup(func() {
+	cfg, err := pgx.ParseConfig(server.adminURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("pgtest: %w", err)
+	}
+	drop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := adminExec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("pgtest: %v", err)
+			return fmt.Errorf("pgtest: %w", err)
 		}
-	})
-	cfg, err := pgx.ParseConfig(server.adminURL)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+		return nil
 	}
-	return replaceDB(server.adminURL, cfg.Database, name)
+	return replaceDB(server.adminURL, cfg.Database, name), drop, nil
 }
 
 func adminExec(ctx context.Context, sql string) error {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/meterstore/meterstore/series"
 )
 
 // The bounds of "from" in a WHERE clause.
@@ -213,7 +215,7 @@ var (
 
 // evaluate casts every constraint's constant to TIMESTAMPTZ, as comparing
 // it with "from" does, and intersects the constraints.
-func evaluate(ctx context.Context, q querier, cs []constraint) (Range, error) {
+func evaluate(ctx context.Context, q querier, cs []constraint) (series.Range, error) {
 	exprs := make([]string, len(cs))
 	vals := make([]any, len(cs))
 	dest := make([]any, len(cs))
@@ -222,9 +224,9 @@ func evaluate(ctx context.Context, q querier, cs []constraint) (Range, error) {
 		dest[i] = &vals[i]
 	}
 	if err := q.QueryRowContext(ctx, `SELECT `+strings.Join(exprs, ", ")).Scan(dest...); err != nil {
-		return Range{}, fmt.Errorf("query: evaluate the bounds of \"from\": %w", err)
+		return series.Range{}, fmt.Errorf("query: evaluate the bounds of \"from\": %w", err)
 	}
-	var r Range
+	var r series.Range
 	lower := func(t time.Time) {
 		if r.From.IsZero() || t.After(r.From) {
 			r.From = t

@@ -109,7 +109,7 @@ type Result struct {
 	Tiers []string
 	// Range is the range of "from" the statement could read, and so the
 	// range fetched from the tiers.
-	Range Range
+	Range series.Range
 }
 
 // Query runs one SELECT statement. A statement of any other kind is

@@ -10,36 +10,32 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/meterstore/meterstore/series"
 )
 
-// A Range bounds the values of "from" that a statement can read of the
-// relations readings and readings_versions: [From, To), a zero bound being
-// unbounded. Rows outside it cannot change the statement's answer.
-type Range struct {
-	From, To time.Time
-	// MaLo, if not nil, are the only market locations the statement can
-	// read: version resolution is per market location, so the rows of
-	// others cannot change its answer.
-	MaLo []string
+// An Analysis is what the gate found out about a statement. Its Range
+// bounds the values of "from" that the statement can read of the relations
+// readings and readings_versions, a zero bound being unbounded, and its
+// market locations, if any: version resolution is per market location, so
+// rows outside it cannot change the statement's answer.
+type Analysis struct {
+	series.Range
 	// NoReadings is true when the statement reads neither relation: no
 	// tier is read, and the relations do not exist in its session.
 	NoReadings bool
 }
 
-// Empty reports whether the range holds no time at all.
-func (r Range) Empty() bool { return !r.From.IsZero() && !r.To.IsZero() && !r.From.Before(r.To) }
-
-// Extract returns the Range of a statement, as Query does; see analyze.
+// Extract returns the Analysis of a statement, as Query does; see analyze.
 // A statement that is not a single SELECT is refused with an error
 // wrapping ErrNotReadOnly.
-func Extract(sql string) (Range, error) {
+func Extract(sql string) (Analysis, error) {
 	db, err := parser()
 	if err != nil {
-		return Range{}, err
+		return Analysis{}, err
 	}
 	a, err := analyze(context.Background(), db, sql)
-	return a.Range, err
+	return a.Analysis, err
 }
 
 // parser is the DuckDB that Extract parses with, configured as a query's
@@ -61,7 +57,7 @@ var parser = sync.OnceValues(func() (*sql.DB, error) {
 
 // An analysis is what analyze found out about a statement.
 type analysis struct {
-	Range
+	Analysis
 	// sql is the statement to run: the one analyzed or, where it names a
 	// relation in the schema system, DuckDB's rendering of it with the
 	// catalog spelled out (see qualify).
@@ -127,7 +123,7 @@ func analyze(ctx context.Context, q querier, text string) (analysis, error) {
 	}
 	node, _ := stmt["node"].(map[string]any)
 	if describes(node) {
-		a.Range = Range{From: epoch, To: epoch}
+		a.Range = series.Range{From: epoch, To: epoch}
 		return a, nil
 	}
 	var refs references

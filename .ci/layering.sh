@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Holds the package layering of DESIGN.md: the tiers are peers that speak
+# the public table model (series), config is plain values, and nothing in
+# the library imports the front door from below.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mod=github.com/meterstore/meterstore
+fail=0
+deps() { go list -deps -test "$@" 2>/dev/null | sort -u; }
+
+for p in ./internal/cold ./internal/query ./internal/ingest; do
+	if deps "$p" | grep -qx "$mod/internal/hot"; then
+		echo "layering: $p depends on internal/hot"; fail=1
+	fi
+done
+# The command goes through the front door; only its benchmark drivers,
+# which measure the tiers themselves, use them directly.
+if go list -f '{{join .Imports "\n"}}{{"\n"}}{{join .TestImports "\n"}}' ./cmd/meterstore | grep -qx "$mod/internal/hot"; then
+	echo "layering: cmd/meterstore imports internal/hot"; fail=1
+fi
+if go list -deps ./config | grep -q "^$mod/internal/"; then
+	echo "layering: config imports under internal/:"; go list -deps ./config | grep "^$mod/internal/"; fail=1
+fi
+for p in $(go list ./internal/...); do
+	if go list -deps -test "$p" | grep -qx "$mod/store"; then
+		echo "layering: $p imports store"; fail=1
+	fi
+done
+[ "$fail" = 0 ] && echo "layering: ok"
+exit "$fail"
