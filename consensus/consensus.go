@@ -39,6 +39,7 @@ const (
 	ExpectationMismatch
 )
 
+// String returns "Committed" or "ExpectationMismatch".
 func (r Result) String() string {
 	switch r {
 	case Committed:

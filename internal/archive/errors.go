@@ -11,6 +11,7 @@ type InvariantError struct {
 	Reason string
 }
 
+// Error names the table and what is violated.
 func (e *InvariantError) Error() string {
 	return fmt.Sprintf("archive %s: invariant violated: %s", e.Table, e.Reason)
 }

@@ -24,6 +24,7 @@ type MissingAncestorError struct {
 	ParentID   int64 // the missing parent
 }
 
+// Error names the snapshot and its missing parent.
 func (e *MissingAncestorError) Error() string {
 	return fmt.Sprintf("cold: watermark unreadable: snapshot %d names parent %d, which the table no longer has (expired by a foreign tool?); "+
 		"no snapshot before it carries %s", e.SnapshotID, e.ParentID, SummaryWatermark)
@@ -39,6 +40,7 @@ type QuarantineError struct {
 	Err     error    // why the schema could not be read, if that is the reason
 }
 
+// Error names the table and why it is quarantined.
 func (e *QuarantineError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cold: table %s quarantined: ", e.Table)
@@ -52,6 +54,7 @@ func (e *QuarantineError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns why the schema could not be read, if that is the reason.
 func (e *QuarantineError) Unwrap() error { return e.Err }
 
 // IsRetryable reports false: a quarantine stays until an operator acts.
