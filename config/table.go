@@ -44,14 +44,14 @@ func (r *reader) table(key string, raw *rawTable) series.Table {
 	if s := r.str(key+".commodity", raw.Commodity, ""); s != "" {
 		var err error
 		if t.Commodity, err = metering.ParseCommodity(s); err != nil {
-			r.errorf(key+".commodity", "%q: want %s", s, oneOf(codes(metering.ParseCommodity)))
+			r.errorf(key+".commodity", "%q: want %s", s, oneOf(metering.Spellings(metering.Commodities())))
 		}
 	}
 	for _, s := range r.strs(key+".resolutions", raw.Resolutions) {
 		res, err := metering.ParseResolution(s)
 		switch {
 		case err != nil:
-			r.errorf(key+".resolutions", "%q: want %s", s, oneOf(codes(metering.ParseResolution)))
+			r.errorf(key+".resolutions", "%q: want %s", s, oneOf(metering.Spellings(metering.Resolutions())))
 		case slices.Contains(t.Resolutions, res):
 			r.errorf(key+".resolutions", "%s is listed twice", s)
 		default:
@@ -155,21 +155,6 @@ func reason(err error) error {
 		return he.Err
 	}
 	return err
-}
-
-// codes returns the canonical spellings of the codes parse accepts.
-func codes[T interface {
-	~uint8
-	String() string
-}](parse func(string) (T, error)) []string {
-	var out []string
-	for i := 1; i < 256; i++ {
-		s := T(i).String()
-		if _, err := parse(s); err == nil {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // oneOf lists choices as "A, B or C".

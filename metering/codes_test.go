@@ -160,3 +160,30 @@ func TestValidAgreesWithParse(t *testing.T) {
 		}
 	}
 }
+
+// The lists of defined values hold exactly the valid ones.
+func TestValueLists(t *testing.T) {
+	count := func(valid func(uint8) bool) int {
+		n := 0
+		for i := 0; i < 256; i++ {
+			if valid(uint8(i)) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name  string
+		list  []string
+		valid func(uint8) bool
+	}{
+		{"commodities", Spellings(Commodities()), func(v uint8) bool { return Commodity(v).Valid() }},
+		{"units", Spellings(Units()), func(v uint8) bool { return Unit(v).Valid() }},
+		{"qualities", Spellings(Qualities()), func(v uint8) bool { return Quality(v).Valid() }},
+		{"resolutions", Spellings(Resolutions()), func(v uint8) bool { return Resolution(v).Valid() }},
+	} {
+		if len(c.list) != count(c.valid) {
+			t.Errorf("%s: %d listed, %d valid", c.name, len(c.list), count(c.valid))
+		}
+	}
+}

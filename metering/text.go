@@ -54,3 +54,33 @@ func unmarshalEnum[T textEnum](kind string, text []byte, last T, dst *T) error {
 	*dst = v
 	return nil
 }
+
+// values returns the values 1 through last of a code type.
+func values[T textEnum](last T) []T {
+	out := make([]T, 0, last)
+	for v := T(1); v <= last; v++ {
+		out = append(out, v)
+	}
+	return out
+}
+
+// Commodities returns every defined Commodity, in order.
+func Commodities() []Commodity { return values(Water) }
+
+// Units returns every defined Unit, in order.
+func Units() []Unit { return values(CubicMetre) }
+
+// Qualities returns every defined Quality, in order.
+func Qualities() []Quality { return values(Provisional) }
+
+// Resolutions returns every defined Resolution, finest first.
+func Resolutions() []Resolution { return values(Year) }
+
+// Spellings returns the canonical spelling of each value, in order.
+func Spellings[T fmt.Stringer](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.String()
+	}
+	return out
+}

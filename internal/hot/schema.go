@@ -216,24 +216,6 @@ func sqlList(vals []string) string {
 	return "(" + strings.Join(q, ", ") + ")"
 }
 
-// codes returns the canonical spellings of every value of a code type.
-func codes[T ~uint8 | ~uint16](parse func(string) (T, error)) []string {
-	var out []string
-	for i := 1; i < 256; i++ {
-		if s := fmt.Sprint(T(i)); validCode(T(i), parse) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// validCode reports whether v is a defined value of its code type: its
-// canonical spelling parses back to it.
-func validCode[T ~uint8 | ~uint16](v T, parse func(string) (T, error)) bool {
-	w, err := parse(fmt.Sprint(v))
-	return err == nil && w == v
-}
-
 // parentDDL returns the CREATE TABLE of the partitioned parent. Partitions
 // copy its columns and CHECK constraints with LIKE, which keeps the names
 // that ATTACH PARTITION matches constraints by.
@@ -244,16 +226,16 @@ func (h *Tier) parentDDL(t *series.Table) string {
 	add(`melo_id text CONSTRAINT melo_id_check CHECK (length(melo_id) = 33 AND melo_id ~ '^[A-Z][A-Z]%s[A-Z0-9]+$')`, strings.Repeat("[0-9]", 11))
 	add(`obis_code text NOT NULL CONSTRAINT obis_code_check CHECK (obis_code ~ '^%[1]s-%[1]s:%[1]s\.%[1]s\.%[1]s(?:\*%[1]s)?$')`, obisGroup)
 	add(`sparte text NOT NULL CONSTRAINT sparte_check CHECK (sparte IN %s)`,
-		sqlList(codes(metering.ParseCommodity)))
+		sqlList(metering.Spellings(metering.Commodities())))
 	add(`"from" timestamptz NOT NULL`)
 	if t.TimeModel == series.Interval {
 		add(`"to" timestamptz NOT NULL`)
 	}
 	add(`value numeric(18,6) NOT NULL CONSTRAINT value_check CHECK (value <> 'NaN')`)
 	add(`unit text NOT NULL CONSTRAINT unit_check CHECK (unit IN %s)`,
-		sqlList(codes(metering.ParseUnit)))
+		sqlList(metering.Spellings(metering.Units())))
 	add(`quality text NOT NULL CONSTRAINT quality_check CHECK (quality IN %s)`,
-		sqlList(codes(metering.ParseQuality)))
+		sqlList(metering.Spellings(metering.Qualities())))
 	if t.TimeModel == series.Interval {
 		var rs []string
 		for _, r := range t.AcceptedResolutions() {
