@@ -19,11 +19,11 @@ type Expiry = cold.Expiry
 // retention no longer keeps, after re-stamping the watermark onto the
 // current snapshot. It reclaims metadata, never readings.
 func (s *Store) ExpireSnapshots(ctx context.Context, name string, now time.Time) (Expiry, error) {
-	t, err := s.table(name)
+	_, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return Expiry{}, err
 	}
-	return s.cold.ExpireSnapshots(ctx, t.cold, now, s.opts.Snapshots.retention())
+	return s.cold.ExpireSnapshots(ctx, ct, now, s.opts.Snapshots.retention())
 }
 
 // ReassertWatermark republishes table name's watermark on its current
@@ -31,11 +31,11 @@ func (s *Store) ExpireSnapshots(ctx context.Context, name string, now time.Time)
 // out-of-band maintenance. It cannot move the watermark and reports
 // whether it committed.
 func (s *Store) ReassertWatermark(ctx context.Context, name string) (bool, error) {
-	t, err := s.table(name)
+	_, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return false, err
 	}
-	return s.cold.ReassertWatermark(ctx, t.cold)
+	return s.cold.ReassertWatermark(ctx, ct)
 }
 
 // Purge destroys table name in both tiers: the PostgreSQL table with every
