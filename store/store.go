@@ -152,6 +152,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.router = archive.NewRouter(s.hot, s.cold)
+	s.router.Check = s.arch.CheckWatermark
 	seen := map[string]bool{}
 	for i := range opts.Tables {
 		decl := &opts.Tables[i]
@@ -226,6 +227,9 @@ func (s *Store) open(ctx context.Context, t *table) error {
 	engine, err := query.New(decl, &query.TableSource{
 		HotTier: s.hot, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
 		Scanned: func(ctx context.Context, n int64) { s.metrics.Scanned(ctx, decl.Name, metrics.TierHot, n) },
+		Check: func(ctx context.Context, w time.Time, ok bool) error {
+			return s.arch.CheckWatermark(ctx, decl.Name, w, ok)
+		},
 	}, s.opts.Query.settings())
 	if err != nil {
 		return fmt.Errorf("store: query engine of %s: %w", decl.Name, err)
@@ -313,5 +317,11 @@ func (s *Store) Watermark(ctx context.Context, name string) (w time.Time, ok boo
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	return s.cold.Watermark(ctx, ct)
+	if w, ok, err = s.cold.Watermark(ctx, ct); err != nil {
+		return time.Time{}, false, err
+	}
+	if err := s.arch.CheckWatermark(ctx, name, w, ok); err != nil {
+		return time.Time{}, false, err
+	}
+	return w, ok, nil
 }

@@ -33,8 +33,9 @@ type TableStatus struct {
 	Healthy bool
 	// Err is why a count could not be computed, or why the table is
 	// unhealthy though they could: it cannot be opened (a
-	// *TableOpenError) or its schema is quarantined (a
-	// *QuarantineError).
+	// *TableOpenError), its schema is quarantined (a *QuarantineError),
+	// or its catalog shows a lower watermark than the archival ledger
+	// recorded (an *InvariantError naming both).
 	Err error
 
 	quarantined bool
@@ -83,6 +84,11 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 	ct, _, err := s.ready(ctx, t)
 	if err == nil {
 		st.Watermark, st.HasWatermark, err = s.cold.Watermark(ctx, ct)
+	}
+	if err == nil {
+		// A log that lost its newest entries shows a W that went back:
+		// report the one found, and the one the ledger vouches for.
+		err = s.arch.CheckWatermark(ctx, t.decl.Name, st.Watermark, st.HasWatermark)
 	}
 	if err == nil {
 		// A quarantined table ingests and answers, and archives nothing.
