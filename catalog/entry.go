@@ -27,7 +27,7 @@ func (c Commit) Version() int64 { return c.Seq + 1 }
 func decodeCommit(e consensus.Entry) (Commit, error) {
 	var c Commit
 	if err := json.Unmarshal(e.Data, &c); err != nil {
-		return Commit{}, fmt.Errorf("log entry %d: %w", e.SeqNo, err)
+		return Commit{}, fmt.Errorf("%w: log entry %d is no commit: %w", consensus.ErrCorrupt, e.SeqNo, err)
 	}
 	c.Seq = e.SeqNo
 	return c, nil

@@ -40,7 +40,7 @@ func (c *Catalog) readRegistry(ctx context.Context) (registry, int64, error) {
 		return r, consensus.Empty, nil
 	}
 	if err := json.Unmarshal(e.Data, &r); err != nil {
-		return registry{}, 0, fmt.Errorf("catalog: registry entry %d: %w", e.SeqNo, err)
+		return registry{}, 0, fmt.Errorf("catalog: %w: registry entry %d: %w", consensus.ErrCorrupt, e.SeqNo, err)
 	}
 	if r.Namespaces == nil {
 		r.Namespaces = map[string]nsEntry{}

@@ -25,7 +25,21 @@ var (
 	// retried as is: a serialization failure, a deadlock, a connection that
 	// failed before the request was sent.
 	ErrTransient error = &retryable{"transient failure, nothing written"}
+
+	// ErrCorrupt marks an entry, or a backend's own record, that is there
+	// and cannot be read as what it must be: bytes a writer of the log
+	// cannot have written. Trying again reads the same bytes, so it is
+	// not retryable; an operator must restore the entry.
+	ErrCorrupt error = &permanent{"corrupt log entry"}
 )
+
+// permanent is an error after which trying again cannot succeed.
+type permanent struct{ msg string }
+
+func (e *permanent) Error() string { return e.msg }
+
+// IsRetryable reports false: the same request meets the same failure.
+func (e *permanent) IsRetryable() bool { return false }
 
 // retryable is an error after which trying again may succeed.
 type retryable struct{ msg string }

@@ -19,11 +19,14 @@ type Expiry = cold.Expiry
 // retention no longer keeps, after re-stamping the watermark onto the
 // current snapshot. It reclaims metadata, never readings.
 func (s *Store) ExpireSnapshots(ctx context.Context, name string, now time.Time) (Expiry, error) {
-	t, err := s.table(name)
+	_, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return Expiry{}, err
 	}
-	return s.cold.ExpireSnapshots(ctx, t.cold, now, s.opts.Snapshots.retention())
+	if err := s.vetWatermark(ctx, name, ct); err != nil {
+		return Expiry{}, err
+	}
+	return s.cold.ExpireSnapshots(ctx, ct, now, s.opts.Snapshots.retention())
 }
 
 // ReassertWatermark republishes table name's watermark on its current
@@ -31,11 +34,25 @@ func (s *Store) ExpireSnapshots(ctx context.Context, name string, now time.Time)
 // out-of-band maintenance. It cannot move the watermark and reports
 // whether it committed.
 func (s *Store) ReassertWatermark(ctx context.Context, name string) (bool, error) {
-	t, err := s.table(name)
+	_, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return false, err
 	}
-	return s.cold.ReassertWatermark(ctx, t.cold)
+	if err := s.vetWatermark(ctx, name, ct); err != nil {
+		return false, err
+	}
+	return s.cold.ReassertWatermark(ctx, ct)
+}
+
+// vetWatermark refuses to commit to a cold table whose catalog shows a
+// lower watermark than the archival ledger recorded: its log lost entries,
+// and a commit would build on the shortened history.
+func (s *Store) vetWatermark(ctx context.Context, name string, ct *cold.Table) error {
+	w, ok, err := s.cold.Watermark(ctx, ct)
+	if err != nil {
+		return err
+	}
+	return s.arch.CheckWatermark(ctx, name, w, ok)
 }
 
 // Purge destroys table name in both tiers: the PostgreSQL table with every
@@ -56,7 +73,10 @@ func (s *Store) Purge(ctx context.Context, name, confirm string) (files int, err
 	}
 	n, err := s.cold.Purge(ctx, name, confirm)
 	if errors.Is(err, icecatalog.ErrNoSuchTable) {
-		return 0, nil
+		n, err = 0, nil
 	}
-	return n, err
+	if err != nil {
+		return n, err
+	}
+	return n, s.arch.ForgetWatermark(ctx, name)
 }

@@ -32,12 +32,12 @@ const (
 // reader grace and checks that no attached partition lies below the
 // watermark. LeaseContended and Deferred are outcomes, not errors.
 func (s *Store) Archive(ctx context.Context, name string, now time.Time) (ArchiveOutcome, error) {
-	t, err := s.table(name)
+	t, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return ArchiveOutcome{Table: name, Status: archive.Failed}, err
 	}
 	start := time.Now()
-	out, err := s.arch.Cycle(ctx, t.decl, t.cold, now)
+	out, err := s.arch.Cycle(ctx, t.decl, ct, now)
 	var rows int64
 	for _, w := range out.Windows {
 		rows += w.Rows

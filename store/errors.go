@@ -28,6 +28,10 @@ type (
 	// InvariantError reports that something already is true that must not
 	// be, such as rows below the watermark in PostgreSQL.
 	InvariantError = archive.InvariantError
+	// WatermarkRegression is the violation an *InvariantError carries
+	// when a catalog shows a lower watermark than the archival ledger
+	// recorded as committed: its log lost its newest entries.
+	WatermarkRegression = archive.WatermarkRegression
 )
 
 // The kinds of *Error.

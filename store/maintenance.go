@@ -148,6 +148,13 @@ func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *MaintenanceOutc
 func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableOutcome {
 	name := t.decl.Name
 	to := TableOutcome{Table: name}
+	if _, _, err := m.s.ready(ctx, t); err != nil {
+		// The table fails alone; the next cycle tries to open it again.
+		to.Archive = ArchiveOutcome{Table: name, Status: archive.Failed}
+		to.Status = m.s.statusOf(ctx, t, now)
+		to.Err = fmt.Errorf("store: maintain %s: %w", name, err)
+		return to
+	}
 	var errs []error
 	if _, err := m.s.hot.EnsurePartitions(ctx, t.decl, now); err != nil {
 		errs = append(errs, fmt.Errorf("partitions: %w", err))

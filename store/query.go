@@ -17,12 +17,12 @@ type Result = query.Result
 // system tables as last refreshed. Rows below the watermark come from
 // Iceberg, the rest from PostgreSQL.
 func (s *Store) Query(ctx context.Context, name, sql string) (*Result, error) {
-	t, err := s.table(name)
+	_, _, engine, err := s.opened(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	res, err := t.engine.Query(ctx, sql)
+	res, err := engine.Query(ctx, sql)
 	s.metrics.Queried(ctx, name, time.Since(start))
 	return res, err
 }

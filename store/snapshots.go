@@ -26,11 +26,11 @@ type Snapshot struct {
 
 // Snapshots lists the snapshots of table name, oldest first.
 func (s *Store) Snapshots(ctx context.Context, name string) ([]Snapshot, error) {
-	t, err := s.table(name)
+	_, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	ice, err := s.cold.Iceberg(ctx, t.cold)
+	ice, err := s.cold.Iceberg(ctx, ct)
 	if err != nil {
 		return nil, fmt.Errorf("store: snapshots of %s: %w", name, err)
 	}

@@ -31,7 +31,7 @@ func ratio(a, b int64) float64 {
 
 // Storage measures what table name holds in each tier.
 func (s *Store) Storage(ctx context.Context, name string) (Storage, error) {
-	t, err := s.table(name)
+	t, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return Storage{}, err
 	}
@@ -39,7 +39,7 @@ func (s *Store) Storage(ctx context.Context, name string) (Storage, error) {
 	if st.HotRows, st.HotBytes, err = s.hot.Size(ctx, t.decl); err != nil {
 		return Storage{}, fmt.Errorf("store: storage of %s: %w", name, err)
 	}
-	cs, err := s.cold.Storage(ctx, t.cold)
+	cs, err := s.cold.Storage(ctx, ct)
 	if err != nil {
 		return Storage{}, fmt.Errorf("store: storage of %s: %w", name, err)
 	}

@@ -85,15 +85,46 @@ type Store struct {
 	system []query.Relation // the system tables, as last refreshed
 }
 
-// table is a declared table and its handles in both tiers.
+// table is a declared table and its handles in both tiers. A table that
+// could not be opened (its cold metadata unreadable, its database
+// unreachable) has no handles: every operation on it tries again, and
+// fails alone with a *TableOpenError until it succeeds.
 type table struct {
-	decl   *series.Table
-	cold   *cold.Table
-	engine *query.Engine
+	decl *series.Table
+
+	mu       sync.Mutex
+	hotReady bool          // the hot tier's table is ensured
+	cold     *cold.Table   // nil until opened
+	engine   *query.Engine // nil until opened
+	openErr  error         // why the last attempt to open failed
 }
 
+// A TableOpenError reports a declared table that cannot be opened, such as
+// one whose cold metadata is unreadable. The table fails alone: the others
+// keep ingesting, archiving and answering, and every operation on it tries
+// to open it again, so a repaired table comes back without a restart.
+type TableOpenError struct {
+	Table string
+	Err   error
+}
+
+// Error names the table and why it cannot be opened.
+func (e *TableOpenError) Error() string {
+	return fmt.Sprintf("store: table %s cannot be opened: %v", e.Table, e.Err)
+}
+
+// Unwrap returns why the table cannot be opened.
+func (e *TableOpenError) Unwrap() error { return e.Err }
+
+// IsRetryable reports whether opening the table may succeed when tried
+// again unchanged, as its cause says.
+func (e *TableOpenError) IsRetryable() bool { return IsRetryable(e.Err) }
+
 // Open returns a Store on opts, after ensuring every declared table in
-// both tiers.
+// both tiers. A declaration that is invalid, or that its tiers refuse as
+// such, fails Open; a table that cannot be opened for any other reason
+// (unreadable cold metadata, a quarantined schema) does not: it fails
+// alone, and Status names it.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Pool == nil || opts.Catalog == nil {
 		return nil, errors.New("store: a pool and a catalog are required")
@@ -121,6 +152,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.router = archive.NewRouter(s.hot, s.cold)
+	s.router.Check = s.arch.CheckWatermark
 	seen := map[string]bool{}
 	for i := range opts.Tables {
 		decl := &opts.Tables[i]
@@ -128,26 +160,100 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("store: table %s declared twice", decl.Name)
 		}
 		seen[decl.Name] = true
+		if err := decl.Validate(); err != nil {
+			return nil, fmt.Errorf("store: table %s: %w", decl.Name, err)
+		}
 		if err := s.archive.ValidateFor(decl.Width); err != nil {
 			return nil, fmt.Errorf("store: table %s: %w", decl.Name, err)
 		}
-		if err := s.hot.Ensure(ctx, decl); err != nil {
-			return nil, fmt.Errorf("store: declare %s: %w", decl.Name, err)
-		}
-		ct, err := s.cold.Ensure(ctx, decl)
-		if err != nil {
-			return nil, fmt.Errorf("store: declare %s: %w", decl.Name, err)
-		}
-		t := &table{decl: decl, cold: ct}
-		if t.engine, err = query.New(decl, &query.TableSource{
-			HotTier: s.hot, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: opts.Query.CacheDir,
-			Scanned: func(ctx context.Context, n int64) { s.metrics.Scanned(ctx, decl.Name, metrics.TierHot, n) },
-		}, opts.Query.settings()); err != nil {
-			return nil, fmt.Errorf("store: query engine of %s: %w", decl.Name, err)
-		}
+		t := &table{decl: decl}
 		s.tables = append(s.tables, t)
+		if _, _, err := s.ready(ctx, t); err != nil {
+			if declarationRefused(err) {
+				return nil, err
+			}
+			log.Error("store: table cannot be opened; it fails alone until it can", "table", decl.Name, "err", err)
+		}
 	}
 	return s, nil
+}
+
+// declarationRefused reports whether err says that a declaration itself
+// is wrong, which fails Open rather than the table alone.
+func declarationRefused(err error) bool {
+	var e *series.Error
+	return errors.As(err, &e) && (e.Kind == series.InvalidConfig || e.Kind == series.InvalidInput)
+}
+
+// ready opens t unless it is open: it ensures the table in both tiers and
+// builds its query engine. A table whose cold schema is quarantined is
+// open (it ingests and answers, the archiver refuses it). An error is a
+// *TableOpenError; the next call tries again.
+func (s *Store) ready(ctx context.Context, t *table) (*cold.Table, *query.Engine, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.engine != nil {
+		return t.cold, t.engine, nil
+	}
+	err := s.open(ctx, t)
+	if err != nil {
+		t.openErr = &TableOpenError{Table: t.decl.Name, Err: err}
+		return nil, nil, t.openErr
+	}
+	if t.openErr != nil {
+		s.log.Info("store: table opened", "table", t.decl.Name, "after", t.openErr)
+		t.openErr = nil
+	}
+	return t.cold, t.engine, nil
+}
+
+// open does the work of ready; t.mu is held.
+func (s *Store) open(ctx context.Context, t *table) error {
+	decl := t.decl
+	if !t.hotReady {
+		if err := s.hot.Ensure(ctx, decl); err != nil {
+			return fmt.Errorf("store: declare %s: %w", decl.Name, err)
+		}
+		t.hotReady = true
+	}
+	ct, err := s.cold.Ensure(ctx, decl)
+	var q *cold.QuarantineError
+	switch {
+	case errors.As(err, &q) && ct != nil:
+		s.log.Error("store: table quarantined: it ingests and answers, archival is refused", "table", decl.Name, "err", err)
+	case err != nil:
+		return fmt.Errorf("store: declare %s: %w", decl.Name, err)
+	}
+	engine, err := query.New(decl, &query.TableSource{
+		HotTier: s.hot, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
+		Scanned: func(ctx context.Context, n int64) { s.metrics.Scanned(ctx, decl.Name, metrics.TierHot, n) },
+		Check: func(ctx context.Context, w time.Time, ok bool) error {
+			return s.arch.CheckWatermark(ctx, decl.Name, w, ok)
+		},
+	}, s.opts.Query.settings())
+	if err != nil {
+		return fmt.Errorf("store: query engine of %s: %w", decl.Name, err)
+	}
+	s.mu.Lock()
+	if s.system != nil {
+		engine.SetRelations(s.system)
+	}
+	s.mu.Unlock()
+	t.cold, t.engine = ct, engine
+	return nil
+}
+
+// opened returns t's handles, opening it if need be.
+func (s *Store) opened(ctx context.Context, name string) (*table, *cold.Table, *query.Engine, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ct, engine, err := s.ready(ctx, t)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return t, ct, engine, nil
 }
 
 // Tables returns the declared tables' names in declaration order.
@@ -207,9 +313,15 @@ func (s *Store) CreatePartitions(ctx context.Context, from, to time.Time) error 
 // Watermark returns the watermark of table name: readings before it are
 // in the cold tier. ok is false when nothing was archived yet.
 func (s *Store) Watermark(ctx context.Context, name string) (w time.Time, ok bool, err error) {
-	t, err := s.table(name)
+	_, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	return s.cold.Watermark(ctx, t.cold)
+	if w, ok, err = s.cold.Watermark(ctx, ct); err != nil {
+		return time.Time{}, false, err
+	}
+	if err := s.arch.CheckWatermark(ctx, name, w, ok); err != nil {
+		return time.Time{}, false, err
+	}
+	return w, ok, nil
 }

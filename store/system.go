@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/query"
 )
 
@@ -30,8 +31,14 @@ type TableStatus struct {
 	// table without any partition is exempt from the last rule: "not
 	// started" is not "exhausted".
 	Healthy bool
-	// Err is why a count could not be computed.
+	// Err is why a count could not be computed, or why the table is
+	// unhealthy though they could: it cannot be opened (a
+	// *TableOpenError), its schema is quarantined (a *QuarantineError),
+	// or its catalog shows a lower watermark than the archival ledger
+	// recorded (an *InvariantError naming both).
 	Err error
+
+	quarantined bool
 }
 
 // Status computes the state of every table at now, as system.tables
@@ -74,7 +81,23 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 		}
 	}
 	var err error
-	st.Watermark, st.HasWatermark, err = s.cold.Watermark(ctx, t.cold)
+	ct, _, err := s.ready(ctx, t)
+	if err == nil {
+		st.Watermark, st.HasWatermark, err = s.cold.Watermark(ctx, ct)
+	}
+	if err == nil {
+		// A log that lost its newest entries shows a W that went back:
+		// report the one found, and the one the ledger vouches for.
+		err = s.arch.CheckWatermark(ctx, t.decl.Name, st.Watermark, st.HasWatermark)
+	}
+	if err == nil {
+		// A quarantined table ingests and answers, and archives nothing.
+		var q *cold.QuarantineError
+		if derr := s.cold.CheckDrift(ctx, t.decl); errors.As(derr, &q) {
+			errs = append(errs, derr)
+			st.quarantined = true
+		}
+	}
 	switch {
 	case err != nil:
 		errs = append(errs, err)
@@ -90,7 +113,7 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 	// A table without any partition has not started; it is not exhausted.
 	notStarted := perr == nil && len(parts) == 0
 	st.Healthy = st.HotPartitions >= 0 && st.InvariantViolations == 0 &&
-		(st.PartitionsAhead > 0 || notStarted)
+		(st.PartitionsAhead > 0 || notStarted) && !st.quarantined
 	if len(errs) > 0 {
 		st.Err = fmt.Errorf("store: status of %s: %w", t.decl.Name, errors.Join(errs...))
 	}
@@ -108,7 +131,12 @@ func (s *Store) RefreshSystemTables(ctx context.Context, now time.Time) error {
 	s.system = rels
 	s.mu.Unlock()
 	for _, t := range s.tables {
-		t.engine.SetRelations(rels)
+		t.mu.Lock()
+		engine := t.engine
+		t.mu.Unlock()
+		if engine != nil {
+			engine.SetRelations(rels)
+		}
 	}
 	return err
 }

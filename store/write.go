@@ -16,11 +16,11 @@ type WriteResult = archive.WriteResult
 // Redelivering identical rows is a no-op, so retrying a failed call is
 // safe.
 func (s *Store) Write(ctx context.Context, name string, rows []Reading) (WriteResult, error) {
-	t, err := s.table(name)
+	t, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return WriteResult{}, err
 	}
-	res, err := s.router.Write(ctx, t.decl, t.cold, rows)
+	res, err := s.router.Write(ctx, t.decl, ct, rows)
 	s.metrics.Written(ctx, name, int64(res.Inserted), int64(res.Present))
 	if res.Late > 0 {
 		s.metrics.LateCorrections(ctx, name, int64(res.Late))

@@ -185,7 +185,7 @@ func (l *Log) readMarker(ctx context.Context, shard string, n int64) (marker, er
 	}
 	m := marker{N: n}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return marker{}, fmt.Errorf("truncation marker %d of %q: %w", n, shard, err)
+		return marker{}, fmt.Errorf("%w: truncation marker %d of %q: %w", consensus.ErrCorrupt, n, shard, err)
 	}
 	return m, nil
 }
@@ -265,7 +265,7 @@ func (l *Log) getEntry(ctx context.Context, shard string, seq int64) ([]byte, er
 		return nil, err
 	}
 	if len(data) < 2*idLen {
-		return nil, fmt.Errorf("entry %d of %q is %d bytes, shorter than its header", seq, shard, len(data))
+		return nil, fmt.Errorf("%w: entry %d of %q is %d bytes, shorter than its header", consensus.ErrCorrupt, seq, shard, len(data))
 	}
 	return data[2*idLen:], nil
 }
@@ -524,7 +524,7 @@ func (l *Log) collect(ctx context.Context, shard string, prev marker, cut int64)
 }
 
 func readErr(op, shard string, err error) error {
-	if errors.Is(err, consensus.ErrTransient) {
+	if errors.Is(err, consensus.ErrTransient) || errors.Is(err, consensus.ErrCorrupt) {
 		return fmt.Errorf("consensus/bloblog: %s %q: %w", op, shard, err)
 	}
 	return fmt.Errorf("consensus/bloblog: %s %q: %w: %w", op, shard, consensus.ErrTransient, err)

@@ -2,6 +2,7 @@ package bloblog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -215,6 +216,32 @@ func staleWriter(t *testing.T, stall string, first, broken bool) {
 		}
 		if res != porcupine.Ok {
 			t.Fatalf("porcupine: %v", res)
+		}
+	}
+}
+
+// TestCorruptEntry: an entry shorter than its header is corrupt, a
+// permanent error that Head and Scan name, never a transient one.
+func TestCorruptEntry(t *testing.T) {
+	ctx := t.Context()
+	b := openBucket(t, "file://"+t.TempDir())
+	l := newLog(t, b)
+	for i := range 2 {
+		if _, err := l.CompareAndSet(ctx, "s", int64(i)-1, []byte("entry")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Delete(ctx, l.entryKey("s", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutIfAbsent(ctx, l.entryKey("s", 1), []byte("garbage")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, herr := l.Head(ctx, "s")
+	_, serr := l.Scan(ctx, "s", 0, 10)
+	for op, err := range map[string]error{"head": herr, "scan": serr} {
+		if !errors.Is(err, consensus.ErrCorrupt) || consensus.IsRetryable(err) || errors.Is(err, consensus.ErrTransient) {
+			t.Errorf("%s of a corrupt entry: %v, want ErrCorrupt and nothing retryable", op, err)
 		}
 	}
 }

@@ -98,6 +98,16 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 	if err != nil {
 		return fail(fmt.Errorf("archive %s: %w", t.Name, err))
 	}
+	// A log that lost its newest entries would have this cycle archive
+	// again what is archived, or drop partitions it never committed.
+	if err := a.CheckWatermark(ctx, t.Name, w, hasW); err != nil {
+		return fail(err)
+	}
+	if hasW {
+		if err := a.ledger.committedW(ctx, t.Name, w, now); err != nil {
+			return fail(fmt.Errorf("archive %s: ledger: %w", t.Name, err))
+		}
+	}
 	parts, err := a.hot.Partitions(ctx, t)
 	if err != nil {
 		return fail(err)
@@ -165,6 +175,33 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 	return out, nil
 }
 
+// CheckWatermark compares the watermark w of table (ok is false for none),
+// as a reader found it in the catalog, with the highest one the archival
+// ledger recorded as committed. A lower one, or none where the ledger has
+// one, is an *InvariantError wrapping a *WatermarkRegression: the catalog's
+// log lost its newest entries. A ledger that was never created, or that
+// has no record of table, vouches for nothing and passes every w.
+func (a *Archiver) CheckWatermark(ctx context.Context, table string, w time.Time, ok bool) error {
+	lw, lok, err := a.ledger.highestW(ctx, table)
+	if err != nil {
+		return fmt.Errorf("archive %s: ledger: %w", table, err)
+	}
+	if !lok || (ok && !w.Before(lw)) {
+		return nil
+	}
+	reg := &WatermarkRegression{Table: table, Expected: lw, Found: w, HasFound: ok}
+	return &InvariantError{Table: table, Reason: reg.Error(), Err: reg}
+}
+
+// ForgetWatermark removes the ledger's record of table's watermark, after
+// the table was purged: a table created again under its name starts anew.
+func (a *Archiver) ForgetWatermark(ctx context.Context, table string) error {
+	if err := a.ledger.forgetW(ctx, table); err != nil {
+		return fmt.Errorf("archive %s: ledger: %w", table, err)
+	}
+	return nil
+}
+
 // errStop ends a partition read when the cold tier stops consuming.
 var errStop = errors.New("stop")
 
@@ -226,6 +263,9 @@ func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table,
 	}
 	a.crash("after-commit")
 	done := &Window{From: win.from, To: win.to, Rows: commit.Rows, Recovered: win.recovered}
+	if err := a.ledger.committedW(ctx, t.Name, win.to, now); err != nil {
+		return done, false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+	}
 
 	counts, total, err := a.count(ctx, win.parts)
 	if err != nil {

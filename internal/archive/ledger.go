@@ -2,9 +2,11 @@ package archive
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -47,6 +49,13 @@ func (l *ledger) ensure(ctx context.Context) error {
 	archived_rows   bigint,
 	violation       text,
 	PRIMARY KEY (table_name, partition_start))`)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+l.wmIdent()+` (
+	table_name   text PRIMARY KEY,
+	watermark    timestamptz NOT NULL,
+	committed_at timestamptz NOT NULL)`)
 		return err
 	})
 }
@@ -109,4 +118,50 @@ FROM `+l.ident()+` WHERE table_name = $1`, table)
 		out[start.Unix()] = r
 	}
 	return out, rows.Err()
+}
+
+// watermarkTable records, per table, the highest watermark the archiver saw
+// committed: written right after each archival commit and whenever a cycle
+// reads W. It is the independent evidence of invariant 2: W never moves
+// back, so a catalog whose log shows a lower W (or none) than this lost its
+// newest entries. A crash between a commit and its record leaves the
+// ledger lower than W, which is harmless: the next cycle records it.
+const watermarkTable = "archive_watermarks"
+
+// undefinedTable is PostgreSQL's SQLSTATE for a table that does not exist.
+const undefinedTable = "42P01"
+
+func (l *ledger) wmIdent() string { return pgx.Identifier{l.schema, watermarkTable}.Sanitize() }
+
+// committedW records that w is committed for table; the record only ever
+// moves forward.
+func (l *ledger) committedW(ctx context.Context, table string, w, now time.Time) error {
+	_, err := l.pool.Exec(ctx, `INSERT INTO `+l.wmIdent()+` AS l (table_name, watermark, committed_at) VALUES ($1, $2, $3)
+ON CONFLICT (table_name) DO UPDATE SET watermark = excluded.watermark, committed_at = excluded.committed_at
+WHERE l.watermark < excluded.watermark`, table, w, now)
+	return err
+}
+
+// highestW returns the highest watermark recorded for table; ok is false
+// when none is, or the ledger does not exist yet.
+func (l *ledger) highestW(ctx context.Context, table string) (w time.Time, ok bool, err error) {
+	err = l.pool.QueryRow(ctx, `SELECT watermark FROM `+l.wmIdent()+` WHERE table_name = $1`, table).Scan(&w)
+	var pe *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), errors.As(err, &pe) && pe.Code == undefinedTable:
+		return time.Time{}, false, nil
+	case err != nil:
+		return time.Time{}, false, err
+	}
+	return w.UTC(), true, nil
+}
+
+// forgetW removes the record of table, after its purge.
+func (l *ledger) forgetW(ctx context.Context, table string) error {
+	_, err := l.pool.Exec(ctx, `DELETE FROM `+l.wmIdent()+` WHERE table_name = $1`, table)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == undefinedTable {
+		return nil
+	}
+	return err
 }

@@ -30,6 +30,9 @@ type Router struct {
 	// clock gives the transaction time of late corrections, which the hot
 	// tier would take from the database.
 	clock func() time.Time
+	// Check, if set, vets every watermark Write reads before it routes by
+	// it; Archiver.CheckWatermark is the one to install.
+	Check func(ctx context.Context, table string, w time.Time, ok bool) error
 }
 
 // NewRouter returns a Router on the two tiers.
@@ -69,6 +72,9 @@ func (rt *Router) Write(ctx context.Context, t *series.Table, ct *cold.Table, ro
 		wm, hasW, err := rt.cold.Watermark(ctx, ct)
 		if err != nil {
 			return res, fmt.Errorf("archive: write %s: %w", t.Name, err)
+		}
+		if wm, hasW, err = rt.vet(ctx, t, wm, hasW, rows, pending); err != nil {
+			return res, err
 		}
 		var late, fresh []int
 		for _, i := range pending {
@@ -113,6 +119,32 @@ func (rt *Router) Write(ctx context.Context, t *series.Table, ct *cold.Table, ro
 		}
 		wait *= 2
 	}
+}
+
+// vet runs Check on the watermark wm read from the catalog. When the
+// catalog's log lost entries (a *WatermarkRegression), rows at or above the
+// watermark the ledger recorded belong to the hot tier whatever the log
+// says, and are routed by it; a row below it would need the cold tier, and
+// the write is refused before anything is written.
+func (rt *Router) vet(ctx context.Context, t *series.Table, wm time.Time, hasW bool, rows []series.Reading, pending []int) (time.Time, bool, error) {
+	if rt.Check == nil {
+		return wm, hasW, nil
+	}
+	err := rt.Check(ctx, t.Name, wm, hasW)
+	if err == nil {
+		return wm, hasW, nil
+	}
+	var reg *WatermarkRegression
+	if !errors.As(err, &reg) {
+		return wm, hasW, fmt.Errorf("archive: write %s: %w", t.Name, err)
+	}
+	for _, i := range pending {
+		if rows[i].From.Before(reg.Expected) {
+			return wm, hasW, fmt.Errorf("archive: write %s: row %d starts at %s, below the watermark the ledger recorded: %w",
+				t.Name, i, cold.FormatTime(rows[i].From), err)
+		}
+	}
+	return reg.Expected, true, nil
 }
 
 // archiving reports whether err refused rows only because an archival

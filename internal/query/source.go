@@ -64,13 +64,24 @@ type TableSource struct {
 	CacheDir string
 	// Scanned, if set, is told the rows each hot scan returned.
 	Scanned func(ctx context.Context, rows int64)
+	// Check, if set, vets every watermark read from the cold tier, of the
+	// current snapshot and of a planned one; an error fails the read as
+	// if the cold tier were unreachable.
+	Check func(ctx context.Context, w time.Time, ok bool) error
 }
 
 var _ Source = (*TableSource)(nil)
 
 // Watermark returns the cold table's W.
 func (s *TableSource) Watermark(ctx context.Context) (time.Time, bool, error) {
-	return s.ColdTier.Watermark(ctx, s.ColdTable)
+	w, ok, err := s.ColdTier.Watermark(ctx, s.ColdTable)
+	if err == nil && s.Check != nil {
+		err = s.Check(ctx, w, ok)
+	}
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return w, ok, nil
 }
 
 // Hot streams the hot rows q selects.
@@ -98,6 +109,9 @@ func (s *TableSource) HotFloor(ctx context.Context) (Floor, error) {
 // Cold plans the cold files q selects and makes them local.
 func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error) {
 	p, err := s.ColdTier.Plan(ctx, s.ColdTable, q)
+	if err == nil && s.Check != nil {
+		err = s.Check(ctx, p.Watermark, p.HasWatermark)
+	}
 	if err != nil {
 		return cold.Plan{}, err
 	}
