@@ -259,7 +259,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(path)
-	if want := path + ":3: archive.chunk_rows: -1: want at least 1"; err == nil || err.Error() != want {
+	if want := path + ":3: archive.chunk_rows: -1: want 1 to 1000000"; err == nil || err.Error() != want {
 		t.Errorf("Load error = %v; want %q", err, want)
 	}
 	if _, err := Load(filepath.Join(dir, "missing.toml")); !errors.Is(err, os.ErrNotExist) {
