@@ -33,6 +33,8 @@ func TestBounds(t *testing.T) {
 		{"threads of a data centre", "[query]\nthreads = 100000\n", "query.threads", "want 0 to 1024"},
 		{"results no memory holds", "[query]\nmax_rows = 1000000000000\n", "query.max_rows", "want 1 to 100000000"},
 		{"snapshots without end", "[maintenance]\nmin_snapshots = 1000000000\n", "maintenance.min_snapshots", "want 1 to 1000000"},
+		{"no clock skew", "[maintenance]\nmax_clock_skew = \"0s\"\n", "maintenance.max_clock_skew", "want a positive duration, at most 366d"},
+		{"clock skew of years", "[maintenance]\nmax_clock_skew = \"1000d\"\n", "maintenance.max_clock_skew", "at most 366d"},
 		{"malformed postgres URL", "[postgres]\nurl = \"postgres://ms:secret@db:port/meters\"\n", "postgres.url", "cannot parse"},
 		{"malformed postgres DSN", "[postgres]\nurl = \"host=db port=notanumber\"\n", "postgres.url", "cannot parse"},
 		{"not a postgres URL", "[postgres]\nurl = \"http://db/meters\"\n", "postgres.url", "cannot parse"},
@@ -75,6 +77,7 @@ threads = 1024
 max_rows = 100000000
 [maintenance]
 min_snapshots = 1000000
+max_clock_skew = "366d"
 [[table]]
 name = "a"
 headroom = "366d"

@@ -97,6 +97,10 @@ func (r *reader) config(raw *rawConfig) *Config {
 		ExpireSnapshots:   r.boolean("maintenance.expire_snapshots", m.ExpireSnapshots, false),
 		SnapshotRetention: r.duration("maintenance.snapshot_retention", m.SnapshotRetention, defaultSnapshotRetention, "d"),
 		MinSnapshots:      r.integer("maintenance.min_snapshots", m.MinSnapshots, defaultMinSnapshots, 1, maxMinSnapshots),
+		MaxClockSkew:      r.duration("maintenance.max_clock_skew", m.MaxClockSkew, defaultMaxClockSkew, "h"),
+	}
+	if k := c.Maintenance.MaxClockSkew; (k <= 0 || k > maxClockSkew) && r.ok("maintenance.max_clock_skew") {
+		r.errorf("maintenance.max_clock_skew", "%v: want a positive duration, at most %v", Duration(k), Duration(maxClockSkew))
 	}
 	if c.Maintenance.Interval <= 0 && r.ok("maintenance.interval") {
 		r.errorf("maintenance.interval", "want a positive duration")

@@ -39,6 +39,7 @@ const (
 	defaultBloomBytes        = 32 << 10
 	defaultBatchRows         = 8192
 	defaultMinSnapshots      = 100
+	defaultMaxClockSkew      = day
 )
 
 // The bounds of the sizes and counts a file may set: what one deployment
@@ -62,6 +63,7 @@ const (
 	maxThreads         = 1024        // DuckDB threads
 	maxMaxRows         = 100_000_000 // a result is held in memory
 	maxMinSnapshots    = 1_000_000   // snapshots expiry keeps
+	maxClockSkew       = 366 * day   // how far past the wall clock now may lie
 )
 
 // maxHeadroom returns the longest headroom of partitions of width w.

@@ -81,14 +81,22 @@ func (d *deployment) load() (*config.Config, error) {
 	return cfg, err
 }
 
-// openAt opens the store like open and returns the time to act at.
+// openAt opens the store like open and returns the time to act at, which
+// the store must accept (store.Store.CheckNow).
 func (d *deployment) openAt(ctx context.Context) (*store.Store, time.Time, error) {
 	now, err := d.clock()
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	s, _, err := d.open(ctx)
-	return s, now, err
+	if err != nil {
+		return nil, now, err
+	}
+	if err := s.CheckNow(now); err != nil {
+		s.Close()
+		return nil, now, fmt.Errorf("--now: %w", err)
+	}
+	return s, now, nil
 }
 
 // clock returns --now, or the time.

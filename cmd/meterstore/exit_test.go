@@ -89,3 +89,43 @@ func TestExitStatusOfBadInput(t *testing.T) {
 		t.Errorf("query over rows in flight: exit %d, want %d\n%s", code, exitRetryable, out)
 	}
 }
+
+// TestNowIsSaneCommandLine: a --now far past the wall clock or before
+// 1970 is refused, exit 1, with a message naming the bound, by every
+// command that takes one, and moves nothing: `maintain --once --now
+// 9999-12-30T00:00:00Z` once archived a window up to 9999-11-15, and
+// --now 0001-01-01T00:00:00Z attached year-0001 partitions.
+func TestNowIsSaneCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath, _ := deploymentConfig(t, dir)
+	c := []string{"-c", cfgPath}
+	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+	deliv := filepath.Join(dir, "day.csv")
+	os.WriteFile(deliv, []byte(deliveryCSV(1, -1)), 0o644)
+	mustRun(t, append([]string{"ingest", "--table", "power", deliv}, c...)...)
+	for _, tc := range []struct{ now, bound string }{
+		{"9999-12-30T00:00:00Z", "max_clock_skew 1d"},
+		{"0001-01-01T00:00:00Z", "before 1970-01-01"},
+	} {
+		for _, cmd := range []string{"maintain", "archive", "create", "status", "query"} {
+			args := []string{cmd, "--now", tc.now}
+			switch cmd {
+			case "maintain":
+				args = append(args, "--once")
+			case "query":
+				args = append(args, "--table", "power", "SELECT count(*) FROM readings")
+			}
+			out, code := run(t, append(args, c...)...)
+			if code != exitPermanent || !strings.Contains(out, tc.bound) {
+				t.Errorf("%s --now %s: exit %d, want %d naming %q\n%s", cmd, tc.now, code, exitPermanent, tc.bound, out)
+			}
+		}
+	}
+	if out := mustRun(t, append([]string{"snapshots", "--table", "power"}, c...)...); strings.Contains(out, "9999") {
+		t.Errorf("a refused now moved the watermark:\n%s", out)
+	}
+	if out := mustRun(t, append([]string{"query", "--table", "power", "--format", "csv", "--now", "2026-03-02T00:00:00Z",
+		`SELECT count(*) AS n FROM readings`}, c...)...); strings.TrimSpace(out) != "n\n96" {
+		t.Errorf("after the refused nows: %q", out)
+	}
+}

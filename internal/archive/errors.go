@@ -1,6 +1,10 @@
 package archive
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/meterstore/meterstore/series"
+)
 
 // An InvariantError reports that something already is true that must not
 // be: rows below the watermark still in PostgreSQL, or a commit that does not
@@ -18,3 +22,10 @@ func (e *InvariantError) Error() string {
 
 // IsRetryable reports false: an operator is needed.
 func (e *InvariantError) IsRetryable() bool { return false }
+
+// ErrNowOutOfRange is wrapped by the refusal of a now that cannot be the
+// time: before the watermark, whose window was archived at least the
+// settlement lag after it ended, or (in the store) past the wall clock or
+// before 1970. Acting on it would move the watermark or create partitions
+// where no reading will ever be, so it is not retryable.
+var ErrNowOutOfRange = series.NewSentinel("now out of range", false)
