@@ -102,6 +102,9 @@ type Maintenance struct {
 	ExpireSnapshots   bool          // maintenance.expire_snapshots
 	SnapshotRetention time.Duration // maintenance.snapshot_retention
 	MinSnapshots      int           // maintenance.min_snapshots
+	// MaxClockSkew is how far past the wall clock a now given to
+	// archival, maintenance or status may lie (maintenance.max_clock_skew).
+	MaxClockSkew time.Duration
 }
 
 // RetentionPolicy is the file's retention section: the § 60 Abs. 6 MsbG

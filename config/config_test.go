@@ -67,7 +67,7 @@ func TestTemplateIsDefault(t *testing.T) {
 		Hot:         Hot{DDLLockTimeout: 3 * time.Second},
 		Archive:     Archive{SettlementLag: 45 * day, Step: day, MaxWindowsPerCycle: 31, ReaderGrace: time.Hour, ChunkRows: 10000},
 		Cold:        Cold{RowGroupRows: 1 << 20, RowGroupBytes: 64 << 20, TargetFileSize: 256 << 20, ZstdLevel: 3, BloomBytes: 32 << 10, BatchRows: 8192},
-		Maintenance: Maintenance{Interval: 15 * time.Minute, SnapshotRetention: 3653 * day, MinSnapshots: 100},
+		Maintenance: Maintenance{Interval: 15 * time.Minute, SnapshotRetention: 3653 * day, MinSnapshots: 100, MaxClockSkew: day},
 		Retention:   RetentionPolicy{LegalBasis: "§ 60 Abs. 6 MsbG", Actor: "retention-job"},
 		Query:       Query{MemoryLimit: "2GB", Threads: 2, MaxRows: 1_000_000, CacheDir: "/srv/ms/meterstore-data/cache"},
 		tables: []series.Table{
@@ -259,7 +259,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(path)
-	if want := path + ":3: archive.chunk_rows: -1: want at least 1"; err == nil || err.Error() != want {
+	if want := path + ":3: archive.chunk_rows: -1: want 1 to 1000000"; err == nil || err.Error() != want {
 		t.Errorf("Load error = %v; want %q", err, want)
 	}
 	if _, err := Load(filepath.Join(dir, "missing.toml")); !errors.Is(err, os.ErrNotExist) {

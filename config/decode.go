@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/meterstore/meterstore/consensus/postgres"
 )
 
@@ -23,7 +25,9 @@ func (r *reader) config(raw *rawConfig) *Config {
 	c := &Config{}
 
 	p := &raw.Postgres
-	c.Postgres.URL = r.str("postgres.url", p.URL, "")
+	if c.Postgres.URL = r.str("postgres.url", p.URL, ""); c.Postgres.URL != "" {
+		r.connString("postgres.url", c.Postgres.URL)
+	}
 	c.Postgres.Schema = r.str("postgres.schema", p.Schema, defaultSchema)
 	if !schemaName.MatchString(c.Postgres.Schema) {
 		r.errorf("postgres.schema", "%q: want a lowercase letter, then lowercase letters, digits and underscores, at most 63 bytes", c.Postgres.Schema)
@@ -40,7 +44,14 @@ func (r *reader) config(raw *rawConfig) *Config {
 	cat := &raw.Catalog
 	c.Catalog.URI = r.str("catalog.uri", cat.URI, "")
 	switch c.Catalog.Type = r.str("catalog.type", cat.Type, defaultCatalogType); c.Catalog.Type {
-	case "log", "sql":
+	case "log":
+		if c.Catalog.URI != "" {
+			r.errorf("catalog.uri", "only a rest or sql catalog reads it; catalog.type is log, whose log lives in catalog.log")
+		}
+	case "sql":
+		if c.Catalog.URI != "" {
+			r.connString("catalog.uri", c.Catalog.URI)
+		}
 	case "rest":
 		if u, err := url.Parse(c.Catalog.URI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			r.errorf("catalog.uri", "%q: a rest catalog needs an http or https URL", c.Catalog.URI)
@@ -65,22 +76,19 @@ func (r *reader) config(raw *rawConfig) *Config {
 	c.Archive = Archive{
 		SettlementLag:      r.duration("archive.settlement_lag", a.SettlementLag, defaultSettlementLag, "d"),
 		Step:               r.duration("archive.archival_step", a.Step, defaultStep, "d"),
-		MaxWindowsPerCycle: r.integer("archive.max_windows_per_cycle", a.MaxWindowsPerCycle, defaultMaxWindows, 1, maxInt),
+		MaxWindowsPerCycle: r.integer("archive.max_windows_per_cycle", a.MaxWindowsPerCycle, defaultMaxWindows, 1, maxWindows),
 		ReaderGrace:        r.duration("archive.reader_grace", a.ReaderGrace, defaultReaderGrace, "h"),
-		ChunkRows:          r.integer("archive.chunk_rows", a.ChunkRows, defaultChunkRows, 1, maxInt),
+		ChunkRows:          r.integer("archive.chunk_rows", a.ChunkRows, defaultChunkRows, 1, maxChunkRows),
 	}
 
 	k := &raw.Cold
 	c.Cold = Cold{
-		RowGroupRows:   r.integer("cold.row_group_rows", k.RowGroupRows, defaultRowGroupRows, 1, maxInt),
-		RowGroupBytes:  r.positiveSize("cold.row_group_bytes", k.RowGroupBytes, defaultRowGroupBytes, 1),
-		TargetFileSize: r.positiveSize("cold.target_file_size", k.TargetFileSize, defaultTargetFileSize, 1),
+		RowGroupRows:   r.integer("cold.row_group_rows", k.RowGroupRows, defaultRowGroupRows, 1, maxRowGroupRows),
+		RowGroupBytes:  r.boundedSize("cold.row_group_bytes", k.RowGroupBytes, defaultRowGroupBytes, minRowGroupBytes, maxRowGroupBytes),
+		TargetFileSize: r.boundedSize("cold.target_file_size", k.TargetFileSize, defaultTargetFileSize, minFileSize, maxFileSize),
 		ZstdLevel:      r.integer("cold.zstd_level", k.ZstdLevel, defaultZstdLevel, 1, 22),
-		BloomBytes:     int(r.positiveSize("cold.bloom_bytes", k.BloomBytes, defaultBloomBytes, 32)),
-		BatchRows:      r.integer("cold.batch_rows", k.BatchRows, defaultBatchRows, 1, maxInt),
-	}
-	if c.Cold.BloomBytes > 128<<20 {
-		r.errorf("cold.bloom_bytes", "%v: want at most 128MiB", Size(c.Cold.BloomBytes))
+		BloomBytes:     int(r.boundedSize("cold.bloom_bytes", k.BloomBytes, defaultBloomBytes, 32, maxBloomBytes)),
+		BatchRows:      r.integer("cold.batch_rows", k.BatchRows, defaultBatchRows, 1, maxBatchRows),
 	}
 
 	m := &raw.Maintenance
@@ -88,7 +96,11 @@ func (r *reader) config(raw *rawConfig) *Config {
 		Interval:          r.duration("maintenance.interval", m.Interval, defaultInterval, "m"),
 		ExpireSnapshots:   r.boolean("maintenance.expire_snapshots", m.ExpireSnapshots, false),
 		SnapshotRetention: r.duration("maintenance.snapshot_retention", m.SnapshotRetention, defaultSnapshotRetention, "d"),
-		MinSnapshots:      r.integer("maintenance.min_snapshots", m.MinSnapshots, defaultMinSnapshots, 1, maxInt),
+		MinSnapshots:      r.integer("maintenance.min_snapshots", m.MinSnapshots, defaultMinSnapshots, 1, maxMinSnapshots),
+		MaxClockSkew:      r.duration("maintenance.max_clock_skew", m.MaxClockSkew, defaultMaxClockSkew, "h"),
+	}
+	if k := c.Maintenance.MaxClockSkew; (k <= 0 || k > maxClockSkew) && r.ok("maintenance.max_clock_skew") {
+		r.errorf("maintenance.max_clock_skew", "%v: want a positive duration, at most %v", Duration(k), Duration(maxClockSkew))
 	}
 	if c.Maintenance.Interval <= 0 && r.ok("maintenance.interval") {
 		r.errorf("maintenance.interval", "want a positive duration")
@@ -101,8 +113,8 @@ func (r *reader) config(raw *rawConfig) *Config {
 
 	q := &raw.Query
 	c.Query.MemoryLimit = r.memoryLimit("query.memory_limit", q.MemoryLimit)
-	c.Query.Threads = r.integer("query.threads", q.Threads, defaultThreads, 0, maxInt)
-	c.Query.MaxRows = r.integer("query.max_rows", q.MaxRows, defaultMaxRows, 1, maxInt)
+	c.Query.Threads = r.integer("query.threads", q.Threads, defaultThreads, 0, maxThreads)
+	c.Query.MaxRows = r.integer("query.max_rows", q.MaxRows, defaultMaxRows, 1, maxMaxRows)
 	if dir := r.str("query.cache_dir", q.CacheDir, ""); dir != "" {
 		c.Query.CacheDir = r.abs(dir)
 	} else {
@@ -118,14 +130,28 @@ func (r *reader) config(raw *rawConfig) *Config {
 // maxInt is the largest int, the upper bound of unbounded integer keys.
 const maxInt = int(^uint(0) >> 1)
 
-// positiveSize returns the size at key, which must be at least lo.
-func (r *reader) positiveSize(key string, v value, def, lo int64) int64 {
+// boundedSize returns the size at key, which must lie in [lo, hi].
+func (r *reader) boundedSize(key string, v value, def, lo, hi int64) int64 {
 	n := r.size(key, v, def)
-	if n < lo && r.ok(key) {
+	switch {
+	case !r.ok(key):
+	case n < lo:
 		r.errorf(key, "%v: want at least %v", Size(n), Size(lo))
+		return def
+	case n > hi:
+		r.errorf(key, "%v: want at most %v", Size(n), Size(hi))
 		return def
 	}
 	return n
+}
+
+// connString checks the PostgreSQL connection string at key, a URL or
+// key=value pairs, as pgx parses it when the deployment is opened. pgx's
+// error leaves the password out.
+func (r *reader) connString(key, s string) {
+	if _, err := pgconn.ParseConfig(s); err != nil {
+		r.errorf(key, "%v", err)
+	}
 }
 
 // retention reads the [retention] section.
@@ -180,10 +206,14 @@ func (r *reader) memoryLimit(key string, v value) string {
 		}
 	}
 	n := r.size(key, v, 0)
-	if n == 0 && r.ok(key) {
-		r.errorf(key, "want a positive size, or \"\" for DuckDB's default")
-	}
-	if n == 0 {
+	switch {
+	case !r.ok(key):
+		return ""
+	case n < minMemoryLimit:
+		r.errorf(key, "%v: want at least %v, or \"\" for DuckDB's default: below it every query fails", Size(n), Size(minMemoryLimit))
+		return ""
+	case n > maxMemoryLimit:
+		r.errorf(key, "%v: want at most %v", Size(n), Size(maxMemoryLimit))
 		return ""
 	}
 	return Size(n).String()

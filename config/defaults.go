@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/meterstore/meterstore/series"
+)
 
 // The values of the keys a file leaves out. Template writes the same
 // values, and tests hold the two together, and these together with the
@@ -35,4 +39,37 @@ const (
 	defaultBloomBytes        = 32 << 10
 	defaultBatchRows         = 8192
 	defaultMinSnapshots      = 100
+	defaultMaxClockSkew      = day
 )
+
+// The bounds of the sizes and counts a file may set: what one deployment
+// can do, so that check refuses a value that would only fail later (a
+// headroom of decades creating partitions for minutes, a memory limit no
+// query fits in, a row group no machine can buffer).
+const (
+	maxDailyHeadroom   = 366 * day   // a year of daily partitions
+	maxMonthlyHeadroom = 1096 * day  // three years of monthly ones
+	minMemoryLimit     = 64 << 20    // DuckDB cannot plan a query in less
+	maxMemoryLimit     = 1 << 40     // 1 TiB
+	minRowGroupBytes   = 1 << 20     // 1 MiB
+	maxRowGroupBytes   = 1 << 30     // 1 GiB, buffered per open file
+	maxRowGroupRows    = 64 << 20    // 64 Mi rows
+	minFileSize        = 1 << 20     // 1 MiB
+	maxFileSize        = 16 << 30    // 16 GiB
+	maxBloomBytes      = 128 << 20   // 128 MiB per column and row group
+	maxBatchRows       = 1 << 20     // 1 Mi readings per Arrow batch
+	maxChunkRows       = 1_000_000   // rows read from a partition at a time
+	maxWindows         = 1000        // windows per cycle
+	maxThreads         = 1024        // DuckDB threads
+	maxMaxRows         = 100_000_000 // a result is held in memory
+	maxMinSnapshots    = 1_000_000   // snapshots expiry keeps
+	maxClockSkew       = 366 * day   // how far past the wall clock now may lie
+)
+
+// maxHeadroom returns the longest headroom of partitions of width w.
+func maxHeadroom(w series.Width) time.Duration {
+	if w == series.Monthly {
+		return maxMonthlyHeadroom
+	}
+	return maxDailyHeadroom
+}

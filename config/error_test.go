@@ -62,7 +62,7 @@ func TestProblems(t *testing.T) {
 		{"column twice", "[[table]]\nname = \"a\"\n[[table.column]]\nname = \"x\"\n[[table.column]]\nname = \"x\"\n", "table[0].column[1].name", 6, "declared twice"},
 		{"bad coded value", "[[table]]\nname = \"a\"\n[[table.column]]\nname = \"n\"\ntype = \"bigint\"\nvalues = [\"01\"]\n", "table[0].column[0].values", 6, `coded value "01"`},
 		{"headroom shorter than the interval", "[[table]]\nname = \"a\"\nheadroom = \"10m\"\n", "table[0].headroom", 3, "shorter than maintenance.interval 15m"},
-		{"min snapshots", "[maintenance]\nmin_snapshots = 0\n", "maintenance.min_snapshots", 2, "want at least 1"},
+		{"min snapshots", "[maintenance]\nmin_snapshots = 0\n", "maintenance.min_snapshots", 2, "want 1 to 1000000"},
 		{"zstd level", "[cold]\nzstd_level = 23\n", "cold.zstd_level", 2, "want 1 to 22"},
 		{"bad size", "[cold]\ntarget_file_size = \"256XB\"\n", "cold.target_file_size", 2, "unknown unit"},
 		{"bloom too small", "[cold]\nbloom_bytes = 16\n", "cold.bloom_bytes", 2, "want at least 32B"},

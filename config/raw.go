@@ -51,6 +51,7 @@ type rawConfig struct {
 		ExpireSnapshots   value `toml:"expire_snapshots"`
 		SnapshotRetention value `toml:"snapshot_retention"`
 		MinSnapshots      value `toml:"min_snapshots"`
+		MaxClockSkew      value `toml:"max_clock_skew"`
 	} `toml:"maintenance"`
 	Retention struct {
 		Policy     value `toml:"policy"`

@@ -69,6 +69,10 @@ func (r *reader) table(key string, raw *rawTable) series.Table {
 		r.errorf(key+".width", "%q: want \"daily\" or \"monthly\"", s)
 	}
 	t.Headroom = r.duration(key+".headroom", raw.Headroom, defaultHeadroom, "d")
+	if most := maxHeadroom(t.Width); t.Headroom > most && r.ok(key+".headroom", key+".width") {
+		r.errorf(key+".headroom", "%v: want at most %v for %s partitions; every cycle keeps that many ahead",
+			Duration(t.Headroom), Duration(most), t.Width)
+	}
 	t.NoExclusion = !r.boolean(key+".exclusion", raw.Exclusion, true)
 	for j := range raw.Column {
 		t.Columns = append(t.Columns, r.column(fmt.Sprintf("%s.column[%d]", key, j), &raw.Column[j]))

@@ -23,6 +23,10 @@ func (s *Store) ExpireSnapshots(ctx context.Context, name string, now time.Time)
 	if err != nil {
 		return Expiry{}, err
 	}
+	// A now past the wall clock would expire snapshots still retained.
+	if err := s.CheckNow(now); err != nil {
+		return Expiry{}, err
+	}
 	if err := s.vetWatermark(ctx, name, ct); err != nil {
 		return Expiry{}, err
 	}

@@ -30,10 +30,17 @@ const (
 // Archive runs one archival cycle of table name at now: it archives the
 // windows due (a bounded number), drops detached partitions past their
 // reader grace and checks that no attached partition lies below the
-// watermark. LeaseContended and Deferred are outcomes, not errors.
+// watermark. LeaseContended and Deferred are outcomes, not errors. A now
+// that cannot be the time (see CheckNow), or before the watermark, is
+// refused with ErrNowOutOfRange.
 func (s *Store) Archive(ctx context.Context, name string, now time.Time) (ArchiveOutcome, error) {
 	t, ct, _, err := s.opened(ctx, name)
 	if err != nil {
+		return ArchiveOutcome{Table: name, Status: archive.Failed}, err
+	}
+	// The archiver refuses a now before the watermark itself, under the
+	// lease; the wall clock is the store's to know.
+	if err := s.CheckNow(now); err != nil {
 		return ArchiveOutcome{Table: name, Status: archive.Failed}, err
 	}
 	start := time.Now()

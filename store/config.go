@@ -39,6 +39,7 @@ func OptionsFrom(cfg *config.Config) Options {
 			CacheDir: cfg.Query.CacheDir, MaxRows: cfg.Query.MaxRows,
 		},
 		Snapshots: SnapshotRetention{MaxAge: cfg.Maintenance.SnapshotRetention, KeepLast: cfg.Maintenance.MinSnapshots},
+		Now:       NowOptions{MaxClockSkew: cfg.Maintenance.MaxClockSkew},
 	}
 }
 

@@ -37,6 +37,9 @@ func TestConfigDefaults(t *testing.T) {
 	if got, want := o.Snapshots.retention(), (cold.Retention{MaxAge: 3653 * day, KeepLast: cold.DefaultKeepLast}); got != want {
 		t.Errorf("snapshot retention %+v; want %+v", got, want)
 	}
+	if got, want := o.Now.skew(), DefaultMaxClockSkew; got != want || o.Now.MaxClockSkew != want {
+		t.Errorf("max clock skew %v; want %v", got, want)
+	}
 	if got, want := o.Query.MaxRows, 1_000_000; got != want {
 		t.Errorf("max rows %d; want %d", got, want)
 	}

@@ -3,12 +3,12 @@ package store
 import (
 	"context"
 	"errors"
-	"net"
 
 	icetable "github.com/apache/iceberg-go/table"
 
 	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/pgerr"
 	"github.com/meterstore/meterstore/internal/query"
 	"github.com/meterstore/meterstore/series"
 )
@@ -76,8 +76,9 @@ var (
 // an invariant violation are not retryable.
 //
 // The error that decides is the outermost in err's chain with an
-// IsRetryable method; a deadline or a network failure that no tier
-// classified is retryable too.
+// IsRetryable method; a deadline or a network failure (a connection, a name
+// lookup, a timeout) that no tier classified is retryable too; a file
+// that is missing or a directory is not.
 func IsRetryable(err error) bool {
 	if err == nil {
 		return false
@@ -86,6 +87,6 @@ func IsRetryable(err error) bool {
 	if errors.As(err, &r) {
 		return r.IsRetryable()
 	}
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne)
+	// Not any net.Error: a syscall.Errno such as ENOENT is one too.
+	return errors.Is(err, context.DeadlineExceeded) || pgerr.Network(err)
 }

@@ -126,16 +126,31 @@ func (o *MaintenanceOutcome) Healthy() bool { return len(o.Unhealthy()) == 0 && 
 // partitions ahead, archive the due windows (bounded), expire snapshots
 // if enabled and the lease was won, and compute the table's health; then
 // the retention sweep, if enabled. A failing table does not end the cycle.
+// A now that cannot be the time (see CheckNow), or is before a table's
+// watermark, is refused with ErrNowOutOfRange: nothing is done with it.
 func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *MaintenanceOutcome {
 	out := &MaintenanceOutcome{At: now}
+	// A now that cannot be the time does nothing anywhere: partitions
+	// made for it, windows archived, snapshots expired or links swept
+	// could not be taken back.
+	refused := m.s.CheckNow(now)
 	for _, t := range m.s.tables {
+		if refused != nil {
+			out.Tables = append(out.Tables, TableOutcome{Table: t.decl.Name,
+				Archive: ArchiveOutcome{Table: t.decl.Name, Status: archive.Failed},
+				Status:  refusedStatus(t.decl.Name, refused),
+				Err:     fmt.Errorf("store: maintain %s: %w", t.decl.Name, refused)})
+			continue
+		}
 		out.Tables = append(out.Tables, m.table(ctx, t, now))
 	}
 	if m.retention.IsZero() {
 		return out
 	}
 	r := &RetentionOutcome{}
-	if m.s.opts.Registry == nil {
+	if refused != nil {
+		r.Err = fmt.Errorf("store: retention sweep: %w", refused)
+	} else if m.s.opts.Registry == nil {
 		r.Err = errors.New("store: retention sweep: no subject registry configured")
 	} else {
 		r.Removed, r.Err = m.s.opts.Registry.Sweep(ctx, now, m.retention, m.legalBasis, m.actor)
@@ -156,6 +171,12 @@ func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableO
 		return to
 	}
 	var errs []error
+	if err := m.s.checkNowFor(ctx, t, now); err != nil {
+		to.Archive = ArchiveOutcome{Table: name, Status: archive.Failed}
+		to.Status = refusedStatus(name, err)
+		to.Err = fmt.Errorf("store: maintain %s: %w", name, err)
+		return to
+	}
 	if _, err := m.s.hot.EnsurePartitions(ctx, t.decl, now); err != nil {
 		errs = append(errs, fmt.Errorf("partitions: %w", err))
 	}

@@ -59,6 +59,8 @@ type Options struct {
 	// Snapshots is the retention of snapshot expiry, which runs only when
 	// the maintenance loop is told to.
 	Snapshots SnapshotRetention
+	// Now bounds the now the calls that take one accept.
+	Now NowOptions
 	// Registry is the subject registry the retention sweep runs on; nil
 	// disables the sweep.
 	Registry *privacy.Registry
@@ -289,8 +291,15 @@ func (s *Store) table(name string) (*table, error) {
 // EnsurePartitions creates the partitions every table needs ahead of now,
 // up to its headroom.
 func (s *Store) EnsurePartitions(ctx context.Context, now time.Time) error {
+	if err := s.CheckNow(now); err != nil {
+		return err
+	}
 	var errs []error
 	for _, t := range s.tables {
+		if err := s.checkNowFor(ctx, t, now); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if _, err := s.hot.EnsurePartitions(ctx, t.decl, now); err != nil {
 			errs = append(errs, fmt.Errorf("store: partitions of %s: %w", t.decl.Name, err))
 		}

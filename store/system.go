@@ -43,12 +43,21 @@ type TableStatus struct {
 
 // Status computes the state of every table at now, as system.tables
 // reports it.
+//
+// A now that cannot be the time (see CheckNow) or is before a table's
+// watermark makes the table's status an error: unhealthy, never a
+// negative lag.
 func (s *Store) Status(ctx context.Context, now time.Time) []TableStatus {
 	out := make([]TableStatus, len(s.tables))
 	for i, t := range s.tables {
 		out[i] = s.statusOf(ctx, t, now)
 	}
 	return out
+}
+
+// refusedStatus is the status of table name at a now that was refused.
+func refusedStatus(name string, err error) TableStatus {
+	return TableStatus{Table: name, HotPartitions: -1, PartitionsAhead: -1, InvariantViolations: -1, Err: err}
 }
 
 // statusOf computes the status of t and records it in the metrics.
@@ -63,6 +72,9 @@ func (s *Store) statusOf(ctx context.Context, t *table, now time.Time) TableStat
 }
 
 func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus {
+	if err := s.CheckNow(now); err != nil {
+		return refusedStatus(t.decl.Name, err)
+	}
 	st := TableStatus{Table: t.decl.Name, HotPartitions: -1, PartitionsAhead: -1, InvariantViolations: -1}
 	var errs []error
 	parts, perr := s.hot.Partitions(ctx, t.decl)
@@ -103,6 +115,8 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 		errs = append(errs, err)
 	case !st.HasWatermark:
 		st.InvariantViolations = 0
+	case now.Before(st.Watermark):
+		errs = append(errs, beforeWatermark(t.decl.Name, now, st.Watermark))
 	default:
 		st.WatermarkLag = now.Sub(st.Watermark)
 		if st.InvariantViolations, err = s.hot.CountBelow(ctx, t.decl, st.Watermark); err != nil {

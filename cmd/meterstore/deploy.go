@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"time"
@@ -54,7 +55,7 @@ func (d *deployment) flags(cmd *cobra.Command, withNow bool) {
 
 // open loads the configuration and opens the store it describes.
 func (d *deployment) open(ctx context.Context) (*store.Store, *config.Config, error) {
-	cfg, err := config.Load(d.path)
+	cfg, err := d.load()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -70,14 +71,32 @@ func (d *deployment) open(ctx context.Context) (*store.Store, *config.Config, er
 	return s, cfg, nil
 }
 
-// openAt opens the store like open and returns the time to act at.
+// load reads the configuration at --config; a missing one is a permanent
+// error that says how to write one.
+func (d *deployment) load() (*config.Config, error) {
+	cfg, err := config.Load(d.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("configuration %s does not exist; write one with: meterstore init %[1]s", d.path)
+	}
+	return cfg, err
+}
+
+// openAt opens the store like open and returns the time to act at, which
+// the store must accept (store.Store.CheckNow).
 func (d *deployment) openAt(ctx context.Context) (*store.Store, time.Time, error) {
 	now, err := d.clock()
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	s, _, err := d.open(ctx)
-	return s, now, err
+	if err != nil {
+		return nil, now, err
+	}
+	if err := s.CheckNow(now); err != nil {
+		s.Close()
+		return nil, now, fmt.Errorf("--now: %w", err)
+	}
+	return s, now, nil
 }
 
 // clock returns --now, or the time.
@@ -136,7 +155,7 @@ func newCheck() *cobra.Command {
 		Short: "Validate a configuration: unknown keys, units, ${VAR}s and settings that interact",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(d.path)
+			cfg, err := d.load()
 			if err != nil {
 				return err
 			}

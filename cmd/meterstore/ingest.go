@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +38,9 @@ corrections. "-" reads standard input.`,
 			// is permanent, whatever the state of the servers.
 			if batch < 1 || batch > ingest.MaxBatchRows {
 				return fmt.Errorf("--batch %d: want 1 to %d readings", batch, ingest.MaxBatchRows)
+			}
+			if err := checkInputs(files); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			s, _, err := d.openAt(cmd.Context())
@@ -88,6 +93,27 @@ corrections. "-" reads standard input.`,
 	f.IntVar(&batch, "batch", ingest.DefaultBatchRows, fmt.Sprintf("readings per atomic batch, 1 to %d", ingest.MaxBatchRows))
 	cmd.MarkFlagRequired("table")
 	return cmd
+}
+
+// checkInputs refuses an input that is missing or not a regular file
+// (a directory, say) before anything is opened or written: no retry can
+// make it readable.
+func checkInputs(files []string) error {
+	for _, name := range files {
+		if name == "-" {
+			continue
+		}
+		fi, err := os.Stat(name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("input %s: no such file", name)
+		case err != nil:
+			return fmt.Errorf("input %s: %w", name, err)
+		case fi.IsDir():
+			return fmt.Errorf("input %s is a directory; name the files in it", name)
+		}
+	}
+	return nil
 }
 
 func fileFormat(name, flag string) (ingest.Format, error) {

@@ -103,6 +103,9 @@ archive lease, the others report lease_contended.`,
 				if err != nil {
 					return err
 				}
+				if err := s.CheckNow(now); err != nil {
+					return fmt.Errorf("--now: %w", err)
+				}
 				out := m.Cycle(cmd.Context(), now)
 				printOutcome(w, out)
 				return outcomeErr(out)

@@ -118,6 +118,10 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 		if !t.Width.Start(w).Equal(w) {
 			return fail(&InvariantError{Table: t.Name, Reason: fmt.Sprintf("watermark %s is not a %s partition boundary", cold.FormatTime(w), t.Width)})
 		}
+		if now.Before(w) {
+			return fail(fmt.Errorf("archive %s: %w: %s is before the watermark %s, where the newest archived window ends",
+				t.Name, ErrNowOutOfRange, now.UTC().Format(time.RFC3339Nano), w.UTC().Format(time.RFC3339Nano)))
+		}
 	case len(parts) == 0:
 		return out, nil // not started: nothing to archive, nothing to check
 	default:

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/series"
 )
 
 // An InvariantError reports that something already is true that must not
@@ -57,3 +58,10 @@ func (e *WatermarkRegression) Error() string {
 
 // IsRetryable reports false: the log stays short until an operator acts.
 func (e *WatermarkRegression) IsRetryable() bool { return false }
+
+// ErrNowOutOfRange is wrapped by the refusal of a now that cannot be the
+// time: before the watermark, whose window was archived at least the
+// settlement lag after it ended, or (in the store) past the wall clock or
+// before 1970. Acting on it would move the watermark or create partitions
+// where no reading will ever be, so it is not retryable.
+var ErrNowOutOfRange = series.NewSentinel("now out of range", false)

@@ -53,6 +53,8 @@ func TestNextWindow(t *testing.T) {
 		{name: "not yet settled", w: d(0), parts: []hot.Partition{part(0, true)}, now: d(3).Add(-time.Microsecond)},
 		{name: "empty stretch widens to the next partition", w: d(0), parts: []hot.Partition{part(7, true)}, now: d(20), due: true, from: d(0), to: d(7)},
 		{name: "empty stretch widens to the horizon", w: d(0), now: d(20), due: true, from: d(0), to: d(18)},
+		{name: "a far partition does not widen past the horizon", w: d(0), parts: []hot.Partition{part(3000, true)}, now: d(20), due: true, from: d(0), to: d(18)},
+		{name: "now before W is nothing due", w: d(10), parts: []hot.Partition{part(10, true)}, now: d(5)},
 		{name: "recovery first, due or not", w: d(0), parts: []hot.Partition{part(0, false), part(1, false), part(2, true)}, now: d(0), due: true, from: d(0), to: d(2), n: 2, recovery: true},
 		{name: "covered detached partitions are not windows", w: d(2), parts: []hot.Partition{part(0, false), part(1, false), part(2, true)}, now: d(4), due: false},
 	} {

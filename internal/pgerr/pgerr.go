@@ -42,15 +42,26 @@ func Transient(err error) bool {
 		}
 		return false
 	}
-	var (
-		netErr     net.Error
-		connectErr *pgconn.ConnectError
-	)
+	var connectErr *pgconn.ConnectError
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.As(err, &netErr) || errors.As(err, &connectErr) ||
+		Network(err) || errors.As(err, &connectErr) ||
 		pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
 		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// Network reports whether err is a failure of the network: a dial, read or
+// write on a connection (*net.OpError), a name lookup, or a timeout. It
+// does not take every net.Error for one: syscall.Errno has the Timeout and
+// Temporary methods too, so a missing file (ENOENT) or a directory read as
+// a file (EISDIR) would pass for a network failure, and be retried forever.
+func Network(err error) bool {
+	var (
+		op  *net.OpError
+		dns *net.DNSError
+		ne  net.Error
+	)
+	return errors.As(err, &op) || errors.As(err, &dns) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // Undefined reports whether code says a configured object is missing or

@@ -1,0 +1,99 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBounds: every size and count is bounded by what a deployment can
+// do, and connection strings are parsed, so that `meterstore check`
+// refuses what would break a command later: a headroom of 20000d (3,883
+// partitions in 120 s and counting), a memory limit no query fits in, a
+// row group no machine can buffer, a PostgreSQL URL that fails at open.
+func TestBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  string
+		key  string
+		want string
+	}{
+		{"daily headroom of decades", "[[table]]\nname = \"a\"\nheadroom = \"20000d\"\n", "table[0].headroom", "at most 366d"},
+		{"monthly headroom of decades", "[archive]\nsettlement_lag = \"62d\"\narchival_step = \"31d\"\n[[table]]\nname = \"a\"\nwidth = \"monthly\"\nheadroom = \"4000d\"\n", "table[0].headroom", "at most 1096d"},
+		{"tiny memory limit", "[query]\nmemory_limit = \"1KB\"\n", "query.memory_limit", "at least 64MiB"},
+		{"huge memory limit", "[query]\nmemory_limit = \"2000TiB\"\n", "query.memory_limit", "at most 1TiB"},
+		{"huge row group", "[cold]\nrow_group_bytes = \"999999TiB\"\n", "cold.row_group_bytes", "at most 1GiB"},
+		{"tiny row group", "[cold]\nrow_group_bytes = \"1KiB\"\n", "cold.row_group_bytes", "at least 1MiB"},
+		{"row group of too many rows", "[cold]\nrow_group_rows = 1099511627776\n", "cold.row_group_rows", "want 1 to 67108864"},
+		{"huge data files", "[cold]\ntarget_file_size = \"1TiB\"\n", "cold.target_file_size", "at most 16GiB"},
+		{"tiny data files", "[cold]\ntarget_file_size = \"1KiB\"\n", "cold.target_file_size", "at least 1MiB"},
+		{"huge bloom filter", "[cold]\nbloom_bytes = \"1GiB\"\n", "cold.bloom_bytes", "at most 128MiB"},
+		{"huge Arrow batch", "[cold]\nbatch_rows = 100000000\n", "cold.batch_rows", "want 1 to 1048576"},
+		{"huge chunk", "[archive]\nchunk_rows = 1000000000\n", "archive.chunk_rows", "want 1 to 1000000"},
+		{"windows without end", "[archive]\nmax_windows_per_cycle = 1000000\n", "archive.max_windows_per_cycle", "want 1 to 1000"},
+		{"threads of a data centre", "[query]\nthreads = 100000\n", "query.threads", "want 0 to 1024"},
+		{"results no memory holds", "[query]\nmax_rows = 1000000000000\n", "query.max_rows", "want 1 to 100000000"},
+		{"snapshots without end", "[maintenance]\nmin_snapshots = 1000000000\n", "maintenance.min_snapshots", "want 1 to 1000000"},
+		{"no clock skew", "[maintenance]\nmax_clock_skew = \"0s\"\n", "maintenance.max_clock_skew", "want a positive duration, at most 366d"},
+		{"clock skew of years", "[maintenance]\nmax_clock_skew = \"1000d\"\n", "maintenance.max_clock_skew", "at most 366d"},
+		{"malformed postgres URL", "[postgres]\nurl = \"postgres://ms:secret@db:port/meters\"\n", "postgres.url", "cannot parse"},
+		{"malformed postgres DSN", "[postgres]\nurl = \"host=db port=notanumber\"\n", "postgres.url", "cannot parse"},
+		{"not a postgres URL", "[postgres]\nurl = \"http://db/meters\"\n", "postgres.url", "cannot parse"},
+		{"malformed sql catalog URI", "[catalog]\ntype = \"sql\"\nuri = \"postgres://ms@db:port/catalog\"\n", "catalog.uri", "cannot parse"},
+		{"URI of the log catalog", "[catalog]\ntype = \"log\"\nuri = \"http://cat:8181\"\n", "catalog.uri", "only a rest or sql catalog"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			es := problems(t, tc.src)
+			if len(es) != 1 {
+				t.Fatalf("problems = %v; want one", es)
+			}
+			if e := es[0]; e.Key != tc.key || !strings.Contains(e.Error(), tc.want) || strings.Contains(e.Error(), "secret") {
+				t.Errorf("problem = %q (key %q); want key %q containing %q", e, e.Key, tc.key, tc.want)
+			}
+		})
+	}
+}
+
+// TestBoundsAccepted: the bounds themselves, and the connection strings a
+// deployment writes, pass.
+func TestBoundsAccepted(t *testing.T) {
+	mustParse(t, `
+[postgres]
+url = "postgres://ms:secret@db.example:5432/meters?sslmode=disable"
+[catalog]
+type = "sql"
+uri = "host=db.example port=5432 dbname=catalog user=ms sslmode=disable"
+[archive]
+max_windows_per_cycle = 1000
+chunk_rows = 1000000
+[cold]
+row_group_rows = 67108864
+row_group_bytes = "1GiB"
+target_file_size = "16GiB"
+bloom_bytes = "128MiB"
+batch_rows = 1048576
+[query]
+memory_limit = "64MiB"
+threads = 1024
+max_rows = 100000000
+[maintenance]
+min_snapshots = 1000000
+max_clock_skew = "366d"
+[[table]]
+name = "a"
+headroom = "366d"
+`, "/srv/ms", nil)
+	mustParse(t, `
+[catalog]
+type = "rest"
+uri = "https://catalog.example/iceberg"
+[query]
+memory_limit = "1TiB"
+[archive]
+settlement_lag = "62d"
+archival_step = "31d"
+[[table]]
+name = "m"
+width = "monthly"
+headroom = "1096d"
+`, "/srv/ms", nil)
+}
