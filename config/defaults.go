@@ -14,6 +14,8 @@ const (
 	defaultLog               = "postgres"
 	defaultCatalogType       = "log"
 	defaultMaxRows           = 1_000_000
+	defaultMaxResultBytes    = 1 << 30 // 1GiB
+	defaultQueryTimeout      = 5 * time.Minute
 	defaultDDLLockTimeout    = 3 * time.Second
 	defaultSettlementLag     = 45 * day
 	defaultStep              = day
