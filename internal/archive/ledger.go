@@ -110,3 +110,16 @@ FROM `+l.ident()+` WHERE table_name = $1`, table)
 	}
 	return out, rows.Err()
 }
+
+// recordsIfAny is records, or none where the ledger does not exist yet
+// because nothing was ever archived; it creates nothing.
+func (l *ledger) recordsIfAny(ctx context.Context, table string) (map[int64]record, error) {
+	var exists bool
+	if err := l.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, l.ident()).Scan(&exists); err != nil {
+		return nil, err
+	}
+	if !exists {
+		return map[int64]record{}, nil
+	}
+	return l.records(ctx, table)
+}
