@@ -133,6 +133,12 @@ type Query struct {
 	Threads int
 	// MaxRows bounds a result, which is held in memory (query.max_rows).
 	MaxRows int
+	// MaxResultBytes bounds the approximate bytes a result holds in the
+	// process's memory, beside DuckDB's MemoryLimit
+	// (query.max_result_bytes).
+	MaxResultBytes int64
+	// Timeout bounds each query; zero means none (query.timeout).
+	Timeout time.Duration
 	// CacheDir is where remote Parquet files are cached, absolute
 	// (query.cache_dir).
 	CacheDir string

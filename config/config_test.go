@@ -69,7 +69,7 @@ func TestTemplateIsDefault(t *testing.T) {
 		Cold:        Cold{RowGroupRows: 1 << 20, RowGroupBytes: 64 << 20, TargetFileSize: 256 << 20, ZstdLevel: 3, BloomBytes: 32 << 10, BatchRows: 8192},
 		Maintenance: Maintenance{Interval: 15 * time.Minute, SnapshotRetention: 3653 * day, MinSnapshots: 100, MaxClockSkew: day},
 		Retention:   RetentionPolicy{LegalBasis: "§ 60 Abs. 6 MsbG", Actor: "retention-job"},
-		Query:       Query{MemoryLimit: "2GB", Threads: 2, MaxRows: 1_000_000, CacheDir: "/srv/ms/meterstore-data/cache"},
+		Query:       Query{MemoryLimit: "2GB", Threads: 2, MaxRows: 1_000_000, MaxResultBytes: 1 << 30, Timeout: 5 * time.Minute, CacheDir: "/srv/ms/meterstore-data/cache"},
 		tables: []series.Table{
 			{Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity, Resolutions: []metering.Resolution{metering.QuarterHour}, Width: series.Daily, Headroom: 7 * day},
 			{Name: "gas", TimeModel: series.Interval, Commodity: metering.Gas, Resolutions: []metering.Resolution{metering.Day}, Width: series.Daily, Headroom: 7 * day},
@@ -278,6 +278,8 @@ policy = "calendar_years:3"
 [query]
 memory_limit = 536870912
 threads = 0
+max_result_bytes = "64MiB"
+timeout = "0s"
 `, "/srv/ms", nil)
 	if got := c.Hot.DDLLockTimeout; got != 0 {
 		t.Errorf("ddl_lock_timeout 0s: DDLLockTimeout = %v; want 0, no bound", got)
@@ -288,7 +290,7 @@ threads = 0
 	if want := (RetentionPolicy{Kind: "calendar_years", Years: 3, LegalBasis: "§ 60 Abs. 6 MsbG", Actor: "retention-job"}); c.Retention != want {
 		t.Errorf("retention = %+v; want %+v", c.Retention, want)
 	}
-	if c.Query.MemoryLimit != "512MiB" || c.Query.Threads != 0 {
+	if c.Query.MemoryLimit != "512MiB" || c.Query.Threads != 0 || c.Query.MaxResultBytes != 64<<20 || c.Query.Timeout != 0 {
 		t.Errorf("query = %+v", c.Query)
 	}
 	c = mustParse(t, `

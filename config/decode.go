@@ -115,6 +115,8 @@ func (r *reader) config(raw *rawConfig) *Config {
 	c.Query.MemoryLimit = r.memoryLimit("query.memory_limit", q.MemoryLimit)
 	c.Query.Threads = r.integer("query.threads", q.Threads, defaultThreads, 0, maxThreads)
 	c.Query.MaxRows = r.integer("query.max_rows", q.MaxRows, defaultMaxRows, 1, maxMaxRows)
+	c.Query.MaxResultBytes = r.boundedSize("query.max_result_bytes", q.MaxResult, defaultMaxResultBytes, minResultBytes, maxMemoryLimit)
+	c.Query.Timeout = r.duration("query.timeout", q.Timeout, defaultQueryTimeout, "s")
 	if dir := r.str("query.cache_dir", q.CacheDir, ""); dir != "" {
 		c.Query.CacheDir = r.abs(dir)
 	} else {

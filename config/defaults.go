@@ -18,6 +18,8 @@ const (
 	defaultLog               = "postgres"
 	defaultCatalogType       = "log"
 	defaultMaxRows           = 1_000_000
+	defaultMaxResultBytes    = 1 << 30 // 1GiB
+	defaultQueryTimeout      = 5 * time.Minute
 	defaultDDLLockTimeout    = 3 * time.Second
 	defaultSettlementLag     = 45 * day
 	defaultStep              = day
@@ -51,6 +53,7 @@ const (
 	maxMonthlyHeadroom = 1096 * day  // three years of monthly ones
 	minMemoryLimit     = 64 << 20    // DuckDB cannot plan a query in less
 	maxMemoryLimit     = 1 << 40     // 1 TiB
+	minResultBytes     = 1 << 20     // query.max_result_bytes: below it no useful result fits
 	minRowGroupBytes   = 1 << 20     // 1 MiB
 	maxRowGroupBytes   = 1 << 30     // 1 GiB, buffered per open file
 	maxRowGroupRows    = 64 << 20    // 64 Mi rows

@@ -32,6 +32,8 @@ func TestProblems(t *testing.T) {
 		{"negative duration", "[archive]\nreader_grace = \"-1h\"\n", "archive.reader_grace", 2, "negative duration"},
 		{"bad duration", "[maintenance]\ninterval = \"15 minutes\"\n", "maintenance.interval", 2, "invalid duration"},
 		{"duration of the wrong type", "[maintenance]\ninterval = true\n", "maintenance.interval", 2, "want a duration"},
+		{"zero result bytes", "[query]\nmax_result_bytes = 0\n", "query.max_result_bytes", 2, "want at least"},
+		{"unitless query timeout", "[query]\ntimeout = 300\n", "query.timeout", 2, "write 300s"},
 		{"zero interval", "[maintenance]\ninterval = \"0s\"\n", "maintenance.interval", 2, "positive"},
 		{"unresolved variable", "\n[postgres]\nurl = \"postgres://${PGUSER}@db/x\"\n", "postgres.url", 3, "environment variable PGUSER is not set"},
 		{"settlement lag shorter than the step", "[archive]\nsettlement_lag = \"1d\"\narchival_step = \"2d\"\n", "archive.settlement_lag", 2, "shorter than archive.archival_step 2d"},

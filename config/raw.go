@@ -63,6 +63,8 @@ type rawConfig struct {
 		Threads     value `toml:"threads"`
 		CacheDir    value `toml:"cache_dir"`
 		MaxRows     value `toml:"max_rows"`
+		MaxResult   value `toml:"max_result_bytes"`
+		Timeout     value `toml:"timeout"`
 	} `toml:"query"`
 	Table []rawTable `toml:"table"`
 }

@@ -15,6 +15,10 @@ func OptionsFrom(cfg *config.Config) Options {
 	if timeout == 0 {
 		timeout = NoLockTimeout // a configuration's "0s" disables the bound
 	}
+	queryTimeout := cfg.Query.Timeout
+	if queryTimeout == 0 {
+		queryTimeout = NoQueryTimeout // a configuration's "0s" means no timeout
+	}
 	return Options{
 		Tables: cfg.Tables(),
 		Hot:    HotOptions{Schema: cfg.Postgres.Schema, DDLLockTimeout: timeout},
@@ -37,6 +41,7 @@ func OptionsFrom(cfg *config.Config) Options {
 		Query: QueryOptions{
 			MemoryLimit: cfg.Query.MemoryLimit, Threads: cfg.Query.Threads,
 			CacheDir: cfg.Query.CacheDir, MaxRows: cfg.Query.MaxRows,
+			MaxResultBytes: cfg.Query.MaxResultBytes, Timeout: queryTimeout,
 		},
 		Snapshots: SnapshotRetention{MaxAge: cfg.Maintenance.SnapshotRetention, KeepLast: cfg.Maintenance.MinSnapshots},
 		Now:       NowOptions{MaxClockSkew: cfg.Maintenance.MaxClockSkew},

@@ -10,6 +10,7 @@ import (
 	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/internal/query"
 )
 
 const day = 24 * time.Hour
@@ -43,6 +44,13 @@ func TestConfigDefaults(t *testing.T) {
 	if got, want := o.Query.MaxRows, 1_000_000; got != want {
 		t.Errorf("max rows %d; want %d", got, want)
 	}
+	if got, want := o.Query.settings(), (query.Settings{MemoryLimit: "2GB", Threads: 2, CacheDir: c.Query.CacheDir, MaxRows: 1_000_000,
+		MaxResultBytes: query.DefaultMaxResultBytes, Timeout: DefaultQueryTimeout}); got != want {
+		t.Errorf("query settings %+v; want %+v", got, want)
+	}
+	if got := (QueryOptions{}).settings(); got.Timeout != DefaultQueryTimeout {
+		t.Errorf("a zero QueryOptions.Timeout: %v; want %v", got.Timeout, DefaultQueryTimeout)
+	}
 	// Ten calendar years never hold more than 3653 days.
 	for y := 2000; y < 2100; y++ {
 		from := time.Date(y, time.March, 1, 0, 0, 0, 0, time.UTC)
@@ -72,5 +80,13 @@ func TestConfigNoLockTimeout(t *testing.T) {
 	}
 	if got := OptionsFrom(c).Hot.tier(nil).DDLLockTimeout; got != hot.NoLockTimeout {
 		t.Errorf("DDLLockTimeout %v; want NoLockTimeout", got)
+	}
+	// So does a query timeout of "0s".
+	c, err = config.Parse([]byte("[query]\ntimeout = \"0s\"\nmax_result_bytes = \"8MiB\"\n"), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := OptionsFrom(c).Query.settings(); got.Timeout != 0 || got.MaxResultBytes != 8<<20 {
+		t.Errorf("timeout 0s, max_result_bytes 8MiB: settings %+v; want no timeout and 8 MiB", got)
 	}
 }

@@ -51,6 +51,13 @@ var (
 	ErrNotReadOnly = query.ErrNotReadOnly
 	// ErrTooManyRows refuses a result larger than QueryOptions.MaxRows.
 	ErrTooManyRows = query.ErrTooManyRows
+	// ErrResultTooLarge refuses a result that would hold more bytes in
+	// memory than QueryOptions.MaxResultBytes.
+	ErrResultTooLarge = query.ErrResultTooLarge
+	// ErrQueryTimeout fails a query that ran longer than
+	// QueryOptions.Timeout; its error wraps context.DeadlineExceeded too,
+	// but it is not retryable: run unchanged, it would time out again.
+	ErrQueryTimeout = query.ErrTimeout
 	// ErrColdUnreachable fails a query that needs the cold tier when its
 	// watermark or files cannot be read.
 	ErrColdUnreachable = query.ErrColdUnreachable

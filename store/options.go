@@ -75,7 +75,22 @@ type QueryOptions struct {
 	CacheDir string
 	// MaxRows bounds the rows of a result; zero means 1,000,000.
 	MaxRows int
+	// MaxResultBytes bounds the approximate bytes a result holds in this
+	// process's memory, which MemoryLimit (DuckDB's) does not cover; a
+	// larger result fails with ErrResultTooLarge. Zero means 1 GiB.
+	MaxResultBytes int64
+	// Timeout bounds each query; DuckDB is interrupted when it passes and
+	// the query fails with ErrQueryTimeout. Zero means 5 minutes,
+	// NoQueryTimeout none.
+	Timeout time.Duration
 }
+
+// DefaultQueryTimeout is QueryOptions.Timeout when it is zero.
+const DefaultQueryTimeout = 5 * time.Minute
+
+// NoQueryTimeout, as QueryOptions.Timeout, lets a query run as long as it
+// takes.
+const NoQueryTimeout time.Duration = -1
 
 // SnapshotRetention says which snapshots expiry keeps: those committed
 // within MaxAge of now (zero: ten calendar years) and the KeepLast newest
@@ -105,7 +120,15 @@ func (o ArchiveOptions) config(log *slog.Logger) archive.Config {
 }
 
 func (o QueryOptions) settings() query.Settings {
-	return query.Settings{MemoryLimit: o.MemoryLimit, Threads: o.Threads, CacheDir: o.CacheDir, MaxRows: o.MaxRows}
+	timeout := o.Timeout
+	switch {
+	case timeout == 0:
+		timeout = DefaultQueryTimeout
+	case timeout == NoQueryTimeout:
+		timeout = 0
+	}
+	return query.Settings{MemoryLimit: o.MemoryLimit, Threads: o.Threads, CacheDir: o.CacheDir, MaxRows: o.MaxRows,
+		MaxResultBytes: o.MaxResultBytes, Timeout: timeout}
 }
 
 func (r SnapshotRetention) retention() cold.Retention {

@@ -15,7 +15,7 @@ func newDemo() *cobra.Command {
 		Long: `Starts a private PostgreSQL from the installed server binaries (or uses
 --pg-url), declares a power and a gas table, delivers a fleet's quarter-hour
 and daily values day by day with corrections, runs archival cycles on a
-simulated clock, and reports the watermark, the rows and the bytes per
+simulated clock that ends at most a day before now, and reports the watermark, the rows and the bytes per
 reading of each tier. The data stays in --dir; a later demo replaces it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Out = cmd.OutOrStdout()
@@ -28,6 +28,6 @@ reading of each tier. The data stays in --dir; a later demo replaces it.`,
 	f.StringVar(&cfg.Dir, "dir", cfg.Dir, "directory for the demo's PostgreSQL and warehouse")
 	f.StringVar(&cfg.PGURL, "pg-url", "", "PostgreSQL server to use instead of a private one")
 	f.IntVar(&cfg.Meters, "meters", cfg.Meters, "power meters (a quarter as many gas meters)")
-	f.IntVar(&cfg.Days, "days", cfg.Days, "days delivered, from 2026-02-01 (the spring clock change is on day 57)")
+	f.IntVar(&cfg.Days, "days", cfg.Days, "days delivered, the last being yesterday (today before 06:00 Berlin time: the day before)")
 	return cmd
 }

@@ -31,7 +31,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newBench(), newDemo(), newInit(), newCheck(), newCreate(), newIngest(),
-		newArchive(), newMaintain(), newQuery(), newStatus(), newSnapshots(), newPurge())
+		newArchive(), newMaintain(), newQuery(), newStatus(), newVerify(), newSnapshots(), newPurge())
 	return root
 }
 

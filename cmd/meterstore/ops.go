@@ -292,3 +292,55 @@ func stamp(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+func newVerify() *cobra.Command {
+	var d deployment
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check every cold data file and every partition; exit 1 when something is missing or unaccounted for",
+		Long: `Checks, per table, that every data file the current Iceberg snapshot
+references exists with the size its manifest records, and that every
+partition in PostgreSQL is accounted for: attached at or above the
+watermark, or detached and either covered by the watermark (awaiting its
+drop) or recorded by the archival ledger as an archival under way. It reads
+no file's contents and changes nothing. Exit 1 when a problem is found, 75
+when a tier could not be reached.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, _, err := d.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			vs := s.Verify(cmd.Context())
+			w := cmd.OutOrStdout()
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "table\tsnapshot\twatermark\tdata files\tbytes\tattached\tdetached\tawaiting drop\tin flight\tproblems\tok")
+			for _, v := range vs {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\n", v.Table, v.SnapshotID, stamp(v.Watermark),
+					v.DataFiles, v.DataBytes, v.AttachedPartitions, v.DetachedPartitions, v.AwaitingDrop, v.InFlight, len(v.Problems), v.OK())
+			}
+			tw.Flush()
+			var errs []error
+			bad := false
+			for _, v := range vs {
+				for _, p := range v.Problems {
+					fmt.Fprintf(w, "%s: %s\n", v.Table, p)
+					bad = true
+				}
+				if v.Err != nil {
+					errs = append(errs, v.Err)
+				}
+			}
+			if len(errs) > 0 {
+				return errors.Join(errs...)
+			}
+			if bad {
+				return errUnhealthy
+			}
+			return nil
+		},
+	}
+	d.flags(cmd, false)
+	return cmd
+}

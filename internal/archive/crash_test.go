@@ -167,8 +167,20 @@ func crashRun(t *testing.T, point string, seed uint64) {
 		t.Fatalf("child was not killed at %s #%d: %v\n%s", point, nth, err, out.Bytes())
 	}
 
-	// A fresh archiver completes what the dead one left.
+	// A fresh archiver completes what the dead one left. Before it runs,
+	// a verification finds everything accounted for: what the dead one
+	// detached is either covered by W or an archival in flight.
 	a := e.archiver(t, crashConfig)
+	pc, err := a.CheckPartitions(ctx, e.t, e.ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pc.Problems) > 0 || pc.Detached != pc.AwaitingDrop+pc.InFlight {
+		t.Errorf("partitions after a crash at %s: %+v", point, pc)
+	}
+	if inFlight := slices.Contains([]string{"after-detach", "mid-stream", "after-stream", "after-files-written"}, point); inFlight != (pc.InFlight > 0) {
+		t.Errorf("crash at %s: %d partitions in flight", point, pc.InFlight)
+	}
 	outs := cycles(t, a, e, crashNow)
 	if slices.Contains([]string{"after-detach", "mid-stream", "after-stream", "after-files-written"}, point) {
 		// The dead archiver detached a window it did not commit.

@@ -165,3 +165,16 @@ func (l *ledger) forgetW(ctx context.Context, table string) error {
 	}
 	return err
 }
+
+// recordsIfAny is records, or none where the ledger does not exist yet
+// because nothing was ever archived; it creates nothing.
+func (l *ledger) recordsIfAny(ctx context.Context, table string) (map[int64]record, error) {
+	var exists bool
+	if err := l.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, l.ident()).Scan(&exists); err != nil {
+		return nil, err
+	}
+	if !exists {
+		return map[int64]record{}, nil
+	}
+	return l.records(ctx, table)
+}

@@ -28,17 +28,37 @@ type Settings struct {
 	// query that returns more fails with ErrTooManyRows. Zero means
 	// DefaultMaxRows.
 	MaxRows int
+	// MaxResultBytes bounds the approximate bytes a result holds in Go's
+	// memory, which MemoryLimit does not cover: DuckDB's limit is DuckDB's
+	// alone. A query whose result grows past it fails with
+	// ErrResultTooLarge. Zero means DefaultMaxResultBytes.
+	MaxResultBytes int64
+	// Timeout bounds each query, from its analysis to its last row; when
+	// it passes, DuckDB is interrupted and the query fails with an error
+	// wrapping ErrTimeout and context.DeadlineExceeded. Zero means none.
+	Timeout time.Duration
 }
 
 // DefaultMaxRows is the largest result a query returns when
 // Settings.MaxRows is zero.
 const DefaultMaxRows = 1_000_000
 
+// DefaultMaxResultBytes is the most a result holds in memory when
+// Settings.MaxResultBytes is zero.
+const DefaultMaxResultBytes = 1 << 30
+
 func (e *Engine) maxRows() int {
 	if e.set.MaxRows > 0 {
 		return e.set.MaxRows
 	}
 	return DefaultMaxRows
+}
+
+func (e *Engine) maxResultBytes() int64 {
+	if e.set.MaxResultBytes > 0 {
+		return e.set.MaxResultBytes
+	}
+	return DefaultMaxResultBytes
 }
 
 // An Engine answers SQL over the two tiers of one table. It is safe for
@@ -64,6 +84,9 @@ func New(t *series.Table, src Source, s Settings) (*Engine, error) {
 	}
 	if s.Threads < 0 {
 		return nil, fmt.Errorf("query: %d threads", s.Threads)
+	}
+	if s.MaxResultBytes < 0 || s.Timeout < 0 {
+		return nil, fmt.Errorf("query: negative bound: max result bytes %d, timeout %v", s.MaxResultBytes, s.Timeout)
 	}
 	inst, err := open(context.Background(), s)
 	if err != nil {
@@ -114,7 +137,26 @@ type Result struct {
 
 // Query runs one SELECT statement. A statement of any other kind is
 // refused with an error wrapping ErrNotReadOnly, before it is prepared.
+// A query that outlasts Settings.Timeout fails with an error wrapping
+// ErrTimeout.
 func (e *Engine) Query(ctx context.Context, sql string) (*Result, error) {
+	if e.set.Timeout <= 0 {
+		return e.query(ctx, sql)
+	}
+	qctx, cancel := context.WithTimeoutCause(ctx, e.set.Timeout, errTimedOut)
+	defer cancel()
+	res, err := e.query(qctx, sql)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(qctx), errTimedOut) {
+		// Our deadline, not the caller's: say which bound ended it.
+		return nil, fmt.Errorf("%w after %v: %w (%w)", ErrTimeout, e.set.Timeout, context.DeadlineExceeded, err)
+	}
+	return res, err
+}
+
+// errTimedOut is the cause of a query context whose Settings.Timeout passed.
+var errTimedOut = errors.New("query timeout")
+
+func (e *Engine) query(ctx context.Context, sql string) (*Result, error) {
 	inst, err := open(ctx, e.set)
 	if err != nil {
 		return nil, err
@@ -140,7 +182,7 @@ func (e *Engine) Query(ctx context.Context, sql string) (*Result, error) {
 	if err := inst.lockdown(ctx, files); err != nil {
 		return nil, err
 	}
-	if err := run(ctx, inst.conn, a.sql, e.maxRows(), res); err != nil {
+	if err := run(ctx, inst.conn, a.sql, limits{rows: e.maxRows(), bytes: e.maxResultBytes()}, res); err != nil {
 		return nil, err
 	}
 	return res, nil

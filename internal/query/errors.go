@@ -23,3 +23,12 @@ var ErrInFlight = series.NewSentinel("query: rows of the range are in flight bet
 // ErrTooManyRows is wrapped by the error of a query whose result would have
 // more rows than Settings.MaxRows: a result is held in memory.
 var ErrTooManyRows = errors.New("query: too many rows in the result")
+
+// ErrResultTooLarge is wrapped by the error of a query whose result would
+// hold more bytes in memory than Settings.MaxResultBytes.
+var ErrResultTooLarge = errors.New("query: the result is too large to hold in memory")
+
+// ErrTimeout is wrapped, together with context.DeadlineExceeded, by the
+// error of a query that ran longer than Settings.Timeout. Running it again
+// unchanged would most likely time out again: it is not retryable.
+var ErrTimeout = series.NewSentinel("query: the query timed out", false)

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -150,4 +151,72 @@ func TestSetRelationsWhileQuerying(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	setter.Wait()
+}
+
+// TestMaxResultBytes: a result whose rows fit MaxRows but whose bytes do
+// not fit MaxResultBytes fails, instead of growing in Go's memory, which
+// DuckDB's memory_limit does not bound; a small one under the same bound
+// answers.
+func TestMaxResultBytes(t *testing.T) {
+	s := threeMonths(t)
+	e, err := New(s.tab, s, Settings{Threads: 1, MaxResultBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1,000 rows of 4 KiB strings: far below MaxRows, 4 MiB of strings.
+	_, err = e.Query(t.Context(), `SELECT repeat('x', 4096) AS s FROM range(1000)`)
+	if !errors.Is(err, ErrResultTooLarge) {
+		t.Fatalf("4 MiB under a bound of 1 MiB: %v", err)
+	}
+	res, err := e.Query(t.Context(), `SELECT repeat('x', 4096) AS s FROM range(100)`)
+	if err != nil || len(res.Rows) != 100 {
+		t.Fatalf("400 KiB under a bound of 1 MiB: %v", err)
+	}
+	if _, err := New(s.tab, s, Settings{MaxResultBytes: -1}); err == nil {
+		t.Error("a negative MaxResultBytes accepted")
+	}
+}
+
+// TestTimeout: a query that would run for long is interrupted when
+// Settings.Timeout passes, and fails with ErrTimeout and
+// context.DeadlineExceeded; the engine answers the next query.
+func TestTimeout(t *testing.T) {
+	s := threeMonths(t)
+	e, err := New(s.tab, s, Settings{Threads: 1, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Query(t.Context(), `SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range = 7`)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a long query under a 200 ms timeout: %v", err)
+		}
+		// Run again unchanged, it would time out again.
+		var r interface{ IsRetryable() bool }
+		if !errors.As(err, &r) || r.IsRetryable() {
+			t.Errorf("a query timeout is classified as retryable: %v", err)
+		}
+		t.Log(err)
+	case <-time.After(time.Minute): // only so that a broken interrupt cannot hang the test
+		t.Fatal("the query was not interrupted")
+	}
+	if n := count(t, e, `SELECT count(*) FROM readings`); n != 576 {
+		t.Fatal(n)
+	}
+	// The caller's own deadline is the caller's: no ErrTimeout.
+	e, err = New(s.tab, s, Settings{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err = e.Query(ctx, `SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range = 7`)
+	if errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a long query under the caller's deadline: %v", err)
+	}
 }

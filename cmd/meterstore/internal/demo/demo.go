@@ -33,23 +33,43 @@ type Config struct {
 	PGURL string
 	// Meters is the number of power meters; a quarter as many gas meters.
 	Meters int
-	// Start and Days bound the delivered range of Berlin days.
-	Start metering.Date
-	Days  int
+	// Days is the number of Berlin days delivered. They end with the last
+	// day whose deliveries have arrived by Now (each day's arrive at 06:00
+	// the morning after), so the simulated clock ends at most a day before
+	// Now and the deployment the demo leaves is current.
+	Days int
+	// Now is the time the demo ends at; zero means the clock. Tests set
+	// it to stay deterministic.
+	Now time.Time
 	// Out receives the report, Progress the progress display.
 	Out, Progress io.Writer
 	Logger        *slog.Logger
 }
 
-// DefaultConfig is 1,000 power meters and 250 gas meters over 90 days that
-// include the spring clock change.
+// DefaultConfig is 1,000 power meters and 250 gas meters over the 90
+// days up to now. They cross a clock change, and the demo shows its 23- or
+// 25-hour gas day, when they end between late March and late June or
+// between late October and late January; otherwise the demo says so.
 func DefaultConfig() Config {
 	return Config{
 		Dir:    "meterstore-demo",
 		Meters: 1000,
-		Start:  metering.Date{Year: 2026, Month: time.February, Day: 1},
 		Days:   90,
 	}
+}
+
+// arrival is when a day's deliveries arrive: 06:00 Berlin time the morning
+// after.
+const arrival = 6 * time.Hour
+
+// days returns the first and last of n Berlin days delivered by now: the
+// last is the latest day whose deliveries have arrived.
+func days(cal *metering.Calendar, now time.Time, n int) (first, last metering.Date) {
+	last = cal.LocalDay(now)
+	for cal.DayEnd(last).Add(arrival).After(now) {
+		last = last.AddDays(-1)
+	}
+	return last.AddDays(1 - n), last
 }
 
 // marker names the file that says a directory holds a demo.
@@ -169,8 +189,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	if cfg.Meters < 4 || cfg.Days < 1 || !cfg.Start.IsValid() {
-		return nil, fmt.Errorf("demo: want at least 4 meters, 1 day and a valid start day")
+	if cfg.Meters < 4 || cfg.Days < 1 {
+		return nil, fmt.Errorf("demo: want at least 4 meters and 1 day")
+	}
+	if cfg.Now.IsZero() {
+		cfg.Now = time.Now()
 	}
 	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {
@@ -201,8 +224,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg, s: s, cal: cal, fleet: fleet{cal: cal, meters: cfg.Meters, seed: 42}}
+	r.first, r.last = days(cal, cfg.Now, cfg.Days)
+	fmt.Fprintf(cfg.Out, "delivering %s to %s (%d days), each day's values at 06:00 the morning after\n", r.first, r.last, cfg.Days)
 	if err := r.run(ctx); err != nil {
 		return nil, err
+	}
+	// The clock catches up with now: partitions ahead of it, as the
+	// maintenance loop keeps them, so that status finds the deployment
+	// healthy right after the demo.
+	if err := s.EnsurePartitions(ctx, cfg.Now); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
 	}
 	rep, err := r.report(ctx)
 	if err != nil {

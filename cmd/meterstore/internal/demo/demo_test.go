@@ -17,14 +17,68 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// TestDays: the days delivered end with the last whose deliveries (06:00
+// Berlin time the morning after) have arrived by now.
+func TestDays(t *testing.T) {
+	cal, err := metering.NewCalendar()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		now         string
+		first, last string
+	}{
+		{"2026-04-21T06:00:00+02:00", "2026-03-10", "2026-04-20"},
+		{"2026-04-21T05:59:59+02:00", "2026-03-09", "2026-04-19"},
+		{"2026-04-21T23:59:59+02:00", "2026-03-10", "2026-04-20"},
+		{"2026-12-01T09:30:00Z", "2026-10-20", "2026-11-30"},
+	} {
+		now, _ := time.Parse(time.RFC3339, tc.now)
+		first, last := days(cal, now, 42)
+		if first.String() != tc.first || last.String() != tc.last {
+			t.Errorf("42 days by %s: %s to %s, want %s to %s", tc.now, first, last, tc.first, tc.last)
+		}
+	}
+}
+
+// TestGasQuery: the gas query shows the latest clock change among the
+// days delivered, with its hours, or says there is none.
+func TestGasQuery(t *testing.T) {
+	cal, err := metering.NewCalendar()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		first, last string
+		want        string
+	}{
+		{"2026-09-02", "2026-11-30", "the gas day named after Saturday 24 October has 25 hours"},
+		{"2026-02-01", "2026-05-01", "the gas day named after Saturday 28 March has 23 hours"},
+		{"2026-06-01", "2026-08-29", "no clock change among the days delivered (2026-06-01 to 2026-08-29)"},
+	} {
+		r := &runner{cal: cal}
+		r.first, _ = metering.ParseDate(tc.first)
+		r.last, _ = metering.ParseDate(tc.last)
+		if q := r.gasQuery(); !strings.Contains(q.title, tc.want) {
+			t.Errorf("%s to %s: %q, want %q", tc.first, tc.last, q.title, tc.want)
+		}
+	}
+}
+
 // TestDemo runs a small demo end to end on the test server: every reading
 // written is in exactly one tier, W trails the last day by the settlement
-// lag, and the cold tier holds data.
+// lag, the cold tier holds data, and the deployment it leaves is healthy
+// at the demo's now.
 func TestDemo(t *testing.T) {
 	var out bytes.Buffer
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := Config{
 		Dir: filepath.Join(t.TempDir(), "demo"), PGURL: pgtest.NewDB(t),
-		Meters: 8, Start: metering.Date{Year: 2026, Month: time.March, Day: 10}, Days: 42,
+		// The days delivered are March 10 to April 20.
+		Meters: 8, Days: 42, Now: time.Date(2026, 4, 21, 9, 30, 0, 0, berlin),
 		Out: &out,
 	}
 	rep, err := Run(t.Context(), cfg)
@@ -68,6 +122,13 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It is healthy at the demo's now: what a newcomer's next command,
+	// meterstore status, finds.
+	for _, st := range s.Status(t.Context(), cfg.Now) {
+		if !st.Healthy || st.WatermarkLag > 15*24*time.Hour {
+			t.Errorf("status at the demo's now: %+v", st)
+		}
+	}
 	res, err := s.Query(t.Context(), "power", `SELECT count(*) FROM readings_versions`)
 	s.Close()
 	if err != nil {
@@ -83,7 +144,7 @@ func TestDemo(t *testing.T) {
 	}
 	foreign := t.TempDir()
 	os.WriteFile(filepath.Join(foreign, "precious"), []byte("x"), 0o644)
-	if _, err := Run(t.Context(), Config{Dir: foreign, PGURL: cfg.PGURL, Meters: 8, Start: cfg.Start, Days: 1}); err == nil {
+	if _, err := Run(t.Context(), Config{Dir: foreign, PGURL: cfg.PGURL, Meters: 8, Now: cfg.Now, Days: 1}); err == nil {
 		t.Error("the demo took over a directory it did not create")
 	}
 	if _, err := os.Stat(filepath.Join(foreign, "precious")); err != nil {

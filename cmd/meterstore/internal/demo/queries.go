@@ -10,36 +10,73 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/metering"
 )
 
-// demoQueries are the cross-tier queries the demo ends with.
-var demoQueries = []struct {
+// A demoQuery is one of the cross-tier queries the demo ends with.
+type demoQuery struct {
 	table, title, sql string
-}{
-	{"power", "Monthly total per meter (the first six rows), resolved versions from both tiers", `
+}
+
+// demoQueries returns the queries the demo ends with.
+func (r *runner) demoQueries() []demoQuery {
+	return []demoQuery{
+		{"power", "Monthly total per meter (the first six rows), resolved versions from both tiers", `
 SELECT malo_id, strftime(date_trunc('month', balancing_day), '%Y-%m') AS month,
        sum(value) AS kwh, count(*) AS quarter_hours
 FROM readings GROUP BY ALL ORDER BY malo_id, month LIMIT 6`},
-	{"gas", "Gas balancing days around the spring clock change: the gas day named after Saturday 28 March has 23 hours", `
-SELECT balancing_day, meter_expected_intervals(balancing_day, 'PT1H', 'GAS') AS hours,
-       count(*) AS meters, sum(value) AS kwh
-FROM readings
-WHERE "from" >= TIMESTAMPTZ '2026-03-26 05:00:00+00' AND "from" < TIMESTAMPTZ '2026-03-31 04:00:00+00'
-GROUP BY ALL ORDER BY balancing_day`},
-	{"power", "system.tables", `
+		r.gasQuery(),
+		{"power", "system.tables", `
 SELECT "table", watermark, watermark_lag_seconds, hot_partitions, partitions_ahead,
        invariant_violations, healthy
 FROM system.tables`},
+	}
 }
 
-// queries runs the demo's queries at the simulated clock's end and prints
-// their answers with the watermark and the tiers each read.
+// gasQuery shows five gas days around the latest clock change among the
+// days delivered, with its 23 or 25 hours; without one, the last five
+// days, and says so.
+func (r *runner) gasQuery() demoQuery {
+	var change metering.Date
+	found := false
+	for d := r.last; d.Compare(r.first) >= 0; d = d.AddDays(-1) {
+		if r.cal.GasDayEnd(d).Sub(r.cal.GasDayStart(d)) != 24*time.Hour {
+			change, found = d, true
+			break
+		}
+	}
+	from, to := r.last.AddDays(-4), r.last
+	title := fmt.Sprintf("Gas balancing days %s to %s: no clock change among the days delivered (%s to %s), so every gas day has 24 hours",
+		from, to, r.first, r.last)
+	if found {
+		from, to = change.AddDays(-2), change.AddDays(2)
+		hours := int(r.cal.GasDayEnd(change).Sub(r.cal.GasDayStart(change)).Hours())
+		title = fmt.Sprintf("Gas balancing days around the clock change: the gas day named after %s %d %s has %d hours",
+			change.Weekday(), change.Day, change.Month, hours)
+	}
+	if from.Compare(r.first) < 0 {
+		from = r.first
+	}
+	if to.Compare(r.last) > 0 {
+		to = r.last
+	}
+	ts := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05+00") }
+	return demoQuery{"gas", title, fmt.Sprintf(`
+SELECT balancing_day, meter_expected_intervals(balancing_day, 'PT1H', 'GAS') AS hours,
+       count(*) AS meters, sum(value) AS kwh
+FROM readings
+WHERE "from" >= TIMESTAMPTZ '%s' AND "from" < TIMESTAMPTZ '%s'
+GROUP BY ALL ORDER BY balancing_day`, ts(r.cal.GasDayStart(from)), ts(r.cal.GasDayEnd(to)))}
+}
+
+// queries runs the demo's queries at the demo's now and prints their
+// answers with the watermark and the tiers each read.
 func (r *runner) queries(ctx context.Context) error {
-	if err := r.s.RefreshSystemTables(ctx, r.end); err != nil {
+	if err := r.s.RefreshSystemTables(ctx, r.cfg.Now); err != nil {
 		return fmt.Errorf("demo: system tables: %w", err)
 	}
 	out := r.cfg.Out
-	for _, q := range demoQueries {
+	for _, q := range r.demoQueries() {
 		start := time.Now()
 		res, err := r.s.Query(ctx, q.table, q.sql)
 		if err != nil {

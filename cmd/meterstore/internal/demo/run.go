@@ -23,21 +23,22 @@ type runner struct {
 	windows                 map[string]int
 	deferred                int
 	started                 time.Time
-	end                     time.Time // the simulated clock's last reading
+	first, last             metering.Date // the days delivered
+	end                     time.Time     // the simulated clock's last reading
 }
 
 func (r *runner) run(ctx context.Context) error {
 	r.windows = map[string]int{}
 	r.started = time.Now()
-	first := r.cal.DayStart(r.cfg.Start).Add(-24 * time.Hour)
-	last := r.cal.DayEnd(r.cfg.Start.AddDays(r.cfg.Days))
-	if err := r.s.CreatePartitions(ctx, first, last); err != nil {
+	from := r.cal.DayStart(r.first).Add(-24 * time.Hour)
+	to := r.cal.DayEnd(r.last.AddDays(1))
+	if err := r.s.CreatePartitions(ctx, from, to); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
 	total := r.cfg.Days
 	for i := range total {
-		d := r.cfg.Start.AddDays(i)
-		now := r.cal.DayEnd(d).Add(6 * time.Hour) // deliveries arrive the morning after
+		d := r.first.AddDays(i)
+		now := r.cal.DayEnd(d).Add(arrival) // deliveries arrive the morning after
 		r.end = now
 		if err := r.s.EnsurePartitions(ctx, now); err != nil {
 			return err
