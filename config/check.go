@@ -37,6 +37,7 @@ func (r *reader) check(c *Config) {
 		}
 		r.checkTable(key, t)
 	}
+	r.checkTokens(c)
 }
 
 // checkArchive checks the [archive] settings against each other, the

@@ -20,6 +20,7 @@ type Config struct {
 	Maintenance Maintenance
 	Retention   RetentionPolicy
 	Query       Query
+	Server      Server
 
 	tables []series.Table // the [[table]] declarations; see Tables
 }

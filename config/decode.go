@@ -123,6 +123,8 @@ func (r *reader) config(raw *rawConfig) *Config {
 		c.Query.CacheDir = filepath.Join(c.Postgres.DataDir, defaultCacheDir)
 	}
 
+	c.Server = r.server(&raw.Server)
+
 	for i := range raw.Table {
 		c.tables = append(c.tables, r.table(fmt.Sprintf("table[%d]", i), &raw.Table[i]))
 	}

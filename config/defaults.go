@@ -42,6 +42,11 @@ const (
 	defaultBatchRows         = 8192
 	defaultMinSnapshots      = 100
 	defaultMaxClockSkew      = day
+	defaultListen            = "127.0.0.1:8080"
+	defaultReadTimeout       = 30 * time.Second
+	defaultWriteTimeout      = 5 * time.Minute
+	defaultShutdownTimeout   = 30 * time.Second
+	defaultMaxBodyBytes      = 256 << 20
 )
 
 // The bounds of the sizes and counts a file may set: what one deployment
@@ -67,6 +72,8 @@ const (
 	maxMaxRows         = 100_000_000 // a result is held in memory
 	maxMinSnapshots    = 1_000_000   // snapshots expiry keeps
 	maxClockSkew       = 366 * day   // how far past the wall clock now may lie
+	minBodyBytes       = 1 << 10     // server.max_body_bytes: below it no request fits
+	maxBodyBytes       = 64 << 30    // 64 GiB, one delivery
 )
 
 // maxHeadroom returns the longest headroom of partitions of width w.

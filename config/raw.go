@@ -66,14 +66,15 @@ type rawConfig struct {
 		MaxResult   value `toml:"max_result_bytes"`
 		Timeout     value `toml:"timeout"`
 	} `toml:"query"`
-	Table []rawTable `toml:"table"`
+	Server rawServer  `toml:"server"`
+	Table  []rawTable `toml:"table"`
 }
 
 // arrays are the arrays of tables of a file, whose elements key paths count.
-var arrays = []string{"table", "table.column"}
+var arrays = []string{"table", "table.column", "server.token"}
 
-// shape checks that sections are tables and that table and table.column
-// are arrays of tables, which decoding into rawConfig needs.
+// shape checks that sections are tables and that table, table.column and
+// server.token are arrays of tables, which decoding into rawConfig needs.
 func (r *reader) shape(tree map[string]any) {
 	for name := range known()[""] {
 		v, ok := tree[name]
@@ -92,8 +93,14 @@ func (r *reader) shape(tree map[string]any) {
 				}
 			}
 		default:
-			if _, ok := v.(map[string]any); !ok {
+			m, ok := v.(map[string]any)
+			if !ok {
 				r.errorf(name, "want a table: [%s]", name)
+			}
+			if t, ok := m["token"]; ok && name == "server" {
+				if _, ok := tableArray(t); !ok {
+					r.errorf("server.token", "want an array of tables: [[server.token]]")
+				}
 			}
 		}
 	}

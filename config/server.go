@@ -1,0 +1,242 @@
+package config
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meterstore/meterstore/series"
+)
+
+// Server is the file's server section: the HTTP API of meterstore serve.
+type Server struct {
+	// Listen is the host:port to listen on (server.listen).
+	Listen string
+	// TLSCert and TLSKey are the PEM files of the server's certificate and
+	// key, absolute; both empty means plain HTTP (server.tls_cert,
+	// server.tls_key).
+	TLSCert, TLSKey string
+	// AllowPlainHTTP permits plain HTTP on an address other than loopback
+	// (server.allow_plain_http).
+	AllowPlainHTTP bool
+	// ReadTimeout bounds reading a request, headers and body
+	// (server.read_timeout).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response, from the end of the
+	// request's headers (server.write_timeout).
+	WriteTimeout time.Duration
+	// ShutdownTimeout bounds the wait for requests in flight and the
+	// maintenance cycle in flight on SIGTERM (server.shutdown_timeout).
+	ShutdownTimeout time.Duration
+	// MaxBodyBytes bounds a request body (server.max_body_bytes).
+	MaxBodyBytes int64
+	// Tokens are the bearer tokens the server accepts ([[server.token]]).
+	Tokens []Token
+}
+
+// A Token is one [[server.token]] section: a bearer token the server
+// accepts, known by the SHA-256 of its text. The token itself is never
+// in the file.
+type Token struct {
+	// Name identifies the token in logs (server.token[i].name).
+	Name string
+	// Hash is the SHA-256 of the token's text (server.token[i].hash,
+	// written "sha256:" and 64 hex digits).
+	Hash [32]byte
+	// Scopes are what the token may do, each one of ScopeIngest,
+	// ScopeQuery, ScopeCatalog and ScopeAdmin (server.token[i].scopes).
+	Scopes []string
+	// Tables are the tables the token may touch; empty means every one
+	// (server.token[i].tables).
+	Tables []string
+}
+
+// The scopes a token may hold.
+const (
+	ScopeIngest  = "ingest"  // write readings
+	ScopeQuery   = "query"   // run queries, read status
+	ScopeCatalog = "catalog" // read the Iceberg REST catalog
+	ScopeAdmin   = "admin"   // operate the deployment
+)
+
+// scopes are the scopes a token may hold, in the order messages list them.
+var scopes = []string{ScopeIngest, ScopeQuery, ScopeCatalog, ScopeAdmin}
+
+// HashPrefix starts a token's hash in the file.
+const HashPrefix = "sha256:"
+
+// tokenName is a token's name: it appears in logs, so it is plain.
+var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// rawServer is the shape of the [server] section.
+type rawServer struct {
+	Listen          value      `toml:"listen"`
+	TLSCert         value      `toml:"tls_cert"`
+	TLSKey          value      `toml:"tls_key"`
+	AllowPlainHTTP  value      `toml:"allow_plain_http"`
+	ReadTimeout     value      `toml:"read_timeout"`
+	WriteTimeout    value      `toml:"write_timeout"`
+	ShutdownTimeout value      `toml:"shutdown_timeout"`
+	MaxBodyBytes    value      `toml:"max_body_bytes"`
+	Token           []rawToken `toml:"token"`
+}
+
+// rawToken is the shape of a [[server.token]] section.
+type rawToken struct {
+	Name   value `toml:"name"`
+	Hash   value `toml:"hash"`
+	Scopes value `toml:"scopes"`
+	Tables value `toml:"tables"`
+	// Token is a plaintext token, which the file must not hold; it is
+	// known only to refuse it with a reason.
+	Token value `toml:"token"`
+}
+
+// server reads the [server] section.
+func (r *reader) server(raw *rawServer) Server {
+	s := Server{
+		Listen:          r.str("server.listen", raw.Listen, defaultListen),
+		AllowPlainHTTP:  r.boolean("server.allow_plain_http", raw.AllowPlainHTTP, false),
+		ReadTimeout:     r.positive("server.read_timeout", raw.ReadTimeout, defaultReadTimeout, "s"),
+		WriteTimeout:    r.positive("server.write_timeout", raw.WriteTimeout, defaultWriteTimeout, "m"),
+		ShutdownTimeout: r.positive("server.shutdown_timeout", raw.ShutdownTimeout, defaultShutdownTimeout, "s"),
+		MaxBodyBytes:    r.boundedSize("server.max_body_bytes", raw.MaxBodyBytes, defaultMaxBodyBytes, minBodyBytes, maxBodyBytes),
+	}
+	if cert := r.str("server.tls_cert", raw.TLSCert, ""); strings.TrimSpace(cert) != "" {
+		s.TLSCert = r.abs(cert)
+	}
+	if key := r.str("server.tls_key", raw.TLSKey, ""); strings.TrimSpace(key) != "" {
+		s.TLSKey = r.abs(key)
+	}
+	loopback, ok := r.listen("server.listen", s.Listen)
+	switch {
+	case (s.TLSCert == "") != (s.TLSKey == ""):
+		key := "server.tls_key"
+		if s.TLSCert == "" {
+			key = "server.tls_cert"
+		}
+		r.errorf(key, "tls_cert and tls_key go together: set both for HTTPS, neither for plain HTTP")
+	case s.TLSCert == "" && ok && !loopback && !s.AllowPlainHTTP:
+		r.errorf("server.listen", "%q is not a loopback address, and plain HTTP would send every bearer token in the clear: "+
+			"set tls_cert and tls_key, or allow_plain_http = true behind a proxy that terminates TLS", s.Listen)
+	}
+	for i := range raw.Token {
+		s.Tokens = append(s.Tokens, r.token(fmt.Sprintf("server.token[%d]", i), &raw.Token[i]))
+	}
+	return s
+}
+
+// positive returns the duration at key, which must be positive.
+func (r *reader) positive(key string, v value, def time.Duration, unit string) time.Duration {
+	d := r.duration(key, v, def, unit)
+	if d <= 0 && r.ok(key) {
+		r.errorf(key, "want a positive duration")
+		return def
+	}
+	return d
+}
+
+// listen checks the host:port at key and reports whether its host is a
+// loopback address; ok is false if it is malformed.
+func (r *reader) listen(key, addr string) (loopback, ok bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		r.errorf(key, "%q: want host:port, as in 127.0.0.1:8080 or [::1]:8080", addr)
+		return false, false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		r.errorf(key, "%q: port %q: want 0 to 65535", addr, port)
+		return false, false
+	}
+	if host == "localhost" {
+		return true, true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), true
+}
+
+// token reads the [[server.token]] section at key.
+func (r *reader) token(key string, raw *rawToken) Token {
+	var t Token
+	if raw.Token.set {
+		r.errorf(key+".token", "the file must not hold a token itself: write its hash instead, as meterstore token prints it")
+	}
+	if t.Name = r.required(key+".name", raw.Name); r.ok(key+".name") && !tokenName.MatchString(t.Name) {
+		r.errorf(key+".name", "%q: want a letter or digit, then letters, digits, '_', '.' and '-', at most 64 bytes", t.Name)
+	}
+	hash := r.required(key+".hash", raw.Hash)
+	if r.ok(key + ".hash") {
+		digits, found := strings.CutPrefix(hash, HashPrefix)
+		b, err := hex.DecodeString(digits)
+		if !found || err != nil || len(b) != len(t.Hash) {
+			// The value is not echoed: a plaintext token written here by
+			// mistake must not reach a log.
+			r.errorf(key+".hash", "want %q and the 64 hex digits of the token's SHA-256, as meterstore token prints it", HashPrefix)
+		} else {
+			copy(t.Hash[:], b)
+		}
+	}
+	if !raw.Scopes.set {
+		r.errorf(key+".scopes", "required: one or more of %s", oneOf(quoteAll(scopes)))
+	}
+	for _, s := range r.strs(key+".scopes", raw.Scopes) {
+		switch {
+		case !slices.Contains(scopes, s):
+			r.errorf(key+".scopes", "%q: want %s", s, oneOf(quoteAll(scopes)))
+		case slices.Contains(t.Scopes, s):
+			r.errorf(key+".scopes", "%q is listed twice", s)
+		default:
+			t.Scopes = append(t.Scopes, s)
+		}
+	}
+	if raw.Scopes.set && len(t.Scopes) == 0 && r.ok(key+".scopes") {
+		r.errorf(key+".scopes", "want one or more of %s: a token without a scope opens nothing", oneOf(quoteAll(scopes)))
+	}
+	for _, name := range r.strs(key+".tables", raw.Tables) {
+		if slices.Contains(t.Tables, name) {
+			r.errorf(key+".tables", "%q is listed twice", name)
+			continue
+		}
+		t.Tables = append(t.Tables, name)
+	}
+	return t
+}
+
+// checkTokens checks the tokens against each other and the declared
+// tables.
+func (r *reader) checkTokens(c *Config) {
+	names, hashes := map[string]int{}, map[[32]byte]int{}
+	for i, t := range c.Server.Tokens {
+		key := fmt.Sprintf("server.token[%d]", i)
+		if j, ok := names[t.Name]; ok && t.Name != "" && r.ok(key+".name") {
+			r.errorf(key+".name", "token %q is declared twice (first as server.token[%d], line %d)",
+				t.Name, j, r.line(fmt.Sprintf("server.token[%d].name", j)))
+		} else if !ok {
+			names[t.Name] = i
+		}
+		if j, ok := hashes[t.Hash]; ok && r.ok(key+".hash") {
+			r.errorf(key+".hash", "the same hash as server.token[%d]: one token, two names", j)
+		} else if !ok && r.ok(key+".hash") {
+			hashes[t.Hash] = i
+		}
+		for _, name := range t.Tables {
+			if !slices.ContainsFunc(c.tables, func(d series.Table) bool { return d.Name == name }) {
+				r.errorf(key+".tables", "%q is not a declared table", name)
+			}
+		}
+	}
+}
+
+// quoteAll quotes each of ss.
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
