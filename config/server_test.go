@@ -10,7 +10,9 @@ import (
 )
 
 // hashOf returns the hash key of token as the file writes it.
-func hashOf(token string) string { return fmt.Sprintf("%s%x", HashPrefix, sha256.Sum256([]byte(token))) }
+func hashOf(token string) string {
+	return fmt.Sprintf("%s%x", HashPrefix, sha256.Sum256([]byte(token)))
+}
 
 func TestServer(t *testing.T) {
 	c := mustParse(t, `
