@@ -9,7 +9,9 @@
 // Every instrument carries the attribute table, and the scan counter adds
 // tier ("hot" or "cold"). The retention counter carries neither: a sweep
 // destroys a subject's link across the whole deployment at once, so
-// attributing it to a table would invite a sum that counts it twice.
+// attributing it to a table would invite a sum that counts it twice. The
+// HTTP server's refusals carry reason ("missing", "invalid" or
+// "forbidden") and no table: a refused request may name none.
 //
 //	name                                unit         kind       attributes
 //	meterstore.archival.rows            {reading}    counter    table
@@ -25,6 +27,7 @@
 //	meterstore.query.duration           s            histogram  table
 //	meterstore.scan.rows                {reading}    counter    table, tier
 //	meterstore.retention.removed        {reference}  counter    (none)
+//	meterstore.http.auth_failures       {request}    counter    reason
 //
 // Counters only go up, so the recording methods ignore a negative count
 // or duration. Gauges record what they are given, including -1 for a

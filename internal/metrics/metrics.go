@@ -17,6 +17,16 @@ const (
 	AttrTable = "table"
 	// AttrTier names the tier a scan read: TierHot or TierCold.
 	AttrTier = "tier"
+	// AttrReason says why a request was refused: ReasonMissing,
+	// ReasonInvalid or ReasonForbidden.
+	AttrReason = "reason"
+)
+
+// Values of the reason attribute of refused requests.
+const (
+	ReasonMissing   = "missing"   // no bearer token
+	ReasonInvalid   = "invalid"   // a token the server does not know
+	ReasonForbidden = "forbidden" // a known token without the scope or table
 )
 
 // Values of the tier attribute.
@@ -41,6 +51,7 @@ type Metrics struct {
 	queryDuration    metric.Float64Histogram
 	scannedRows      metric.Int64Counter
 	retentionRemoved metric.Int64Counter
+	authFailures     metric.Int64Counter
 }
 
 // New creates the instruments with mp's meter for ScopeName. A nil mp
@@ -83,6 +94,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			"Readings a scan read from one tier."),
 		retentionRemoved: b.counter("meterstore.retention.removed", "{reference}",
 			"Subject references whose link to a natural id a retention sweep destroyed, across the deployment."),
+		authFailures: b.counter("meterstore.http.auth_failures", "{request}",
+			"HTTP requests refused for a missing or unknown bearer token (401) or one without the scope or table (403)."),
 	}
 	if err := errors.Join(b.errs...); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)

@@ -106,6 +106,9 @@ func TestInstruments(t *testing.T) {
 	m.Scanned(ctx, "lastgang", TierCold, 20)
 	m.Scanned(ctx, "lastgang", TierHot, 5)
 	m.RetentionRemoved(ctx, 7)
+	m.AuthFailure(ctx, ReasonInvalid)
+	m.AuthFailure(ctx, ReasonMissing)
+	m.AuthFailure(ctx, ReasonInvalid)
 	// Counters ignore what would make them go down.
 	m.Archived(ctx, "lastgang", -1, -time.Second)
 	m.Written(ctx, "lastgang", -1, -1)
@@ -130,6 +133,7 @@ func TestInstruments(t *testing.T) {
 		"meterstore.query.duration":           {"s", "histogram", []point{{table("lastgang"), 0.25, 1}}},
 		"meterstore.scan.rows":                {"{reading}", "counter", []point{{scan("lastgang", "cold"), 20, 0}, {scan("lastgang", "hot"), 15, 0}}},
 		"meterstore.retention.removed":        {"{reference}", "counter", []point{{"", 7, 0}}},
+		"meterstore.http.auth_failures":       {"{request}", "counter", []point{{"reason=invalid", 2, 0}, {"reason=missing", 1, 0}}},
 	}
 	got := collect(t, reader)
 	for name, w := range want {
@@ -169,5 +173,6 @@ func TestNoProvider(t *testing.T) {
 		m.Scanned(ctx, "t", TierCold, 1)
 		m.Queried(ctx, "t", time.Second)
 		m.RetentionRemoved(ctx, 1)
+		m.AuthFailure(ctx, ReasonForbidden)
 	}
 }

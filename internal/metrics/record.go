@@ -122,6 +122,15 @@ func (m *Metrics) RetentionRemoved(ctx context.Context, n int64) {
 	m.retentionRemoved.Add(ctx, n)
 }
 
+// AuthFailure records an HTTP request refused for reason: ReasonMissing,
+// ReasonInvalid or ReasonForbidden.
+func (m *Metrics) AuthFailure(ctx context.Context, reason string) {
+	if m == nil {
+		return
+	}
+	m.authFailures.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrReason, reason))))
+}
+
 // tableAttr returns the measurement option carrying the table attribute.
 func tableAttr(table string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrTable, table)))
