@@ -104,3 +104,13 @@ func closeAll(closers []func()) {
 		closers[i]()
 	}
 }
+
+// Ping reports whether the hot tier's PostgreSQL server answers. It is
+// what a readiness check asks first: a table's status needs it too, but a
+// deployment without tables has no status to ask.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.opts.Pool.Ping(ctx); err != nil {
+		return fmt.Errorf("store: ping PostgreSQL: %w", err)
+	}
+	return nil
+}
