@@ -1,0 +1,284 @@
+// Package httpapi is the HTTP API of meterstore serve over a *store.Store:
+// bearer tokens with scopes, health and readiness, and the deployment's
+// status.
+//
+// It lives beside the command rather than under the module's internal/
+// because it imports the front door (store), which nothing in the library
+// below it may do.
+//
+//	GET /healthz    no token   200 {"status":"ok"} while the process serves
+//	GET /readyz     any scope  200 when PostgreSQL answers and every table is healthy, else 503
+//	GET /v1/status  query, admin  the status of every table (system.tables)
+//
+// Every error is JSON, {"error": "...", "code": "..."}, with codes
+// unauthorized (401), forbidden (403), not_found (404),
+// method_not_allowed (405), not_ready (503) and internal (500).
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/metrics"
+	"github.com/meterstore/meterstore/store"
+)
+
+// Options configure a Handler.
+type Options struct {
+	// Tokens are the bearer tokens accepted, known by their hashes.
+	Tokens []config.Token
+	// MaxBodyBytes bounds a request body; zero means no bound.
+	MaxBodyBytes int64
+	// Meters receives the count of refused requests
+	// (meterstore.http.auth_failures); nil records nothing.
+	Meters metric.MeterProvider
+	// Logger receives refusals and failures, never a token; nil logs
+	// nothing.
+	Logger *slog.Logger
+	// Clock is the time status is computed at; nil means time.Now.
+	Clock func() time.Time
+}
+
+// handler serves the API over one store.
+type handler struct {
+	s       *store.Store
+	o       Options
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	mux     *http.ServeMux
+}
+
+// routes are the paths the API serves and their methods, so that a known
+// path asked with another method is told which it takes.
+var routes = map[string]string{"/healthz": "GET", "/readyz": "GET", "/v1/status": "GET"}
+
+// New returns the API over s.
+func New(s *store.Store, o Options) (http.Handler, error) {
+	m, err := metrics.New(o.Meters)
+	if err != nil {
+		return nil, err
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{s: s, o: o, log: log, metrics: m, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /healthz", h.healthz)
+	h.mux.Handle("GET /readyz", h.guard(nil, h.readyz))
+	h.mux.Handle("GET /v1/status", h.guard([]string{config.ScopeQuery, config.ScopeAdmin}, h.status))
+	h.mux.HandleFunc("/", h.unknown)
+	return h, nil
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.o.MaxBodyBytes > 0 && r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes)
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// tokenKey is the context key of the name of the token a request carries.
+type tokenKey struct{}
+
+// TokenName returns the name of the token that authorised the request of
+// ctx, "" if none did.
+func TokenName(ctx context.Context) string {
+	name, _ := ctx.Value(tokenKey{}).(string)
+	return name
+}
+
+// guard admits a request whose bearer token holds one of scopes (any
+// scope when scopes is empty). The presented token is hashed and compared
+// with every configured hash in constant time, so neither the comparison
+// nor the number of tokens before the match says how close a guess was.
+func (h *handler) guard(scopes []string, next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		presented, ok := bearer(r)
+		if !ok {
+			h.refuse(w, r, http.StatusUnauthorized, metrics.ReasonMissing, "", "a bearer token is required: Authorization: Bearer <token>")
+			return
+		}
+		sum := sha256.Sum256([]byte(presented))
+		match := -1
+		for i := range h.o.Tokens {
+			if subtle.ConstantTimeCompare(sum[:], h.o.Tokens[i].Hash[:]) == 1 {
+				match = i
+			}
+		}
+		if match < 0 {
+			h.refuse(w, r, http.StatusUnauthorized, metrics.ReasonInvalid, "", "the bearer token is not valid")
+			return
+		}
+		t := h.o.Tokens[match]
+		if len(scopes) > 0 && !slices.ContainsFunc(scopes, func(s string) bool { return slices.Contains(t.Scopes, s) }) {
+			h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, t.Name,
+				fmt.Sprintf("token %q lacks the scope: want %s", t.Name, strings.Join(scopes, " or ")))
+			return
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, t.Name)))
+	})
+}
+
+// bearer returns the token of the request's Authorization header.
+func bearer(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// refuse answers a request the guard turned away, counts it and logs it
+// with the token's name when it is known; the token itself is never
+// logged.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, status int, reason, name, msg string) {
+	h.metrics.AuthFailure(r.Context(), reason)
+	h.log.LogAttrs(r.Context(), slog.LevelWarn, "request refused", slog.String("reason", reason),
+		slog.String("token", name), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.String("remote", r.RemoteAddr))
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="meterstore"`)
+	}
+	code := "unauthorized"
+	if status == http.StatusForbidden {
+		code = "forbidden"
+	}
+	writeError(w, status, code, msg)
+}
+
+func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 when PostgreSQL answers and every table's status
+// could be computed and is healthy; else 503, naming the tables that are
+// not.
+func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := h.s.Ping(r.Context()); err != nil {
+		h.log.Warn("not ready", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, notReady{Error: "PostgreSQL does not answer", Code: "not_ready"})
+		return
+	}
+	var bad []string
+	for _, st := range h.s.Status(r.Context(), h.o.Clock()) {
+		if !st.Healthy {
+			bad = append(bad, st.Table)
+		}
+	}
+	if len(bad) > 0 {
+		writeJSON(w, http.StatusServiceUnavailable, notReady{
+			Error: "unhealthy tables: " + strings.Join(bad, ", "), Code: "not_ready", Tables: bad,
+		})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// notReady is the body of a 503 from readyz.
+type notReady struct {
+	Error  string   `json:"error"`
+	Code   string   `json:"code"`
+	Tables []string `json:"unhealthy_tables,omitempty"`
+}
+
+// tableStatus is one table of GET /v1/status, a row of system.tables.
+type tableStatus struct {
+	Table               string     `json:"table"`
+	Watermark           *time.Time `json:"watermark"` // null before the first archival
+	WatermarkLagSeconds *float64   `json:"watermark_lag_seconds"`
+	HotPartitions       int64      `json:"hot_partitions"`
+	PartitionsAhead     int64      `json:"partitions_ahead"`
+	InvariantViolations int64      `json:"invariant_violations"`
+	Healthy             bool       `json:"healthy"`
+	Error               string     `json:"error,omitempty"`
+}
+
+// statusBody is the body of GET /v1/status.
+type statusBody struct {
+	Now     time.Time     `json:"now"`
+	Healthy bool          `json:"healthy"`
+	Tables  []tableStatus `json:"tables"`
+}
+
+func (h *handler) status(w http.ResponseWriter, r *http.Request) {
+	now := h.o.Clock().UTC()
+	body := statusBody{Now: now, Healthy: true, Tables: []tableStatus{}}
+	for _, st := range h.s.Status(r.Context(), now) {
+		ts := tableStatus{
+			Table: st.Table, HotPartitions: st.HotPartitions, PartitionsAhead: st.PartitionsAhead,
+			InvariantViolations: st.InvariantViolations, Healthy: st.Healthy,
+		}
+		if st.HasWatermark {
+			wm, lag := st.Watermark.UTC(), st.WatermarkLag.Seconds()
+			ts.Watermark, ts.WatermarkLagSeconds = &wm, &lag
+		}
+		if st.Err != nil {
+			ts.Error = st.Err.Error()
+		}
+		body.Healthy = body.Healthy && st.Healthy
+		body.Tables = append(body.Tables, ts)
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// unknown answers every request no route took: 405 for a known path
+// asked with another method, else 404.
+func (h *handler) unknown(w http.ResponseWriter, r *http.Request) {
+	if method, ok := routes[r.URL.Path]; ok {
+		w.Header().Set("Allow", method)
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s takes %s, not %s", r.URL.Path, method, r.Method))
+		return
+	}
+	writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.URL.Path)
+}
+
+// apiError is the body of every error.
+type apiError struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, apiError{Error: msg, Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v) // the status is sent; a failed write has no one to tell
+}
+
+// NewToken returns a new bearer token, 32 bytes from crypto/rand in
+// unpadded base64url, and its hash as [[server.token]] writes it.
+func NewToken() (token, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", fmt.Errorf("httpapi: a random token: %w", err)
+	}
+	token = base64.RawURLEncoding.EncodeToString(b)
+	return token, HashToken(token), nil
+}
+
+// HashToken returns the hash of token as [[server.token]] writes it:
+// "sha256:" and the hex digits of its SHA-256.
+func HashToken(token string) string {
+	return fmt.Sprintf("%s%x", config.HashPrefix, sha256.Sum256([]byte(token)))
+}
