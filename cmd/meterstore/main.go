@@ -31,7 +31,8 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newBench(), newDemo(), newInit(), newCheck(), newCreate(), newIngest(),
-		newArchive(), newMaintain(), newQuery(), newStatus(), newVerify(), newSnapshots(), newPurge())
+		newArchive(), newMaintain(), newQuery(), newStatus(), newVerify(), newSnapshots(), newPurge(),
+		newServe(), newToken())
 	return root
 }
 

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
+	"github.com/meterstore/meterstore/config"
+)
+
+func newServe() *cobra.Command {
+	var d deployment
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API and run the maintenance loop until SIGTERM",
+		Long: `Opens the deployment once (with postgres.url empty, its private PostgreSQL
+for the life of the process), runs the maintenance loop and serves the
+HTTP API of the [server] section: GET /healthz, /readyz and /v1/status,
+with the bearer tokens of its [[server.token]] sections.
+
+SIGTERM or SIGINT stops accepting connections, lets the requests and the
+maintenance cycle in flight finish within server.shutdown_timeout, closes
+the deployment and exits 0; a second signal exits at once with status 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd, &d)
+		},
+	}
+	d.flags(cmd, false)
+	return cmd
+}
+
+func serve(cmd *cobra.Command, d *deployment) error {
+	ctx := cmd.Context()
+	log := logger()
+	cfg, err := d.load()
+	if err != nil {
+		return err
+	}
+	// The first SIGTERM or SIGINT cancels ctx (see main) and starts the
+	// shutdown; a second one ends the process at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for n := 0; ; {
+			select {
+			case sig := <-sigs:
+				if n++; n == 2 {
+					fmt.Fprintf(os.Stderr, "meterstore: a second %v: exiting at once\n", sig)
+					os.Exit(exitPermanent)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	sc := cfg.Server
+	var tlsConfig *tls.Config
+	if sc.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(sc.TLSCert, sc.TLSKey)
+		if err != nil {
+			return fmt.Errorf("serve: server.tls_cert and server.tls_key: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if len(sc.Tokens) == 0 {
+		log.Warn("no [[server.token]] configured: every endpoint but /healthz refuses every request; make one with meterstore token")
+	}
+	// Listen before opening the deployment: an address in use fails at
+	// once, before a private PostgreSQL is started for nothing.
+	ln, err := net.Listen("tcp", sc.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: server.listen: %w", err)
+	}
+	defer ln.Close()
+
+	s, _, err := d.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	h, err := httpapi.New(s, httpapi.Options{Tokens: sc.Tokens, MaxBodyBytes: sc.MaxBodyBytes, Logger: log})
+	if err != nil {
+		return err
+	}
+	// The loop outlives the signal: shutdown stops it, within the bound.
+	maint := s.MaintenanceFor(cfg).Start(context.WithoutCancel(ctx))
+
+	srv := &http.Server{
+		Handler:           h,
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: min(sc.ReadTimeout, 10*time.Second),
+		ReadTimeout:       sc.ReadTimeout,
+		WriteTimeout:      sc.WriteTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	served := make(chan error, 1)
+	go func() {
+		if tlsConfig != nil {
+			served <- srv.ServeTLS(ln, "", "")
+		} else {
+			served <- srv.Serve(ln)
+		}
+	}()
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "serving %s://%s\n", scheme, ln.Addr())
+	log.Info("serving", "address", ln.Addr().String(), "tls", tlsConfig != nil, "tokens", len(sc.Tokens))
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	log.Info("shutting down", "timeout", config.Duration(sc.ShutdownTimeout).String())
+	return shutdown(srv, maint.Stop, sc.ShutdownTimeout, serveErr)
+}
+
+// shutdown stops the server and the maintenance loop, each allowed to
+// finish what is in flight within timeout, and returns what went wrong.
+func shutdown(srv *http.Server, stopMaintenance func(), timeout time.Duration, serveErr error) error {
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() {
+		stopMaintenance()
+		close(stopped)
+	}()
+	var errs []error
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		errs = append(errs, fmt.Errorf("serve: %w", serveErr))
+	}
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		errs = append(errs, fmt.Errorf("serve: requests still in flight after server.shutdown_timeout %v: %w",
+			config.Duration(timeout), err))
+	}
+	select {
+	case <-stopped:
+	case <-sctx.Done():
+		errs = append(errs, fmt.Errorf("serve: the maintenance cycle in flight did not finish within server.shutdown_timeout %v",
+			config.Duration(timeout)))
+	}
+	return errors.Join(errs...)
+}
+
+func newToken() *cobra.Command {
+	var (
+		name           string
+		scopes, tables []string
+	)
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Make a bearer token for meterstore serve and print its [[server.token]] section",
+		Long: `Prints a new random token (32 bytes from the system's CSPRNG, base64url) and
+the [[server.token]] section to add to the configuration, which holds only
+the token's SHA-256. The token is shown this once: give it to the client.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if name == "" {
+				name = "token-" + strconv.FormatInt(time.Now().Unix(), 10)
+			}
+			tok, hash, err := httpapi.NewToken()
+			if err != nil {
+				return err
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "[[server.token]]\nname = %q\nhash = %q\nscopes = %s\n", name, hash, tomlList(scopes))
+			if len(tables) > 0 {
+				fmt.Fprintf(&b, "tables = %s\n", tomlList(tables))
+			}
+			// The section must be one check accepts: parse it alone,
+			// with the tables it names declared.
+			check := b.String()
+			for _, t := range tables {
+				check += fmt.Sprintf("[[table]]\nname = %q\n", t)
+			}
+			if _, err := config.Parse([]byte(check), "", nil); err != nil {
+				return fmt.Errorf("token: %w", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "# The token; give it to the client, it is not shown again:\n%s\n\n"+
+				"# Add this section to the configuration:\n%s", tok, b.String())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "the token's name in logs (default token-<unix time>)")
+	cmd.Flags().StringSliceVar(&scopes, "scope", []string{config.ScopeQuery}, "what it may do: ingest, query, catalog, admin")
+	cmd.Flags().StringSliceVar(&tables, "table", nil, "the tables it may touch (default every one)")
+	return cmd
+}
+
+// tomlList writes ss as a TOML array of strings.
+func tomlList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
