@@ -131,9 +131,6 @@ func (r *reader) config(raw *rawConfig) *Config {
 	return c
 }
 
-// maxInt is the largest int, the upper bound of unbounded integer keys.
-const maxInt = int(^uint(0) >> 1)
-
 // boundedSize returns the size at key, which must lie in [lo, hi].
 func (r *reader) boundedSize(key string, v value, def, lo, hi int64) int64 {
 	n := r.size(key, v, def)
