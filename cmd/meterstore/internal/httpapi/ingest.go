@@ -115,9 +115,13 @@ func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 		sum, err = ingest.Run(r.Context(), dec, write, ingest.Options{BatchRows: h.batchRows})
 	}
 	counts := ingestCounts{Inserted: sum.Inserted, Present: sum.Present, Late: sum.Late, Batches: sum.Batches}
-	h.log.LogAttrs(r.Context(), slog.LevelInfo, "ingest", slog.String("token", tok.Name), slog.String("table", table),
+	attrs := []slog.Attr{slog.String("token", tok.Name), slog.String("table", table),
 		slog.Int("inserted", sum.Inserted), slog.Int("present", sum.Present), slog.Int("late", sum.Late),
-		slog.Int("batches", sum.Batches), slog.Int("through_line", sum.Through), slog.Any("err", err))
+		slog.Int("batches", sum.Batches), slog.Int("through_line", sum.Through)}
+	if err != nil {
+		attrs = append(attrs, slog.Any("err", err))
+	}
+	h.log.LogAttrs(r.Context(), slog.LevelInfo, "ingest", attrs...)
 	if err == nil {
 		writeJSON(w, http.StatusOK, counts)
 		return
