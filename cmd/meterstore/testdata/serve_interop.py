@@ -1,19 +1,24 @@
 """Calls a running meterstore serve as a foreign client would, with urllib.
 
-Called by cmd/meterstore's TestServe with the server's base URL and a
-bearer token of scope query. Exit status 0 means every check passed.
+Called by cmd/meterstore's TestServe with the server's base URL, a
+bearer token of scope query and one of scope ingest restricted to table
+power, whose partitions for today exist. Exit status 0 means every check
+passed.
 """
 
+import datetime
 import json
 import sys
 import urllib.error
 import urllib.request
 
 
-def call(base, path, token=None):
-    req = urllib.request.Request(base + path)
+def call(base, path, token=None, data=None, content_type=None):
+    req = urllib.request.Request(base + path, data=data)
     if token is not None:
         req.add_header("Authorization", "Bearer " + token)
+    if content_type is not None:
+        req.add_header("Content-Type", content_type)
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
             return resp.status, resp.headers.get("Content-Type"), json.load(resp)
@@ -21,8 +26,42 @@ def call(base, path, token=None):
         return err.code, err.headers.get("Content-Type"), json.load(err)
 
 
+def delivery(n):
+    """n quarter hours of one market location from midnight UTC today, as CSV."""
+    day = datetime.datetime.now(datetime.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    lines = ["sparte,malo_id,obis_code,from,to,value,unit,quality,resolution,version,version_scope"]
+    for i in range(n):
+        start = day + datetime.timedelta(minutes=15 * i)
+        end = start + datetime.timedelta(minutes=15)
+        lines.append(",".join([
+            "STROM", "20000000008", "1-1:1.29.0",
+            start.strftime("%Y-%m-%dT%H:%M:%SZ"), end.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            f"{i}.125", "kWh", "220", "PT15M", "1", "9900000000003:" + day.strftime("%Y-%m"),
+        ]))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def ingest(base, ingest_token):
+    body = delivery(4)
+    path = "/v1/tables/power/readings"
+    status, ctype, resp = call(base, path, ingest_token, body, "text/csv")
+    assert ctype == "application/json", f"ingest: Content-Type {ctype}"
+    want = {"inserted": 4, "present": 0, "late": 0, "batches": 1}
+    assert (status, resp) == (200, want), f"ingest: {status} {resp}"
+
+    status, _, resp = call(base, path, ingest_token, body, "text/csv")
+    want = {"inserted": 0, "present": 4, "late": 0, "batches": 1}
+    assert (status, resp) == (200, want), f"the same delivery again: {status} {resp}"
+
+    status, _, resp = call(base, "/v1/tables/gas/readings", ingest_token, body, "text/csv")
+    assert status == 403 and resp["code"] == "forbidden", f"ingest to a table not the token's: {status} {resp}"
+
+    status, _, resp = call(base, path, ingest_token, body, "application/json")
+    assert status == 415 and resp["code"] == "unsupported_media_type", f"ingest as application/json: {status} {resp}"
+
+
 def main():
-    base, token = sys.argv[1], sys.argv[2]
+    base, token, ingest_token = sys.argv[1], sys.argv[2], sys.argv[3]
 
     status, ctype, body = call(base, "/healthz")
     assert (status, body) == (200, {"status": "ok"}), f"healthz: {status} {body}"
@@ -44,6 +83,8 @@ def main():
 
     status, _, body = call(base, "/v2/nothing", token)
     assert status == 404 and body["code"] == "not_found", f"unknown route: {status} {body}"
+
+    ingest(base, ingest_token)
     print("serve interop: ok")
 
 

@@ -10,6 +10,8 @@
 //	GET /readyz     any scope  200 when PostgreSQL answers and every table is healthy, else 503
 //	GET /v1/status  query, admin  the status of every table (system.tables)
 //
+//	POST /v1/tables/{table}/readings  ingest  a CSV or JSON lines delivery (see ingest.go)
+//
 // Every error is JSON, {"error": "...", "code": "..."}, with codes
 // unauthorized (401), forbidden (403), not_found (404),
 // method_not_allowed (405), not_ready (503) and internal (500).
@@ -59,6 +61,9 @@ type handler struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	mux     *http.ServeMux
+	// batchRows is the size of an ingest's atomic batch; zero means
+	// ingest.DefaultBatchRows.
+	batchRows int
 }
 
 // routes are the paths the API serves and their methods, so that a known
@@ -79,6 +84,8 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{s: s, o: o, log: log, metrics: m, mux: http.NewServeMux()}
+	h.routeIngest() // POST /v1/tables/{table}/readings, ingest.go
+
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.Handle("GET /readyz", h.guard(nil, h.readyz))
 	h.mux.Handle("GET /v1/status", h.guard([]string{config.ScopeQuery, config.ScopeAdmin}, h.status))
@@ -93,14 +100,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// tokenKey is the context key of the name of the token a request carries.
+// tokenKey is the context key of the token (a config.Token) a request
+// carries.
 type tokenKey struct{}
 
 // TokenName returns the name of the token that authorised the request of
 // ctx, "" if none did.
 func TokenName(ctx context.Context) string {
-	name, _ := ctx.Value(tokenKey{}).(string)
-	return name
+	t, _ := ctx.Value(tokenKey{}).(config.Token)
+	return t.Name
 }
 
 // guard admits a request whose bearer token holds one of scopes (any
@@ -131,7 +139,7 @@ func (h *handler) guard(scopes []string, next http.HandlerFunc) http.Handler {
 				fmt.Sprintf("token %q lacks the scope: want %s", t.Name, strings.Join(scopes, " or ")))
 			return
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, t.Name)))
+		next(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, t)))
 	})
 }
 

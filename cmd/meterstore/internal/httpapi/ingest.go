@@ -1,0 +1,216 @@
+package httpapi
+
+// POST /v1/tables/{table}/readings: a delivery of readings, CSV or JSON
+// lines as meterstore ingest reads them, streamed from the request body
+// and written in atomic batches.
+//
+//	200  every reading stored: {"inserted","present","late","batches"}
+//	403  the token lacks scope ingest, or lists tables without this one
+//	404  no such table
+//	413  the body passed server.max_body_bytes (code too_large)
+//	415  a Content-Type other than text/csv, application/x-ndjson or
+//	     application/jsonl (code unsupported_media_type)
+//	422  a batch refused, nothing of it written (code refused): "line",
+//	     the first bad line, and "lines", each {"line","reason"}
+//	503  worth retrying unchanged (code unavailable), with Retry-After
+//
+// Every answer after the first batch was read carries the counts of the
+// batches written and "written_through_line", the last line they hold:
+// they stay written, and sending the same body again is safe, since
+// redelivering a written reading is a no-op.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/ingest"
+	"github.com/meterstore/meterstore/internal/metrics"
+	"github.com/meterstore/meterstore/series"
+	"github.com/meterstore/meterstore/store"
+)
+
+// ingestPath is the route of an ingest.
+const ingestPath = "/v1/tables/{table}/readings"
+
+// retryAfterSeconds is the Retry-After of a 503 from an ingest.
+const retryAfterSeconds = 5
+
+// maxLinesReported bounds the lines a 422 names.
+const maxLinesReported = 100
+
+// routeIngest registers the ingest route, and a 405 for its path asked
+// with another method.
+func (h *handler) routeIngest() {
+	h.mux.Handle("POST "+ingestPath, h.guard([]string{config.ScopeIngest}, h.ingest))
+	h.mux.HandleFunc(ingestPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s takes POST, not %s", r.URL.Path, r.Method))
+	})
+}
+
+// ingestCounts are the batches an ingest wrote.
+type ingestCounts struct {
+	Inserted int `json:"inserted"`
+	Present  int `json:"present"`
+	Late     int `json:"late"`
+	Batches  int `json:"batches"`
+}
+
+// ingestError is the body of an ingest that stopped after reading began.
+type ingestError struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+	// Line is the first offending line, when the refusal names lines.
+	Line         *int         `json:"line,omitempty"`
+	Lines        []lineReason `json:"lines,omitempty"`
+	LinesOmitted int          `json:"lines_omitted,omitempty"`
+	// WrittenThroughLine is the last line of the last batch written; 0
+	// when none was.
+	WrittenThroughLine int `json:"written_through_line"`
+	ingestCounts
+}
+
+// lineReason is one offending line of a refused batch.
+type lineReason struct {
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
+	table := r.PathValue("table")
+	tok, _ := r.Context().Value(tokenKey{}).(config.Token)
+	if len(tok.Tables) > 0 && !slices.Contains(tok.Tables, table) {
+		h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, tok.Name,
+			fmt.Sprintf("token %q may not touch table %q", tok.Name, table))
+		return
+	}
+	decl, err := h.s.Declaration(table)
+	if errors.Is(err, store.ErrNoTable) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no such table: %q", table))
+		return
+	} else if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	format, err := bodyFormat(r.Header.Get("Content-Type"))
+	if err != nil {
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", err.Error())
+		return
+	}
+	write := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
+		res, err := h.s.Write(ctx, table, rows)
+		return res.Status, res.Late, err
+	}
+	var sum ingest.Summary
+	dec, err := ingest.NewDecoder(r.Body, format, &decl)
+	if err == nil {
+		sum, err = ingest.Run(r.Context(), dec, write, ingest.Options{BatchRows: h.batchRows})
+	}
+	counts := ingestCounts{Inserted: sum.Inserted, Present: sum.Present, Late: sum.Late, Batches: sum.Batches}
+	attrs := []slog.Attr{slog.String("token", tok.Name), slog.String("table", table),
+		slog.Int("inserted", sum.Inserted), slog.Int("present", sum.Present), slog.Int("late", sum.Late),
+		slog.Int("batches", sum.Batches), slog.Int("through_line", sum.Through)}
+	if err != nil {
+		attrs = append(attrs, slog.Any("err", err))
+	}
+	h.log.LogAttrs(r.Context(), slog.LevelInfo, "ingest", attrs...)
+	if err == nil {
+		writeJSON(w, http.StatusOK, counts)
+		return
+	}
+	status, body := ingestFailure(err)
+	body.WrittenThroughLine, body.ingestCounts = sum.Through, counts
+	if sum.Through > 0 {
+		body.Error = fmt.Sprintf("lines up to %d are written; %s", sum.Through, body.Error)
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	}
+	writeJSON(w, status, body)
+}
+
+// ingestFailure classifies the error that stopped an ingest.
+func ingestFailure(err error) (int, ingestError) {
+	var (
+		tooLarge *http.MaxBytesError
+		be       *ingest.BatchError
+		le       *ingest.LineError
+		se       *series.Error
+	)
+	switch {
+	case errors.As(err, &tooLarge):
+		return http.StatusRequestEntityTooLarge, ingestError{Code: "too_large",
+			Error: fmt.Sprintf("the body is larger than server.max_body_bytes, %d bytes", tooLarge.Limit)}
+	case store.IsRetryable(err):
+		return http.StatusServiceUnavailable, ingestError{Code: "unavailable", Error: err.Error()}
+	case errors.As(err, &be) && len(be.Lines) > 0:
+		body := ingestError{Code: "refused", Error: fmt.Sprintf("the batch of lines %d-%d is not written: %d lines refused",
+			be.FirstLine, be.LastLine, len(be.Lines))}
+		for _, l := range be.Lines {
+			if len(body.Lines) == maxLinesReported {
+				body.LinesOmitted++
+				continue
+			}
+			body.Lines = append(body.Lines, lineReason{Line: l.Line, Reason: reason(l)})
+		}
+		body.Line = &body.Lines[0].Line
+		return http.StatusUnprocessableEntity, body
+	case errors.As(err, &be) && errors.As(err, &se) && (se.Kind == store.InvalidInput || se.Kind == store.IntegrityViolation):
+		// Refused as a whole, naming no line.
+		return http.StatusUnprocessableEntity, ingestError{Code: "refused", Error: err.Error()}
+	case errors.As(err, &le):
+		// The CSV header: nothing was read past it.
+		line := le.Line
+		return http.StatusUnprocessableEntity, ingestError{Code: "refused", Error: "the delivery is not written: " + le.Error(),
+			Line: &line, Lines: []lineReason{{Line: le.Line, Reason: reason(le)}}}
+	case errors.As(err, &be):
+		return http.StatusInternalServerError, ingestError{Code: "internal", Error: err.Error()}
+	}
+	// Not a batch: the body could not be read.
+	return http.StatusBadRequest, ingestError{Code: "bad_request", Error: "reading the body: " + err.Error()}
+}
+
+// reason is a line's error without its line number.
+func reason(l *ingest.LineError) string {
+	if l.Column == "" {
+		return l.Err.Error()
+	}
+	return l.Column + ": " + l.Err.Error()
+}
+
+// bodyFormat is the format of a delivery of Content-Type ct.
+func bodyFormat(ct string) (ingest.Format, error) {
+	const want = "want text/csv, application/x-ndjson or application/jsonl"
+	if ct == "" {
+		return 0, errors.New("no Content-Type: " + want)
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return 0, fmt.Errorf("Content-Type %q: %v; %s", ct, err, want)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "us-ascii") {
+		return 0, fmt.Errorf("Content-Type %q: a delivery is UTF-8", ct)
+	}
+	switch mt {
+	case "text/csv":
+		return ingest.CSV, nil
+	case "application/x-ndjson", "application/jsonl":
+		return ingest.JSONLines, nil
+	}
+	return 0, fmt.Errorf("Content-Type %q: %s", ct, want)
+}
+
+// internal answers 500 and logs why.
+func (h *handler) internal(w http.ResponseWriter, r *http.Request, err error) {
+	h.log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("method", r.Method),
+		slog.String("path", r.URL.Path), slog.Any("err", err))
+	writeError(w, http.StatusInternalServerError, "internal", "internal error")
+}
