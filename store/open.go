@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for iceberg-go's SQL catalog
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/config"
@@ -21,8 +22,9 @@ import (
 // postgres.url, or a private one it starts from the installed binaries in
 // data_dir/pg; the warehouse; the catalog's log in PostgreSQL or on the
 // warehouse; the subject registry; and every declared table. Close
-// releases what it started.
-func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Store, err error) {
+// releases what it started. Each of with adjusts the options after they
+// are derived from cfg, such as WithMeters.
+func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with ...ConfigOption) (_ *Store, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -72,12 +74,24 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *S
 	}
 	opts := OptionsFrom(cfg)
 	opts.Pool, opts.Catalog, opts.Registry, opts.Logger = pool, cat, reg, log
+	for _, f := range with {
+		f(&opts)
+	}
 	s, err := Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	s.closers = closers
 	return s, nil
+}
+
+// A ConfigOption adjusts what OpenConfig opens beyond the configuration.
+type ConfigOption func(*Options)
+
+// WithMeters makes the store record its metrics with mp (Options.Meters),
+// which the application chose; the configuration names no exporter.
+func WithMeters(mp metric.MeterProvider) ConfigOption {
+	return func(o *Options) { o.Meters = mp }
 }
 
 // localWarehouse creates the directory of a file:// warehouse.

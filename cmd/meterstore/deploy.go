@@ -53,8 +53,9 @@ func (d *deployment) flags(cmd *cobra.Command, withNow bool) {
 	}
 }
 
-// open loads the configuration and opens the store it describes.
-func (d *deployment) open(ctx context.Context) (*store.Store, *config.Config, error) {
+// open loads the configuration and opens the store it describes, with
+// the options given.
+func (d *deployment) open(ctx context.Context, with ...store.ConfigOption) (*store.Store, *config.Config, error) {
 	cfg, err := d.load()
 	if err != nil {
 		return nil, nil, err
@@ -64,7 +65,7 @@ func (d *deployment) open(ctx context.Context) (*store.Store, *config.Config, er
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	s, err := store.OpenConfig(ctx, cfg, log)
+	s, err := store.OpenConfig(ctx, cfg, log, with...)
 	if err != nil {
 		return nil, nil, err
 	}

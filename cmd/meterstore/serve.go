@@ -19,6 +19,7 @@ import (
 
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/store"
 )
 
 func newServe() *cobra.Command {
@@ -29,7 +30,10 @@ func newServe() *cobra.Command {
 		Long: `Opens the deployment once (with postgres.url empty, its private PostgreSQL
 for the life of the process), runs the maintenance loop and serves the
 HTTP API of the [server] section: GET /healthz, /readyz and /v1/status,
-with the bearer tokens of its [[server.token]] sections.
+and POST /v1/tables/{table}/readings (a CSV or JSON lines delivery, in
+atomic batches), with the bearer tokens of its [[server.token]] sections. GET /metrics, for
+a token with scope admin, is the Prometheus exposition of the store's
+metrics and the server's own.
 
 SIGTERM or SIGINT stops accepting connections, lets the requests and the
 maintenance cycle in flight finish within server.shutdown_timeout, closes
@@ -90,12 +94,20 @@ func serve(cmd *cobra.Command, d *deployment) error {
 	}
 	defer ln.Close()
 
-	s, _, err := d.open(ctx)
+	// The store's instruments and the server's own record through one
+	// provider, which GET /metrics exposes.
+	meters, exposition, err := httpapi.Prometheus()
+	if err != nil {
+		return err
+	}
+	defer meters.Shutdown(context.WithoutCancel(ctx))
+	s, _, err := d.open(ctx, store.WithMeters(meters))
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	h, err := httpapi.New(s, httpapi.Options{Tokens: sc.Tokens, MaxBodyBytes: sc.MaxBodyBytes, Logger: log})
+	h, err := httpapi.New(s, httpapi.Options{Tokens: sc.Tokens, MaxBodyBytes: sc.MaxBodyBytes, Logger: log,
+		Meters: meters, Metrics: exposition})
 	if err != nil {
 		return err
 	}

@@ -98,11 +98,12 @@ func TestServe(t *testing.T) {
 	// delivery of today to it, so today's partitions are created first.
 	loaderOut := mustRun(t, "token", "--name", "loader", "--scope", "ingest", "--table", "power")
 	loaderTok, loaderSection := parseToken(t, loaderOut)
+	adminTok, adminSection := parseToken(t, mustRun(t, "token", "--name", "ops", "--scope", "admin"))
 	text, err := os.ReadFile(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := strings.Replace(string(text), `listen = "127.0.0.1:8080"`, `listen = "127.0.0.1:0"`, 1) + "\n" + section + loaderSection
+	cfg := strings.Replace(string(text), `listen = "127.0.0.1:8080"`, `listen = "127.0.0.1:0"`, 1) + "\n" + section + loaderSection + adminSection
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -189,6 +190,9 @@ func TestServe(t *testing.T) {
 	if code, body := get("/v1/status", loaderTok); code != 403 {
 		t.Errorf("status with an ingest token: %d %v", code, body)
 	}
+	if code, body := get("/metrics", tok); code != 403 {
+		t.Errorf("metrics with a query token: %d %v", code, body)
+	}
 	code, body := get("/v1/status", tok)
 	if tables, _ := body["tables"].([]any); code != 200 || len(tables) != 2 {
 		t.Errorf("status: %d %v", code, body)
@@ -198,7 +202,7 @@ func TestServe(t *testing.T) {
 		if _, err := exec.LookPath("python3"); err != nil {
 			t.Skip("python3 is not installed")
 		}
-		out, err := exec.CommandContext(t.Context(), "python3", "testdata/serve_interop.py", base, tok, loaderTok).CombinedOutput()
+		out, err := exec.CommandContext(t.Context(), "python3", "testdata/serve_interop.py", base, tok, loaderTok, adminTok).CombinedOutput()
 		if err != nil {
 			t.Fatalf("serve_interop.py: %v\n%s", err, out)
 		}
@@ -224,7 +228,7 @@ func TestServe(t *testing.T) {
 	if !strings.Contains(log, "shutting down") {
 		t.Errorf("no shutdown in the log:\n%s", log)
 	}
-	for _, secret := range []string{tok, loaderTok} {
+	for _, secret := range []string{tok, loaderTok, adminTok} {
 		if strings.Contains(log, secret) {
 			t.Errorf("the log holds a token:\n%s", log)
 		}

@@ -11,7 +11,10 @@
 // destroys a subject's link across the whole deployment at once, so
 // attributing it to a table would invite a sum that counts it twice. The
 // HTTP server's refusals carry reason ("missing", "invalid" or
-// "forbidden") and no table: a refused request may name none.
+// "forbidden") and no table: a refused request may name none. The HTTP
+// server's requests carry route (the pattern that took the request,
+// "unmatched" for none), method (one of the standard methods, else
+// "_OTHER") and status (the response's status code), a bounded set.
 //
 //	name                                unit         kind       attributes
 //	meterstore.archival.rows            {reading}    counter    table
@@ -28,6 +31,8 @@
 //	meterstore.scan.rows                {reading}    counter    table, tier
 //	meterstore.retention.removed        {reference}  counter    (none)
 //	meterstore.http.auth_failures       {request}    counter    reason
+//	meterstore.http.requests            {request}    counter    route, method, status
+//	meterstore.http.request.duration    s            histogram  route, method, status
 //
 // Counters only go up, so the recording methods ignore a negative count
 // or duration. Gauges record what they are given, including -1 for a

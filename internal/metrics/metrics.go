@@ -20,6 +20,20 @@ const (
 	// AttrReason says why a request was refused: ReasonMissing,
 	// ReasonInvalid or ReasonForbidden.
 	AttrReason = "reason"
+	// AttrRoute is the route pattern that took an HTTP request, such as
+	// "/v1/status", or RouteUnmatched.
+	AttrRoute = "route"
+	// AttrMethod is an HTTP request's method, or MethodOther.
+	AttrMethod = "method"
+	// AttrStatus is the status code of an HTTP response.
+	AttrStatus = "status"
+)
+
+// Values of the route and method attributes of HTTP requests that would
+// otherwise be unbounded.
+const (
+	RouteUnmatched = "unmatched" // no route took the request (a 404)
+	MethodOther    = "_OTHER"    // a method that is not one of the standard ones
 )
 
 // Values of the reason attribute of refused requests.
@@ -52,6 +66,8 @@ type Metrics struct {
 	scannedRows      metric.Int64Counter
 	retentionRemoved metric.Int64Counter
 	authFailures     metric.Int64Counter
+	httpRequests     metric.Int64Counter
+	httpDuration     metric.Float64Histogram
 }
 
 // New creates the instruments with mp's meter for ScopeName. A nil mp
@@ -66,6 +82,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	// Bucket boundaries, in seconds. An archival moves a whole window and
 	// takes seconds to minutes; a query takes milliseconds to minutes.
 	archivalBuckets := []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}
+	// An HTTP request is a query, a write or a health check.
+	httpBuckets := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 	queryBuckets := []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 	m := &Metrics{
 		archivedRows: b.counter("meterstore.archival.rows", "{reading}",
@@ -96,6 +114,10 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			"Subject references whose link to a natural id a retention sweep destroyed, across the deployment."),
 		authFailures: b.counter("meterstore.http.auth_failures", "{request}",
 			"HTTP requests refused for a missing or unknown bearer token (401) or one without the scope or table (403)."),
+		httpRequests: b.counter("meterstore.http.requests", "{request}",
+			"HTTP requests the server answered, by route, method and status code."),
+		httpDuration: b.histogram("meterstore.http.request.duration", httpBuckets,
+			"Duration of an HTTP request, from routing to the handler's return."),
 	}
 	if err := errors.Join(b.errs...); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)

@@ -109,6 +109,9 @@ func TestInstruments(t *testing.T) {
 	m.AuthFailure(ctx, ReasonInvalid)
 	m.AuthFailure(ctx, ReasonMissing)
 	m.AuthFailure(ctx, ReasonInvalid)
+	m.HTTPRequest(ctx, "/v1/status", "GET", 200, 20*time.Millisecond)
+	m.HTTPRequest(ctx, "/v1/status", "GET", 200, 30*time.Millisecond)
+	m.HTTPRequest(ctx, "", "BREW", 404, -time.Second)
 	// Counters ignore what would make them go down.
 	m.Archived(ctx, "lastgang", -1, -time.Second)
 	m.Written(ctx, "lastgang", -1, -1)
@@ -119,6 +122,9 @@ func TestInstruments(t *testing.T) {
 
 	table := func(name string) string { return "table=" + name }
 	scan := func(name, tier string) string { return "table=" + name + ",tier=" + tier }
+	req := func(route, method, status string) string {
+		return "method=" + method + ",route=" + route + ",status=" + status
+	}
 	want := map[string]instrument{
 		"meterstore.archival.rows":            {"{reading}", "counter", []point{{table("lastgang"), 96_000, 0}}},
 		"meterstore.archival.duration":        {"s", "histogram", []point{{table("lastgang"), 1.5, 1}}},
@@ -134,6 +140,8 @@ func TestInstruments(t *testing.T) {
 		"meterstore.scan.rows":                {"{reading}", "counter", []point{{scan("lastgang", "cold"), 20, 0}, {scan("lastgang", "hot"), 15, 0}}},
 		"meterstore.retention.removed":        {"{reference}", "counter", []point{{"", 7, 0}}},
 		"meterstore.http.auth_failures":       {"{request}", "counter", []point{{"reason=invalid", 2, 0}, {"reason=missing", 1, 0}}},
+		"meterstore.http.requests":            {"{request}", "counter", []point{{req("/v1/status", "GET", "200"), 2, 0}, {req("unmatched", "_OTHER", "404"), 1, 0}}},
+		"meterstore.http.request.duration":    {"s", "histogram", []point{{req("/v1/status", "GET", "200"), 0.05, 2}}},
 	}
 	got := collect(t, reader)
 	for name, w := range want {
@@ -174,5 +182,6 @@ func TestNoProvider(t *testing.T) {
 		m.Queried(ctx, "t", time.Second)
 		m.RetentionRemoved(ctx, 1)
 		m.AuthFailure(ctx, ReasonForbidden)
+		m.HTTPRequest(ctx, "/healthz", "GET", 200, time.Millisecond)
 	}
 }

@@ -131,6 +131,30 @@ func (m *Metrics) AuthFailure(ctx context.Context, reason string) {
 	m.authFailures.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrReason, reason))))
 }
 
+// HTTPRequest records an HTTP request that route (the pattern that took
+// it, "" for none) answered with status after d. A method other than the
+// standard ones is recorded as MethodOther, so that a client cannot grow
+// the number of series.
+func (m *Metrics) HTTPRequest(ctx context.Context, route, method string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if route == "" {
+		route = RouteUnmatched
+	}
+	switch method {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE":
+	default:
+		method = MethodOther
+	}
+	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrRoute, route),
+		attribute.String(AttrMethod, method), attribute.Int(AttrStatus, status)))
+	m.httpRequests.Add(ctx, 1, attrs)
+	if d >= 0 {
+		m.httpDuration.Record(ctx, d.Seconds(), attrs)
+	}
+}
+
 // tableAttr returns the measurement option carrying the table attribute.
 func tableAttr(table string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrTable, table)))

@@ -88,5 +88,22 @@ def main():
     print("serve interop: ok")
 
 
+def check_metrics(base, admin_token):
+    """GET /metrics: 401 without a token, and with scope admin the
+    Prometheus text exposition, holding meterstore's metrics."""
+    status, _, body = call(base, "/metrics")
+    assert status == 401 and body["code"] == "unauthorized", f"metrics without a token: {status} {body}"
+    req = urllib.request.Request(base + "/metrics")
+    req.add_header("Authorization", "Bearer " + admin_token)
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        status, ctype, text = resp.status, resp.headers.get("Content-Type"), resp.read().decode()
+    assert status == 200 and ctype.startswith("text/plain"), f"metrics: {status} {ctype}"
+    lines = [l for l in text.splitlines() if l.startswith("meterstore_http_requests_total{")]
+    assert any('route="/v1/status"' in l for l in lines), f"metrics: no request counted for /v1/status: {lines}"
+    assert "meterstore_http_auth_failures_total{" in text, "metrics: no auth failure counted"
+    print("serve metrics: ok")
+
+
 if __name__ == "__main__":
     main()
+    check_metrics(sys.argv[1], sys.argv[4])

@@ -45,8 +45,14 @@ type Options struct {
 	// MaxBodyBytes bounds a request body; zero means no bound.
 	MaxBodyBytes int64
 	// Meters receives the count of refused requests
-	// (meterstore.http.auth_failures); nil records nothing.
+	// (meterstore.http.auth_failures) and of every request and its
+	// duration (meterstore.http.requests, meterstore.http.request.duration);
+	// nil records nothing.
 	Meters metric.MeterProvider
+	// Metrics serves GET /metrics, scope admin: the exposition of what
+	// Meters and the store record, such as the handler of Prometheus; nil
+	// answers 404.
+	Metrics http.Handler
 	// Logger receives refusals and failures, never a token; nil logs
 	// nothing.
 	Logger *slog.Logger
@@ -68,7 +74,7 @@ type handler struct {
 
 // routes are the paths the API serves and their methods, so that a known
 // path asked with another method is told which it takes.
-var routes = map[string]string{"/healthz": "GET", "/readyz": "GET", "/v1/status": "GET"}
+var routes = map[string]string{"/healthz": "GET", "/readyz": "GET", "/v1/status": "GET", metricsPath: "GET"}
 
 // New returns the API over s.
 func New(s *store.Store, o Options) (http.Handler, error) {
@@ -89,6 +95,7 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.Handle("GET /readyz", h.guard(nil, h.readyz))
 	h.mux.Handle("GET /v1/status", h.guard([]string{config.ScopeQuery, config.ScopeAdmin}, h.status))
+	h.handleMetrics()
 	h.mux.HandleFunc("/", h.unknown)
 	return h, nil
 }
@@ -97,7 +104,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.o.MaxBodyBytes > 0 && r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes)
 	}
-	h.mux.ServeHTTP(w, r)
+	h.serveCounted(w, r, h.mux)
 }
 
 // tokenKey is the context key of the token (a config.Token) a request

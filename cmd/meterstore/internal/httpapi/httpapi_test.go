@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -20,14 +22,17 @@ import (
 
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/pgtest"
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // openStore opens a deployment of one daily table, power, on a fresh
-// test database and a warehouse in a temporary directory.
-func openStore(t *testing.T) *store.Store {
+// test database and a warehouse in a temporary directory, with the
+// options given.
+func openStore(t *testing.T, with ...store.ConfigOption) *store.Store {
 	t.Helper()
 	dir := t.TempDir()
 	src := fmt.Sprintf(`
@@ -44,7 +49,7 @@ resolutions = ["PT15M"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.OpenConfig(t.Context(), cfg, nil)
+	s, err := store.OpenConfig(t.Context(), cfg, nil, with...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,5 +245,81 @@ func TestNewToken(t *testing.T) {
 	}
 	if want := fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(a))); ha != want {
 		t.Errorf("hash %q; want %q", ha, want)
+	}
+}
+
+// TestMetrics: GET /metrics, with scope admin only, exposes in the
+// Prometheus format the server's requests by route, its refusals and the
+// store's instruments, all through the one provider.
+func TestMetrics(t *testing.T) {
+	mp, exposition, err := Prometheus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	s := openStore(t, store.WithMeters(mp))
+	query, queryTok := token(t, "reporting", config.ScopeQuery)
+	admin, adminTok := token(t, "ops", config.ScopeAdmin)
+	h, err := New(s, Options{Tokens: []config.Token{query, admin}, Meters: mp, Metrics: exposition})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := call(t, h, "GET", "/healthz", ""); code != 200 {
+		t.Errorf("healthz: %d", code)
+	}
+	if code, _, _ := call(t, h, "GET", "/v1/status", queryTok); code != 200 {
+		t.Errorf("status: %d", code)
+	}
+	// Refused: without a token, and with one lacking scope admin.
+	if code, body, _ := call(t, h, "GET", "/metrics", ""); code != 401 || body["code"] != "unauthorized" {
+		t.Errorf("metrics without a token: %d %v", code, body)
+	}
+	if code, body, _ := call(t, h, "GET", "/metrics", queryTok); code != 403 || body["code"] != "forbidden" {
+		t.Errorf("metrics with scope query: %d %v", code, body)
+	}
+	if code, body, hdr := call(t, h, "POST", "/metrics", adminTok); code != 405 || hdr.Get("Allow") != "GET" {
+		t.Errorf("POST /metrics: %d %v", code, body)
+	}
+	// A write through the store.
+	now := time.Now().UTC().Truncate(15 * time.Minute)
+	if err := s.EnsurePartitions(t.Context(), now); err != nil {
+		t.Fatal(err)
+	}
+	ml, err := metering.MaLoFromPrefix("1000000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(t.Context(), "power", []store.Reading{{
+		MaLo: ml.String(), OBIS: "1-1:1.29.0", Commodity: metering.Electricity, From: now, To: now.Add(15 * time.Minute),
+		Value: series.Decimal(1000), Unit: metering.KilowattHour, Quality: metering.TrueValue,
+		Resolution: metering.QuarterHour, Version: 1, VersionScope: "9900000000003:" + now.Format("2006-01"),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := httptest.NewRequest("GET", "/metrics", nil)
+	r.Header.Set("Authorization", "Bearer "+adminTok)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	text := w.Body.String()
+	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		t.Fatalf("metrics: %d %q\n%s", w.Code, w.Header().Get("Content-Type"), text)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^meterstore_http_requests_total\{[^}]*method="GET",[^}]*route="/v1/status",status="200"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^meterstore_http_requests_total\{[^}]*method="GET",[^}]*route="/healthz",status="200"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^meterstore_http_requests_total\{[^}]*method="GET",[^}]*route="/metrics",status="401"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^meterstore_http_request_duration_seconds_count\{[^}]*route="/v1/status"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^meterstore_http_auth_failures_total\{[^}]*reason="missing"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^meterstore_http_auth_failures_total\{[^}]*reason="forbidden"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^meterstore_write_rows_total\{[^}]*table="power"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^go_goroutines `),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("the exposition has no line matching %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("exposition:\n%s", text)
 	}
 }
