@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/resultfmt"
 	"github.com/meterstore/meterstore/store"
 )
 
@@ -71,140 +67,34 @@ Berlin calendar.`,
 // again is suffixed _2, _3, ... (the first free one), so that no value is
 // lost to a repeated name, as in SELECT 1 AS a, 2 AS a.
 func printResult(w io.Writer, format string, res *store.Result) error {
-	cells := func(r []any) []string {
-		c := make([]string, len(r))
-		for i, v := range r {
-			c[i] = text(v, columnType(res, i))
-		}
-		return c
-	}
 	switch format {
 	case "table":
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(res.Columns, "\t"))
 		for _, r := range res.Rows {
-			fmt.Fprintln(tw, strings.Join(cells(r), "\t"))
+			fmt.Fprintln(tw, strings.Join(resultfmt.Cells(r, res.Types), "\t"))
 		}
 		return tw.Flush()
 	case "csv":
 		cw := csv.NewWriter(w)
 		cw.Write(res.Columns)
 		for _, r := range res.Rows {
-			cw.Write(cells(r))
+			cw.Write(resultfmt.Cells(r, res.Types))
 		}
 		cw.Flush()
 		return cw.Error()
 	case "json":
-		keys := make([][]byte, len(res.Columns))
-		for i, name := range uniqueNames(res.Columns) {
-			k, err := json.Marshal(name)
+		j := resultfmt.NewJSONLines(res.Columns, res.Types)
+		for _, r := range res.Rows {
+			line, err := j.Line(r)
 			if err != nil {
 				return err
 			}
-			keys[i] = k
-		}
-		var b bytes.Buffer
-		for _, r := range res.Rows {
-			b.Reset()
-			b.WriteByte('{')
-			for i, v := range r {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				val, err := json.Marshal(jsonValue(v, columnType(res, i)))
-				if err != nil {
-					return fmt.Errorf("column %s: %w", res.Columns[i], err)
-				}
-				b.Write(keys[i])
-				b.WriteByte(':')
-				b.Write(val)
-			}
-			b.WriteString("}\n")
-			if _, err := w.Write(b.Bytes()); err != nil {
+			if _, err := w.Write(line); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	return fmt.Errorf("--format %q: want table, csv or json", format)
-}
-
-// uniqueNames returns names with each repetition of a name suffixed _2, _3,
-// ..., skipping a suffixed name that is a column's own.
-func uniqueNames(names []string) []string {
-	taken := make(map[string]bool, len(names))
-	for _, n := range names {
-		taken[n] = true
-	}
-	seen := make(map[string]bool, len(names))
-	out := make([]string, len(names))
-	for i, n := range names {
-		u := n
-		for k := 2; seen[u] || u != n && taken[u]; k++ {
-			u = fmt.Sprintf("%s_%d", n, k)
-		}
-		seen[u] = true
-		out[i] = u
-	}
-	return out
-}
-
-// columnType returns the DuckDB type name of column i, or "" if unknown.
-func columnType(res *store.Result, i int) string {
-	if i < len(res.Types) {
-		return res.Types[i]
-	}
-	return ""
-}
-
-// DuckDB's infinite timestamps and dates, as duckdb-go returns them: the
-// extreme values of their representations, which no finite one has.
-var (
-	infinity = []time.Time{
-		time.UnixMicro(math.MaxInt64).UTC(),                     // TIMESTAMP, TIMESTAMPTZ
-		time.Date(5881580, time.July, 11, 0, 0, 0, 0, time.UTC), // DATE
-	}
-	minusInfinity = []time.Time{
-		time.UnixMicro(-math.MaxInt64).UTC(),
-		time.Date(-5877641, time.June, 24, 0, 0, 0, 0, time.UTC),
-	}
-)
-
-// text renders a value of DuckDB type typ as SQL would print it: NULL
-// empty, times in UTC, a date as a date, a UUID in its canonical form.
-func text(v any, typ string) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case time.Time:
-		switch {
-		case slices.ContainsFunc(infinity, x.Equal):
-			return "infinity"
-		case slices.ContainsFunc(minusInfinity, x.Equal):
-			return "-infinity"
-		case typ == "DATE":
-			return x.Format(time.DateOnly)
-		case typ == "TIME":
-			return x.Format("15:04:05.999999")
-		}
-		return x.UTC().Format(time.RFC3339Nano)
-	case []byte:
-		if typ == "UUID" && len(x) == 16 {
-			return fmt.Sprintf("%x-%x-%x-%x-%x", x[0:4], x[4:6], x[6:8], x[8:10], x[10:16])
-		}
-	case fmt.Stringer:
-		return x.String()
-	}
-	return fmt.Sprint(v)
-}
-
-// jsonValue keeps numbers and booleans as JSON has them and renders the
-// rest, decimals among them, as text: a value is never rounded through a
-// float.
-func jsonValue(v any, typ string) any {
-	switch v.(type) {
-	case nil, bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, string:
-		return v
-	}
-	return text(v, typ)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"database/sql"
-	"slices"
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -73,13 +72,5 @@ func TestPrintResult(t *testing.T) {
 		if b.String() != c.want {
 			t.Errorf("--format %s:\ngot  %q\nwant %q", c.format, b.String(), c.want)
 		}
-	}
-}
-
-func TestUniqueNames(t *testing.T) {
-	got := uniqueNames([]string{"a", "a", "a_2", "b", "a", "b"})
-	want := []string{"a", "a_3", "a_2", "b", "a_4", "b_2"}
-	if !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
 	}
 }
