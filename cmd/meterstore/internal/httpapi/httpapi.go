@@ -74,7 +74,7 @@ type handler struct {
 
 // routes are the paths the API serves and their methods, so that a known
 // path asked with another method is told which it takes.
-var routes = map[string]string{"/healthz": "GET", "/readyz": "GET", "/v1/status": "GET", metricsPath: "GET"}
+var routes = map[string]string{"/healthz": "GET", "/readyz": "GET", "/v1/status": "GET", metricsPath: "GET", queryPath: "POST"}
 
 // New returns the API over s.
 func New(s *store.Store, o Options) (http.Handler, error) {
@@ -91,6 +91,7 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	}
 	h := &handler{s: s, o: o, log: log, metrics: m, mux: http.NewServeMux()}
 	h.routeIngest() // POST /v1/tables/{table}/readings, ingest.go
+	h.routeQuery()  // POST /v1/query, query.go
 
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.Handle("GET /readyz", h.guard(nil, h.readyz))
