@@ -104,6 +104,24 @@ def check_metrics(base, admin_token):
     print("serve metrics: ok")
 
 
+def check_query(base, token):
+    """POST /v1/query as CSV: count(*) of power's readings is the 4 the
+    ingest step posted."""
+    body = json.dumps({"table": "power", "sql": "SELECT count(*) AS n FROM readings"}).encode()
+    req = urllib.request.Request(base + "/v1/query", data=body)
+    req.add_header("Authorization", "Bearer " + token)
+    req.add_header("Content-Type", "application/json")
+    req.add_header("Accept", "text/csv")
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        status, ctype, text = resp.status, resp.headers.get("Content-Type"), resp.read().decode()
+        tiers = resp.headers.get("X-MeterStore-Tiers")
+    assert status == 200 and ctype.startswith("text/csv"), f"query: {status} {ctype}"
+    assert text.splitlines() == ["n", "4"], f"query: {text!r}"
+    assert tiers, "query: no X-MeterStore-Tiers"
+    print("serve query: ok")
+
+
 if __name__ == "__main__":
     main()
     check_metrics(sys.argv[1], sys.argv[4])
+    check_query(sys.argv[1], sys.argv[2])
