@@ -31,7 +31,8 @@ func newServe() *cobra.Command {
 for the life of the process), runs the maintenance loop and serves the
 HTTP API of the [server] section: GET /healthz, /readyz and /v1/status,
 and POST /v1/tables/{table}/readings (a CSV or JSON lines delivery, in
-atomic batches), with the bearer tokens of its [[server.token]] sections. GET /metrics, for
+atomic batches) and POST /v1/query (a SELECT, answered as CSV or JSON
+lines), with the bearer tokens of its [[server.token]] sections. GET /metrics, for
 a token with scope admin, is the Prometheus exposition of the store's
 metrics and the server's own.
 
