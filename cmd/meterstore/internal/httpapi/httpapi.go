@@ -67,7 +67,7 @@ type handler struct {
 	o       Options
 	log     *slog.Logger
 	metrics *metrics.Metrics
-	mux     *http.ServeMux
+	mux     *routeMux
 	// batchRows is the size of an ingest's atomic batch; zero means
 	// ingest.DefaultBatchRows.
 	batchRows int
@@ -90,7 +90,7 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{s: s, o: o, log: log, metrics: m, mux: http.NewServeMux()}
+	h := &handler{s: s, o: o, log: log, metrics: m, mux: newRouteMux()}
 	h.routeIngest() // POST /v1/tables/{table}/readings, ingest.go
 
 	h.mux.HandleFunc("GET /healthz", h.healthz)
