@@ -9,6 +9,7 @@
 //	GET /healthz    no token   200 {"status":"ok"} while the process serves
 //	GET /readyz     any scope  200 when PostgreSQL answers and every table is healthy, else 503
 //	GET /v1/status  query, admin  the status of every table (system.tables)
+//	GET /v1/openapi.yaml  any scope  the OpenAPI document of this API (openapi.yaml)
 //
 //	POST /v1/tables/{table}/readings  ingest  a CSV or JSON lines delivery (see ingest.go)
 //
@@ -66,7 +67,7 @@ type handler struct {
 	o       Options
 	log     *slog.Logger
 	metrics *metrics.Metrics
-	mux     *http.ServeMux
+	mux     *routeMux
 	// batchRows is the size of an ingest's atomic batch; zero means
 	// ingest.DefaultBatchRows.
 	batchRows int
@@ -89,7 +90,7 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{s: s, o: o, log: log, metrics: m, mux: http.NewServeMux()}
+	h := &handler{s: s, o: o, log: log, metrics: m, mux: newRouteMux()}
 	h.routeIngest() // POST /v1/tables/{table}/readings, ingest.go
 	h.routeQuery()  // POST /v1/query, query.go
 
@@ -97,6 +98,7 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	h.mux.Handle("GET /readyz", h.guard(nil, h.readyz))
 	h.mux.Handle("GET /v1/status", h.guard([]string{config.ScopeQuery, config.ScopeAdmin}, h.status))
 	h.handleMetrics()
+	h.routeOpenAPI() // GET /v1/openapi.yaml, openapi.go
 	h.mux.HandleFunc("/", h.unknown)
 	return h, nil
 }

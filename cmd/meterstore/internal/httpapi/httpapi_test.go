@@ -226,7 +226,7 @@ func TestReady(t *testing.T) {
 // TestMaxBody: a body past the bound fails to read.
 func TestMaxBody(t *testing.T) {
 	var readErr error
-	h := &handler{o: Options{MaxBodyBytes: 10}, mux: http.NewServeMux()}
+	h := &handler{o: Options{MaxBodyBytes: 10}, mux: newRouteMux()}
 	h.mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) { _, readErr = io.ReadAll(r.Body) })
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/echo", strings.NewReader("0123456789abc")))
 	if readErr == nil {
