@@ -13,7 +13,7 @@ import (
 // acknowledged reading is there exactly once.
 func TestFaultLogCorruptEntry(t *testing.T) {
 	ctx := t.Context()
-	e := newBlobLogEnv(t)
+	e := newEnvOn(t, LogObjectStore)
 	s := e.open(t, Options{Tables: []Table{power(), gasDaily()}})
 	if err := s.CreatePartitions(ctx, dayN(0), dayN(10)); err != nil {
 		t.Fatal(err)

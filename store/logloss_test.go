@@ -8,40 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/pgtest"
 )
-
-// newBlobLogEnv returns a fresh database and warehouse with the catalog's
-// log on the warehouse (consensus/bloblog), the serverless deployment.
-func newBlobLogEnv(t *testing.T) *testEnv {
-	t.Helper()
-	ctx := t.Context()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	dir := t.TempDir()
-	wh, err := catalog.OpenWarehouse(ctx, "file://"+dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { wh.Bucket.Close() })
-	cat, closeCat, err := OpenCatalog(ctx, CatalogOptions{Warehouse: wh, Log: LogObjectStore})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeCat)
-	return &testEnv{pool: pool, cat: cat, dir: dir}
-}
 
 // newestEntry returns the path of the newest entry of table name's log.
 func newestEntry(t *testing.T, dir, name string) string {
@@ -66,7 +34,7 @@ func newestEntry(t *testing.T, dir, name string) string {
 // there exactly once.
 func TestFaultLogLostNewestEntry(t *testing.T) {
 	ctx := t.Context()
-	e := newBlobLogEnv(t)
+	e := newEnvOn(t, LogObjectStore)
 	s := e.open(t, Options{Tables: []Table{power(), gasDaily()}})
 	if err := s.CreatePartitions(ctx, dayN(0), dayN(10)); err != nil {
 		t.Fatal(err)

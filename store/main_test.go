@@ -49,7 +49,11 @@ type testEnv struct {
 
 // newEnv returns a fresh database and warehouse with the catalog's log on
 // PostgreSQL, the default deployment.
-func newEnv(t *testing.T) *testEnv {
+func newEnv(t *testing.T) *testEnv { t.Helper(); return newEnvOn(t, LogPostgres) }
+
+// newEnvOn returns a fresh database and warehouse with the catalog's log
+// on log: LogPostgres or LogObjectStore (the serverless deployment).
+func newEnvOn(t *testing.T, log string) *testEnv {
 	t.Helper()
 	ctx := t.Context()
 	url := pgtest.NewDB(t)
@@ -68,7 +72,7 @@ func newEnv(t *testing.T) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { wh.Bucket.Close() })
-	cat, closeCat, err := OpenCatalog(ctx, CatalogOptions{Warehouse: wh, Postgres: cfg, LogOptions: postgres.Options{Schema: "meterstore"}})
+	cat, closeCat, err := OpenCatalog(ctx, CatalogOptions{Log: log, Warehouse: wh, Postgres: cfg, LogOptions: postgres.Options{Schema: "meterstore"}})
 	if err != nil {
 		t.Fatal(err)
 	}

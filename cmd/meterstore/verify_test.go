@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/meterstore/meterstore/internal/pgtest"
 )
 
 // TestVerify: verify exits 0 on an intact archived deployment, and 1 when a
@@ -18,19 +15,7 @@ import (
 // hand, naming what it found; status does not notice either.
 func TestVerify(t *testing.T) {
 	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "meterstore.toml")
-	mustRun(t, "init", cfgPath)
-	tmpl, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pgURL := pgtest.NewDB(t)
-	text := strings.Replace(string(tmpl), `url = ""`, fmt.Sprintf("url = %q", pgURL), 1)
-	text = strings.Replace(text, `data_dir = "meterstore-data"`, fmt.Sprintf("data_dir = %q", dir), 1)
-	text = strings.Replace(text, `url = "file://meterstore-data/warehouse"`, fmt.Sprintf("url = %q", "file://"+filepath.Join(dir, "wh")), 1)
-	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath, pgURL := deploymentConfig(t, dir)
 	c := []string{"-c", cfgPath}
 	const now = "2026-05-01T00:00:00Z"
 	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
