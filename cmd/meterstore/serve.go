@@ -108,7 +108,8 @@ func serve(cmd *cobra.Command, d *deployment) error {
 	}
 	defer s.Close()
 	h, err := httpapi.New(s, httpapi.Options{Tokens: sc.Tokens, MaxBodyBytes: sc.MaxBodyBytes, Logger: log,
-		Meters: meters, Metrics: exposition})
+		Meters: meters, Metrics: exposition, MaxConcurrentRequests: sc.MaxConcurrentRequests,
+		IdempotencyRetention: sc.IdempotencyRetention})
 	if err != nil {
 		return err
 	}
