@@ -252,6 +252,12 @@ func (a answer) json(t *testing.T) map[string]any {
 // postKeyed posts a CSV delivery to power with the bearer token tok and
 // the Idempotency-Key keys (none if empty).
 func postKeyed(h http.Handler, tok string, body io.Reader, keys ...string) answer {
+	w := postKeyedRecorded(h, tok, body, keys...)
+	return answer{w.Code, w.Body.String(), w.Header()}
+}
+
+// postKeyedRecorded is postKeyed, answering with the recorder.
+func postKeyedRecorded(h http.Handler, tok string, body io.Reader, keys ...string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest("POST", "/v1/tables/power/readings", body)
 	r.Header.Set("Authorization", "Bearer "+tok)
 	r.Header.Set("Content-Type", "text/csv")
@@ -260,7 +266,7 @@ func postKeyed(h http.Handler, tok string, body io.Reader, keys ...string) answe
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
-	return answer{w.Code, w.Body.String(), w.Header()}
+	return w
 }
 
 // TestIngestIdempotency: a retry with the same key and body gets the
@@ -475,5 +481,55 @@ func TestConcurrencyLimit(t *testing.T) {
 	}
 	if a := postKeyed(hh, loaderTok, strings.NewReader(readingsCSV(day.Add(5*time.Hour), 1, 0))); a.code != 200 {
 		t.Errorf("an ingest after the held ones ended: %+v", a)
+	}
+}
+
+// TestOpenAPIIdempotency holds the answers of keyed and of refused
+// ingests to openapi.yaml: replayed 200 and 422, 409 in flight, 422 of a
+// reused key, 400 of a malformed key and 503 overloaded.
+func TestOpenAPIIdempotency(t *testing.T) {
+	d := parseOpenAPI(t)
+	s := openStore(t)
+	now := time.Now().UTC()
+	day := now.Truncate(24 * time.Hour)
+	if err := s.EnsurePartitions(t.Context(), now); err != nil {
+		t.Fatal(err)
+	}
+	loader, loaderTok := token(t, "loader", config.ScopeIngest)
+	hh, err := New(s, Options{Tokens: []config.Token{loader}, MaxConcurrentRequests: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad := readingsCSV(day, 4, 0), readingsCSV(day.Add(time.Hour), 4, 3)
+	check := func(name string, status int, w *httptest.ResponseRecorder) {
+		t.Helper()
+		if w.Code != status {
+			t.Errorf("%s: %d %s; want %d", name, w.Code, w.Body, status)
+		}
+		d.conforms(t, "POST", ingestPath, w)
+	}
+	for range 2 { // run, then replayed
+		check("keyed ingest", 200, postKeyedRecorded(hh, loaderTok, strings.NewReader(good), "good"))
+		check("keyed ingest of a bad line", 422, postKeyedRecorded(hh, loaderTok, strings.NewReader(bad), "bad"))
+	}
+	check("reused key", 422, postKeyedRecorded(hh, loaderTok, strings.NewReader(bad), "good"))
+	check("malformed key", 400, postKeyedRecorded(hh, loaderTok, strings.NewReader(good), "a b"))
+
+	pr, pw := io.Pipe()
+	held := make(chan answer, 1)
+	go func() { held <- postKeyed(hh, loaderTok, pr, "held") }()
+	if _, err := pw.Write([]byte(csvHeader)); err != nil {
+		t.Fatal(err)
+	}
+	check("overloaded", 503, postKeyedRecorded(hh, loaderTok, strings.NewReader(good), "held"))
+	// Unbounded, the same request meets the key in flight.
+	unbounded, err := New(s, Options{Tokens: []config.Token{loader}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("in flight", 409, postKeyedRecorded(unbounded, loaderTok, strings.NewReader(good), "held"))
+	pw.Close()
+	if a := <-held; a.code != 200 {
+		t.Errorf("the held request: %+v", a)
 	}
 }
