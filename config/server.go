@@ -35,6 +35,14 @@ type Server struct {
 	ShutdownTimeout time.Duration
 	// MaxBodyBytes bounds a request body (server.max_body_bytes).
 	MaxBodyBytes int64
+	// MaxConcurrentRequests bounds the ingests served at once, and
+	// separately the queries: one more is answered 503 at once rather
+	// than queued (server.max_concurrent_requests).
+	MaxConcurrentRequests int
+	// IdempotencyRetention is how long the outcome of an ingest sent with
+	// an Idempotency-Key is kept to answer its retries
+	// (server.idempotency_retention).
+	IdempotencyRetention time.Duration
 	// Tokens are the bearer tokens the server accepts ([[server.token]]).
 	Tokens []Token
 }
@@ -67,6 +75,15 @@ const (
 // scopes are the scopes a token may hold, in the order messages list them.
 var scopes = []string{ScopeIngest, ScopeQuery, ScopeCatalog, ScopeAdmin}
 
+// The defaults and bounds of the server's limits.
+const (
+	defaultMaxConcurrentRequests = 16
+	maxConcurrentRequests        = 100_000 // a goroutine and a connection's memory each
+	defaultIdempotencyRetention  = 24 * time.Hour
+	minIdempotencyRetention      = time.Minute
+	maxIdempotencyRetention      = 366 * day
+)
+
 // HashPrefix starts a token's hash in the file.
 const HashPrefix = "sha256:"
 
@@ -83,6 +100,8 @@ type rawServer struct {
 	WriteTimeout    value      `toml:"write_timeout"`
 	ShutdownTimeout value      `toml:"shutdown_timeout"`
 	MaxBodyBytes    value      `toml:"max_body_bytes"`
+	MaxConcurrent   value      `toml:"max_concurrent_requests"`
+	IdemRetention   value      `toml:"idempotency_retention"`
 	Token           []rawToken `toml:"token"`
 }
 
@@ -106,6 +125,16 @@ func (r *reader) server(raw *rawServer) Server {
 		WriteTimeout:    r.positive("server.write_timeout", raw.WriteTimeout, defaultWriteTimeout, "m"),
 		ShutdownTimeout: r.positive("server.shutdown_timeout", raw.ShutdownTimeout, defaultShutdownTimeout, "s"),
 		MaxBodyBytes:    r.boundedSize("server.max_body_bytes", raw.MaxBodyBytes, defaultMaxBodyBytes, minBodyBytes, maxBodyBytes),
+		MaxConcurrentRequests: r.integer("server.max_concurrent_requests", raw.MaxConcurrent,
+			defaultMaxConcurrentRequests, 1, maxConcurrentRequests),
+		IdempotencyRetention: r.duration("server.idempotency_retention", raw.IdemRetention, defaultIdempotencyRetention, "h"),
+	}
+	if d := s.IdempotencyRetention; (d < minIdempotencyRetention || d > maxIdempotencyRetention) && r.ok("server.idempotency_retention") {
+		// Shorter than a client's retries, a key would be forgotten
+		// before it is used; the records of a year are a table to scan.
+		r.errorf("server.idempotency_retention", "%v: want %v to %v", Duration(d),
+			Duration(minIdempotencyRetention), Duration(maxIdempotencyRetention))
+		s.IdempotencyRetention = defaultIdempotencyRetention
 	}
 	if cert := r.str("server.tls_cert", raw.TLSCert, ""); strings.TrimSpace(cert) != "" {
 		s.TLSCert = r.abs(cert)

@@ -24,6 +24,8 @@ read_timeout = "10s"
 write_timeout = "1h"
 shutdown_timeout = "1m"
 max_body_bytes = "1GiB"
+max_concurrent_requests = 3
+idempotency_retention = "2h"
 
 [[server.token]]
 name = "billing"
@@ -42,6 +44,7 @@ name = "power"
 	want := Server{
 		Listen: "0.0.0.0:8443", TLSCert: "/srv/ms/tls/cert.pem", TLSKey: "/etc/ms/key.pem",
 		ReadTimeout: 10 * time.Second, WriteTimeout: time.Hour, ShutdownTimeout: time.Minute, MaxBodyBytes: 1 << 30,
+		MaxConcurrentRequests: 3, IdempotencyRetention: 2 * time.Hour,
 		Tokens: []Token{
 			{Name: "billing", Hash: sha256.Sum256([]byte("secret-1")), Scopes: []string{"ingest", "query"}, Tables: []string{"power"}},
 			{Name: "ops.admin", Hash: sha256.Sum256([]byte("secret-2")), Scopes: []string{"admin"}},
@@ -83,6 +86,14 @@ func TestServerProblems(t *testing.T) {
 		{"zero shutdown timeout", "[server]\nshutdown_timeout = \"0s\"\n", "server.shutdown_timeout", 2, "positive"},
 		{"tiny body", "[server]\nmax_body_bytes = 10\n", "server.max_body_bytes", 2, "at least 1KiB"},
 		{"huge body", "[server]\nmax_body_bytes = \"1TiB\"\n", "server.max_body_bytes", 2, "at most 64GiB"},
+		{"no concurrency", "[server]\nmax_concurrent_requests = 0\n", "server.max_concurrent_requests", 2, "want 1 to 100000"},
+		{"negative concurrency", "[server]\nmax_concurrent_requests = -4\n", "server.max_concurrent_requests", 2, "want 1 to 100000"},
+		{"concurrency of a data centre", "[server]\nmax_concurrent_requests = 1000000\n", "server.max_concurrent_requests", 2, "want 1 to 100000"},
+		{"concurrency as text", "[server]\nmax_concurrent_requests = \"16\"\n", "server.max_concurrent_requests", 2, "want an integer"},
+		{"unitless retention", "[server]\nidempotency_retention = 24\n", "server.idempotency_retention", 2, "write 24h"},
+		{"no retention", "[server]\nidempotency_retention = \"0s\"\n", "server.idempotency_retention", 2, "want 1m to 366d"},
+		{"retention shorter than a retry", "[server]\nidempotency_retention = \"10s\"\n", "server.idempotency_retention", 2, "want 1m to 366d"},
+		{"retention of years", "[server]\nidempotency_retention = \"1000d\"\n", "server.idempotency_retention", 2, "want 1m to 366d"},
 		{"token not an array", "[server.token]\nname = \"a\"\n", "server.token", 1, "[[server.token]]"},
 		{"unknown scope", "[[server.token]]\nname = \"a\"\nhash = \"" + good + "\"\nscopes = [\"query\", \"write\"]\n", "server.token[0].scopes", 4, `"write": want "ingest", "query", "catalog" or "admin"`},
 		{"scope twice", "[[server.token]]\nname = \"a\"\nhash = \"" + good + "\"\nscopes = [\"query\", \"query\"]\n", "server.token[0].scopes", 4, "listed twice"},

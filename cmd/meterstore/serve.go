@@ -36,6 +36,12 @@ lines), with the bearer tokens of its [[server.token]] sections. GET /metrics, f
 a token with scope admin, is the Prometheus exposition of the store's
 metrics and the server's own.
 
+An ingest sent with an Idempotency-Key header has its answer (200 or 422)
+recorded in PostgreSQL for server.idempotency_retention: a retry with the
+same key and body is answered with it again without being run.
+server.max_concurrent_requests bounds the ingests in flight and, apart,
+the queries; one more is answered 503 with Retry-After at once.
+
 SIGTERM or SIGINT stops accepting connections, lets the requests and the
 maintenance cycle in flight finish within server.shutdown_timeout, closes
 the deployment and exits 0; a second signal exits at once with status 1.`,
@@ -108,7 +114,8 @@ func serve(cmd *cobra.Command, d *deployment) error {
 	}
 	defer s.Close()
 	h, err := httpapi.New(s, httpapi.Options{Tokens: sc.Tokens, MaxBodyBytes: sc.MaxBodyBytes, Logger: log,
-		Meters: meters, Metrics: exposition})
+		Meters: meters, Metrics: exposition, MaxConcurrentRequests: sc.MaxConcurrentRequests,
+		IdempotencyRetention: sc.IdempotencyRetention})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,13 @@
 //
 // Every error is JSON, {"error": "...", "code": "..."}, with codes
 // unauthorized (401), forbidden (403), not_found (404),
-// method_not_allowed (405), not_ready (503) and internal (500).
+// method_not_allowed (405), not_ready (503), overloaded (503) and
+// internal (500).
+//
+// Options.MaxConcurrentRequests bounds the ingests in flight and, apart,
+// the queries: one more is answered 503 overloaded with Retry-After at
+// once, before its token is checked, rather than queued, so that a burst
+// costs the server nothing but the refusals.
 package httpapi
 
 import (
@@ -29,7 +35,9 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -45,6 +53,13 @@ type Options struct {
 	Tokens []config.Token
 	// MaxBodyBytes bounds a request body; zero means no bound.
 	MaxBodyBytes int64
+	// MaxConcurrentRequests bounds the ingests served at once, and apart
+	// the queries; zero means no bound.
+	MaxConcurrentRequests int
+	// IdempotencyRetention is how long the answer to an ingest with an
+	// Idempotency-Key is kept for its retries; zero means
+	// DefaultIdempotencyRetention.
+	IdempotencyRetention time.Duration
 	// Meters receives the count of refused requests
 	// (meterstore.http.auth_failures) and of every request and its
 	// duration (meterstore.http.requests, meterstore.http.request.duration);
@@ -71,6 +86,14 @@ type handler struct {
 	// batchRows is the size of an ingest's atomic batch; zero means
 	// ingest.DefaultBatchRows.
 	batchRows int
+	// retention is Options.IdempotencyRetention or its default.
+	retention time.Duration
+	// pruned is when expired idempotency records were last pruned, in
+	// Unix nanoseconds of o.Clock.
+	pruned atomic.Int64
+	// ingestSlots and querySlots hold a token per ingest and per query
+	// in flight; nil when unbounded.
+	ingestSlots, querySlots chan struct{}
 }
 
 // routes are the paths the API serves and their methods, so that a known
@@ -90,7 +113,13 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{s: s, o: o, log: log, metrics: m, mux: newRouteMux()}
+	h := &handler{s: s, o: o, log: log, metrics: m, mux: newRouteMux(), retention: o.IdempotencyRetention}
+	if h.retention <= 0 {
+		h.retention = DefaultIdempotencyRetention
+	}
+	if n := o.MaxConcurrentRequests; n > 0 {
+		h.ingestSlots, h.querySlots = make(chan struct{}, n), make(chan struct{}, n)
+	}
 	h.routeIngest() // POST /v1/tables/{table}/readings, ingest.go
 	h.routeQuery()  // POST /v1/query, query.go
 
@@ -107,7 +136,42 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.o.MaxBodyBytes > 0 && r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes)
 	}
-	h.serveCounted(w, r, h.mux)
+	h.serveCounted(w, r, http.HandlerFunc(h.serveLimited))
+}
+
+// overloadRetryAfter is the Retry-After of a 503 overloaded, in seconds:
+// a slot frees as soon as one request ends.
+const overloadRetryAfter = 1
+
+// serveLimited serves r unless it is an ingest or a query and as many of
+// its kind are in flight as allowed.
+func (h *handler) serveLimited(w http.ResponseWriter, r *http.Request) {
+	if h.ingestSlots == nil {
+		h.mux.ServeHTTP(w, r)
+		return
+	}
+	var slots chan struct{}
+	kind := ""
+	_, pattern := h.mux.ServeMux.Handler(r)
+	switch pattern {
+	case "POST " + ingestPath:
+		slots, kind = h.ingestSlots, "ingests"
+	case "POST " + queryPath:
+		slots, kind = h.querySlots, "queries"
+	default:
+		h.mux.ServeHTTP(w, r)
+		return
+	}
+	select {
+	case slots <- struct{}{}:
+		defer func() { <-slots }()
+		h.mux.ServeHTTP(w, r)
+	default:
+		r.Pattern = pattern // counted under its route
+		w.Header().Set("Retry-After", strconv.Itoa(overloadRetryAfter))
+		writeError(w, http.StatusServiceUnavailable, "overloaded",
+			fmt.Sprintf("%d %s are in flight, as many as server.max_concurrent_requests allows: retry shortly", cap(slots), kind))
+	}
 }
 
 // tokenKey is the context key of the token (a config.Token) a request

@@ -14,6 +14,14 @@ package httpapi
 //	     the first bad line, and "lines", each {"line","reason"}
 //	503  worth retrying unchanged (code unavailable), with Retry-After
 //
+// With an Idempotency-Key header, a retry of a request that ended 200 or
+// 422 is answered with that answer again instead of being run, and more
+// (see idempotency.go):
+//
+//	400  a malformed key (code bad_request)
+//	409  a request with the key is still in flight (code in_flight)
+//	422  the key was used for another body (code idempotency_key_reused)
+//
 // Every answer after the first batch was read carries the counts of the
 // batches written and "written_through_line", the last line they hold:
 // they stay written, and sending the same body again is safe, since
@@ -23,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -105,36 +114,63 @@ func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", err.Error())
 		return
 	}
+	key, err := idempotencyKey(r.Header)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	run := func(body io.Reader) ingestAnswer {
+		return h.runIngest(r.Context(), tok.Name, table, &decl, format, body)
+	}
+	if key != "" {
+		h.ingestOnce(w, r, store.IdempotencyKey{Token: tok.Name, Key: key, Table: table}, run) // idempotency.go
+		return
+	}
+	run(r.Body).write(w)
+}
+
+// ingestAnswer is the answer to an ingest: its status and JSON body.
+type ingestAnswer struct {
+	status int
+	body   any
+}
+
+func (a ingestAnswer) write(w http.ResponseWriter) {
+	if a.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	}
+	writeJSON(w, a.status, a.body)
+}
+
+// runIngest writes the delivery body to table in batches and returns the
+// answer.
+func (h *handler) runIngest(ctx context.Context, token, table string, decl *series.Table, format ingest.Format, body io.Reader) ingestAnswer {
 	write := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
 		res, err := h.s.Write(ctx, table, rows)
 		return res.Status, res.Late, err
 	}
 	var sum ingest.Summary
-	dec, err := ingest.NewDecoder(r.Body, format, &decl)
+	dec, err := ingest.NewDecoder(body, format, decl)
 	if err == nil {
-		sum, err = ingest.Run(r.Context(), dec, write, ingest.Options{BatchRows: h.batchRows})
+		sum, err = ingest.Run(ctx, dec, write, ingest.Options{BatchRows: h.batchRows})
 	}
 	counts := ingestCounts{Inserted: sum.Inserted, Present: sum.Present, Late: sum.Late, Batches: sum.Batches}
-	attrs := []slog.Attr{slog.String("token", tok.Name), slog.String("table", table),
+	attrs := []slog.Attr{slog.String("token", token), slog.String("table", table),
 		slog.Int("inserted", sum.Inserted), slog.Int("present", sum.Present), slog.Int("late", sum.Late),
 		slog.Int("batches", sum.Batches), slog.Int("through_line", sum.Through)}
 	if err != nil {
 		attrs = append(attrs, slog.Any("err", err))
 	}
-	h.log.LogAttrs(r.Context(), slog.LevelInfo, "ingest", attrs...)
+	h.log.LogAttrs(ctx, slog.LevelInfo, "ingest", attrs...)
 	if err == nil {
-		writeJSON(w, http.StatusOK, counts)
-		return
+		return ingestAnswer{http.StatusOK, counts}
 	}
-	status, body := ingestFailure(err)
-	body.WrittenThroughLine, body.ingestCounts = sum.Through, counts
+	status, eb := ingestFailure(err)
+	eb.WrittenThroughLine, eb.ingestCounts = sum.Through, counts
 	if sum.Through > 0 {
-		body.Error = fmt.Sprintf("lines up to %d are written; %s", sum.Through, body.Error)
+		eb.Error = fmt.Sprintf("lines up to %d are written; %s", sum.Through, eb.Error)
 	}
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-	}
-	writeJSON(w, status, body)
+	return ingestAnswer{status, eb}
 }
 
 // ingestFailure classifies the error that stopped an ingest.

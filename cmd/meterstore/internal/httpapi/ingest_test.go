@@ -7,12 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/ingest"
+	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
 )
@@ -201,5 +204,332 @@ func TestIngestFailure(t *testing.T) {
 		if status != tc.status || body.Code != tc.code || body.Error == "" {
 			t.Errorf("%v: %d %+v; want %d %s", tc.err, status, body, tc.status, tc.code)
 		}
+	}
+}
+
+// openStoreAt opens the deployment of openStore on the database db with
+// its warehouse in dir, as a process started again on them would.
+func openStoreAt(t *testing.T, db, dir string) *store.Store {
+	t.Helper()
+	src := fmt.Sprintf("[postgres]\nurl = %q\ndata_dir = %q\n[warehouse]\nurl = %q\n[[table]]\nname = \"power\"\nresolutions = [\"PT15M\"]\n",
+		db, dir, "file://"+filepath.Join(dir, "wh"))
+	cfg, err := config.Parse([]byte(src), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.OpenConfig(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// testClock is a clock the test moves.
+type testClock struct{ ns atomic.Int64 }
+
+func (c *testClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *testClock) Set(t time.Time)         { c.ns.Store(t.UnixNano()) }
+func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// answer is a recorded answer to a request.
+type answer struct {
+	code int
+	body string
+	hdr  http.Header
+}
+
+// json decodes the answer's body, which must be a JSON object.
+func (a answer) json(t *testing.T) map[string]any {
+	t.Helper()
+	var out map[string]any
+	if err := json.Unmarshal([]byte(a.body), &out); err != nil {
+		t.Fatalf("answer %d %q is not a JSON object: %v", a.code, a.body, err)
+	}
+	return out
+}
+
+// postKeyed posts a CSV delivery to power with the bearer token tok and
+// the Idempotency-Key keys (none if empty).
+func postKeyed(h http.Handler, tok string, body io.Reader, keys ...string) answer {
+	w := postKeyedRecorded(h, tok, body, keys...)
+	return answer{w.Code, w.Body.String(), w.Header()}
+}
+
+// postKeyedRecorded is postKeyed, answering with the recorder.
+func postKeyedRecorded(h http.Handler, tok string, body io.Reader, keys ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("POST", "/v1/tables/power/readings", body)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	r.Header.Set("Content-Type", "text/csv")
+	for _, k := range keys {
+		r.Header.Add("Idempotency-Key", k)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// TestIngestIdempotency: a retry with the same key and body gets the
+// first answer without being run, on this handler or one on a store
+// opened again on the same database; another body under the key is 422;
+// a key in flight is 409; an answer that is not final leaves the key to be
+// retried; a record past retention is forgotten and pruned.
+func TestIngestIdempotency(t *testing.T) {
+	db, dir := pgtest.NewDB(t), t.TempDir()
+	s := openStoreAt(t, db, dir)
+	now := time.Now().UTC()
+	day := now.Truncate(24 * time.Hour)
+	if err := s.EnsurePartitions(t.Context(), now); err != nil {
+		t.Fatal(err)
+	}
+	var clock testClock
+	clock.Set(now)
+	loader, loaderTok := token(t, "loader", config.ScopeIngest)
+	other, otherTok := token(t, "other-loader", config.ScopeIngest)
+	opts := Options{Tokens: []config.Token{loader, other}, Clock: clock.Now, IdempotencyRetention: time.Hour}
+	hh, err := New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The first delivery under k-1 inserts 8 readings; its retry is told
+	// so again (run again, it would find all 8 present), marked replayed.
+	body := readingsCSV(day, 8, 0)
+	first := postKeyed(hh, loaderTok, strings.NewReader(body), "k-1")
+	if first.code != 200 || counts(first.json(t)) != "inserted=8 present=0 late=0 batches=1" || first.hdr.Get(replayedHeader) != "" {
+		t.Fatalf("first delivery: %+v", first)
+	}
+	again := postKeyed(hh, loaderTok, strings.NewReader(body), "k-1")
+	if again.code != first.code || again.body != first.body || again.hdr.Get(replayedHeader) != "true" ||
+		again.hdr.Get("Content-Type") != "application/json" {
+		t.Errorf("retry under k-1: %+v; want the first answer %q, replayed", again, first.body)
+	}
+	if rerun := postKeyed(hh, loaderTok, strings.NewReader(body)); counts(rerun.json(t)) != "inserted=0 present=8 late=0 batches=1" {
+		t.Errorf("the delivery without a key: %+v; want it run again", rerun)
+	}
+	// Another token's k-1 is its own key.
+	if a := postKeyed(hh, otherTok, strings.NewReader(body), "k-1"); a.code != 200 || a.hdr.Get(replayedHeader) != "" ||
+		counts(a.json(t)) != "inserted=0 present=8 late=0 batches=1" {
+		t.Errorf("another token's k-1: %+v; want it run", a)
+	}
+
+	// Another body under k-1: 422, and nothing of it written.
+	reused := postKeyed(hh, loaderTok, strings.NewReader(readingsCSV(day.Add(4*time.Hour), 4, 0)), "k-1")
+	if out := reused.json(t); reused.code != 422 || out["code"] != "idempotency_key_reused" || !strings.Contains(fmt.Sprint(out["error"]), `"k-1"`) {
+		t.Errorf("another body under k-1: %+v", reused)
+	}
+	if n := countRows(t, s); n != "8" {
+		t.Errorf("after the reused key the query counts %s readings; want 8", n)
+	}
+
+	// A refused batch is final: its 422 is answered again, byte for byte.
+	bad := readingsCSV(day.Add(4*time.Hour), 4, 3)
+	refused := postKeyed(hh, loaderTok, strings.NewReader(bad), "k-bad")
+	if out := refused.json(t); refused.code != 422 || out["code"] != "refused" || out["line"] != 3.0 {
+		t.Fatalf("a bad line 3 under k-bad: %+v", refused)
+	}
+	if a := postKeyed(hh, loaderTok, strings.NewReader(bad), "k-bad"); a.code != 422 || a.body != refused.body || a.hdr.Get(replayedHeader) != "true" {
+		t.Errorf("retry under k-bad: %+v; want %q", a, refused.body)
+	}
+
+	// Malformed keys: 400, before anything is read or written.
+	for _, keys := range [][]string{{""}, {strings.Repeat("k", 256)}, {"a key"}, {"schlüssel"}, {"tab\tkey"}, {"k-2", "k-3"}} {
+		a := postKeyed(hh, loaderTok, strings.NewReader(readingsCSV(day.Add(5*time.Hour), 4, 0)), keys...)
+		if out := a.json(t); a.code != 400 || out["code"] != "bad_request" || !strings.Contains(fmt.Sprint(out["error"]), "Idempotency-Key") {
+			t.Errorf("key %q: %+v", keys, a)
+		}
+	}
+	if a := postKeyed(hh, loaderTok, strings.NewReader(body), strings.Repeat("~", 255)); a.code != 200 {
+		t.Errorf("a key of 255 visible characters: %+v", a)
+	}
+	if n := countRows(t, s); n != "8" {
+		t.Errorf("after the malformed keys the query counts %s readings; want 8", n)
+	}
+
+	// A request whose body is held open holds its key: another with the
+	// key is 409 meanwhile; the first then ends and its answer is kept.
+	pipeBody := readingsCSV(day.Add(6*time.Hour), 4, 0)
+	pr, pw := io.Pipe()
+	held := make(chan answer, 1)
+	go func() { held <- postKeyed(hh, loaderTok, pr, "k-pipe") }()
+	// The handler claims the key before it reads; once the header is
+	// read, the claim is made.
+	if _, err := pw.Write([]byte(csvHeader)); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := postKeyed(hh, loaderTok, strings.NewReader(pipeBody), "k-pipe")
+	if out := inFlight.json(t); inFlight.code != 409 || out["code"] != "in_flight" || inFlight.hdr.Get("Retry-After") == "" {
+		t.Errorf("k-pipe while it is in flight: %+v", inFlight)
+	}
+	pw.Write([]byte(pipeBody[len(csvHeader):]))
+	pw.Close()
+	pipeFirst := <-held
+	if pipeFirst.code != 200 || counts(pipeFirst.json(t)) != "inserted=4 present=0 late=0 batches=1" {
+		t.Fatalf("k-pipe: %+v", pipeFirst)
+	}
+	if a := postKeyed(hh, loaderTok, strings.NewReader(pipeBody), "k-pipe"); a.body != pipeFirst.body || a.hdr.Get(replayedHeader) != "true" {
+		t.Errorf("retry under k-pipe: %+v; want %q", a, pipeFirst.body)
+	}
+
+	// A body broken off mid-stream is not final: the key is released and
+	// its retry runs.
+	broken := readingsCSV(day.Add(7*time.Hour), 4, 0)
+	pr, pw = io.Pipe()
+	go func() { held <- postKeyed(hh, loaderTok, pr, "k-broken") }()
+	pw.Write([]byte(broken[:len(csvHeader)+20]))
+	pw.CloseWithError(io.ErrUnexpectedEOF)
+	if a := <-held; a.code != 400 {
+		t.Errorf("a body broken off: %+v; want 400", a)
+	}
+	if a := postKeyed(hh, loaderTok, strings.NewReader(broken), "k-broken"); a.code != 200 || a.hdr.Get(replayedHeader) != "" ||
+		counts(a.json(t)) != "inserted=4 present=0 late=0 batches=1" {
+		t.Errorf("retry of the broken body: %+v; want it run", a)
+	}
+	// So is a body past max_body_bytes (413).
+	small, err := New(s, Options{Tokens: []config.Token{loader}, Clock: clock.Now, MaxBodyBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := postKeyed(small, loaderTok, strings.NewReader(readingsCSV(day.Add(8*time.Hour), 40, 0)), "k-big"); a.code != 413 {
+		t.Errorf("a body past max_body_bytes: %+v", a)
+	}
+	if a := postKeyed(small, loaderTok, strings.NewReader(readingsCSV(day.Add(8*time.Hour), 2, 0)), "k-big"); a.code != 200 || a.hdr.Get(replayedHeader) != "" {
+		t.Errorf("k-big after the 413, with a smaller body: %+v; want it run", a)
+	}
+
+	// Past the retention of an hour, k-1 is forgotten: another body under
+	// it runs, and the records of an hour ago are pruned as it is
+	// recorded.
+	clock.Advance(time.Hour + 2*pruneEvery)
+	later := readingsCSV(day.Add(9*time.Hour), 4, 0)
+	if a := postKeyed(hh, loaderTok, strings.NewReader(later), "k-1"); a.code != 200 || counts(a.json(t)) != "inserted=4 present=0 late=0 batches=1" {
+		t.Errorf("another body under k-1 past retention: %+v; want it run", a)
+	}
+	if n, err := s.PruneIdempotency(t.Context(), clock.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Errorf("records past retention left: %d %v; want the handler to have pruned them", n, err)
+	}
+	if a := postKeyed(hh, loaderTok, strings.NewReader(bad), "k-bad"); a.code != 422 || a.hdr.Get(replayedHeader) != "" {
+		t.Errorf("k-bad past retention: %+v; want it run", a)
+	}
+
+	// The record survives the process: a handler on a store opened again
+	// on the database answers k-1 from it.
+	s2 := openStoreAt(t, db, dir)
+	h2, err := New(s2, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := postKeyed(hh, loaderTok, strings.NewReader(later), "k-1")
+	if a := postKeyed(h2, loaderTok, strings.NewReader(later), "k-1"); a.code != 200 || a.body != want.body || a.hdr.Get(replayedHeader) != "true" ||
+		counts(a.json(t)) != "inserted=4 present=0 late=0 batches=1" {
+		t.Errorf("k-1 after a restart: %+v; want %q", a, want.body)
+	}
+}
+
+// TestConcurrencyLimit: with max_concurrent_requests = 2, two ingests
+// held open leave the third one 503 at once, with Retry-After, while
+// queries and health checks are not counted against them; once they end,
+// ingests are served again.
+func TestConcurrencyLimit(t *testing.T) {
+	s := openStore(t)
+	now := time.Now().UTC()
+	day := now.Truncate(24 * time.Hour)
+	if err := s.EnsurePartitions(t.Context(), now); err != nil {
+		t.Fatal(err)
+	}
+	loader, loaderTok := token(t, "loader", config.ScopeIngest)
+	reader, readerTok := token(t, "reporting", config.ScopeQuery)
+	hh, err := New(s, Options{Tokens: []config.Token{loader, reader}, MaxConcurrentRequests: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2
+	var (
+		pipes []*io.PipeWriter
+		held  = make(chan answer, n)
+	)
+	for i := range n {
+		pr, pw := io.Pipe()
+		pipes = append(pipes, pw)
+		go func() { held <- postKeyed(hh, loaderTok, pr) }()
+		// Read by the handler, so it holds its slot.
+		if _, err := pw.Write([]byte(readingsCSV(day.Add(time.Duration(i)*time.Hour), 1, 0))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	over := postKeyed(hh, loaderTok, strings.NewReader(readingsCSV(day.Add(5*time.Hour), 1, 0)))
+	if out := over.json(t); over.code != 503 || out["code"] != "overloaded" || over.hdr.Get("Retry-After") != "1" {
+		t.Errorf("a third ingest: %+v", over)
+	}
+	if code, _, _ := call(t, hh, "GET", "/healthz", ""); code != 200 {
+		t.Errorf("healthz while ingests are at the limit: %d", code)
+	}
+	r := httptest.NewRequest("POST", "/v1/query", strings.NewReader(`{"table":"power","sql":"SELECT count(*) FROM readings"}`))
+	r.Header.Set("Authorization", "Bearer "+readerTok)
+	w := httptest.NewRecorder()
+	hh.ServeHTTP(w, r)
+	if w.Code != 200 {
+		t.Errorf("a query while ingests are at the limit: %d %s", w.Code, w.Body)
+	}
+	for _, pw := range pipes {
+		pw.Close()
+	}
+	for range n {
+		if a := <-held; a.code != 200 || counts(a.json(t)) != "inserted=1 present=0 late=0 batches=1" {
+			t.Errorf("a held ingest: %+v", a)
+		}
+	}
+	if a := postKeyed(hh, loaderTok, strings.NewReader(readingsCSV(day.Add(5*time.Hour), 1, 0))); a.code != 200 {
+		t.Errorf("an ingest after the held ones ended: %+v", a)
+	}
+}
+
+// TestOpenAPIIdempotency holds the answers of keyed and of refused
+// ingests to openapi.yaml: replayed 200 and 422, 409 in flight, 422 of a
+// reused key, 400 of a malformed key and 503 overloaded.
+func TestOpenAPIIdempotency(t *testing.T) {
+	d := parseOpenAPI(t)
+	s := openStore(t)
+	now := time.Now().UTC()
+	day := now.Truncate(24 * time.Hour)
+	if err := s.EnsurePartitions(t.Context(), now); err != nil {
+		t.Fatal(err)
+	}
+	loader, loaderTok := token(t, "loader", config.ScopeIngest)
+	hh, err := New(s, Options{Tokens: []config.Token{loader}, MaxConcurrentRequests: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad := readingsCSV(day, 4, 0), readingsCSV(day.Add(time.Hour), 4, 3)
+	check := func(name string, status int, w *httptest.ResponseRecorder) {
+		t.Helper()
+		if w.Code != status {
+			t.Errorf("%s: %d %s; want %d", name, w.Code, w.Body, status)
+		}
+		d.conforms(t, "POST", ingestPath, w)
+	}
+	for range 2 { // run, then replayed
+		check("keyed ingest", 200, postKeyedRecorded(hh, loaderTok, strings.NewReader(good), "good"))
+		check("keyed ingest of a bad line", 422, postKeyedRecorded(hh, loaderTok, strings.NewReader(bad), "bad"))
+	}
+	check("reused key", 422, postKeyedRecorded(hh, loaderTok, strings.NewReader(bad), "good"))
+	check("malformed key", 400, postKeyedRecorded(hh, loaderTok, strings.NewReader(good), "a b"))
+
+	pr, pw := io.Pipe()
+	held := make(chan answer, 1)
+	go func() { held <- postKeyed(hh, loaderTok, pr, "held") }()
+	if _, err := pw.Write([]byte(csvHeader)); err != nil {
+		t.Fatal(err)
+	}
+	check("overloaded", 503, postKeyedRecorded(hh, loaderTok, strings.NewReader(good), "held"))
+	// Unbounded, the same request meets the key in flight.
+	unbounded, err := New(s, Options{Tokens: []config.Token{loader}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("in flight", 409, postKeyedRecorded(unbounded, loaderTok, strings.NewReader(good), "held"))
+	pw.Close()
+	if a := <-held; a.code != 200 {
+		t.Errorf("the held request: %+v", a)
 	}
 }
