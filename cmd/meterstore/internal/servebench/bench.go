@@ -45,7 +45,8 @@ type Config struct {
 	// the first day, alternating who goes first, so that whatever else
 	// loads the machine falls on both alike.
 	Rounds int
-	// QueryFor is how long the query clients run alone.
+	// QueryFor is how long the query clients start queries alone; those
+	// in flight at its end are finished.
 	QueryFor time.Duration
 	// MaxRows is the deployment's query.max_rows.
 	MaxRows int
@@ -66,8 +67,8 @@ type Config struct {
 func DefaultConfig() Config {
 	f := hotbench.DefaultFixture()
 	f.Day = metering.Date{}
-	f.Meters = 5_000
-	return Config{Fixture: f, IngestClients: 4, QueryClients: 2, Rounds: 4, QueryFor: 10 * time.Second, MaxRows: 50_000}
+	f.Meters = 2_000
+	return Config{Fixture: f, IngestClients: 4, QueryClients: 2, Rounds: 4, QueryFor: 15 * time.Second, MaxRows: 20_000}
 }
 
 // Ingest is one way of writing a day's deliveries.
@@ -330,9 +331,9 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if cfg.QueryClients > 0 {
 		var alone Queries
 		alone.PeakRSS, err = phase(func() error {
-			qctx, cancel := context.WithTimeout(ctx, cfg.QueryFor)
+			until, cancel := context.WithTimeout(ctx, cfg.QueryFor)
 			defer cancel()
-			alone = client.queryLoad(qctx, cfg.QueryClients, httpTable, res.QuerySQL, wantRows)
+			alone = client.queryLoad(ctx, until.Done(), cfg.QueryClients, httpTable, res.QuerySQL, wantRows)
 			return ctx.Err()
 		})
 		if err != nil {
@@ -353,17 +354,16 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	var under Queries
 	var loadedTime time.Duration
 	loadedPeak, err := phase(func() error {
-		qctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
+		stop, done := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
 			if cfg.QueryClients > 0 {
-				under = client.queryLoad(qctx, cfg.QueryClients, httpTable, res.QuerySQL, wantRows)
+				under = client.queryLoad(ctx, stop, cfg.QueryClients, httpTable, res.QuerySQL, wantRows)
 			}
 		}()
 		var err error
 		loadedTime, err = parallel(ctx, cfg.IngestClients, second, client.ingest(httpTable, &loaded))
-		cancel()
+		close(stop)
 		<-done
 		return err
 	})

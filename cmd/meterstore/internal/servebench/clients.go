@@ -220,10 +220,12 @@ func (h *httpClient) query(ctx context.Context, table, sql string) queryAnswer {
 	return a
 }
 
-// queryLoad runs clients query loops on sql until ctx is done and returns
-// their latencies and what went wrong. An answer of other than wantRows
-// rows (when positive) counts as an error.
-func (h *httpClient) queryLoad(ctx context.Context, clients int, table, sql string, wantRows int64) Queries {
+// queryLoad runs clients query loops on sql until stop is closed and
+// returns their latencies and what went wrong. A query in flight when stop
+// closes is finished and counted: on a loaded machine one answer can take
+// longer than a phase. An answer of other than wantRows rows (when
+// positive) counts as an error.
+func (h *httpClient) queryLoad(ctx context.Context, stop <-chan struct{}, clients int, table, sql string, wantRows int64) Queries {
 	var (
 		mu    sync.Mutex
 		took  []time.Duration
@@ -235,11 +237,15 @@ func (h *httpClient) queryLoad(ctx context.Context, clients int, table, sql stri
 	start := time.Now()
 	for range clients {
 		wg.Go(func() {
-			for ctx.Err() == nil {
-				a := h.query(ctx, table, sql)
-				if ctx.Err() != nil {
-					return // cut short by the end of the phase: not an answer
+			for {
+				select {
+				case <-stop:
+					return
+				case <-ctx.Done():
+					return
+				default:
 				}
+				a := h.query(ctx, table, sql)
 				if a.err == "" && wantRows > 0 && a.rows != wantRows {
 					a.err = fmt.Sprintf("%d rows, want %d", a.rows, wantRows)
 				}
