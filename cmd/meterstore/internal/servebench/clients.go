@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/meterstore/meterstore/internal/ingest"
 	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
 )
@@ -63,17 +64,19 @@ feed:
 	return time.Since(start), context.Cause(ctx)
 }
 
-// writeInProcess is the baseline: the batch through store.Store.Write, as
-// the server writes each batch of a delivery.
+// writeInProcess is the baseline: the batch through store.Store.Write, cut
+// where the server cuts a delivery into atomic batches.
 func writeInProcess(s *store.Store, table string, t *tally) func(context.Context, *batch) error {
 	return func(ctx context.Context, b *batch) error {
-		res, err := s.Write(ctx, table, b.rows)
-		if err != nil {
-			return fmt.Errorf("servebench: Write into %s: %w", table, err)
+		for rows := range slices.Chunk(b.rows, ingest.DefaultBatchRows) {
+			res, err := s.Write(ctx, table, rows)
+			if err != nil {
+				return fmt.Errorf("servebench: Write into %s: %w", table, err)
+			}
+			t.inserted.Add(int64(res.Inserted))
 		}
 		t.batches.Add(1)
 		t.acked.Add(int64(len(b.rows)))
-		t.inserted.Add(int64(res.Inserted))
 		return nil
 	}
 }

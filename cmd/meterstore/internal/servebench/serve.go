@@ -102,6 +102,10 @@ func startServer(ctx context.Context, bin, cfgPath string, timeout time.Duration
 	// measure a clean shutdown, rather than have it killed.
 	cmd := exec.Command(bin, "serve", "-c", cfgPath)
 	cmd.Stderr = logFile
+	// Its own process group, so that a Ctrl-C meant for the bench reaches
+	// serve only as the bench's SIGTERM; and a SIGTERM should the bench
+	// die without sending one.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
