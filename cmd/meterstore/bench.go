@@ -16,6 +16,7 @@ func newBench() *cobra.Command {
 	bench.AddCommand(newBenchIngest())
 	bench.AddCommand(newBenchArchive())
 	bench.AddCommand(newBenchQuery())
+	bench.AddCommand(newBenchServe())
 	return bench
 }
 

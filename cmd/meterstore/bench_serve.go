@@ -1,0 +1,147 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/servebench"
+	"github.com/meterstore/meterstore/metering"
+)
+
+func newBenchServe() *cobra.Command {
+	c := servebench.DefaultConfig()
+	var pgURL, jsonPath, day string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "HTTP ingest and query against one meterstore serve, against Write in process",
+		Long: `Starts meterstore serve (this binary, a child process) on 127.0.0.1 with a
+deployment of its own and a generated token, and measures:
+  - one day of quarter-hour load profiles (hotbench's fixture) written by
+    --ingest-clients concurrent writers calling store Write in process and by
+    as many HTTP clients posting the same batches as CSV, in alternating
+    rounds, each into a fresh table: readings/s and their ratio
+    (goal: HTTP >= 0.8 of Write);
+  - --query-clients clients asking POST /v1/query for every meter's daily
+    total of that day (CSV), alone for --query-for, then while the HTTP
+    clients write the next day: p50/p99 latency;
+  - with --large-result, one query whose answer, every reading, is much
+    larger than query.max_rows: it needs POST /v1/query to stream;
+  - serve's peak RSS (VmHWM) per phase and over the run;
+  - at the end, that each table holds exactly the readings acknowledged;
+    otherwise the bench fails.
+Without --pg-url it starts a private PostgreSQL server with default settings.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c.Logger = logger()
+			if day != "" {
+				d, err := metering.ParseDate(day)
+				if err != nil {
+					return err
+				}
+				c.Fixture.Day = d
+			}
+			bin, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("bench serve: the meterstore binary to run serve from: %w", err)
+			}
+			c.Binary = bin
+			url, stop, err := benchServer(ctx, pgURL, nil, c.Logger)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			c.PgURL = url
+			res, err := servebench.Run(ctx, c)
+			if res != nil && res.Ingest != nil {
+				printServe(cmd.OutOrStdout(), res)
+				if jerr := printJSON(cmd.OutOrStdout(), jsonPath, res); jerr != nil {
+					return errors.Join(err, jerr)
+				}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&pgURL, "pg-url", "", "PostgreSQL database to measure on (default: a private server)")
+	f.StringVar(&jsonPath, "json", "", "also write the JSON result to this file")
+	f.StringVar(&day, "day", "", "first Berlin day of the readings (default: two days ago; it must be within archive.settlement_lag)")
+	f.IntVar(&c.Fixture.Meters, "meters", c.Fixture.Meters, "meters, one meter-day each per day")
+	f.Float64Var(&c.Fixture.CorrectionRate, "corrections", c.Fixture.CorrectionRate, "share of meter-days delivered again under a higher version")
+	f.IntVar(&c.Fixture.MetersPerBatch, "batch", c.Fixture.MetersPerBatch, "meter-days per batch, one HTTP request each (96 readings each on an ordinary day)")
+	f.Uint64Var(&c.Fixture.Seed, "seed", c.Fixture.Seed, "seed of the generated values")
+	f.IntVar(&c.IngestClients, "ingest-clients", c.IngestClients, "concurrent ingest clients, and in-process writers")
+	f.IntVar(&c.QueryClients, "query-clients", c.QueryClients, "concurrent query clients")
+	f.IntVar(&c.Rounds, "rounds", c.Rounds, "turns the in-process and HTTP writers take on the first day")
+	f.DurationVar(&c.QueryFor, "query-for", c.QueryFor, "how long the query clients run alone")
+	f.IntVar(&c.MaxRows, "max-rows", c.MaxRows, "query.max_rows of the deployment")
+	f.BoolVar(&c.LargeResult, "large-result", false, "also ask for every reading, a result much larger than --max-rows (needs a streaming POST /v1/query)")
+	return cmd
+}
+
+func printServe(w io.Writer, r *servebench.Result) {
+	fmt.Fprintf(w, "PostgreSQL %s, GOMAXPROCS %d: %d readings a day (%d meters, %.0f%% corrected) in %d batches (HTTP requests); "+
+		"%d ingest clients, %d query clients, %d rounds\n\n",
+		r.Server, r.GOMAXPROCS, r.Readings, r.Fixture.Meters, r.Fixture.CorrectionRate*100, r.Batches,
+		r.IngestClients, r.QueryClients, r.Rounds)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "ingest\tseconds\treadings/s\tvs Write\t503 retried\tserve peak RSS MiB\t\n")
+	for _, in := range r.Ingest {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%d\t%s\t\n", in.Name, in.Seconds, in.ReadingsPerSec, in.Ratio, in.Retries, rssMiB(in.PeakRSS))
+	}
+	tw.Flush()
+	if len(r.Queries) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "queries\tclients\tanswers\tanswers/s\trows\tp50 ms\tp99 ms\tmax ms\terrors\tserve peak RSS MiB\t\n")
+		for _, q := range r.Queries {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%d\t%s\t\n",
+				q.Name, q.Clients, q.Answers, q.PerSec, q.Rows, q.P50ms, q.P99ms, q.Maxms, q.Errors, rssMiB(q.PeakRSS))
+		}
+		tw.Flush()
+		for _, q := range r.Queries {
+			if q.FirstError != "" {
+				fmt.Fprintf(w, "queries %s: first error: %s\n", q.Name, q.FirstError)
+			}
+		}
+		if len(r.Queries) == 2 && r.Queries[0].P50ms > 0 {
+			a, l := r.Queries[0], r.Queries[1]
+			fmt.Fprintf(w, "under ingest load / alone: p50 x%.2f, p99 x%.2f\n", l.P50ms/a.P50ms, l.P99ms/a.P99ms)
+		}
+	}
+	if l := r.Large; l != nil {
+		fmt.Fprintf(w, "\nlarge result (every reading, query.max_rows %d): status %d, %d rows, %.1f MiB in %.2f s, serve peak RSS %s MiB",
+			r.MaxRows, l.Status, l.Rows, mib(uint64(l.Bytes)), l.Seconds, rssMiB(l.PeakRSS))
+		if l.Error != "" {
+			fmt.Fprintf(w, "; %s", l.Error)
+		}
+		fmt.Fprintln(w)
+	}
+	peaks := "per phase"
+	if !r.PhaseRSS {
+		peaks = "cumulative: the kernel refused to reset VmHWM"
+	}
+	fmt.Fprintf(w, "\nserve RSS: %s MiB once serving, peak %s MiB over the run (phase peaks %s)\n", rssMiB(r.IdleRSS), rssMiB(r.PeakRSS), peaks)
+	for _, c := range r.Counts {
+		verdict := "ok"
+		if !c.OK() {
+			verdict = "FAILED"
+		}
+		fmt.Fprintf(w, "count check %s: %d readings acknowledged, %d as inserted, %d stored: %s\n",
+			c.Table, c.Acknowledged, c.Inserted, c.Stored, verdict)
+	}
+	fmt.Fprintf(w, "goal: %q >= 0.80 of %q\n", servebench.HTTPAlone, servebench.WriteInProcess)
+}
+
+// rssMiB formats a resident set in MiB, "-" for none measured.
+func rssMiB(b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", mib(uint64(b)))
+}
