@@ -8,30 +8,23 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"slices"
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
 
-// limits bound a result held in memory: its rows, and its approximate
-// bytes in Go's heap.
-type limits struct {
-	rows  int
-	bytes int64
-}
-
 // run prepares the statement, refuses it unless DuckDB calls it a SELECT,
-// and runs it into res, failing with ErrTooManyRows past lim.rows rows and
-// with ErrResultTooLarge past lim.bytes bytes. analyze has made sure it is
-// one statement: the driver would run every statement before the last on
-// Prepare. The context is checked while rows are collected too: DuckDB
-// has computed the result by then, but copying a large one into Go takes
-// time of its own.
-func run(ctx context.Context, conn *sql.Conn, query string, lim limits, res *Result) error {
+// runs it, completes h with its columns and hands h to start and each row
+// to row. analyze has made sure it is one statement: the driver would run
+// every statement before the last on Prepare. The context is checked while
+// rows are fetched too: DuckDB has computed the result by then, but handing
+// a large one to Go takes time of its own.
+func run(ctx context.Context, conn *sql.Conn, query string, h *Header, start func(*Header) error, row func([]any) error) error {
 	return conn.Raw(func(dc any) error {
 		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 		if err != nil {
-			return fmt.Errorf("query: %w", err)
+			return classify(err)
 		}
 		defer st.Close()
 		ds, ok := st.(*duckdb.Stmt)
@@ -47,22 +40,24 @@ func run(ctx context.Context, conn *sql.Conn, query string, lim limits, res *Res
 		}
 		rows, err := ds.QueryContext(ctx, nil)
 		if err != nil {
-			return fmt.Errorf("query: %w", err)
+			return classify(err)
 		}
 		defer rows.Close()
-		res.Columns = rows.Columns()
-		res.Types = make([]string, len(res.Columns))
+		h.Columns = rows.Columns()
+		h.Types = make([]string, len(h.Columns))
 		if tn, ok := rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
-			for i := range res.Types {
-				res.Types[i] = tn.ColumnTypeDatabaseTypeName(i)
+			for i := range h.Types {
+				h.Types[i] = tn.ColumnTypeDatabaseTypeName(i)
 			}
 		}
-		dest := make([]driver.Value, len(res.Columns))
-		var held int64
+		if err := start(h); err != nil {
+			return err
+		}
+		dest := make([]driver.Value, len(h.Columns))
+		vals := make([]any, len(dest))
 		for n := 0; ; n++ {
 			if n%1024 == 0 {
 				if err := ctx.Err(); err != nil {
-					res.Rows = nil
 					return fmt.Errorf("query: %w", context.Cause(ctx))
 				}
 			}
@@ -73,24 +68,68 @@ func run(ctx context.Context, conn *sql.Conn, query string, lim limits, res *Res
 			if err != nil {
 				return fmt.Errorf("query: %w", err)
 			}
-			if len(res.Rows) == lim.rows {
-				res.Rows = nil
-				return fmt.Errorf("%w: more than %d; aggregate, or add a LIMIT", ErrTooManyRows, lim.rows)
-			}
-			row := make([]any, len(dest))
-			held += rowOverhead + int64(len(dest))*valueOverhead
 			for i, v := range dest {
-				row[i] = v
-				held += valueSize(v)
+				vals[i] = v
 			}
-			if held > lim.bytes {
-				res.Rows = nil
-				return fmt.Errorf("%w: more than %d bytes after %d rows; aggregate, select fewer columns, or add a LIMIT",
-					ErrResultTooLarge, lim.bytes, n+1)
+			if err := row(vals); err != nil {
+				return err
 			}
-			res.Rows = append(res.Rows, row)
 		}
 	})
+}
+
+// classify wraps an error of DuckDB preparing or running the statement:
+// ErrInvalidQuery for what the statement's text is to blame for, the
+// error alone for the rest.
+func classify(err error) error {
+	var de *duckdb.Error
+	if errors.As(err, &de) {
+		switch de.Type {
+		case duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax, duckdb.ErrorTypeBinder, duckdb.ErrorTypeCatalog:
+			return fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+		}
+	}
+	return fmt.Errorf("query: %w", err)
+}
+
+// limits bound a result held in memory: its rows, and its approximate
+// bytes in Go's heap.
+type limits struct {
+	rows  int
+	bytes int64
+}
+
+// A collector holds the rows of a stream in a Result, failing with
+// ErrTooManyRows past lim.rows rows and with ErrResultTooLarge past
+// lim.bytes bytes.
+type collector struct {
+	lim  limits
+	res  Result
+	held int64
+}
+
+func (c *collector) start(h *Header) error {
+	c.res.Header = *h
+	return nil
+}
+
+func (c *collector) row(vals []any) error {
+	if len(c.res.Rows) == c.lim.rows {
+		c.res.Rows = nil
+		return fmt.Errorf("%w: more than %d; aggregate, or add a LIMIT", ErrTooManyRows, c.lim.rows)
+	}
+	c.held += rowOverhead + int64(len(vals))*valueOverhead
+	for _, v := range vals {
+		c.held += valueSize(v)
+	}
+	if c.held > c.lim.bytes {
+		n := len(c.res.Rows) + 1
+		c.res.Rows = nil
+		return fmt.Errorf("%w: more than %d bytes after %d rows; aggregate, select fewer columns, or add a LIMIT",
+			ErrResultTooLarge, c.lim.bytes, n)
+	}
+	c.res.Rows = append(c.res.Rows, slices.Clone(vals))
+	return nil
 }
 
 // The approximate heap cost of a row of a result beyond its values: the
