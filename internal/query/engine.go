@@ -166,9 +166,11 @@ func (e *Engine) Query(ctx context.Context, sql string) (*Result, error) {
 // not apply; Settings.Timeout and ctx bound the whole stream, the calls of
 // row included.
 //
-// DuckDB computes the result in full before the first row, within
-// Settings.MemoryLimit and spilling into Settings.CacheDir (duckdb-go
-// fetches no streaming result), and hands it to Go a chunk at a time.
+// DuckDB computes the result in full before the first row, into a
+// temporary table within Settings.MemoryLimit that spills into
+// Settings.CacheDir (duckdb-go would hold a query's result whole in memory,
+// past any limit), and the rows are read from it a page of a few MB at a
+// time. Without a CacheDir, a result larger than MemoryLimit fails.
 func (e *Engine) Stream(ctx context.Context, sql string, start func(*Header) error, row func([]any) error) error {
 	if e.set.Timeout <= 0 {
 		return e.stream(ctx, sql, start, row)

@@ -3,7 +3,9 @@ package query
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -192,4 +194,62 @@ func TestInvalidQuery(t *testing.T) {
 	if _, err := e.Query(t.Context(), `SELECT error('boom')`); err == nil || errors.Is(err, ErrInvalidQuery) {
 		t.Errorf("a failure while running: %v", err)
 	}
+}
+
+// TestStreamLargerThanMemory: a result larger than MemoryLimit streams
+// whole and in the statement's order, DuckDB keeping it in the spill
+// directory rather than in memory; a repeated column name stays repeated.
+func TestStreamLargerThanMemory(t *testing.T) {
+	s := threeMonths(t)
+	dir := t.TempDir()
+	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "64MB", CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// About 250 MB of strings, in descending order.
+	const n = 1_000_000
+	var (
+		hdr     *Header
+		seen    int64
+		ordered = true
+		spilled int64
+	)
+	err = e.Stream(t.Context(), `SELECT range AS i, repeat('x', 200) AS i FROM range(1000000) ORDER BY range DESC;`,
+		func(h *Header) error { hdr = h; return nil },
+		func(v []any) error {
+			if i, _ := v[0].(int64); i != n-1-seen {
+				ordered = false
+			}
+			if seen++; seen == n/2 {
+				spilled = dirSize(t, dir)
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != n || !ordered || !slices.Equal(hdr.Columns, []string{"i", "i"}) {
+		t.Fatalf("%d rows, in order %v, columns %v", seen, ordered, hdr.Columns)
+	}
+	if spilled < 100<<20 {
+		t.Errorf("%d bytes spilled mid-stream; want the result there", spilled)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("spill directories left: %v", entries)
+	}
+}
+
+// dirSize returns the bytes of the files under dir.
+func dirSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
