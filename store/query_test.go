@@ -98,3 +98,46 @@ func TestMetricsRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryStream: a result past QueryOptions.MaxRows, which Query
+// refuses, streams whole over both tiers, with the header before the
+// first row; SQL DuckDB cannot bind fails with ErrInvalidQuery.
+func TestQueryStream(t *testing.T) {
+	ctx := t.Context()
+	s := newEnv(t).open(t, Options{Query: QueryOptions{MaxRows: 2}})
+	if err := s.CreatePartitions(ctx, dayN(0), dayN(5)); err != nil {
+		t.Fatal(err)
+	}
+	for d := range 5 {
+		mustWrite(t, s, []Reading{qh(1, d, 8, "A", 1, 1000)})
+	}
+	if _, err := s.Archive(ctx, "power", dayN(4)); err != nil {
+		t.Fatal(err)
+	}
+	const sql = `SELECT "from" FROM readings ORDER BY "from"`
+	if _, err := s.Query(ctx, "power", sql); !errors.Is(err, ErrTooManyRows) {
+		t.Fatalf("Query of 5 rows past max_rows 2: %v", err)
+	}
+	var hdr *ResultHeader
+	n := 0
+	err := s.QueryStream(ctx, "power", sql, func(h *ResultHeader) error { hdr = h; return nil }, func([]any) error {
+		if hdr == nil {
+			t.Error("a row before the header")
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != 5 {
+		t.Fatalf("QueryStream: %d rows, %v", n, err)
+	}
+	if !slices.Equal(hdr.Tiers, []string{"cold", "hot"}) || !hdr.HasWatermark || !hdr.Watermark.Equal(dayN(2)) {
+		t.Errorf("header %+v", hdr)
+	}
+	err = s.QueryStream(ctx, "power", `SELECT nonexistent FROM readings`, func(*ResultHeader) error { return nil }, func([]any) error { return nil })
+	if !errors.Is(err, ErrInvalidQuery) || IsRetryable(err) {
+		t.Errorf("an unknown column: %v", err)
+	}
+	if err := s.QueryStream(ctx, "nothing", `SELECT 1`, nil, nil); !errors.Is(err, ErrNoTable) {
+		t.Errorf("no such table: %v", err)
+	}
+}

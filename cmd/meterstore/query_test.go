@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"strings"
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -71,6 +72,24 @@ func TestPrintResult(t *testing.T) {
 		}
 		if b.String() != c.want {
 			t.Errorf("--format %s:\ngot  %q\nwant %q", c.format, b.String(), c.want)
+		}
+	}
+}
+
+// TestQueryInvalidSQL: SQL DuckDB cannot parse or bind is the caller's
+// mistake: exit 1 (permanent), with a message naming the problem.
+func TestQueryInvalidSQL(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath, _ := deploymentConfig(t, dir)
+	c := []string{"-c", cfgPath}
+	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+	for sql, names := range map[string]string{
+		`SELECT nonexistent FROM readings`:      "nonexistent",
+		`SELECT count(*) FROM readings WHERE (`: "syntax error",
+	} {
+		out, code := run(t, append([]string{"query", "--table", "power", "--refresh=false", "--now", "2026-03-02T00:00:00Z", sql}, c...)...)
+		if code != exitPermanent || !strings.Contains(out, names) || !strings.Contains(out, "invalid statement") {
+			t.Errorf("%s: exit %d, want %d naming %q\n%s", sql, code, exitPermanent, names, out)
 		}
 	}
 }

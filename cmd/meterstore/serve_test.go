@@ -208,6 +208,16 @@ func TestServe(t *testing.T) {
 		}
 		t.Logf("serve_interop.py: %s", out)
 	})
+	t.Run("python query formats", func(t *testing.T) {
+		if err := exec.Command("python3", "-c", "import pyarrow").Run(); err != nil {
+			t.Skip("python3 with pyarrow is not installed")
+		}
+		out, err := exec.CommandContext(t.Context(), "python3", "testdata/serve_query_formats.py", base, tok).CombinedOutput()
+		if err != nil {
+			t.Fatalf("serve_query_formats.py: %v\n%s", err, out)
+		}
+		t.Logf("serve_query_formats.py: %s", out)
+	})
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -35,6 +35,17 @@
 // floor: then the hot tier alone answers and Result.Tiers says so. An
 // answer is never silently partial.
 //
+// # Results
+//
+// Engine.Stream hands the rows of a result to the caller as they are read,
+// holding none; Engine.Query collects them within Settings.MaxRows and
+// MaxResultBytes. DuckDB computes a result into a temporary table, which
+// it keeps within MemoryLimit and spills into CacheDir, and the rows are
+// read from it a page of a few MB at a time: duckdb-go would hold the
+// result of a query whole in memory. DESCRIBE and SUMMARIZE, which CREATE
+// TABLE AS does not take, run as they are. A statement DuckDB cannot parse
+// or bind fails with an error wrapping ErrInvalidQuery.
+//
 // # Safety
 //
 // Only a single SELECT statement runs; anything else is refused with an

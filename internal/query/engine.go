@@ -117,11 +117,12 @@ func (e *Engine) relations() []Relation {
 	return e.rels
 }
 
-// A Result is the answer to a query, held in memory.
-type Result struct {
+// A Header describes the answer to a query before its first row: what
+// Stream hands its start function, and what a Result holds besides its
+// rows.
+type Header struct {
 	Columns []string // column names
 	Types   []string // DuckDB type names, such as VARCHAR or DECIMAL(18,6)
-	Rows    [][]any  // values as duckdb-go returns them
 	// Watermark is W of the cold snapshot the query read, or of the last
 	// read of it when no cold file was needed; HasWatermark is false when
 	// nothing is archived yet, when no tier was read, and in an answer
@@ -135,55 +136,83 @@ type Result struct {
 	Range series.Range
 }
 
-// Query runs one SELECT statement. A statement of any other kind is
-// refused with an error wrapping ErrNotReadOnly, before it is prepared.
-// A query that outlasts Settings.Timeout fails with an error wrapping
-// ErrTimeout.
+// A Result is the answer to a query, held in memory.
+type Result struct {
+	Header
+	Rows [][]any // values as duckdb-go returns them
+}
+
+// Query runs one SELECT statement and returns its rows, held in memory
+// within Settings.MaxRows and Settings.MaxResultBytes. A statement of any
+// other kind is refused with an error wrapping ErrNotReadOnly, before it
+// is prepared; one DuckDB cannot parse or bind fails with an error
+// wrapping ErrInvalidQuery. A query that outlasts Settings.Timeout fails
+// with an error wrapping ErrTimeout.
 func (e *Engine) Query(ctx context.Context, sql string) (*Result, error) {
+	c := collector{lim: limits{rows: e.maxRows(), bytes: e.maxResultBytes()}}
+	if err := e.Stream(ctx, sql, c.start, c.row); err != nil {
+		return nil, err
+	}
+	return &c.res, nil
+}
+
+// Stream runs one SELECT statement as Query does, but holds none of its
+// rows: it calls start once with the header, when the tiers have been read
+// and before the first row, then row once a row. The values are as
+// duckdb-go returns them, in a slice that row must not keep: it is reused
+// for the next row. An error from start or row ends the query, and Stream
+// returns it unchanged. When Stream returns, the query's DuckDB instance
+// and its spill directory are gone. Settings.MaxRows and MaxResultBytes do
+// not apply; Settings.Timeout and ctx bound the whole stream, the calls of
+// row included.
+//
+// DuckDB computes the result in full before the first row, into a
+// temporary table within Settings.MemoryLimit that spills into
+// Settings.CacheDir (duckdb-go would hold a query's result whole in memory,
+// past any limit), and the rows are read from it a page of a few MB at a
+// time. Without a CacheDir, a result larger than MemoryLimit fails.
+func (e *Engine) Stream(ctx context.Context, sql string, start func(*Header) error, row func([]any) error) error {
 	if e.set.Timeout <= 0 {
-		return e.query(ctx, sql)
+		return e.stream(ctx, sql, start, row)
 	}
 	qctx, cancel := context.WithTimeoutCause(ctx, e.set.Timeout, errTimedOut)
 	defer cancel()
-	res, err := e.query(qctx, sql)
+	err := e.stream(qctx, sql, start, row)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(qctx), errTimedOut) {
 		// Our deadline, not the caller's: say which bound ended it.
-		return nil, fmt.Errorf("%w after %v: %w (%w)", ErrTimeout, e.set.Timeout, context.DeadlineExceeded, err)
+		return fmt.Errorf("%w after %v: %w (%w)", ErrTimeout, e.set.Timeout, context.DeadlineExceeded, err)
 	}
-	return res, err
+	return err
 }
 
 // errTimedOut is the cause of a query context whose Settings.Timeout passed.
 var errTimedOut = errors.New("query timeout")
 
-func (e *Engine) query(ctx context.Context, sql string) (*Result, error) {
+func (e *Engine) stream(ctx context.Context, sql string, start func(*Header) error, row func([]any) error) error {
 	inst, err := open(ctx, e.set)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer inst.close()
 	a, err := analyze(ctx, inst.conn, sql)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res := &Result{Range: a.Range}
+	h := &Header{Range: a.Range}
 	if err := registerFunctions(inst.conn); err != nil {
-		return nil, err
+		return err
 	}
 	if err := createRelations(ctx, inst.conn, e.relations()); err != nil {
-		return nil, err
+		return err
 	}
 	var files []string
 	if !a.NoReadings {
-		if files, err = e.read(ctx, inst, a.Range, res); err != nil {
-			return nil, err
+		if files, err = e.read(ctx, inst, a.Range, h); err != nil {
+			return err
 		}
 	}
 	if err := inst.lockdown(ctx, files); err != nil {
-		return nil, err
+		return err
 	}
-	if err := run(ctx, inst.conn, a.sql, limits{rows: e.maxRows(), bytes: e.maxResultBytes()}, res); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return run(ctx, inst.conn, a.sql, h, start, row)
 }

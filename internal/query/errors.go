@@ -32,3 +32,9 @@ var ErrResultTooLarge = errors.New("query: the result is too large to hold in me
 // error of a query that ran longer than Settings.Timeout. Running it again
 // unchanged would most likely time out again: it is not retryable.
 var ErrTimeout = series.NewSentinel("query: the query timed out", false)
+
+// ErrInvalidQuery is wrapped by the error of a statement DuckDB cannot
+// parse or bind: a syntax error, an unknown table, column or function,
+// arguments of the wrong types. The statement is to blame; running it
+// again unchanged fails again.
+var ErrInvalidQuery = series.NewSentinel("query: invalid statement", false)

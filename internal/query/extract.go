@@ -99,7 +99,7 @@ func analyze(ctx context.Context, q querier, text string) (analysis, error) {
 	}
 	switch {
 	case doc.Error && doc.ErrorType == "parser":
-		return analysis{}, fmt.Errorf("query: %s", doc.ErrorMessage)
+		return analysis{}, fmt.Errorf("%w: %s", ErrInvalidQuery, doc.ErrorMessage)
 	case doc.Error:
 		// json_serialize_sql serializes SELECT statements only.
 		return analysis{}, fmt.Errorf("%w: %s", ErrNotReadOnly, doc.ErrorMessage)

@@ -6,32 +6,96 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
+	"slices"
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
 
-// limits bound a result held in memory: its rows, and its approximate
-// bytes in Go's heap.
-type limits struct {
-	rows  int
-	bytes int64
-}
+// resultTable is the temporary table a statement's result is computed
+// into: DuckDB keeps it within MemoryLimit and spills it into the
+// instance's spill directory, where duckdb-go would hold the result of a
+// query whole in memory, past any limit.
+const resultTable = "meterstore_result"
+
+// Pages of the result table bound what duckdb-go holds at once: the first
+// has firstPage rows, each later one about pageBytes of values, within
+// minPage and maxPage rows.
+const (
+	firstPage = 4096
+	minPage   = 64
+	maxPage   = 65536
+	pageBytes = 8 << 20
+)
 
 // run prepares the statement, refuses it unless DuckDB calls it a SELECT,
-// and runs it into res, failing with ErrTooManyRows past lim.rows rows and
-// with ErrResultTooLarge past lim.bytes bytes. analyze has made sure it is
-// one statement: the driver would run every statement before the last on
-// Prepare. The context is checked while rows are collected too: DuckDB
-// has computed the result by then, but copying a large one into Go takes
-// time of its own.
-func run(ctx context.Context, conn *sql.Conn, query string, lim limits, res *Result) error {
-	return conn.Raw(func(dc any) error {
+// runs it into resultTable, completes h with its columns and hands h to
+// start and each row to row, reading the table a page at a time.
+// analyze has made sure it is one statement: the driver would run every
+// statement before the last on Prepare, and so would CREATE TABLE AS.
+func run(ctx context.Context, conn *sql.Conn, query string, h *Header, start func(*Header) error, row func([]any) error) error {
+	names, err := check(ctx, conn, query)
+	if err != nil {
+		return err
+	}
+	// The statement is last, so that a trailing semicolon or comment of it
+	// stays harmless; a repeated column name is renamed in the table, and
+	// the statement's own names are taken from its preparation.
+	_, err = conn.ExecContext(ctx, `CREATE TEMP TABLE `+resultTable+` AS `+query)
+	var de *duckdb.Error
+	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeParser {
+		// DESCRIBE and SUMMARIZE, which CREATE TABLE AS does not take:
+		// their results are small enough to run as they are.
+		return direct(ctx, conn, query, h, start, row)
+	}
+	if err != nil {
+		return classify(err)
+	}
+	h.Columns = names
+	return fetch(ctx, conn, h, start, row)
+}
+
+// direct runs query as duckdb-go runs it, its result held whole by DuckDB,
+// and hands h to start and each row to row.
+func direct(ctx context.Context, conn *sql.Conn, query string, h *Header, start func(*Header) error, row func([]any) error) error {
+	rows, err := conn.QueryContext(ctx, query)
+	if err != nil {
+		return classify(err)
+	}
+	defer rows.Close()
+	if h.Columns, err = rows.Columns(); err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	h.Types = make([]string, len(types))
+	for i, t := range types {
+		h.Types[i] = t.DatabaseTypeName()
+	}
+	if err := start(h); err != nil {
+		return err
+	}
+	vals := make([]any, len(h.Columns))
+	dest := make([]any, len(vals))
+	for i := range dest {
+		dest[i] = &vals[i]
+	}
+	_, _, err = pageRows(ctx, rows, dest, vals, row)
+	return err
+}
+
+// check prepares query and returns its column names, or an error
+// classified as the statement's or not, or ErrNotReadOnly for a statement
+// that is not a SELECT.
+func check(ctx context.Context, conn *sql.Conn, query string) ([]string, error) {
+	var names []string
+	err := conn.Raw(func(dc any) error {
 		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 		if err != nil {
-			return fmt.Errorf("query: %w", err)
+			return classify(err)
 		}
 		defer st.Close()
 		ds, ok := st.(*duckdb.Stmt)
@@ -45,52 +109,158 @@ func run(ctx context.Context, conn *sql.Conn, query string, lim limits, res *Res
 		if typ != duckdb.STATEMENT_TYPE_SELECT {
 			return fmt.Errorf("%w: statement type %d", ErrNotReadOnly, typ)
 		}
-		rows, err := ds.QueryContext(ctx, nil)
+		n, err := ds.ColumnCount()
 		if err != nil {
 			return fmt.Errorf("query: %w", err)
 		}
-		defer rows.Close()
-		res.Columns = rows.Columns()
-		res.Types = make([]string, len(res.Columns))
-		if tn, ok := rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
-			for i := range res.Types {
-				res.Types[i] = tn.ColumnTypeDatabaseTypeName(i)
-			}
-		}
-		dest := make([]driver.Value, len(res.Columns))
-		var held int64
-		for n := 0; ; n++ {
-			if n%1024 == 0 {
-				if err := ctx.Err(); err != nil {
-					res.Rows = nil
-					return fmt.Errorf("query: %w", context.Cause(ctx))
-				}
-			}
-			err := rows.Next(dest)
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
+		names = make([]string, n)
+		for i := range names {
+			if names[i], err = ds.ColumnName(i); err != nil {
 				return fmt.Errorf("query: %w", err)
 			}
-			if len(res.Rows) == lim.rows {
-				res.Rows = nil
-				return fmt.Errorf("%w: more than %d; aggregate, or add a LIMIT", ErrTooManyRows, lim.rows)
-			}
-			row := make([]any, len(dest))
-			held += rowOverhead + int64(len(dest))*valueOverhead
-			for i, v := range dest {
-				row[i] = v
-				held += valueSize(v)
-			}
-			if held > lim.bytes {
-				res.Rows = nil
-				return fmt.Errorf("%w: more than %d bytes after %d rows; aggregate, select fewer columns, or add a LIMIT",
-					ErrResultTooLarge, lim.bytes, n+1)
-			}
-			res.Rows = append(res.Rows, row)
 		}
+		return nil
 	})
+	return names, err
+}
+
+// fetch reads resultTable a page at a time in the order its rows were
+// inserted, the statement's order, and hands h to start before the first
+// row and each row to row. The context is checked between pages and every
+// 1024 rows: handing a large result to Go takes time of its own.
+func fetch(ctx context.Context, conn *sql.Conn, h *Header, start func(*Header) error, row func([]any) error) error {
+	var total int64
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM `+resultTable).Scan(&total); err != nil {
+		return fmt.Errorf("query: count the result: %w", err)
+	}
+	page, err := conn.PrepareContext(ctx, `SELECT * FROM `+resultTable+` WHERE rowid >= ? AND rowid < ?`)
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	defer page.Close()
+	vals := make([]any, len(h.Columns))
+	dest := make([]any, len(vals))
+	for i := range dest {
+		dest[i] = &vals[i]
+	}
+	started := false
+	size := int64(firstPage)
+	for lo, hi := int64(0), int64(0); lo < total || !started; lo = hi {
+		hi = lo + size
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("query: %w", context.Cause(ctx))
+		}
+		rows, err := page.QueryContext(ctx, lo, hi)
+		if err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
+		if !started {
+			started = true
+			types, err := rows.ColumnTypes()
+			if err != nil || len(types) != len(h.Columns) {
+				rows.Close()
+				return fmt.Errorf("query: the result's %d columns: %v", len(h.Columns), err)
+			}
+			h.Types = make([]string, len(types))
+			for i, t := range types {
+				h.Types[i] = t.DatabaseTypeName()
+			}
+			if err := start(h); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		held, n, err := pageRows(ctx, rows, dest, vals, row)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			// Size the next page to about pageBytes.
+			size = min(max(pageBytes*int64(n)/max(held, 1), minPage), maxPage)
+		}
+	}
+	return nil
+}
+
+// pageRows hands the rows of one page to row, and returns the bytes and
+// the number of them.
+func pageRows(ctx context.Context, rows *sql.Rows, dest, vals []any, row func([]any) error) (held, n int64, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		if n++; n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, 0, fmt.Errorf("query: %w", context.Cause(ctx))
+			}
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return 0, 0, fmt.Errorf("query: %w", err)
+		}
+		held += rowOverhead + int64(len(vals))*valueOverhead
+		for _, v := range vals {
+			held += valueSize(v)
+		}
+		if err := row(vals); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, fmt.Errorf("query: %w", err)
+	}
+	return held, n, nil
+}
+
+// classify wraps an error of DuckDB preparing or running the statement:
+// ErrInvalidQuery for what the statement's text is to blame for, the
+// error alone for the rest.
+func classify(err error) error {
+	var de *duckdb.Error
+	if errors.As(err, &de) {
+		switch de.Type {
+		case duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax, duckdb.ErrorTypeBinder, duckdb.ErrorTypeCatalog:
+			return fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+		}
+	}
+	return fmt.Errorf("query: %w", err)
+}
+
+// limits bound a result held in memory: its rows, and its approximate
+// bytes in Go's heap.
+type limits struct {
+	rows  int
+	bytes int64
+}
+
+// A collector holds the rows of a stream in a Result, failing with
+// ErrTooManyRows past lim.rows rows and with ErrResultTooLarge past
+// lim.bytes bytes.
+type collector struct {
+	lim  limits
+	res  Result
+	held int64
+}
+
+func (c *collector) start(h *Header) error {
+	c.res.Header = *h
+	return nil
+}
+
+func (c *collector) row(vals []any) error {
+	if len(c.res.Rows) == c.lim.rows {
+		c.res.Rows = nil
+		return fmt.Errorf("%w: more than %d; aggregate, or add a LIMIT", ErrTooManyRows, c.lim.rows)
+	}
+	c.held += rowOverhead + int64(len(vals))*valueOverhead
+	for _, v := range vals {
+		c.held += valueSize(v)
+	}
+	if c.held > c.lim.bytes {
+		n := len(c.res.Rows) + 1
+		c.res.Rows = nil
+		return fmt.Errorf("%w: more than %d bytes after %d rows; aggregate, select fewer columns, or add a LIMIT",
+			ErrResultTooLarge, c.lim.bytes, n)
+	}
+	c.res.Rows = append(c.res.Rows, slices.Clone(vals))
+	return nil
 }
 
 // The approximate heap cost of a row of a result beyond its values: the

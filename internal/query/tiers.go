@@ -26,7 +26,7 @@ type split struct {
 
 // read fetches the rows of range r from the tiers into inst and creates
 // the views over them. It returns the Parquet files the views read.
-func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, res *Result) ([]string, error) {
+func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, res *Header) ([]string, error) {
 	if err := createTierTables(ctx, inst.conn, e.layout); err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, res *
 
 // attempt reads the tiers once: W0, then the hot rows, then the cold plan,
 // then the hot floor that vouches for the hot scan.
-func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, res *Result) ([]string, split, error) {
+func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, res *Header) ([]string, split, error) {
 	if err := clearHot(ctx, inst.conn); err != nil {
 		return nil, split{}, err
 	}
@@ -133,7 +133,7 @@ func (e *Engine) checkFloor(ctx context.Context, from, hi time.Time) error {
 // hotOnly answers from the hot tier alone when the cold tier failed with
 // cause: if the range lies at or above the hot floor, read both before and
 // after the scan; otherwise the query fails.
-func (e *Engine) hotOnly(ctx context.Context, inst *instance, r series.Range, res *Result, cause error) ([]string, split, error) {
+func (e *Engine) hotOnly(ctx context.Context, inst *instance, r series.Range, res *Header, cause error) ([]string, split, error) {
 	unreachable := fmt.Errorf("%w: %w", ErrColdUnreachable, cause)
 	covered := func() error {
 		f, err := e.src.HotFloor(ctx)

@@ -233,14 +233,14 @@ func (c *testClock) Set(t time.Time)         { c.ns.Store(t.UnixNano()) }
 func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // answer is a recorded answer to a request.
-type answer struct {
+type keyedAnswer struct {
 	code int
 	body string
 	hdr  http.Header
 }
 
 // json decodes the answer's body, which must be a JSON object.
-func (a answer) json(t *testing.T) map[string]any {
+func (a keyedAnswer) json(t *testing.T) map[string]any {
 	t.Helper()
 	var out map[string]any
 	if err := json.Unmarshal([]byte(a.body), &out); err != nil {
@@ -251,9 +251,9 @@ func (a answer) json(t *testing.T) map[string]any {
 
 // postKeyed posts a CSV delivery to power with the bearer token tok and
 // the Idempotency-Key keys (none if empty).
-func postKeyed(h http.Handler, tok string, body io.Reader, keys ...string) answer {
+func postKeyed(h http.Handler, tok string, body io.Reader, keys ...string) keyedAnswer {
 	w := postKeyedRecorded(h, tok, body, keys...)
-	return answer{w.Code, w.Body.String(), w.Header()}
+	return keyedAnswer{w.Code, w.Body.String(), w.Header()}
 }
 
 // postKeyedRecorded is postKeyed, answering with the recorder.
@@ -350,7 +350,7 @@ func TestIngestIdempotency(t *testing.T) {
 	// key is 409 meanwhile; the first then ends and its answer is kept.
 	pipeBody := readingsCSV(day.Add(6*time.Hour), 4, 0)
 	pr, pw := io.Pipe()
-	held := make(chan answer, 1)
+	held := make(chan keyedAnswer, 1)
 	go func() { held <- postKeyed(hh, loaderTok, pr, "k-pipe") }()
 	// The handler claims the key before it reads; once the header is
 	// read, the claim is made.
@@ -446,7 +446,7 @@ func TestConcurrencyLimit(t *testing.T) {
 	const n = 2
 	var (
 		pipes []*io.PipeWriter
-		held  = make(chan answer, n)
+		held  = make(chan keyedAnswer, n)
 	)
 	for i := range n {
 		pr, pw := io.Pipe()
@@ -516,7 +516,7 @@ func TestOpenAPIIdempotency(t *testing.T) {
 	check("malformed key", 400, postKeyedRecorded(hh, loaderTok, strings.NewReader(good), "a b"))
 
 	pr, pw := io.Pipe()
-	held := make(chan answer, 1)
+	held := make(chan keyedAnswer, 1)
 	go func() { held <- postKeyed(hh, loaderTok, pr, "held") }()
 	if _, err := pw.Write([]byte(csvHeader)); err != nil {
 		t.Fatal(err)

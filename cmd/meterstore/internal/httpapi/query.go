@@ -2,33 +2,38 @@ package httpapi
 
 // POST /v1/query: one read-only SQL statement over a table's readings in
 // both tiers, as meterstore query runs it, its rows rendered as that
-// command renders them (cmd/meterstore/internal/resultfmt).
+// command renders them (cmd/meterstore/internal/resultfmt), streamed.
 //
 //	body   {"table": "...", "sql": "..."}
 //	Accept text/csv: a header row, then the rows;
 //	       application/x-ndjson (also application/jsonl, */*, or no
 //	       Accept): one JSON object per row, a repeated column name
-//	       suffixed _2, _3, ...
+//	       suffixed _2, _3, ...;
+//	       application/vnd.apache.arrow.stream: an Arrow IPC stream,
+//	       typed as queryarrow.go says
 //
 //	200  the rows, with X-MeterStore-Watermark (RFC 3339, empty when the
 //	     query read no archived watermark) and X-MeterStore-Tiers (the
 //	     tiers read, comma-separated)
-//	400  a malformed body (code bad_request), or not a single SELECT
-//	     (code not_read_only)
+//	400  a malformed body (code bad_request), not a single SELECT
+//	     (not_read_only), SQL DuckDB cannot parse or bind (invalid_query)
 //	403  the token lacks scope query, or lists tables without this one
 //	404  no such table
-//	406  an Accept this route cannot answer (code not_acceptable), Arrow
-//	     streams among them for now
-//	413  past query.max_rows or query.max_result_bytes (code
-//	     result_too_large); a body past server.max_body_bytes (too_large)
+//	406  an Accept this route cannot answer (code not_acceptable)
+//	413  a body past server.max_body_bytes (too_large)
 //	503  worth retrying unchanged (code unavailable), with Retry-After
 //	504  past query.timeout (code timeout)
 //
-// The request's context is the query's: a client that goes away cancels
-// it. The rows are written as they are iterated and flushed every
-// queryFlushRows, but the engine still holds the whole result in memory
-// before the first is written; the status and headers are sent only once
-// it has, so every error above is a proper answer.
+// The rows are written as the engine hands them over, never held:
+// query.max_rows and query.max_result_bytes, which bound a result held in
+// memory, do not apply. The status and headers go out before the first
+// row, once DuckDB has computed the result, so that every error above is a
+// proper answer; an error after that can only cut the answer short, and
+// says so: CSV and JSON lines end with the trailer X-MeterStore-Error (a
+// JSON error object), JSON lines with a last line {"error": ..., "code":
+// ...} too; an Arrow stream is cut off without its end-of-stream marker
+// (the connection is dropped), so that a reader fails. The request's
+// context is the query's: a client that goes away cancels it.
 
 import (
 	"bytes"
@@ -45,6 +50,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/resultfmt"
 	"github.com/meterstore/meterstore/config"
@@ -55,10 +61,11 @@ import (
 // queryPath is the route of a query.
 const queryPath = "/v1/query"
 
-// queryFlushRows is how many rows a query's answer writes between flushes.
+// queryFlushRows is how many rows a CSV or JSON-lines answer writes between
+// flushes; an Arrow answer flushes each record batch.
 const queryFlushRows = 1000
 
-// The media types a query answers in, and Arrow's, which it does not yet.
+// The media types a query answers in.
 const (
 	mediaCSV    = "text/csv"
 	mediaNDJSON = "application/x-ndjson"
@@ -112,51 +119,232 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 	}
 
 	start := time.Now()
-	res, err := h.s.Query(r.Context(), req.Table, req.SQL)
-	attrs := []slog.Attr{slog.String("token", tok.Name), slog.String("table", req.Table), slog.Duration("took", time.Since(start))}
-	if err != nil {
-		status, code, msg := queryFailure(err)
-		if r.Context().Err() != nil {
-			status, code, msg = statusClientClosed, "canceled", "the request was canceled"
-		}
-		h.log.LogAttrs(r.Context(), slog.LevelInfo, "query", append(attrs, slog.Int("status", status), slog.Any("err", err))...)
-		switch status {
-		case http.StatusInternalServerError:
-			h.internal(w, r, err)
-			return
-		case http.StatusServiceUnavailable:
+	attrs := []slog.Attr{slog.String("token", tok.Name), slog.String("table", req.Table)}
+	var (
+		out  answer
+		rows int64
+	)
+	begin := func(hd *store.ResultHeader) error {
+		out = h.beginAnswer(w, media, hd)
+		return nil
+	}
+	row := func(vals []any) error {
+		rows++
+		return out.row(vals)
+	}
+	err = h.s.QueryStream(r.Context(), req.Table, req.SQL, begin, row)
+	if err == nil {
+		err = out.end()
+	}
+	attrs = append(attrs, slog.Duration("took", time.Since(start)))
+	if err == nil {
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "query", append(attrs, slog.Int64("rows", rows))...)
+		return
+	}
+	status, code, msg := queryFailure(err)
+	var se sendError
+	if r.Context().Err() != nil || errors.As(err, &se) {
+		status, code, msg = statusClientClosed, "canceled", "the request was canceled"
+	}
+	level := slog.LevelInfo
+	if status == http.StatusInternalServerError {
+		level = slog.LevelError
+	}
+	if out == nil {
+		h.log.LogAttrs(r.Context(), level, "query", append(attrs, slog.Int("status", status), slog.Any("err", err))...)
+		if status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 		}
 		writeError(w, status, code, msg)
 		return
 	}
-	h.log.LogAttrs(r.Context(), slog.LevelInfo, "query", append(attrs, slog.Int("rows", len(res.Rows)))...)
-
-	hdr := w.Header()
-	wm := ""
-	if res.HasWatermark {
-		wm = res.Watermark.UTC().Format(time.RFC3339Nano)
+	// The status is sent: cut the answer short, visibly.
+	h.log.LogAttrs(r.Context(), slog.LevelWarn, "query answer cut short",
+		append(attrs, slog.Int64("rows", rows), slog.Int("status", status), slog.Any("err", err))...)
+	if status == statusClientClosed {
+		return // no one to tell
 	}
+	if out.cut(code, msg) {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// beginAnswer sends the status and headers of a query's answer in media,
+// the header hd known, and returns the writer of its rows.
+func (h *handler) beginAnswer(w http.ResponseWriter, media string, hd *store.ResultHeader) answer {
+	wm := ""
+	if hd.HasWatermark {
+		wm = hd.Watermark.UTC().Format(time.RFC3339Nano)
+	}
+	tiers := strings.Join(hd.Tiers, ",")
+	hdr := w.Header()
 	hdr.Set("X-MeterStore-Watermark", wm)
-	hdr.Set("X-MeterStore-Tiers", strings.Join(res.Tiers, ","))
+	hdr.Set("X-MeterStore-Tiers", tiers)
 	hdr.Set("Cache-Control", "no-store")
-	if media == mediaCSV {
+	rc := http.NewResponseController(w)
+	flush := func() error {
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return sendError{err}
+		}
+		return nil
+	}
+	cw := &clientWriter{w: w}
+	var out answer
+	switch media {
+	case mediaCSV:
 		hdr.Set("Content-Type", "text/csv; charset=utf-8; header=present")
-	} else {
+		hdr.Set("Trailer", trailerError)
+		a := &csvAnswer{w: w, cw: csv.NewWriter(cw), types: hd.Types, flush: flush}
+		a.cw.Write(hd.Columns) // buffered; an error shows in the first flush
+		out = a
+	case mediaArrow:
+		hdr.Set("Content-Type", mediaArrow)
+		out = newArrowAnswer(cw, hd.Columns, hd.Types, wm, tiers, flush)
+	default:
 		hdr.Set("Content-Type", mediaNDJSON)
+		hdr.Set("Trailer", trailerError)
+		out = &jsonAnswer{w: w, cw: cw, j: resultfmt.NewJSONLines(hd.Columns, hd.Types), flush: flush}
 	}
 	w.WriteHeader(http.StatusOK)
-	if err := writeRows(w, media, res); err != nil {
-		h.log.LogAttrs(r.Context(), slog.LevelWarn, "query answer cut short", slog.String("token", tok.Name),
-			slog.String("table", req.Table), slog.Any("err", err))
-		var re renderError
-		if errors.As(err, &re) {
-			// The status is sent and the connection is sound: cut the
-			// answer short, so that the client does not take it for the
-			// whole result.
-			panic(http.ErrAbortHandler)
+	flush() // the headers at once; a failed flush shows in the first write
+	return out
+}
+
+// trailerError is the trailer that says an answer was cut short, and why:
+// a JSON error object.
+const trailerError = "X-MeterStore-Error"
+
+// An answer writes the rows of a query's answer in one media type.
+type answer interface {
+	// row writes a row, or holds it until it sends a batch.
+	row(vals []any) error
+	// end sends the rows held and ends the answer.
+	end() error
+	// cut ends an answer an error cut short, with code and msg, and
+	// reports whether the connection must be dropped to say so.
+	cut(code, msg string) (drop bool)
+}
+
+// sendError is an error writing to the client: it went away.
+type sendError struct{ err error }
+
+func (e sendError) Error() string { return e.err.Error() }
+func (e sendError) Unwrap() error { return e.err }
+
+// clientWriter writes to the client, marking its errors as sendErrors.
+type clientWriter struct{ w io.Writer }
+
+func (c *clientWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		err = sendError{err}
+	}
+	return n, err
+}
+
+// csvAnswer writes rows as CSV with a header row, the column names as the
+// query gave them, flushing every queryFlushRows rows.
+type csvAnswer struct {
+	w     http.ResponseWriter
+	cw    *csv.Writer
+	types []string
+	flush func() error
+	rows  int
+}
+
+func (a *csvAnswer) row(vals []any) error {
+	if err := a.cw.Write(resultfmt.Cells(vals, a.types)); err != nil {
+		return err
+	}
+	if a.rows++; a.rows%queryFlushRows == 0 {
+		return a.send()
+	}
+	return nil
+}
+
+func (a *csvAnswer) send() error {
+	a.cw.Flush()
+	if err := a.cw.Error(); err != nil {
+		return err
+	}
+	return a.flush()
+}
+
+func (a *csvAnswer) end() error { return a.send() }
+
+func (a *csvAnswer) cut(code, msg string) bool {
+	a.cw.Flush()
+	a.w.Header().Set(trailerError, errorTrailer(code, msg))
+	return false
+}
+
+// jsonAnswer writes rows as JSON lines, flushing every queryFlushRows
+// rows.
+type jsonAnswer struct {
+	w     http.ResponseWriter
+	cw    io.Writer
+	j     *resultfmt.JSONLines
+	b     bytes.Buffer
+	flush func() error
+	rows  int
+}
+
+func (a *jsonAnswer) row(vals []any) error {
+	line, err := a.j.Line(vals)
+	if err != nil {
+		return renderError{err}
+	}
+	a.b.Write(line)
+	if a.rows++; a.rows%queryFlushRows == 0 {
+		return a.send()
+	}
+	return nil
+}
+
+func (a *jsonAnswer) send() error {
+	_, err := a.cw.Write(a.b.Bytes())
+	a.b.Reset()
+	if err != nil {
+		return err
+	}
+	return a.flush()
+}
+
+func (a *jsonAnswer) end() error { return a.send() }
+
+func (a *jsonAnswer) cut(code, msg string) bool {
+	line, _ := json.Marshal(apiError{Error: msg, Code: code}) // strings always marshal
+	a.b.Write(line)
+	a.b.WriteByte('\n')
+	a.send()
+	a.w.Header().Set(trailerError, errorTrailer(code, msg))
+	return false
+}
+
+// arrowAnswer's cut: a stream without its end-of-stream marker, on a
+// dropped connection, is one no reader takes for whole.
+func (a *arrowAnswer) cut(string, string) bool {
+	a.b.Release()
+	return true
+}
+
+// errorTrailer is the value of trailerError: the JSON error, with every
+// character beyond ASCII escaped, as a header value must be.
+func errorTrailer(code, msg string) string {
+	b, _ := json.Marshal(apiError{Error: msg, Code: code})
+	var s strings.Builder
+	for _, r := range string(b) {
+		switch {
+		case r < 0x80:
+			s.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&s, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&s, `\u%04x`, r)
 		}
 	}
+	return s.String()
 }
 
 // renderError is a value writeRows could not render; any other error of
@@ -222,7 +410,6 @@ func negotiate(accept []string) (string, error) {
 		return mediaNDJSON, nil
 	}
 	sort.SliceStable(ranges, func(i, j int) bool { return ranges[i].q > ranges[j].q })
-	arrow := false
 	for _, mr := range ranges {
 		if mr.q <= 0 {
 			continue
@@ -233,14 +420,10 @@ func negotiate(accept []string) (string, error) {
 		case mediaNDJSON, "application/jsonl", "application/*", "*/*":
 			return mediaNDJSON, nil
 		case mediaArrow:
-			arrow = true
+			return mediaArrow, nil
 		}
 	}
-	if arrow {
-		return "", errors.New("Arrow streams (" + mediaArrow + ") come with the streaming query engine; " +
-			"for now ask for " + mediaNDJSON + " or " + mediaCSV)
-	}
-	return "", fmt.Errorf("Accept %q: a query answers in %s or %s", strings.Join(accept, ", "), mediaNDJSON, mediaCSV)
+	return "", fmt.Errorf("Accept %q: a query answers in %s, %s or %s", strings.Join(accept, ", "), mediaNDJSON, mediaCSV, mediaArrow)
 }
 
 // queryFailure classifies the error of a query: its status, code and
@@ -249,8 +432,8 @@ func queryFailure(err error) (int, string, string) {
 	switch {
 	case errors.Is(err, store.ErrNotReadOnly):
 		return http.StatusBadRequest, "not_read_only", err.Error()
-	case errors.Is(err, store.ErrTooManyRows), errors.Is(err, store.ErrResultTooLarge):
-		return http.StatusRequestEntityTooLarge, "result_too_large", err.Error()
+	case errors.Is(err, store.ErrInvalidQuery):
+		return http.StatusBadRequest, "invalid_query", err.Error()
 	case errors.Is(err, store.ErrQueryTimeout):
 		return http.StatusGatewayTimeout, "timeout", err.Error()
 	case errors.Is(err, store.ErrNoTable):
@@ -259,58 +442,4 @@ func queryFailure(err error) (int, string, string) {
 		return http.StatusServiceUnavailable, "unavailable", err.Error()
 	}
 	return http.StatusInternalServerError, "internal", "internal error"
-}
-
-// writeRows writes the rows of res to w in media, flushing every
-// queryFlushRows rows; the CSV has a header row, the column names as the
-// query gave them.
-func writeRows(w http.ResponseWriter, media string, res *store.Result) error {
-	rc := http.NewResponseController(w)
-	flush := func() error {
-		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-		return nil
-	}
-	if media == mediaCSV {
-		cw := csv.NewWriter(w)
-		if err := cw.Write(res.Columns); err != nil {
-			return err
-		}
-		for i, row := range res.Rows {
-			if err := cw.Write(resultfmt.Cells(row, res.Types)); err != nil {
-				return err
-			}
-			if (i+1)%queryFlushRows == 0 {
-				if cw.Flush(); cw.Error() != nil {
-					return cw.Error()
-				}
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		cw.Flush()
-		return cw.Error()
-	}
-	j := resultfmt.NewJSONLines(res.Columns, res.Types)
-	var b bytes.Buffer
-	for i, row := range res.Rows {
-		line, err := j.Line(row)
-		if err != nil {
-			return renderError{err}
-		}
-		b.Write(line)
-		if (i+1)%queryFlushRows == 0 {
-			if _, err := w.Write(b.Bytes()); err != nil {
-				return err
-			}
-			b.Reset()
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	_, err := w.Write(b.Bytes())
-	return err
 }
