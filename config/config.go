@@ -74,6 +74,9 @@ type Hot struct {
 	// DDLLockTimeout bounds how long a DDL statement waits for its lock
 	// (hot.ddl_lock_timeout); zero disables the bound.
 	DDLLockTimeout time.Duration
+	// AcceptAhead bounds how far past now a write creates the missing
+	// partition of a row; a later row is refused (hot.accept_ahead).
+	AcceptAhead time.Duration
 }
 
 // Archive is the file's archive section: when and how windows move from

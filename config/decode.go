@@ -71,6 +71,10 @@ func (r *reader) config(raw *rawConfig) *Config {
 	}
 
 	c.Hot.DDLLockTimeout = r.duration("hot.ddl_lock_timeout", raw.Hot.DDLLockTimeout, defaultDDLLockTimeout, "s")
+	c.Hot.AcceptAhead = r.duration("hot.accept_ahead", raw.Hot.AcceptAhead, defaultAcceptAhead, "d")
+	if k := c.Hot.AcceptAhead; (k <= 0 || k > maxAcceptAhead) && r.ok("hot.accept_ahead") {
+		r.errorf("hot.accept_ahead", "%v: want a positive duration, at most %v", Duration(k), Duration(maxAcceptAhead))
+	}
 
 	a := &raw.Archive
 	c.Archive = Archive{

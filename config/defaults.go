@@ -21,6 +21,7 @@ const (
 	defaultMaxResultBytes    = 1 << 30 // 1GiB
 	defaultQueryTimeout      = 5 * time.Minute
 	defaultDDLLockTimeout    = 3 * time.Second
+	defaultAcceptAhead       = 7 * day
 	defaultSettlementLag     = 45 * day
 	defaultStep              = day
 	defaultReaderGrace       = time.Hour
@@ -72,6 +73,7 @@ const (
 	maxMaxRows         = 100_000_000 // a result is held in memory
 	maxMinSnapshots    = 1_000_000   // snapshots expiry keeps
 	maxClockSkew       = 366 * day   // how far past the wall clock now may lie
+	maxAcceptAhead     = 1096 * day  // hot.accept_ahead: three years of partitions
 	minBodyBytes       = 1 << 10     // server.max_body_bytes: below it no request fits
 	maxBodyBytes       = 64 << 30    // 64 GiB, one delivery
 )

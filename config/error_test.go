@@ -70,6 +70,8 @@ func TestProblems(t *testing.T) {
 		{"bloom too small", "[cold]\nbloom_bytes = 16\n", "cold.bloom_bytes", 2, "want at least 32B"},
 		{"integer of the wrong type", "[query]\nthreads = \"2\"\n", "query.threads", 2, "want an integer, not a string"},
 		{"sub-millisecond lock timeout", "[hot]\nddl_lock_timeout = \"500us\"\n", "hot.ddl_lock_timeout", 2, "milliseconds"},
+		{"zero accept horizon", "[hot]\naccept_ahead = \"0s\"\n", "hot.accept_ahead", 2, "positive"},
+		{"accept horizon of decades", "[hot]\naccept_ahead = \"4000d\"\n", "hot.accept_ahead", 2, "at most 1096d"},
 		{"bad schema", "[postgres]\nschema = \"Meter-Store\"\n", "postgres.schema", 2, "lowercase"},
 		{"relative warehouse without scheme", "[warehouse]\nurl = \"warehouse\"\n", "warehouse.url", 2, "want a URL"},
 		{"unknown warehouse scheme", "[warehouse]\nurl = \"ftp://host/x\"\n", "warehouse.url", 2, `scheme "ftp"`},

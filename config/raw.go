@@ -30,6 +30,7 @@ type rawConfig struct {
 	} `toml:"catalog"`
 	Hot struct {
 		DDLLockTimeout value `toml:"ddl_lock_timeout"`
+		AcceptAhead    value `toml:"accept_ahead"`
 	} `toml:"hot"`
 	Archive struct {
 		SettlementLag      value `toml:"settlement_lag"`

@@ -82,5 +82,6 @@ func (s *Store) Purge(ctx context.Context, name, confirm string) (files int, err
 	if err != nil {
 		return n, err
 	}
+	s.router.Forget(name)
 	return n, s.arch.ForgetWatermark(ctx, name)
 }

@@ -45,6 +45,9 @@ func (s *Store) Archive(ctx context.Context, name string, now time.Time) (Archiv
 	}
 	start := time.Now()
 	out, err := s.arch.Cycle(ctx, t.decl, ct, now)
+	if !out.Watermark.IsZero() {
+		s.router.Observe(name, out.Watermark)
+	}
 	var rows int64
 	for _, w := range out.Windows {
 		rows += w.Rows

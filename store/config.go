@@ -21,7 +21,7 @@ func OptionsFrom(cfg *config.Config) Options {
 	}
 	return Options{
 		Tables: cfg.Tables(),
-		Hot:    HotOptions{Schema: cfg.Postgres.Schema, DDLLockTimeout: timeout},
+		Hot:    HotOptions{Schema: cfg.Postgres.Schema, DDLLockTimeout: timeout, AcceptAhead: cfg.Hot.AcceptAhead},
 		Cold: ColdOptions{
 			Namespace:      cfg.Warehouse.Namespace,
 			RowGroupRows:   cfg.Cold.RowGroupRows,

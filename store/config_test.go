@@ -38,6 +38,9 @@ func TestConfigDefaults(t *testing.T) {
 	if got, want := o.Snapshots.retention(), (cold.Retention{MaxAge: 3653 * day, KeepLast: cold.DefaultKeepLast}); got != want {
 		t.Errorf("snapshot retention %+v; want %+v", got, want)
 	}
+	if got, want := o.Hot.AcceptAhead, DefaultAcceptAhead; got != want {
+		t.Errorf("accept ahead %v; want %v", got, want)
+	}
 	if got, want := o.Now.skew(), DefaultMaxClockSkew; got != want || o.Now.MaxClockSkew != want {
 		t.Errorf("max clock skew %v; want %v", got, want)
 	}

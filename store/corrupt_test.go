@@ -9,8 +9,10 @@ import (
 // TestFaultLogCorruptEntry overwrites the newest entry of power's log with
 // garbage, once shorter than an entry's header and once a header followed
 // by text that is no commit. Either is a permanent error that says the
-// entry is corrupt, never a transient one; gas goes on; restored, every
-// acknowledged reading is there exactly once.
+// entry is corrupt, never a transient one, for everything that reads the
+// log, a late correction included; rows at or above the watermark the
+// store last read still go to PostgreSQL, and gas goes on; restored,
+// every acknowledged reading is there exactly once.
 func TestFaultLogCorruptEntry(t *testing.T) {
 	ctx := t.Context()
 	e := newEnvOn(t, LogObjectStore)
@@ -47,8 +49,9 @@ func TestFaultLogCorruptEntry(t *testing.T) {
 		}
 		_, _, err := s.Watermark(ctx, "power")
 		check("watermark", err)
-		_, err = s.Write(ctx, "power", []Reading{qh(2, 5, 4, "A", 1, 1000)})
-		check("write", err)
+		_, err = s.Write(ctx, "power", []Reading{qh(2, 5, 4, "A", 1, 1000), qh(2, 0, 4, "A", 2, 1000)})
+		check("write with a late correction", err)
+		a.write(t, s, "power", []Reading{qh(2, 5+len(garbage)%3, 4, "A", 1, 1000)})
 		_, err = s.Query(ctx, "power", `SELECT count(*) FROM readings`)
 		check("query", err)
 		_, err = s.Archive(ctx, "power", dayN(5))

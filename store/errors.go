@@ -61,6 +61,10 @@ var (
 	// ErrColdUnreachable fails a query that needs the cold tier when its
 	// watermark or files cannot be read.
 	ErrColdUnreachable = query.ErrColdUnreachable
+	// ErrColdTierUnreachable is wrapped by the retryable error of a write
+	// with late corrections, or of an archival, while the cold tier's
+	// warehouse or catalog cannot be reached.
+	ErrColdTierUnreachable = archive.ErrColdUnreachable
 	// ErrInFlight fails a query whose rows an archival is moving between
 	// the tiers; it is retryable.
 	ErrInFlight = query.ErrInFlight

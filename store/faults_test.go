@@ -111,6 +111,9 @@ func TestFaultUnreadableMetadataFailsAlone(t *testing.T) {
 	}
 	brokenPower(t, s2, true)
 	brokenPower(t, s, false) // opened before: each operation reads the metadata anew
+	// ... except a write at or above the watermark s last read: the hot
+	// tier takes it without reading the cold metadata.
+	a.write(t, s, "power", []Reading{qh(3, 4, 4, "A", 1, 1000)})
 
 	// gas: ingest, query both tiers, archive, status, maintenance.
 	a.write(t, s2, "gas", []Reading{gasDay(1, 4, 1, 31000), gasDay(2, 1, 2, 29000)}) // the second is a late correction
@@ -168,9 +171,9 @@ func TestFaultUnreadableMetadataFailsAlone(t *testing.T) {
 	}
 }
 
-// brokenPower checks that every operation on power fails with an error
-// that names it and is not worth retrying; a *TableOpenError if
-// unopened.
+// brokenPower checks that every operation on power that reads its cold
+// metadata fails with an error that names it and is not worth retrying; a
+// *TableOpenError if unopened. The write carries a late correction.
 func brokenPower(t *testing.T, s *Store, unopened bool) {
 	t.Helper()
 	ctx := t.Context()
@@ -181,7 +184,7 @@ func brokenPower(t *testing.T, s *Store, unopened bool) {
 			t.Errorf("%s on broken power: %v (retryable %v), want a *TableOpenError naming it", op, err, IsRetryable(err))
 		}
 	}
-	_, err := s.Write(ctx, "power", []Reading{qh(3, 4, 4, "A", 1, 1000)})
+	_, err := s.Write(ctx, "power", []Reading{qh(3, 4, 4, "A", 1, 1000), qh(3, 0, 4, "A", 1, 1000)})
 	check("write", err)
 	_, err = s.Query(ctx, "power", `SELECT count(*) FROM readings`)
 	check("query", err)

@@ -19,7 +19,14 @@ type HotOptions struct {
 	// it gives up, changing nothing; zero means 3 s, NoLockTimeout waits
 	// indefinitely.
 	DDLLockTimeout time.Duration
+	// AcceptAhead bounds how far past now Write creates the partition of
+	// a row that has none (hot.accept_ahead); a row whose partition would
+	// start later is refused. Zero means DefaultAcceptAhead.
+	AcceptAhead time.Duration
 }
+
+// DefaultAcceptAhead is HotOptions.AcceptAhead when it is zero: a week.
+const DefaultAcceptAhead = archive.DefaultAcceptAhead
 
 // NoLockTimeout, as HotOptions.DDLLockTimeout, lets DDL wait for its locks
 // indefinitely: PostgreSQL's default, and the advice against.

@@ -155,6 +155,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s.router = archive.NewRouter(s.hot, s.cold)
 	s.router.Check = s.arch.CheckWatermark
+	s.router.Recorded = s.arch.RecordedWatermark
+	s.router.AcceptAhead = opts.Hot.AcceptAhead
 	seen := map[string]bool{}
 	for i := range opts.Tables {
 		decl := &opts.Tables[i]

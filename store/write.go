@@ -15,6 +15,12 @@ type WriteResult = archive.WriteResult
 // one atomic batch; a bad row fails its part with an error naming it.
 // Redelivering identical rows is a no-op, so retrying a failed call is
 // safe.
+//
+// A row for a day without a partition gets one, unless the day lies more
+// than HotOptions.AcceptAhead past now (InvalidInput, naming the row). The
+// watermark routed by is the last one read, so rows at or above it are
+// stored while the cold tier is unreachable; a batch with rows below it
+// then fails whole, retryably, with an error wrapping ErrColdUnreachable.
 func (s *Store) Write(ctx context.Context, name string, rows []Reading) (WriteResult, error) {
 	t, ct, _, err := s.opened(ctx, name)
 	if err != nil {

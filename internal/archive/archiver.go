@@ -25,9 +25,10 @@ type Archiver struct {
 	log    *slog.Logger
 	ledger ledger
 	// crashAt, if set, is called at each step of a window, so that a test
-	// can end the process there: "after-detach", "mid-stream" (after each
-	// chunk), "after-stream" (everything read, nothing committed),
-	// "after-commit" and "after-drop".
+	// can end the process there: "planned" (a window planned, not yet
+	// fenced), "after-detach", "mid-stream" (after each chunk),
+	// "after-stream" (everything read, nothing committed), "after-commit"
+	// and "after-drop".
 	crashAt func(step string)
 }
 
@@ -85,6 +86,11 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 
 	if err := a.cold.CheckDrift(ctx, t); err != nil {
 		var q *cold.QuarantineError
+		if unreachable(err) {
+			// A warehouse that is away is no drift: it fails this cycle,
+			// and the next one tries again.
+			return fail(coldError("archive", t.Name, fmt.Errorf("archive %s: %w", t.Name, err)))
+		}
 		if errors.As(err, &q) {
 			out.Status = Quarantined
 			return out, err
@@ -96,7 +102,7 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 	}
 	w, hasW, err := a.cold.Watermark(ctx, ct)
 	if err != nil {
-		return fail(fmt.Errorf("archive %s: %w", t.Name, err))
+		return fail(coldError("archive", t.Name, fmt.Errorf("archive %s: %w", t.Name, err)))
 	}
 	// A log that lost its newest entries would have this cycle archive
 	// again what is archived, or drop partitions it never committed.
@@ -108,7 +114,11 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 			return fail(fmt.Errorf("archive %s: ledger: %w", t.Name, err))
 		}
 	}
-	parts, err := a.hot.Partitions(ctx, t)
+	parts, err := a.fenceAt(ctx, t, w, hasW)
+	if errors.Is(err, hot.ErrDeferred) {
+		out.Status = Deferred
+		return out, nil
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -133,6 +143,24 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 		win, ok := nextWindow(t.Width, w, parts, a.cfg.Step, a.cfg.SettlementLag, now)
 		if !ok {
 			break
+		}
+		// No partition may appear in the window once W can move past
+		// it: the fence raises the partition floor to the window's end,
+		// and a partition created before it must be in the plan.
+		a.crash("planned")
+		fenced, err := a.hot.Fence(ctx, t, win.to)
+		if errors.Is(err, hot.ErrDeferred) {
+			out.Status = Deferred
+			break
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if !samePartitions(within(fenced, win.from, win.to), win.parts) {
+			a.log.Info("archive: a partition appeared in the window; planning it again", "table", t.Name,
+				"from", win.from, "to", win.to)
+			parts = fenced
+			continue
 		}
 		done, deferred, err := a.archive(ctx, t, ct, win, now)
 		if done != nil {
@@ -195,6 +223,16 @@ func (a *Archiver) CheckWatermark(ctx context.Context, table string, w time.Time
 	}
 	reg := &WatermarkRegression{Table: table, Expected: lw, Found: w, HasFound: ok}
 	return &InvariantError{Table: table, Reason: reg.Error(), Err: reg}
+}
+
+// RecordedWatermark returns the highest watermark of table the archival
+// ledger recorded as committed, a lower bound of the true one that
+// PostgreSQL alone can tell; ok is false if none is recorded.
+func (a *Archiver) RecordedWatermark(ctx context.Context, table string) (w time.Time, ok bool, err error) {
+	if w, ok, err = a.ledger.highestW(ctx, table); err != nil {
+		return time.Time{}, false, fmt.Errorf("archive %s: ledger: %w", table, err)
+	}
+	return w, ok, nil
 }
 
 // ForgetWatermark removes the ledger's record of table's watermark, after
@@ -263,7 +301,8 @@ func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table,
 	}
 	commit, err := a.cold.Archive(ctx, ct, win.to, win.from, win.to, rows)
 	if err != nil {
-		return nil, false, fmt.Errorf("archive %s: window [%s, %s): %w", t.Name, cold.FormatTime(win.from), cold.FormatTime(win.to), err)
+		return nil, false, coldError("archive", t.Name,
+			fmt.Errorf("archive %s: window [%s, %s): %w", t.Name, cold.FormatTime(win.from), cold.FormatTime(win.to), err))
 	}
 	a.crash("after-commit")
 	done := &Window{From: win.from, To: win.to, Rows: commit.Rows, Recovered: win.recovered}
@@ -320,4 +359,35 @@ func starts(parts []hot.Partition) []time.Time {
 		out[i] = p.From
 	}
 	return out
+}
+
+// fenceAt returns t's partitions, after raising the partition floor to the
+// watermark w if it is below (a deployment from before the floor, or one
+// whose fence was lost with a purge); ok is false if t has no watermark.
+func (a *Archiver) fenceAt(ctx context.Context, t *series.Table, w time.Time, ok bool) ([]hot.Partition, error) {
+	if !ok || !t.Width.Start(w).Equal(w) {
+		return a.hot.Partitions(ctx, t)
+	}
+	f, fok, err := a.hot.PartitionFloor(ctx, t)
+	switch {
+	case err != nil:
+		return nil, err
+	case fok && !f.Before(w):
+		return a.hot.Partitions(ctx, t)
+	}
+	return a.hot.Fence(ctx, t, w)
+}
+
+// samePartitions reports whether two lists of partitions, ascending, name
+// the same partitions in the same state.
+func samePartitions(a, b []hot.Partition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].From.Equal(b[i].From) || a[i].Attached != b[i].Attached {
+			return false
+		}
+	}
+	return true
 }

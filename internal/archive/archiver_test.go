@@ -149,9 +149,14 @@ func TestAttachedPartitionBelowWatermarkIsReported(t *testing.T) {
 	fill(t, e, o, 1, 0, 1)
 	a := e.archiver(t, dayConfig)
 	cycles(t, a, e, dayN(3))
-	// Someone re-creates an archived day's partition: rows written there
-	// would sit below W, where no query looks.
-	if _, err := e.hot.CreatePartitions(ctx, e.t, dayN(0), dayN(0)); err != nil {
+	// The hot tier refuses to re-create an archived day's partition: rows
+	// written there would sit below W, where no query looks.
+	if _, err := e.hot.CreatePartitions(ctx, e.t, dayN(0), dayN(0)); !errors.Is(err, hot.ErrBelowFloor) {
+		t.Fatalf("re-creating an archived partition: %v; want ErrBelowFloor", err)
+	}
+	// Someone does it behind MeterStore's back.
+	if _, err := e.pool.Exec(ctx, `CREATE TABLE meterstore.lastgang_p20260302 PARTITION OF meterstore.lastgang
+FOR VALUES FROM ('2026-03-02 00:00:00+00') TO ('2026-03-03 00:00:00+00')`); err != nil {
 		t.Fatal(err)
 	}
 	out, err := a.Cycle(ctx, e.t, e.ct, dayN(10))

@@ -15,6 +15,9 @@
 //  2. Window. The next window is [W, W+step), due when its end plus the
 //     settlement lag is not after now. A stretch without partitions widens
 //     to the next partition that exists, or to the horizon, in one commit.
+//     The window is fenced (hot.Tier.Fence): no partition can be created
+//     below its end any more, and one created before the fence makes the
+//     cycle plan the window again.
 //  3. Detach. Each partition of the window is detached under the DDL lock
 //     timeout. A timeout reports Deferred; if no partition was detached,
 //     nothing changed.
@@ -42,8 +45,20 @@
 //
 // # Late corrections
 //
-// Writer routes a batch by W: readings below it are appended to the cold
+// Router routes a batch by W: readings below it are appended to the cold
 // tier after the restated-value check against the cold readings of the same
 // key (W unchanged), the rest are written to the hot tier. None is ever
 // parked in PostgreSQL below W.
+//
+// # Degrading
+//
+// Router routes by the last W it read of a table; only late rows, and rows
+// the hot tier refuses for want of a partition, make it read W again. The
+// hot tier refuses every row below the true W (its partitions are detached
+// or were never made, and the fence keeps them from being made), so a
+// stale W costs a retry, never a row below W, and hot ingest goes on while
+// the cold tier is unreachable. Rows that need the cold tier then fail with
+// a retryable error wrapping ErrColdUnreachable, and so does archival, which
+// the next cycle resumes. A missing partition within Router.AcceptAhead of
+// now is created on demand.
 package archive

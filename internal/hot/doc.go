@@ -26,6 +26,12 @@
 // lock timeout (Options.DDLLockTimeout, 3s by default); one that times out
 // changes nothing and returns an error wrapping ErrDeferred.
 //
+// No partition is created below a table's partition floor (ErrBelowFloor),
+// which archival raises with Tier.Fence to a window's end before it can
+// move the watermark there. Floor and partition DDL share one advisory
+// lock, so a partition dropped after its archival, or never made in a
+// stretch an archival skipped as empty, cannot come back below W.
+//
 // # Integrity
 //
 // A batch is refused, whole, for a malformed row (Write checks ids, codes

@@ -44,7 +44,16 @@ func (h *Tier) Partitions(ctx context.Context, t *series.Table) ([]Partition, er
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	rows, err := h.pool.Query(ctx, `
+	parts, err := h.partitions(ctx, h.pool, t)
+	if err != nil {
+		return nil, classify("list partitions", t.Name, err)
+	}
+	return parts, nil
+}
+
+// partitions lists the partitions of t through q.
+func (h *Tier) partitions(ctx context.Context, q querier, t *series.Table) ([]Partition, error) {
+	rows, err := q.Query(ctx, `
 SELECT c.relname, i.inhrelid IS NOT NULL AND NOT i.inhdetachpending
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -52,7 +61,7 @@ LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = to_regclass($3)
 WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname ~ $2
 ORDER BY c.relname`, h.schema, "^"+t.Name+"_p[0-9]{8}$", h.ident(t.Name))
 	if err != nil {
-		return nil, classify("list partitions", t.Name, err)
+		return nil, err
 	}
 	var out []Partition
 	for rows.Next() {
@@ -60,16 +69,13 @@ ORDER BY c.relname`, h.schema, "^"+t.Name+"_p[0-9]{8}$", h.ident(t.Name))
 		var attached bool
 		if err := rows.Scan(&name, &attached); err != nil {
 			rows.Close()
-			return nil, classify("list partitions", t.Name, err)
+			return nil, err
 		}
 		if start, ok := partitionStart(t, name); ok {
 			out = append(out, Partition{Name: name, From: start, To: t.Width.Next(start), Attached: attached})
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, classify("list partitions", t.Name, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // EnsurePartitions creates the partitions from the one containing now to
@@ -82,8 +88,10 @@ func (h *Tier) EnsurePartitions(ctx context.Context, t *series.Table, now time.T
 
 // CreatePartitions creates the partitions whose ranges meet [from, to],
 // skipping those that exist, and returns the ones it created. A partition
-// that exists detached is an error: its window was archived, and attaching
-// a new one would put rows below the watermark.
+// that exists detached, or that starts below the partition floor (see
+// Fence), is an error wrapping ErrBelowFloor for the latter: its window
+// was archived or is being archived, and attaching a new one would put
+// rows below the watermark.
 //
 // It never takes ACCESS EXCLUSIVE on the parent, as CREATE TABLE ...
 // PARTITION OF would. A partition is built as a standalone table, with a
@@ -142,6 +150,11 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *series.Table
 		return false, nil
 	case exists:
 		return false, &series.Error{Kind: series.InvalidInput, Op: "create partition", Table: t.Name, Err: fmt.Errorf("partition %s exists detached: its window was archived", p.Name)}
+	}
+	// Read after partitionState took the DDL lock: a fence that committed
+	// before is seen, and none can commit until this transaction ends.
+	if err := h.checkFloor(ctx, tx, t, p); err != nil {
+		return false, err
 	}
 	part, parent := h.ident(p.Name), h.ident(t.Name)
 	bound := `"from" >= ` + sqlTime(p.From) + ` AND "from" < ` + sqlTime(p.To)
@@ -209,7 +222,7 @@ func obisKey(col string) string {
 
 // partitionState reports whether a partition of t exists and is attached.
 func (h *Tier) partitionState(ctx context.Context, tx pgx.Tx, t *series.Table, name string) (attached, exists bool, err error) {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, h.lockKey(t.Name), int32(ddlLockKey)); err != nil {
+	if err := h.lockDDL(ctx, tx, t); err != nil {
 		return false, false, err
 	}
 	err = tx.QueryRow(ctx, `

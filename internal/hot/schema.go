@@ -87,6 +87,9 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 		if err := h.ensureFunctions(ctx, tx); err != nil {
 			return err
 		}
+		if err := h.ensureFloorColumn(ctx, tx); err != nil {
+			return err
+		}
 		var stored []byte
 		err := tx.QueryRow(ctx, `SELECT definition FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name).Scan(&stored)
 		var exists bool
@@ -160,7 +163,8 @@ func (h *Tier) baseDDL(t *series.Table) []string {
 	time_model  text NOT NULL,
 	merge_key   text[] NOT NULL,
 	definition  jsonb NOT NULL,
-	declared_at timestamptz NOT NULL DEFAULT now()
+	declared_at timestamptz NOT NULL DEFAULT now(),
+	`+floorColumn+` timestamptz
 )`)
 }
 

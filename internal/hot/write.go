@@ -47,8 +47,10 @@ const maxAttempts = 4
 // A reading whose interval is already stored identically under its version
 // is reported Present; a different value under an existing key and version
 // is an IntegrityViolation. A reading without an attached partition for its
-// From is InvalidInput: it belongs to a window not yet created or already
-// archived, and Write will not park it where no query looks.
+// From is InvalidInput wrapping ErrNoPartition: it belongs to a window not
+// yet created or already archived, and Write will not park it where no
+// query looks; the caller may create the partition (CreatePartitions) and
+// write again.
 func (h *Tier) Write(ctx context.Context, t *series.Table, rows []series.Reading) (series.Result, error) {
 	const op = "write"
 	if err := t.Validate(); err != nil {
@@ -164,7 +166,8 @@ func (b *batch) anyProbe() bool {
 	return false
 }
 
-// checkPartitions fails the batch if a row has no attached partition.
+// checkPartitions fails the batch if a row has no attached partition, with
+// an InvalidInput error wrapping ErrNoPartition that names those rows.
 func (h *Tier) checkPartitions(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) error {
 	rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 WHERE i.inhparent = $1::regclass AND NOT i.inhdetachpending`, h.ident(t.Name))
@@ -195,6 +198,7 @@ WHERE i.inhparent = $1::regclass AND NOT i.inhdetachpending`, h.ident(t.Name))
 		}
 	}
 	if err := bad.Err(series.InvalidInput, "write", t.Name); err != nil {
+		err.(*series.Error).Err = ErrNoPartition
 		return err
 	}
 	return nil
