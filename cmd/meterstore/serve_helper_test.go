@@ -124,8 +124,15 @@ func (p *serveProc) kill() {
 // waitLog polls the log until it holds substr, for at most limit.
 func (p *serveProc) waitLog(substr string, limit time.Duration) {
 	p.t.Helper()
+	p.waitLogCount(substr, 1, limit)
+}
+
+// waitLogCount polls the log until it holds substr n times, for at most
+// limit.
+func (p *serveProc) waitLogCount(substr string, n int, limit time.Duration) {
+	p.t.Helper()
 	deadline := time.Now().Add(limit)
-	for !strings.Contains(p.stderr.String(), substr) {
+	for strings.Count(p.stderr.String(), substr) < n {
 		select {
 		case <-p.exited:
 			p.t.Fatalf("serve exited before logging %q: %v\n%s", substr, p.waitErr, p.stderr.String())
