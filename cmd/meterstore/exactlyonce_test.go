@@ -71,6 +71,14 @@ func (d delivery) split(n int) ([]byte, []byte) {
 	return d.body[:at], d.body[at:]
 }
 
+// withBadLine returns d with the market location of its reading i made
+// invalid, which refuses that reading's batch.
+func (d delivery) withBadLine(i int) delivery {
+	head, rest := d.split(i)
+	bad := delivery{keys: d.keys, body: slices.Concat(head, []byte("12345678901"), rest[len(d.keys[i].malo):])}
+	return bad
+}
+
 // A ledger records what the server acknowledged: a reading mapped to true
 // must be stored exactly once, one mapped to false (sent, but without an
 // answer that says it is stored) at most once.

@@ -156,8 +156,9 @@ func TestServeFaults(t *testing.T) {
 	bin := buildBinary(t, t.TempDir())
 	t.Run("sigterm-during-ingest", func(t *testing.T) { testSigtermDuringIngest(t, bin) })
 	t.Run("kill-during-ingest", func(t *testing.T) { testKillDuringIngest(t, bin) })
-	t.Run("sigterm-during-archival", func(t *testing.T) { testDuringArchival(t, bin, false) })
-	t.Run("kill-during-archival", func(t *testing.T) { testDuringArchival(t, bin, true) })
+	t.Run("sigterm-during-archival", func(t *testing.T) { testDuringArchival(t, bin, sigtermSignal) })
+	t.Run("sigterm-during-archival-past-timeout", func(t *testing.T) { testDuringArchival(t, bin, sigtermPastTimeout) })
+	t.Run("kill-during-archival", func(t *testing.T) { testDuringArchival(t, bin, killSignal) })
 	t.Run("postgres-stopped", func(t *testing.T) { testPostgresStopped(t, bin) })
 	t.Run("replicas", func(t *testing.T) { testReplicas(t, bin) })
 }
@@ -169,10 +170,12 @@ const (
 	streamMeters  = 260 // 20,800 readings: batches of 10,000, 10,000 and 800
 )
 
-// testSigtermDuringIngest: clients stop mid-body past their first batch;
-// SIGTERM; the clients finish; every request is answered 200 and serve
-// exits 0; after a restart every reading is there exactly once, and the
-// check fails on a reading stored twice or lost.
+// testSigtermDuringIngest: clients stop mid-body past their first batch,
+// one of them with a bad line in its third batch; SIGTERM; the clients
+// finish; every request is answered, 200 or, for the bad line, 422
+// naming the batches written, and serve exits 0. After a restart every
+// reading answered as stored is there exactly once, none of the refused
+// batch is, and the check fails on a reading stored twice or lost.
 func testSigtermDuringIngest(t *testing.T, bin string) {
 	e := newFaultEnv(t, t.TempDir(), "")
 	mustRun(t, "create", "-c", e.cfgPath)
@@ -183,8 +186,11 @@ func testSigtermDuringIngest(t *testing.T, bin string) {
 
 	var streams []*streamedIngest
 	var clients []int
-	for cl := range streamClients {
+	for cl := range streamClients + 1 {
 		d := makeDelivery(today(), meterBase(cl+1, 0), streamMeters)
+		if cl == streamClients {
+			d = d.withBadLine(2*batchRows + 100)
+		}
 		streams = append(streams, startStreamed(ctx, c, "power", d, batchRows+500))
 		clients = append(clients, cl+1)
 	}
@@ -193,16 +199,32 @@ func testSigtermDuringIngest(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	p.waitLog("shutting down", time.Minute)
-	// New connections are refused now; the requests in flight go on.
-	if _, err := http.Get(p.base + "/healthz"); err == nil {
-		t.Error("serve accepts a connection after SIGTERM")
+	// New connections are refused now, within a bound; the requests in
+	// flight go on.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(p.base + "/healthz")
+		if err != nil {
+			break
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("serve still accepts connections 30 seconds after SIGTERM")
+		}
 	}
 	for _, s := range streams {
 		close(s.release)
 	}
-	for _, s := range streams {
+	for i, s := range streams {
 		<-s.done
 		l.record(s.d, s.status, s.ans, s.err)
+		if i == streamClients {
+			// The third batch, from line 20,002, is refused whole.
+			if s.err != nil || s.status != http.StatusUnprocessableEntity || s.ans.Code != "refused" ||
+				s.ans.WrittenThroughLine != 2*batchRows+1 || s.ans.Inserted != 2*batchRows {
+				t.Errorf("a request with a bad line in flight at SIGTERM: %d %+v %v", s.status, s.ans, s.err)
+			}
+			continue
+		}
 		if s.err != nil || s.status != http.StatusOK || s.ans.Inserted != len(s.d.keys) || s.ans.Batches != 3 {
 			t.Errorf("a request in flight at SIGTERM: %d %+v %v", s.status, s.ans, s.err)
 		}
@@ -214,6 +236,15 @@ func testSigtermDuringIngest(t *testing.T, bin string) {
 	p = startServe(t, bin, e.cfgPath)
 	c = newAPIClient(p.base, e.tok)
 	checkStored(t, c, l, "power")
+	got, err := c.storedCounts(ctx, "power")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range streams[streamClients].d.keys[2*batchRows:] {
+		if got[k] != 0 {
+			t.Fatalf("%v of the refused batch is stored", k)
+		}
+	}
 
 	// The check is not blind: a second version of an acknowledged
 	// reading, then a reading deleted behind the store's back, fail it.
@@ -225,8 +256,7 @@ func testSigtermDuringIngest(t *testing.T, bin string) {
 	if status, _, ans, err := c.ingest(ctx, "power", strings.NewReader(fix)); err != nil || status != 200 || ans.Inserted != 1 {
 		t.Fatalf("a correction: %d %+v %v", status, ans, err)
 	}
-	got, err := c.storedCounts(ctx, "power")
-	if err != nil {
+	if got, err = c.storedCounts(ctx, "power"); err != nil {
 		t.Fatal(err)
 	}
 	if err := checkExactlyOnce(l.want, got); err == nil || !strings.Contains(err.Error(), k.String()+" stored 2 times") {
@@ -390,19 +420,36 @@ func tableStatusOf(ctx context.Context, c *apiClient, table string) (statusRow, 
 	return statusRow{}, fmt.Errorf("status: no table %s in %s", table, b)
 }
 
-// testDuringArchival: serve's first maintenance cycle archives; during
-// its third window, SIGTERM (the cycle finishes, exit 0) or kill -9. A new
-// serve finishes or resumes the archival; every reading is there exactly
-// once across the tiers and meterstore verify passes.
-func testDuringArchival(t *testing.T, bin string, kill bool) {
-	e, l, w := archivalEnv(t, "")
+// How a test ends a serve mid-archival.
+type ending int
+
+const (
+	// sigtermSignal: SIGTERM, and the cycle finishes, then exit 0.
+	sigtermSignal ending = iota
+	// sigtermPastTimeout: SIGTERM with a server.shutdown_timeout of 10ms,
+	// which the cycle outlasts: exit 1, the cycle cut off mid-window.
+	sigtermPastTimeout
+	// killSignal: kill -9.
+	killSignal
+)
+
+// testDuringArchival: serve's first maintenance cycle archives; during its
+// third window, serve is ended as how says. A new serve finishes or
+// resumes the archival; every reading is there exactly once across the
+// tiers and meterstore verify passes.
+func testDuringArchival(t *testing.T, bin string, how ending) {
+	var edits []string
+	if how == sigtermPastTimeout {
+		edits = []string{`shutdown_timeout = "30s"`, `shutdown_timeout = "10ms"`}
+	}
+	e, l, w := archivalEnv(t, "", edits...)
 	p := startServe(t, bin, e.cfgPath, "-v")
-	signalMidWindow(t, p, kill)
+	signalMidWindow(t, p, how)
 	log := p.stderr.String()
 	before, after, _ := strings.Cut(log, "shutting down")
 	t.Logf("windows archived before the signal: %d, after: %d", strings.Count(before, archived),
 		strings.Count(after, archived))
-	if !kill && !strings.Contains(after, archived) {
+	if how == sigtermSignal && !strings.Contains(after, archived) {
 		t.Errorf("no window archived after SIGTERM: the signal did not come during the cycle\n%s", log)
 	}
 
@@ -416,8 +463,8 @@ func testDuringArchival(t *testing.T, bin string, kill bool) {
 	log = p.stderr.String()
 	t.Logf("windows archived after the restart: %d, resumed: %d", strings.Count(log, archived),
 		strings.Count(log, "recovered=true"))
-	if kill && !strings.Contains(log, archived) {
-		t.Errorf("the restarted serve archived nothing: the kill did not come during the cycle\n%s", log)
+	if how != sigtermSignal && !strings.Contains(log, archived) {
+		t.Errorf("the restarted serve archived nothing: the cycle was not cut off\n%s", log)
 	}
 	mustRun(t, "verify", "-c", e.cfgPath)
 }
@@ -426,22 +473,27 @@ func testDuringArchival(t *testing.T, bin string, kill bool) {
 const archived = `msg="archive: window archived" table=power`
 
 // signalMidWindow waits for p's second archived window, then, half the
-// time the second took later (within the third window, most likely),
-// kills p or sends it SIGTERM and waits for its exit 0.
-func signalMidWindow(t *testing.T, p *serveProc, kill bool) {
+// time the second took later (within the third window, most likely), ends
+// p as how says and waits for the exit status that calls for.
+func signalMidWindow(t *testing.T, p *serveProc, how ending) {
 	t.Helper()
 	p.waitLog(archived, 2*time.Minute)
 	first := time.Now()
 	p.waitLogCount(archived, 2, 2*time.Minute)
 	time.Sleep(time.Since(first) / 2)
-	if kill {
+	if how == killSignal {
 		p.kill()
 		return
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if code := p.wait(2 * time.Minute); code != 0 {
+	code := p.wait(2 * time.Minute)
+	switch {
+	case how == sigtermSignal && code != 0:
 		t.Fatalf("SIGTERM during archival: exit %d\n%s", code, p.stderr.String())
+	case how == sigtermPastTimeout && (code != exitPermanent ||
+		!strings.Contains(p.stderr.String(), "the maintenance cycle in flight did not finish within server.shutdown_timeout")):
+		t.Fatalf("SIGTERM during archival with a cycle past the shutdown timeout: exit %d\n%s", code, p.stderr.String())
 	}
 }

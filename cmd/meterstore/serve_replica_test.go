@@ -105,7 +105,7 @@ func testReplicas(t *testing.T, bin string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	other := 1 - first
-	signalMidWindow(t, replicas[first], true)
+	signalMidWindow(t, replicas[first], killSignal)
 	t.Logf("replica %d archived %d windows before kill -9", first, strings.Count(replicas[first].stderr.String(), archived))
 
 	waitWatermark(t, clients[other], "power", w, 2*time.Minute)
