@@ -75,8 +75,7 @@ func (d delivery) split(n int) ([]byte, []byte) {
 // invalid, which refuses that reading's batch.
 func (d delivery) withBadLine(i int) delivery {
 	head, rest := d.split(i)
-	bad := delivery{keys: d.keys, body: slices.Concat(head, []byte("12345678901"), rest[len(d.keys[i].malo):])}
-	return bad
+	return delivery{keys: d.keys, body: slices.Concat(head, []byte("12345678901"), rest[len(d.keys[i].malo):])}
 }
 
 // A ledger records what the server acknowledged: a reading mapped to true
@@ -118,15 +117,13 @@ func (l *ledger) record(d delivery, status int, ans ingestAnswer, err error) {
 func checkExactlyOnce(want map[readingKey]bool, got map[readingKey]int) error {
 	var problems []string
 	for k, n := range got {
-		must, sent := want[k]
-		switch {
+		switch _, sent := want[k]; {
 		case !sent:
 			problems = append(problems, fmt.Sprintf("%v stored %d times, never sent", k, n))
 		case n > 1:
 			problems = append(problems, fmt.Sprintf("%v stored %d times", k, n))
 		case n < 1:
 			problems = append(problems, fmt.Sprintf("%v counted %d times", k, n))
-		case !must:
 		}
 	}
 	for k, must := range want {
