@@ -87,9 +87,11 @@ var (
 // an invariant violation are not retryable.
 //
 // The error that decides is the outermost in err's chain with an
-// IsRetryable method; a deadline or a network failure (a connection, a name
-// lookup, a timeout) that no tier classified is retryable too; a file
-// that is missing or a directory is not.
+// IsRetryable method; a deadline, a network failure (a connection, a name
+// lookup, a timeout) or a PostgreSQL error whose SQLSTATE is transient
+// (the server shutting down, a connection exception, a serialization
+// failure) that no tier classified is retryable too; a file that is
+// missing or a directory is not.
 func IsRetryable(err error) bool {
 	if err == nil {
 		return false
@@ -98,6 +100,9 @@ func IsRetryable(err error) bool {
 	if errors.As(err, &r) {
 		return r.IsRetryable()
 	}
-	// Not any net.Error: a syscall.Errno such as ENOENT is one too.
-	return errors.Is(err, context.DeadlineExceeded) || pgerr.Network(err)
+	// Not any net.Error: a syscall.Errno such as ENOENT is one too. Not
+	// pgerr.Transient as a whole either: it takes any io.EOF for a lost
+	// connection, and a truncated delivery is not worth retrying.
+	return errors.Is(err, context.DeadlineExceeded) || pgerr.Network(err) ||
+		pgerr.Code(err) != "" && pgerr.Transient(err)
 }

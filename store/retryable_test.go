@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestIsRetryableFileErrors: a missing file, a directory read as a file
@@ -51,5 +53,28 @@ func TestIsRetryableFileErrors(t *testing.T) {
 	}
 	if !errors.Is(fmt.Errorf("%w", ErrInFlight), ErrInFlight) {
 		t.Fatal("ErrInFlight does not wrap")
+	}
+}
+
+// TestIsRetryableServerShutdown: a server error that no tier classified
+// is retryable when its SQLSTATE says the server is going away or busy,
+// as the catalog's log reports PostgreSQL shutting down under a write
+// (meterstore serve answered such an ingest 500 instead of 503); any
+// other SQLSTATE stays permanent.
+func TestIsRetryableServerShutdown(t *testing.T) {
+	wrap := func(code string) error {
+		return fmt.Errorf("archive: write power: cold: load power: catalog: meterstore.power: %w",
+			fmt.Errorf("consensus/postgres: head %q: %w", "table/meterstore.power",
+				&pgconn.PgError{Severity: "FATAL", Code: code, Message: "terminating connection due to administrator command"}))
+	}
+	for _, code := range []string{"57P01", "57P03", "08006", "53300", "40001"} {
+		if !IsRetryable(wrap(code)) {
+			t.Errorf("SQLSTATE %s is not retryable", code)
+		}
+	}
+	for _, code := range []string{"42601", "23505", "XX000"} {
+		if IsRetryable(wrap(code)) {
+			t.Errorf("SQLSTATE %s is retryable", code)
+		}
 	}
 }

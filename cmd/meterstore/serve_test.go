@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -14,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -109,58 +106,8 @@ func TestServe(t *testing.T) {
 	}
 	mustRun(t, "create", "-c", cfgPath)
 
-	cmd := exec.Command(bin, "serve", "-c", cfgPath)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// exited is closed when the process has exited, with waitErr set.
-	var waitErr error
-	exited := make(chan struct{})
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-
-	// The address it listens on, within a bounded wait.
-	var base string
-	deadline := time.After(2 * time.Minute)
-	for base == "" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				<-exited
-				t.Fatalf("serve exited before serving: %v\n%s", waitErr, stderr.String())
-			}
-			if addr, found := strings.CutPrefix(l, "serving "); found {
-				base = addr
-			}
-		case <-deadline:
-			t.Fatalf("serve did not say where it serves within 2 minutes\n%s", stderr.String())
-		}
-	}
-	if !strings.HasPrefix(base, "http://127.0.0.1:") || strings.HasSuffix(base, ":0") {
-		t.Fatalf("serving %q", base)
-	}
+	p := startServe(t, bin, cfgPath)
+	base := p.base
 
 	client := &http.Client{Timeout: 30 * time.Second}
 	get := func(path, tok string) (int, map[string]any) {
@@ -219,21 +166,10 @@ func TestServe(t *testing.T) {
 		t.Logf("serve_query_formats.py: %s", out)
 	})
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	if code := p.terminate(time.Minute); code != 0 {
+		t.Fatalf("after SIGTERM: exit %d\n%s", code, p.stderr.String())
 	}
-	select {
-	case <-exited:
-		var ee *exec.ExitError
-		if errors.As(waitErr, &ee) {
-			t.Fatalf("after SIGTERM: exit %d\n%s", ee.ExitCode(), stderr.String())
-		} else if waitErr != nil {
-			t.Fatal(waitErr)
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("serve did not exit within a minute of SIGTERM\n%s", stderr.String())
-	}
-	log := stderr.String()
+	log := p.stderr.String()
 	t.Logf("serve's log:\n%s", log)
 	if !strings.Contains(log, "shutting down") {
 		t.Errorf("no shutdown in the log:\n%s", log)
