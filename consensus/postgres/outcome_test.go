@@ -61,3 +61,60 @@ func TestOutcomeClasses(t *testing.T) {
 		t.Fatalf("Head with an ended context: %v", err)
 	}
 }
+
+// TestSessionEndedRead: a read whose session the server ends under it
+// (pg_terminate_backend: SQLSTATE 57P01, as in a shutdown) failed without
+// changing anything, so it is worth retrying.
+func TestSessionEndedRead(t *testing.T) {
+	url := pgtest.NewDB(t)
+	l := open(t, url, Options{})
+	consensustest.Append(t, l, "s", -1, "x")
+	admin, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	// A read that runs long enough to be terminated under: the log's own
+	// statement blocks behind a lock on its row while we end its session.
+	tx, err := admin.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), "LOCK TABLE "+l.table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := l.Head(t.Context(), "s")
+		errc <- err
+	}()
+	var pid int32
+	for i := 0; pid == 0; i++ {
+		if i == 500 {
+			t.Fatal("the log's read never waited on the lock")
+		}
+		err := admin.QueryRow(t.Context(), `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// The lock belongs to tx, on the same connection: terminate from a
+	// second one.
+	killer, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer killer.Close(context.Background())
+	if _, err := killer.Exec(t.Context(), "SELECT pg_terminate_backend($1)", pid); err != nil {
+		t.Fatal(err)
+	}
+	err = <-errc
+	if err == nil || !consensus.IsRetryable(err) || consensus.IsIndeterminate(err) {
+		t.Fatalf("Head whose session was terminated: %v; want a retryable failure", err)
+	}
+}

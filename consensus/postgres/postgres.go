@@ -238,9 +238,16 @@ func classify(op, shard string, err error, readOnly bool) error {
 	var class error
 	switch {
 	case errors.As(err, &pgErr):
-		switch pgErr.Code {
-		case "40001", "40P01": // serialization_failure, deadlock_detected
+		switch {
+		case pgErr.Code == "40001", pgErr.Code == "40P01": // serialization_failure, deadlock_detected
 			class = consensus.ErrTransient
+		case sessionEnded(pgErr.Code):
+			// The server ended the session under the statement: a read
+			// changed nothing, a write may have committed just before.
+			class = consensus.ErrIndeterminate
+			if readOnly {
+				class = consensus.ErrTransient
+			}
 		}
 	case readOnly || pgconn.SafeToRetry(err):
 		class = consensus.ErrTransient
@@ -251,6 +258,17 @@ func classify(op, shard string, err error, readOnly bool) error {
 		return fmt.Errorf("consensus/postgres: %s %q: %w", op, shard, err)
 	}
 	return fmt.Errorf("consensus/postgres: %s %q: %w: %w", op, shard, class, err)
+}
+
+// sessionEnded reports whether code says the server ended or refused the
+// session rather than the statement: a shutdown, a crash, a server not yet
+// accepting connections, or a connection exception.
+func sessionEnded(code string) bool {
+	switch code {
+	case "57P01", "57P02", "57P03":
+		return true
+	}
+	return strings.HasPrefix(code, "08")
 }
 
 // Table returns the quoted, schema-qualified name of the log's table.
