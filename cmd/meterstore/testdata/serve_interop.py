@@ -14,16 +14,24 @@ import urllib.request
 
 
 def call(base, path, token=None, data=None, content_type=None):
+    status, headers, body = call_headers(base, path, token, data, content_type)
+    return status, headers.get("Content-Type"), body
+
+
+def call_headers(base, path, token=None, data=None, content_type=None, headers=None):
+    """Like call, with request headers added and the response's returned."""
     req = urllib.request.Request(base + path, data=data)
     if token is not None:
         req.add_header("Authorization", "Bearer " + token)
     if content_type is not None:
         req.add_header("Content-Type", content_type)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, resp.headers.get("Content-Type"), json.load(resp)
+            return resp.status, resp.headers, json.load(resp)
     except urllib.error.HTTPError as err:
-        return err.code, err.headers.get("Content-Type"), json.load(err)
+        return err.code, err.headers, json.load(err)
 
 
 def delivery(n):
@@ -52,6 +60,17 @@ def ingest(base, ingest_token):
     status, _, resp = call(base, path, ingest_token, body, "text/csv")
     want = {"inserted": 0, "present": 4, "late": 0, "batches": 1}
     assert (status, resp) == (200, want), f"the same delivery again: {status} {resp}"
+
+    # An idempotent retry is answered with the recorded outcome; the key
+    # sent with another body is refused.
+    key = {"Idempotency-Key": "interop-" + datetime.datetime.now().isoformat()}
+    first = call_headers(base, path, ingest_token, body, "text/csv", key)
+    assert first[0] == 200 and first[1].get("Idempotent-Replayed") is None, f"keyed delivery: {first[0]} {first[2]}"
+    again = call_headers(base, path, ingest_token, body, "text/csv", key)
+    assert (again[0], again[2]) == (first[0], first[2]) and again[1].get("Idempotent-Replayed") == "true", \
+        f"keyed retry: {again[0]} {dict(again[1])} {again[2]}"
+    other = call_headers(base, path, ingest_token, delivery(3), "text/csv", key)
+    assert other[0] == 422 and other[2]["code"] == "idempotency_key_reused", f"key reused: {other[0]} {other[2]}"
 
     status, _, resp = call(base, "/v1/tables/gas/readings", ingest_token, body, "text/csv")
     assert status == 403 and resp["code"] == "forbidden", f"ingest to a table not the token's: {status} {resp}"
