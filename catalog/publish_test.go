@@ -117,7 +117,7 @@ func TestRESTReadOnly(t *testing.T) {
 		{"HEAD", "/v1/namespaces/metering/tables/power", 204, ""},
 		{"HEAD", "/v1/namespaces/metering/tables/gas", 404, ""},
 		{"GET", "/v1/namespaces/metering/tables/gas", 404, "error"},
-		{"GET", "/v1/namespaces/bad.ns/tables/power", 400, "error"},
+		{"GET", "/v1/namespaces/bad.ns/tables/power", 404, "error"}, // no such namespace can exist
 		{"POST", "/v1/namespaces", 405, "error"},
 		{"POST", "/v1/namespaces/metering/tables", 405, "error"},
 		{"POST", "/v1/namespaces/metering/tables/power", 405, "error"},

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/consensus"
 )
@@ -29,7 +31,15 @@ import (
 // clients that are meant to write.
 //
 // Config is merged into the response of GET /v1/config and into each
-// loaded table's config, for example the S3 endpoint readers should use.
+// loaded table's config, for example the S3 endpoint readers should use;
+// properties that hold credentials are never served, from config or the
+// warehouse. Every error, on any path, is the protocol's ErrorModel in
+// JSON: what does not exist is 404 (NoSuchTableException,
+// NoSuchNamespaceException, or NotFoundException for a route not served).
+// The metadata served carries gc.enabled=false (see writeTable).
+//
+// The handler does not authenticate: mount it behind something that does,
+// as meterstore serve does.
 func (c *Catalog) Handler(config map[string]string) http.Handler {
 	return c.handler(config, false)
 }
@@ -106,9 +116,10 @@ type restServer struct {
 type routeKind int
 
 const (
-	readRoute   routeKind = iota
-	commitRoute           // POST /v1/namespaces/{ns}/tables/{table}
-	writeRoute            // every other write
+	readRoute      routeKind = iota // a read of namespaces
+	tableReadRoute                  // a read of one table: GET or HEAD /v1/namespaces/{ns}/tables/{table}
+	commitRoute                     // POST /v1/namespaces/{ns}/tables/{table}
+	writeRoute                      // every other write
 )
 
 func (c *Catalog) handler(config map[string]string, writable bool) http.Handler {
@@ -164,22 +175,34 @@ func (c *Catalog) handler(config map[string]string, writable bool) http.Handler 
 		}
 	}
 	// The other mutating methods answer with an ErrorModel too: 405 on a
-	// known path, and on the rest of /v1/ 405 when read-only, else 501.
-	for _, p := range append(paths, "/v1/") {
+	// known path, and on other paths 405 when read-only, else 501.
+	for _, p := range paths {
 		for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
 			if slices.Contains(allowed[p], m) {
 				continue
 			}
-			switch {
-			case p == "/v1/" && writable:
-				mux.HandleFunc(m+" "+p, notImplemented("not served by this catalog"))
-			case !writable:
+			if !writable {
 				mux.HandleFunc(m+" "+p, refuseWrite)
-			default:
+			} else {
 				mux.HandleFunc(m+" "+p, notAllowed(allowed[p]))
 			}
 		}
 	}
+	// Every other request, on any path, gets an ErrorModel as well: a
+	// read of a route not served is 404, so that a client probing a route
+	// it was not offered (GET /v1/config lists those it is) finds nothing
+	// rather than a plain-text page it cannot parse.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet || r.Method == http.MethodHead:
+			writeJSON(w, http.StatusNotFound, errorBody("no such route: "+r.Method+" "+r.URL.Path+
+				"; GET /v1/config lists the endpoints served", "NotFoundException", http.StatusNotFound))
+		case writable:
+			notImplemented("not served by this catalog: "+r.Method+" "+r.URL.Path)(w, r)
+		default:
+			refuseWrite(w, r)
+		}
+	})
 	return mux
 }
 
@@ -191,7 +214,7 @@ func (s *restServer) getConfig(writable bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{
 			"defaults":  map[string]string{},
-			"overrides": s.config,
+			"overrides": withoutSecrets(s.config),
 			"endpoints": endpoints,
 		})
 	}
@@ -225,7 +248,7 @@ func (s *restServer) loadNamespace(w http.ResponseWriter, r *http.Request) {
 
 func (s *restServer) namespaceExists(w http.ResponseWriter, r *http.Request) {
 	ok, err := s.c.CheckNamespaceExists(r.Context(), namespaceOf(r))
-	writeStatus(w, ok, err)
+	writeStatus(w, ok, err, readRoute)
 }
 
 func (s *restServer) listTables(w http.ResponseWriter, r *http.Request) {
@@ -248,36 +271,111 @@ func (s *restServer) loadTable(w http.ResponseWriter, r *http.Request) {
 	ident := tableOf(r)
 	h, err := s.c.current(r.Context(), ident)
 	if err != nil {
-		s.fail(w, r, err, readRoute)
+		s.fail(w, r, err, tableReadRoute)
 		return
 	}
 	t, err := s.c.open(r.Context(), ident, h.MetadataLocation)
 	if err != nil {
-		s.fail(w, r, err, readRoute)
+		s.fail(w, r, err, tableReadRoute)
 		return
 	}
-	s.writeTable(w, h.MetadataLocation, t.Metadata())
+	s.writeTable(w, r, h.MetadataLocation, t.Metadata())
 }
 
 func (s *restServer) tableExists(w http.ResponseWriter, r *http.Request) {
 	ok, err := s.c.CheckTableExists(r.Context(), tableOf(r))
-	writeStatus(w, ok, err)
+	writeStatus(w, ok, err, tableReadRoute)
 }
 
 // writeTable answers with the protocol's LoadTableResult.
-func (s *restServer) writeTable(w http.ResponseWriter, loc string, md table.Metadata) {
+//
+// The metadata served carries gc.enabled=false, whatever the table's file
+// says: the store expires snapshots and purges readings itself, and a
+// client that garbage-collects files of a table it reads through this
+// catalog (Spark's DROP TABLE ... PURGE deletes the files itself after a
+// plain drop, expire_snapshots and remove_orphan_files likewise) would
+// delete files the store's log still references. Iceberg's engines check
+// gc.enabled before any of these and refuse.
+func (s *restServer) writeTable(w http.ResponseWriter, r *http.Request, loc string, md table.Metadata) {
+	served, err := withoutGC(md)
+	if err != nil {
+		s.fail(w, r, err, readRoute)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"metadata-location": loc,
+		"metadata":          served,
+		"config":            s.tableConfig(),
+	})
+}
+
+// gcEnabled is the table property Iceberg's engines check before they
+// delete a table's files.
+const gcEnabled = "gc.enabled"
+
+// withoutGC returns the JSON of md with gc.enabled=false among its
+// properties. The other fields stay as encoded, so that 64-bit snapshot
+// IDs keep every digit.
+func withoutGC(md table.Metadata) (json.RawMessage, error) {
+	raw, err := json.Marshal(md)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: encode metadata: %w", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("catalog: encode metadata: %w", err)
+	}
+	props := map[string]string{}
+	if p, ok := fields["properties"]; ok && string(p) != "null" {
+		if err := json.Unmarshal(p, &props); err != nil {
+			return nil, fmt.Errorf("catalog: encode metadata properties: %w", err)
+		}
+	}
+	props[gcEnabled] = "false"
+	if fields["properties"], err = json.Marshal(props); err != nil {
+		return nil, fmt.Errorf("catalog: encode metadata properties: %w", err)
+	}
+	return json.Marshal(fields)
+}
+
+// tableConfig is the config of a LoadTableResult: what a reader needs to
+// open the table's files (the warehouse's endpoint, region and addressing
+// style) and the handler's config. Long-lived credentials are never in it
+// (see secretKey): a reader brings its own, or its object store grants
+// them.
+func (s *restServer) tableConfig() map[string]string {
 	cfg := map[string]string{}
 	for k, v := range s.c.wh.Props {
 		cfg[k] = v
 	}
+	// Java's S3FileIO knows path-style addressing by another name than
+	// iceberg-go and PyIceberg.
+	if cfg[icebergio.S3ForceVirtualAddressing] == "false" {
+		cfg[s3PathStyleAccess] = "true"
+	}
 	for k, v := range s.config {
 		cfg[k] = v
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"metadata-location": loc,
-		"metadata":          md,
-		"config":            cfg,
-	})
+	return withoutSecrets(cfg)
+}
+
+// s3PathStyleAccess is the property of Java's S3FileIO for path-style
+// requests.
+const s3PathStyleAccess = "s3.path-style-access"
+
+// secretKey matches the properties that hold credentials: access keys,
+// secrets, session tokens, passwords.
+var secretKey = regexp.MustCompile(`(?i)(secret|access-key|session-token|password|credential|token)`)
+
+// withoutSecrets returns cfg without the properties secretKey matches.
+func withoutSecrets(cfg map[string]string) map[string]string {
+	out := make(map[string]string, len(cfg))
+	for k, v := range cfg {
+		if !secretKey.MatchString(k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func (s *restServer) createNamespace(w http.ResponseWriter, r *http.Request) {
@@ -383,7 +481,7 @@ func (s *restServer) createTable(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, writeRoute)
 		return
 	}
-	s.writeTable(w, t.MetadataLocation(), t.Metadata())
+	s.writeTable(w, r, t.MetadataLocation(), t.Metadata())
 }
 
 func (s *restServer) commitTable(w http.ResponseWriter, r *http.Request) {
@@ -426,7 +524,7 @@ func (s *restServer) commitTable(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, commitRoute)
 		return
 	}
-	s.writeTable(w, loc, md)
+	s.writeTable(w, r, loc, md)
 }
 
 func (s *restServer) dropTable(w http.ResponseWriter, r *http.Request) {
@@ -493,12 +591,26 @@ func (s *restServer) fail(w http.ResponseWriter, r *http.Request, err error, kin
 //
 // A refusal outside a table commit (a check refusing a create) is a 400,
 // since a 409 there means that the table exists.
+//
+// A read answers 404 for an identifier this catalog cannot hold (a
+// namespace of two levels, a name with a dot) rather than 400: no such
+// table or namespace exists, and clients rely on the 404. A read of one
+// table answers NoSuchTableException even when its namespace does not
+// exist, because that is the error on which the Java client and Spark
+// fall back to a metadata table: cat.ns.table.snapshots is first loaded
+// as table "snapshots" of namespace ns.table.
 func errStatus(err error, kind routeKind) (int, string) {
 	var (
 		ref refused
 		bad badRequest
 	)
+	missing := errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace) ||
+		errors.Is(err, icecatalog.ErrInvalidIdentifier)
 	switch {
+	case kind == tableReadRoute && missing:
+		return http.StatusNotFound, "NoSuchTableException"
+	case kind == readRoute && missing:
+		return http.StatusNotFound, "NoSuchNamespaceException"
 	case kind != readRoute && consensus.IsIndeterminate(err):
 		return http.StatusInternalServerError, "CommitStateUnknownException"
 	case errors.As(err, &ref) && kind == commitRoute:
@@ -573,10 +685,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-func writeStatus(w http.ResponseWriter, ok bool, err error) {
+func writeStatus(w http.ResponseWriter, ok bool, err error, kind routeKind) {
 	switch {
 	case err != nil:
-		code, _ := errStatus(err, readRoute)
+		code, _ := errStatus(err, kind)
 		w.WriteHeader(code)
 	case ok:
 		w.WriteHeader(http.StatusNoContent)

@@ -71,7 +71,7 @@ func TestTemplateIsDefault(t *testing.T) {
 		Retention:   RetentionPolicy{LegalBasis: "§ 60 Abs. 6 MsbG", Actor: "retention-job"},
 		Query:       Query{MemoryLimit: "2GB", Threads: 2, MaxRows: 1_000_000, MaxResultBytes: 1 << 30, Timeout: 5 * time.Minute, CacheDir: "/srv/ms/meterstore-data/cache"},
 		Server: Server{Listen: "127.0.0.1:8080", ReadTimeout: 30 * time.Second, WriteTimeout: 5 * time.Minute, ShutdownTimeout: 30 * time.Second, MaxBodyBytes: 256 << 20,
-			MaxConcurrentRequests: 16, IdempotencyRetention: 24 * time.Hour},
+			MaxConcurrentRequests: 16, IdempotencyRetention: 24 * time.Hour, CatalogTokenLifetime: time.Hour},
 		tables: []series.Table{
 			{Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity, Resolutions: []metering.Resolution{metering.QuarterHour}, Width: series.Daily, Headroom: 7 * day},
 			{Name: "gas", TimeModel: series.Interval, Commodity: metering.Gas, Resolutions: []metering.Resolution{metering.Day}, Width: series.Daily, Headroom: 7 * day},

@@ -43,6 +43,13 @@ type Server struct {
 	// an Idempotency-Key is kept to answer its retries
 	// (server.idempotency_retention).
 	IdempotencyRetention time.Duration
+	// CatalogWritable serves the writes of the Iceberg REST catalog, to
+	// tokens with the catalog scope; false serves it read-only
+	// (server.catalog_writable).
+	CatalogWritable bool
+	// CatalogTokenLifetime is how long an access token that the catalog's
+	// OAuth2 endpoint issues is accepted (server.catalog_token_lifetime).
+	CatalogTokenLifetime time.Duration
 	// Tokens are the bearer tokens the server accepts ([[server.token]]).
 	Tokens []Token
 }
@@ -68,7 +75,7 @@ type Token struct {
 const (
 	ScopeIngest  = "ingest"  // write readings
 	ScopeQuery   = "query"   // run queries, read status
-	ScopeCatalog = "catalog" // read the Iceberg REST catalog
+	ScopeCatalog = "catalog" // read the Iceberg REST catalog, and write it where allowed
 	ScopeAdmin   = "admin"   // operate the deployment
 )
 
@@ -82,6 +89,9 @@ const (
 	defaultIdempotencyRetention  = 24 * time.Hour
 	minIdempotencyRetention      = time.Minute
 	maxIdempotencyRetention      = 366 * day
+	defaultCatalogTokenLifetime  = time.Hour
+	minCatalogTokenLifetime      = time.Minute
+	maxCatalogTokenLifetime      = day
 )
 
 // HashPrefix starts a token's hash in the file.
@@ -102,6 +112,8 @@ type rawServer struct {
 	MaxBodyBytes    value      `toml:"max_body_bytes"`
 	MaxConcurrent   value      `toml:"max_concurrent_requests"`
 	IdemRetention   value      `toml:"idempotency_retention"`
+	CatalogWritable value      `toml:"catalog_writable"`
+	CatalogTokenTTL value      `toml:"catalog_token_lifetime"`
 	Token           []rawToken `toml:"token"`
 }
 
@@ -128,6 +140,15 @@ func (r *reader) server(raw *rawServer) Server {
 		MaxConcurrentRequests: r.integer("server.max_concurrent_requests", raw.MaxConcurrent,
 			defaultMaxConcurrentRequests, 1, maxConcurrentRequests),
 		IdempotencyRetention: r.duration("server.idempotency_retention", raw.IdemRetention, defaultIdempotencyRetention, "h"),
+		CatalogWritable:      r.boolean("server.catalog_writable", raw.CatalogWritable, false),
+		CatalogTokenLifetime: r.duration("server.catalog_token_lifetime", raw.CatalogTokenTTL, defaultCatalogTokenLifetime, "m"),
+	}
+	if d := s.CatalogTokenLifetime; (d < minCatalogTokenLifetime || d > maxCatalogTokenLifetime) && r.ok("server.catalog_token_lifetime") {
+		// An access token cannot be revoked before it expires, short of
+		// removing the [[server.token]] it was issued to: keep it short.
+		r.errorf("server.catalog_token_lifetime", "%v: want %v to %v", Duration(d),
+			Duration(minCatalogTokenLifetime), Duration(maxCatalogTokenLifetime))
+		s.CatalogTokenLifetime = defaultCatalogTokenLifetime
 	}
 	if d := s.IdempotencyRetention; (d < minIdempotencyRetention || d > maxIdempotencyRetention) && r.ok("server.idempotency_retention") {
 		// Shorter than a client's retries, a key would be forgotten

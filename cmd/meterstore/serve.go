@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/store"
@@ -34,7 +35,10 @@ and POST /v1/tables/{table}/readings (a CSV or JSON lines delivery, in
 atomic batches) and POST /v1/query (a SELECT, answered as CSV or JSON
 lines), with the bearer tokens of its [[server.token]] sections. GET /metrics, for
 a token with scope admin, is the Prometheus exposition of the store's
-metrics and the server's own.
+metrics and the server's own. /iceberg is the Iceberg REST catalog
+(uri = <base>/iceberg) for tokens with scope catalog, read-only unless
+server.catalog_writable; POST /iceberg/v1/oauth/tokens exchanges a token's
+name and text (client id and secret) for an access token.
 
 An ingest sent with an Idempotency-Key header has its answer (200 or 422)
 recorded in PostgreSQL for server.idempotency_retention: a retry with the
@@ -108,14 +112,21 @@ func serve(cmd *cobra.Command, d *deployment) error {
 		return err
 	}
 	defer meters.Shutdown(context.WithoutCancel(ctx))
-	s, _, err := d.open(ctx, store.WithMeters(meters))
+	// The REST catalog serves MeterStore's own catalog; a deployment on
+	// another catalog (catalog.type rest or sql) has its catalog server.
+	var cat *catalog.Catalog
+	s, _, err := d.open(ctx, store.WithMeters(meters), func(o *store.Options) { cat, _ = o.Catalog.(*catalog.Catalog) })
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	if cat == nil {
+		log.Info("catalog.type is not log: /iceberg does not serve the catalog", "catalog", cfg.Catalog.Type)
+	}
 	h, err := httpapi.New(s, httpapi.Options{Tokens: sc.Tokens, MaxBodyBytes: sc.MaxBodyBytes, Logger: log,
 		Meters: meters, Metrics: exposition, MaxConcurrentRequests: sc.MaxConcurrentRequests,
-		IdempotencyRetention: sc.IdempotencyRetention})
+		IdempotencyRetention: sc.IdempotencyRetention,
+		Catalog:              cat, CatalogWritable: sc.CatalogWritable, CatalogTokenLifetime: sc.CatalogTokenLifetime})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@
 //	GET /v1/openapi.yaml  any scope  the OpenAPI document of this API (openapi.yaml)
 //
 //	POST /v1/tables/{table}/readings  ingest  a CSV or JSON lines delivery (see ingest.go)
+//	/iceberg/v1/...  catalog  the Iceberg REST catalog, with its OAuth2 token endpoint (see catalogapi.go)
 //
 // Every error is JSON, {"error": "...", "code": "..."}, with codes
 // unauthorized (401), forbidden (403), not_found (404),
@@ -42,6 +43,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/store"
@@ -72,7 +74,16 @@ type Options struct {
 	// Logger receives refusals and failures, never a token; nil logs
 	// nothing.
 	Logger *slog.Logger
-	// Clock is the time status is computed at; nil means time.Now.
+	// Catalog, if set, is served under /iceberg as the Iceberg REST
+	// catalog, to tokens with the catalog scope (catalogapi.go).
+	Catalog *catalog.Catalog
+	// CatalogWritable serves the catalog's writes too.
+	CatalogWritable bool
+	// CatalogTokenLifetime is how long an access token of the catalog's
+	// OAuth2 endpoint is accepted; zero means DefaultCatalogTokenLifetime.
+	CatalogTokenLifetime time.Duration
+	// Clock is the time status is computed and access tokens expire at;
+	// nil means time.Now.
 	Clock func() time.Time
 }
 
@@ -128,6 +139,7 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	h.mux.Handle("GET /v1/status", h.guard([]string{config.ScopeQuery, config.ScopeAdmin}, h.status))
 	h.handleMetrics()
 	h.routeOpenAPI() // GET /v1/openapi.yaml, openapi.go
+	h.routeCatalog() // /iceberg/..., catalogapi.go
 	h.mux.HandleFunc("/", h.unknown)
 	return h, nil
 }
