@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
@@ -64,6 +65,9 @@ type Options struct {
 	// Logger receives queries, refusals and failures, never a token; nil
 	// logs nothing.
 	Logger *slog.Logger
+	// Clock is the time the system tables are computed at; nil means
+	// time.Now.
+	Clock func() time.Time
 }
 
 // server is the Flight SQL service over one store.
@@ -83,6 +87,9 @@ func New(s *store.Store, o Options) (*grpc.Server, error) {
 	m, err := metrics.New(o.Meters)
 	if err != nil {
 		return nil, err
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
 	log := o.Logger
 	if log == nil {

@@ -32,7 +32,8 @@ var ErrNaming = errors.New("flightapi: naming")
 // resolve returns the table among tables that sql names (see the file's
 // comment) and sql with the qualifiers removed; table is "" when sql names
 // none and reads no table's readings, as SELECT * FROM system.tables.
-func resolve(sql string, tables []string) (table, out string, err error) {
+// system reports whether sql may read a system table.
+func resolve(sql string, tables []string) (table, out string, system bool, err error) {
 	chains := identChains(sql)
 	var b strings.Builder
 	last := 0
@@ -43,17 +44,20 @@ func resolve(sql string, tables []string) (table, out string, err error) {
 			k = 1
 		}
 		cut := -1 // the byte where the relation's name starts, after the qualifiers cut
+		for _, id := range c[:len(c)-1] {
+			system = system || strings.EqualFold(id.name, SystemSchema)
+		}
 		switch {
 		case len(c)-k >= 2 && isRelation(c[k+1].name) || len(c)-k >= 3 && strings.EqualFold(c[k+1].name, SystemSchema):
 			t, ok := declared(c[k].name, tables)
 			if !ok {
 				if k == 1 {
-					return "", "", fmt.Errorf("%w: %q is not a MeterStore table (the tables are %s)", ErrNaming, c[k].name, strings.Join(tables, ", "))
+					return "", "", false, fmt.Errorf("%w: %q is not a MeterStore table (the tables are %s)", ErrNaming, c[k].name, strings.Join(tables, ", "))
 				}
 				continue // a column reference such as r.readings, or a typo DuckDB reports
 			}
 			if table != "" && table != t {
-				return "", "", fmt.Errorf("%w: the statement names tables %q and %q: a query reads one MeterStore table", ErrNaming, table, t)
+				return "", "", false, fmt.Errorf("%w: the statement names tables %q and %q: a query reads one MeterStore table", ErrNaming, table, t)
 			}
 			table, cut = t, c[k+1].start
 		case k == 1 && strings.EqualFold(c[1].name, SystemSchema):
@@ -68,9 +72,9 @@ func resolve(sql string, tables []string) (table, out string, err error) {
 	}
 	b.WriteString(sql[last:])
 	if table == "" && bare != "" {
-		return "", "", fmt.Errorf("%w: %s names no MeterStore table: qualify it with the table, as in %s.%s", ErrNaming, bare, example(tables), bare)
+		return "", "", false, fmt.Errorf("%w: %s names no MeterStore table: qualify it with the table, as in %s.%s", ErrNaming, bare, example(tables), bare)
 	}
-	return table, b.String(), nil
+	return table, b.String(), system, nil
 }
 
 func isRelation(name string) bool {

@@ -2,6 +2,7 @@ package flightapi
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -21,8 +22,8 @@ func TestResolve(t *testing.T) {
 			"SELECT r.readings FROM readings_versions AS r /* heat.readings */"},
 		{"SELECT 1", "", "SELECT 1"},
 	} {
-		table, out, err := resolve(c.sql, tables)
-		if err != nil || table != c.table || out != c.out {
+		table, out, system, err := resolve(c.sql, tables)
+		if err != nil || table != c.table || out != c.out || system != strings.Contains(out, "system.") {
 			t.Errorf("resolve(%q) = %q, %q, %v; want %q, %q", c.sql, table, out, err, c.table, c.out)
 		}
 	}
@@ -31,7 +32,7 @@ func TestResolve(t *testing.T) {
 		"SELECT * FROM power.readings JOIN heat.readings USING (malo_id)",
 		"SELECT * FROM meterstore.gas.readings",
 	} {
-		if _, _, err := resolve(sql, tables); !errors.Is(err, ErrNaming) {
+		if _, _, _, err := resolve(sql, tables); !errors.Is(err, ErrNaming) {
 			t.Errorf("resolve(%q): %v; want ErrNaming", sql, err)
 		}
 	}

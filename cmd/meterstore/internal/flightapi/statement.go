@@ -22,14 +22,18 @@ import (
 
 // statement resolves sql's table (names.go) for the call's token: the
 // table it names, or the first the token may touch when it names none,
-// and the statement as the store runs it.
+// and the statement as the store runs it. A statement that may read the
+// system tables has them computed first, as meterstore query does.
 func (s *server) statement(ctx context.Context, sql string) (table, out string, err error) {
 	if strings.TrimSpace(sql) == "" {
 		return "", "", status.Error(codes.InvalidArgument, "the statement is empty")
 	}
-	table, out, err = resolve(sql, s.s.Tables())
+	table, out, system, err := resolve(sql, s.s.Tables())
 	if err != nil {
 		return "", "", status.Error(codes.InvalidArgument, err.Error())
+	}
+	if system {
+		s.refreshSystemTables(ctx)
 	}
 	if table == "" {
 		visible := s.visible(ctx)
