@@ -1,15 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -20,9 +18,9 @@ const flightPerDay = `SELECT strftime("from", '%Y-%m-%d') AS day, count(*) AS n,
 FROM readings GROUP BY ALL ORDER BY day`
 
 // TestServeFlightSQL runs the real binary with server.flight_listen on
-// 127.0.0.1, a day of power archived and a day hot, and has Python's ADBC
-// Flight SQL driver query it (testdata/serve_flight_adbc.py): its rows
-// equal meterstore query's.
+// 127.0.0.1 over TLS (a self-signed certificate), a day of power archived
+// and a day hot, and has Python's ADBC Flight SQL driver query it
+// (testdata/serve_flight_adbc.py): its rows equal meterstore query's.
 func TestServeFlightSQL(t *testing.T) {
 	if err := exec.Command("python3", "-c", "import adbc_driver_flightsql.dbapi, pyarrow").Run(); err != nil {
 		t.Skip("python3 with adbc_driver_flightsql and pyarrow is not installed (.ci/run installs them)")
@@ -30,16 +28,27 @@ func TestServeFlightSQL(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildBinary(t, dir)
 	cfgPath, _ := deploymentConfig(t, dir)
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	selfSigned(t, certFile, keyFile)
 	tok, section := parseToken(t, mustRun(t, "token", "--name", "reporting", "--scope", "query"))
 	text, err := os.ReadFile(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := strings.Replace(string(text), `listen = "127.0.0.1:8080"`, `listen = "127.0.0.1:0"`, 1)
-	cfg = strings.Replace(cfg, `flight_listen = ""`, `flight_listen = "127.0.0.1:0"`, 1) + "\n" + section
-	if !strings.Contains(cfg, `flight_listen = "127.0.0.1:0"`) {
+	// startTLSServe returns the first address serve prints, the HTTP one:
+	// the Flight SQL port is picked here. Another process could take it in
+	// between; serve would then fail at its start, naming the key.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flightAddr := ln.Addr().String()
+	ln.Close()
+	cfg := withServerKeys(t, string(text), map[string]string{"listen": `"127.0.0.1:0"`, "tls_cert": `"cert.pem"`, "tls_key": `"key.pem"`})
+	if !strings.Contains(cfg, `flight_listen = ""`) {
 		t.Fatal("the template has no flight_listen")
 	}
+	cfg = strings.Replace(cfg, `flight_listen = ""`, `flight_listen = "`+flightAddr+`"`, 1) + "\n" + section
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -60,61 +69,11 @@ func TestServeFlightSQL(t *testing.T) {
 	}
 	mustRun(t, append([]string{"archive"}, c...)...)
 
-	cmd := exec.Command(bin, "serve", "-c", cfgPath)
-	stdout, err := cmd.StdoutPipe()
+	p, base := startTLSServe(t, bin, cfgPath)
+	out, err := exec.CommandContext(t.Context(), "python3", "testdata/serve_flight_adbc.py",
+		"grpc+tls://"+flightAddr, base, tok, certFile).CombinedOutput()
 	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitErr error
-	exited := make(chan struct{})
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	var base, uri string
-	deadline := time.After(2 * time.Minute)
-	for base == "" || uri == "" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				<-exited
-				t.Fatalf("serve exited before serving: %v\n%s", waitErr, stderr.String())
-			}
-			if addr, found := strings.CutPrefix(l, "serving flight sql "); found {
-				uri = addr
-			} else if addr, found := strings.CutPrefix(l, "serving "); found {
-				base = addr
-			}
-		case <-deadline:
-			t.Fatalf("serve did not say where it serves within 2 minutes\n%s", stderr.String())
-		}
-	}
-	if !strings.HasPrefix(uri, "grpc://127.0.0.1:") || strings.HasSuffix(uri, ":0") {
-		t.Fatalf("serving flight sql %q", uri)
-	}
-
-	out, err := exec.CommandContext(t.Context(), "python3", "testdata/serve_flight_adbc.py", uri, base, tok).CombinedOutput()
-	if err != nil {
-		t.Fatalf("serve_flight_adbc.py: %v\n%s\nserve's log:\n%s", err, out, stderr.String())
+		t.Fatalf("serve_flight_adbc.py: %v\n%s\nserve's log:\n%s", err, out, p.stderr.String())
 	}
 	t.Logf("serve_flight_adbc.py: %s", out)
 	var got []map[string]any
@@ -137,21 +96,9 @@ func TestServeFlightSQL(t *testing.T) {
 		t.Errorf("Flight SQL through ADBC:\n%v\nmeterstore query:\n%v", got, want)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-exited:
-		var ee *exec.ExitError
-		if errors.As(waitErr, &ee) {
-			t.Fatalf("after SIGTERM: exit %d\n%s", ee.ExitCode(), stderr.String())
-		} else if waitErr != nil {
-			t.Fatal(waitErr)
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("serve did not exit within a minute of SIGTERM\n%s", stderr.String())
-	}
-	if log := stderr.String(); strings.Contains(log, tok) || !strings.Contains(log, "flight sql call refused") {
-		t.Errorf("serve's log holds the token, or no refusal:\n%s", log)
+	p.stop(t)
+	if log := p.stderr.String(); strings.Contains(log, tok) ||
+		!strings.Contains(log, `msg="serving flight sql" address=`+flightAddr+" tls=true") || !strings.Contains(log, "flight sql call refused") {
+		t.Errorf("serve's log holds the token, or no Flight SQL over TLS, or no refusal:\n%s", log)
 	}
 }

@@ -2,8 +2,9 @@
 ADBC driver (adbc_driver_flightsql), as a notebook or BI tool would.
 
 Called by cmd/meterstore's TestServeFlightSQL with the Flight SQL URI
-(grpc://127.0.0.1:port), the HTTP base URL and a bearer token of scope
-query. Checks that a cross-tier query (count and sum per day of power's
+(grpc+tls://127.0.0.1:port), the HTTP base URL, a bearer token of scope
+query and the PEM file of the server's self-signed certificate, which both
+clients trust. Checks that a cross-tier query (count and sum per day of power's
 readings) read both tiers and equals POST /v1/query's answer, that a
 prepared statement gives the same rows, that adbc_get_objects lists the
 tables with their columns, and that no token and a wrong token are
@@ -13,6 +14,7 @@ passed.
 """
 
 import json
+import ssl
 import sys
 import urllib.request
 
@@ -25,11 +27,17 @@ PER_DAY = """SELECT strftime("from", '%Y-%m-%d') AS day, count(*) AS n, sum(valu
 FROM {}readings GROUP BY ALL ORDER BY day"""
 
 
+# The server's certificate, which the clients trust: set by main.
+CAFILE = None
+
+
 def connect(uri, token):
-    kwargs = {}
+    with open(CAFILE) as f:
+        kwargs = {adbc_driver_flightsql.DatabaseOptions.TLS_ROOT_CERTS.value: f.read()}
     if token is not None:
         kwargs[adbc_driver_flightsql.DatabaseOptions.AUTHORIZATION_HEADER.value] = "Bearer " + token
-    return adbc_driver_flightsql.dbapi.connect(uri, db_kwargs=kwargs)
+    # Every statement reads a snapshot of its own: there are no transactions.
+    return adbc_driver_flightsql.dbapi.connect(uri, db_kwargs=kwargs, autocommit=True)
 
 
 def http_rows(base, token, sql):
@@ -39,7 +47,8 @@ def http_rows(base, token, sql):
     req.add_header("Authorization", "Bearer " + token)
     req.add_header("Content-Type", "application/json")
     req.add_header("Accept", "application/x-ndjson")
-    with urllib.request.urlopen(req, timeout=60) as resp:
+    ctx = ssl.create_default_context(cafile=CAFILE)
+    with urllib.request.urlopen(req, timeout=60, context=ctx) as resp:
         return [json.loads(line) for line in resp.read().decode().splitlines()]
 
 
@@ -58,7 +67,8 @@ def refused(uri, token, what):
 
 
 def main():
-    uri, base, token = sys.argv[1:4]
+    global CAFILE
+    uri, base, token, CAFILE = sys.argv[1:5]
     want = http_rows(base, token, PER_DAY.format(""))
     assert len(want) >= 2, f"POST /v1/query answered {want}: want at least two days"
 
