@@ -17,12 +17,15 @@ import (
 type Server struct {
 	// Listen is the host:port to listen on (server.listen).
 	Listen string
+	// FlightListen is the host:port of the Arrow Flight SQL service;
+	// empty means none (server.flight_listen).
+	FlightListen string
 	// TLSCert and TLSKey are the PEM files of the server's certificate and
 	// key, absolute; both empty means plain HTTP (server.tls_cert,
 	// server.tls_key).
 	TLSCert, TLSKey string
-	// AllowPlainHTTP permits plain HTTP on an address other than loopback
-	// (server.allow_plain_http).
+	// AllowPlainHTTP permits plain HTTP, and plain gRPC for Flight SQL, on
+	// an address other than loopback (server.allow_plain_http).
 	AllowPlainHTTP bool
 	// ReadTimeout bounds reading a request, headers and body
 	// (server.read_timeout).
@@ -103,6 +106,7 @@ var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // rawServer is the shape of the [server] section.
 type rawServer struct {
 	Listen          value      `toml:"listen"`
+	FlightListen    value      `toml:"flight_listen"`
 	TLSCert         value      `toml:"tls_cert"`
 	TLSKey          value      `toml:"tls_key"`
 	AllowPlainHTTP  value      `toml:"allow_plain_http"`
@@ -174,6 +178,16 @@ func (r *reader) server(raw *rawServer) Server {
 	case s.TLSCert == "" && ok && !loopback && !s.AllowPlainHTTP:
 		r.errorf("server.listen", "%q is not a loopback address, and plain HTTP would send every bearer token in the clear: "+
 			"set tls_cert and tls_key, or allow_plain_http = true behind a proxy that terminates TLS", s.Listen)
+	}
+	if s.FlightListen = strings.TrimSpace(r.str("server.flight_listen", raw.FlightListen, "")); s.FlightListen != "" {
+		loopback, ok := r.listen("server.flight_listen", s.FlightListen)
+		switch {
+		case ok && s.FlightListen == s.Listen && !strings.HasSuffix(s.Listen, ":0"):
+			r.errorf("server.flight_listen", "%q is server.listen too: Flight SQL needs an address of its own", s.FlightListen)
+		case ok && s.TLSCert == "" && !loopback && !s.AllowPlainHTTP:
+			r.errorf("server.flight_listen", "%q is not a loopback address, and plain gRPC would send every bearer token in the clear: "+
+				"set tls_cert and tls_key, or allow_plain_http = true behind a proxy that terminates TLS", s.FlightListen)
+		}
 	}
 	for i := range raw.Token {
 		s.Tokens = append(s.Tokens, r.token(fmt.Sprintf("server.token[%d]", i), &raw.Token[i]))

@@ -18,6 +18,7 @@ func TestServer(t *testing.T) {
 	c := mustParse(t, `
 [server]
 listen = "0.0.0.0:8443"
+flight_listen = "0.0.0.0:8444"
 tls_cert = "tls/cert.pem"
 tls_key = "/etc/ms/key.pem"
 read_timeout = "10s"
@@ -44,7 +45,7 @@ scopes = ["admin"]
 name = "power"
 `, "/srv/ms", nil)
 	want := Server{
-		Listen: "0.0.0.0:8443", TLSCert: "/srv/ms/tls/cert.pem", TLSKey: "/etc/ms/key.pem",
+		Listen: "0.0.0.0:8443", FlightListen: "0.0.0.0:8444", TLSCert: "/srv/ms/tls/cert.pem", TLSKey: "/etc/ms/key.pem",
 		ReadTimeout: 10 * time.Second, WriteTimeout: time.Hour, ShutdownTimeout: time.Minute, MaxBodyBytes: 1 << 30,
 		MaxConcurrentRequests: 3, IdempotencyRetention: 2 * time.Hour,
 		CatalogWritable: true, CatalogTokenLifetime: 15 * time.Minute,
@@ -61,7 +62,9 @@ name = "power"
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:8080", "localhost:9000"} {
 		mustParse(t, "[server]\nlisten = \""+addr+"\"\n", "/srv/ms", nil)
 	}
-	c = mustParse(t, "[server]\nlisten = \":8080\"\nallow_plain_http = true\n", "/srv/ms", nil)
+	// Both on port 0 is two free ports.
+	mustParse(t, "[server]\nlisten = \"127.0.0.1:0\"\nflight_listen = \"127.0.0.1:0\"\n", "/srv/ms", nil)
+	c = mustParse(t, "[server]\nlisten = \":8080\"\nflight_listen = \":8815\"\nallow_plain_http = true\n", "/srv/ms", nil)
 	if !c.Server.AllowPlainHTTP {
 		t.Errorf("allow_plain_http = true read as false")
 	}
@@ -81,6 +84,9 @@ func TestServerProblems(t *testing.T) {
 	}{
 		{"plain HTTP on every interface", "[server]\nlisten = \":8080\"\n", "server.listen", 2, "not a loopback address"},
 		{"plain HTTP on a public address", "[server]\nlisten = \"192.0.2.7:80\"\n", "server.listen", 2, "allow_plain_http"},
+		{"plain Flight SQL on a public address", "[server]\nflight_listen = \"192.0.2.7:8815\"\n", "server.flight_listen", 2, "plain gRPC"},
+		{"Flight SQL on the HTTP address", "[server]\nlisten = \"127.0.0.1:8080\"\nflight_listen = \"127.0.0.1:8080\"\n", "server.flight_listen", 3, "an address of its own"},
+		{"Flight SQL without port", "[server]\nflight_listen = \"127.0.0.1\"\n", "server.flight_listen", 2, "want host:port"},
 		{"listen without port", "[server]\nlisten = \"127.0.0.1\"\n", "server.listen", 2, "want host:port"},
 		{"listen with a bad port", "[server]\nlisten = \"127.0.0.1:http\"\n", "server.listen", 2, "want 0 to 65535"},
 		{"certificate without key", "[server]\ntls_cert = \"c.pem\"\n", "server.tls_key", 1, "set both"},

@@ -33,7 +33,9 @@ for the life of the process), runs the maintenance loop and serves the
 HTTP API of the [server] section: GET /healthz, /readyz and /v1/status,
 and POST /v1/tables/{table}/readings (a CSV or JSON lines delivery, in
 atomic batches) and POST /v1/query (a SELECT, answered as CSV or JSON
-lines), with the bearer tokens of its [[server.token]] sections. GET /metrics, for
+lines), with the bearer tokens of its [[server.token]] sections. With
+server.flight_listen set, the same tokens query over Arrow Flight SQL
+there (how tables are named: see the README). GET /metrics, for
 a token with scope admin, is the Prometheus exposition of the store's
 metrics and the server's own. /iceberg is the Iceberg REST catalog
 (uri = <base>/iceberg) for tokens with scope catalog, read-only unless
@@ -104,6 +106,13 @@ func serve(cmd *cobra.Command, d *deployment) error {
 		return fmt.Errorf("serve: server.listen: %w", err)
 	}
 	defer ln.Close()
+	fln, err := listenFlight(sc)
+	if err != nil {
+		return err
+	}
+	if fln != nil {
+		defer fln.Close()
+	}
 
 	// The store's instruments and the server's own record through one
 	// provider, which GET /metrics exposes.
@@ -157,6 +166,12 @@ func serve(cmd *cobra.Command, d *deployment) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "serving %s://%s\n", scheme, ln.Addr())
 	log.Info("serving", "address", ln.Addr().String(), "tls", tlsConfig != nil, "tokens", len(sc.Tokens))
+	stopFlight, err := serveFlight(cmd.OutOrStdout(), log, s, sc, fln, tlsConfig, meters)
+	if err != nil {
+		srv.Close()
+		maint.Stop()
+		return err
+	}
 
 	var serveErr error
 	select {
@@ -164,7 +179,9 @@ func serve(cmd *cobra.Command, d *deployment) error {
 	case serveErr = <-served:
 	}
 	log.Info("shutting down", "timeout", config.Duration(sc.ShutdownTimeout).String())
-	return shutdown(srv, maint.Stop, sc.ShutdownTimeout, serveErr)
+	flightStopped := stopFlight(sc.ShutdownTimeout)
+	err = shutdown(srv, maint.Stop, sc.ShutdownTimeout, serveErr)
+	return errors.Join(err, <-flightStopped)
 }
 
 // shutdown stops the server and the maintenance loop, each allowed to

@@ -29,13 +29,11 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -44,6 +42,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/store"
@@ -198,9 +197,7 @@ func TokenName(ctx context.Context) string {
 }
 
 // guard admits a request whose bearer token holds one of scopes (any
-// scope when scopes is empty). The presented token is hashed and compared
-// with every configured hash in constant time, so neither the comparison
-// nor the number of tokens before the match says how close a guess was.
+// scope when scopes is empty), as auth.Match checks it.
 func (h *handler) guard(scopes []string, next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		presented, ok := bearer(r)
@@ -208,19 +205,12 @@ func (h *handler) guard(scopes []string, next http.HandlerFunc) http.Handler {
 			h.refuse(w, r, http.StatusUnauthorized, metrics.ReasonMissing, "", "a bearer token is required: Authorization: Bearer <token>")
 			return
 		}
-		sum := sha256.Sum256([]byte(presented))
-		match := -1
-		for i := range h.o.Tokens {
-			if subtle.ConstantTimeCompare(sum[:], h.o.Tokens[i].Hash[:]) == 1 {
-				match = i
-			}
-		}
-		if match < 0 {
+		t, ok := auth.Match(h.o.Tokens, presented)
+		if !ok {
 			h.refuse(w, r, http.StatusUnauthorized, metrics.ReasonInvalid, "", "the bearer token is not valid")
 			return
 		}
-		t := h.o.Tokens[match]
-		if len(scopes) > 0 && !slices.ContainsFunc(scopes, func(s string) bool { return slices.Contains(t.Scopes, s) }) {
+		if !auth.HasScope(t, scopes...) {
 			h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, t.Name,
 				fmt.Sprintf("token %q lacks the scope: want %s", t.Name, strings.Join(scopes, " or ")))
 			return

@@ -35,10 +35,10 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/ingest"
 	"github.com/meterstore/meterstore/internal/metrics"
@@ -96,7 +96,7 @@ type lineReason struct {
 func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 	table := r.PathValue("table")
 	tok, _ := r.Context().Value(tokenKey{}).(config.Token)
-	if len(tok.Tables) > 0 && !slices.Contains(tok.Tables, table) {
+	if !auth.MayTouch(tok, table) {
 		h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, tok.Name,
 			fmt.Sprintf("token %q may not touch table %q", tok.Name, table))
 		return

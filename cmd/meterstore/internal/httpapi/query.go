@@ -10,7 +10,7 @@ package httpapi
 //	       Accept): one JSON object per row, a repeated column name
 //	       suffixed _2, _3, ...;
 //	       application/vnd.apache.arrow.stream: an Arrow IPC stream,
-//	       typed as queryarrow.go says
+//	       typed as arrowrows says
 //
 //	200  the rows, with X-MeterStore-Watermark (RFC 3339, empty when the
 //	     query read no archived watermark) and X-MeterStore-Tiers (the
@@ -45,13 +45,13 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf16"
 
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/resultfmt"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/metrics"
@@ -100,7 +100,7 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok, _ := r.Context().Value(tokenKey{}).(config.Token)
-	if len(tok.Tables) > 0 && !slices.Contains(tok.Tables, req.Table) {
+	if !auth.MayTouch(tok, req.Table) {
 		h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, tok.Name,
 			fmt.Sprintf("token %q may not touch table %q", tok.Name, req.Table))
 		return
@@ -319,13 +319,6 @@ func (a *jsonAnswer) cut(code, msg string) bool {
 	a.send()
 	a.w.Header().Set(trailerError, errorTrailer(code, msg))
 	return false
-}
-
-// arrowAnswer's cut: a stream without its end-of-stream marker, on a
-// dropped connection, is one no reader takes for whole.
-func (a *arrowAnswer) cut(string, string) bool {
-	a.b.Release()
-	return true
 }
 
 // errorTrailer is the value of trailerError: the JSON error, with every

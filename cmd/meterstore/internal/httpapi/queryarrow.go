@@ -1,268 +1,40 @@
 package httpapi
 
-// The Arrow IPC stream of a query's answer, built in Go from the rows the
-// engine streams: duckdb-go's own Arrow interface needs the duckdb_arrow
-// build tag, which meterstore is not built with.
-//
-// DuckDB type             Arrow type
-// BOOLEAN                 bool
-// TINYINT ... BIGINT      int8 ... int64
-// UTINYINT ... UBIGINT    uint8 ... uint64
-// FLOAT, DOUBLE           float32, float64
-// DECIMAL(p,s)            decimal128(p,s)
-// VARCHAR, ENUM           utf8
-// BLOB                    binary
-// DATE                    date32
-// TIME                    time64[us]
-// TIMESTAMP               timestamp[us]
-// TIMESTAMP_S, _MS, _NS   timestamp[s], [ms], [ns]
-// TIMESTAMPTZ             timestamp[us, UTC]
-// INTERVAL                month_day_nano_interval
-// any other type          utf8, the text the CSV answer has for the value
-//
-// HUGEINT, UHUGEINT and UUID are among the others: a HUGEINT can have 39
-// digits, more than decimal128(38,0) holds, so it is its exact decimal
-// text; a UUID is its canonical text.
+// The Arrow IPC stream of a query's answer, its batches built by
+// arrowrows (which says how DuckDB's types map to Arrow's).
 
 import (
-	"fmt"
 	"io"
-	"math/big"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/duckdb/duckdb-go/v2"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/resultfmt"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/arrowrows"
 )
-
-// An Arrow answer sends a record batch when it holds arrowBatchRows rows
-// or about arrowBatchBytes bytes of variable-length values, whichever
-// comes first: that bounds what it holds.
-const (
-	arrowBatchRows  = 8192
-	arrowBatchBytes = 8 << 20
-)
-
-// The keys of the Arrow schema's metadata: the watermark (RFC 3339, empty
-// when none was read) and the tiers read (comma-separated), as the
-// headers X-MeterStore-Watermark and X-MeterStore-Tiers have them.
-const (
-	arrowMetaWatermark = "meterstore.watermark"
-	arrowMetaTiers     = "meterstore.tiers"
-)
-
-// arrowColumn is the Arrow type of a column of DuckDB type typ, and how a
-// value of it is appended to the column's builder.
-type arrowColumn struct {
-	typ    arrow.DataType
-	append func(b array.Builder, v any) (int, error) // the bytes appended beyond the fixed width
-}
-
-// arrowType returns the Arrow column of the DuckDB type named typ.
-func arrowType(typ string) arrowColumn {
-	fixed := func(dt arrow.DataType, f func(b array.Builder, v any) bool) arrowColumn {
-		return arrowColumn{dt, func(b array.Builder, v any) (int, error) {
-			if !f(b, v) {
-				return 0, fmt.Errorf("a %T in a column of type %s", v, typ)
-			}
-			return 0, nil
-		}}
-	}
-	switch typ {
-	case "BOOLEAN":
-		return fixed(arrow.FixedWidthTypes.Boolean, appendAs[bool, *array.BooleanBuilder])
-	case "TINYINT":
-		return fixed(arrow.PrimitiveTypes.Int8, appendAs[int8, *array.Int8Builder])
-	case "SMALLINT":
-		return fixed(arrow.PrimitiveTypes.Int16, appendAs[int16, *array.Int16Builder])
-	case "INTEGER":
-		return fixed(arrow.PrimitiveTypes.Int32, appendAs[int32, *array.Int32Builder])
-	case "BIGINT":
-		return fixed(arrow.PrimitiveTypes.Int64, appendAs[int64, *array.Int64Builder])
-	case "UTINYINT":
-		return fixed(arrow.PrimitiveTypes.Uint8, appendAs[uint8, *array.Uint8Builder])
-	case "USMALLINT":
-		return fixed(arrow.PrimitiveTypes.Uint16, appendAs[uint16, *array.Uint16Builder])
-	case "UINTEGER":
-		return fixed(arrow.PrimitiveTypes.Uint32, appendAs[uint32, *array.Uint32Builder])
-	case "UBIGINT":
-		return fixed(arrow.PrimitiveTypes.Uint64, appendAs[uint64, *array.Uint64Builder])
-	case "FLOAT":
-		return fixed(arrow.PrimitiveTypes.Float32, appendAs[float32, *array.Float32Builder])
-	case "DOUBLE":
-		return fixed(arrow.PrimitiveTypes.Float64, appendAs[float64, *array.Float64Builder])
-	case "VARCHAR", "ENUM":
-		return arrowColumn{arrow.BinaryTypes.String, func(b array.Builder, v any) (int, error) {
-			s, ok := v.(string)
-			if !ok {
-				s = resultfmt.Text(v, typ)
-			}
-			b.(*array.StringBuilder).Append(s)
-			return len(s), nil
-		}}
-	case "BLOB":
-		return arrowColumn{arrow.BinaryTypes.Binary, func(b array.Builder, v any) (int, error) {
-			x, ok := v.([]byte)
-			if !ok {
-				return 0, fmt.Errorf("a %T in a column of type %s", v, typ)
-			}
-			b.(*array.BinaryBuilder).Append(x)
-			return len(x), nil
-		}}
-	case "DATE":
-		return fixed(arrow.FixedWidthTypes.Date32, func(b array.Builder, v any) bool {
-			t, ok := v.(time.Time)
-			if ok {
-				y, m, d := t.Date()
-				days := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400
-				b.(*array.Date32Builder).Append(arrow.Date32(days))
-			}
-			return ok
-		})
-	case "TIME":
-		return fixed(arrow.FixedWidthTypes.Time64us, func(b array.Builder, v any) bool {
-			t, ok := v.(time.Time)
-			if ok {
-				us := int64(t.Hour())*3600e6 + int64(t.Minute())*60e6 + int64(t.Second())*1e6 + int64(t.Nanosecond())/1e3
-				b.(*array.Time64Builder).Append(arrow.Time64(us))
-			}
-			return ok
-		})
-	case "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE":
-		dt := &arrow.TimestampType{Unit: arrow.Microsecond}
-		switch typ {
-		case "TIMESTAMP_S":
-			dt.Unit = arrow.Second
-		case "TIMESTAMP_MS":
-			dt.Unit = arrow.Millisecond
-		case "TIMESTAMP_NS":
-			dt.Unit = arrow.Nanosecond
-		case "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE":
-			dt.TimeZone = "UTC"
-		}
-		return fixed(dt, func(b array.Builder, v any) bool {
-			t, ok := v.(time.Time)
-			if ok {
-				var n int64
-				switch dt.Unit {
-				case arrow.Second:
-					n = t.Unix()
-				case arrow.Millisecond:
-					n = t.UnixMilli()
-				case arrow.Nanosecond:
-					n = t.UnixNano()
-				default:
-					n = t.UnixMicro()
-				}
-				b.(*array.TimestampBuilder).Append(arrow.Timestamp(n))
-			}
-			return ok
-		})
-	case "INTERVAL":
-		return fixed(arrow.FixedWidthTypes.MonthDayNanoInterval, func(b array.Builder, v any) bool {
-			x, ok := v.(duckdb.Interval)
-			if ok {
-				b.(*array.MonthDayNanoIntervalBuilder).Append(arrow.MonthDayNanoInterval{
-					Months: x.Months, Days: x.Days, Nanoseconds: x.Micros * 1000})
-			}
-			return ok
-		})
-	}
-	if p, s, ok := decimalType(typ); ok {
-		return fixed(&arrow.Decimal128Type{Precision: p, Scale: s}, func(b array.Builder, v any) bool {
-			x, ok := v.(duckdb.Decimal)
-			if ok {
-				n := x.Value
-				if n == nil {
-					n = new(big.Int)
-				}
-				b.(*array.Decimal128Builder).Append(decimal128.FromBigInt(n))
-			}
-			return ok
-		})
-	}
-	return arrowColumn{arrow.BinaryTypes.String, func(b array.Builder, v any) (int, error) {
-		s := resultfmt.Text(v, typ)
-		b.(*array.StringBuilder).Append(s)
-		return len(s), nil
-	}}
-}
-
-// appendAs appends v, a T, to a builder of T.
-func appendAs[T any, B interface{ Append(T) }](b array.Builder, v any) bool {
-	x, ok := v.(T)
-	if ok {
-		b.(B).Append(x)
-	}
-	return ok
-}
-
-// decimalType parses DECIMAL(p,s).
-func decimalType(typ string) (p, s int32, ok bool) {
-	args, found := strings.CutPrefix(typ, "DECIMAL(")
-	if args, found = strings.CutSuffix(args, ")"); !found {
-		return 0, 0, false
-	}
-	ps, ss, found := strings.Cut(args, ",")
-	pi, err1 := strconv.Atoi(strings.TrimSpace(ps))
-	si, err2 := strconv.Atoi(strings.TrimSpace(ss))
-	if !found || err1 != nil || err2 != nil || pi < 1 || pi > 38 || si < 0 || si > pi {
-		return 0, 0, false
-	}
-	return int32(pi), int32(si), true
-}
 
 // arrowAnswer writes rows as an Arrow IPC stream, a record batch at a
 // time.
 type arrowAnswer struct {
 	w     *ipc.Writer
-	b     *array.RecordBuilder
-	cols  []arrowColumn
+	b     *arrowrows.Builder
 	flush func() error
-	rows  int
-	bytes int
 }
 
 // newArrowAnswer returns the Arrow writer of an answer with columns of
 // the DuckDB types types, with the watermark and tiers in the schema's
 // metadata; flush sends what has been written to the client.
 func newArrowAnswer(w io.Writer, columns, types []string, watermark, tiers string, flush func() error) *arrowAnswer {
-	a := &arrowAnswer{cols: make([]arrowColumn, len(columns)), flush: flush}
-	fields := make([]arrow.Field, len(columns))
-	for i, name := range columns {
-		a.cols[i] = arrowType(resultfmt.Type(types, i))
-		fields[i] = arrow.Field{Name: name, Type: a.cols[i].typ, Nullable: true}
-	}
-	md := arrow.NewMetadata([]string{arrowMetaWatermark, arrowMetaTiers}, []string{watermark, tiers})
-	schema := arrow.NewSchema(fields, &md)
-	mem := memory.NewGoAllocator()
-	a.b = array.NewRecordBuilder(mem, schema)
-	a.w = ipc.NewWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(mem))
-	return a
+	b := arrowrows.NewBuilder(columns, types, watermark, tiers)
+	return &arrowAnswer{b: b, flush: flush,
+		w: ipc.NewWriter(w, ipc.WithSchema(b.Schema()), ipc.WithAllocator(memory.NewGoAllocator()))}
 }
 
 func (a *arrowAnswer) row(vals []any) error {
-	for i, v := range vals {
-		fb := a.b.Field(i)
-		if v == nil {
-			fb.AppendNull()
-			continue
-		}
-		n, err := a.cols[i].append(fb, v)
-		if err != nil {
-			return renderError{fmt.Errorf("column %d: %w", i+1, err)}
-		}
-		a.bytes += n
+	full, err := a.b.Append(vals)
+	if err != nil {
+		return renderError{err}
 	}
-	a.rows++
-	if a.rows >= arrowBatchRows || a.bytes >= arrowBatchBytes {
+	if full {
 		return a.send()
 	}
 	return nil
@@ -270,9 +42,8 @@ func (a *arrowAnswer) row(vals []any) error {
 
 // send writes the rows held as a record batch and flushes it.
 func (a *arrowAnswer) send() error {
-	rec := a.b.NewRecordBatch()
+	rec := a.b.NewBatch()
 	defer rec.Release()
-	a.rows, a.bytes = 0, 0
 	if err := a.w.Write(rec); err != nil {
 		return err
 	}
@@ -282,7 +53,7 @@ func (a *arrowAnswer) send() error {
 // end sends the rows held and the end-of-stream marker.
 func (a *arrowAnswer) end() error {
 	defer a.b.Release()
-	if a.rows > 0 {
+	if a.b.Len() > 0 {
 		if err := a.send(); err != nil {
 			return err
 		}
@@ -291,4 +62,11 @@ func (a *arrowAnswer) end() error {
 		return err
 	}
 	return a.flush()
+}
+
+// cut: a stream without its end-of-stream marker, on a dropped
+// connection, is one no reader takes for whole.
+func (a *arrowAnswer) cut(string, string) bool {
+	a.b.Release()
+	return true
 }

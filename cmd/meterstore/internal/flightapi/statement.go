@@ -1,0 +1,325 @@
+package flightapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/arrowrows"
+	"github.com/meterstore/meterstore/store"
+)
+
+// statement resolves sql's table (names.go) for the call's token: the
+// table it names, or the first the token may touch when it names none,
+// and the statement as the store runs it. A statement that may read the
+// system tables has them computed first, as meterstore query does.
+func (s *server) statement(ctx context.Context, sql string) (table, out string, err error) {
+	if strings.TrimSpace(sql) == "" {
+		return "", "", status.Error(codes.InvalidArgument, "the statement is empty")
+	}
+	table, out, system, err := resolve(sql, s.s.Tables())
+	if err != nil {
+		return "", "", status.Error(codes.InvalidArgument, err.Error())
+	}
+	if system {
+		s.refreshSystemTables(ctx)
+	}
+	if table == "" {
+		visible := s.visible(ctx)
+		if len(visible) == 0 {
+			return "", "", status.Errorf(codes.PermissionDenied, "token %q may touch no table", tokenOf(ctx).Name)
+		}
+		return visible[0], out, nil
+	}
+	if err := s.mayTouch(ctx, table); err != nil {
+		return "", "", err
+	}
+	return table, out, nil
+}
+
+// ticketInfo is the FlightInfo of a statement: one endpoint, on this
+// server, whose ticket is tkt. The schema is not known before the
+// statement runs, and the statement runs once, in DoGet.
+func ticketInfo(desc *flight.FlightDescriptor, tkt []byte) *flight.FlightInfo {
+	return &flight.FlightInfo{
+		FlightDescriptor: desc,
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
+		TotalRecords:     -1,
+		TotalBytes:       -1,
+	}
+}
+
+// GetFlightInfoStatement checks the statement's naming and token, and
+// returns a ticket holding the statement: DoGet checks and runs it.
+func (s *server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if len(cmd.GetTransactionId()) > 0 {
+		return nil, status.Error(codes.InvalidArgument, "transactions are not supported: every statement reads a snapshot of its own")
+	}
+	if _, _, err := s.statement(ctx, cmd.GetQuery()); err != nil {
+		return nil, err
+	}
+	tkt, err := flightsql.CreateStatementQueryTicket([]byte(cmd.GetQuery()))
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "a ticket: %v", err)
+	}
+	return ticketInfo(desc, tkt), nil
+}
+
+// DoGetStatement runs the statement of a ticket, which the client holds
+// and so is checked again.
+func (s *server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	table, sql, err := s.statement(ctx, string(tkt.GetStatementHandle()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.run(ctx, table, sql)
+}
+
+// run streams sql over table: it returns once the store has the result's
+// header, and sends the rows in batches on the channel, which it closes at
+// the end. ctx, the DoGet stream's, bounds the query: the client's cancel
+// or disconnect ends it.
+func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	if s.slots != nil {
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			return nil, nil, status.Errorf(codes.ResourceExhausted,
+				"%d queries are in flight, as many as server.max_concurrent_requests allows: retry shortly", cap(s.slots))
+		}
+	}
+	ch := make(chan flight.StreamChunk, 1)
+	header := make(chan *arrow.Schema, 1)
+	failed := make(chan error, 1)
+	go func() {
+		if s.slots != nil {
+			defer func() { <-s.slots }()
+		}
+		defer close(ch)
+		start := time.Now()
+		var (
+			b    *arrowrows.Builder
+			rows int64
+		)
+		send := func() error {
+			rec := b.NewBatch()
+			select {
+			case ch <- flight.StreamChunk{Data: rec}:
+				return nil
+			case <-ctx.Done():
+				rec.Release()
+				return ctx.Err()
+			}
+		}
+		begin := func(hd *store.ResultHeader) error {
+			wm := ""
+			if hd.HasWatermark {
+				wm = hd.Watermark.UTC().Format(time.RFC3339Nano)
+			}
+			b = arrowrows.NewBuilder(hd.Columns, hd.Types, wm, strings.Join(hd.Tiers, ","))
+			header <- b.Schema()
+			return nil
+		}
+		row := func(vals []any) error {
+			rows++
+			full, err := b.Append(vals)
+			if err != nil {
+				return err
+			}
+			if full {
+				return send()
+			}
+			return nil
+		}
+		err := s.s.QueryStream(ctx, table, sql, begin, row)
+		if err == nil && b.Len() > 0 {
+			err = send()
+		}
+		if b != nil {
+			b.Release()
+		}
+		attrs := []slog.Attr{slog.String("token", tokenOf(ctx).Name), slog.String("table", table),
+			slog.Duration("took", time.Since(start)), slog.Int64("rows", rows)}
+		if err == nil {
+			s.log.LogAttrs(ctx, slog.LevelInfo, "flight sql query", attrs...)
+			return
+		}
+		gerr := s.failure(ctx, err, attrs)
+		if b == nil {
+			failed <- gerr
+			return
+		}
+		select {
+		case ch <- flight.StreamChunk{Err: gerr}:
+		case <-ctx.Done():
+		}
+	}()
+	select {
+	case sc := <-header:
+		return sc, ch, nil
+	case err := <-failed:
+		return nil, nil, err
+	}
+}
+
+// failure logs the error of a query and returns it as the client is told
+// it.
+func (s *server) failure(ctx context.Context, err error, attrs []slog.Attr) error {
+	code, msg := codes.Internal, "internal error"
+	switch {
+	case ctx.Err() != nil:
+		code, msg = codes.Canceled, "the call was canceled"
+	case errors.Is(err, store.ErrNotReadOnly):
+		code, msg = codes.InvalidArgument, err.Error()+" (meterstore's Flight SQL is read-only)"
+	case errors.Is(err, store.ErrInvalidQuery):
+		code, msg = codes.InvalidArgument, err.Error()
+	case errors.Is(err, store.ErrQueryTimeout):
+		code, msg = codes.DeadlineExceeded, err.Error()
+	case errors.Is(err, store.ErrNoTable):
+		code, msg = codes.NotFound, err.Error()
+	case store.IsRetryable(err):
+		code, msg = codes.Unavailable, err.Error()
+	}
+	level := slog.LevelInfo
+	if code == codes.Internal {
+		level = slog.LevelError
+	}
+	s.log.LogAttrs(ctx, level, "flight sql query failed", append(attrs, slog.String("code", code.String()), slog.Any("err", err))...)
+	return status.Error(code, msg)
+}
+
+// maxPrepared bounds the prepared statements a token holds open: a client
+// that never closes its own cannot grow the server without bound.
+const maxPrepared = 256
+
+// A prepared statement, by its handle.
+type prepared struct {
+	token string // the name of the token that made it, the one that may use it
+	query string // as the client sent it; resolved again when run
+}
+
+// preparedStatements are the open prepared statements.
+type preparedStatements struct {
+	mu      sync.Mutex
+	byID    map[string]prepared
+	byToken map[string]int
+}
+
+func newPreparedStatements() *preparedStatements {
+	return &preparedStatements{byID: map[string]prepared{}, byToken: map[string]int{}}
+}
+
+// CreatePreparedStatement checks the statement as GetFlightInfoStatement
+// does and keeps it under a new handle. Neither its result's schema nor
+// parameters are known: the client learns the schema from the stream.
+func (s *server) CreatePreparedStatement(ctx context.Context, req flightsql.ActionCreatePreparedStatementRequest) (flightsql.ActionCreatePreparedStatementResult, error) {
+	var res flightsql.ActionCreatePreparedStatementResult
+	if len(req.GetTransactionId()) > 0 {
+		return res, status.Error(codes.InvalidArgument, "transactions are not supported: every statement reads a snapshot of its own")
+	}
+	if _, _, err := s.statement(ctx, req.GetQuery()); err != nil {
+		return res, err
+	}
+	var id [16]byte
+	rand.Read(id[:]) // never fails (crypto/rand)
+	handle := hex.EncodeToString(id[:])
+	name := tokenOf(ctx).Name
+	p := s.prep
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byToken[name] >= maxPrepared {
+		return res, status.Errorf(codes.ResourceExhausted, "token %q holds %d prepared statements open, as many as allowed: close some", name, maxPrepared)
+	}
+	p.byID[handle] = prepared{token: name, query: req.GetQuery()}
+	p.byToken[name]++
+	res.Handle = []byte(handle)
+	return res, nil
+}
+
+// lookup returns the prepared statement of handle, if the call's token
+// made it.
+func (s *server) lookup(ctx context.Context, handle []byte) (prepared, error) {
+	s.prep.mu.Lock()
+	st, ok := s.prep.byID[string(handle)]
+	s.prep.mu.Unlock()
+	if !ok || st.token != tokenOf(ctx).Name {
+		return prepared{}, status.Error(codes.NotFound, "no such prepared statement: it was closed, or never made by this token")
+	}
+	return st, nil
+}
+
+// ClosePreparedStatement forgets a prepared statement.
+func (s *server) ClosePreparedStatement(ctx context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
+	st, err := s.lookup(ctx, req.GetPreparedStatementHandle())
+	if err != nil {
+		return err
+	}
+	p := s.prep
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.byID[string(req.GetPreparedStatementHandle())]; ok {
+		delete(p.byID, string(req.GetPreparedStatementHandle()))
+		if p.byToken[st.token]--; p.byToken[st.token] <= 0 {
+			delete(p.byToken, st.token)
+		}
+	}
+	return nil
+}
+
+// GetFlightInfoPreparedStatement returns a ticket that is the command
+// itself: DoGet finds the statement by its handle.
+func (s *server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if _, err := s.lookup(ctx, cmd.GetPreparedStatementHandle()); err != nil {
+		return nil, err
+	}
+	return ticketInfo(desc, desc.Cmd), nil
+}
+
+// DoGetPreparedStatement runs a prepared statement.
+func (s *server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	st, err := s.lookup(ctx, cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, nil, err
+	}
+	table, sql, err := s.statement(ctx, st.query)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.run(ctx, table, sql)
+}
+
+// DoPutPreparedStatementQuery refuses parameters: a prepared statement
+// here is a statement kept, not one with placeholders.
+func (s *server) DoPutPreparedStatementQuery(context.Context, flightsql.PreparedStatementQuery, flight.MessageReader, flight.MetadataWriter) ([]byte, error) {
+	return nil, status.Error(codes.Unimplemented, "prepared statements take no parameters here: write the values into the statement")
+}
+
+// errReadOnly refuses every write.
+var errReadOnly = status.Error(codes.Unimplemented,
+	"meterstore's Flight SQL is read-only: readings are written through POST /v1/tables/{table}/readings or meterstore ingest")
+
+// DoPutCommandStatementUpdate refuses a write.
+func (s *server) DoPutCommandStatementUpdate(context.Context, flightsql.StatementUpdate) (int64, error) {
+	return 0, errReadOnly
+}
+
+// DoPutPreparedStatementUpdate refuses a write.
+func (s *server) DoPutPreparedStatementUpdate(context.Context, flightsql.PreparedStatementUpdate, flight.MessageReader) (int64, error) {
+	return 0, errReadOnly
+}
+
+// DoPutCommandStatementIngest refuses a write.
+func (s *server) DoPutCommandStatementIngest(context.Context, flightsql.StatementIngest, flight.MessageReader) (int64, error) {
+	return 0, errReadOnly
+}
