@@ -25,13 +25,14 @@ func describes(node map[string]any) bool {
 			rest.walk(v)
 		}
 	}
-	return rest.readings == 0 && !rest.opaque
+	return rest.readings == 0 && rest.completeness == 0 && !rest.opaque
 }
 
 // references counts what a statement names that could read readings.
 type references struct {
-	readings int  // base table references to readings or readings_versions
-	opaque   bool // query(...), query_table(...) or a SHOW of a table name
+	readings     int  // base table references to readings or readings_versions
+	completeness int  // base table references to completeness, which reads readings
+	opaque       bool // query(...), query_table(...) or a SHOW of a table name
 }
 
 func (r *references) walk(v any) {
@@ -39,8 +40,11 @@ func (r *references) walk(v any) {
 	case map[string]any:
 		switch v["type"] {
 		case "BASE_TABLE":
-			if isReadings(str(v["table_name"])) {
+			switch name := str(v["table_name"]); {
+			case isReadings(name):
 				r.readings++
+			case isCompleteness(name):
+				r.completeness++
 			}
 		case "TABLE_FUNCTION":
 			f, _ := v["function"].(map[string]any)

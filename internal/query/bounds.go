@@ -22,13 +22,19 @@ type constraint struct {
 // malo_id to, if node is a SELECT from exactly one reference to a readings
 // relation; nil otherwise.
 func constraints(node map[string]any) ([]constraint, []string) {
+	return constraintsOn(node, isReadings, "from")
+}
+
+// constraintsOn is constraints for the column named column of a relation
+// whose name isRelation accepts.
+func constraintsOn(node map[string]any, isRelation func(string) bool, column string) ([]constraint, []string) {
 	from, _ := node["from_table"].(map[string]any)
 	cte, _ := node["cte_map"].(map[string]any)
 	ctes, _ := cte["map"].([]any)
-	// Column aliases could name another column "from".
+	// Column aliases could name another column like the bounded one.
 	aliases, _ := from["column_name_alias"].([]any)
 	if node["type"] != "SELECT_NODE" || len(ctes) > 0 || node["sample"] != nil || len(aliases) > 0 ||
-		from["type"] != "BASE_TABLE" || !isReadings(str(from["table_name"])) ||
+		from["type"] != "BASE_TABLE" || !isRelation(str(from["table_name"])) ||
 		from["sample"] != nil || from["at_clause"] != nil || str(from["catalog_name"]) != "" ||
 		str(from["schema_name"]) != "" && !strings.EqualFold(str(from["schema_name"]), "main") {
 		return nil, nil
@@ -42,7 +48,7 @@ func constraints(node map[string]any) ([]constraint, []string) {
 		malo []string
 	)
 	for _, c := range conjuncts(node["where_clause"]) {
-		out = append(out, comparison(c, qualifier)...)
+		out = append(out, comparison(c, qualifier, column)...)
 		// One conjunct's set is enough: the others only narrow it.
 		if malo == nil {
 			malo = maloSet(c, qualifier)
@@ -119,9 +125,10 @@ var (
 	flipped = map[string]string{"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 )
 
-// comparison returns the constraints of one conjunct: from op constant,
-// constant op from, or from BETWEEN a AND b.
-func comparison(e map[string]any, qualifier string) []constraint {
+// comparison returns the constraints on the column named column of one
+// conjunct: column op constant, constant op column, or column BETWEEN a AND b.
+func comparison(e map[string]any, qualifier, column string) []constraint {
+	is := func(v any) bool { return isColumn(v, qualifier, column) }
 	switch e["class"] {
 	case "COMPARISON":
 		op, ok := operators[str(e["type"])]
@@ -129,14 +136,14 @@ func comparison(e map[string]any, qualifier string) []constraint {
 			return nil
 		}
 		l, r := e["left"], e["right"]
-		if isFrom(r, qualifier) {
+		if is(r) {
 			l, r, op = r, l, flipped[op]
 		}
-		if x, ok := constant(r); ok && isFrom(l, qualifier) {
+		if x, ok := constant(r); ok && is(l) {
 			return []constraint{{op, x}}
 		}
 	case "BETWEEN":
-		if e["type"] != "COMPARE_BETWEEN" || !isFrom(e["input"], qualifier) {
+		if e["type"] != "COMPARE_BETWEEN" || !is(e["input"]) {
 			return nil
 		}
 		var out []constraint
@@ -150,10 +157,6 @@ func comparison(e map[string]any, qualifier string) []constraint {
 	}
 	return nil
 }
-
-// isFrom reports whether v is the column "from", unqualified or qualified
-// by the table's name or alias.
-func isFrom(v any, qualifier string) bool { return isColumn(v, qualifier, "from") }
 
 // isColumn reports whether v is the column name, unqualified or qualified
 // by the table's name or alias.

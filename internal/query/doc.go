@@ -10,8 +10,13 @@
 // versions resolved: per merge key the row with the highest version, then
 // the latest recorded_at. Both have the table's columns in table order. The
 // in-memory relations of Engine.SetRelations (system.tables, ...) and the
-// calendar functions meter_local_day, meter_gas_day, meter_balancing_day
-// and meter_expected_intervals complete the session. DuckDB's own catalog
+// calendar functions meter_local_day, meter_gas_day, meter_balancing_day,
+// meter_expected_intervals, meter_balancing_day_start and
+// meter_balancing_day_end complete the session. In an interval table,
+// completeness compares per series and balancing day the intervals the
+// calendar expects with those in readings (see completeness.go): a query
+// of it reads the days its WHERE bounds on balancing_day and the
+// CompletenessLookback days before them. DuckDB's own catalog
 // is called system as well; a reference system.x without a catalog is
 // taken to mean the relation, and the statement runs as DuckDB renders it
 // with the catalog spelled out.

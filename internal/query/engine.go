@@ -210,6 +210,9 @@ func (e *Engine) stream(ctx context.Context, sql string, start func(*Header) err
 		if files, err = e.read(ctx, inst, a.Range, h); err != nil {
 			return err
 		}
+		if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days); err != nil {
+			return err
+		}
 	}
 	if err := inst.lockdown(ctx, files); err != nil {
 		return err

@@ -62,6 +62,9 @@ type analysis struct {
 	// relation in the schema system, DuckDB's rendering of it with the
 	// catalog spelled out (see qualify).
 	sql string
+	// days is the range of balancing days the statement reads of the
+	// relation completeness; see completenessDays.
+	days dayRange
 }
 
 // A querier is a DuckDB connection or database.
@@ -80,8 +83,11 @@ type querier interface {
 // optionally cast to DATE, TIMESTAMP or TIMESTAMPTZ; DuckDB evaluates it
 // exactly as the comparison does, in the time zone UTC of every query's
 // session, so a constant without a zone means UTC. Any other conjunct
-// bounds nothing, and any other statement is unbounded. DESCRIBE and SHOW
-// get an empty range: they need the relations, not their rows.
+// bounds nothing, and any other statement is unbounded. A SELECT whose
+// FROM is exactly one reference to completeness, under the same
+// conditions, is bounded by its conjuncts on balancing_day instead, widened
+// by the lookback (see analysis.completeness). DESCRIBE and SHOW get an
+// empty range: they need the relations, not their rows.
 func analyze(ctx context.Context, q querier, text string) (analysis, error) {
 	var js string
 	if err := q.QueryRowContext(ctx, `SELECT CAST(json_serialize_sql(CAST(? AS VARCHAR)) AS VARCHAR)`, text).Scan(&js); err != nil {
@@ -129,11 +135,13 @@ func analyze(ctx context.Context, q querier, text string) (analysis, error) {
 	var refs references
 	refs.walk(node)
 	switch {
-	case refs.readings == 0 && !refs.opaque:
+	case refs.readings == 0 && refs.completeness == 0 && !refs.opaque:
 		a.NoReadings = true
 		return a, nil
-	case refs.readings != 1 || refs.opaque:
+	case refs.readings+refs.completeness != 1 || refs.opaque:
 		return a, nil
+	case refs.completeness == 1:
+		return a, a.completeness(ctx, q, node)
 	}
 	cs, malo := constraints(node)
 	var err error

@@ -17,6 +17,8 @@ import (
 //	meter_balancing_day(TIMESTAMPTZ, VARCHAR sparte) DATE    the gas day for GAS, else the Berlin day
 //	meter_expected_intervals(DATE, VARCHAR resolution, VARCHAR sparte) INTEGER
 //	                                                         intervals in a balancing day: 92, 96, 100 quarter hours
+//	meter_balancing_day_start(DATE, VARCHAR sparte) TIMESTAMPTZ  where a balancing day begins: midnight, 06:00 for GAS
+//	meter_balancing_day_end(DATE, VARCHAR sparte) TIMESTAMPTZ    where it ends, 23 to 25 hours later
 //
 // A NULL argument gives NULL; an unknown sparte or resolution is an error.
 
@@ -75,6 +77,33 @@ var functions = []function{
 		}
 		return int32(n), nil
 	}},
+	{"meter_balancing_day_start", []duckdb.Type{duckdb.TYPE_DATE, duckdb.TYPE_VARCHAR}, duckdb.TYPE_TIMESTAMP_TZ, func(a []driver.Value) (any, error) {
+		d, com, err := balancingDay(a)
+		if err != nil {
+			return nil, err
+		}
+		return calendar.BalancingDayStart(d, com), nil
+	}},
+	{"meter_balancing_day_end", []duckdb.Type{duckdb.TYPE_DATE, duckdb.TYPE_VARCHAR}, duckdb.TYPE_TIMESTAMP_TZ, func(a []driver.Value) (any, error) {
+		d, com, err := balancingDay(a)
+		if err != nil {
+			return nil, err
+		}
+		return calendar.BalancingDayEnd(d, com), nil
+	}},
+}
+
+// balancingDay reads the arguments (DATE, VARCHAR sparte).
+func balancingDay(a []driver.Value) (metering.Date, metering.Commodity, error) {
+	t, err := instant(a[0])
+	if err != nil {
+		return metering.Date{}, 0, err
+	}
+	com, err := metering.ParseCommodity(fmt.Sprint(a[1]))
+	if err != nil {
+		return metering.Date{}, 0, err
+	}
+	return metering.Date{Year: t.Year(), Month: t.Month(), Day: t.Day()}, com, nil
 }
 
 func instant(v driver.Value) (time.Time, error) {

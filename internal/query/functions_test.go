@@ -33,6 +33,11 @@ func TestCalendarFunctions(t *testing.T) {
 		`meter_local_day(NULL)`:                                                    "NULL",
 		`typeof(meter_expected_intervals(DATE '2026-03-29', 'PT15M', 'STROM'))`:    "INTEGER",
 		`typeof(meter_balancing_day(TIMESTAMPTZ '2026-03-29 03:00:00+00', 'GAS'))`: "DATE",
+		`meter_balancing_day_start(DATE '2026-03-29', 'STROM')`:                    "2026-03-28T23:00:00",
+		`meter_balancing_day_end(DATE '2026-03-29', 'STROM')`:                      "2026-03-29T22:00:00",
+		`meter_balancing_day_start(DATE '2026-10-24', 'GAS')`:                      "2026-10-24T04:00:00",
+		`meter_balancing_day_end(DATE '2026-10-24', 'GAS')`:                        "2026-10-25T05:00:00",
+		`meter_balancing_day_end(NULL, 'GAS')`:                                     "NULL",
 	} {
 		got := values(t, e, `SELECT `+sql)
 		if !slices.Equal(got, []string{want}) {
@@ -44,6 +49,7 @@ func TestCalendarFunctions(t *testing.T) {
 		`SELECT meter_expected_intervals(DATE '2026-03-29', 'PT60M', 'STROM')`,
 		`SELECT meter_expected_intervals(DATE '2026-03-29', 'P1M', 'STROM')`,
 		`SELECT meter_expected_intervals(DATE '2026-03-29', 'PT15M', '')`,
+		`SELECT meter_balancing_day_start(DATE '2026-03-29', 'gas')`,
 	} {
 		if _, err := e.Query(t.Context(), sql); err == nil || !strings.Contains(err.Error(), "meter_") {
 			t.Errorf("%s: %v, want an error naming the function", sql, err)

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meterstore/meterstore/metering"
+)
+
+func newCompleteness() *cobra.Command {
+	var (
+		d                       deployment
+		table, from, to, format string
+		incomplete              bool
+	)
+	cmd := &cobra.Command{
+		Use:   "completeness --table T --from DAY --to DAY",
+		Short: "Per series and balancing day, the intervals the calendar expects against those stored",
+		Long: `Reports the relation completeness of --table for the balancing days --from to
+--to (both included, YYYY-MM-DD; gas days run 06:00 to 06:00 Berlin time): per
+series (malo_id, obis_code and the identity columns) and day, the intervals
+the Berlin calendar expects (92, 96 or 100 quarter hours; 23, 24 or 25 hours),
+those present in readings (versions resolved, both tiers), the missing and
+the surplus ones (off the grid, outside the day or of another resolution).
+A series that delivered in the 31 days before --from and nothing since is
+missing on every day; one that first delivers within the range is expected
+from that day. The same relation is "completeness" in meterstore query.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lo, err := metering.ParseDate(from)
+			if err != nil {
+				return fmt.Errorf("--from: %w", err)
+			}
+			hi, err := metering.ParseDate(to)
+			if err != nil {
+				return fmt.Errorf("--to: %w", err)
+			}
+			if hi.Compare(lo) < 0 {
+				return fmt.Errorf("--to %s is before --from %s", hi, lo)
+			}
+			if !slices.Contains([]string{"table", "csv", "json"}, format) {
+				return fmt.Errorf("--format %q: want table, csv or json", format)
+			}
+			sql := `SELECT * FROM completeness WHERE balancing_day BETWEEN DATE '` + lo.String() + `' AND DATE '` + hi.String() + `'`
+			if incomplete {
+				sql += ` AND (missing > 0 OR surplus > 0)`
+			}
+			sql += ` ORDER BY ALL`
+			s, _, err := d.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			res, err := s.Query(cmd.Context(), table, sql)
+			if err != nil {
+				return err
+			}
+			if err := printResult(cmd.OutOrStdout(), format, res); err != nil {
+				return err
+			}
+			missing, surplus := sumColumn(res.Columns, res.Rows, "missing"), sumColumn(res.Columns, res.Rows, "surplus")
+			fmt.Fprintf(os.Stderr, "%d series-days; %d intervals missing, %d surplus; watermark %s; tiers %s\n",
+				len(res.Rows), missing, surplus, stamp(res.Watermark), strings.Join(res.Tiers, ", "))
+			return nil
+		},
+	}
+	d.flags(cmd, false)
+	f := cmd.Flags()
+	f.StringVar(&table, "table", "", "the interval table to report on (required)")
+	f.StringVar(&from, "from", "", "the first balancing day, YYYY-MM-DD (required)")
+	f.StringVar(&to, "to", "", "the last balancing day, YYYY-MM-DD, included (required)")
+	f.StringVar(&format, "format", "table", "table, csv or json (an object per row)")
+	f.BoolVar(&incomplete, "incomplete", false, "only the days with missing or surplus intervals")
+	cmd.MarkFlagRequired("table")
+	cmd.MarkFlagRequired("from")
+	cmd.MarkFlagRequired("to")
+	return cmd
+}
+
+// sumColumn returns the sum of the BIGINT column name over rows.
+func sumColumn(cols []string, rows [][]any, name string) int64 {
+	i := slices.Index(cols, name)
+	if i < 0 {
+		return 0
+	}
+	var n int64
+	for _, r := range rows {
+		if v, ok := r[i].(int64); ok {
+			n += v
+		}
+	}
+	return n
+}

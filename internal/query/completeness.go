@@ -1,0 +1,282 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
+)
+
+// The relation completeness of an interval table: per series (malo_id,
+// obis_code and the identity columns) and balancing day of the statement's
+// range, the intervals the Berlin calendar expects against those present
+// in readings, so with versions resolved:
+//
+//	malo_id, obis_code, <identity columns>   the series
+//	sparte, resolution                       what its intervals are expected to be
+//	balancing_day DATE                       the local day, the gas day for GAS
+//	from, to TIMESTAMPTZ                     where the day begins and ends
+//	expected BIGINT                          92, 96 or 100 quarter hours; 23, 24 or 25 hours; 1 for P1D
+//	present BIGINT                           intervals of the expected resolution on its grid within the day
+//	missing BIGINT                           expected - present
+//	surplus BIGINT                           the day's other intervals: off the grid, outside the day, another resolution
+//
+// The range is the balancing days the statement bounds: top-level
+// conjuncts comparing balancing_day with a constant, if the statement
+// reads completeness once and nothing else of the tiers (see analyze);
+// otherwise the days from the first to the last balancing_day stored. A
+// series is expected from the range's first day if it delivered anything
+// in the CompletenessLookback days before it ("seen before"), else from the
+// first day it delivered in the range, to the range's last day: a series
+// silent throughout the range but seen before is missing on every day.
+// Its expected resolution and sparte on a day are those most of its
+// intervals of that day have (the finer resolution on a tie), or on a day
+// without any, those of the last day it delivered. Intervals of a
+// resolution coarser than a day are not counted.
+
+// CompletenessLookback is how many balancing days before a range a series
+// counts as seen before. It bounds what a query of completeness reads: the
+// range and as many days before it, of which only the columns naming the
+// series are read from the cold files.
+const CompletenessLookback = 31
+
+// A dayRange is a range of balancing days, both ends included; an end
+// that is not set is open.
+type dayRange struct {
+	lo, hi       metering.Date
+	hasLo, hasHi bool
+}
+
+func isCompleteness(name string) bool { return strings.EqualFold(name, "completeness") }
+
+// completeness bounds a statement that reads the relation completeness and
+// no other relation of the tiers: a.days by its constraints on
+// balancing_day, a.Range by the readings those days need, with the
+// lookback, and a.MaLo by its constraint on malo_id.
+func (a *analysis) completeness(ctx context.Context, q querier, node map[string]any) error {
+	cs, malo := constraintsOn(node, isCompleteness, "balancing_day")
+	a.MaLo = malo
+	if len(cs) == 0 {
+		return nil
+	}
+	d, err := evaluateDays(ctx, q, cs)
+	if err != nil {
+		return err
+	}
+	if calendarErr != nil {
+		return fmt.Errorf("query: %w", calendarErr)
+	}
+	a.days = d
+	switch {
+	case d.hasLo && d.hasHi && d.lo.Compare(d.hi) > 0:
+		a.Range.From, a.Range.To = epoch, epoch
+		return nil
+	case d.hasLo:
+		// Midnight begins a balancing day of every commodity no later than 06:00.
+		a.Range.From = calendar.DayStart(d.lo.AddDays(-CompletenessLookback))
+	}
+	if d.hasHi {
+		a.Range.To = calendar.GasDayEnd(d.hi)
+	}
+	return nil
+}
+
+// evaluateDays casts every constraint's constant to TIMESTAMP, as
+// comparing it with the DATE balancing_day does, and intersects the
+// constraints into days. A constant with a time of day bounds the range by
+// its day, a day more than it must: the range is then wider, never narrower.
+func evaluateDays(ctx context.Context, q querier, cs []constraint) (dayRange, error) {
+	exprs := make([]string, len(cs))
+	vals := make([]any, len(cs))
+	dest := make([]any, len(cs))
+	for i, c := range cs {
+		exprs[i] = `TRY_CAST(` + c.x + ` AS TIMESTAMP)`
+		dest[i] = &vals[i]
+	}
+	if err := q.QueryRowContext(ctx, `SELECT `+strings.Join(exprs, ", ")).Scan(dest...); err != nil {
+		return dayRange{}, fmt.Errorf("query: evaluate the bounds of balancing_day: %w", err)
+	}
+	var r dayRange
+	lower := func(d metering.Date) {
+		if !r.hasLo || d.Compare(r.lo) > 0 {
+			r.lo, r.hasLo = d, true
+		}
+	}
+	upper := func(d metering.Date) {
+		if !r.hasHi || d.Compare(r.hi) < 0 {
+			r.hi, r.hasHi = d, true
+		}
+	}
+	for i, c := range cs {
+		t, ok := vals[i].(time.Time)
+		if !ok || t.Before(minBound) || !t.Before(maxBound) {
+			continue
+		}
+		t = t.UTC()
+		y, m, dd := t.Date()
+		d := metering.Date{Year: y, Month: m, Day: dd}
+		exact := t.Equal(time.Date(y, m, dd, 0, 0, 0, 0, time.UTC))
+		switch c.op {
+		case "=":
+			lower(d)
+			upper(d)
+		case ">=":
+			lower(d)
+		case "<=":
+			upper(d)
+		case ">":
+			if exact {
+				d = d.AddDays(1)
+			}
+			lower(d)
+		case "<":
+			if exact {
+				d = d.AddDays(-1)
+			}
+			upper(d)
+		}
+	}
+	return r, nil
+}
+
+// countedResolutions are the resolutions completeness counts: those a
+// balancing day holds a whole number of.
+var countedResolutions = []metering.Resolution{
+	metering.FiveMinutes, metering.QuarterHour, metering.HalfHour, metering.Hour, metering.Day,
+}
+
+// createCompleteness creates the view main.completeness over readings and
+// readings_versions for the days d, if the table is an interval table.
+func createCompleteness(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, d dayRange) error {
+	if t.TimeModel != series.Interval {
+		return nil
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE VIEW main.completeness AS `+completenessSQL(l, d)); err != nil {
+		return fmt.Errorf("query: create the view completeness: %w", err)
+	}
+	return nil
+}
+
+// completenessSQL returns the SELECT of the relation completeness over the
+// days d; see the comment at the top of this file.
+func completenessSQL(l layout, d dayRange) string {
+	var keys []string
+	for _, k := range l.key {
+		if k != "from" {
+			keys = append(keys, ident(k))
+		}
+	}
+	list := func(prefix string) string {
+		out := make([]string, len(keys))
+		for i, k := range keys {
+			out[i] = prefix + k
+		}
+		return strings.Join(out, ", ")
+	}
+	equal := func(a, b string) string {
+		out := make([]string, len(keys))
+		for i, k := range keys {
+			out[i] = a + "." + k + " = " + b + "." + k
+		}
+		return strings.Join(out, " AND ")
+	}
+	// The step of each resolution in microseconds, to find the grid and
+	// to prefer the finer of two resolutions.
+	var (
+		step  strings.Builder
+		names []string
+	)
+	step.WriteString(`CASE resolution`)
+	for _, r := range countedResolutions {
+		us := int64(24 * time.Hour / time.Microsecond)
+		if s, ok := r.Fixed(); ok {
+			us = int64(s / time.Microsecond)
+		}
+		names = append(names, quote(r.String()))
+		fmt.Fprintf(&step, ` WHEN %s THEN %d`, quote(r.String()), us)
+	}
+	step.WriteString(` END`)
+	counted := `resolution IN (` + strings.Join(names, ", ") + `)`
+	date := func(x metering.Date) string { return `DATE ` + quote(x.String()) }
+
+	lo, hi := `(SELECT min(balancing_day) FROM main.readings_versions)`, `(SELECT max(balancing_day) FROM main.readings_versions)`
+	// The bounds on "from" let the resolution of readings and the scan of
+	// the cold files skip the rows before and after the range.
+	inRange := ""
+	if d.hasLo {
+		lo = date(d.lo)
+		inRange += ` AND "from" >= ` + timestamptz(calendar.DayStart(d.lo))
+	}
+	if d.hasHi {
+		hi = date(d.hi)
+		inRange += ` AND "from" < ` + timestamptz(calendar.GasDayEnd(d.hi))
+	}
+	// Seen before: the series that delivered in the lookback, each with the
+	// sparte and resolution of its latest reading there, placed on the day
+	// before the range. Any version will do to know that it delivered.
+	seen := ""
+	if d.hasLo {
+		first := d.lo.AddDays(-CompletenessLookback)
+		seen = `
+	UNION ALL
+	SELECT ` + list("") + `, ` + date(d.lo.AddDays(-1)) + ` AS balancing_day,
+		arg_max(sparte, "from") AS sparte, arg_max(resolution, "from") AS resolution,
+		CAST(0 AS BIGINT) AS present, CAST(0 AS BIGINT) AS surplus
+	FROM main.readings_versions
+	WHERE ` + counted + ` AND balancing_day >= ` + date(first) + ` AND balancing_day < ` + date(d.lo) + `
+		AND "from" >= ` + timestamptz(calendar.DayStart(first)) + ` AND "from" < ` + timestamptz(calendar.GasDayStart(d.lo)) + `
+	GROUP BY ALL`
+	}
+	return `
+WITH bounds AS (
+	SELECT CAST(` + lo + ` AS DATE) AS lo, CAST(` + hi + ` AS DATE) AS hi
+), days AS (
+	SELECT CAST(unnest(generate_series(CAST(lo AS TIMESTAMP), CAST(hi AS TIMESTAMP), INTERVAL 1 DAY)) AS DATE) AS balancing_day
+	FROM bounds
+), cal AS (
+	-- Each day of the range for each commodity, with where it begins and ends.
+	SELECT balancing_day, sparte,
+		meter_balancing_day_start(balancing_day, sparte) AS day_from,
+		meter_balancing_day_end(balancing_day, sparte) AS day_to
+	FROM days, (VALUES ('STROM'), ('GAS'), ('WAERME'), ('WASSER')) AS c(sparte)
+), counts AS (
+	-- Per series, day and resolution: the intervals, and those on the
+	-- resolution's grid within the day.
+	SELECT ` + list("r.") + `, r.sparte, r.resolution, r.balancing_day, count(*) AS n,
+		count(*) FILTER (WHERE r."from" >= c.day_from AND r."from" < c.day_to AND CASE r.resolution
+			WHEN 'P1D' THEN r."from" = c.day_from
+			ELSE (epoch_us(r."from") - epoch_us(c.day_from)) % (` + strings.ReplaceAll(step.String(), "resolution", "r.resolution") + `) = 0 END) AS good
+	FROM (SELECT * FROM main.readings WHERE ` + counted + inRange + `) AS r
+	JOIN cal AS c ON c.balancing_day = r.balancing_day AND c.sparte = r.sparte
+	GROUP BY ALL
+), known AS (
+	-- Per series, the days it delivered on, each with the resolution most
+	-- of its intervals have; then the series seen before the range.
+	(SELECT ` + list("") + `, balancing_day, sparte, resolution, good AS present,
+		CAST(sum(n) OVER (PARTITION BY ` + list("") + `, balancing_day) - good AS BIGINT) AS surplus
+	FROM counts
+	QUALIFY row_number() OVER (PARTITION BY ` + list("") + `, balancing_day ORDER BY good DESC, n DESC, ` + step.String() + `, sparte) = 1)` + seen + `
+), starts AS (
+	SELECT ` + list("") + `, greatest(min(balancing_day), (SELECT lo FROM bounds)) AS first
+	FROM known GROUP BY ALL
+), grid AS (
+	SELECT ` + list("") + `,
+		CAST(unnest(generate_series(CAST(first AS TIMESTAMP), CAST((SELECT hi FROM bounds) AS TIMESTAMP), INTERVAL 1 DAY)) AS DATE) AS balancing_day
+	FROM starts
+), rows AS (
+	-- Each day of a series with its last day of delivery up to it.
+	SELECT ` + list("g.") + `, k.sparte, k.resolution, g.balancing_day, c.day_from, c.day_to,
+		CAST(meter_expected_intervals(g.balancing_day, k.resolution, k.sparte) AS BIGINT) AS expected,
+		CASE WHEN k.balancing_day = g.balancing_day THEN k.present ELSE 0 END AS present,
+		CASE WHEN k.balancing_day = g.balancing_day THEN k.surplus ELSE 0 END AS surplus
+	FROM grid AS g ASOF JOIN known AS k ON ` + equal("g", "k") + ` AND g.balancing_day >= k.balancing_day
+	JOIN cal AS c ON c.balancing_day = g.balancing_day AND c.sparte = k.sparte
+)
+SELECT ` + list("") + `, sparte, resolution, balancing_day, day_from AS "from", day_to AS "to",
+	expected, present, expected - present AS missing, surplus
+FROM rows`
+}
