@@ -372,7 +372,9 @@ func (c *Catalog) ResolveForks(ctx context.Context, ident table.Identifier) ([]F
 		}
 		c.logger.Warn("catalog: moved a foreign metadata file aside", "table", ident, "file", f.File,
 			"to", aside, "snapshot", f.SnapshotID, "records", f.Records)
+		c.dropChecksum(ctx, f.File)
 	}
+	c.dropChecksum(ctx, dir+"/"+hintName)
 	data, found, err := c.versionData(ctx, ns, name, h.Version())
 	if err == nil && (!found || data == nil) {
 		err = fmt.Errorf("log entry %d holds no metadata", h.Seq)
@@ -388,6 +390,16 @@ func (c *Catalog) ResolveForks(ctx context.Context, ident table.Identifier) ([]F
 		return forks, fmt.Errorf("catalog: resolve forks of %s.%s: version hint: %w", ns, name, err)
 	}
 	return forks, nil
+}
+
+// dropChecksum removes the checksum a Hadoop local filesystem keeps beside
+// a file it wrote (.<name>.crc): once the file is moved or rewritten, the
+// stale checksum would fail a Hadoop reader's read of the new one.
+func (c *Catalog) dropChecksum(ctx context.Context, key string) {
+	crc := path.Dir(key) + "/." + path.Base(key) + ".crc"
+	if err := c.wh.Bucket.Delete(ctx, crc); err != nil {
+		c.logger.Warn("catalog: remove a stale Hadoop checksum", "file", crc, "err", err)
+	}
 }
 
 // MirrorOf returns the MeterStore catalog behind cat, itself or under a
