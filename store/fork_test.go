@@ -121,6 +121,14 @@ func TestForeignMirrorCommit(t *testing.T) {
 	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "file="+file) {
 		t.Errorf("no error log line names %s:\n%s", file, logs.String())
 	}
+	// Logged when found, not on every status (a readiness probe runs one).
+	const found = `msg="store: a commit MeterStore did not make`
+	if n := strings.Count(logs.String(), found); n != 1 {
+		t.Errorf("the fork was logged %d times by status, want 1", n)
+	}
+	if st := s.Status(ctx, dayN(4))[0]; st.MirrorForks != 1 || strings.Count(logs.String(), found) != 1 {
+		t.Errorf("a second status: forks %d, logged %d times", st.MirrorForks, strings.Count(logs.String(), found))
+	}
 	if err := s.RefreshSystemTables(ctx, dayN(4)); err != nil && !strings.Contains(err.Error(), "snapshots") {
 		t.Fatal(err)
 	}

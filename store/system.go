@@ -166,13 +166,31 @@ func (s *Store) checkMirror(ctx context.Context, t *table, ct *cold.Table, st *T
 	switch {
 	case errors.As(err, &fe):
 		st.MirrorForks = int64(len(fe.Forks))
+	case err != nil:
+		st.MirrorForks = -1
+	}
+	// Status runs on every readiness probe: a fork is logged when it is
+	// found, not on every look; status and the metric keep showing it.
+	var files []string
+	if fe != nil {
+		for _, f := range fe.Forks {
+			files = append(files, f.File)
+		}
+	}
+	seen := strings.Join(files, "\n")
+	t.mu.Lock()
+	changed := t.forks != seen
+	t.forks = seen
+	t.mu.Unlock()
+	if changed && fe != nil {
 		for _, f := range fe.Forks {
 			s.log.Error("store: a commit MeterStore did not make is in the metadata mirror; "+
 				"the mirror of the table stops until an operator resolves it (meterstore verify --resolve-forks)",
 				"table", t.decl.Name, "file", f.File, "reason", f.Reason, "snapshot", f.SnapshotID, "records", f.Records)
 		}
-	case err != nil:
-		st.MirrorForks = -1
+	}
+	if changed && fe == nil && err == nil {
+		s.log.Info("store: the metadata mirror holds no fork any more", "table", t.decl.Name)
 	}
 	return err
 }
