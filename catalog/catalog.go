@@ -10,10 +10,12 @@
 // Foreign engines find tables without this process in two ways: every
 // commit also publishes metadata/v<N>.metadata.json and
 // metadata/version-hint.text, the layout that PyIceberg's StaticTable and
-// DuckDB's iceberg_scan read; and Handler serves the Iceberg REST catalog
-// protocol, read-only. WritableHandler serves its writes too, for engines
-// that are meant to write (iceberg-go's REST client among them): each one
-// goes through the same methods, so through the log and the CommitCheck.
+// DuckDB's iceberg_scan read (a commit another writer makes there is a
+// Fork: found, reported, never overwritten; see CheckMirror); and Handler
+// serves the Iceberg REST catalog protocol, read-only. WritableHandler
+// serves its writes too, for engines that are meant to write (iceberg-go's
+// REST client among them): each one goes through the same methods, so
+// through the log and the CommitCheck.
 package catalog
 
 import (

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -171,6 +172,12 @@ func (c *Catalog) commit(ctx context.Context, ident table.Identifier, expected i
 // metadata/version-hint.text at it, for readers that know no catalog. It
 // also repairs the previous version's mirror, which a crash may have
 // skipped. Failures are logged, not returned: the commit has happened.
+//
+// A fork in the mirror (see Fork) stops it: writing v<N> over a foreign
+// file, or moving the hint past one, would take a foreign writer's commit
+// away from every Hadoop-layout reader without a word. The commit stays in
+// the log, which is the table's truth; the mirror resumes once an operator
+// has resolved the fork (ResolveForks).
 func (c *Catalog) publish(ctx context.Context, ident table.Identifier, seq int64, data []byte) {
 	md, err := table.ParseMetadataBytes(data)
 	if err != nil {
@@ -182,16 +189,45 @@ func (c *Catalog) publish(ctx context.Context, ident table.Identifier, seq int64
 		c.logger.Warn("catalog: publish", "table", ident, "err", err)
 		return
 	}
+	version := seq + 1
+	forks, err := c.forksIn(ctx, ident, dir, false)
+	if err != nil {
+		// Unchecked, the mirror could go over a fork; it waits for the
+		// next commit instead, which repairs the version it skipped.
+		c.logger.Warn("catalog: publish metadata mirror: cannot check it for forks; not mirrored", "table", ident, "version", version, "err", err)
+		return
+	}
+	if len(forks) > 0 {
+		c.logForks(ident, version, forks)
+		return
+	}
 	if seq > 0 {
 		c.repairMirror(ctx, ident, dir, seq-1)
 	}
-	version := seq + 1
-	if err := c.wh.Bucket.PutIfAbsent(ctx, fmt.Sprintf("%s/v%d.metadata.json", dir, version), data); err != nil && !errors.Is(err, blob.ErrExists) {
+	mirror := fmt.Sprintf("%s/v%d.metadata.json", dir, version)
+	err = c.wh.Bucket.PutIfAbsent(ctx, mirror, data)
+	if errors.Is(err, blob.ErrExists) {
+		// Ours from an earlier attempt, or a foreign writer's that came
+		// first: only the bytes tell.
+		old, gerr := c.wh.Bucket.Get(ctx, mirror)
+		if gerr == nil && bytes.Equal(old, data) {
+			err = nil
+		} else {
+			f := Fork{Table: ident[0] + "." + ident[1], File: mirror, Version: version, Head: version, Records: -1,
+				Reason: fmt.Sprintf("differs from the log's version %d", version)}
+			if gerr == nil {
+				f.SnapshotID, f.Records = describe(old)
+			}
+			c.logForks(ident, version, []Fork{f})
+			return
+		}
+	}
+	if err != nil {
 		c.logger.Warn("catalog: publish metadata mirror", "table", ident, "version", version, "err", err)
 		return
 	}
 	// The hint only moves forward: a slow publisher must not point it back.
-	hint := dir + "/version-hint.text"
+	hint := dir + "/" + hintName
 	if old, err := c.wh.Bucket.Get(ctx, hint); err == nil {
 		if n, err := strconv.ParseInt(string(old), 10, 64); err == nil && n >= version {
 			return
@@ -199,6 +235,16 @@ func (c *Catalog) publish(ctx context.Context, ident table.Identifier, seq int64
 	}
 	if err := c.wh.Bucket.Put(ctx, hint, []byte(strconv.FormatInt(version, 10))); err != nil {
 		c.logger.Warn("catalog: publish version hint", "table", ident, "version", version, "err", err)
+	}
+}
+
+// logForks reports the forks that kept commit version from the mirror.
+func (c *Catalog) logForks(ident table.Identifier, version int64, forks []Fork) {
+	for _, f := range forks {
+		c.logger.Error("catalog: a commit MeterStore did not make is in the metadata mirror; "+
+			"the commit is in the log, the mirror of the table stops until an operator resolves it",
+			"table", ident, "file", f.File, "reason", f.Reason, "snapshot", f.SnapshotID,
+			"records", f.Records, "commit_version", version)
 	}
 }
 

@@ -99,6 +99,7 @@ type table struct {
 	cold     *cold.Table   // nil until opened
 	engine   *query.Engine // nil until opened
 	openErr  error         // why the last attempt to open failed
+	forks    string        // the mirror forks last logged, so each is logged once
 }
 
 // A TableOpenError reports a declared table that cannot be opened, such as

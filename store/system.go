@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/query"
@@ -26,8 +27,14 @@ type TableStatus struct {
 	// InvariantViolations counts the rows in PostgreSQL below the
 	// watermark; -1 when the watermark could not be read.
 	InvariantViolations int64
+	// MirrorForks counts the commits MeterStore did not make found in the
+	// table's Hadoop-layout metadata mirror (see catalog.Fork), each named
+	// by Err; -1 when the check could not run; 0 for a catalog that
+	// writes no mirror.
+	MirrorForks int64
 	// Healthy is false when a count is -1, a row lies below the
-	// watermark, or the table has partitions and none ahead of now. A
+	// watermark, the mirror holds a fork, or the table has partitions
+	// and none ahead of now. A
 	// table without any partition is exempt from the last rule: "not
 	// started" is not "exhausted".
 	Healthy bool
@@ -35,10 +42,12 @@ type TableStatus struct {
 	// unhealthy though they could: it cannot be opened (a
 	// *TableOpenError), its schema is quarantined (a *QuarantineError),
 	// or its catalog shows a lower watermark than the archival ledger
-	// recorded (an *InvariantError naming both).
+	// recorded (an *InvariantError naming both), or its mirror holds a
+	// fork (a *catalog.ForkError naming the files).
 	Err error
 
 	quarantined bool
+	mirrored    bool // MirrorForks was checked, or tried
 }
 
 // Status computes the state of every table at now, as system.tables
@@ -57,7 +66,7 @@ func (s *Store) Status(ctx context.Context, now time.Time) []TableStatus {
 
 // refusedStatus is the status of table name at a now that was refused.
 func refusedStatus(name string, err error) TableStatus {
-	return TableStatus{Table: name, HotPartitions: -1, PartitionsAhead: -1, InvariantViolations: -1, Err: err}
+	return TableStatus{Table: name, HotPartitions: -1, PartitionsAhead: -1, InvariantViolations: -1, MirrorForks: -1, Err: err}
 }
 
 // statusOf computes the status of t and records it in the metrics.
@@ -65,6 +74,9 @@ func (s *Store) statusOf(ctx context.Context, t *table, now time.Time) TableStat
 	st := s.status(ctx, t, now)
 	s.metrics.PartitionsAhead(ctx, st.Table, st.PartitionsAhead)
 	s.metrics.InvariantViolations(ctx, st.Table, st.InvariantViolations)
+	if st.mirrored {
+		s.metrics.MirrorForks(ctx, st.Table, st.MirrorForks)
+	}
 	if st.HasWatermark {
 		s.metrics.Watermark(ctx, st.Table, st.WatermarkLag)
 	}
@@ -102,6 +114,11 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 		// report the one found, and the one the ledger vouches for.
 		err = s.arch.CheckWatermark(ctx, t.decl.Name, st.Watermark, st.HasWatermark)
 	}
+	if ct != nil {
+		if ferr := s.checkMirror(ctx, t, ct, &st); ferr != nil {
+			errs = append(errs, ferr)
+		}
+	}
 	if err == nil {
 		// A quarantined table ingests and answers, and archives nothing.
 		var q *cold.QuarantineError
@@ -127,11 +144,55 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 	// A table without any partition has not started; it is not exhausted.
 	notStarted := perr == nil && len(parts) == 0
 	st.Healthy = st.HotPartitions >= 0 && st.InvariantViolations == 0 &&
-		(st.PartitionsAhead > 0 || notStarted) && !st.quarantined
+		(st.PartitionsAhead > 0 || notStarted) && !st.quarantined && st.MirrorForks == 0
 	if len(errs) > 0 {
 		st.Err = fmt.Errorf("store: status of %s: %w", t.decl.Name, errors.Join(errs...))
 	}
 	return st
+}
+
+// checkMirror looks for forks in the metadata mirror of t the cheap way
+// (catalog.CheckMirror) and logs each one it finds with its file: a
+// foreign commit in the mirror is seen by Hadoop-layout readers and by no
+// MeterStore query, and only an operator can settle which one is right.
+func (s *Store) checkMirror(ctx context.Context, t *table, ct *cold.Table, st *TableStatus) error {
+	mc := catalog.MirrorOf(s.opts.Catalog)
+	if mc == nil {
+		return nil
+	}
+	st.mirrored = true
+	err := mc.CheckMirror(ctx, ct.Identifier())
+	var fe *catalog.ForkError
+	switch {
+	case errors.As(err, &fe):
+		st.MirrorForks = int64(len(fe.Forks))
+	case err != nil:
+		st.MirrorForks = -1
+	}
+	// Status runs on every readiness probe: a fork is logged when it is
+	// found, not on every look; status and the metric keep showing it.
+	var files []string
+	if fe != nil {
+		for _, f := range fe.Forks {
+			files = append(files, f.File)
+		}
+	}
+	seen := strings.Join(files, "\n")
+	t.mu.Lock()
+	changed := t.forks != seen
+	t.forks = seen
+	t.mu.Unlock()
+	if changed && fe != nil {
+		for _, f := range fe.Forks {
+			s.log.Error("store: a commit MeterStore did not make is in the metadata mirror; "+
+				"the mirror of the table stops until an operator resolves it (meterstore verify --resolve-forks)",
+				"table", t.decl.Name, "file", f.File, "reason", f.Reason, "snapshot", f.SnapshotID, "records", f.Records)
+		}
+	}
+	if changed && fe == nil && err == nil {
+		s.log.Info("store: the metadata mirror holds no fork any more", "table", t.decl.Name)
+	}
+	return err
 }
 
 // RefreshSystemTables recomputes the system tables at now: system.tables,

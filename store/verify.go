@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/meterstore/meterstore/catalog"
 )
 
 // A Verification is what Verify found of one table.
@@ -24,8 +26,12 @@ type Verification struct {
 	// Problems describes every invariant violation found: a data file
 	// missing or of another size than its manifest records, an attached
 	// partition below the watermark, a detached partition that neither the
-	// watermark covers nor an archival recorded.
+	// watermark covers nor an archival recorded, a commit MeterStore did
+	// not make in the table's metadata mirror (also in Forks).
 	Problems []string
+	// Forks are the commits MeterStore did not make found in the table's
+	// Hadoop-layout metadata mirror; ResolveForks moves them aside.
+	Forks []catalog.Fork
 	// Err is why the table could not be verified, or verified only in
 	// part.
 	Err error
@@ -38,9 +44,10 @@ func (v Verification) OK() bool { return v.Err == nil && len(v.Problems) == 0 }
 // current snapshot references exists with the size its manifest records,
 // and every partition in PostgreSQL is accounted for: an attached one at
 // or above the watermark, a detached one covered by it (awaiting its drop)
-// or recorded by the archival ledger as an archival under way. It reads
-// no data file's contents and changes nothing. A missing file is otherwise
-// noticed only by a query that needs it.
+// or recorded by the archival ledger as an archival under way; and every
+// file of the table's metadata mirror is MeterStore's (catalog.VerifyMirror).
+// It reads no data file's contents and changes nothing. A missing file is
+// otherwise noticed only by a query that needs it.
 func (s *Store) Verify(ctx context.Context) []Verification {
 	out := make([]Verification, len(s.tables))
 	for i, t := range s.tables {
@@ -62,10 +69,52 @@ func (s *Store) Verify(ctx context.Context) []Verification {
 			v.AwaitingDrop, v.InFlight = pc.AwaitingDrop, pc.InFlight
 			v.Problems = append(v.Problems, pc.Problems...)
 		}
+		t.mu.Lock()
+		ct := t.cold
+		t.mu.Unlock()
+		if mc := catalog.MirrorOf(s.opts.Catalog); mc != nil && ct != nil {
+			var fe *catalog.ForkError
+			err := mc.VerifyMirror(ctx, ct.Identifier())
+			switch {
+			case errors.As(err, &fe):
+				v.Forks = fe.Forks
+				for _, f := range fe.Forks {
+					v.Problems = append(v.Problems, "a commit MeterStore did not make in the metadata mirror: "+f.String())
+				}
+			case err != nil:
+				errs = append(errs, err)
+			}
+		}
 		if len(errs) > 0 {
 			v.Err = fmt.Errorf("store: verify %s: %w", t.decl.Name, errors.Join(errs...))
 		}
 		out[i] = v
 	}
 	return out
+}
+
+// ResolveForks moves the commits MeterStore did not make out of the
+// metadata mirror of table name into metadata/forked/, and mirrors the
+// log's head again (catalog.ResolveForks). It returns what it moved, for
+// the operator's record; the foreign metadata and its data files are kept,
+// and rows a foreign writer added reach MeterStore only by being written
+// through it. A catalog that writes no mirror has nothing to resolve.
+func (s *Store) ResolveForks(ctx context.Context, name string) ([]catalog.Fork, error) {
+	_, ct, _, err := s.opened(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	mc := catalog.MirrorOf(s.opts.Catalog)
+	if mc == nil {
+		return nil, nil
+	}
+	forks, err := mc.ResolveForks(ctx, ct.Identifier())
+	for _, f := range forks {
+		s.log.Warn("store: moved a commit MeterStore did not make out of the metadata mirror",
+			"table", name, "file", f.File, "snapshot", f.SnapshotID, "records", f.Records)
+	}
+	if err != nil {
+		return forks, fmt.Errorf("store: resolve forks of %s: %w", name, err)
+	}
+	return forks, nil
 }

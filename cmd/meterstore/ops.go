@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/store"
 )
 
@@ -295,6 +296,7 @@ func stamp(t time.Time) string {
 
 func newVerify() *cobra.Command {
 	var d deployment
+	var resolve bool
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check every cold data file and every partition; exit 1 when something is missing or unaccounted for",
@@ -302,9 +304,14 @@ func newVerify() *cobra.Command {
 references exists with the size its manifest records, and that every
 partition in PostgreSQL is accounted for: attached at or above the
 watermark, or detached and either covered by the watermark (awaiting its
-drop) or recorded by the archival ledger as an archival under way. It reads
-no file's contents and changes nothing. Exit 1 when a problem is found, 75
-when a tier could not be reached.`,
+drop) or recorded by the archival ledger as an archival under way; and that
+every file of the table's Hadoop-layout metadata mirror (v<N>.metadata.json,
+version-hint.text) is MeterStore's, naming each commit another writer made
+there (a fork). It reads no data file's contents and changes nothing, unless
+--resolve-forks: then each fork is moved to metadata/forked/ (kept, never
+deleted; its snapshot and record count are printed) and the mirror is
+pointed at the log's head again. Exit 1 when a problem is found, 75 when a
+tier could not be reached.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, _, err := d.open(cmd.Context())
@@ -312,8 +319,20 @@ when a tier could not be reached.`,
 				return err
 			}
 			defer s.Close()
-			vs := s.Verify(cmd.Context())
 			w := cmd.OutOrStdout()
+			if resolve {
+				for _, name := range s.Tables() {
+					moved, err := s.ResolveForks(cmd.Context(), name)
+					for _, f := range moved {
+						fmt.Fprintf(w, "%s: moved %s to %s/ (snapshot %d, %d records)\n",
+							name, f.File, catalog.ForkDir, f.SnapshotID, f.Records)
+					}
+					if err != nil {
+						return err
+					}
+				}
+			}
+			vs := s.Verify(cmd.Context())
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "table\tsnapshot\twatermark\tdata files\tbytes\tattached\tdetached\tawaiting drop\tin flight\tproblems\tok")
 			for _, v := range vs {
@@ -341,6 +360,7 @@ when a tier could not be reached.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&resolve, "resolve-forks", false, "move the commits another writer made in the metadata mirror aside, then verify")
 	d.flags(cmd, false)
 	return cmd
 }

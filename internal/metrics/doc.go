@@ -24,6 +24,7 @@
 //	meterstore.watermark.lag            s            gauge      table
 //	meterstore.partitions.ahead         {partition}  gauge      table
 //	meterstore.invariant.violations     {violation}  gauge      table
+//	meterstore.mirror.forks             {file}       gauge      table
 //	meterstore.write.rows               {reading}    counter    table
 //	meterstore.write.duplicates         {reading}    counter    table
 //	meterstore.write.late_corrections   {reading}    counter    table

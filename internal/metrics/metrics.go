@@ -59,6 +59,7 @@ type Metrics struct {
 	watermarkLag     metric.Float64Gauge
 	partitionsAhead  metric.Int64Gauge
 	violations       metric.Int64Gauge
+	mirrorForks      metric.Int64Gauge
 	writtenRows      metric.Int64Counter
 	duplicates       metric.Int64Counter
 	lateCorrections  metric.Int64Counter
@@ -100,6 +101,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			"Attached hot partitions that can still take a reading from now on, at the last status check; -1 when they could not be listed."),
 		violations: b.intGauge("meterstore.invariant.violations", "{violation}",
 			"Invariant violations (readings left in the hot tier below the watermark) at the last status check; -1 when it could not run."),
+		mirrorForks: b.intGauge("meterstore.mirror.forks", "{file}",
+			"Files in the table's Hadoop-layout metadata mirror that MeterStore did not write (another writer's commit), at the last status check; -1 when it could not run."),
 		writtenRows: b.counter("meterstore.write.rows", "{reading}",
 			"Readings a write inserted."),
 		duplicates: b.counter("meterstore.write.duplicates", "{reading}",

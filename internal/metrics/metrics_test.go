@@ -99,6 +99,7 @@ func TestInstruments(t *testing.T) {
 	m.PartitionsAhead(ctx, "lastgang", 3)
 	m.InvariantViolations(ctx, "lastgang", 0)
 	m.InvariantViolations(ctx, "gas", -1)
+	m.MirrorForks(ctx, "lastgang", 2)
 	m.Written(ctx, "lastgang", 90, 6)
 	m.LateCorrections(ctx, "lastgang", 4)
 	m.Queried(ctx, "lastgang", 250*time.Millisecond)
@@ -133,6 +134,7 @@ func TestInstruments(t *testing.T) {
 		"meterstore.watermark.lag":            {"s", "gauge", []point{{table("lastgang"), 36 * 3600, 0}}},
 		"meterstore.partitions.ahead":         {"{partition}", "gauge", []point{{table("lastgang"), 3, 0}}},
 		"meterstore.invariant.violations":     {"{violation}", "gauge", []point{{table("gas"), -1, 0}, {table("lastgang"), 0, 0}}},
+		"meterstore.mirror.forks":             {"{file}", "gauge", []point{{table("lastgang"), 2, 0}}},
 		"meterstore.write.rows":               {"{reading}", "counter", []point{{table("lastgang"), 90, 0}}},
 		"meterstore.write.duplicates":         {"{reading}", "counter", []point{{table("lastgang"), 6, 0}}},
 		"meterstore.write.late_corrections":   {"{reading}", "counter", []point{{table("lastgang"), 4, 0}}},
@@ -176,6 +178,7 @@ func TestNoProvider(t *testing.T) {
 		m.Watermark(ctx, "t", time.Hour)
 		m.PartitionsAhead(ctx, "t", 1)
 		m.InvariantViolations(ctx, "t", 1)
+		m.MirrorForks(ctx, "t", 1)
 		m.Written(ctx, "t", 1, 1)
 		m.LateCorrections(ctx, "t", 1)
 		m.Scanned(ctx, "t", TierCold, 1)

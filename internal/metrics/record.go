@@ -70,6 +70,17 @@ func (m *Metrics) InvariantViolations(ctx context.Context, table string, n int64
 	m.violations.Record(ctx, n, tableAttr(table))
 }
 
+// MirrorForks records the number of foreign files (commits MeterStore did
+// not make) a status check found in table's metadata mirror; -1 if the
+// check could not run. Like InvariantViolations it is a gauge: a fork
+// stays until an operator resolves it.
+func (m *Metrics) MirrorForks(ctx context.Context, table string, n int64) {
+	if m == nil {
+		return
+	}
+	m.mirrorForks.Record(ctx, n, tableAttr(table))
+}
+
 // Written records a write to table: inserted readings stored and
 // duplicates found already stored and skipped.
 func (m *Metrics) Written(ctx context.Context, table string, inserted, duplicates int64) {
