@@ -125,7 +125,9 @@ func (o *MaintenanceOutcome) Healthy() bool { return len(o.Unhealthy()) == 0 && 
 // Cycle runs one maintenance cycle at now. Per table, in order: create the
 // partitions ahead, archive the due windows (bounded), expire snapshots
 // if enabled and the lease was won, and compute the table's health; then
-// the retention sweep, if enabled. A failing table does not end the cycle.
+// the system tables are refreshed with those healths, so that a long-lived
+// process's queries see them as of its last cycle; then the retention
+// sweep, if enabled. A failing table does not end the cycle.
 // A now that cannot be the time (see CheckNow), or is before a table's
 // watermark, is refused with ErrNowOutOfRange: nothing is done with it.
 func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *MaintenanceOutcome {
@@ -143,6 +145,15 @@ func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *MaintenanceOutc
 			continue
 		}
 		out.Tables = append(out.Tables, m.table(ctx, t, now))
+	}
+	sts := make([]TableStatus, len(out.Tables))
+	for i, t := range out.Tables {
+		sts[i] = t.Status
+	}
+	if err := m.s.publishSystemTables(ctx, sts); err != nil {
+		// The relations that could be computed are published; the cycle's
+		// own outcome already says what is wrong with a table.
+		m.s.log.Warn("store: maintenance: system tables", "err", err)
 	}
 	if m.retention.IsZero() {
 		return out

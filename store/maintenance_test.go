@@ -176,3 +176,23 @@ func TestMaintenanceLoop(t *testing.T) {
 		t.Errorf("the cycle in flight at cancellation: %d cycles recorded", n)
 	}
 }
+
+// TestMaintenanceRefreshesSystemTables: a cycle leaves system.tables as it
+// found the tables, so a long-lived process's queries see its last cycle
+// without refreshing them themselves.
+func TestMaintenanceRefreshesSystemTables(t *testing.T) {
+	s := newEnv(t).open(t, Options{})
+	if _, err := s.Query(t.Context(), "power", `SELECT count(*) FROM system.tables`); err == nil {
+		t.Fatal("system.tables exists before any refresh or cycle")
+	}
+	out := s.Maintenance().Cycle(t.Context(), dayN(0).Add(time.Hour))
+	res := mustQuery(t, s, `SELECT "table", hot_partitions, partitions_ahead, healthy FROM system.tables`)
+	if len(res.Rows) != 1 {
+		t.Fatalf("system.tables after a cycle: %v", res.Rows)
+	}
+	st := out.Tables[0].Status
+	got := res.Rows[0]
+	if got[0] != "power" || got[1] != st.HotPartitions || got[2] != st.PartitionsAhead || got[3] != st.Healthy || st.PartitionsAhead == 0 {
+		t.Errorf("system.tables after a cycle: %v; the cycle's status %+v", got, st)
+	}
+}

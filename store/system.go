@@ -199,7 +199,13 @@ func (s *Store) checkMirror(ctx context.Context, t *table, ct *cold.Table, st *T
 // system.config, system.resolution and system.snapshots. Queries see them
 // as of the last refresh and never pay for computing them.
 func (s *Store) RefreshSystemTables(ctx context.Context, now time.Time) error {
-	rels := []query.Relation{s.tablesRelation(s.Status(ctx, now)), s.configRelation(), s.resolutionRelation()}
+	return s.publishSystemTables(ctx, s.Status(ctx, now))
+}
+
+// publishSystemTables makes every engine see the system tables with sts as
+// system.tables.
+func (s *Store) publishSystemTables(ctx context.Context, sts []TableStatus) error {
+	rels := []query.Relation{s.tablesRelation(sts), s.configRelation(), s.resolutionRelation()}
 	snaps, err := s.snapshotsRelation(ctx)
 	rels = append(rels, snaps)
 	s.mu.Lock()
