@@ -14,12 +14,13 @@ type scanner struct {
 	d    Delimiters
 	n    int // segments read
 	buf  []byte
+	str  string // data, once, for substrings of it
 }
 
 // newScanner reads the service string advice, if any, and returns a
 // scanner positioned at the first segment.
 func newScanner(data []byte) (*scanner, error) {
-	s := &scanner{data: data, d: DefaultDelimiters}
+	s := &scanner{data: data, str: string(data), d: DefaultDelimiters}
 	if !bytes.HasPrefix(data, []byte("UNA")) {
 		if !bytes.HasPrefix(data, []byte("UNB")) {
 			return nil, ErrNotEDIFACT
@@ -68,16 +69,30 @@ func (s *scanner) more() bool {
 // can go on with the next segment.
 func (s *scanner) next() (Segment, error) {
 	s.n++
-	seg := Segment{Position: s.n}
+	seg := Segment{Position: s.n, Elements: make([][]string, 0, 4)}
 	d := s.d
-	var elem []string
-	s.buf = s.buf[:0]
+	elem := make([]string, 0, 2)
+	// A component without release characters is a substring of the
+	// input, which costs no copy; only one with them is built in buf.
+	start, released := s.pos, false
+	component := func(end int) string {
+		if !released {
+			return s.str[start:end]
+		}
+		c := string(s.buf)
+		s.buf, released = s.buf[:0], false
+		return c
+	}
 	ended := false
 	i := s.pos
 	for ; i < len(s.data); i++ {
 		c := s.data[i]
 		switch c {
 		case d.Release:
+			if !released {
+				s.buf = append(s.buf[:0], s.data[start:i]...)
+				released = true
+			}
 			i++
 			if i == len(s.data) {
 				s.pos = i
@@ -86,19 +101,21 @@ func (s *scanner) next() (Segment, error) {
 			s.buf = append(s.buf, s.data[i])
 			continue
 		case d.Component:
-			elem = append(elem, string(s.buf))
-			s.buf = s.buf[:0]
+			elem = append(elem, component(i))
+			start = i + 1
 			continue
 		case d.Element, d.Segment:
-			elem = append(elem, string(s.buf))
-			s.buf = s.buf[:0]
+			elem = append(elem, component(i))
+			start = i + 1
 			seg.Elements = append(seg.Elements, elem)
-			elem = nil
+			elem = make([]string, 0, 2)
 			if c == d.Segment {
 				ended = true
 			}
 		default:
-			s.buf = append(s.buf, c)
+			if released {
+				s.buf = append(s.buf, c)
+			}
 			continue
 		}
 		if ended {

@@ -88,8 +88,20 @@ type reader struct {
 	obis     string
 	medium   metering.Commodity
 	pending  *pending
-	seen     map[string]int // series and start of every interval, to its QTY segment
+	seen     map[seriesKey]int // series and start of every interval, to its QTY segment
 	location *edifact.Segment
+
+	// The balancing day last computed, which the next reading most
+	// likely shares.
+	dayCom           metering.Commodity
+	dayStart, dayEnd time.Time
+	day              metering.Date
+	scope            string
+}
+
+type seriesKey struct {
+	malo, obis string
+	from       int64
 }
 
 // pending is a QTY whose dates are still to come.
@@ -107,7 +119,15 @@ func (rd *reader) read() Message {
 		return rd.out
 	}
 	rd.header = true
-	rd.seen = map[string]int{}
+	// Sized for the values, so that neither grows value by value.
+	n := 0
+	for i := range m.Segments {
+		if m.Segments[i].Tag == "QTY" {
+			n++
+		}
+	}
+	rd.seen = make(map[seriesKey]int, n)
+	rd.out.Readings, rd.out.Segments = make([]series.Reading, 0, n), make([]int, 0, n)
 	for i := range m.Segments {
 		if err := rd.segment(&m.Segments[i]); err != nil {
 			rd.out.Err = err
@@ -416,10 +436,14 @@ func (rd *reader) flush(at *edifact.Segment) *edifact.MessageError {
 			return err
 		}
 	}
-	day := cal.BalancingDay(r.From, com)
+	if com != rd.dayCom || r.From.Before(rd.dayStart) || !r.From.Before(rd.dayEnd) {
+		rd.day = cal.BalancingDay(r.From, com)
+		rd.dayCom, rd.dayStart, rd.dayEnd = com, cal.BalancingDayStart(rd.day, com), cal.BalancingDayEnd(rd.day, com)
+		rd.scope = fmt.Sprintf("%s:%04d-%02d", rd.out.Sender, rd.day.Year, int(rd.day.Month))
+	}
 	r.Version = rd.out.Version
-	r.VersionScope = fmt.Sprintf("%s:%04d-%02d", rd.out.Sender, day.Year, int(day.Month))
-	key := r.MaLo + "|" + r.OBIS + "|" + r.From.Format(time.RFC3339)
+	r.VersionScope = rd.scope
+	key := seriesKey{r.MaLo, r.OBIS, r.From.UnixMicro()}
 	n := p.seg.Position - rd.msg.Segments[0].Position + 1
 	if first, dup := rd.seen[key]; dup {
 		return rd.fail(p.from, "the interval from %s is given twice for %s %s (first by segment %d)",
@@ -442,6 +466,9 @@ func (rd *reader) resolution(p *pending, com metering.Commodity) (metering.Resol
 	}
 	var res metering.Resolution
 	for r := metering.FiveMinutes; r <= metering.Year; r++ {
+		if d, ok := r.Fixed(); ok && to.Sub(from) != d {
+			continue // not this one, without a trip through the calendar
+		}
 		if cal.Next(from, r).Equal(to) {
 			res = r
 			break
