@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -21,17 +22,23 @@ func newIngest() *cobra.Command {
 	var (
 		d                     deployment
 		table, format, report string
+		relations             string
 		batch                 int
 	)
 	cmd := &cobra.Command{
 		Use:   "ingest --table T file...",
-		Short: "Write readings from CSV or JSON lines files, in atomic batches",
+		Short: "Write readings from CSV, JSON lines or MSCONS files, in atomic batches",
 		Long: `Reads readings of one table from CSV (a header naming the columns) or JSON
 lines (one object per line) and writes them in atomic batches: a batch with a
 bad line writes nothing and the error names the line. Batches before it stay
 written; running the same files again is safe, since redelivering a written
 reading is a no-op. Rows below the watermark go to the cold tier as late
-corrections. "-" reads standard input.`,
+corrections. "-" reads standard input.
+
+An EDIFACT MSCONS interchange (EDI@Energy MIG 2.4c), recognised by its
+content (UNA or UNB) or by --format mscons, is written a message at a time:
+a message that breaks a rule is refused whole, naming its segment, and the
+others are written; the exit status is 1 if any was refused.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			// Refused before the deployment is opened: a usage error
@@ -66,11 +73,38 @@ corrections. "-" reads standard input.`,
 				res, err := s.Write(ctx, table, rows)
 				return res.Status, res.Late, err
 			}
+			var maloOf map[string]string
+			if relations != "" {
+				f, err := os.Open(relations)
+				if err != nil {
+					return err
+				}
+				maloOf, err = ingest.ReadRelations(f)
+				f.Close()
+				if err != nil {
+					return fmt.Errorf("--melo-malo %s: %w", relations, err)
+				}
+			}
 			start := time.Now()
+			refused := 0
 			for _, name := range files {
 				f, err := fileFormat(name, format)
 				if err != nil {
 					return err
+				}
+				if f == 0 || f == ingest.MSCONS {
+					n, done, err := ingestMSCONS(ctx, cmd.OutOrStdout(), name, f, &decl, write, maloOf)
+					if err != nil {
+						return err
+					}
+					refused += n
+					if done {
+						continue
+					}
+					f, err = fileFormat(name, format)
+					if err != nil || f == 0 {
+						return fmt.Errorf("%s: cannot tell the format from the name or the content; use --format csv, jsonl or mscons", name)
+					}
 				}
 				sum, err := ingestFile(ctx, name, f, &decl, write, batch, rep, start)
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d readings in %d batches: %d inserted, %d already present, %d late to the cold tier\n",
@@ -82,13 +116,17 @@ corrections. "-" reads standard input.`,
 					return fmt.Errorf("%s: %w", name, err)
 				}
 			}
+			if refused > 0 {
+				return fmt.Errorf("%d MSCONS messages refused; the others are written", refused)
+			}
 			return nil
 		},
 	}
 	d.flags(cmd, false)
 	f := cmd.Flags()
 	f.StringVar(&table, "table", "", "the table to write to (required)")
-	f.StringVar(&format, "format", "", "csv or jsonl (default: from the file name's extension)")
+	f.StringVar(&format, "format", "", "csv, jsonl or mscons (default: from the file name's extension, or MSCONS by content)")
+	f.StringVar(&relations, "melo-malo", "", "a CSV of melo_id,malo_id: the market location of each metering location an MSCONS message names")
 	f.StringVar(&report, "report", "", "write a CSV of line,status (inserted or present) per reading to this file")
 	f.IntVar(&batch, "batch", ingest.DefaultBatchRows, fmt.Sprintf("readings per atomic batch, 1 to %d", ingest.MaxBatchRows))
 	cmd.MarkFlagRequired("table")
@@ -125,8 +163,50 @@ func fileFormat(name, flag string) (ingest.Format, error) {
 		return ingest.CSV, nil
 	case ".jsonl", ".ndjson", ".json":
 		return ingest.JSONLines, nil
+	case ".edi", ".mscons":
+		return ingest.MSCONS, nil
 	}
-	return 0, fmt.Errorf("%s: cannot tell the format from the name; use --format csv or jsonl", name)
+	// The content tells.
+	return 0, nil
+}
+
+// ingestMSCONS writes the file as an MSCONS interchange when f says so or,
+// with f zero, when its content starts like one; done is false when it
+// does not, and nothing was read. It prints a line per message and
+// returns how many were refused.
+func ingestMSCONS(ctx context.Context, out io.Writer, name string, f ingest.Format, t *series.Table,
+	write ingest.WriteFunc, maloOf map[string]string) (refused int, done bool, err error) {
+	in := os.Stdin
+	if name != "-" {
+		if in, err = os.Open(name); err != nil {
+			return 0, false, err
+		}
+		defer in.Close()
+	}
+	br := bufio.NewReader(in)
+	if f == 0 {
+		head, _ := br.Peek(6)
+		if f, _ = ingest.Sniff(head); f != ingest.MSCONS {
+			if name == "-" {
+				return 0, false, errors.New("standard input: name its format with --format csv, jsonl or mscons")
+			}
+			return 0, false, nil
+		}
+	}
+	reps, err := ingest.RunMSCONS(ctx, br, t, write, ingest.MSCONSOptions{MaLoOf: maloOf})
+	for _, r := range reps {
+		if r.Err != nil {
+			refused++
+			fmt.Fprintf(out, "%s: message %d %q refused, nothing of it written: %v\n", name, r.Number, r.Ref, r.Err)
+			continue
+		}
+		fmt.Fprintf(out, "%s: message %d %q (document %s): %d readings: %d inserted, %d already present, %d late to the cold tier\n",
+			name, r.Number, r.Ref, r.Document, r.Readings, r.Inserted, r.Present, r.Late)
+	}
+	if err != nil {
+		return refused, true, fmt.Errorf("%s: %w", name, err)
+	}
+	return refused, true, nil
 }
 
 func ingestFile(ctx context.Context, name string, f ingest.Format, t *series.Table, write ingest.WriteFunc,

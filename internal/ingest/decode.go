@@ -28,17 +28,22 @@ const (
 	CSV Format = iota + 1
 	// JSONLines has one JSON object per line, keyed by column name.
 	JSONLines
+	// MSCONS is an EDIFACT interchange of MSCONS messages (RunMSCONS);
+	// a message, not a batch of lines, is written atomically.
+	MSCONS
 )
 
-// ParseFormat parses "csv" or "jsonl".
+// ParseFormat parses "csv", "jsonl" or "mscons".
 func ParseFormat(s string) (Format, error) {
 	switch s {
 	case "csv":
 		return CSV, nil
 	case "jsonl", "json":
 		return JSONLines, nil
+	case "mscons":
+		return MSCONS, nil
 	}
-	return 0, fmt.Errorf("ingest: format %q: want csv or jsonl", s)
+	return 0, fmt.Errorf("ingest: format %q: want csv, jsonl or mscons", s)
 }
 
 // A Record is one decoded reading and the line it came from.
@@ -121,6 +126,8 @@ func NewDecoder(r io.Reader, f Format, t *series.Table) (*Decoder, error) {
 	case JSONLines:
 		d.lines = bufio.NewScanner(r)
 		d.lines.Buffer(make([]byte, 64<<10), 16<<20)
+	case MSCONS:
+		return nil, errors.New("ingest: MSCONS is read by RunMSCONS, a message at a time")
 	default:
 		return nil, fmt.Errorf("ingest: unknown format %d", f)
 	}

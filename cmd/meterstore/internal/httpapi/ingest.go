@@ -8,8 +8,8 @@ package httpapi
 //	403  the token lacks scope ingest, or lists tables without this one
 //	404  no such table
 //	413  the body passed server.max_body_bytes (code too_large)
-//	415  a Content-Type other than text/csv, application/x-ndjson or
-//	     application/jsonl (code unsupported_media_type)
+//	415  a Content-Type other than text/csv, application/x-ndjson,
+//	     application/jsonl or application/EDIFACT (code unsupported_media_type)
 //	422  a batch refused, nothing of it written (code refused): "line",
 //	     the first bad line, and "lines", each {"line","reason"}
 //	503  worth retrying unchanged (code unavailable), with Retry-After
@@ -21,6 +21,10 @@ package httpapi
 //	400  a malformed key (code bad_request)
 //	409  a request with the key is still in flight (code in_flight)
 //	422  the key was used for another body (code idempotency_key_reused)
+//
+// An application/EDIFACT body is an MSCONS interchange, written a message
+// at a time (see mscons.go): 200 when every message is stored, 422 when
+// some are refused; "messages" reports each.
 //
 // Every answer after the first batch was read carries the counts of the
 // batches written and "written_through_line", the last line they hold:
@@ -71,6 +75,8 @@ type ingestCounts struct {
 	Present  int `json:"present"`
 	Late     int `json:"late"`
 	Batches  int `json:"batches"`
+	// Messages reports each message of an MSCONS interchange.
+	Messages []messageReport `json:"messages,omitempty"`
 }
 
 // ingestError is the body of an ingest that stopped after reading began.
@@ -149,6 +155,9 @@ func (h *handler) runIngest(ctx context.Context, token, table string, decl *seri
 		res, err := h.s.Write(ctx, table, rows)
 		return res.Status, res.Late, err
 	}
+	if format == ingest.MSCONS {
+		return h.runMSCONS(ctx, token, table, decl, body, write)
+	}
 	var sum ingest.Summary
 	dec, err := ingest.NewDecoder(body, format, decl)
 	if err == nil {
@@ -224,13 +233,17 @@ func reason(l *ingest.LineError) string {
 
 // bodyFormat is the format of a delivery of Content-Type ct.
 func bodyFormat(ct string) (ingest.Format, error) {
-	const want = "want text/csv, application/x-ndjson or application/jsonl"
+	const want = "want text/csv, application/x-ndjson, application/jsonl or application/EDIFACT"
 	if ct == "" {
 		return 0, errors.New("no Content-Type: " + want)
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil {
 		return 0, fmt.Errorf("Content-Type %q: %v; %s", ct, err, want)
+	}
+	// An interchange names its character set in UNB.
+	if mt == "application/edifact" {
+		return ingest.MSCONS, nil
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "us-ascii") {
 		return 0, fmt.Errorf("Content-Type %q: a delivery is UTF-8", ct)

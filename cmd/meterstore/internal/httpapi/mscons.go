@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/meterstore/meterstore/internal/edifact"
+	"github.com/meterstore/meterstore/internal/ingest"
+	"github.com/meterstore/meterstore/series"
+	"github.com/meterstore/meterstore/store"
+)
+
+// messageReport is what became of one message of an MSCONS interchange.
+type messageReport struct {
+	Number   int    `json:"number"`
+	Ref      string `json:"ref"`
+	Document string `json:"document,omitempty"`
+	Readings int    `json:"readings"`
+	Inserted int    `json:"inserted"`
+	Present  int    `json:"present"`
+	Late     int    `json:"late"`
+	// Error, if set, refused the message: nothing of it is written.
+	Error string `json:"error,omitempty"`
+}
+
+// runMSCONS writes an MSCONS interchange a message at a time and answers
+// 200 when every message is stored, 422 naming the refused ones.
+func (h *handler) runMSCONS(ctx context.Context, token, table string, decl *series.Table, body io.Reader, write ingest.WriteFunc) ingestAnswer {
+	reps, err := ingest.RunMSCONS(ctx, body, decl, write, ingest.MSCONSOptions{})
+	var counts ingestCounts
+	refused := 0
+	for _, r := range reps {
+		m := messageReport{Number: r.Number, Ref: r.Ref, Document: r.Document, Readings: r.Readings,
+			Inserted: r.Inserted, Present: r.Present, Late: r.Late}
+		if r.Err != nil {
+			m.Error = r.Err.Error()
+			refused++
+		} else {
+			counts.Batches++
+		}
+		counts.Inserted += r.Inserted
+		counts.Present += r.Present
+		counts.Late += r.Late
+		counts.Messages = append(counts.Messages, m)
+	}
+	attrs := []slog.Attr{slog.String("token", token), slog.String("table", table), slog.String("format", "mscons"),
+		slog.Int("messages", len(reps)), slog.Int("refused", refused),
+		slog.Int("inserted", counts.Inserted), slog.Int("present", counts.Present), slog.Int("late", counts.Late)}
+	if err != nil {
+		attrs = append(attrs, slog.Any("err", err))
+	}
+	h.log.LogAttrs(ctx, slog.LevelInfo, "ingest", attrs...)
+	var (
+		tooLarge *http.MaxBytesError
+		envelope *edifact.SyntaxError
+	)
+	switch {
+	case err == nil && refused == 0:
+		return ingestAnswer{http.StatusOK, counts}
+	case err == nil:
+		return ingestAnswer{http.StatusUnprocessableEntity, ingestError{Code: "refused", ingestCounts: counts,
+			Error: fmt.Sprintf("%d of %d messages refused, nothing of them written; the others are written", refused, len(reps))}}
+	case errors.As(err, &tooLarge):
+		return ingestAnswer{http.StatusRequestEntityTooLarge, ingestError{Code: "too_large", ingestCounts: counts,
+			Error: fmt.Sprintf("the body is larger than server.max_body_bytes, %d bytes; nothing written", tooLarge.Limit)}}
+	case store.IsRetryable(err):
+		return ingestAnswer{http.StatusServiceUnavailable, ingestError{Code: "unavailable", Error: err.Error(), ingestCounts: counts}}
+	case errors.As(err, &envelope) || errors.Is(err, edifact.ErrNotEDIFACT):
+		// The interchange's envelope: nothing was written.
+		return ingestAnswer{http.StatusUnprocessableEntity, ingestError{Code: "refused", Error: err.Error(), ingestCounts: counts}}
+	case len(reps) == 0:
+		return ingestAnswer{http.StatusBadRequest, ingestError{Code: "bad_request", Error: "reading the body: " + err.Error()}}
+	}
+	h.log.LogAttrs(ctx, slog.LevelError, "ingest failed", slog.String("table", table), slog.Any("err", err))
+	return ingestAnswer{http.StatusInternalServerError, ingestError{Code: "internal", Error: err.Error(), ingestCounts: counts}}
+}
