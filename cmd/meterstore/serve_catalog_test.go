@@ -52,21 +52,8 @@ func TestServeCatalog(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	dir := t.TempDir()
-	bin := buildBinary(t, dir)
-	cfgPath, _ := deploymentConfig(t, dir)
-	lakeTok, lakeSection := parseToken(t, mustRun(t, "token", "--name", "lake", "--scope", "catalog"))
-	queryTok, querySection := parseToken(t, mustRun(t, "token", "--name", "reporting", "--scope", "query"))
-	text, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := withServerKeys(t, string(text), map[string]string{"listen": `"127.0.0.1:0"`}) + "\n" + lakeSection + querySection
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := []string{"-c", cfgPath}
-	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+	d := newCatalogDeployment(t)
+	dir, c := d.dir, []string{"-c", d.cfgPath}
 	deliv := filepath.Join(dir, "days.csv")
 	if err := os.WriteFile(deliv, []byte(daysCSV(2, catalogDays)), 0o644); err != nil {
 		t.Fatal(err)
@@ -79,13 +66,13 @@ func TestServeCatalog(t *testing.T) {
 		t.Fatalf("archive: %s", out)
 	}
 
-	p, base := startTLSServe(t, bin, cfgPath)
+	p, base := startTLSServe(t, d.bin, d.cfgPath)
 	spec := map[string]any{
 		"base":        base,
 		"catalog_uri": base + "/iceberg",
 		"client_id":   "lake",
-		"secret":      lakeTok,
-		"query_token": queryTok,
+		"secret":      d.lakeTok,
+		"query_token": d.queryTok,
 		"namespace":   "meterstore",
 		"table":       "power",
 		"days":        catalogDays,
@@ -102,15 +89,51 @@ func TestServeCatalog(t *testing.T) {
 		t.Errorf("serve_catalog.py: %v", err)
 	}
 	p.stop(t)
-	log := p.stderr.String()
-	for _, secret := range []string{lakeTok, queryTok} {
+	d.checkLog(t, p.stderr.String(), string(out))
+}
+
+// catalogDeployment is a created deployment whose serve mounts the
+// catalog: tables declared, nothing delivered yet.
+type catalogDeployment struct {
+	dir, bin, cfgPath string
+	lakeTok           string // of the token "lake", scope catalog
+	queryTok          string // of the token "reporting", scope query
+}
+
+// newCatalogDeployment builds the binary and creates a deployment that
+// serves plain HTTP on a free port of 127.0.0.1, with a token of scope
+// catalog and one of scope query.
+func newCatalogDeployment(t *testing.T) *catalogDeployment {
+	t.Helper()
+	d := &catalogDeployment{dir: t.TempDir()}
+	d.bin = buildBinary(t, d.dir)
+	d.cfgPath, _ = deploymentConfig(t, d.dir)
+	var lakeSection, querySection string
+	d.lakeTok, lakeSection = parseToken(t, mustRun(t, "token", "--name", "lake", "--scope", "catalog"))
+	d.queryTok, querySection = parseToken(t, mustRun(t, "token", "--name", "reporting", "--scope", "query"))
+	text, err := os.ReadFile(d.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := withServerKeys(t, string(text), map[string]string{"listen": `"127.0.0.1:0"`}) + "\n" + lakeSection + querySection
+	if err := os.WriteFile(d.cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "create", "--now", "2026-03-01T00:00:00Z", "-c", d.cfgPath)
+	return d
+}
+
+// checkLog fails t if serve's log holds a configured token or one of the
+// access tokens a client script printed on lines "access token: <token>",
+// and shows the log when t failed.
+func (d *catalogDeployment) checkLog(t *testing.T, log, scriptOut string) {
+	t.Helper()
+	for _, secret := range []string{d.lakeTok, d.queryTok} {
 		if strings.Contains(log, secret) {
 			t.Errorf("serve's log holds a token:\n%s", log)
 		}
 	}
-	// The access tokens the clients were issued are printed by the
-	// script on lines "access token: <token>"; none may be in the log.
-	for _, l := range strings.Split(string(out), "\n") {
+	for _, l := range strings.Split(scriptOut, "\n") {
 		if tok, ok := strings.CutPrefix(l, "access token: "); ok && tok != "" && strings.Contains(log, tok) {
 			t.Errorf("serve's log holds an access token:\n%s", log)
 		}

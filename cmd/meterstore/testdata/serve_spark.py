@@ -1,0 +1,220 @@
+"""Reads an archived table through the Iceberg REST catalog of a running
+meterstore serve with Spark 4.1 and Iceberg 1.12's Spark runtime, as a
+user configuring a catalog of type rest with an OAuth2 credential would.
+
+Called by cmd/meterstore's TestServeSpark with a JSON file naming the
+server, the catalog's URI, a client id and secret (a token of scope
+catalog), a token of scope query, the table, the snapshot ids MeterStore's
+`snapshots` command lists and an earlier snapshot with the watermark in
+force at it. One Spark session (local[1], no UI) runs every check:
+
+  - the catalog lists the namespace and the table;
+  - counts and sums per day equal POST /v1/query over readings_versions,
+    and the monthly total per meter, resolved in Spark SQL by the merge key
+    rule (highest version, then latest recorded_at, per malo_id, obis_code
+    and from), equals readings;
+  - every metadata table loads, is non-empty and agrees with the data and
+    with MeterStore's snapshots;
+  - VERSION AS OF the earlier snapshot counts what MeterStore held cold then;
+  - catalogs without a credential or with a wrong secret are refused;
+  - ALTER TABLE is refused as the catalog offers no commit, DROP TABLE
+    ... PURGE and INSERT fail, and the table is as it was.
+
+Exit status 0 means every check passed. The lines "spark: <seconds>" tell
+how long the session took to start and to run the checks.
+"""
+
+import decimal
+import json
+import sys
+import time
+import urllib.request
+
+from pyspark.sql import SparkSession
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok:", what, flush=True)
+
+
+def meterstore(spec, sql):
+    """The rows of sql on the table, by POST /v1/query as JSON lines."""
+    req = urllib.request.Request(
+        spec["base"] + "/v1/query", data=json.dumps({"table": spec["table"], "sql": sql}).encode(),
+        headers={"Authorization": "Bearer " + spec["query_token"], "Content-Type": "application/json",
+                 "Accept": "application/x-ndjson"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        lines = resp.read().decode().splitlines()
+    return [json.loads(line, parse_float=decimal.Decimal) for line in lines]
+
+
+def same(got, want, who):
+    """got and want map a key to (count, sum) or to a sum."""
+    check(sorted(got) == sorted(want), f"{who}: the keys {sorted(got)} are MeterStore's {sorted(want)}")
+    for key, w in want.items():
+        g = got[key]
+        if isinstance(w, tuple):
+            ok = g[0] == w[0] and abs(decimal.Decimal(str(g[1])) - decimal.Decimal(str(w[1]))) < decimal.Decimal("1e-6")
+        else:
+            ok = abs(decimal.Decimal(str(g)) - decimal.Decimal(str(w))) < decimal.Decimal("1e-6")
+        check(ok, f"{who}: {key}: Spark {g}, MeterStore {w}")
+
+
+def session(spec, jar):
+    uri = spec["catalog_uri"]
+    b = (
+        SparkSession.builder.master("local[1]")
+        .appName("meterstore-rest-catalog")
+        .config("spark.jars", jar)
+        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "1")
+    )
+    # ms: the credential of a token of scope catalog; bad: a wrong secret;
+    # anon: none. Spark initializes a catalog when it is first used.
+    for name, cred in (("ms", spec["client_id"] + ":" + spec["secret"]),
+                       ("bad", spec["client_id"] + ":wrong"),
+                       ("anon", None)):
+        p = "spark.sql.catalog." + name
+        b = (b.config(p, "org.apache.iceberg.spark.SparkCatalog")
+             .config(p + ".type", "rest")
+             .config(p + ".uri", uri)
+             # Each read must see the table as the server has it now.
+             .config(p + ".cache-enabled", "false"))
+        if cred is not None:
+            b = b.config(p + ".credential", cred).config(p + ".scope", "catalog")
+    return b.getOrCreate()
+
+
+def refused(spark, sql):
+    """The error of sql, which must fail."""
+    try:
+        spark.sql(sql).collect()
+    except Exception as err:  # py4j or pyspark's analysis errors
+        return str(err)
+    raise AssertionError(f"not refused: {sql}")
+
+
+def reason(err):
+    """The first line of a Java exception's message in err, or its first line."""
+    for line in err.splitlines():
+        if "Exception:" in line:
+            return line.strip()
+    return err.splitlines()[0]
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        spec = json.load(f)
+    jar = sys.argv[2]
+    ns, name = spec["namespace"], spec["table"]
+    t = f"ms.{ns}.{name}"
+
+    start = time.monotonic()
+    spark = session(spec, jar)
+    spark.sparkContext.setLogLevel("ERROR")
+    print(f"spark: session started in {time.monotonic() - start:.1f}s", flush=True)
+    start = time.monotonic()
+
+    # Refusals first: a catalog without a valid credential learns nothing.
+    err = refused(spark, f"SHOW NAMESPACES IN bad")
+    check("invalid_client" in err or "NotAuthorized" in err or "401" in err,
+          f"a wrong secret is refused: {reason(err)}")
+    err = refused(spark, f"SHOW NAMESPACES IN anon")
+    check("NotAuthorized" in err or "401" in err or "bearer" in err.lower(),
+          f"no credential is refused: {reason(err)}")
+
+    nss = [r[0] for r in spark.sql("SHOW NAMESPACES IN ms").collect()]
+    check(ns in nss, f"Spark lists namespace {ns}: {nss}")
+    tables = [r.tableName for r in spark.sql(f"SHOW TABLES IN ms.{ns}").collect()]
+    check(name in tables, f"Spark lists {ns}.{name}: {tables}")
+
+    # Every version, per day.
+    want = {r["day"]: (int(r["n"]), r["s"]) for r in meterstore(spec, (
+        "SELECT strftime(\"from\" AT TIME ZONE 'UTC', '%Y-%m-%d') AS day, count(*) AS n, sum(value) AS s "
+        "FROM readings_versions GROUP BY 1 ORDER BY 1"))}
+    check(len(want) == spec["days"], f"MeterStore answers {len(want)} days")
+    got = {r[0]: (r[1], r[2]) for r in spark.sql(
+        f"SELECT date_format(`from`, 'yyyy-MM-dd'), count(*), sum(value) FROM {t} GROUP BY 1").collect()}
+    same(got, want, "per day")
+    total = sum(n for n, _ in want.values())
+
+    # Resolved: the merge key's winner, per meter and month.
+    want = {(r["malo_id"], r["month"]): r["s"] for r in meterstore(spec, (
+        f"SELECT malo_id, strftime(\"from\" AT TIME ZONE 'UTC', '%Y-%m') AS month, sum(value) AS s "
+        f"FROM readings WHERE \"from\" < TIMESTAMPTZ '{spec['watermark']}' GROUP BY 1, 2"))}
+    got = {(r[0], r[1]): r[2] for r in spark.sql(f"""
+        SELECT malo_id, date_format(`from`, 'yyyy-MM'), sum(value) FROM (
+            SELECT *, row_number() OVER (PARTITION BY malo_id, obis_code, `from`
+                                         ORDER BY version DESC, recorded_at DESC) AS rank
+            FROM {t}) WHERE rank = 1 GROUP BY 1, 2""").collect()}
+    same(got, want, "resolved monthly total")
+    resolved = spark.sql(f"SELECT count(DISTINCT malo_id, obis_code, `from`) FROM {t}").collect()[0][0]
+    check(resolved < total, f"the table holds superseded versions: {total} rows, {resolved} merge keys")
+
+    # The metadata tables.
+    snaps = spark.sql(f"SELECT snapshot_id, parent_id FROM {t}.snapshots ORDER BY committed_at").collect()
+    check(sorted(r[0] for r in snaps) == sorted(spec["snapshots"]),
+          f"snapshots: {len(snaps)}, as MeterStore lists them ({len(spec['snapshots'])})")
+    current = snaps[-1][0]
+    history = spark.sql(f"SELECT snapshot_id, is_current_ancestor FROM {t}.history").collect()
+    check(sorted(r[0] for r in history) == sorted(spec["snapshots"]) and all(r[1] for r in history),
+          f"history: {len(history)} entries, every snapshot an ancestor of the current one")
+    refs = {r[0]: (r[1], r[2]) for r in spark.sql(f"SELECT name, type, snapshot_id FROM {t}.refs").collect()}
+    check(refs.get("main") == ("BRANCH", current), f"refs: main is the current snapshot {current}: {refs}")
+    files = spark.sql(f"SELECT count(*), sum(record_count) FROM {t}.files").collect()[0]
+    check(files[0] > 0 and files[1] == total, f"files: {files[0]} files of {files[1]} rows")
+    parts = spark.sql(f"SELECT count(*), sum(record_count), sum(file_count) FROM {t}.partitions").collect()[0]
+    check(parts[0] > 0 and parts[1] == total and parts[2] == files[0],
+          f"partitions: {parts[0]} partitions of {parts[1]} rows in {parts[2]} files")
+    manifests = spark.sql(f"""SELECT count(*), sum(added_data_files_count + existing_data_files_count)
+        FROM {t}.manifests""").collect()[0]
+    check(manifests[0] > 0 and manifests[1] == files[0], f"manifests: {manifests[0]}, listing {manifests[1]} live files")
+    entries = spark.sql(f"""SELECT count(*), sum(data_file.record_count) FROM {t}.entries
+        WHERE status <> 2 AND data_file.content = 0""").collect()[0]
+    check(entries[0] == files[0] and entries[1] == total, f"entries: {entries[0]} live data files of {entries[1]} rows")
+    log = spark.sql(f"SELECT latest_snapshot_id FROM {t}.metadata_log_entries ORDER BY timestamp").collect()
+    check(len(log) > 0 and log[-1][0] == current, f"metadata_log_entries: {len(log)}, the last at snapshot {current}")
+
+    # Time travel to the earlier snapshot: what MeterStore held cold then.
+    early = spec["early"]
+    n = meterstore(spec, f"SELECT count(*) AS n FROM readings_versions WHERE \"from\" < TIMESTAMPTZ '{early['watermark']}'")[0]["n"]
+    got = spark.sql(f"SELECT count(*) FROM {t} VERSION AS OF {early['snapshot']}").collect()[0][0]
+    check(0 < got == n < total, f"VERSION AS OF {early['snapshot']}: {got} rows; MeterStore below {early['watermark']}: {n}")
+
+    # Writes are refused, and change nothing. A commit is refused by the
+    # client, as GET /v1/config advertises no commit endpoint (the server
+    # would answer 405 "read-only catalog"); DROP ... PURGE is refused by
+    # Spark for gc.enabled=false. An INSERT fails as it writes the data
+    # files: Iceberg's Java Parquet writer takes write.parquet.page-version
+    # as "v1" or "v2", the tables carry iceberg-go's "2" (internal/cold);
+    # should that change, its commit is refused as the others are.
+    # Not tried: DELETE FROM, which is refused the same way but only after
+    # Spark wrote its manifests and manifest list into the table's
+    # metadata directory, and Iceberg cleans up after a CleanableFailure
+    # (a 403 from the server, say) but not after the client's own
+    # UnsupportedOperationException: the files stay, unreferenced.
+    no_commit = "Server does not support endpoint: POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"
+    for sql, want in ((f"ALTER TABLE {t} SET TBLPROPERTIES ('spark.probe' = 'x')", no_commit),
+                      (f"DROP TABLE {t} PURGE", "GC is disabled"),
+                      (f"INSERT INTO {t} SELECT * FROM {t} LIMIT 1", "")):
+        err = refused(spark, sql)
+        print("refused:", sql.split(" ")[0], "|", reason(err), flush=True)
+        check(want in err, f"{sql.split(' ')[0]} is refused: {reason(err)}")
+    after = spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0]
+    snaps = spark.sql(f"SELECT count(*) FROM {t}.snapshots").collect()[0][0]
+    props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {t}").collect()}
+    check(after == total and snaps == len(spec["snapshots"]) and "spark.probe" not in props,
+          f"after the writes: {after} rows, {snaps} snapshots, no new property")
+
+    print(f"spark: checks ran in {time.monotonic() - start:.1f}s", flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
