@@ -114,6 +114,14 @@ func TestServeDashboard(t *testing.T) {
 		t.Fatalf("GET / with the session: %d\n%s", resp.StatusCode, body)
 	}
 
+	// A session is not a bearer token of the catalog, though both are kept
+	// in the same table of access tokens.
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", p.base+"/iceberg/v1/config", nil)
+	req.Header.Set("Authorization", "Bearer "+session.Value)
+	if resp, body := do(req); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the session as the catalog's bearer: %d %s; want 401", resp.StatusCode, body)
+	}
+
 	// Chromium cannot be handed a cookie on its command line: a proxy on
 	// loopback adds it to every request, as the browser would.
 	target, _ := url.Parse(p.base)
@@ -170,7 +178,7 @@ func TestServeDashboard(t *testing.T) {
 	}
 
 	// Logout ends the session.
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", p.base+"/dashboard/logout", nil)
+	req, _ = http.NewRequestWithContext(t.Context(), "POST", p.base+"/dashboard/logout", nil)
 	req.AddCookie(session)
 	if resp, _ := do(req); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("logout: %d", resp.StatusCode)
