@@ -66,6 +66,7 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 		func(context.Context) (icebergio.IO, error) { return rec, nil }, c.cat)
 
 	id := uuid.NewString()
+	began := time.Now() // the wall clock, for SummaryWriteMillis: a cost, not a time of the data
 	summary := maps.Clone(w.summary)
 	summary[SummaryCommitID] = id
 
@@ -94,6 +95,7 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 	}
 	if w.rowsKey != "" {
 		summary[w.rowsKey] = strconv.FormatInt(rows, 10)
+		summary[SummaryWriteMillis] = strconv.FormatInt(time.Since(began).Milliseconds(), 10)
 	}
 
 	tx := wt.NewTransaction()

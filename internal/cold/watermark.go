@@ -20,6 +20,10 @@ const (
 	SummaryLateRows     = "meterstore.late-rows"     // late corrections below W the commit added
 	SummaryReasserted   = "meterstore.reasserted-from"
 	SummaryCommitID     = "meterstore.commit-id" // unique per attempt: tells whether it landed
+	// SummaryWriteMillis is how long the commit took to write its data
+	// files and stage its snapshot, in milliseconds of the wall clock: the
+	// archival's cost per window, which the dashboard plots.
+	SummaryWriteMillis = "meterstore.write-ms"
 )
 
 // timeLayout is RFC 3339 at microseconds, the precision of Iceberg timestamps.

@@ -10,6 +10,7 @@
 //	GET /readyz     any scope  200 when PostgreSQL answers and every table is healthy, else 503
 //	GET /v1/status  query, admin  the status of every table (system.tables)
 //	GET /v1/openapi.yaml  any scope  the OpenAPI document of this API (openapi.yaml)
+//	GET /           admin  the dashboard page, by session cookie or bearer (see dashboardapi.go)
 //
 //	POST /v1/tables/{table}/readings  ingest  a CSV or JSON lines delivery (see ingest.go)
 //	/iceberg/v1/...  catalog  the Iceberg REST catalog, with its OAuth2 token endpoint (see catalogapi.go)
@@ -43,6 +44,7 @@ import (
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/dashboard"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/store"
@@ -104,11 +106,13 @@ type handler struct {
 	// ingestSlots and querySlots hold a token per ingest and per query
 	// in flight; nil when unbounded.
 	ingestSlots, querySlots chan struct{}
+	// dash serves the dashboard (dashboardapi.go).
+	dash *dashboard.Dashboard
 }
 
 // routes are the paths the API serves and their methods, so that a known
 // path asked with another method is told which it takes.
-var routes = map[string]string{"/healthz": "GET", "/readyz": "GET", "/v1/status": "GET", metricsPath: "GET", queryPath: "POST"}
+var routes = map[string]string{"/": "GET", dashboard.LogoutPath: "POST", "/healthz": "GET", "/readyz": "GET", "/v1/status": "GET", metricsPath: "GET", queryPath: "POST"}
 
 // New returns the API over s.
 func New(s *store.Store, o Options) (http.Handler, error) {
@@ -137,8 +141,9 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	h.mux.Handle("GET /readyz", h.guard(nil, h.readyz))
 	h.mux.Handle("GET /v1/status", h.guard([]string{config.ScopeQuery, config.ScopeAdmin}, h.status))
 	h.handleMetrics()
-	h.routeOpenAPI() // GET /v1/openapi.yaml, openapi.go
-	h.routeCatalog() // /iceberg/..., catalogapi.go
+	h.routeOpenAPI()   // GET /v1/openapi.yaml, openapi.go
+	h.routeCatalog()   // /iceberg/..., catalogapi.go
+	h.routeDashboard() // / and /dashboard/..., dashboardapi.go
 	h.mux.HandleFunc("/", h.unknown)
 	return h, nil
 }
@@ -325,6 +330,10 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 // unknown answers every request no route took: 405 for a known path
 // asked with another method, else 404.
 func (h *handler) unknown(w http.ResponseWriter, r *http.Request) {
+	if servesDashboard(r) {
+		h.dash.Page(w, r)
+		return
+	}
 	if method, ok := routes[r.URL.Path]; ok {
 		w.Header().Set("Allow", method)
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s takes %s, not %s", r.URL.Path, method, r.Method))
