@@ -12,7 +12,8 @@ import (
 type Result = query.Result
 
 // A ResultHeader describes the answer of a query before its first row:
-// its columns, and the watermark and tiers it is computed with.
+// its columns, and the watermark, tiers, cold snapshot and recorded_at
+// ceiling it is computed with.
 type ResultHeader = query.Header
 
 // ErrInvalidQuery fails a query whose SQL DuckDB cannot parse or bind: a
@@ -26,12 +27,27 @@ var ErrInvalidQuery = query.ErrInvalidQuery
 // Iceberg, the rest from PostgreSQL. The result is held in memory, within
 // QueryOptions.MaxRows and MaxResultBytes.
 func (s *Store) Query(ctx context.Context, name, sql string) (*Result, error) {
+	return s.QueryAt(ctx, name, sql, ReadOptions{})
+}
+
+// ReadOptions choose the state of the tiers a query reads: the current one
+// (the zero value), as of a past cold snapshot, as known at a transaction
+// time (a recorded_at ceiling), or both. The result header reports the
+// snapshot, watermark and ceiling read.
+type ReadOptions = query.ReadOptions
+
+// ErrNoSnapshot fails a read as of a snapshot the cold tier does not have
+// (any more): an unknown or expired ID, or a time before the first kept.
+var ErrNoSnapshot = query.ErrNoSnapshot
+
+// QueryAt runs sql as Query does, reading the tiers as opts says.
+func (s *Store) QueryAt(ctx context.Context, name, sql string, opts ReadOptions) (*Result, error) {
 	_, _, engine, err := s.opened(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	res, err := engine.Query(ctx, sql)
+	res, err := engine.QueryAt(ctx, sql, opts)
 	s.metrics.Queried(ctx, name, time.Since(start))
 	return res, err
 }
@@ -42,12 +58,18 @@ func (s *Store) Query(ctx context.Context, name, sql string) (*Result, error) {
 // QueryOptions.Timeout and ctx bound the whole stream. An error from start
 // or row ends the query and is returned unchanged.
 func (s *Store) QueryStream(ctx context.Context, name, sql string, start func(*ResultHeader) error, row func([]any) error) error {
+	return s.QueryStreamAt(ctx, name, sql, ReadOptions{}, start, row)
+}
+
+// QueryStreamAt runs sql as QueryStream does, reading the tiers as opts
+// says.
+func (s *Store) QueryStreamAt(ctx context.Context, name, sql string, opts ReadOptions, start func(*ResultHeader) error, row func([]any) error) error {
 	_, _, engine, err := s.opened(ctx, name)
 	if err != nil {
 		return err
 	}
 	begin := time.Now()
-	err = engine.Stream(ctx, sql, start, row)
+	err = engine.StreamAt(ctx, sql, opts, start, row)
 	s.metrics.Queried(ctx, name, time.Since(begin))
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,8 @@ func newQuery() *cobra.Command {
 		d             deployment
 		table, format string
 		refresh       bool
+		snapshot      int64
+		asOf, knownAt string
 	)
 	cmd := &cobra.Command{
 		Use:   "query --table T SQL",
@@ -29,9 +32,20 @@ PostgreSQL and Iceberg, split at the watermark; and over the system tables
 system.tables, system.config, system.resolution and system.snapshots, which
 --refresh (the default) computes first. The SQL functions meter_local_day,
 meter_gas_day, meter_balancing_day and meter_expected_intervals apply the
-Berlin calendar.`,
+Berlin calendar.
+
+--as-of-snapshot ID reads as of that cold snapshot: its files below its
+watermark, and above it the rows recorded when it was committed, wherever they
+are now; --as-of TIME does so for the snapshot current at TIME (see
+"meterstore snapshots"). --known-at TIME hides every row recorded after TIME,
+in both tiers. The line after the result names the snapshot, watermark and
+ceiling read.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := readOptions(snapshot, asOf, knownAt)
+			if err != nil {
+				return err
+			}
 			s, now, err := d.openAt(cmd.Context())
 			if err != nil {
 				return err
@@ -42,14 +56,14 @@ Berlin calendar.`,
 					fmt.Fprintf(os.Stderr, "meterstore: system tables: %v\n", err)
 				}
 			}
-			res, err := s.Query(cmd.Context(), table, args[0])
+			res, err := s.QueryAt(cmd.Context(), table, args[0], opts)
 			if err != nil {
 				return err
 			}
 			if err := printResult(cmd.OutOrStdout(), format, res); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "))
+			fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.Header))
 			return nil
 		},
 	}
@@ -58,8 +72,53 @@ Berlin calendar.`,
 	f.StringVar(&table, "table", "", "the table whose readings the SQL reads (required)")
 	f.StringVar(&format, "format", "table", "table, csv or json (an object per row; a repeated column name gets a suffix _2, _3, ...)")
 	f.BoolVar(&refresh, "refresh", true, "compute the system tables before the query")
+	f.Int64Var(&snapshot, "as-of-snapshot", 0, "read as of this cold snapshot id")
+	f.StringVar(&asOf, "as-of", "", "read as of the cold snapshot current at this time (RFC 3339)")
+	f.StringVar(&knownAt, "known-at", "", "hide the rows recorded after this time (RFC 3339), in both tiers")
+	cmd.MarkFlagsMutuallyExclusive("as-of-snapshot", "as-of")
 	cmd.MarkFlagRequired("table")
 	return cmd
+}
+
+// readOptions returns the read options of the flags.
+func readOptions(snapshot int64, asOf, knownAt string) (store.ReadOptions, error) {
+	o := store.ReadOptions{AsOfSnapshot: snapshot}
+	if snapshot < 0 {
+		return o, fmt.Errorf("--as-of-snapshot %d: want a snapshot id", snapshot)
+	}
+	for _, f := range []struct {
+		name, v string
+		dst     *time.Time
+	}{{"--as-of", asOf, &o.AsOf}, {"--known-at", knownAt, &o.KnownAt}} {
+		if f.v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, f.v)
+		if err != nil {
+			return o, fmt.Errorf("%s %q: want RFC 3339, such as 2026-03-01T06:00:00+01:00", f.name, f.v)
+		}
+		*f.dst = t
+	}
+	return o, nil
+}
+
+// readLine describes the snapshot and ceiling a result read, for the line
+// after it; empty for a plain read of the current state.
+func readLine(h *store.ResultHeader) string {
+	var b strings.Builder
+	if h.Snapshot != 0 {
+		fmt.Fprintf(&b, "; snapshot %d", h.Snapshot)
+		if h.AsOf {
+			fmt.Fprintf(&b, " (as of, committed %s)", h.SnapshotAt.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	if !h.Ceiling.IsZero() {
+		fmt.Fprintf(&b, "; recorded_at <= %s", h.Ceiling.UTC().Format(time.RFC3339Nano))
+	}
+	if !h.KnownAt.IsZero() && !h.KnownAt.Equal(h.Ceiling) {
+		fmt.Fprintf(&b, "; known at %s", h.KnownAt.UTC().Format(time.RFC3339Nano))
+	}
+	return b.String()
 }
 
 // printResult writes res in format: table, csv or json. The json format

@@ -98,6 +98,9 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 		summary[SummaryWriteMillis] = strconv.FormatInt(time.Since(began).Milliseconds(), 10)
 	}
 
+	// Stamped last before staging, after the files are written: every
+	// write acknowledged by now is in the tiers the snapshot sees.
+	summary[SummaryKnownAt] = FormatTime(time.Now())
 	tx := wt.NewTransaction()
 	if w.pin {
 		if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {

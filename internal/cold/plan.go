@@ -28,7 +28,11 @@ var ErrDeleteFiles = errors.New("the table has delete files, which are not suppo
 // snapshot that may hold readings of a range, and that snapshot's
 // watermark. Files of one snapshot and its watermark always agree.
 type Plan struct {
-	SnapshotID   int64     // the planned snapshot; 0 if the table has none
+	SnapshotID int64 // the planned snapshot; 0 if the table has none
+	// Committed is when the snapshot was committed: its SummaryKnownAt
+	// or, in a snapshot without it (a foreign engine's), the end of the
+	// millisecond of its Iceberg timestamp.
+	Committed    time.Time
 	Watermark    time.Time // W of that snapshot, the ancestors' if it carries none
 	HasWatermark bool      // false: nothing archived yet
 	// Files are the data files, each once, as Iceberg locations
@@ -51,16 +55,24 @@ func (c *Tier) Plan(ctx context.Context, t *Table, q series.Range) (Plan, error)
 	if err != nil {
 		return Plan{}, err
 	}
-	w, ok, err := Watermark(ice.Metadata())
+	return plan(ctx, t, ice, ice.CurrentSnapshot(), q)
+}
+
+// plan returns the plan of the readings q selects in snapshot snap of ice,
+// nil for a table without snapshots.
+func plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot, q series.Range) (Plan, error) {
+	w, ok, err := watermarkFrom(ice.Metadata(), snap)
 	if err != nil {
 		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
 	}
 	p := Plan{Watermark: w, HasWatermark: ok, sizes: map[string]int64{}, fs: ice.FS}
-	snap := ice.CurrentSnapshot()
 	if snap == nil {
 		return p, nil
 	}
 	p.SnapshotID = snap.SnapshotID
+	if p.Committed, err = committed(snap); err != nil {
+		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
+	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
 		return p, nil
 	}

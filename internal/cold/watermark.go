@@ -24,6 +24,10 @@ const (
 	// files and stage its snapshot, in milliseconds of the wall clock: the
 	// archival's cost per window, which the dashboard plots.
 	SummaryWriteMillis = "meterstore.write-ms"
+	// SummaryKnownAt is the time, at microseconds, when the commit was
+	// staged: a write acknowledged before it has a recorded_at at or
+	// before it, one that starts after the commit landed a later one.
+	SummaryKnownAt = "meterstore.known-at"
 )
 
 // timeLayout is RFC 3339 at microseconds, the precision of Iceberg timestamps.
@@ -54,7 +58,13 @@ func checkPrecision(what string, t time.Time) error {
 // false). A parent missing from the metadata before one was found is a
 // *MissingAncestorError, never a silent epoch.
 func Watermark(meta table.Metadata) (w time.Time, ok bool, err error) {
-	s := meta.CurrentSnapshot()
+	return watermarkFrom(meta, meta.CurrentSnapshot())
+}
+
+// watermarkFrom returns the watermark of snapshot s of meta, found as
+// Watermark finds the current one's; s nil has none.
+func watermarkFrom(meta table.Metadata, s *table.Snapshot) (w time.Time, ok bool, err error) {
+	start := s
 	// A parent chain is acyclic; the bound only guards against metadata
 	// that says otherwise.
 	for range len(meta.Snapshots()) + 1 {
@@ -79,7 +89,7 @@ func Watermark(meta table.Metadata) (w time.Time, ok bool, err error) {
 		}
 		s = p
 	}
-	return time.Time{}, false, fmt.Errorf("cold: the parent chain of snapshot %d has a cycle", meta.CurrentSnapshot().SnapshotID)
+	return time.Time{}, false, fmt.Errorf("cold: the parent chain of snapshot %d has a cycle", start.SnapshotID)
 }
 
 // WatermarkCheck returns the commit check that keeps the watermark from

@@ -40,6 +40,41 @@
 // floor: then the hot tier alone answers and Result.Tiers says so. An
 // answer is never silently partial.
 //
+// # Reproducible reads
+//
+// ReadOptions.KnownAt T reads as known at transaction time T: the current
+// state of both tiers, with every row whose recorded_at is after T left
+// out, in the cold files as in the hot rows. recorded_at is set when a row
+// is written (by PostgreSQL's now() for the hot tier, by the writer's clock
+// for a late correction), so a write that was in flight at T may carry a
+// recorded_at at or before T and show up only once it is acknowledged.
+//
+// ReadOptions.AsOfSnapshot S (or AsOf, the snapshot that was current then)
+// reads as of cold snapshot S: what a query made when S was committed
+// would have answered, whatever was committed, compacted or corrected
+// since. It is defined as
+//
+//   - below W_S, S's watermark, the rows of S's own data files, as they
+//     are; a late correction committed after S is in a later snapshot's
+//     files and is not seen, although its from lies below W_S;
+//   - at or above W_S, the rows of the current tiers, cold and hot, split at
+//     the current W as usual, whose recorded_at is at most t_S, the time
+//     S's commit was staged (cold.SummaryKnownAt; in a snapshot a foreign
+//     engine committed, the end of the millisecond of its Iceberg
+//     timestamp). Those rows were in the hot
+//     tier when S was committed; an archival since may have moved them into
+//     a later snapshot's files, and read from wherever they are now they
+//     are the same rows. Rows recorded after t_S, corrections above W_S
+//     included, are left out.
+//
+// With KnownAt as well, the ceiling is the earlier of the two, and KnownAt
+// applies to S's files too. A snapshot's files stay until it is expired; a
+// read as of an expired or unknown snapshot fails with ErrNoSnapshot, never
+// with another snapshot's answer. t_S is taken when the commit is staged, so
+// a write acknowledged while S's commit was in flight may fall on either
+// side; every write acknowledged before the archival started is in.
+// Header reports the snapshot, its W and commit time, and the ceilings.
+//
 // # Results
 //
 // Engine.Stream hands the rows of a result to the caller as they are read,

@@ -131,6 +131,19 @@ type Header struct {
 	HasWatermark bool
 	// Tiers names the tiers read, "cold" before "hot".
 	Tiers []string
+	// Snapshot is the ID of the cold snapshot whose files were read below
+	// Watermark, 0 if none was planned. In a read as of a snapshot
+	// (AsOf), it is that snapshot, Watermark is its W and SnapshotAt the
+	// time it was committed.
+	Snapshot   int64
+	AsOf       bool
+	SnapshotAt time.Time
+	// Ceiling is the recorded_at ceiling applied to the rows at or above
+	// Watermark, zero if none: ReadOptions.KnownAt, or in a read as of a
+	// snapshot the earlier of KnownAt and SnapshotAt. KnownAt is ReadOptions.KnownAt, which applies to the
+	// snapshot's own files too.
+	Ceiling time.Time
+	KnownAt time.Time
 	// Range is the range of "from" the statement could read, and so the
 	// range fetched from the tiers.
 	Range series.Range
@@ -149,8 +162,14 @@ type Result struct {
 // wrapping ErrInvalidQuery. A query that outlasts Settings.Timeout fails
 // with an error wrapping ErrTimeout.
 func (e *Engine) Query(ctx context.Context, sql string) (*Result, error) {
+	return e.QueryAt(ctx, sql, ReadOptions{})
+}
+
+// QueryAt runs sql as Query does, reading the tiers as opts says: as of a
+// past cold snapshot, or as known at a transaction time, or both.
+func (e *Engine) QueryAt(ctx context.Context, sql string, opts ReadOptions) (*Result, error) {
 	c := collector{lim: limits{rows: e.maxRows(), bytes: e.maxResultBytes()}}
-	if err := e.Stream(ctx, sql, c.start, c.row); err != nil {
+	if err := e.StreamAt(ctx, sql, opts, c.start, c.row); err != nil {
 		return nil, err
 	}
 	return &c.res, nil
@@ -172,12 +191,17 @@ func (e *Engine) Query(ctx context.Context, sql string) (*Result, error) {
 // past any limit), and the rows are read from it a page of a few MB at a
 // time. Without a CacheDir, a result larger than MemoryLimit fails.
 func (e *Engine) Stream(ctx context.Context, sql string, start func(*Header) error, row func([]any) error) error {
+	return e.StreamAt(ctx, sql, ReadOptions{}, start, row)
+}
+
+// StreamAt runs sql as Stream does, reading the tiers as opts says.
+func (e *Engine) StreamAt(ctx context.Context, sql string, opts ReadOptions, start func(*Header) error, row func([]any) error) error {
 	if e.set.Timeout <= 0 {
-		return e.stream(ctx, sql, start, row)
+		return e.stream(ctx, sql, opts, start, row)
 	}
 	qctx, cancel := context.WithTimeoutCause(ctx, e.set.Timeout, errTimedOut)
 	defer cancel()
-	err := e.stream(qctx, sql, start, row)
+	err := e.stream(qctx, sql, opts, start, row)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(qctx), errTimedOut) {
 		// Our deadline, not the caller's: say which bound ended it.
 		return fmt.Errorf("%w after %v: %w (%w)", ErrTimeout, e.set.Timeout, context.DeadlineExceeded, err)
@@ -188,7 +212,10 @@ func (e *Engine) Stream(ctx context.Context, sql string, start func(*Header) err
 // errTimedOut is the cause of a query context whose Settings.Timeout passed.
 var errTimedOut = errors.New("query timeout")
 
-func (e *Engine) stream(ctx context.Context, sql string, start func(*Header) error, row func([]any) error) error {
+func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start func(*Header) error, row func([]any) error) error {
+	if err := opts.check(); err != nil {
+		return err
+	}
 	inst, err := open(ctx, e.set)
 	if err != nil {
 		return err
@@ -207,7 +234,7 @@ func (e *Engine) stream(ctx context.Context, sql string, start func(*Header) err
 	}
 	var files []string
 	if !a.NoReadings {
-		if files, err = e.read(ctx, inst, a.Range, h); err != nil {
+		if files, err = e.read(ctx, inst, a.Range, opts, h); err != nil {
 			return err
 		}
 		if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days); err != nil {

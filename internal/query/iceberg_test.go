@@ -36,6 +36,15 @@ func (s *icebergSource) Cold(ctx context.Context, q series.Range) (cold.Plan, er
 	return p.Local(ctx, s.cache)
 }
 
+func (s *icebergSource) ColdAt(ctx context.Context, q series.Range, ref cold.SnapshotRef) (cold.Plan, error) {
+	defer s.record("cold-at", q.From, q.To)()
+	p, err := s.tier.PlanAt(ctx, s.h, q, ref)
+	if err != nil {
+		return cold.Plan{}, err
+	}
+	return p.Local(ctx, s.cache)
+}
+
 func newIcebergSource(t *testing.T, tab *series.Table) *icebergSource {
 	t.Helper()
 	wh, err := catalog.OpenWarehouse(t.Context(), "file://"+t.TempDir())

@@ -25,6 +25,10 @@ type Source interface {
 	// Cold plans the cold files for the readings q selects: W of the
 	// planned snapshot and local Parquet paths (see cold.Plan.Local).
 	Cold(ctx context.Context, q series.Range) (cold.Plan, error)
+	// ColdAt plans the cold files for q as Cold does, but in the past
+	// snapshot ref names (see cold.Tier.PlanAt); an unknown one is an
+	// error wrapping ErrNoSnapshot.
+	ColdAt(ctx context.Context, q series.Range, ref cold.SnapshotRef) (cold.Plan, error)
 }
 
 // A Floor describes the hot tier's partitions for Source.HotFloor.
@@ -112,6 +116,17 @@ func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, erro
 	if err == nil && s.Check != nil {
 		err = s.Check(ctx, p.Watermark, p.HasWatermark)
 	}
+	if err != nil {
+		return cold.Plan{}, err
+	}
+	return p.Local(ctx, s.CacheDir)
+}
+
+// ColdAt plans the cold files q selects in the snapshot ref names and makes
+// them local. Check does not vet its watermark: a past W lies below the
+// current one by nature.
+func (s *TableSource) ColdAt(ctx context.Context, q series.Range, ref cold.SnapshotRef) (cold.Plan, error) {
+	p, err := s.ColdTier.PlanAt(ctx, s.ColdTable, q, ref)
 	if err != nil {
 		return cold.Plan{}, err
 	}

@@ -139,6 +139,11 @@ func (s *memSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error)
 	return p, nil
 }
 
+// ColdAt: the in-memory cold tier keeps no history.
+func (s *memSource) ColdAt(ctx context.Context, q series.Range, ref cold.SnapshotRef) (cold.Plan, error) {
+	return cold.Plan{}, fmt.Errorf("%w: the in-memory cold tier keeps no history", cold.ErrNoSnapshot)
+}
+
 func inRange(t, lo, hi time.Time) bool {
 	return !t.Before(lo) && (hi.IsZero() || t.Before(hi))
 }

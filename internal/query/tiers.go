@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/meterstore/meterstore/series"
@@ -26,12 +27,43 @@ type split struct {
 
 // read fetches the rows of range r from the tiers into inst and creates
 // the views over them. It returns the Parquet files the views read.
-func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, res *Header) ([]string, error) {
+func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, o ReadOptions, res *Header) ([]string, error) {
 	if err := createTierTables(ctx, inst.conn, e.layout); err != nil {
 		return nil, err
 	}
+	v := view{knownAt: o.KnownAt, ceiling: o.KnownAt}
+	res.KnownAt, res.Ceiling = o.KnownAt, o.KnownAt
 	if r.Empty() {
-		return nil, createViews(ctx, inst.conn, e.layout, nil, split{})
+		return nil, createViews(ctx, inst.conn, e.layout, nil, split{}, v)
+	}
+	if o.asOf() {
+		p, err := e.src.ColdAt(ctx, r, o.ref())
+		switch {
+		case errors.Is(err, ErrNoSnapshot):
+			return nil, fmt.Errorf("query: as of: %w", err)
+		case err != nil:
+			return nil, fmt.Errorf("%w: as of: %w", ErrColdUnreachable, err)
+		}
+		if err := checkLocal(p.Files); err != nil {
+			return nil, err
+		}
+		v.asOf = &past{files: p.Files, s: split{w: p.Watermark, hasW: p.HasWatermark}}
+		v.ceiling = earliest(p.Committed, o.KnownAt)
+		res.Ceiling = v.ceiling
+		// Below the snapshot's W its files answer; from W on, the current
+		// tiers do, within the ceiling.
+		r.From = later(r.From, p.Watermark, p.HasWatermark)
+		defer func() {
+			res.Snapshot, res.AsOf, res.SnapshotAt = p.SnapshotID, true, p.Committed
+			res.Watermark, res.HasWatermark = p.Watermark, p.HasWatermark
+			if p.HasWatermark && !slices.Contains(res.Tiers, "cold") {
+				res.Tiers = append([]string{"cold"}, res.Tiers...)
+			}
+		}()
+		if r.Empty() {
+			res.Tiers = nil
+			return p.Files, createViews(ctx, inst.conn, e.layout, nil, split{}, v)
+		}
 	}
 	var err error
 	for attempt := range retries + 1 {
@@ -47,8 +79,15 @@ func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, res *
 			s     split
 		)
 		files, s, err = e.attempt(ctx, inst, r, res)
+		if err == nil && v.asOf != nil && v.asOf.s.hasW && s.hasW && s.w.Before(v.asOf.s.w) {
+			return nil, fmt.Errorf("query: the cold tier's watermark %s is below the watermark %s of the snapshot read as of",
+				stamp(s.w), stamp(v.asOf.s.w))
+		}
 		if err == nil {
-			return files, createViews(ctx, inst.conn, e.layout, files, s)
+			if v.asOf != nil {
+				return append(files, v.asOf.files...), createViews(ctx, inst.conn, e.layout, files, s, v)
+			}
+			return files, createViews(ctx, inst.conn, e.layout, files, s, v)
 		}
 		if !errors.Is(err, ErrInFlight) {
 			return nil, err
@@ -63,6 +102,7 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, re
 	if err := clearHot(ctx, inst.conn); err != nil {
 		return nil, split{}, err
 	}
+	res.Snapshot = 0
 	lo, hi := r.From, r.To
 	w0, ok0, err := e.src.Watermark(ctx)
 	if err != nil {
@@ -88,12 +128,11 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, re
 			return nil, split{}, fmt.Errorf("query: the cold tier's watermark went back from %s to %s (%v)",
 				stamp(w0), stamp(p.Watermark), p.HasWatermark)
 		}
-		for _, f := range p.Files {
-			if !filepath.IsAbs(f) {
-				return nil, split{}, fmt.Errorf("query: cold file %s is not a local path", f)
-			}
+		if err := checkLocal(p.Files); err != nil {
+			return nil, split{}, err
 		}
 		s, files = split{w: p.Watermark, hasW: true}, p.Files
+		res.Snapshot = p.SnapshotID
 	}
 	if needHot {
 		if err := e.checkFloor(ctx, later(lo, s.w, s.hasW), hi); err != nil {
@@ -109,6 +148,17 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, re
 	}
 	res.Watermark, res.HasWatermark = s.w, s.hasW
 	return files, s, nil
+}
+
+// checkLocal makes sure that files are local paths, which DuckDB reads and
+// the lockdown allows.
+func checkLocal(files []string) error {
+	for _, f := range files {
+		if !filepath.IsAbs(f) {
+			return fmt.Errorf("query: cold file %s is not a local path", f)
+		}
+	}
+	return nil
 }
 
 // checkFloor makes sure that the hot scan saw every row of [from, hi) at or

@@ -70,24 +70,64 @@ func (e *Engine) scanHot(ctx context.Context, conn *sql.Conn, q series.Range) er
 	})
 }
 
-// createViews creates tiers.cold over files and the two relations.
-func createViews(ctx context.Context, conn *sql.Conn, l layout, files []string, s split) error {
+// A view says what readings_versions shows of the tiers besides their
+// split: the part of a past snapshot, and recorded_at ceilings.
+type view struct {
+	asOf    *past     // the snapshot read as of, if any
+	ceiling time.Time // on the current tiers' rows; zero: none
+	knownAt time.Time // on the past snapshot's rows; zero: none
+}
+
+// A past snapshot's files, which answer below its W.
+type past struct {
+	files []string
+	s     split
+}
+
+// createViews creates tiers.cold over files and the two relations. In a
+// read as of a past snapshot, its rows below its W come from tiers.past
+// over its files, and the current tiers show only rows at or above it.
+func createViews(ctx context.Context, conn *sql.Conn, l layout, files []string, s split, v view) error {
 	cold, err := coldSelect(ctx, conn, l, files)
 	if err != nil {
 		return err
 	}
-	coldWhere, hotWhere := "false", "true"
+	coldWhere, hotWhere := []string{"false"}, []string{"true"}
 	if s.hasW {
 		w := timestamptz(s.w)
-		coldWhere, hotWhere = `"from" < `+w, `"from" >= `+w
+		coldWhere, hotWhere = []string{`"from" < ` + w}, []string{`"from" >= ` + w}
+	}
+	if !v.ceiling.IsZero() {
+		c := `"recorded_at" <= ` + timestamptz(v.ceiling)
+		coldWhere, hotWhere = append(coldWhere, c), append(hotWhere, c)
 	}
 	cols := l.names()
-	for _, stmt := range []string{
-		`CREATE VIEW tiers.cold AS ` + cold,
-		`CREATE VIEW main.readings_versions AS SELECT ` + cols + ` FROM tiers.cold WHERE ` + coldWhere +
-			` UNION ALL SELECT ` + cols + ` FROM tiers.hot WHERE ` + hotWhere,
-		`CREATE VIEW main.readings AS ` + ResolutionSQL("main.readings_versions", l.key),
-	} {
+	stmts := []string{`CREATE VIEW tiers.cold AS ` + cold}
+	var parts []string
+	if v.asOf != nil {
+		pastSel, err := coldSelect(ctx, conn, l, v.asOf.files)
+		if err != nil {
+			return err
+		}
+		pastWhere := []string{"false"}
+		if v.asOf.s.hasW {
+			w := timestamptz(v.asOf.s.w)
+			pastWhere = []string{`"from" < ` + w}
+			coldWhere, hotWhere = append(coldWhere, `"from" >= `+w), append(hotWhere, `"from" >= `+w)
+		}
+		if !v.knownAt.IsZero() {
+			pastWhere = append(pastWhere, `"recorded_at" <= `+timestamptz(v.knownAt))
+		}
+		stmts = append(stmts, `CREATE VIEW tiers.past AS `+pastSel)
+		parts = append(parts, `SELECT `+cols+` FROM tiers.past WHERE `+strings.Join(pastWhere, " AND "))
+	}
+	parts = append(parts,
+		`SELECT `+cols+` FROM tiers.cold WHERE `+strings.Join(coldWhere, " AND "),
+		`SELECT `+cols+` FROM tiers.hot WHERE `+strings.Join(hotWhere, " AND "))
+	stmts = append(stmts,
+		`CREATE VIEW main.readings_versions AS `+strings.Join(parts, ` UNION ALL `),
+		`CREATE VIEW main.readings AS `+ResolutionSQL("main.readings_versions", l.key))
+	for _, stmt := range stmts {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("query: create the views: %w", err)
 		}

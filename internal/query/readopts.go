@@ -1,0 +1,59 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/cold"
+)
+
+// ReadOptions choose what state of the tiers a query reads; the zero value
+// reads the current state. See the package documentation, "Reproducible
+// reads", for what each means.
+type ReadOptions struct {
+	// AsOfSnapshot, if not zero, reads as of that cold snapshot: the
+	// answer a query committed then would have given.
+	AsOfSnapshot int64
+	// AsOf, if not zero and AsOfSnapshot is zero, reads as of the cold
+	// snapshot that was current at AsOf.
+	AsOf time.Time
+	// KnownAt, if not zero, is a recorded_at ceiling: rows recorded after
+	// it are invisible, in both tiers.
+	KnownAt time.Time
+}
+
+// ErrNoSnapshot is wrapped by the error of a read as of a snapshot the
+// cold tier does not have (any more): an unknown or expired ID, or a time
+// before the first snapshot that is kept.
+var ErrNoSnapshot = cold.ErrNoSnapshot
+
+func (o ReadOptions) asOf() bool { return o.AsOfSnapshot != 0 || !o.AsOf.IsZero() }
+
+func (o ReadOptions) ref() cold.SnapshotRef {
+	if o.AsOfSnapshot != 0 {
+		return cold.SnapshotRef{ID: o.AsOfSnapshot}
+	}
+	return cold.SnapshotRef{At: o.AsOf}
+}
+
+func (o ReadOptions) check() error {
+	if o.AsOfSnapshot < 0 {
+		return fmt.Errorf("query: as of snapshot %d: %w", o.AsOfSnapshot, errors.New("not a snapshot id"))
+	}
+	if o.AsOfSnapshot != 0 && !o.AsOf.IsZero() {
+		return errors.New("query: as of a snapshot and as of a time: choose one")
+	}
+	return nil
+}
+
+// earliest returns the earlier of two ceilings, a zero one being none.
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}
