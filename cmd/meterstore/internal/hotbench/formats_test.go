@@ -12,15 +12,22 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
+// newPool returns a pool on a fresh database of the test server, closed
+// when tb ends.
+func newPool(tb testing.TB) *pgxpool.Pool {
+	pool, err := pgxpool.New(context.Background(), pgtest.NewDB(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	return pool
+}
+
 // TestRunFormats runs the format comparison tiny: both ingest variants
 // must store every reading, and the same ones.
 func TestRunFormats(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := newPool(t)
 	c := hotbench.DefaultConfig()
 	c.Fixture.Meters, c.Fixture.MetersPerBatch, c.Fixture.CorrectionRate = 60, 25, 0.1
 	c.Variants = hotbench.FormatVariants
@@ -45,11 +52,7 @@ func TestRunFormats(t *testing.T) {
 // tables that differ in what they hold, though not in their counts.
 func TestSame(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := newPool(t)
 	cal, err := metering.NewCalendar()
 	if err != nil {
 		t.Fatal(err)
