@@ -31,7 +31,8 @@ const (
 type Config struct {
 	Fixture Fixture
 	// Variants to measure, in addition to RawCopy, which every ratio is
-	// taken against; nil means all.
+	// taken against; nil means the hot write variants, FormatVariants
+	// the ingest of delivery formats.
 	Variants []string
 	Logger   *slog.Logger
 }
@@ -47,6 +48,9 @@ type Result struct {
 	Rows       int       `json:"rows"`
 	Batches    int       `json:"batches"`
 	Variants   []Variant `json:"variants"`
+	// MSCONSToCSV is the readings/s of MSCONSIngest over those of
+	// CSVIngest, when both ran.
+	MSCONSToCSV float64 `json:"mscons_to_csv,omitempty"`
 }
 
 // Variant is one variant's measurement.
@@ -76,7 +80,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Result, error) {
 	for _, v := range want {
 		switch v {
 		case RawCopy:
-		case RawCopyPK, RawCopyChecks, Exclusion, NoExclusion:
+		case RawCopyPK, RawCopyChecks, Exclusion, NoExclusion, CSVIngest, MSCONSIngest:
 			variants = append(variants, v)
 		default:
 			return nil, fmt.Errorf("hotbench: unknown variant %q", v)
@@ -119,8 +123,12 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Result, error) {
 		res.Batches++
 		for k := range variants {
 			i := (b + k) % len(variants)
+			in, err := s.encode(variants[i], batch, b)
+			if err != nil {
+				return nil, fmt.Errorf("hotbench: %s, batch %d: %w", variants[i], b, err)
+			}
 			t0 := time.Now()
-			if err := s.Write(ctx, variants[i], batch); err != nil {
+			if err := s.write(ctx, variants[i], batch, in); err != nil {
 				return nil, fmt.Errorf("hotbench: %s, batch %d: %w", variants[i], b, err)
 			}
 			spent[i] += time.Since(t0)
@@ -141,8 +149,17 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Result, error) {
 			Rows:           n,
 		})
 	}
+	speed := map[string]float64{}
 	for i := range res.Variants {
 		res.Variants[i].Ratio = res.Variants[i].ReadingsPerSec / res.Variants[0].ReadingsPerSec
+		speed[res.Variants[i].Name] = res.Variants[i].ReadingsPerSec
+	}
+	if speed[CSVIngest] > 0 && speed[MSCONSIngest] > 0 {
+		// A format that is fast but stores something else is no result.
+		if err := s.Same(ctx, CSVIngest, MSCONSIngest); err != nil {
+			return nil, err
+		}
+		res.MSCONSToCSV = speed[MSCONSIngest] / speed[CSVIngest]
 	}
 	return res, nil
 }
@@ -188,8 +205,12 @@ func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants [
 	}
 	for _, v := range variants {
 		switch v {
-		case Exclusion, NoExclusion:
-			t, err := decl(map[string]string{Exclusion: "lastgang_excl", NoExclusion: "lastgang_noexcl"}[v], v == NoExclusion, true)
+		case Exclusion, NoExclusion, CSVIngest, MSCONSIngest:
+			name := map[string]string{Exclusion: "lastgang_excl", NoExclusion: "lastgang_noexcl"}[v]
+			if name == "" {
+				name = ingestTables[v]
+			}
+			t, err := decl(name, v == NoExclusion, true)
 			if err != nil {
 				return nil, err
 			}
@@ -224,8 +245,21 @@ func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants [
 	return s, nil
 }
 
-// Write writes a batch with variant v.
+// Write writes a batch with variant v; an ingest variant encodes it first.
 func (s *Setup) Write(ctx context.Context, v string, batch []series.Reading) error {
+	in, err := s.encode(v, batch, 0)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, v, batch, in)
+}
+
+// write writes a batch with variant v, from its encoding in for an ingest
+// variant.
+func (s *Setup) write(ctx context.Context, v string, batch []series.Reading, in []byte) error {
+	if in != nil {
+		return s.ingest(ctx, v, in, len(batch))
+	}
 	if t := s.tables[v]; t != nil {
 		_, err := s.tier.Write(ctx, t, batch)
 		return err

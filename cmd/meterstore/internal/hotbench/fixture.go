@@ -1,7 +1,9 @@
 // Package hotbench measures how fast readings go into the hot tier: a
 // generator of realistic load-profile deliveries, and a runner that writes
 // them through the hot tier and, for comparison, with raw COPY into a plain
-// table with the same columns, on the same server in one run.
+// table with the same columns, on the same server in one run; or, encoded
+// as CSV and as MSCONS deliveries, through the decoders of `meterstore
+// ingest`.
 package hotbench
 
 import (
