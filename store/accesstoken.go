@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"time"
 
@@ -29,30 +28,15 @@ func (s *Store) accessTokenIdent() string {
 	return pgx.Identifier{s.hot.Schema(), accessTokenTable}.Sanitize()
 }
 
-// ensureAccessTokens creates the table unless it exists, under an advisory
-// lock as ensureIdempotency does. It runs when a token is first recorded,
-// not at Open: most deployments never issue one.
+// ensureAccessTokens creates the table unless it exists. It runs when a
+// token is first recorded, not at Open: most deployments never issue one.
 func (s *Store) ensureAccessTokens(ctx context.Context) error {
-	f := fnv.New32a()
-	f.Write([]byte("meterstore.access_tokens\x00" + s.hot.Schema()))
-	err := pgx.BeginFunc(ctx, s.opts.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, int32(f.Sum32()), int32(accessTokenLockKey2)); err != nil {
-			return err
-		}
-		for _, stmt := range []string{
-			`CREATE SCHEMA IF NOT EXISTS ` + pgx.Identifier{s.hot.Schema()}.Sanitize(),
-			`CREATE TABLE IF NOT EXISTS ` + s.accessTokenIdent() + ` (
+	err := s.ensureServiceTable(ctx, "access_tokens", accessTokenLockKey2,
+		`CREATE TABLE IF NOT EXISTS `+s.accessTokenIdent()+` (
 	token_sha256 bytea PRIMARY KEY CHECK (length(token_sha256) = 32),
 	client       text NOT NULL,
 	expires_at   timestamptz NOT NULL)`,
-			`CREATE INDEX IF NOT EXISTS ` + accessTokenTable + `_expiry ON ` + s.accessTokenIdent() + ` (expires_at)`,
-		} {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+		`CREATE INDEX IF NOT EXISTS `+accessTokenTable+`_expiry ON `+s.accessTokenIdent()+` (expires_at)`)
 	if err != nil {
 		return fmt.Errorf("store: the table of access tokens: %w", err)
 	}

@@ -20,7 +20,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"time"
 
@@ -77,21 +76,12 @@ func (s *Store) idempotencyIdent() string {
 	return pgx.Identifier{s.hot.Schema(), idempotencyTable}.Sanitize()
 }
 
-// ensureIdempotency creates the table of records unless it exists, under
-// an advisory lock: concurrent CREATE ... IF NOT EXISTS can collide in the
-// catalog.
+// ensureIdempotency creates the table of records unless it exists.
 func (s *Store) ensureIdempotency(ctx context.Context) error {
-	f := fnv.New32a()
-	f.Write([]byte("meterstore.idempotency\x00" + s.hot.Schema()))
-	err := pgx.BeginFunc(ctx, s.opts.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, int32(f.Sum32()), int32(idempotencyLockKey2)); err != nil {
-			return err
-		}
-		for _, stmt := range []string{
-			`CREATE SCHEMA IF NOT EXISTS ` + pgx.Identifier{s.hot.Schema()}.Sanitize(),
-			// A pending record has an owner and a lease; a final one a
-			// status, a body and its body's hash.
-			`CREATE TABLE IF NOT EXISTS ` + s.idempotencyIdent() + ` (
+	err := s.ensureServiceTable(ctx, "idempotency", idempotencyLockKey2,
+		// A pending record has an owner and a lease; a final one a
+		// status, a body and its body's hash.
+		`CREATE TABLE IF NOT EXISTS `+s.idempotencyIdent()+` (
 	token_name   text NOT NULL,
 	idem_key     text NOT NULL,
 	table_name   text NOT NULL,
@@ -103,15 +93,8 @@ func (s *Store) ensureIdempotency(ctx context.Context) error {
 	completed_at timestamptz,
 	PRIMARY KEY (token_name, idem_key, table_name),
 	CHECK ((status IS NULL) = (completed_at IS NULL)))`,
-			`CREATE INDEX IF NOT EXISTS ` + idempotencyTable + `_expiry ON ` + s.idempotencyIdent() +
-				` (coalesce(completed_at, lease_until))`,
-		} {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+		`CREATE INDEX IF NOT EXISTS `+idempotencyTable+`_expiry ON `+s.idempotencyIdent()+
+			` (coalesce(completed_at, lease_until))`)
 	if err != nil {
 		return fmt.Errorf("store: the table of idempotency records: %w", err)
 	}
