@@ -157,6 +157,11 @@ var builtinColumns = []string{
 	"balancing_day", "subject_id",
 }
 
+// ColumnSuperseded is the column of the cold tier that marks, at archival,
+// the versions a later version of the same merge key supersedes. No
+// declared column may take its name.
+const ColumnSuperseded = "superseded"
+
 // maxColumnLen is the longest extra column name: <column>_check must fit.
 const maxColumnLen = 63 - len("_check")
 
@@ -202,6 +207,8 @@ func (t *Table) Validate() error {
 			return bad("column name %q: want a lowercase letter, then lowercase letters, digits and underscores, at most %d bytes", c.Name, maxColumnLen)
 		case slices.Contains(builtinColumns, c.Name):
 			return bad("column %q is built in", c.Name)
+		case c.Name == ColumnSuperseded:
+			return bad("column %q is reserved: the cold tier marks superseded versions in it", c.Name)
 		case seen[c.Name]:
 			return bad("column %q declared twice", c.Name)
 		case c.Type > BigInt:

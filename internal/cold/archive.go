@@ -21,6 +21,13 @@ import (
 // partition columns), so memory does not grow with the months a window
 // spans.
 //
+// Rows must come as the hot tier scans the window's partitions: partition
+// by partition, each in primary key order, so that the versions of a merge
+// key are adjacent and ascending. A reading is marked superseded in the
+// column of that name when the next one shares its merge key, so that a
+// resolved read skips it without comparing versions (see Plan.Settled).
+// Rows out of that order are refused.
+//
 // Archive refuses a window that starts below the current watermark
 // (ErrWindowArchived), a watermark before the current one
 // (ErrWatermarkBackwards), a reading outside the window or not fit for the
@@ -63,6 +70,7 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 	if err != nil {
 		return Commit{}, err
 	}
+	enc.mark, enc.order = true, newKeyOrder(&t.decl)
 	return c.commit(ctx, t, ice, write{
 		op:   op,
 		enc:  enc,

@@ -27,6 +27,12 @@ type encoder struct {
 	cols   []appender
 	batch  int
 	check  *series.Checker
+	// mark decides the superseded column by the next reading: rows come
+	// grouped by merge key in ascending version, as an archived window's
+	// do. Without mark the column is null: not decided.
+	mark       bool
+	order      *keyOrder // with mark
+	superseded bool      // of the reading being appended
 
 	// The stream runs on a goroutine of iceberg-go's writer.
 	mu   sync.Mutex
@@ -143,6 +149,17 @@ func (e *encoder) appender(f arrow.Field) (appender, error) {
 		}, nil
 	case "subject_id":
 		return str(func(r *series.Reading) string { return r.Subject }, true)
+	case series.ColumnSuperseded:
+		if f.Type.ID() != arrow.BOOL {
+			return nil, fmt.Errorf("arrow type %s, want bool", f.Type)
+		}
+		return func(b array.Builder, _ *series.Reading) {
+			if !e.mark {
+				b.AppendNull()
+				return
+			}
+			b.(*array.BooleanBuilder).Append(e.superseded)
+		}, nil
 	}
 	for _, c := range e.decl.Columns {
 		if c.Name != f.Name {
@@ -171,17 +188,35 @@ func (e *encoder) appender(f arrow.Field) (appender, error) {
 // batches returns the record batches of rows. check, if not nil, may refuse
 // a reading with a reason. The first refused reading or source error ends
 // the stream; e.err then holds it. Ownership of every yielded batch passes
-// to the consumer.
+// to the consumer. With e.mark, a reading is held until the next one tells
+// whether it is superseded.
 func (e *encoder) batches(rows Rows, check func(*series.Reading) string) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		b := array.NewRecordBuilder(memory.DefaultAllocator, e.schema)
 		defer b.Release()
-		n, row := 0, 0
+		n, written := 0, 0
 		defer func() {
 			e.mu.Lock()
-			e.rows = int64(row)
+			e.rows = int64(written)
 			e.mu.Unlock()
 		}()
+		emit := func(r *series.Reading, superseded bool) bool {
+			e.superseded = superseded
+			for i, a := range e.cols {
+				a(b.Field(i), r)
+			}
+			written++
+			if n++; n == e.batch {
+				n = 0
+				return yield(b.NewRecordBatch(), nil)
+			}
+			return true
+		}
+		var (
+			prev series.Reading
+			held bool
+		)
+		row := 0
 		for r, err := range rows {
 			if err != nil {
 				yield(nil, e.fail(fmt.Errorf("cold: %s %s: reading the rows: %w", e.op, e.decl.Name, err)))
@@ -199,20 +234,28 @@ func (e *encoder) batches(rows Rows, check func(*series.Reading) string) iter.Se
 			if reason == "" && check != nil {
 				reason = check(&r)
 			}
+			same := false
+			if reason == "" && e.mark {
+				same, reason = e.order.next(&r)
+			}
 			if reason != "" {
 				yield(nil, e.fail(rowError(series.InvalidInput, e.op, e.decl.Name, row, reason)))
 				return
 			}
-			for i, a := range e.cols {
-				a(b.Field(i), &r)
-			}
 			row++
-			if n++; n == e.batch {
-				n = 0
-				if !yield(b.NewRecordBatch(), nil) {
+			if !e.mark {
+				if !emit(&r, false) {
 					return
 				}
+				continue
 			}
+			if held && !emit(&prev, same) {
+				return
+			}
+			prev, held = r, true
+		}
+		if held && !emit(&prev, false) {
+			return
 		}
 		if n > 0 {
 			yield(b.NewRecordBatch(), nil)

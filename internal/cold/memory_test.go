@@ -67,8 +67,8 @@ func TestArchiveMemoryIsBounded(t *testing.T) {
 	// made as they are consumed and never held.
 	slot := quarterHours(0, jan2026, slots)
 	rows := func(yield func(series.Reading, error) bool) {
-		for k := range slots {
-			for i := range locations {
+		for i := range locations {
+			for k := range slots {
 				r := slot[k]
 				r.MaLo = ids[i]
 				if !yield(r, nil) {

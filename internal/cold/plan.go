@@ -38,7 +38,13 @@ type Plan struct {
 	// Files are the data files, each once, as Iceberg locations
 	// (file:///..., s3://...) or, after Local, as local paths.
 	Files []string
-	Bytes int64 // total size of Files
+	// Settled tells, per file of Files, that its superseded column was
+	// decided at archival for every row: its rows marked superseded never
+	// win, and its others win unless a file that is not settled holds a
+	// later version of their merge key. A file without the column, or
+	// with rows where it is null (late corrections), is not settled.
+	Settled []bool
+	Bytes   int64 // total size of Files
 
 	sizes map[string]int64                            // file size by location, from the manifests
 	fs    func(context.Context) (icebergio.IO, error) // the table's IO
@@ -82,6 +88,10 @@ func plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot,
 	if err != nil {
 		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
 	}
+	sup := -1
+	if f, ok := ice.Schema().FindFieldByName(series.ColumnSuperseded); ok {
+		sup = f.ID
+	}
 	for _, task := range tasks {
 		if n := len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles); n > 0 {
 			return Plan{}, fmt.Errorf("cold: plan %s: snapshot %d: %w (data file %s has %d)",
@@ -95,10 +105,22 @@ func plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot,
 		if _, seen := p.sizes[f.FilePath()]; !seen {
 			p.sizes[f.FilePath()] = f.FileSizeBytes()
 			p.Files = append(p.Files, f.FilePath())
+			p.Settled = append(p.Settled, settled(f, sup))
 			p.Bytes += f.FileSizeBytes()
 		}
 	}
 	return p, nil
+}
+
+// settled reports whether data file f has a value for the column with id
+// sup in every row, by its metrics: only an archival writes one.
+func settled(f iceberg.DataFile, sup int) bool {
+	if sup < 0 {
+		return false
+	}
+	values, ok := f.ValueCounts()[sup]
+	nulls, okNulls := f.NullValueCounts()[sup]
+	return ok && okNulls && nulls == 0 && values == f.Count()
 }
 
 // Local returns p with every file a path a local engine can read: a local

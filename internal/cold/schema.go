@@ -64,9 +64,15 @@ func Schema(t *series.Table) *iceberg.Schema {
 			key = append(key, id)
 		}
 	}
+	// Last, so that the ids of the declared columns do not depend on it.
+	add(series.ColumnSuperseded, iceberg.PrimitiveTypes.Bool, false, supersededDoc)
 	// The identifier fields are the primary key: the merge key and version.
 	return iceberg.NewSchemaWithIdentifiers(0, append(key, version), fields...)
 }
+
+// supersededDoc tells a foreign reader what the superseded column means.
+const supersededDoc = "true: a later version of the merge key was archived with this one; false: the newest version when archived; " +
+	"null: not decided at archival (a late correction, or a file older than the column): resolve these rows and the false ones of their merge keys"
 
 // mergeKey returns the names of the merge key's columns.
 func mergeKey(t *series.Table) []string {

@@ -46,6 +46,7 @@ func TestEnsureCreatesVersion2Table(t *testing.T) {
 		{12, "version_scope", "string", true}, {13, "recorded_at", "timestamptz", true},
 		{14, "balancing_day", "date", true}, {15, "subject_id", "string", false},
 		{16, "channel", "string", true}, {17, "source", "string", false}, {18, "seq", "long", false},
+		{19, "superseded", "boolean", false},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("schema\n got %v\nwant %v", got, want)

@@ -70,7 +70,7 @@ func TestReadAsOf(t *testing.T) {
 	mar1 := versioned(quarterHours(0, mar2026, 8), 1, base)
 	s.addHot(slices.Concat(feb1, feb2, mar1)...)
 	s.floor = feb2026
-	c2, err := s.tier.Archive(ctx, s.h, mar2026, feb2026, mar2026, cold.Readings(slices.Concat(feb1, feb2)))
+	c2, err := s.tier.Archive(ctx, s.h, mar2026, feb2026, mar2026, cold.Readings(inKeyOrder(slices.Concat(feb1, feb2))))
 	if err != nil {
 		t.Fatal(err)
 	}

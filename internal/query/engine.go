@@ -68,6 +68,7 @@ type Engine struct {
 	layout layout
 	src    Source
 	set    Settings
+	broken broken // tests only: a deliberately wrong resolution
 
 	mu   sync.RWMutex
 	rels []Relation

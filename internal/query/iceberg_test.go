@@ -105,7 +105,7 @@ func TestIcebergTier(t *testing.T) {
 		for i := range 3 {
 			rows = append(rows, varied(i, w[0])...)
 		}
-		if _, err := s.tier.Archive(t.Context(), s.h, w[1], w[0], w[1], cold.Readings(rows)); err != nil {
+		if _, err := s.tier.Archive(t.Context(), s.h, w[1], w[0], w[1], cold.Readings(inKeyOrder(rows))); err != nil {
 			t.Fatal(err)
 		}
 		all.addHot(rows...)

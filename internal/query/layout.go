@@ -35,6 +35,9 @@ func layoutOf(t *series.Table) (layout, error) {
 		}
 	}
 	for _, f := range cold.Schema(t).Fields() {
+		if f.Name == series.ColumnSuperseded {
+			continue // the cold tier's, not the relations'
+		}
 		typ, err := duckType(f.Type)
 		if err != nil {
 			return layout{}, fmt.Errorf("query: column %q: %w", f.Name, err)

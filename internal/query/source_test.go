@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -381,4 +382,16 @@ func count(t *testing.T, e *Engine, sql string) int64 {
 		t.Fatalf("%s: %T %v", sql, res.Rows[0][0], res.Rows[0][0])
 	}
 	return n
+}
+
+// inKeyOrder returns rows sorted as the hot tier scans a partition, which
+// is the order the cold tier archives in: by market location, OBIS code,
+// from, channel and version.
+func inKeyOrder(rows []series.Reading) []series.Reading {
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b series.Reading) int {
+		return cmp.Or(strings.Compare(a.MaLo, b.MaLo), strings.Compare(a.OBIS, b.OBIS), a.From.Compare(b.From),
+			strings.Compare(a.Extra["channel"], b.Extra["channel"]), cmp.Compare(a.Version, b.Version))
+	})
+	return out
 }

@@ -31,10 +31,10 @@ func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, o Rea
 	if err := createTierTables(ctx, inst.conn, e.layout); err != nil {
 		return nil, err
 	}
-	v := view{knownAt: o.KnownAt, ceiling: o.KnownAt}
+	v := view{knownAt: o.KnownAt, ceiling: o.KnownAt, broken: e.broken}
 	res.KnownAt, res.Ceiling = o.KnownAt, o.KnownAt
 	if r.Empty() {
-		return nil, createViews(ctx, inst.conn, e.layout, nil, split{}, v)
+		return nil, createViews(ctx, inst.conn, e.layout, fileSet{}, split{}, v)
 	}
 	if o.asOf() {
 		p, err := e.src.ColdAt(ctx, r, o.ref())
@@ -47,7 +47,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, o Rea
 		if err := checkLocal(p.Files); err != nil {
 			return nil, err
 		}
-		v.asOf = &past{files: p.Files, s: split{w: p.Watermark, hasW: p.HasWatermark}}
+		v.asOf = &past{files: filesOf(p), s: split{w: p.Watermark, hasW: p.HasWatermark}}
 		v.ceiling = earliest(p.Committed, o.KnownAt)
 		res.Ceiling = v.ceiling
 		// Below the snapshot's W its files answer; from W on, the current
@@ -62,7 +62,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, o Rea
 		}()
 		if r.Empty() {
 			res.Tiers = nil
-			return p.Files, createViews(ctx, inst.conn, e.layout, nil, split{}, v)
+			return p.Files, createViews(ctx, inst.conn, e.layout, fileSet{}, split{}, v)
 		}
 	}
 	var err error
@@ -75,7 +75,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, o Rea
 			}
 		}
 		var (
-			files []string
+			files fileSet
 			s     split
 		)
 		files, s, err = e.attempt(ctx, inst, r, res)
@@ -84,10 +84,11 @@ func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, o Rea
 				stamp(s.w), stamp(v.asOf.s.w))
 		}
 		if err == nil {
+			all := files.all()
 			if v.asOf != nil {
-				return append(files, v.asOf.files...), createViews(ctx, inst.conn, e.layout, files, s, v)
+				all = append(all, v.asOf.files.all()...)
 			}
-			return files, createViews(ctx, inst.conn, e.layout, files, s, v)
+			return all, createViews(ctx, inst.conn, e.layout, files, s, v)
 		}
 		if !errors.Is(err, ErrInFlight) {
 			return nil, err
@@ -98,9 +99,9 @@ func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, o Rea
 
 // attempt reads the tiers once: W0, then the hot rows, then the cold plan,
 // then the hot floor that vouches for the hot scan.
-func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, res *Header) ([]string, split, error) {
+func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, res *Header) (fileSet, split, error) {
 	if err := clearHot(ctx, inst.conn); err != nil {
-		return nil, split{}, err
+		return fileSet{}, split{}, err
 	}
 	res.Snapshot = 0
 	lo, hi := r.From, r.To
@@ -114,29 +115,29 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, re
 	needCold := ok0 && (lo.IsZero() || lo.Before(w0))
 	if needHot {
 		if err := e.scanHot(ctx, inst.conn, series.Range{From: later(lo, w0, ok0), To: hi, MaLo: r.MaLo}); err != nil {
-			return nil, split{}, err
+			return fileSet{}, split{}, err
 		}
 	}
 	s := split{w: w0, hasW: ok0}
-	var files []string
+	var files fileSet
 	if needCold {
 		p, err := e.src.Cold(ctx, series.Range{From: lo, To: hi, MaLo: r.MaLo})
 		if err != nil {
 			return e.hotOnly(ctx, inst, r, res, err)
 		}
 		if !p.HasWatermark || p.Watermark.Before(w0) {
-			return nil, split{}, fmt.Errorf("query: the cold tier's watermark went back from %s to %s (%v)",
+			return fileSet{}, split{}, fmt.Errorf("query: the cold tier's watermark went back from %s to %s (%v)",
 				stamp(w0), stamp(p.Watermark), p.HasWatermark)
 		}
 		if err := checkLocal(p.Files); err != nil {
-			return nil, split{}, err
+			return fileSet{}, split{}, err
 		}
-		s, files = split{w: p.Watermark, hasW: true}, p.Files
+		s, files = split{w: p.Watermark, hasW: true}, filesOf(p)
 		res.Snapshot = p.SnapshotID
 	}
 	if needHot {
 		if err := e.checkFloor(ctx, later(lo, s.w, s.hasW), hi); err != nil {
-			return nil, split{}, err
+			return fileSet{}, split{}, err
 		}
 	}
 	res.Tiers = nil
@@ -183,7 +184,7 @@ func (e *Engine) checkFloor(ctx context.Context, from, hi time.Time) error {
 // hotOnly answers from the hot tier alone when the cold tier failed with
 // cause: if the range lies at or above the hot floor, read both before and
 // after the scan; otherwise the query fails.
-func (e *Engine) hotOnly(ctx context.Context, inst *instance, r series.Range, res *Header, cause error) ([]string, split, error) {
+func (e *Engine) hotOnly(ctx context.Context, inst *instance, r series.Range, res *Header, cause error) (fileSet, split, error) {
 	unreachable := fmt.Errorf("%w: %w", ErrColdUnreachable, cause)
 	covered := func() error {
 		f, err := e.src.HotFloor(ctx)
@@ -197,20 +198,20 @@ func (e *Engine) hotOnly(ctx context.Context, inst *instance, r series.Range, re
 		return nil
 	}
 	if err := covered(); err != nil {
-		return nil, split{}, err
+		return fileSet{}, split{}, err
 	}
 	if err := clearHot(ctx, inst.conn); err != nil {
-		return nil, split{}, err
+		return fileSet{}, split{}, err
 	}
 	if err := e.scanHot(ctx, inst.conn, series.Range{From: r.From, To: r.To, MaLo: r.MaLo}); err != nil {
-		return nil, split{}, err
+		return fileSet{}, split{}, err
 	}
 	if err := covered(); err != nil {
-		return nil, split{}, err
+		return fileSet{}, split{}, err
 	}
 	res.Tiers = []string{"hot"}
 	res.Watermark, res.HasWatermark = time.Time{}, false
-	return nil, split{}, nil
+	return fileSet{}, split{}, nil
 }
 
 // later returns the later of lo and w, when there is a w.

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -76,22 +78,69 @@ type view struct {
 	asOf    *past     // the snapshot read as of, if any
 	ceiling time.Time // on the current tiers' rows; zero: none
 	knownAt time.Time // on the past snapshot's rows; zero: none
+	broken  broken    // tests only
 }
+
+// A broken resolution is a deliberately wrong one, with which the tests
+// show that their oracle catches a superseded row treated as current.
+type broken int
+
+const (
+	brokenNone       broken = iota
+	brokenTrustMarks        // ignore late corrections of marked rows
+	brokenIgnoreMarks       // take superseded rows of settled files too
+)
 
 // A past snapshot's files, which answer below its W.
 type past struct {
-	files []string
+	files fileSet
 	s     split
 }
 
-// createViews creates tiers.cold over files and the two relations. In a
-// read as of a past snapshot, its rows below its W come from tiers.past
-// over its files, and the current tiers show only rows at or above it.
-func createViews(ctx context.Context, conn *sql.Conn, l layout, files []string, s split, v view) error {
-	cold, err := coldSelect(ctx, conn, l, files)
-	if err != nil {
-		return err
+// A fileSet is the cold files a view reads, split by cold.Plan.Settled:
+// files whose superseded column was decided at archival, and the others.
+type fileSet struct {
+	settled, open []string
+}
+
+func filesOf(p cold.Plan) fileSet {
+	var f fileSet
+	for i, path := range p.Files {
+		if i < len(p.Settled) && p.Settled[i] {
+			f.settled = append(f.settled, path)
+		} else {
+			f.open = append(f.open, path)
+		}
 	}
+	return f
+}
+
+func (f fileSet) all() []string { return append(slices.Clone(f.settled), f.open...) }
+
+// A part is one relation of readings_versions, with the condition that
+// selects its rows.
+type part struct {
+	rel   string
+	where []string
+	// marked: settled files whose superseded marks hold in this view,
+	// since no recorded_at ceiling hides a later version: a marked row
+	// never wins, an unmarked one wins unless an open part has its key.
+	marked bool
+	// open: cold files whose rows may supersede a marked part's.
+	open bool
+}
+
+// createViews creates the tier relations over files and the two relations
+// readings_versions and readings. In a read as of a past snapshot, its rows
+// below its W come from its own files, and the current tiers show only
+// rows at or above it.
+//
+// readings resolves versions only where they may compete: a settled file's
+// rows are taken as marked at archival, except those whose merge key a late
+// correction (an open file's row) has, which are resolved with the open
+// files and the hot tier's rows. Without open files, no cold row is
+// compared with another.
+func createViews(ctx context.Context, conn *sql.Conn, l layout, files fileSet, s split, v view) error {
 	coldWhere, hotWhere := []string{"false"}, []string{"true"}
 	if s.hasW {
 		w := timestamptz(s.w)
@@ -101,14 +150,30 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, files []string, 
 		c := `"recorded_at" <= ` + timestamptz(v.ceiling)
 		coldWhere, hotWhere = append(coldWhere, c), append(hotWhere, c)
 	}
-	cols := l.names()
-	stmts := []string{`CREATE VIEW tiers.cold AS ` + cold}
-	var parts []string
-	if v.asOf != nil {
-		pastSel, err := coldSelect(ctx, conn, l, v.asOf.files)
-		if err != nil {
-			return err
+	var (
+		stmts []string
+		parts []part
+	)
+	addCold := func(name string, fs fileSet, where []string, marks bool) error {
+		for _, x := range []struct {
+			suffix string
+			files  []string
+			open   bool
+		}{{"_settled", fs.settled, false}, {"_open", fs.open, true}} {
+			if len(x.files) == 0 {
+				continue
+			}
+			sel, err := coldSelect(ctx, conn, l, x.files, !x.open)
+			if err != nil {
+				return err
+			}
+			rel := "tiers." + name + x.suffix
+			stmts = append(stmts, `CREATE VIEW `+rel+` AS `+sel)
+			parts = append(parts, part{rel: rel, where: where, marked: marks && !x.open, open: x.open})
 		}
+		return nil
+	}
+	if v.asOf != nil {
 		pastWhere := []string{"false"}
 		if v.asOf.s.hasW {
 			w := timestamptz(v.asOf.s.w)
@@ -118,15 +183,53 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, files []string, 
 		if !v.knownAt.IsZero() {
 			pastWhere = append(pastWhere, `"recorded_at" <= `+timestamptz(v.knownAt))
 		}
-		stmts = append(stmts, `CREATE VIEW tiers.past AS `+pastSel)
-		parts = append(parts, `SELECT `+cols+` FROM tiers.past WHERE `+strings.Join(pastWhere, " AND "))
+		if err := addCold("past", v.asOf.files, pastWhere, v.knownAt.IsZero()); err != nil {
+			return err
+		}
 	}
-	parts = append(parts,
-		`SELECT `+cols+` FROM tiers.cold WHERE `+strings.Join(coldWhere, " AND "),
-		`SELECT `+cols+` FROM tiers.hot WHERE `+strings.Join(hotWhere, " AND "))
+	if err := addCold("cold", files, coldWhere, v.ceiling.IsZero()); err != nil {
+		return err
+	}
+	parts = append(parts, part{rel: "tiers.hot", where: hotWhere})
+
+	cols := l.names()
+	key := make([]string, len(l.key))
+	for i, k := range l.key {
+		key[i] = ident(k)
+	}
+	keys := strings.Join(key, ", ")
+	var versions, open, fast, rest []string
+	for _, p := range parts {
+		sel := `SELECT ` + cols + ` FROM ` + p.rel + ` WHERE ` + strings.Join(p.where, " AND ")
+		versions = append(versions, sel)
+		if p.open {
+			open = append(open, `SELECT `+keys+` FROM `+p.rel+` WHERE `+strings.Join(p.where, " AND "))
+		}
+	}
+	current := ` AND NOT "superseded"`
+	if v.broken == brokenIgnoreMarks {
+		current = ""
+	}
+	for _, p := range parts {
+		sel := `SELECT ` + cols + ` FROM ` + p.rel + ` WHERE ` + strings.Join(p.where, " AND ")
+		switch {
+		case !p.marked:
+			rest = append(rest, sel)
+		case len(open) == 0 || v.broken == brokenTrustMarks:
+			fast = append(fast, sel+current)
+		default:
+			sel += current
+			fast = append(fast, `SELECT `+cols+` FROM (`+sel+`) ANTI JOIN tiers.open_keys USING (`+keys+`)`)
+			rest = append(rest, `SELECT `+cols+` FROM (`+sel+`) SEMI JOIN tiers.open_keys USING (`+keys+`)`)
+		}
+	}
+	if len(open) > 0 {
+		stmts = append(stmts, `CREATE VIEW tiers.open_keys AS SELECT DISTINCT `+keys+` FROM (`+strings.Join(open, ` UNION ALL `)+`)`)
+	}
+	resolved := append(fast, ResolutionSQL(`(`+strings.Join(rest, ` UNION ALL `)+`)`, l.key))
 	stmts = append(stmts,
-		`CREATE VIEW main.readings_versions AS `+strings.Join(parts, ` UNION ALL `),
-		`CREATE VIEW main.readings AS `+ResolutionSQL("main.readings_versions", l.key))
+		`CREATE VIEW main.readings_versions AS `+strings.Join(versions, ` UNION ALL `),
+		`CREATE VIEW main.readings AS `+strings.Join(resolved, ` UNION ALL `))
 	for _, stmt := range stmts {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("query: create the views: %w", err)
@@ -135,18 +238,13 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, files []string, 
 	return nil
 }
 
-// coldSelect returns the SELECT of the cold rows from files: every column
-// of the layout, cast to its type, NULL where no file has it (a nullable
-// column added after they were written). A column of the files that the
-// table does not declare is not shown.
-func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string) (string, error) {
-	sel := make([]string, len(l.cols))
-	if len(files) == 0 {
-		for i, c := range l.cols {
-			sel[i] = `CAST(NULL AS ` + c.typ + `) AS ` + ident(c.name)
-		}
-		return `SELECT ` + strings.Join(sel, ", ") + ` WHERE false`, nil
-	}
+// coldSelect returns the SELECT of the cold rows from files, which are
+// not empty: every column of the layout, cast to its type, NULL where no
+// file has it (a nullable column added after they were written), and with
+// superseded the files' column of that name. A column of the files that
+// the table does not declare is not shown.
+func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string, superseded bool) (string, error) {
+	sel := make([]string, len(l.cols), len(l.cols)+1)
 	quoted := make([]string, len(files))
 	for i, f := range files {
 		quoted[i] = quote(f)
@@ -186,6 +284,9 @@ func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string) (
 			src = ident(c.name)
 		}
 		sel[i] = `CAST(` + src + ` AS ` + c.typ + `) AS ` + ident(c.name)
+	}
+	if superseded {
+		sel = append(sel, ident(series.ColumnSuperseded))
 	}
 	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + scan, nil
 }
