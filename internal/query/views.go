@@ -86,9 +86,9 @@ type view struct {
 type broken int
 
 const (
-	brokenNone       broken = iota
-	brokenTrustMarks        // ignore late corrections of marked rows
-	brokenIgnoreMarks       // take superseded rows of settled files too
+	brokenNone        broken = iota
+	brokenTrustMarks         // ignore late corrections of marked rows
+	brokenIgnoreMarks        // take superseded rows of settled files too
 )
 
 // A past snapshot's files, which answer below its W.
