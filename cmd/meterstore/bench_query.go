@@ -67,7 +67,7 @@ func printQuery(w io.Writer, r *querybench.Result) {
 		r.Readings, r.ColdRows, r.HotRows, stamp(r.Watermark), r.Config.Runs, r.Config.Threads)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "query\trows\ttiers\tp50 ms\tp99 ms")
-	for _, q := range []querybench.Case{r.MeterYear, r.ColdMonth, r.Floor} {
+	for _, q := range []querybench.Case{r.MeterYear, r.ColdMonth, r.Floor, r.Plain} {
 		tiers := strings.Join(q.Tiers, "+")
 		if tiers == "" {
 			tiers = "-"
@@ -75,5 +75,8 @@ func printQuery(w io.Writer, r *querybench.Result) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%.1f\n", q.Name, q.Rows, tiers, q.P50, q.P99)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n(b)/(c) at p50: %.2f   (goal: at most 1.5)\n", r.Ratio)
+	fmt.Fprintf(w, "\n(b)/(c) at p50: %.2f\n(b)/(d) at p50: %.2f   (goal: at most 1.5)\n", r.Ratio, r.PlainRatio)
+	t := r.MeterYearTiming
+	fmt.Fprintf(w, "(a) at p50, ms: DuckDB start %.1f, hot copy %.1f, cold planning %.1f, computing %.1f, rest %.1f\n",
+		t["open"], t["hot_copy"], t["cold_plan"], t["run"], t["rest"])
 }

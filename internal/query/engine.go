@@ -148,6 +148,16 @@ type Header struct {
 	// Range is the range of "from" the statement could read, and so the
 	// range fetched from the tiers.
 	Range series.Range
+	// Timing says where the time before the first row went.
+	Timing Timing
+}
+
+// Timing splits the time a query took before its first row.
+type Timing struct {
+	Open time.Duration // starting DuckDB, analysing the statement, the system relations
+	Hot  time.Duration // copying the hot rows into DuckDB
+	Plan time.Duration // planning the cold files, copying remote ones
+	Run  time.Duration // computing the result: the scans of both tiers' rows
 }
 
 // A Result is the answer to a query, held in memory.
@@ -217,6 +227,7 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 	if err := opts.check(); err != nil {
 		return err
 	}
+	begin := time.Now()
 	inst, err := open(ctx, e.set)
 	if err != nil {
 		return err
@@ -233,6 +244,7 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 	if err := createRelations(ctx, inst.conn, e.relations()); err != nil {
 		return err
 	}
+	h.Timing.Open = time.Since(begin)
 	var files []string
 	if !a.NoReadings {
 		if files, err = e.read(ctx, inst, a.Range, opts, h); err != nil {

@@ -42,7 +42,9 @@ func run(ctx context.Context, conn *sql.Conn, query string, h *Header, start fun
 	// The statement is last, so that a trailing semicolon or comment of it
 	// stays harmless; a repeated column name is renamed in the table, and
 	// the statement's own names are taken from its preparation.
+	begin := time.Now()
 	_, err = conn.ExecContext(ctx, `CREATE TEMP TABLE `+resultTable+` AS `+query)
+	h.Timing.Run = time.Since(begin)
 	var de *duckdb.Error
 	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeParser {
 		// DESCRIBE and SUMMARIZE, which CREATE TABLE AS does not take:

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -202,18 +203,25 @@ func TestInvalidQuery(t *testing.T) {
 func TestStreamLargerThanMemory(t *testing.T) {
 	s := threeMonths(t)
 	dir := t.TempDir()
-	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "64MB", CacheDir: dir})
+	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "64MB", CacheDir: dir, MaxRows: 100_000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// About 250 MB of strings, in descending order.
+	// About 250 MB of strings, in descending order, ten times MaxRows.
 	const n = 1_000_000
+	if max := e.maxRows(); n < 10*max {
+		t.Fatalf("the result of %d rows is not several times MaxRows %d", n, max)
+	}
 	var (
 		hdr     *Header
 		seen    int64
 		ordered = true
 		spilled int64
+		ms      runtime.MemStats
 	)
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base, peak := ms.HeapInuse, ms.HeapInuse
 	err = e.Stream(t.Context(), `SELECT range AS i, repeat('x', 200) AS i FROM range(1000000) ORDER BY range DESC;`,
 		func(h *Header) error { hdr = h; return nil },
 		func(v []any) error {
@@ -223,6 +231,10 @@ func TestStreamLargerThanMemory(t *testing.T) {
 			if seen++; seen == n/2 {
 				spilled = dirSize(t, dir)
 			}
+			if seen%50_000 == 0 {
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapInuse)
+			}
 			return nil
 		})
 	if err != nil {
@@ -230,6 +242,12 @@ func TestStreamLargerThanMemory(t *testing.T) {
 	}
 	if seen != n || !ordered || !slices.Equal(hdr.Columns, []string{"i", "i"}) {
 		t.Fatalf("%d rows, in order %v, columns %v", seen, ordered, hdr.Columns)
+	}
+	// Go holds a page of rows, not the result.
+	t.Logf("%d rows of ~%d MB streamed; Go heap in use peaked %.1f MB above the %.1f MB before", n, n*208>>20,
+		float64(peak-base)/(1<<20), float64(base)/(1<<20))
+	if peak-base > 64<<20 {
+		t.Errorf("the Go heap grew by %d MB while streaming: the result is held", (peak-base)>>20)
 	}
 	if spilled < 100<<20 {
 		t.Errorf("%d bytes spilled mid-stream; want the result there", spilled)

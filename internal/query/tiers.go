@@ -114,14 +114,18 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, re
 	needHot := !ok0 || hi.IsZero() || hi.After(w0)
 	needCold := ok0 && (lo.IsZero() || lo.Before(w0))
 	if needHot {
+		begin := time.Now()
 		if err := e.scanHot(ctx, inst.conn, series.Range{From: later(lo, w0, ok0), To: hi, MaLo: r.MaLo}); err != nil {
 			return fileSet{}, split{}, err
 		}
+		res.Timing.Hot += time.Since(begin)
 	}
 	s := split{w: w0, hasW: ok0}
 	var files fileSet
 	if needCold {
+		begin := time.Now()
 		p, err := e.src.Cold(ctx, series.Range{From: lo, To: hi, MaLo: r.MaLo})
+		res.Timing.Plan += time.Since(begin)
 		if err != nil {
 			return e.hotOnly(ctx, inst, r, res, err)
 		}

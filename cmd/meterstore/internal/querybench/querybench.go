@@ -74,13 +74,22 @@ type Result struct {
 	ColdRows  int64     `json:"cold_rows"`
 	HotRows   int64     `json:"hot_rows"`
 	Watermark time.Time `json:"watermark"`
-	// MeterYear is (a), ColdMonth (b) and Floor (c): (b) run by DuckDB on
-	// the same Parquet files without MeterStore.
+	// MeterYear is (a), ColdMonth (b), Floor (c) and Plain (d): (c) is
+	// (b) run by DuckDB on the same Parquet files without MeterStore, with
+	// the window that resolves versions; (d) the same aggregate over every
+	// row of those files, without resolving versions.
 	MeterYear  Case    `json:"meter_year"`
 	ColdMonth  Case    `json:"cold_month"`
 	Floor      Case    `json:"floor"`
+	Plain      Case    `json:"plain"`
 	FloorFiles int     `json:"floor_files"`
 	Ratio      float64 `json:"cold_month_vs_floor"`
+	PlainRatio float64 `json:"cold_month_vs_plain"`
+	// MeterYearTiming is where (a)'s time goes, p50 of each part in
+	// milliseconds: DuckDB start and analysis, the hot copy, cold planning,
+	// computing the result (the scans), and the rest (views, reading the
+	// result).
+	MeterYearTiming map[string]float64 `json:"meter_year_timing_ms"`
 }
 
 const schema = "meterstore_querybench"
@@ -265,6 +274,8 @@ func measure(ctx context.Context, s *store.Store, dir string, c Config, res *Res
 	resolved := `(SELECT * FROM read_parquet([` + strings.Join(quoted, ", ") + `], hive_partitioning = false) ` +
 		`QUALIFY row_number() OVER (PARTITION BY malo_id, obis_code, "from" ORDER BY version DESC, recorded_at DESC) = 1)`
 	res.Floor = Case{Name: "(c) the floor: (b) by DuckDB directly on the same Parquet files", SQL: fmt.Sprintf(monthSQL, resolved, lit(month), lit(monthEnd))}
+	plain := `read_parquet([` + strings.Join(quoted, ", ") + `], hive_partitioning = false)`
+	res.Plain = Case{Name: "(d) (c) without resolving versions: every row", SQL: fmt.Sprintf(monthSQL, plain, lit(month), lit(monthEnd))}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return err
@@ -275,7 +286,8 @@ func measure(ctx context.Context, s *store.Store, dir string, c Config, res *Res
 			return fmt.Errorf("querybench: floor: %s: %w", set, err)
 		}
 	}
-	times := make([][]float64, 3)
+	times := make([][]float64, 4)
+	parts := map[string][]float64{}
 	var sums [2]string
 	for run := range c.Runs + 1 {
 		fmt.Fprintf(c.Progress, "\r  run %d/%d   ", run, c.Runs)
@@ -285,8 +297,16 @@ func measure(ctx context.Context, s *store.Store, dir string, c Config, res *Res
 			if err != nil {
 				return fmt.Errorf("querybench: %s: %w", q.Name, err)
 			}
-			times[i] = append(times[i], ms(time.Since(start)))
+			el := time.Since(start)
+			times[i] = append(times[i], ms(el))
 			q.Rows, q.Tiers = len(r.Rows), r.Tiers
+			if i == 0 && run > 0 {
+				tm := r.Timing
+				for k, d := range map[string]time.Duration{"open": tm.Open, "hot_copy": tm.Hot, "cold_plan": tm.Plan, "run": tm.Run,
+					"rest": el - tm.Open - tm.Hot - tm.Plan - tm.Run} {
+					parts[k] = append(parts[k], ms(d))
+				}
+			}
 			if i == 1 {
 				sums[0] = total(r.Rows)
 			}
@@ -298,17 +318,27 @@ func measure(ctx context.Context, s *store.Store, dir string, c Config, res *Res
 		}
 		times[2] = append(times[2], ms(time.Since(start)))
 		res.Floor.Rows, sums[1] = n, total(rows)
+		start = time.Now()
+		if _, res.Plain.Rows, err = floorRows(ctx, db, res.Plain.SQL); err != nil {
+			return fmt.Errorf("querybench: plain: %w", err)
+		}
+		times[3] = append(times[3], ms(time.Since(start)))
 	}
 	fmt.Fprintln(c.Progress)
 	if sums[0] != sums[1] || res.ColdMonth.Rows != res.Floor.Rows {
 		return fmt.Errorf("querybench: MeterStore and the floor disagree: %d rows totalling %s against %d totalling %s",
 			res.ColdMonth.Rows, sums[0], res.Floor.Rows, sums[1])
 	}
-	for i, q := range []*Case{&res.MeterYear, &res.ColdMonth, &res.Floor} {
+	for i, q := range []*Case{&res.MeterYear, &res.ColdMonth, &res.Floor, &res.Plain} {
 		t := times[i][1:] // the first run warms the caches
 		q.P50, q.P99 = percentile(t, 0.50), percentile(t, 0.99)
 	}
+	res.MeterYearTiming = map[string]float64{}
+	for k, v := range parts {
+		res.MeterYearTiming[k] = percentile(v, 0.50)
+	}
 	res.Ratio = res.ColdMonth.P50 / res.Floor.P50
+	res.PlainRatio = res.ColdMonth.P50 / res.Plain.P50
 	return nil
 }
 
