@@ -280,6 +280,7 @@ func (s *Store) resolutionRelation() query.Relation {
 		key := quoteAll(t.decl.MergeKey())
 		r.Rows = append(r.Rows,
 			[]any{t.decl.Name, "resolution_sql", ResolutionSQL(t.decl)},
+			[]any{t.decl.Name, "marked_resolution_sql", MarkedResolutionSQL(t.decl)},
 			[]any{t.decl.Name, "merge_key", strings.Join(key, ", ")},
 			[]any{t.decl.Name, "balancing_day_column", "balancing_day"},
 		)
@@ -292,6 +293,12 @@ func (s *Store) resolutionRelation() query.Relation {
 // version, then the latest recorded_at. The readings relation is the same
 // statement over readings_versions.
 func ResolutionSQL(t *Table) string { return query.ResolutionSQL(t.Name, t.MergeKey()) }
+
+// MarkedResolutionSQL returns the same resolution for an engine reading the
+// cold table's files directly, using the superseded marks its archival set
+// (see the superseded column's doc): rows marked current are taken as they
+// are, and only the merge keys of late corrections are resolved.
+func MarkedResolutionSQL(t *Table) string { return query.MarkedResolutionSQL(t.Name, t.MergeKey()) }
 
 func quoteAll(names []string) []string {
 	out := make([]string, len(names))

@@ -308,3 +308,22 @@ func ResolutionSQL(relation string, key []string) string {
 	return `SELECT * FROM ` + relation + ` QUALIFY row_number() OVER (PARTITION BY ` +
 		strings.Join(quoted, ", ") + ` ORDER BY "version" DESC, "recorded_at" DESC) = 1`
 }
+
+// MarkedResolutionSQL returns the version resolution of relation, the rows
+// of a cold table as its files hold them (the superseded column included),
+// as DuckDB SQL that uses the marks the archival set: a row marked false
+// wins unless a row not marked (a late correction, or a file older than the
+// column) has its merge key; those rows and the rows they compete with are
+// resolved as ResolutionSQL does; a row marked true never wins. It gives a
+// foreign engine the readings of the cold tier at about the cost of a scan.
+func MarkedResolutionSQL(relation string, key []string) string {
+	match := make([]string, len(key))
+	for i, k := range key {
+		match[i] = `o.` + ident(k) + ` = r.` + ident(k)
+	}
+	sup := ident(series.ColumnSuperseded)
+	late := `EXISTS (SELECT 1 FROM ` + relation + ` o WHERE o.` + sup + ` IS NULL AND ` + strings.Join(match, " AND ") + `)`
+	return `SELECT * FROM ` + relation + ` r WHERE r.` + sup + ` = false AND NOT ` + late +
+		` UNION ALL ` + ResolutionSQL(`(SELECT * FROM `+relation+` r WHERE r.`+sup+` IS NULL OR (r.`+sup+` = false AND `+late+`))`, key)
+}
+

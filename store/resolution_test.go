@@ -1,0 +1,87 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/meterstore/meterstore/series"
+)
+
+// TestMarkedResolutionSQL pastes system.resolution's marked_resolution_sql
+// into a DuckDB of its own over the cold table's Parquet files, as a
+// foreign engine would read them, after archival of corrected readings and
+// late corrections below W: it gives what readings gives below W.
+func TestMarkedResolutionSQL(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	if _, err := s.hot.CreatePartitions(ctx, s.tables[0].decl, dayN(0), dayN(5)); err != nil {
+		t.Fatal(err)
+	}
+	for d := range 3 {
+		mustWrite(t, s, []Reading{qh(1, d, 1, "A", 1, 1000), qh(1, d, 1, "A", 2, 1500), qh(1, d, 1, "B", 1, 300),
+			qh(2, d, 7, "A", 1, 10), qh(2, d, 8, "A", 1, 20)})
+	}
+	for d := 3; d <= 4; d++ {
+		if _, err := s.Archive(ctx, "power", dayN(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Late: a third version of a corrected key, a second of another, and
+	// a version of a third key written twice in two deliveries.
+	mustWrite(t, s, []Reading{qh(1, 0, 1, "A", 3, 1700), qh(2, 1, 7, "A", 4, 44)})
+	mustWrite(t, s, []Reading{qh(2, 1, 7, "A", 5, 55), qh(2, 1, 8, "A", 2, 22)})
+
+	if err := s.RefreshSystemTables(ctx, dayN(5)); err != nil {
+		t.Fatal(err)
+	}
+	res := mustQuery(t, s, `SELECT value FROM system.resolution WHERE setting = 'marked_resolution_sql' AND "table" = 'power'`)
+	marked := res.Rows[0][0].(string)
+	p, err := s.cold.Plan(ctx, s.tables[0].cold, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = p.Local(ctx, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.Settled, true) || !slices.Contains(p.Settled, false) {
+		t.Fatalf("files settled %v: want archived files and late corrections' files", p.Settled)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	files := make([]string, len(p.Files))
+	for i, f := range p.Files {
+		files[i] = "'" + f + "'"
+	}
+	if _, err := db.ExecContext(ctx, `CREATE VIEW power AS SELECT * FROM read_parquet([`+strings.Join(files, ", ")+`], union_by_name = true)`); err != nil {
+		t.Fatal(err)
+	}
+	const cols = `SELECT malo_id, channel, epoch_us("from"), CAST(version AS VARCHAR), CAST(value AS VARCHAR) FROM `
+	rows, err := db.QueryContext(ctx, cols+`(`+marked+`) ORDER BY ALL`)
+	if err != nil {
+		t.Fatalf("%s: %v", marked, err)
+	}
+	defer rows.Close()
+	var foreign []string
+	for rows.Next() {
+		var m, ch, v, val string
+		var from int64
+		if err := rows.Scan(&m, &ch, &from, &v, &val); err != nil {
+			t.Fatal(err)
+		}
+		foreign = append(foreign, fmt.Sprintf("%s|%s|%d|%s|%s", m, ch, from, v, val))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ours := lines(mustQuery(t, s, cols+`readings WHERE "from" < `+ts(p.Watermark)))
+	if len(ours) != 8 || !slices.Equal(foreign, ours) {
+		t.Fatalf("marked resolution SQL over the files:\n%v\nreadings below W:\n%v", foreign, ours)
+	}
+}
