@@ -326,4 +326,3 @@ func MarkedResolutionSQL(relation string, key []string) string {
 	return `SELECT * FROM ` + relation + ` r WHERE r.` + sup + ` = false AND NOT ` + late +
 		` UNION ALL ` + ResolutionSQL(`(SELECT * FROM `+relation+` r WHERE r.`+sup+` IS NULL OR (r.`+sup+` = false AND `+late+`))`, key)
 }
-
