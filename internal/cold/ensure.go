@@ -89,8 +89,8 @@ func (c *Tier) create(ctx context.Context, h *Table) (*table.Table, error) {
 	return ice, err
 }
 
-// setProperties brings the write properties in line with the options, in a
-// metadata-only commit, if they differ.
+// setProperties brings the write properties in line with the options, and
+// removes droppedProperties, in a metadata-only commit, if they differ.
 func (c *Tier) setProperties(ctx context.Context, h *Table, ice *table.Table) (*table.Table, error) {
 	want := c.opts.writeProperties(&h.decl)
 	have := ice.Properties()
@@ -100,12 +100,25 @@ func (c *Tier) setProperties(ctx context.Context, h *Table, ice *table.Table) (*
 			diff[k] = v
 		}
 	}
-	if len(diff) == 0 {
+	var drop []string
+	for k, v := range droppedProperties {
+		if have[k] == v {
+			drop = append(drop, k)
+		}
+	}
+	if len(diff) == 0 && len(drop) == 0 {
 		return ice, nil
 	}
 	tx := ice.NewTransaction()
-	if err := tx.SetProperties(diff); err != nil {
-		return nil, fmt.Errorf("cold: ensure %s: set properties: %w", h.decl.Name, err)
+	if len(diff) > 0 {
+		if err := tx.SetProperties(diff); err != nil {
+			return nil, fmt.Errorf("cold: ensure %s: set properties: %w", h.decl.Name, err)
+		}
+	}
+	if len(drop) > 0 {
+		if err := tx.RemoveProperties(drop); err != nil {
+			return nil, fmt.Errorf("cold: ensure %s: remove properties: %w", h.decl.Name, err)
+		}
 	}
 	next, err := tx.Commit(ctx)
 	if err != nil {

@@ -131,6 +131,12 @@ const (
 // bloomColumns are the columns a point lookup filters on.
 var bloomColumns = []string{"malo_id", "obis_code"}
 
+// droppedProperties are properties the Tier once set and now removes:
+// write.parquet.page-version "2" is iceberg-go's spelling, which Iceberg's
+// Java writer refuses ("v2"), so no Spark could write the table; iceberg-go
+// writes version 2 pages without it.
+var droppedProperties = map[string]string{table.ParquetPageVersionKey: "2"}
+
 // writeProperties returns the table properties that shape the files the
 // Tier writes. No history.expire.* property is among them: snapshot
 // retention is the Tier's (see ExpireSnapshots), not the table's.
@@ -141,7 +147,6 @@ func (o Options) writeProperties(t *series.Table) iceberg.Properties {
 		table.ParquetRowGroupLimitKey:       fmt.Sprint(o.RowGroupRows),
 		table.ParquetRowGroupSizeBytesKey:   fmt.Sprint(o.RowGroupBytes),
 		table.WriteTargetFileSizeBytesKey:   fmt.Sprint(o.TargetFileSize),
-		table.ParquetPageVersionKey:         "2",
 		table.ParquetBloomFilterMaxBytesKey: fmt.Sprint(o.BloomBytes),
 		PropMergeKey:                        strings.Join(mergeKey(t), ","),
 		PropTimeModel:                       t.TimeModel.String(),

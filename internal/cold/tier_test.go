@@ -93,6 +93,10 @@ func TestEnsureCreatesVersion2Table(t *testing.T) {
 			t.Errorf("property %s is set: retention is not the table's", k)
 		}
 	}
+	// Java's writer refuses iceberg-go's spelling of the page version.
+	if v, ok := props[table.ParquetPageVersionKey]; ok {
+		t.Errorf("property %s = %q is set: Java's Parquet writer refuses it", table.ParquetPageVersionKey, v)
+	}
 
 	// Ensuring again changes nothing: no commit.
 	hist, err := e.cat.History(t.Context(), h.Identifier())
@@ -103,6 +107,26 @@ func TestEnsureCreatesVersion2Table(t *testing.T) {
 	again, err := e.cat.History(t.Context(), h.Identifier())
 	if err != nil || len(again) != len(hist) {
 		t.Fatalf("second Ensure committed: %d commits, then %d (%v)", len(hist), len(again), err)
+	}
+
+	// A table an older version created carries "2"; Ensure removes it.
+	ice, err = e.foreign.LoadTable(t.Context(), h.Identifier())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := ice.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{table.ParquetPageVersionKey: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.ensure(t, tab)
+	if ice, err = e.tier.Iceberg(t.Context(), h); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := ice.Properties()[table.ParquetPageVersionKey]; ok {
+		t.Errorf("after Ensure, %s = %q: want it removed", table.ParquetPageVersionKey, v)
 	}
 }
 
