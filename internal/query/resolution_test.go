@@ -20,24 +20,11 @@ type resolutionOracle struct{ rows []series.Reading }
 // recorded at or before known (zero: everything): per merge key the
 // highest version, then the latest recorded_at.
 func (o *resolutionOracle) answer(lo, hi, known time.Time) []string {
-	type key struct {
-		malo, channel string
-		from          int64
-	}
-	best := map[key]series.Reading{}
-	for _, r := range o.rows {
-		if !inRange(r.From, lo, hi) || (!known.IsZero() && r.RecordedAt.After(known)) {
-			continue
-		}
-		k := key{r.MaLo, r.Extra["channel"], r.From.UnixMicro()}
-		b, ok := best[k]
-		if !ok || r.Version > b.Version || (r.Version == b.Version && r.RecordedAt.After(b.RecordedAt)) {
-			best[k] = r
-		}
-	}
 	var out []string
-	for _, r := range best {
-		out = append(out, fmt.Sprintf("%s|%s|%d|%d|%s", r.MaLo, r.Extra["channel"], r.From.UnixMicro(), r.Version, r.Value))
+	for _, r := range o.resolved(known) {
+		if inRange(r.From, lo, hi) {
+			out = append(out, fmt.Sprintf("%s|%s|%d|%d|%s", r.MaLo, r.Extra["channel"], r.From.UnixMicro(), r.Version, r.Value))
+		}
 	}
 	slices.Sort(out)
 	return out
@@ -47,10 +34,14 @@ const resolvedLines = `SELECT malo_id, channel, epoch_us("from"), CAST(version A
 
 // TestResolutionOracle archives two months whose merge keys have up to three
 // versions each, then stores late corrections below W (several versions of
-// some keys, one lower than the archived winner) and corrections in the hot
-// tier, and checks readings against an oracle: now, as of the snapshot
-// before the late corrections, and as known between them. Each deliberately
-// broken resolution, which treats superseded rows as current, must fail it.
+// some keys, one lower than the archived winner, one a new key) and
+// corrections in the hot tier, and checks readings and completeness
+// against an oracle: now, as of the snapshot before the late corrections,
+// and as known between them. Completeness is read for ranges of balancing
+// days in either tier and across W, around the spring clock change, and
+// at the lookback's edge. Each deliberately broken resolution, which
+// treats superseded rows as current, must fail it; brokenIgnoreMarks must
+// fail completeness too.
 func TestResolutionOracle(t *testing.T) {
 	ctx := t.Context()
 	tab := loadProfile()
@@ -58,33 +49,53 @@ func TestResolutionOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, uint64(time.Now().UnixNano())))
 	o := &resolutionOracle{}
 	base := time.Now().Add(-time.Hour).UTC().Truncate(time.Microsecond)
+	// versions returns each of rows on channel ch in 1 to 3 versions
+	// recorded apart.
+	versions := func(ch string, rows []series.Reading) []series.Reading {
+		var out []series.Reading
+		for _, r := range rows {
+			r.Extra = map[string]string{"channel": ch}
+			r.VersionScope = "9900000000003:" + r.BalancingDay.String()[:7]
+			for v := range rng.IntN(3) + 1 {
+				r.Version = uint64(10 + 10*v)
+				r.RecordedAt = base.Add(time.Duration(v) * time.Second)
+				r.Value = series.Decimal(rng.Int64N(1_000_000_000))
+				out = append(out, r)
+			}
+		}
+		return out
+	}
 	// month returns the readings of 3 meters × 2 channels × 24 quarter
-	// hours from start, each key in 1 to 3 versions recorded apart.
+	// hours from start.
 	month := func(start time.Time) []series.Reading {
 		var rows []series.Reading
 		for i := range 3 {
 			for _, ch := range []string{"A", "B"} {
-				for _, r := range quarterHours(i, start, 24) {
-					r.Extra = map[string]string{"channel": ch}
-					for v := range rng.IntN(3) + 1 {
-						r.Version = uint64(10 + 10*v)
-						r.RecordedAt = base.Add(time.Duration(v) * time.Second)
-						r.Value = series.Decimal(rng.Int64N(1_000_000_000))
-						rows = append(rows, r)
-					}
-				}
+				rows = append(rows, versions(ch, quarterHours(i, start, 24))...)
 			}
 		}
-		return inKeyOrder(rows)
+		return rows
+	}
+	jan10, mar1, mar29 := date(t, "2026-01-10"), date(t, "2026-03-01"), date(t, "2026-03-29")
+	// Besides: meter 3 delivers only 8 quarter hours of 10 January, seen
+	// before ranges beginning up to 31 days later; the first hour of 1
+	// March (Berlin), before midnight UTC, is archived with February, so
+	// the day lies in both tiers.
+	extra := map[time.Time][]series.Reading{
+		jan2026: versions("B", quarters(3, jan10)[:8]),
+		feb2026: versions("A", quarters(0, mar1)[:4]),
 	}
 	for _, w := range [][2]time.Time{{jan2026, feb2026}, {feb2026, mar2026}} {
-		rows := month(w[0])
+		rows := inKeyOrder(append(month(w[0]), extra[w[0]]...))
 		if _, err := s.tier.Archive(ctx, s.h, w[1], w[0], w[1], cold.Readings(rows)); err != nil {
 			t.Fatal(err)
 		}
 		o.rows = append(o.rows, rows...)
 	}
-	march := month(mar2026)
+	// In the hot tier, the day summer time begins: meter 4 appears with
+	// all but two of its 92 quarter hours, and meter 1 delivers the first
+	// three hours on channel B.
+	march := slices.Concat(month(mar2026), versions("A", quarters(4, mar29, 40, 41)), versions("B", quarters(1, mar29)[:12]))
 	s.addHot(march...)
 	o.rows = append(o.rows, march...)
 	p, err := s.tier.Plan(ctx, s.h, series.Range{})
@@ -99,7 +110,8 @@ func TestResolutionOracle(t *testing.T) {
 	// Late corrections in three batches, recorded after the snapshot.
 	// Keys of the first meter's first hour get one each time (several
 	// versions of one key in open files); a random few get one version
-	// below the archived winner, which must not win.
+	// below the archived winner, which must not win. The second batch
+	// adds a quarter hour meter 3 had not delivered.
 	var knownAt []time.Time
 	archived := slices.Clone(o.rows[:len(o.rows)-len(march)])
 	for b := range 3 {
@@ -130,55 +142,148 @@ func TestResolutionOracle(t *testing.T) {
 				add(r, uint64(5+b)) // below every archived version
 			}
 		}
-		if _, err := s.tier.AppendLate(ctx, s.h, late); err != nil {
+		if b == 1 {
+			add(versions("B", quarters(3, jan10)[20:21])[0], 300)
+		}
+		if _, err := s.tier.AppendLate(ctx, s.h, inKeyOrder(late)); err != nil {
 			t.Fatalf("late batch %d: %v", b, err)
 		}
 		o.rows = append(o.rows, late...)
 		knownAt = append(knownAt, at)
 	}
 
-	check := func(e *Engine) error {
-		for _, c := range []struct {
-			name   string
-			lo, hi time.Time
-			opts   ReadOptions
-			known  time.Time
-		}{
-			{"everything", time.Time{}, time.Time{}, ReadOptions{}, time.Time{}},
-			{"January", jan2026, feb2026, ReadOptions{}, time.Time{}},
-			{"across W", feb2026.Add(12 * time.Hour), mar2026.Add(3 * time.Hour), ReadOptions{}, time.Time{}},
-			{"as of the snapshot before the late corrections", time.Time{}, time.Time{}, ReadOptions{AsOfSnapshot: snap}, knownAt[0].Add(-time.Microsecond)},
-			{"as known after the second late batch", time.Time{}, time.Time{}, ReadOptions{KnownAt: knownAt[1]}, knownAt[1]},
-		} {
-			sql := resolvedLines + where(c.lo, c.hi)
-			res, err := e.QueryAt(ctx, sql, c.opts)
+	modes := []struct {
+		name  string
+		opts  ReadOptions
+		known time.Time
+	}{
+		{"current", ReadOptions{}, time.Time{}},
+		{"as of the snapshot before the late corrections", ReadOptions{AsOfSnapshot: snap}, knownAt[0].Add(-time.Microsecond)},
+		{"as known after the second late batch", ReadOptions{KnownAt: knownAt[1]}, knownAt[1]},
+	}
+	// Ranges of balancing days: the first delivery within the range (no
+	// lookback), across the archived months, meter 3 on the lookback's
+	// first day and just past it, across W, the clock change in the hot
+	// tier, and everything.
+	ranges := [][2]string{
+		{"2025-12-30", "2026-01-02"},
+		{"2026-01-31", "2026-02-03"},
+		{"2026-02-10", "2026-02-12"},
+		{"2026-02-11", "2026-02-12"},
+		{"2026-02-27", "2026-03-02"},
+		{"2026-03-27", "2026-03-30"},
+		{"2026-01-01", "2026-03-31"},
+	}
+	// The oracle itself must see what the fixture was made for: a series
+	// appearing on the day of the clock change, one seen before the range
+	// and silent in it (or not, a day later), a late new key, a day in
+	// both tiers.
+	for _, c := range []struct {
+		lo, hi string
+		mode   int
+		i      int
+		ch     string
+		day    string
+		want   string // expected present missing surplus
+	}{
+		{"2026-03-27", "2026-03-30", 0, 4, "A", "2026-03-28", "none"},
+		{"2026-03-27", "2026-03-30", 0, 4, "A", "2026-03-29", "92 90 2 0"},
+		{"2026-03-27", "2026-03-30", 0, 4, "A", "2026-03-30", "96 0 96 0"},
+		{"2026-03-27", "2026-03-30", 0, 1, "B", "2026-03-29", "92 12 80 0"},
+		{"2026-03-27", "2026-03-30", 0, 0, "A", "2026-03-29", "92 0 92 0"},
+		{"2026-02-10", "2026-02-12", 0, 3, "B", "2026-02-10", "96 0 96 0"},
+		{"2026-02-11", "2026-02-12", 0, 3, "B", "2026-02-11", "none"},
+		{"2026-01-01", "2026-03-31", 0, 3, "B", "2026-01-10", "96 9 87 0"},
+		{"2026-01-01", "2026-03-31", 1, 3, "B", "2026-01-10", "96 8 88 0"},
+		{"2026-02-27", "2026-03-02", 0, 0, "A", "2026-03-01", "96 28 68 0"},
+		{"2025-12-30", "2026-01-02", 0, 0, "A", "2025-12-31", "none"},
+		{"2025-12-30", "2026-01-02", 0, 0, "A", "2026-01-01", "96 24 72 0"},
+	} {
+		lines, err := o.completeness(tab, date(t, c.lo), date(t, c.hi), modes[c.mode].known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := "none"
+		for _, l := range lines {
+			if f := strings.Split(l, "|"); f[0] == malo(c.i) && f[2] == c.ch && f[5] == c.day {
+				got = strings.Join(f[8:], " ")
+			}
+		}
+		if got != c.want {
+			t.Fatalf("oracle: completeness %s..%s, %s: meter %d %s on %s: %s, want %s", c.lo, c.hi, modes[c.mode].name, c.i, c.ch, c.day, got, c.want)
+		}
+	}
+	// check returns the checks that fail on e, by name.
+	check := func(e *Engine) []string {
+		var failed []string
+		lines := func(name, sql string, opts ReadOptions, want []string) {
+			res, err := e.QueryAt(ctx, sql, opts)
 			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
+				failed = append(failed, fmt.Sprintf("%s: %v", name, err))
+				return
 			}
 			got := make([]string, len(res.Rows))
 			for i, r := range res.Rows {
-				got[i] = fmt.Sprintf("%v|%v|%v|%v|%v", r...)
+				f := make([]string, len(r))
+				for j, v := range r {
+					f[j] = fmt.Sprint(v)
+				}
+				got[i] = strings.Join(f, "|")
 			}
 			slices.Sort(got)
-			if want := o.answer(c.lo, c.hi, c.known); !slices.Equal(got, want) {
-				return fmt.Errorf("%s: %d rows, want %d; first difference: %s", c.name, len(got), len(want), firstDifference(got, want))
+			if !slices.Equal(got, want) {
+				failed = append(failed, fmt.Sprintf("%s: %d rows, want %d; first difference: %s", name, len(got), len(want), firstDifference(got, want)))
 			}
 		}
-		return nil
+		for _, c := range []struct {
+			name   string
+			lo, hi time.Time
+			mode   int
+		}{
+			{"everything", time.Time{}, time.Time{}, 0},
+			{"January", jan2026, feb2026, 0},
+			{"across W", feb2026.Add(12 * time.Hour), mar2026.Add(3 * time.Hour), 0},
+			{"everything", time.Time{}, time.Time{}, 1},
+			{"everything", time.Time{}, time.Time{}, 2},
+		} {
+			m := modes[c.mode]
+			lines("readings "+c.name+", "+m.name, resolvedLines+where(c.lo, c.hi), m.opts, o.answer(c.lo, c.hi, m.known))
+		}
+		for _, m := range modes {
+			for _, r := range ranges {
+				want, err := o.completeness(tab, date(t, r[0]), date(t, r[1]), m.known)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sql := completenessLines + ` WHERE balancing_day BETWEEN '` + r[0] + `' AND '` + r[1] + `'`
+				lines("completeness "+r[0]+".."+r[1]+", "+m.name, sql, m.opts, want)
+			}
+		}
+		return failed
 	}
 	e, err := New(tab, s, Settings{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := check(e); err != nil {
-		t.Fatal(err)
+	if failed := check(e); len(failed) > 0 {
+		t.Fatalf("%d checks failed:\n%s", len(failed), strings.Join(failed, "\n"))
 	}
 	for _, b := range []broken{brokenTrustMarks, brokenIgnoreMarks} {
 		e.broken = b
-		if err := check(e); err == nil {
+		failed := check(e)
+		if len(failed) == 0 {
 			t.Errorf("broken resolution %d passed the oracle", b)
-		} else {
-			t.Logf("broken resolution %d caught: %v", b, err)
+			continue
+		}
+		byCompleteness := 0
+		for _, f := range failed {
+			if strings.HasPrefix(f, "completeness ") {
+				byCompleteness++
+			}
+		}
+		t.Logf("broken resolution %d caught by %d checks, %d of completeness:\n%s", b, len(failed), byCompleteness, strings.Join(failed, "\n"))
+		if b == brokenIgnoreMarks && byCompleteness == 0 {
+			t.Errorf("broken resolution %d passed every check of completeness", b)
 		}
 	}
 }
