@@ -2,6 +2,8 @@ package cold
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/meterstore/meterstore/series"
@@ -26,7 +28,8 @@ type keyOrder struct {
 	obisD map[string]bool // OBIS codes of malo done
 	from  time.Time
 	ident string
-	idD   map[string]bool // identity tuples of (malo, obis, from) done
+	last  map[string]string // the previous reading's Extra
+	idD   map[string]bool   // identity tuples of (malo, obis, from) done
 	ver   uint64
 }
 
@@ -38,11 +41,15 @@ func newKeyOrder(decl *series.Table) *keyOrder {
 // whether r shares its merge key with the previous reading, or why r is
 // out of order.
 func (o *keyOrder) next(r *series.Reading) (same bool, reason string) {
-	ident := o.identity(r)
 	part := o.decl.Width.Start(r.From)
+	ident := o.ident
+	if !o.started || !o.sameIdentity(r) {
+		ident = o.identity(r) // only where it changes: it allocates
+	}
 	defer func() {
 		if reason == "" {
 			o.started, o.part, o.malo, o.obis, o.from, o.ident, o.ver = true, part, r.MaLo, r.OBIS, r.From, ident, r.Version
+			o.last = r.Extra
 		}
 	}()
 	const order = ": a window's readings must come partition by partition, each in primary key order"
@@ -69,7 +76,7 @@ func (o *keyOrder) next(r *series.Reading) (same bool, reason string) {
 		clear(o.idD)
 	case ident != o.ident:
 		if o.idD[ident] {
-			return false, "identity columns " + ident + " come again after others" + order
+			return false, "identity columns " + strconv.Quote(ident) + " come again after others" + order
 		}
 		o.idD[o.ident] = true
 	case r.Version <= o.ver:
@@ -80,16 +87,27 @@ func (o *keyOrder) next(r *series.Reading) (same bool, reason string) {
 	return false, ""
 }
 
-// identity returns r's identity columns as one string.
-func (o *keyOrder) identity(r *series.Reading) string {
-	var id []string
+// sameIdentity reports whether r has the identity columns of the previous
+// reading.
+func (o *keyOrder) sameIdentity(r *series.Reading) bool {
 	for _, c := range o.decl.Columns {
-		if c.Identity {
-			id = append(id, r.Extra[c.Name])
+		if c.Identity && r.Extra[c.Name] != o.last[c.Name] {
+			return false
 		}
 	}
-	if len(id) == 0 {
-		return ""
+	return true
+}
+
+// identity returns r's identity columns as one string.
+func (o *keyOrder) identity(r *series.Reading) string {
+	var b strings.Builder
+	for _, c := range o.decl.Columns {
+		if c.Identity {
+			v := r.Extra[c.Name]
+			b.WriteString(strconv.Itoa(len(v)))
+			b.WriteByte(':')
+			b.WriteString(v)
+		}
 	}
-	return fmt.Sprintf("%q", id)
+	return b.String()
 }
