@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -44,6 +45,10 @@ type Plan struct {
 	// later version of their merge key. A file without the column, or
 	// with rows where it is null (late corrections), is not settled.
 	Settled []bool
+	// Columns tells, per file of Files, the names of the columns it has
+	// (of the table's current schema), by its metrics; nil where they do
+	// not say. A column added after a file was written is not among its.
+	Columns [][]string
 	Bytes   int64 // total size of Files
 
 	sizes map[string]int64                            // file size by location, from the manifests
@@ -61,7 +66,7 @@ func (c *Tier) Plan(ctx context.Context, t *Table, q series.Range) (Plan, error)
 	if err != nil {
 		return Plan{}, err
 	}
-	return plan(ctx, t, ice, ice.CurrentSnapshot(), q)
+	return c.plans.plan(ctx, t, ice, ice.CurrentSnapshot(), q)
 }
 
 // plan returns the plan of the readings q selects in snapshot snap of ice,
@@ -106,6 +111,7 @@ func plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot,
 			p.sizes[f.FilePath()] = f.FileSizeBytes()
 			p.Files = append(p.Files, f.FilePath())
 			p.Settled = append(p.Settled, settled(f, sup))
+			p.Columns = append(p.Columns, columns(f, ice.Schema()))
 			p.Bytes += f.FileSizeBytes()
 		}
 	}
@@ -121,6 +127,23 @@ func settled(f iceberg.DataFile, sup int) bool {
 	values, ok := f.ValueCounts()[sup]
 	nulls, okNulls := f.NullValueCounts()[sup]
 	return ok && okNulls && nulls == 0 && values == f.Count()
+}
+
+// columns returns the names of the columns of sc that data file f counts
+// values of, nil if f has no value counts.
+func columns(f iceberg.DataFile, sc *iceberg.Schema) []string {
+	counts := f.ValueCounts()
+	if len(counts) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(counts))
+	for id := range counts {
+		if name, ok := sc.FindColumnName(id); ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Local returns p with every file a path a local engine can read: a local

@@ -59,6 +59,8 @@ type Tier struct {
 	opts Options
 	log  *slog.Logger
 	cal  *metering.Calendar
+	// plans keeps the plans of recent queries: planning reads manifests.
+	plans planCache
 
 	// beforeCommit, if set, runs between staging and committing a
 	// snapshot: tests use it to lose a race on purpose.

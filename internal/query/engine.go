@@ -69,13 +69,16 @@ type Engine struct {
 	src    Source
 	set    Settings
 	broken broken // tests only: a deliberately wrong resolution
+	spare  *spare
 
 	mu   sync.RWMutex
 	rels []Relation
 }
 
-// New returns an Engine for table t, whose tiers src reads. It opens one
-// DuckDB instance to check s.
+// New returns an Engine for table t, whose tiers src reads. It starts one
+// DuckDB instance, which checks s and serves the first query. An engine
+// keeps one instance started ahead of the next query, closed when no
+// query came for half a minute; each instance serves one query only.
 func New(t *series.Table, src Source, s Settings) (*Engine, error) {
 	if err := t.Validate(); err != nil {
 		return nil, fmt.Errorf("query: %w", err)
@@ -89,18 +92,18 @@ func New(t *series.Table, src Source, s Settings) (*Engine, error) {
 	if s.MaxResultBytes < 0 || s.Timeout < 0 {
 		return nil, fmt.Errorf("query: negative bound: max result bytes %d, timeout %v", s.MaxResultBytes, s.Timeout)
 	}
-	inst, err := open(context.Background(), s)
-	if err != nil {
-		return nil, err
-	}
-	if err := inst.close(); err != nil {
-		return nil, fmt.Errorf("query: %w", err)
-	}
 	l, err := layoutOf(t)
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{table: t, layout: l, src: src, set: s}, nil
+	// Starting one checks s; it is the first query's.
+	inst, err := start(context.Background(), s)
+	if err != nil {
+		return nil, err
+	}
+	sp := &spare{set: s}
+	sp.put(inst)
+	return &Engine{table: t, layout: l, src: src, set: s, spare: sp}, nil
 }
 
 // SetRelations replaces the in-memory relations, such as system.tables,
@@ -228,7 +231,7 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 		return err
 	}
 	begin := time.Now()
-	inst, err := open(ctx, e.set)
+	inst, err := e.spare.take(ctx)
 	if err != nil {
 		return err
 	}
@@ -250,8 +253,10 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 		if files, err = e.read(ctx, inst, a.Range, opts, h); err != nil {
 			return err
 		}
-		if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days); err != nil {
-			return err
+		if !a.skipCompleteness {
+			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days); err != nil {
+				return err
+			}
 		}
 	}
 	if err := inst.lockdown(ctx, files); err != nil {

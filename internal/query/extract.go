@@ -58,6 +58,9 @@ var parser = sync.OnceValues(func() (*sql.DB, error) {
 // An analysis is what analyze found out about a statement.
 type analysis struct {
 	Analysis
+	// skipCompleteness: the statement does not read the relation
+	// completeness, whose view need not be bound.
+	skipCompleteness bool
 	// sql is the statement to run: the one analyzed or, where it names a
 	// relation in the schema system, DuckDB's rendering of it with the
 	// catalog spelled out (see qualify).
@@ -134,6 +137,7 @@ func analyze(ctx context.Context, q querier, text string) (analysis, error) {
 	}
 	var refs references
 	refs.walk(node)
+	a.skipCompleteness = refs.completeness == 0 && !refs.opaque
 	switch {
 	case refs.readings == 0 && refs.completeness == 0 && !refs.opaque:
 		a.NoReadings = true

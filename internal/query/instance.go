@@ -22,8 +22,22 @@ type instance struct {
 	spill string // the directory DuckDB spills to, removed on close
 }
 
-// open starts an in-memory DuckDB configured by s.
+// open starts an in-memory DuckDB configured by s, spilling into a
+// directory of its own in s.CacheDir.
 func open(ctx context.Context, s Settings) (*instance, error) {
+	inst, err := start(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := inst.spillInto(ctx, s.CacheDir); err != nil {
+		inst.close()
+		return nil, err
+	}
+	return inst, nil
+}
+
+// start starts an in-memory DuckDB configured by s that does not spill.
+func start(ctx context.Context, s Settings) (*instance, error) {
 	q := url.Values{}
 	if s.Threads > 0 {
 		q.Set("threads", strconv.Itoa(s.Threads))
@@ -31,28 +45,36 @@ func open(ctx context.Context, s Settings) (*instance, error) {
 	if s.MemoryLimit != "" {
 		q.Set("memory_limit", s.MemoryLimit)
 	}
-	inst := &instance{}
-	if s.CacheDir != "" {
-		if err := os.MkdirAll(s.CacheDir, 0o755); err != nil {
-			return nil, fmt.Errorf("query: %w", err)
-		}
-		dir, err := os.MkdirTemp(s.CacheDir, "spill-")
-		if err != nil {
-			return nil, fmt.Errorf("query: %w", err)
-		}
-		inst.spill = dir
-	}
-	c, err := connector(q, inst.spill)
+	c, err := connector(q, "")
 	if err != nil {
-		inst.close()
 		return nil, err
 	}
-	inst.db = sql.OpenDB(c)
+	inst := &instance{db: sql.OpenDB(c)}
 	if inst.conn, err = inst.db.Conn(ctx); err != nil {
 		inst.close()
 		return nil, fmt.Errorf("query: connect to DuckDB: %w", err)
 	}
 	return inst, nil
+}
+
+// spillInto has inst spill into a new directory in cacheDir, removed on
+// close; with no cacheDir it does not spill.
+func (inst *instance) spillInto(ctx context.Context, cacheDir string) error {
+	if cacheDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	dir, err := os.MkdirTemp(cacheDir, "spill-")
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	inst.spill = dir
+	if _, err := inst.conn.ExecContext(ctx, `SET temp_directory = `+quote(dir)); err != nil {
+		return fmt.Errorf("query: spill into %s: %w", dir, err)
+	}
+	return nil
 }
 
 // connector returns a connector to a new in-memory DuckDB with the options
@@ -66,7 +88,10 @@ func connector(q url.Values, spill string) (*duckdb.Connector, error) {
 	// Unset, DuckDB would spill into .tmp in the working directory.
 	q.Set("temp_directory", spill)
 	c, err := duckdb.NewConnector("?"+q.Encode(), func(ex driver.ExecerContext) error {
-		_, err := ex.ExecContext(context.Background(), `SET TimeZone = 'UTC'`, nil)
+		// The views over the cold files and the statement bind them each:
+		// with the cache their footers are read once. Data files are
+		// immutable.
+		_, err := ex.ExecContext(context.Background(), `SET TimeZone = 'UTC'; SET parquet_metadata_cache = true`, nil)
 		return err
 	})
 	if err != nil {

@@ -101,16 +101,40 @@ type past struct {
 // files whose superseded column was decided at archival, and the others.
 type fileSet struct {
 	settled, open []string
+	// The columns the files of each have, nil if a file's metrics do
+	// not say (see cold.Plan.Columns).
+	settledCols, openCols map[string]bool
 }
 
 func filesOf(p cold.Plan) fileSet {
 	var f fileSet
+	known := [2]bool{true, true}
+	add := func(i int, have *map[string]bool, k int) {
+		if i >= len(p.Columns) || p.Columns[i] == nil {
+			known[k] = false
+			return
+		}
+		if *have == nil {
+			*have = map[string]bool{}
+		}
+		for _, c := range p.Columns[i] {
+			(*have)[c] = true
+		}
+	}
 	for i, path := range p.Files {
 		if i < len(p.Settled) && p.Settled[i] {
 			f.settled = append(f.settled, path)
+			add(i, &f.settledCols, 0)
 		} else {
 			f.open = append(f.open, path)
+			add(i, &f.openCols, 1)
 		}
+	}
+	if !known[0] {
+		f.settledCols = nil
+	}
+	if !known[1] {
+		f.openCols = nil
 	}
 	return f
 }
@@ -158,12 +182,13 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, files fileSet, s
 		for _, x := range []struct {
 			suffix string
 			files  []string
+			have   map[string]bool
 			open   bool
-		}{{"_settled", fs.settled, false}, {"_open", fs.open, true}} {
+		}{{"_settled", fs.settled, fs.settledCols, false}, {"_open", fs.open, fs.openCols, true}} {
 			if len(x.files) == 0 {
 				continue
 			}
-			sel, err := coldSelect(ctx, conn, l, x.files, !x.open)
+			sel, err := coldSelect(ctx, conn, l, x.files, x.have, !x.open)
 			if err != nil {
 				return err
 			}
@@ -242,9 +267,9 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, files fileSet, s
 // not empty: every column of the layout, cast to its type, NULL where no
 // file has it (a nullable column added after they were written), and with
 // superseded the files' column of that name. A column of the files that
-// the table does not declare is not shown.
-func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string, superseded bool) (string, error) {
-	sel := make([]string, len(l.cols), len(l.cols)+1)
+// the table does not declare is not shown. have names the columns the
+// files have; if it is nil, DuckDB reads their schemas to tell.
+func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string, have map[string]bool, superseded bool) (string, error) {
 	quoted := make([]string, len(files))
 	for i, f := range files {
 		quoted[i] = quote(f)
@@ -252,32 +277,13 @@ func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string, s
 	// Not hive partitioning: the paths name partitions that are columns
 	// of the files too.
 	scan := `read_parquet([` + strings.Join(quoted, ", ") + `], union_by_name = true, hive_partitioning = false)`
-	rows, err := conn.QueryContext(ctx, `DESCRIBE SELECT * FROM `+scan)
-	if err != nil {
-		return "", fmt.Errorf("query: read the schema of the cold files: %w", err)
-	}
-	defer rows.Close()
-	have := map[string]bool{}
-	names, err := rows.Columns()
-	if err != nil {
-		return "", fmt.Errorf("query: read the schema of the cold files: %w", err)
-	}
-	for rows.Next() {
-		vals := make([]any, len(names))
-		ptrs := make([]any, len(names))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return "", fmt.Errorf("query: read the schema of the cold files: %w", err)
-		}
-		if name, ok := vals[0].(string); ok {
-			have[name] = true
+	if have == nil {
+		var err error
+		if have, err = describe(ctx, conn, scan); err != nil {
+			return "", err
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("query: read the schema of the cold files: %w", err)
-	}
+	sel := make([]string, len(l.cols), len(l.cols)+1)
 	for i, c := range l.cols {
 		src := "NULL"
 		if have[c.name] {
@@ -289,6 +295,37 @@ func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string, s
 		sel = append(sel, ident(series.ColumnSuperseded))
 	}
 	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + scan, nil
+}
+
+// describe returns the names of the columns of scan, as DuckDB reads them.
+func describe(ctx context.Context, conn *sql.Conn, scan string) (map[string]bool, error) {
+	rows, err := conn.QueryContext(ctx, `DESCRIBE SELECT * FROM `+scan)
+	if err != nil {
+		return nil, fmt.Errorf("query: read the schema of the cold files: %w", err)
+	}
+	defer rows.Close()
+	have := map[string]bool{}
+	names, err := rows.Columns()
+	if err != nil {
+		return nil, fmt.Errorf("query: read the schema of the cold files: %w", err)
+	}
+	for rows.Next() {
+		vals := make([]any, len(names))
+		ptrs := make([]any, len(names))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, fmt.Errorf("query: read the schema of the cold files: %w", err)
+		}
+		if name, ok := vals[0].(string); ok {
+			have[name] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query: read the schema of the cold files: %w", err)
+	}
+	return have, nil
 }
 
 // timestamptz returns t as a TIMESTAMPTZ literal, at microseconds.

@@ -1,0 +1,86 @@
+package query
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// spareIdle is how long a spare instance waits for a query before it is
+// closed: an engine that is not queried holds no DuckDB.
+const spareIdle = 30 * time.Second
+
+// A spare keeps one DuckDB instance started ahead of the next query, so
+// that a query does not wait the milliseconds DuckDB takes to start. Every
+// instance still serves one query only: the spare is replaced, not reused.
+type spare struct {
+	set Settings
+
+	mu      sync.Mutex
+	inst    *instance
+	timer   *time.Timer
+	filling bool
+}
+
+// take returns the spare instance, or a new one if there is none, made to
+// spill into a directory of its own, and starts the next spare.
+func (s *spare) take(ctx context.Context) (*instance, error) {
+	s.mu.Lock()
+	inst := s.inst
+	s.inst = nil
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	go s.fill()
+	if inst == nil {
+		return open(ctx, s.set)
+	}
+	if err := inst.spillInto(ctx, s.set.CacheDir); err != nil {
+		inst.close()
+		return nil, err
+	}
+	return inst, nil
+}
+
+// fill starts a spare instance unless there is one or one is starting.
+// A failure is left to the query that would take it: it opens its own.
+func (s *spare) fill() {
+	s.mu.Lock()
+	if s.inst != nil || s.filling {
+		s.mu.Unlock()
+		return
+	}
+	s.filling = true
+	s.mu.Unlock()
+	inst, err := start(context.Background(), s.set)
+	s.mu.Lock()
+	s.filling = false
+	s.mu.Unlock()
+	if err == nil {
+		s.put(inst)
+	}
+}
+
+// put keeps inst, started and not spilling, as the spare, or closes it if
+// there is one.
+func (s *spare) put(inst *instance) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inst != nil {
+		go inst.close()
+		return
+	}
+	s.inst = inst
+	s.timer = time.AfterFunc(spareIdle, func() {
+		s.mu.Lock()
+		idle := s.inst == inst
+		if idle {
+			s.inst = nil
+		}
+		s.mu.Unlock()
+		if idle {
+			inst.close()
+		}
+	})
+}
