@@ -190,19 +190,16 @@ def main():
     # Writes are refused, and change nothing. A commit is refused by the
     # client, as GET /v1/config advertises no commit endpoint (the server
     # would answer 405 "read-only catalog"); DROP ... PURGE is refused by
-    # Spark for gc.enabled=false. An INSERT fails as it writes the data
-    # files: Iceberg's Java Parquet writer takes write.parquet.page-version
-    # as "v1" or "v2", the tables carry iceberg-go's "2" (internal/cold);
-    # should that change, its commit is refused as the others are.
-    # Not tried: DELETE FROM, which is refused the same way but only after
-    # Spark wrote its manifests and manifest list into the table's
-    # metadata directory, and Iceberg cleans up after a CleanableFailure
-    # (a 403 from the server, say) but not after the client's own
-    # UnsupportedOperationException: the files stay, unreferenced.
+    # Spark for gc.enabled=false. An INSERT writes its data files, then its
+    # commit is refused the same way. Iceberg cleans up after a
+    # CleanableFailure (a 403 from the server, say) but not after the
+    # client's own UnsupportedOperationException, so the files of a refused
+    # INSERT (and the manifests of a refused DELETE FROM, not tried) stay in
+    # the table's directories, unreferenced: orphans for the orphan cleanup.
     no_commit = "Server does not support endpoint: POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"
     for sql, want in ((f"ALTER TABLE {t} SET TBLPROPERTIES ('spark.probe' = 'x')", no_commit),
                       (f"DROP TABLE {t} PURGE", "GC is disabled"),
-                      (f"INSERT INTO {t} SELECT * FROM {t} LIMIT 1", "")):
+                      (f"INSERT INTO {t} SELECT * FROM {t} LIMIT 1", no_commit)):
         err = refused(spark, sql)
         print("refused:", sql.split(" ")[0], "|", reason(err), flush=True)
         check(want in err, f"{sql.split(' ')[0]} is refused: {reason(err)}")
