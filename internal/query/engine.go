@@ -222,7 +222,7 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 		return err
 	}
 	defer inst.close()
-	a, err := analyze(ctx, inst.conn, sql)
+	a, err := analyze(ctx, inst.conn, sql, e.table.Name)
 	if err != nil {
 		return err
 	}
