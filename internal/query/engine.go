@@ -70,8 +70,9 @@ type Engine struct {
 	set    Settings
 	broken broken // tests only: a deliberately wrong resolution
 
-	mu   sync.RWMutex
-	rels []Relation
+	mu     sync.RWMutex
+	rels   []Relation
+	lookup Lookup // the other tables; nil: none
 }
 
 // New returns an Engine for table t, whose tiers src reads. It opens one
@@ -148,6 +149,11 @@ type Header struct {
 	// Range is the range of "from" the statement could read, and so the
 	// range fetched from the tiers.
 	Range series.Range
+	// Tables says how each table the statement read was read, the
+	// engine's own table first, then the others it names, by name; the
+	// fields above are the engine's own table's. A statement that reads
+	// no table has none.
+	Tables []TableRead
 }
 
 // A Result is the answer to a query, held in memory.
@@ -226,6 +232,10 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 	if err != nil {
 		return err
 	}
+	others, err := e.others(ctx, a.Tables, opts)
+	if err != nil {
+		return err
+	}
 	h := &Header{Range: a.Range}
 	if err := registerFunctions(inst.conn); err != nil {
 		return err
@@ -235,12 +245,31 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 	}
 	var files []string
 	if !a.NoReadings {
-		if files, err = e.read(ctx, inst, a.Range, opts, h); err != nil {
+		var tr TableRead
+		if files, err = e.read(ctx, inst, home, a.Range, opts, &tr); err != nil {
 			return err
 		}
+		h.own(tr)
 		if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days); err != nil {
 			return err
 		}
+		if a.named {
+			if err := createAlias(ctx, inst.conn, e.table.Name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, o := range others {
+		var tr TableRead
+		f, err := o.engine.read(ctx, inst, placeOf(o.name), o.r, opts, &tr)
+		if err != nil {
+			return fmt.Errorf("query: table %s: %w", o.name, err)
+		}
+		files = append(files, f...)
+		h.Tables = append(h.Tables, tr)
+	}
+	if len(h.Tables) > 0 {
+		h.KnownAt = opts.KnownAt
 	}
 	if err := inst.lockdown(ctx, files); err != nil {
 		return err
