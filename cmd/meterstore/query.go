@@ -63,7 +63,7 @@ ceiling read.`,
 			if err := printResult(cmd.OutOrStdout(), format, res); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.Header))
+			fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.Header), othersLine(table, &res.Header))
 			return nil
 		},
 	}
@@ -100,6 +100,27 @@ func readOptions(snapshot int64, asOf, knownAt string) (store.ReadOptions, error
 		*f.dst = t
 	}
 	return o, nil
+}
+
+// othersLine describes the tables other than table that a result read,
+// each split at its own watermark, for the line after it; empty when it
+// read no other.
+func othersLine(table string, h *store.ResultHeader) string {
+	var b strings.Builder
+	for _, t := range h.Tables {
+		if t.Name == table {
+			continue
+		}
+		w := "-"
+		if t.HasWatermark {
+			w = stamp(t.Watermark)
+		}
+		fmt.Fprintf(&b, "; %s: watermark %s, tiers %s", t.Name, w, strings.Join(t.Tiers, ", "))
+		if t.Snapshot != 0 {
+			fmt.Fprintf(&b, ", snapshot %d", t.Snapshot)
+		}
+	}
+	return b.String()
 }
 
 // readLine describes the snapshot and ceiling a result read, for the line
