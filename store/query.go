@@ -16,16 +16,23 @@ type Result = query.Result
 // ceiling it is computed with.
 type ResultHeader = query.Header
 
+// A TableRead says how a query read one table it names: its watermark,
+// tiers, cold snapshot and range (ResultHeader.Tables).
+type TableRead = query.TableRead
+
 // ErrInvalidQuery fails a query whose SQL DuckDB cannot parse or bind: a
-// syntax error, an unknown column, table or function. It is not retryable.
+// syntax error, an unknown column, table or function, a <table>.readings
+// of a table that is not declared. It is not retryable.
 var ErrInvalidQuery = query.ErrInvalidQuery
 
 // Query runs one read-only SQL statement over table name's readings in
 // both tiers: `readings` (per merge key the highest version, then the
 // latest recorded_at) and `readings_versions` (every version), and the
 // system tables as last refreshed. Rows below the watermark come from
-// Iceberg, the rest from PostgreSQL. The result is held in memory, within
-// QueryOptions.MaxRows and MaxResultBytes.
+// Iceberg, the rest from PostgreSQL. The statement may read other declared
+// tables too, as `<table>.readings` and `<table>.readings_versions`, each
+// split at its own watermark; ResultHeader.Tables reports each. The result
+// is held in memory, within QueryOptions.MaxRows and MaxResultBytes.
 func (s *Store) Query(ctx context.Context, name, sql string) (*Result, error) {
 	return s.QueryAt(ctx, name, sql, ReadOptions{})
 }

@@ -247,8 +247,25 @@ func (s *Store) open(ctx context.Context, t *table) error {
 		engine.SetRelations(s.system)
 	}
 	s.mu.Unlock()
+	engine.SetTables(s.engineOf)
 	t.cold, t.engine = ct, engine
 	return nil
+}
+
+// engineOf returns the query engine of table name, opening it if need be,
+// for a statement of another table that names it: ok is false if no table
+// of that name is declared. A table that cannot be opened fails that
+// statement with its *TableOpenError.
+func (s *Store) engineOf(ctx context.Context, name string) (*query.Engine, bool, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return nil, false, nil
+	}
+	_, engine, err := s.ready(ctx, t)
+	if err != nil {
+		return nil, true, err
+	}
+	return engine, true, nil
 }
 
 // opened returns t's handles, opening it if need be.

@@ -32,14 +32,17 @@ PostgreSQL and Iceberg, split at the watermark; and over the system tables
 system.tables, system.config, system.resolution and system.snapshots, which
 --refresh (the default) computes first. The SQL functions meter_local_day,
 meter_gas_day, meter_balancing_day and meter_expected_intervals apply the
-Berlin calendar.
+Berlin calendar. Other declared tables are read as <table>.readings and
+<table>.readings_versions, each split at its own watermark, as in
+SELECT ... FROM readings p JOIN gas.readings g USING (malo_id).
 
 --as-of-snapshot ID reads as of that cold snapshot: its files below its
 watermark, and above it the rows recorded when it was committed, wherever they
 are now; --as-of TIME does so for the snapshot current at TIME (see
 "meterstore snapshots"). --known-at TIME hides every row recorded after TIME,
-in both tiers. The line after the result names the snapshot, watermark and
-ceiling read.`,
+in both tiers (--as-of-snapshot only in a statement of --table alone). The
+line after the result names the snapshot, watermark and ceiling read, and
+each other table's watermark and tiers.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := readOptions(snapshot, asOf, knownAt)
@@ -63,7 +66,7 @@ ceiling read.`,
 			if err := printResult(cmd.OutOrStdout(), format, res); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.Header))
+			fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.Header), othersLine(table, &res.Header))
 			return nil
 		},
 	}
@@ -100,6 +103,27 @@ func readOptions(snapshot int64, asOf, knownAt string) (store.ReadOptions, error
 		*f.dst = t
 	}
 	return o, nil
+}
+
+// othersLine describes the tables other than table that a result read,
+// each split at its own watermark, for the line after it; empty when it
+// read no other.
+func othersLine(table string, h *store.ResultHeader) string {
+	var b strings.Builder
+	for _, t := range h.Tables {
+		if t.Name == table {
+			continue
+		}
+		w := "-"
+		if t.HasWatermark {
+			w = stamp(t.Watermark)
+		}
+		fmt.Fprintf(&b, "; %s: watermark %s, tiers %s", t.Name, w, strings.Join(t.Tiers, ", "))
+		if t.Snapshot != 0 {
+			fmt.Fprintf(&b, ", snapshot %d", t.Snapshot)
+		}
+	}
+	return b.String()
 }
 
 // readLine describes the snapshot and ceiling a result read, for the line

@@ -25,14 +25,14 @@ func describes(node map[string]any) bool {
 			rest.walk(v)
 		}
 	}
-	return rest.readings == 0 && rest.completeness == 0 && !rest.opaque
+	return len(rest.readings) == 0 && rest.completeness == 0 && !rest.opaque
 }
 
-// references counts what a statement names that could read readings.
+// references collects what a statement names that could read readings.
 type references struct {
-	readings     int  // base table references to readings or readings_versions
-	completeness int  // base table references to completeness, which reads readings
-	opaque       bool // query(...), query_table(...) or a SHOW of a table name
+	readings     []map[string]any // base table references to readings or readings_versions, of any table
+	completeness int              // base table references to completeness, which reads readings
+	opaque       bool             // query(...), query_table(...) or a SHOW of a table name
 }
 
 func (r *references) walk(v any) {
@@ -42,7 +42,7 @@ func (r *references) walk(v any) {
 		case "BASE_TABLE":
 			switch name := str(v["table_name"]); {
 			case isReadings(name):
-				r.readings++
+				r.readings = append(r.readings, v)
 			case isCompleteness(name):
 				r.completeness++
 			}
@@ -71,6 +71,23 @@ func isReadings(name string) bool {
 }
 
 func str(v any) string { s, _ := v.(string); return s }
+
+// tableOf returns the declared table whose relation the base table
+// reference ref names: "" for the table self whose engine runs the
+// statement (no schema, main or self's name), otherwise its schema, the
+// name of another table. A reference into another catalog than the
+// query's is self's: it binds to nothing, and reading self unbounded is
+// the conservative answer.
+func tableOf(ref map[string]any, self string) string {
+	schema := strings.ToLower(str(ref["schema_name"]))
+	if c := str(ref["catalog_name"]); c != "" && !strings.EqualFold(c, database) {
+		return ""
+	}
+	if schema == "" || schema == "main" || schema == self {
+		return ""
+	}
+	return schema
+}
 
 // qualify sets the catalog of every table reference system.x to the
 // database, and reports whether there was one. DuckDB's own catalog is

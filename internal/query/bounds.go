@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -17,55 +18,150 @@ type constraint struct {
 	x  string // the constant, as an SQL expression
 }
 
-// constraints returns the constraints on "from" of the top-level conjuncts
-// of the WHERE of node, and the market locations one of them restricts
-// malo_id to, if node is a SELECT from exactly one reference to a readings
-// relation; nil otherwise.
-func constraints(node map[string]any) ([]constraint, []string) {
-	return constraintsOn(node, isReadings, "from")
-}
-
-// constraintsOn is constraints for the column named column of a relation
-// whose name isRelation accepts.
+// constraintsOn returns the constraints on the column named column of
+// the top-level conjuncts of the WHERE of node, and the market locations
+// one of them restricts malo_id to, if node is a plain SELECT (see
+// plainFrom) from exactly one reference to a relation in main whose name
+// isRelation accepts; nil otherwise.
 func constraintsOn(node map[string]any, isRelation func(string) bool, column string) ([]constraint, []string) {
-	from, _ := node["from_table"].(map[string]any)
-	cte, _ := node["cte_map"].(map[string]any)
-	ctes, _ := cte["map"].([]any)
-	// Column aliases could name another column like the bounded one.
-	aliases, _ := from["column_name_alias"].([]any)
-	if node["type"] != "SELECT_NODE" || len(ctes) > 0 || node["sample"] != nil || len(aliases) > 0 ||
-		from["type"] != "BASE_TABLE" || !isRelation(str(from["table_name"])) ||
-		from["sample"] != nil || from["at_clause"] != nil || str(from["catalog_name"]) != "" ||
+	leaves, ok := plainFrom(node)
+	if !ok || len(leaves) != 1 {
+		return nil, nil
+	}
+	from := leaves[0]
+	if from["type"] != "BASE_TABLE" || !isRelation(str(from["table_name"])) ||
 		str(from["schema_name"]) != "" && !strings.EqualFold(str(from["schema_name"]), "main") {
 		return nil, nil
 	}
-	qualifier := str(from["alias"])
-	if qualifier == "" {
-		qualifier = str(from["table_name"])
+	return bound(node, leaves, from, column)
+}
+
+// tableConstraints returns the constraints on "from" and the market
+// locations of the one reference to a readings relation of table name (as
+// tableOf has it for self) among the leaves of node's FROM, if node is a
+// plain SELECT and that reference is one of its leaves; nil otherwise.
+func tableConstraints(node map[string]any, name, self string) ([]constraint, []string) {
+	leaves, ok := plainFrom(node)
+	if !ok {
+		return nil, nil
+	}
+	for _, l := range leaves {
+		if l["type"] == "BASE_TABLE" && isReadings(str(l["table_name"])) && tableOf(l, self) == name {
+			return bound(node, leaves, l, "from")
+		}
+	}
+	return nil, nil
+}
+
+// plainFrom returns the leaves of the FROM of node if node is a SELECT
+// whose top-level WHERE conjuncts bound the rows each leaf contributes: no
+// CTE, no sample, and leaves joined by inner, outer and cross joins only
+// (regular, natural or cross; not positional, as-of or lateral). A
+// comparison of a leaf's column with a constant is false on NULL, so a row
+// of the leaf that fails it is in no row of the result, whichever the join,
+// and leaving it out changes nothing: an outer join's row extended by NULLs
+// instead of it fails the conjunct as well.
+func plainFrom(node map[string]any) ([]map[string]any, bool) {
+	cte, _ := node["cte_map"].(map[string]any)
+	ctes, _ := cte["map"].([]any)
+	if node["type"] != "SELECT_NODE" || len(ctes) > 0 || node["sample"] != nil {
+		return nil, false
+	}
+	var (
+		leaves []map[string]any
+		walk   func(t map[string]any) bool
+	)
+	walk = func(t map[string]any) bool {
+		if t == nil {
+			return false
+		}
+		if t["type"] != "JOIN" {
+			leaves = append(leaves, t)
+			return true
+		}
+		switch t["join_type"] {
+		case "INNER", "LEFT", "RIGHT", "OUTER":
+		default:
+			return false
+		}
+		switch t["ref_type"] {
+		case "REGULAR", "NATURAL", "CROSS":
+		default:
+			return false
+		}
+		l, _ := t["left"].(map[string]any)
+		r, _ := t["right"].(map[string]any)
+		return t["sample"] == nil && walk(l) && walk(r)
+	}
+	from, _ := node["from_table"].(map[string]any)
+	if !walk(from) {
+		return nil, false
+	}
+	return leaves, true
+}
+
+// bound returns the constraints on column of the base table reference
+// from, a leaf of node's FROM among leaves, and the market locations one
+// conjunct restricts it to. A reference with a sample, a time travel
+// clause, a catalog or column aliases (which could name another column
+// like the bounded one) bounds nothing. A column without qualifier is
+// from's only when from is the only leaf; a qualifier shared by two leaves
+// bounds nothing.
+func bound(node map[string]any, leaves []map[string]any, from map[string]any, column string) ([]constraint, []string) {
+	aliases, _ := from["column_name_alias"].([]any)
+	if from["sample"] != nil || from["at_clause"] != nil || str(from["catalog_name"]) != "" || len(aliases) > 0 {
+		return nil, nil
+	}
+	s := subject{qualifier: qualifierOf(from), bare: len(leaves) == 1}
+	for _, l := range leaves {
+		if !sameMap(l, from) && strings.EqualFold(qualifierOf(l), s.qualifier) {
+			return nil, nil
+		}
 	}
 	var (
 		out  []constraint
 		malo []string
 	)
 	for _, c := range conjuncts(node["where_clause"]) {
-		out = append(out, comparison(c, qualifier, column)...)
+		out = append(out, comparison(c, s, column)...)
 		// One conjunct's set is enough: the others only narrow it.
 		if malo == nil {
-			malo = maloSet(c, qualifier)
+			malo = maloSet(c, s)
 		}
 	}
 	return out, malo
 }
 
+// qualifierOf returns the name that qualifies the columns of a leaf of a
+// FROM: its alias, or the name of the table it references.
+func qualifierOf(leaf map[string]any) string {
+	if a := str(leaf["alias"]); a != "" {
+		return a
+	}
+	return str(leaf["table_name"])
+}
+
+// sameMap reports whether a and b are the same map, not just equal ones.
+func sameMap(a, b map[string]any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// A subject is the relation whose columns a conjunct may bound: its
+// qualifier, and whether a column without one is its too.
+type subject struct {
+	qualifier string
+	bare      bool
+}
+
 // maloSet returns the market locations of a conjunct malo_id = 'x', 'x' =
 // malo_id or malo_id IN ('x', ...), with string literals only; nil for any
 // other conjunct.
-func maloSet(e map[string]any, qualifier string) []string {
+func maloSet(e map[string]any, s subject) []string {
 	var operands []any
 	switch {
 	case e["class"] == "COMPARISON" && e["type"] == "COMPARE_EQUAL":
 		l, r := e["left"], e["right"]
-		if isColumn(r, qualifier, "malo_id") {
+		if isColumn(r, s, "malo_id") {
 			l, r = r, l
 		}
 		operands = []any{l, r}
@@ -74,7 +170,7 @@ func maloSet(e map[string]any, qualifier string) []string {
 	default:
 		return nil
 	}
-	if len(operands) < 2 || !isColumn(operands[0], qualifier, "malo_id") {
+	if len(operands) < 2 || !isColumn(operands[0], s, "malo_id") {
 		return nil
 	}
 	set := make([]string, 0, len(operands)-1)
@@ -127,8 +223,8 @@ var (
 
 // comparison returns the constraints on the column named column of one
 // conjunct: column op constant, constant op column, or column BETWEEN a AND b.
-func comparison(e map[string]any, qualifier, column string) []constraint {
-	is := func(v any) bool { return isColumn(v, qualifier, column) }
+func comparison(e map[string]any, s subject, column string) []constraint {
+	is := func(v any) bool { return isColumn(v, s, column) }
 	switch e["class"] {
 	case "COMPARISON":
 		op, ok := operators[str(e["type"])]
@@ -158,9 +254,9 @@ func comparison(e map[string]any, qualifier, column string) []constraint {
 	return nil
 }
 
-// isColumn reports whether v is the column name, unqualified or qualified
-// by the table's name or alias.
-func isColumn(v any, qualifier, name string) bool {
+// isColumn reports whether v is the column name of s: qualified by its
+// qualifier, or without one if s.bare.
+func isColumn(v any, s subject, name string) bool {
 	e, ok := v.(map[string]any)
 	if !ok || e["class"] != "COLUMN_REF" {
 		return false
@@ -168,9 +264,9 @@ func isColumn(v any, qualifier, name string) bool {
 	names, _ := e["column_names"].([]any)
 	switch len(names) {
 	case 1:
-		return strings.EqualFold(str(names[0]), name)
+		return s.bare && strings.EqualFold(str(names[0]), name)
 	case 2:
-		return strings.EqualFold(str(names[0]), qualifier) && strings.EqualFold(str(names[1]), name)
+		return strings.EqualFold(str(names[0]), s.qualifier) && strings.EqualFold(str(names[1]), name)
 	}
 	return false
 }

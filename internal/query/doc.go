@@ -21,6 +21,21 @@
 // taken to mean the relation, and the statement runs as DuckDB renders it
 // with the catalog spelled out.
 //
+// # Other tables
+//
+// A statement may read other declared tables too (see Engine.SetTables),
+// named as <table>.readings and <table>.readings_versions; the engine's own
+// table is reachable by its name as well. Each is read with its own Source,
+// bounded by its own range (see Extract: a table is bounded by the
+// conjuncts on its own columns where its one reference is a leaf of a plain
+// join, and read unbounded otherwise), and split at its own W, into
+// relations of its own; ReadOptions.AsOf and KnownAt apply to every table,
+// and a read as of a snapshot ID, which is one table's, is refused for a
+// statement that reads another. The tables are read one after the other,
+// each as below; no snapshot spans two tables, whose watermarks move
+// independently. Header.Tables reports each table's W, tiers and snapshot.
+// A name that is no declared table is an invalid statement.
+//
 // # Reading the tiers
 //
 // Each query runs in a DuckDB instance of its own, in memory. The range of

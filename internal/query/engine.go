@@ -71,8 +71,9 @@ type Engine struct {
 	broken broken // tests only: a deliberately wrong resolution
 	spare  *spare
 
-	mu   sync.RWMutex
-	rels []Relation
+	mu     sync.RWMutex
+	rels   []Relation
+	lookup Lookup // the other tables; nil: none
 }
 
 // New returns an Engine for table t, whose tiers src reads. It starts one
@@ -151,6 +152,11 @@ type Header struct {
 	// Range is the range of "from" the statement could read, and so the
 	// range fetched from the tiers.
 	Range series.Range
+	// Tables says how each table the statement read was read, the
+	// engine's own table first, then the others it names, by name; the
+	// fields above are the engine's own table's. A statement that reads
+	// no table has none.
+	Tables []TableRead
 	// Timing says where the time before the first row went.
 	Timing Timing
 }
@@ -158,8 +164,8 @@ type Header struct {
 // Timing splits the time a query took before its first row.
 type Timing struct {
 	Open time.Duration // starting DuckDB, analysing the statement, the system relations
-	Hot  time.Duration // copying the hot rows into DuckDB
-	Plan time.Duration // planning the cold files, copying remote ones
+	Hot  time.Duration // copying the hot rows into DuckDB, of every table read
+	Plan time.Duration // planning the cold files, copying remote ones, of every table read
 	Run  time.Duration // computing the result: the scans of both tiers' rows
 }
 
@@ -236,7 +242,11 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 		return err
 	}
 	defer inst.close()
-	a, err := analyze(ctx, inst.conn, sql)
+	a, err := analyze(ctx, inst.conn, sql, e.table.Name)
+	if err != nil {
+		return err
+	}
+	others, err := e.others(ctx, a.Tables, opts)
 	if err != nil {
 		return err
 	}
@@ -250,14 +260,37 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 	h.Timing.Open = time.Since(begin)
 	var files []string
 	if !a.NoReadings {
-		if files, err = e.read(ctx, inst, a.Range, opts, h); err != nil {
+		var tr TableRead
+		if files, err = e.read(ctx, inst, home, a.Range, opts, &tr); err != nil {
 			return err
 		}
+		h.own(tr)
 		if !a.skipCompleteness {
 			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days); err != nil {
 				return err
 			}
 		}
+		if a.named {
+			if err := createAlias(ctx, inst.conn, e.table.Name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, o := range others {
+		var tr TableRead
+		f, err := o.engine.read(ctx, inst, placeOf(o.name), o.r, opts, &tr)
+		if err != nil {
+			return fmt.Errorf("query: table %s: %w", o.name, err)
+		}
+		files = append(files, f...)
+		h.Tables = append(h.Tables, tr)
+	}
+	if len(h.Tables) > 0 {
+		h.KnownAt = opts.KnownAt
+	}
+	for _, tr := range h.Tables {
+		h.Timing.Hot += tr.Timing.Hot
+		h.Timing.Plan += tr.Timing.Plan
 	}
 	if err := inst.lockdown(ctx, files); err != nil {
 		return err

@@ -24,6 +24,10 @@ type Analysis struct {
 	// NoReadings is true when the statement reads neither relation: no
 	// tier is read, and the relations do not exist in its session.
 	NoReadings bool
+	// Tables are the other declared tables whose relations the statement
+	// names as <table>.readings or <table>.readings_versions, with the
+	// range of each, bounded by the same rules.
+	Tables map[string]series.Range
 }
 
 // Extract returns the Analysis of a statement, as Query does; see analyze.
@@ -34,7 +38,7 @@ func Extract(sql string) (Analysis, error) {
 	if err != nil {
 		return Analysis{}, err
 	}
-	a, err := analyze(context.Background(), db, sql)
+	a, err := analyze(context.Background(), db, sql, "")
 	return a.Analysis, err
 }
 
@@ -68,6 +72,9 @@ type analysis struct {
 	// days is the range of balancing days the statement reads of the
 	// relation completeness; see completenessDays.
 	days dayRange
+	// named is true when the statement names the engine's own table's
+	// relations by its name, as <table>.readings.
+	named bool
 }
 
 // A querier is a DuckDB connection or database.
@@ -76,22 +83,27 @@ type querier interface {
 }
 
 // analyze parses text with DuckDB's own parser (json_serialize_sql),
-// refuses it unless it is a single SELECT, and returns its range. It is
-// conservative: only a SELECT whose FROM is exactly one reference to
-// readings or readings_versions, with no CTE, no sample, no column aliases
-// and no other reference to either anywhere in the statement, is bounded,
-// by the top-level conjuncts of its WHERE that compare "from" with a
-// constant (=, <, <=, >, >=, BETWEEN), and to the market locations of a
-// conjunct malo_id = 'x' or malo_id IN ('x', ...). A constant is a string literal,
-// optionally cast to DATE, TIMESTAMP or TIMESTAMPTZ; DuckDB evaluates it
-// exactly as the comparison does, in the time zone UTC of every query's
-// session, so a constant without a zone means UTC. Any other conjunct
-// bounds nothing, and any other statement is unbounded. A SELECT whose
-// FROM is exactly one reference to completeness, under the same
-// conditions, is bounded by its conjuncts on balancing_day instead, widened
-// by the lookback (see analysis.completeness). DESCRIBE and SHOW get an
-// empty range: they need the relations, not their rows.
-func analyze(ctx context.Context, q querier, text string) (analysis, error) {
+// refuses it unless it is a single SELECT, and returns the range it reads
+// of the table self (readings, readings_versions, main.x or self.x) and of
+// every other table it names (<table>.readings). It is conservative: only
+// a table whose relations the statement references exactly once, where
+// that reference is a leaf of the FROM of a SELECT without CTE or sample
+// whose leaves are joined by inner, outer or cross joins (see plainFrom),
+// with no column aliases, is bounded, by the top-level conjuncts of its
+// WHERE that compare its "from" with a constant (=, <, <=, >, >=, BETWEEN),
+// and to the market locations of a conjunct malo_id = 'x' or malo_id IN
+// ('x', ...). A column is the table's if qualified by its alias or name,
+// or, when it is the FROM's only leaf, without qualifier. A constant is a
+// string literal, optionally cast to DATE, TIMESTAMP or TIMESTAMPTZ; DuckDB
+// evaluates it exactly as the comparison does, in the time zone UTC of
+// every query's session, so a constant without a zone means UTC. Any other
+// conjunct bounds nothing, and any other table is unbounded; so is every
+// table of a statement that calls query(...) or query_table(...). A SELECT
+// whose FROM is exactly one reference to completeness, and which reads
+// nothing else of self, is bounded by its conjuncts on balancing_day
+// instead, widened by the lookback (see analysis.completeness). DESCRIBE
+// and SHOW get an empty range: they need the relations, not their rows.
+func analyze(ctx context.Context, q querier, text, self string) (analysis, error) {
 	var js string
 	if err := q.QueryRowContext(ctx, `SELECT CAST(json_serialize_sql(CAST(? AS VARCHAR)) AS VARCHAR)`, text).Scan(&js); err != nil {
 		return analysis{}, fmt.Errorf("query: parse: %w", err)
@@ -131,29 +143,74 @@ func analyze(ctx context.Context, q querier, text string) (analysis, error) {
 		}
 	}
 	node, _ := stmt["node"].(map[string]any)
-	if describes(node) {
-		a.Range = series.Range{From: epoch, To: epoch}
-		return a, nil
-	}
 	var refs references
 	refs.walk(node)
+	// The references of each table, self's under "".
+	byTable := map[string]int{}
+	for _, r := range refs.readings {
+		name := tableOf(r, self)
+		byTable[name]++
+		if name == "" && self != "" && strings.EqualFold(str(r["schema_name"]), self) {
+			a.named = true
+		}
+	}
+	for name := range byTable {
+		if name != "" {
+			if a.Tables == nil {
+				a.Tables = map[string]series.Range{}
+			}
+			a.Tables[name] = series.Range{}
+		}
+	}
+	if describes(node) {
+		a.Range = series.Range{From: epoch, To: epoch}
+		for name := range a.Tables {
+			a.Tables[name] = a.Range
+		}
+		return a, nil
+	}
 	a.skipCompleteness = refs.completeness == 0 && !refs.opaque
+	if refs.opaque {
+		return a, nil
+	}
+	for name := range a.Tables {
+		if byTable[name] != 1 {
+			continue
+		}
+		r, err := rangeOf(ctx, q, node, name, self)
+		if err != nil {
+			return analysis{}, err
+		}
+		a.Tables[name] = r
+	}
+	own := byTable[""]
 	switch {
-	case refs.readings == 0 && refs.completeness == 0 && !refs.opaque:
+	case own == 0 && refs.completeness == 0:
 		a.NoReadings = true
 		return a, nil
-	case refs.readings+refs.completeness != 1 || refs.opaque:
+	case own+refs.completeness != 1:
 		return a, nil
 	case refs.completeness == 1:
 		return a, a.completeness(ctx, q, node)
 	}
-	cs, malo := constraints(node)
-	var err error
-	if len(cs) > 0 {
-		a.Range, err = evaluate(ctx, q, cs)
-	}
-	a.MaLo = malo
+	r, err := rangeOf(ctx, q, node, "", self)
+	a.Range = r
 	return a, err
+}
+
+// rangeOf returns the range of table name that node bounds; see
+// tableConstraints.
+func rangeOf(ctx context.Context, q querier, node map[string]any, name, self string) (series.Range, error) {
+	cs, malo := tableConstraints(node, name, self)
+	var (
+		r   series.Range
+		err error
+	)
+	if len(cs) > 0 {
+		r, err = evaluate(ctx, q, cs)
+	}
+	r.MaLo = malo
+	return r, err
 }
 
 // render sets a.sql to DuckDB's rendering of the statement stmt.

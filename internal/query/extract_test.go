@@ -77,7 +77,7 @@ func TestExtractForms(t *testing.T) {
 		{`SELECT * FROM (SELECT * FROM readings) WHERE "from" >= '2026-01-01 00:00:00Z'`, zero, zero},
 		{`SELECT *, (SELECT count(*) FROM readings) FROM readings WHERE "from" >= '2026-01-01 00:00:00Z'`, zero, zero},
 		{`SELECT * FROM readings WHERE "from" >= '2026-01-01 00:00:00Z' UNION ALL SELECT * FROM readings WHERE "from" >= '2026-01-01 00:00:00Z'`, zero, zero},
-		{`SELECT * FROM other.readings WHERE "from" >= '2026-01-01 00:00:00Z'`, zero, zero},
+		{`SELECT * FROM readings r JOIN other.readings o USING (malo_id) WHERE o."from" >= '2026-01-01 00:00:00Z'`, zero, zero},
 		{`SELECT * FROM query_table('readings') WHERE "from" >= '2026-01-01 00:00:00Z'`, zero, zero},
 		{`SUMMARIZE SELECT * FROM readings WHERE "from" >= '2026-01-01 00:00:00Z'`, zero, zero},
 	} {

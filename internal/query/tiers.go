@@ -25,44 +25,45 @@ type split struct {
 	hasW bool
 }
 
-// read fetches the rows of range r from the tiers into inst and creates
-// the views over them. It returns the Parquet files the views read.
-func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, o ReadOptions, res *Header) ([]string, error) {
-	if err := createTierTables(ctx, inst.conn, e.layout); err != nil {
+// read fetches the rows of range r of e's table from the tiers into inst
+// and creates the views over them in p. It returns the Parquet files the
+// views read.
+func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Range, o ReadOptions, res *TableRead) ([]string, error) {
+	if err := createTierTables(ctx, inst.conn, e.layout, p); err != nil {
 		return nil, err
 	}
 	v := view{knownAt: o.KnownAt, ceiling: o.KnownAt, broken: e.broken}
-	res.KnownAt, res.Ceiling = o.KnownAt, o.KnownAt
+	res.Name, res.Range, res.Ceiling = e.table.Name, r, o.KnownAt
 	if r.Empty() {
-		return nil, createViews(ctx, inst.conn, e.layout, fileSet{}, split{}, v)
+		return nil, createViews(ctx, inst.conn, e.layout, p, fileSet{}, split{}, v)
 	}
 	if o.asOf() {
-		p, err := e.src.ColdAt(ctx, r, o.ref())
+		pl, err := e.src.ColdAt(ctx, r, o.ref())
 		switch {
 		case errors.Is(err, ErrNoSnapshot):
 			return nil, fmt.Errorf("query: as of: %w", err)
 		case err != nil:
 			return nil, fmt.Errorf("%w: as of: %w", ErrColdUnreachable, err)
 		}
-		if err := checkLocal(p.Files); err != nil {
+		if err := checkLocal(pl.Files); err != nil {
 			return nil, err
 		}
-		v.asOf = &past{files: filesOf(p), s: split{w: p.Watermark, hasW: p.HasWatermark}}
-		v.ceiling = earliest(p.Committed, o.KnownAt)
+		v.asOf = &past{files: filesOf(pl), s: split{w: pl.Watermark, hasW: pl.HasWatermark}}
+		v.ceiling = earliest(pl.Committed, o.KnownAt)
 		res.Ceiling = v.ceiling
 		// Below the snapshot's W its files answer; from W on, the current
 		// tiers do, within the ceiling.
-		r.From = later(r.From, p.Watermark, p.HasWatermark)
+		r.From = later(r.From, pl.Watermark, pl.HasWatermark)
 		defer func() {
-			res.Snapshot, res.AsOf, res.SnapshotAt = p.SnapshotID, true, p.Committed
-			res.Watermark, res.HasWatermark = p.Watermark, p.HasWatermark
-			if p.HasWatermark && !slices.Contains(res.Tiers, "cold") {
+			res.Snapshot, res.AsOf, res.SnapshotAt = pl.SnapshotID, true, pl.Committed
+			res.Watermark, res.HasWatermark = pl.Watermark, pl.HasWatermark
+			if pl.HasWatermark && !slices.Contains(res.Tiers, "cold") {
 				res.Tiers = append([]string{"cold"}, res.Tiers...)
 			}
 		}()
 		if r.Empty() {
 			res.Tiers = nil
-			return p.Files, createViews(ctx, inst.conn, e.layout, fileSet{}, split{}, v)
+			return pl.Files, createViews(ctx, inst.conn, e.layout, p, fileSet{}, split{}, v)
 		}
 	}
 	var err error
@@ -78,7 +79,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, o Rea
 			files fileSet
 			s     split
 		)
-		files, s, err = e.attempt(ctx, inst, r, res)
+		files, s, err = e.attempt(ctx, inst, p, r, res)
 		if err == nil && v.asOf != nil && v.asOf.s.hasW && s.hasW && s.w.Before(v.asOf.s.w) {
 			return nil, fmt.Errorf("query: the cold tier's watermark %s is below the watermark %s of the snapshot read as of",
 				stamp(s.w), stamp(v.asOf.s.w))
@@ -88,7 +89,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, o Rea
 			if v.asOf != nil {
 				all = append(all, v.asOf.files.all()...)
 			}
-			return all, createViews(ctx, inst.conn, e.layout, files, s, v)
+			return all, createViews(ctx, inst.conn, e.layout, p, files, s, v)
 		}
 		if !errors.Is(err, ErrInFlight) {
 			return nil, err
@@ -99,15 +100,15 @@ func (e *Engine) read(ctx context.Context, inst *instance, r series.Range, o Rea
 
 // attempt reads the tiers once: W0, then the hot rows, then the cold plan,
 // then the hot floor that vouches for the hot scan.
-func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, res *Header) (fileSet, split, error) {
-	if err := clearHot(ctx, inst.conn); err != nil {
+func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead) (fileSet, split, error) {
+	if err := clearHot(ctx, inst.conn, p); err != nil {
 		return fileSet{}, split{}, err
 	}
 	res.Snapshot = 0
 	lo, hi := r.From, r.To
 	w0, ok0, err := e.src.Watermark(ctx)
 	if err != nil {
-		return e.hotOnly(ctx, inst, r, res, err)
+		return e.hotOnly(ctx, inst, p, r, res, err)
 	}
 	// W only grows: a range below W0 needs no hot row, one at or above it
 	// no cold file.
@@ -115,7 +116,7 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, re
 	needCold := ok0 && (lo.IsZero() || lo.Before(w0))
 	if needHot {
 		begin := time.Now()
-		if err := e.scanHot(ctx, inst.conn, series.Range{From: later(lo, w0, ok0), To: hi, MaLo: r.MaLo}); err != nil {
+		if err := e.scanHot(ctx, inst.conn, p, series.Range{From: later(lo, w0, ok0), To: hi, MaLo: r.MaLo}); err != nil {
 			return fileSet{}, split{}, err
 		}
 		res.Timing.Hot += time.Since(begin)
@@ -124,20 +125,20 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, r series.Range, re
 	var files fileSet
 	if needCold {
 		begin := time.Now()
-		p, err := e.src.Cold(ctx, series.Range{From: lo, To: hi, MaLo: r.MaLo})
+		pl, err := e.src.Cold(ctx, series.Range{From: lo, To: hi, MaLo: r.MaLo})
 		res.Timing.Plan += time.Since(begin)
 		if err != nil {
-			return e.hotOnly(ctx, inst, r, res, err)
+			return e.hotOnly(ctx, inst, p, r, res, err)
 		}
-		if !p.HasWatermark || p.Watermark.Before(w0) {
+		if !pl.HasWatermark || pl.Watermark.Before(w0) {
 			return fileSet{}, split{}, fmt.Errorf("query: the cold tier's watermark went back from %s to %s (%v)",
-				stamp(w0), stamp(p.Watermark), p.HasWatermark)
+				stamp(w0), stamp(pl.Watermark), pl.HasWatermark)
 		}
-		if err := checkLocal(p.Files); err != nil {
+		if err := checkLocal(pl.Files); err != nil {
 			return fileSet{}, split{}, err
 		}
-		s, files = split{w: p.Watermark, hasW: true}, filesOf(p)
-		res.Snapshot = p.SnapshotID
+		s, files = split{w: pl.Watermark, hasW: true}, filesOf(pl)
+		res.Snapshot = pl.SnapshotID
 	}
 	if needHot {
 		if err := e.checkFloor(ctx, later(lo, s.w, s.hasW), hi); err != nil {
@@ -188,7 +189,7 @@ func (e *Engine) checkFloor(ctx context.Context, from, hi time.Time) error {
 // hotOnly answers from the hot tier alone when the cold tier failed with
 // cause: if the range lies at or above the hot floor, read both before and
 // after the scan; otherwise the query fails.
-func (e *Engine) hotOnly(ctx context.Context, inst *instance, r series.Range, res *Header, cause error) (fileSet, split, error) {
+func (e *Engine) hotOnly(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead, cause error) (fileSet, split, error) {
 	unreachable := fmt.Errorf("%w: %w", ErrColdUnreachable, cause)
 	covered := func() error {
 		f, err := e.src.HotFloor(ctx)
@@ -204,10 +205,10 @@ func (e *Engine) hotOnly(ctx context.Context, inst *instance, r series.Range, re
 	if err := covered(); err != nil {
 		return fileSet{}, split{}, err
 	}
-	if err := clearHot(ctx, inst.conn); err != nil {
+	if err := clearHot(ctx, inst.conn, p); err != nil {
 		return fileSet{}, split{}, err
 	}
-	if err := e.scanHot(ctx, inst.conn, series.Range{From: r.From, To: r.To, MaLo: r.MaLo}); err != nil {
+	if err := e.scanHot(ctx, inst.conn, p, series.Range{From: r.From, To: r.To, MaLo: r.MaLo}); err != nil {
 		return fileSet{}, split{}, err
 	}
 	if err := covered(); err != nil {

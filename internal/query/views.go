@@ -14,18 +14,36 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
-// The tiers' rows live in the schema tiers: the table tiers.hot, filled
-// from the hot tier, and the view tiers.cold over the planned Parquet
-// files. readings_versions and readings are views over both.
+// The tiers' rows of the engine's own table live in the schema tiers: the
+// table tiers.hot, filled from the hot tier, and the views tiers.cold_*
+// over the planned Parquet files. readings_versions and readings are views
+// over both, in main. Another table a statement names has the same
+// relations in schemas of its own (see placeOf).
 
-func createTierTables(ctx context.Context, conn *sql.Conn, l layout) error {
+// A place names the schemas of one table's relations in a query's
+// session: tiers holds its tier relations, out its readings and
+// readings_versions.
+type place struct{ tiers, out string }
+
+// home is the place of the engine's own table.
+var home = place{tiers: "tiers", out: "main"}
+
+// placeOf returns the place of another table, name: its relations in the
+// schema of its name, its tiers in one whose name no table can have.
+func placeOf(name string) place { return place{tiers: "tiers:" + name, out: name} }
+
+// rel returns the qualified name of relation name in schema.
+func rel(schema, name string) string { return ident(schema) + "." + ident(name) }
+
+func createTierTables(ctx context.Context, conn *sql.Conn, l layout, p place) error {
 	defs := make([]string, len(l.cols))
 	for i, c := range l.cols {
 		defs[i] = ident(c.name) + " " + c.typ
 	}
 	for _, stmt := range []string{
-		`CREATE SCHEMA tiers`,
-		`CREATE TABLE tiers.hot (` + strings.Join(defs, ", ") + `)`,
+		`CREATE SCHEMA ` + ident(p.tiers),
+		`CREATE TABLE ` + rel(p.tiers, "hot") + ` (` + strings.Join(defs, ", ") + `)`,
+		`CREATE SCHEMA IF NOT EXISTS ` + database + `.` + ident(p.out),
 	} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("query: create the tier tables: %w", err)
@@ -34,17 +52,17 @@ func createTierTables(ctx context.Context, conn *sql.Conn, l layout) error {
 	return nil
 }
 
-func clearHot(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, `DELETE FROM tiers.hot`); err != nil {
+func clearHot(ctx context.Context, conn *sql.Conn, p place) error {
+	if _, err := conn.ExecContext(ctx, `DELETE FROM `+rel(p.tiers, "hot")); err != nil {
 		return fmt.Errorf("query: clear the hot rows: %w", err)
 	}
 	return nil
 }
 
-// scanHot appends the hot rows q selects to tiers.hot.
-func (e *Engine) scanHot(ctx context.Context, conn *sql.Conn, q series.Range) error {
+// scanHot appends the hot rows q selects to the hot table of p.
+func (e *Engine) scanHot(ctx context.Context, conn *sql.Conn, p place, q series.Range) error {
 	return conn.Raw(func(dc any) error {
-		a, err := duckdb.NewAppender(dc.(driver.Conn), "", "tiers", "hot")
+		a, err := duckdb.NewAppender(dc.(driver.Conn), "", p.tiers, "hot")
 		if err != nil {
 			return fmt.Errorf("query: append the hot rows: %w", err)
 		}
@@ -155,7 +173,7 @@ type part struct {
 }
 
 // createViews creates the tier relations over files and the two relations
-// readings_versions and readings. In a read as of a past snapshot, its rows
+// readings_versions and readings, in p. In a read as of a past snapshot, its rows
 // below its W come from its own files, and the current tiers show only
 // rows at or above it.
 //
@@ -164,7 +182,7 @@ type part struct {
 // correction (an open file's row) has, which are resolved with the open
 // files and the hot tier's rows. Without open files, no cold row is
 // compared with another.
-func createViews(ctx context.Context, conn *sql.Conn, l layout, files fileSet, s split, v view) error {
+func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files fileSet, s split, v view) error {
 	coldWhere, hotWhere := []string{"false"}, []string{"true"}
 	if s.hasW {
 		w := timestamptz(s.w)
@@ -192,9 +210,9 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, files fileSet, s
 			if err != nil {
 				return err
 			}
-			rel := "tiers." + name + x.suffix
-			stmts = append(stmts, `CREATE VIEW `+rel+` AS `+sel)
-			parts = append(parts, part{rel: rel, where: where, marked: marks && !x.open, open: x.open})
+			r := rel(p.tiers, name+x.suffix)
+			stmts = append(stmts, `CREATE VIEW `+r+` AS `+sel)
+			parts = append(parts, part{rel: r, where: where, marked: marks && !x.open, open: x.open})
 		}
 		return nil
 	}
@@ -215,7 +233,7 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, files fileSet, s
 	if err := addCold("cold", files, coldWhere, v.ceiling.IsZero()); err != nil {
 		return err
 	}
-	parts = append(parts, part{rel: "tiers.hot", where: hotWhere})
+	parts = append(parts, part{rel: rel(p.tiers, "hot"), where: hotWhere})
 
 	cols := l.names()
 	key := make([]string, len(l.key))
@@ -224,37 +242,38 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, files fileSet, s
 	}
 	keys := strings.Join(key, ", ")
 	var versions, open, fast, rest []string
-	for _, p := range parts {
-		sel := `SELECT ` + cols + ` FROM ` + p.rel + ` WHERE ` + strings.Join(p.where, " AND ")
+	openKeys := rel(p.tiers, "open_keys")
+	for _, x := range parts {
+		sel := `SELECT ` + cols + ` FROM ` + x.rel + ` WHERE ` + strings.Join(x.where, " AND ")
 		versions = append(versions, sel)
-		if p.open {
-			open = append(open, `SELECT `+keys+` FROM `+p.rel+` WHERE `+strings.Join(p.where, " AND "))
+		if x.open {
+			open = append(open, `SELECT `+keys+` FROM `+x.rel+` WHERE `+strings.Join(x.where, " AND "))
 		}
 	}
 	current := ` AND NOT "superseded"`
 	if v.broken == brokenIgnoreMarks {
 		current = ""
 	}
-	for _, p := range parts {
-		sel := `SELECT ` + cols + ` FROM ` + p.rel + ` WHERE ` + strings.Join(p.where, " AND ")
+	for _, x := range parts {
+		sel := `SELECT ` + cols + ` FROM ` + x.rel + ` WHERE ` + strings.Join(x.where, " AND ")
 		switch {
-		case !p.marked:
+		case !x.marked:
 			rest = append(rest, sel)
 		case len(open) == 0 || v.broken == brokenTrustMarks:
 			fast = append(fast, sel+current)
 		default:
 			sel += current
-			fast = append(fast, `SELECT `+cols+` FROM (`+sel+`) ANTI JOIN tiers.open_keys USING (`+keys+`)`)
-			rest = append(rest, `SELECT `+cols+` FROM (`+sel+`) SEMI JOIN tiers.open_keys USING (`+keys+`)`)
+			fast = append(fast, `SELECT `+cols+` FROM (`+sel+`) ANTI JOIN `+openKeys+` USING (`+keys+`)`)
+			rest = append(rest, `SELECT `+cols+` FROM (`+sel+`) SEMI JOIN `+openKeys+` USING (`+keys+`)`)
 		}
 	}
 	if len(open) > 0 {
-		stmts = append(stmts, `CREATE VIEW tiers.open_keys AS SELECT DISTINCT `+keys+` FROM (`+strings.Join(open, ` UNION ALL `)+`)`)
+		stmts = append(stmts, `CREATE VIEW `+openKeys+` AS SELECT DISTINCT `+keys+` FROM (`+strings.Join(open, ` UNION ALL `)+`)`)
 	}
 	resolved := append(fast, ResolutionSQL(`(`+strings.Join(rest, ` UNION ALL `)+`)`, l.key))
 	stmts = append(stmts,
-		`CREATE VIEW main.readings_versions AS `+strings.Join(versions, ` UNION ALL `),
-		`CREATE VIEW main.readings AS `+strings.Join(resolved, ` UNION ALL `))
+		`CREATE VIEW `+database+`.`+rel(p.out, "readings_versions")+` AS `+strings.Join(versions, ` UNION ALL `),
+		`CREATE VIEW `+database+`.`+rel(p.out, "readings")+` AS `+strings.Join(resolved, ` UNION ALL `))
 	for _, stmt := range stmts {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("query: create the views: %w", err)

@@ -285,12 +285,13 @@ func TestFlightSQL(t *testing.T) {
 
 	// Naming errors, store errors and writes.
 	for sql, code := range map[string]codes.Code{
-		"SELECT count(*) FROM readings":                          codes.InvalidArgument, // which table?
-		"SELECT * FROM power.readings, heat.readings":            codes.InvalidArgument,
-		"SELECT * FROM meterstore.nosuch.readings":               codes.InvalidArgument,
-		"SELECT nosuch FROM power.readings":                      codes.InvalidArgument, // DuckDB cannot bind it
-		"DELETE FROM power.readings":                             codes.InvalidArgument, // not read-only
-		"SELECT 1 FROM power.readings WHERE malo_id = 'x.heat.'": codes.OK,
+		"SELECT count(*) FROM readings": codes.InvalidArgument, // which table?
+		"SELECT count(*) FROM power.readings p, heat.readings h WHERE p.malo_id = h.malo_id": codes.OK, // two tables
+		"SELECT count(*) FROM power.readings, nosuch.readings":                               codes.InvalidArgument,
+		"SELECT * FROM meterstore.nosuch.readings":                                           codes.InvalidArgument,
+		"SELECT nosuch FROM power.readings":                                                  codes.InvalidArgument, // DuckDB cannot bind it
+		"DELETE FROM power.readings":                                                         codes.InvalidArgument, // not read-only
+		"SELECT 1 FROM power.readings WHERE malo_id = 'x.heat.'":                             codes.OK,
 	} {
 		_, _, err := query(ctx, cl, sql)
 		if status.Code(err) != code {
@@ -375,6 +376,10 @@ func TestFlightSQL(t *testing.T) {
 	if _, err := cl.Execute(heatCtx, fmt.Sprintf(perDay, "power.")); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("a token of heat on power: %v; want PermissionDenied", err)
 	}
+	// A statement of heat that reads power too: refused before a row.
+	if _, _, err := query(heatCtx, cl, `SELECT count(*) FROM heat.readings h JOIN power.readings p USING (malo_id, "from")`); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "power") {
+		t.Errorf("a token of heat reading power through heat: %v; want PermissionDenied", err)
+	}
 	// A ticket is the client's: DoGet checks it again.
 	info, err := cl.Execute(ctx, fmt.Sprintf(perDay, "power."))
 	if err != nil {
@@ -398,7 +403,7 @@ func TestFlightSQL(t *testing.T) {
 			}
 		}
 	}
-	if want := map[string]int64{"missing": 1, "invalid": 1, "forbidden": 3}; fmt.Sprint(counts) != fmt.Sprint(want) {
+	if want := map[string]int64{"missing": 1, "invalid": 1, "forbidden": 4}; fmt.Sprint(counts) != fmt.Sprint(want) {
 		t.Errorf("auth failures by reason = %v; want %v", counts, want)
 	}
 	if log := logs.String(); strings.Contains(log, reportingTok) || strings.Contains(log, heatTok) || !strings.Contains(log, "flight sql call refused") {

@@ -1,14 +1,17 @@
 package flightapi
 
 // How a Flight SQL statement names its MeterStore table. The store answers
-// SQL over one table at a time, whose relations are readings,
+// SQL on one table at a time, whose relations are readings,
 // readings_versions and the system tables; Flight SQL names relations
 // catalog.db_schema.table. So the catalog is "meterstore", a db_schema is
 // a MeterStore table, and a statement names its table by qualifying a
 // relation with it: power.readings, meterstore.power.readings_versions.
-// The qualifiers are removed before the store runs the statement. The
-// system tables are the same for every table: schema "system"
-// (system.tables), answered through any table the token may touch.
+// The first table named is the one the statement runs on, and its
+// qualifiers are removed before the store runs it; another table named
+// keeps its own, <table>.readings, which the store reads as that table
+// (the catalog goes), and the token must be allowed it too. The system
+// tables are the same for every table: schema "system" (system.tables),
+// answered through any table the token may touch.
 
 import (
 	"errors"
@@ -25,13 +28,14 @@ const SystemSchema = "system"
 // The relations of a MeterStore table.
 var relations = []string{"readings", "readings_versions"}
 
-// ErrNaming fails a statement that does not name exactly one MeterStore
-// table, or names one that is not declared.
+// ErrNaming fails a statement that names no MeterStore table where it
+// needs one, or names one that is not declared.
 var ErrNaming = errors.New("flightapi: naming")
 
-// resolve returns the table among tables that sql names (see the file's
-// comment) and sql with the qualifiers removed; table is "" when sql names
-// none and reads no table's readings, as SELECT * FROM system.tables.
+// resolve returns the table among tables that sql names first (see the
+// file's comment) and sql with its qualifiers removed; table is "" when
+// sql names none and reads no table's readings, as SELECT * FROM
+// system.tables.
 // system reports whether sql may read a system table.
 func resolve(sql string, tables []string) (table, out string, system bool, err error) {
 	chains := identChains(sql)
@@ -56,10 +60,15 @@ func resolve(sql string, tables []string) (table, out string, system bool, err e
 				}
 				continue // a column reference such as r.readings, or a typo DuckDB reports
 			}
-			if table != "" && table != t {
-				return "", "", false, fmt.Errorf("%w: the statement names tables %q and %q: a query reads one MeterStore table", ErrNaming, table, t)
+			switch {
+			case table != "" && table != t:
+				// Another table: the store reads it by its name.
+				if k == 1 {
+					cut = c[1].start
+				}
+			default:
+				table, cut = t, c[k+1].start
 			}
-			table, cut = t, c[k+1].start
 		case k == 1 && strings.EqualFold(c[1].name, SystemSchema):
 			cut = c[1].start
 		case k == 0 && isRelation(c[0].name):

@@ -21,6 +21,10 @@ func TestResolve(t *testing.T) {
 		{"SELECT r.readings FROM power.readings_versions AS r /* heat.readings */", "power",
 			"SELECT r.readings FROM readings_versions AS r /* heat.readings */"},
 		{"SELECT 1", "", "SELECT 1"},
+		// Another table keeps its name, which the store reads it by.
+		{"SELECT * FROM power.readings JOIN heat.readings USING (malo_id)", "power", "SELECT * FROM readings JOIN heat.readings USING (malo_id)"},
+		{`SELECT * FROM meterstore.heat.readings h, "meterstore".power.readings_versions p, heat.readings`, "heat",
+			`SELECT * FROM readings h, power.readings_versions p, readings`},
 	} {
 		table, out, system, err := resolve(c.sql, tables)
 		if err != nil || table != c.table || out != c.out || system != strings.Contains(out, "system.") {
@@ -29,8 +33,8 @@ func TestResolve(t *testing.T) {
 	}
 	for _, sql := range []string{
 		"SELECT * FROM readings",
-		"SELECT * FROM power.readings JOIN heat.readings USING (malo_id)",
 		"SELECT * FROM meterstore.gas.readings",
+		"SELECT * FROM power.readings JOIN meterstore.gas.readings USING (malo_id)",
 	} {
 		if _, _, _, err := resolve(sql, tables); !errors.Is(err, ErrNaming) {
 			t.Errorf("resolve(%q): %v; want ErrNaming", sql, err)

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/arrowrows"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
+	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/store"
 )
 
@@ -123,6 +125,11 @@ func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-c
 			}
 		}
 		begin := func(hd *store.ResultHeader) error {
+			for _, t := range hd.Tables {
+				if err := auth.MayRead(tokenOf(ctx), t.Name); err != nil {
+					return err
+				}
+			}
 			wm := ""
 			if hd.HasWatermark {
 				wm = hd.Watermark.UTC().Format(time.RFC3339Nano)
@@ -176,6 +183,10 @@ func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-c
 // failure logs the error of a query and returns it as the client is told
 // it.
 func (s *server) failure(ctx context.Context, err error, attrs []slog.Attr) error {
+	var te *auth.TableError
+	if errors.As(err, &te) {
+		return s.refuse(ctx, codes.PermissionDenied, metrics.ReasonForbidden, te.Token, "", te.Error())
+	}
 	code, msg := codes.Internal, "internal error"
 	switch {
 	case ctx.Err() != nil:

@@ -14,10 +14,14 @@ package httpapi
 //
 //	200  the rows, with X-MeterStore-Watermark (RFC 3339, empty when the
 //	     query read no archived watermark) and X-MeterStore-Tiers (the
-//	     tiers read, comma-separated)
+//	     tiers read, comma-separated), both of the request's table, and
+//	     X-MeterStore-Tables: a JSON array of every table the statement
+//	     read (it may name others as <table>.readings), the request's
+//	     first, as {"table", "watermark", "tiers", "snapshot"}
 //	400  a malformed body (code bad_request), not a single SELECT
 //	     (not_read_only), SQL DuckDB cannot parse or bind (invalid_query)
 //	403  the token lacks scope query, or lists tables without this one
+//	     or without another the statement read
 //	404  no such table
 //	406  an Accept this route cannot answer (code not_acceptable)
 //	413  a body past server.max_body_bytes (too_large)
@@ -81,6 +85,44 @@ func (h *handler) routeQuery() {
 	h.mux.Handle("POST "+queryPath, h.guard([]string{config.ScopeQuery}, h.query))
 }
 
+// tableNames returns the names of the tables a query read.
+func tableNames(hd *store.ResultHeader) []string {
+	names := make([]string, len(hd.Tables))
+	for i, t := range hd.Tables {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// tableRead is one element of X-MeterStore-Tables.
+type tableRead struct {
+	Table     string   `json:"table"`
+	Watermark string   `json:"watermark"` // RFC 3339, empty without one
+	Tiers     []string `json:"tiers"`
+	Snapshot  int64    `json:"snapshot,omitempty"`
+}
+
+// tablesHeader returns X-MeterStore-Tables: a JSON array of the tables
+// the query read, the request's table first, each with its own watermark,
+// tiers and cold snapshot.
+func tablesHeader(hd *store.ResultHeader) string {
+	out := make([]tableRead, len(hd.Tables))
+	for i, t := range hd.Tables {
+		out[i] = tableRead{Table: t.Name, Tiers: t.Tiers, Snapshot: t.Snapshot}
+		if out[i].Tiers == nil {
+			out[i].Tiers = []string{}
+		}
+		if t.HasWatermark {
+			out[i].Watermark = t.Watermark.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	js, err := json.Marshal(out)
+	if err != nil {
+		return "[]" // cannot happen: strings and numbers only
+	}
+	return string(js)
+}
+
 // queryRequest is the body of a query.
 type queryRequest struct {
 	Table string `json:"table"`
@@ -125,6 +167,9 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 		rows int64
 	)
 	begin := func(hd *store.ResultHeader) error {
+		if err := auth.MayRead(tok, tableNames(hd)...); err != nil {
+			return err
+		}
 		out = h.beginAnswer(w, media, hd)
 		return nil
 	}
@@ -137,6 +182,11 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 		err = out.end()
 	}
 	attrs = append(attrs, slog.Duration("took", time.Since(start)))
+	var te *auth.TableError
+	if errors.As(err, &te) && out == nil {
+		h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, tok.Name, te.Error())
+		return
+	}
 	if err == nil {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "query", append(attrs, slog.Int64("rows", rows))...)
 		return
@@ -180,6 +230,7 @@ func (h *handler) beginAnswer(w http.ResponseWriter, media string, hd *store.Res
 	hdr := w.Header()
 	hdr.Set("X-MeterStore-Watermark", wm)
 	hdr.Set("X-MeterStore-Tiers", tiers)
+	hdr.Set("X-MeterStore-Tables", tablesHeader(hd))
 	hdr.Set("Cache-Control", "no-store")
 	rc := http.NewResponseController(w)
 	flush := func() error {
