@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
 )
 
@@ -46,19 +45,7 @@ func interchange(ref string, msgs ...string) string {
 // into a real PostgreSQL and queries what landed: both clock-change days,
 // a redelivery, a correction, a refused message beside a stored one.
 func TestIngestMSCONS(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "meterstore.toml")
-	mustRun(t, "init", cfgPath)
-	tmpl, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(tmpl), `url = ""`, fmt.Sprintf("url = %q", pgtest.NewDB(t)), 1)
-	text = strings.Replace(text, `data_dir = "meterstore-data"`, fmt.Sprintf("data_dir = %q", dir), 1)
-	text = strings.Replace(text, `url = "file://meterstore-data/warehouse"`, fmt.Sprintf("url = %q", "file://"+filepath.Join(dir, "wh")), 1)
-	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath, dir := msconsDeployment(t)
 	c := []string{"-c", cfgPath}
 	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
 	query := func(sql string) string {
