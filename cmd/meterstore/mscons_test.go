@@ -121,4 +121,23 @@ func TestIngestMSCONS(t *testing.T) {
 	if got := query(`SELECT count(*) AS n FROM readings_versions`); got != "n\n384" {
 		t.Errorf("in all: %s", got)
 	}
+
+	// Messages written together: the one the store refuses (another value
+	// under a stored version) is refused alone, the others are written.
+	conflict := write("conflict.edi", interchange("IC5",
+		msconsMessage("M1", "DOC6", "202604051000", other, spring, "220", first),
+		msconsMessage("M2", "DOC1-2", "202604021000", malo, spring, "220", func(int) string { return "2" }),
+		msconsMessage("M3", "DOC7", "202604051000", other, autumn, "220", first)))
+	out, code = run(t, append([]string{"ingest", "--table", "power", conflict}, c...)...)
+	if code != exitPermanent || !strings.Contains(out, `message 1 "M1" (document DOC6): 92 readings: 92 inserted`) ||
+		!strings.Contains(out, `message 2 "M2" refused, nothing of it written: segment 12 (QTY): `) ||
+		!strings.Contains(out, `message 3 "M3" (document DOC7): 100 readings: 100 inserted`) {
+		t.Errorf("conflict: exit %d\n%s", code, out)
+	}
+	if got := query(`SELECT count(*) AS n, sum(value) AS s FROM readings_versions WHERE malo_id = '` + malo + `' AND version = 20260402100000`); got != "n,s\n92,92" {
+		t.Errorf("after the conflict, the stored version: %s", got)
+	}
+	if got := query(`SELECT count(*) AS n FROM readings_versions`); got != "n\n576" {
+		t.Errorf("in all, after the conflict: %s", got)
+	}
 }
