@@ -140,4 +140,30 @@ func TestIngestMSCONS(t *testing.T) {
 	if got := query(`SELECT count(*) AS n FROM readings_versions`); got != "n\n576" {
 		t.Errorf("in all, after the conflict: %s", got)
 	}
+
+	// After archival, a message for an archived day goes to the cold tier
+	// as late corrections while the other of its write stays hot; each
+	// report counts its own (W: May 20 minus the 45 days' lag).
+	mustRun(t, append([]string{"archive", "--now", "2026-05-20T00:00:00Z"}, c...)...)
+	fresh, err := metering.MaLoFromPrefix("5123456781")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := write("late.edi", interchange("IC6",
+		msconsMessage("M1", "DOC8", "202605211000", other, spring, "220", func(int) string { return "3" }),
+		msconsMessage("M2", "DOC9", "202605211000", fresh.String(), autumn, "220", first)))
+	out = mustRun(t, append([]string{"ingest", "--table", "power", late}, c...)...)
+	for _, want := range []string{`message 1 "M1" (document DOC8): 92 readings: 92 inserted, 0 already present, 92 late to the cold tier`,
+		`message 2 "M2" (document DOC9): 100 readings: 100 inserted, 0 already present, 0 late to the cold tier`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("late: want %q in\n%s", want, out)
+		}
+	}
+	if got := query(`SELECT count(*) AS n, sum(value) AS s, min(version) AS v FROM readings WHERE malo_id = '` + other + `' AND balancing_day = DATE '2026-03-29'`); got != "n,s,v\n92,276,20260521100000" {
+		t.Errorf("after the late correction: %s", got)
+	}
+	// Written twice, to count the late ones per message, stored once.
+	if got := query(`SELECT count(*) AS n FROM readings_versions WHERE version = 20260521100000`); got != "n\n192" {
+		t.Errorf("versions of the late interchange: %s", got)
+	}
 }
