@@ -165,6 +165,9 @@ func (g *grouper) together(ctx context.Context, msgs []*mscons.Message) (bool, e
 		}
 		return false, fmt.Errorf("messages %d %q to %d %q: %w", msgs[0].Number, msgs[0].Ref, msgs[len(msgs)-1].Number, msgs[len(msgs)-1].Ref, err)
 	}
+	if len(status) != len(rows) {
+		return true, fmt.Errorf("messages %d to %d: the store answered %d statuses for %d readings", msgs[0].Number, msgs[len(msgs)-1].Number, len(status), len(rows))
+	}
 	at := 0
 	for _, m := range msgs {
 		rep := MessageReport{Number: m.Number, Ref: m.Ref, Document: m.Document, Readings: len(m.Readings)}
