@@ -28,7 +28,8 @@ batch. Ratios are against raw COPY.
 With --format mscons it measures delivery formats instead: each batch encoded
 once as a CSV file and once as an MSCONS 2.4c interchange (a message per
 meter-day), each decoded and written as 'meterstore ingest' does (CSV in
-atomic batches of its default size, MSCONS a message per write) into a hot
+atomic batches of its default size, MSCONS with consecutive messages sharing
+a write of as many readings, each message atomic) into a hot
 table of its own, beside raw COPY, and reports MSCONS against CSV; it fails
 unless both tables end with the same readings.
 Without --pg-url it starts a private PostgreSQL server with default settings.`,

@@ -35,10 +35,12 @@ written; running the same files again is safe, since redelivering a written
 reading is a no-op. Rows below the watermark go to the cold tier as late
 corrections. "-" reads standard input.
 
-An EDIFACT MSCONS interchange (EDI@Energy MIG 2.4c), recognised by its
+An EDIFACT MSCONS interchange (EDI@Energy MIG 2.4c or 2.2e), recognised by its
 content (UNA or UNB) or by --format mscons, is written a message at a time:
 a message that breaks a rule is refused whole, naming its segment, and the
-others are written; the exit status is 1 if any was refused.`,
+others are written; the exit status is 1 if any was refused. Consecutive
+messages share a write of up to 10,000 readings; if the store refuses it,
+they are written one by one, so that only the message at fault is refused.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			// Refused before the deployment is opened: a usage error

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
 )
 
@@ -46,19 +45,7 @@ func interchange(ref string, msgs ...string) string {
 // into a real PostgreSQL and queries what landed: both clock-change days,
 // a redelivery, a correction, a refused message beside a stored one.
 func TestIngestMSCONS(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "meterstore.toml")
-	mustRun(t, "init", cfgPath)
-	tmpl, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(tmpl), `url = ""`, fmt.Sprintf("url = %q", pgtest.NewDB(t)), 1)
-	text = strings.Replace(text, `data_dir = "meterstore-data"`, fmt.Sprintf("data_dir = %q", dir), 1)
-	text = strings.Replace(text, `url = "file://meterstore-data/warehouse"`, fmt.Sprintf("url = %q", "file://"+filepath.Join(dir, "wh")), 1)
-	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath, dir := msconsDeployment(t)
 	c := []string{"-c", cfgPath}
 	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
 	query := func(sql string) string {
@@ -133,5 +120,50 @@ func TestIngestMSCONS(t *testing.T) {
 	}
 	if got := query(`SELECT count(*) AS n FROM readings_versions`); got != "n\n384" {
 		t.Errorf("in all: %s", got)
+	}
+
+	// Messages written together: the one the store refuses (another value
+	// under a stored version) is refused alone, the others are written.
+	conflict := write("conflict.edi", interchange("IC5",
+		msconsMessage("M1", "DOC6", "202604051000", other, spring, "220", first),
+		msconsMessage("M2", "DOC1-2", "202604021000", malo, spring, "220", func(int) string { return "2" }),
+		msconsMessage("M3", "DOC7", "202604051000", other, autumn, "220", first)))
+	out, code = run(t, append([]string{"ingest", "--table", "power", conflict}, c...)...)
+	if code != exitPermanent || !strings.Contains(out, `message 1 "M1" (document DOC6): 92 readings: 92 inserted`) ||
+		!strings.Contains(out, `message 2 "M2" refused, nothing of it written: segment 12 (QTY): `) ||
+		!strings.Contains(out, `message 3 "M3" (document DOC7): 100 readings: 100 inserted`) {
+		t.Errorf("conflict: exit %d\n%s", code, out)
+	}
+	if got := query(`SELECT count(*) AS n, sum(value) AS s FROM readings_versions WHERE malo_id = '` + malo + `' AND version = 20260402100000`); got != "n,s\n92,92" {
+		t.Errorf("after the conflict, the stored version: %s", got)
+	}
+	if got := query(`SELECT count(*) AS n FROM readings_versions`); got != "n\n576" {
+		t.Errorf("in all, after the conflict: %s", got)
+	}
+
+	// After archival, a message for an archived day goes to the cold tier
+	// as late corrections while the other of its write stays hot; each
+	// report counts its own (W: May 20 minus the 45 days' lag).
+	mustRun(t, append([]string{"archive", "--now", "2026-05-20T00:00:00Z"}, c...)...)
+	fresh, err := metering.MaLoFromPrefix("5123456781")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := write("late.edi", interchange("IC6",
+		msconsMessage("M1", "DOC8", "202605211000", other, spring, "220", func(int) string { return "3" }),
+		msconsMessage("M2", "DOC9", "202605211000", fresh.String(), autumn, "220", first)))
+	out = mustRun(t, append([]string{"ingest", "--table", "power", late}, c...)...)
+	for _, want := range []string{`message 1 "M1" (document DOC8): 92 readings: 92 inserted, 0 already present, 92 late to the cold tier`,
+		`message 2 "M2" (document DOC9): 100 readings: 100 inserted, 0 already present, 0 late to the cold tier`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("late: want %q in\n%s", want, out)
+		}
+	}
+	if got := query(`SELECT count(*) AS n, sum(value) AS s, min(version) AS v FROM readings WHERE malo_id = '` + other + `' AND balancing_day = DATE '2026-03-29'`); got != "n,s,v\n92,276,20260521100000" {
+		t.Errorf("after the late correction: %s", got)
+	}
+	// Written twice, to count the late ones per message, stored once.
+	if got := query(`SELECT count(*) AS n FROM readings_versions WHERE version = 20260521100000`); got != "n\n192" {
+		t.Errorf("versions of the late interchange: %s", got)
 	}
 }

@@ -51,13 +51,24 @@ type MSCONSOptions struct {
 	MaLoOf map[string]string
 }
 
+// groupRows bounds the readings of the messages written together: as
+// many as a CSV batch of the default size, so that MSCONS ingest commits
+// about as often as CSV ingest does.
+const groupRows = DefaultBatchRows
+
 // RunMSCONS reads an MSCONS interchange and writes each message's
-// readings in one atomic batch. A message that breaks a rule or that the
-// store refuses is reported and the others are written. The error is
-// for what refuses the rest: a broken interchange envelope (nothing
-// written), or a write that failed for another reason than the message's
-// content, such as an unreachable server (the reports say which messages
-// were written before it).
+// readings atomically. A message that breaks a rule or that the store
+// refuses is reported and the others are written. The error is for what
+// refuses the rest: a broken interchange envelope (nothing written), or a
+// write that failed for another reason than the message's content, such
+// as an unreachable server (the reports say which messages were written
+// before it).
+//
+// Consecutive messages are written together, up to groupRows readings in
+// one atomic write: a message is then written with the others or not at
+// all. If the store refuses such a group for its content, its messages
+// are written again one at a time, so that the refusal falls on the
+// message at fault alone.
 func RunMSCONS(ctx context.Context, r io.Reader, t *series.Table, write WriteFunc, opts MSCONSOptions) ([]MessageReport, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxInterchangeBytes+1))
 	if err != nil {
@@ -74,8 +85,9 @@ func RunMSCONS(ctx context.Context, r io.Reader, t *series.Table, write WriteFun
 	if err != nil {
 		return nil, err
 	}
-	reps := make([]MessageReport, 0, len(msgs))
-	for _, m := range msgs {
+	g := grouper{write: write, reps: make([]MessageReport, 0, len(msgs))}
+	for i := range msgs {
+		m := &msgs[i]
 		rep := MessageReport{Number: m.Number, Ref: m.Ref, Document: m.Document, Readings: len(m.Readings)}
 		switch {
 		case m.Err != nil:
@@ -83,28 +95,130 @@ func RunMSCONS(ctx context.Context, r io.Reader, t *series.Table, write WriteFun
 		case len(m.Readings) > MaxBatchRows:
 			rep.Err = fmt.Errorf("%d readings in one message, more than a batch holds (%d)", len(m.Readings), MaxBatchRows)
 		default:
-			status, late, err := write(ctx, m.Readings)
-			var se *series.Error
-			if err != nil && (!errors.As(err, &se) || se.Kind != series.IntegrityViolation && se.Kind != series.InvalidInput) {
-				return reps, fmt.Errorf("message %d %q: %w", m.Number, m.Ref, err)
-			}
-			if err != nil {
-				rep.Err = messageError(err, m.Segments)
-				break
-			}
-			rep.Late = late
-			for _, s := range status {
-				switch s {
-				case series.Inserted:
-					rep.Inserted++
-				case series.Present:
-					rep.Present++
+			if g.rows+len(m.Readings) > groupRows {
+				if err := g.flush(ctx); err != nil {
+					return g.reps, err
 				}
 			}
+			g.msgs = append(g.msgs, m)
+			g.rows += len(m.Readings)
+			continue
 		}
-		reps = append(reps, rep)
+		// The reports keep the order of the messages.
+		if err := g.flush(ctx); err != nil {
+			return g.reps, err
+		}
+		g.reps = append(g.reps, rep)
 	}
-	return reps, nil
+	if err := g.flush(ctx); err != nil {
+		return g.reps, err
+	}
+	return g.reps, nil
+}
+
+// A grouper collects messages to write together.
+type grouper struct {
+	write WriteFunc
+	msgs  []*mscons.Message
+	rows  int
+	reps  []MessageReport
+}
+
+// flush writes the messages collected and appends their reports.
+func (g *grouper) flush(ctx context.Context) error {
+	msgs := g.msgs
+	g.msgs, g.rows = g.msgs[:0], 0
+	if len(msgs) == 0 {
+		return nil
+	}
+	if len(msgs) > 1 {
+		done, err := g.together(ctx, msgs)
+		if done || err != nil {
+			return err
+		}
+	}
+	for _, m := range msgs {
+		rep, err := writeMessage(ctx, g.write, m)
+		if err != nil {
+			return err
+		}
+		g.reps = append(g.reps, rep)
+	}
+	return nil
+}
+
+// together writes msgs in one atomic write. It reports false, and writes
+// nothing, if the store refused them for their content.
+func (g *grouper) together(ctx context.Context, msgs []*mscons.Message) (bool, error) {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Readings)
+	}
+	rows := make([]series.Reading, 0, n)
+	for _, m := range msgs {
+		rows = append(rows, m.Readings...)
+	}
+	status, late, err := g.write(ctx, rows)
+	if err != nil {
+		if refusedForContent(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("messages %d %q to %d %q: %w", msgs[0].Number, msgs[0].Ref, msgs[len(msgs)-1].Number, msgs[len(msgs)-1].Ref, err)
+	}
+	if len(status) != len(rows) {
+		return true, fmt.Errorf("messages %d to %d: the store answered %d statuses for %d readings", msgs[0].Number, msgs[len(msgs)-1].Number, len(status), len(rows))
+	}
+	at := 0
+	for _, m := range msgs {
+		rep := MessageReport{Number: m.Number, Ref: m.Ref, Document: m.Document, Readings: len(m.Readings)}
+		count(&rep, status[at:at+len(m.Readings)])
+		at += len(m.Readings)
+		if late > 0 {
+			// The store counts late rows only for a whole write: each
+			// message is written again, all of it present by now, to
+			// learn its own. Late corrections are rare.
+			if _, rep.Late, err = g.write(ctx, m.Readings); err != nil {
+				return true, fmt.Errorf("message %d %q: counting late corrections: %w", m.Number, m.Ref, err)
+			}
+		}
+		g.reps = append(g.reps, rep)
+	}
+	return true, nil
+}
+
+// writeMessage writes one message's readings in one atomic write.
+func writeMessage(ctx context.Context, write WriteFunc, m *mscons.Message) (MessageReport, error) {
+	rep := MessageReport{Number: m.Number, Ref: m.Ref, Document: m.Document, Readings: len(m.Readings)}
+	status, late, err := write(ctx, m.Readings)
+	switch {
+	case err != nil && !refusedForContent(err):
+		return rep, fmt.Errorf("message %d %q: %w", m.Number, m.Ref, err)
+	case err != nil:
+		rep.Err = messageError(err, m.Segments)
+	default:
+		rep.Late = late
+		count(&rep, status)
+	}
+	return rep, nil
+}
+
+// refusedForContent reports whether the store refused a write for the
+// rows it was given, rather than for its own state.
+func refusedForContent(err error) bool {
+	var se *series.Error
+	return errors.As(err, &se) && (se.Kind == series.IntegrityViolation || se.Kind == series.InvalidInput)
+}
+
+// count adds up the statuses of a message's readings.
+func count(rep *MessageReport, status []series.Status) {
+	for _, s := range status {
+		switch s {
+		case series.Inserted:
+			rep.Inserted++
+		case series.Present:
+			rep.Present++
+		}
+	}
 }
 
 // messageError names the QTY segments of the rows the store refused.

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -22,29 +23,56 @@ func TestSniff(t *testing.T) {
 	}
 }
 
-// TestRunMSCONSRefusals: a message the store refuses for its content is
-// reported and the next written; a failure of the store itself stops.
-func TestRunMSCONSRefusals(t *testing.T) {
+// interchangeOf returns the fixture mapping.edi with n messages, MSGi
+// dated i-1 hours after the first, so that each has a version of its own.
+func interchangeOf(t *testing.T, n int) string {
+	t.Helper()
 	b, err := os.ReadFile("../mscons/testdata/mapping.edi")
 	if err != nil {
 		t.Fatal(err)
 	}
 	one := string(b)
 	body := one[strings.Index(one, "UNH"):strings.Index(one, "UNZ")]
-	two := strings.Replace(strings.Replace(one, "UNZ+1", "UNZ+2", 1), "UNZ", strings.ReplaceAll(body, "MSG1", "MSG2")+"UNZ", 1)
-	rel := map[string]string{"DE0001234567890000000000000000001": "41234567896"}
-	calls := 0
+	var msgs strings.Builder
+	for i := 1; i <= n; i++ {
+		msgs.WriteString(strings.NewReplacer("MSG1", fmt.Sprintf("MSG%d", i),
+			"DTM+137:202603301015", fmt.Sprintf("DTM+137:20260330%d15", 9+i)).Replace(body))
+	}
+	return one[:strings.Index(one, "UNH")] + msgs.String() + fmt.Sprintf("UNZ+%d", n) + one[strings.Index(one, "UNZ")+len("UNZ+1"):]
+}
+
+// rel relates the fixture's metering location to a market location.
+var rel = map[string]string{"DE0001234567890000000000000000001": "41234567896"}
+
+// lateOf counts, as a stand-in for the watermark, the readings of the
+// metering location as late: one per message of the fixture.
+func lateOf(rows []series.Reading) int {
+	n := 0
+	for _, r := range rows {
+		if r.MeLo != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRunMSCONSRefusals: a message the store refuses for its content is
+// reported and the next written; a failure of the store itself stops.
+func TestRunMSCONSRefusals(t *testing.T) {
+	one, two := interchangeOf(t, 1), interchangeOf(t, 2)
+	// The store refuses MSG1's third reading, wherever it stands.
 	refuse := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
-		calls++
-		if calls == 1 {
-			return nil, 0, &series.Error{Kind: series.IntegrityViolation, Op: "write", Rows: []int{2},
-				Problems: []series.Problem{{Row: 2, Reason: "restates row 0 under version 1 with another value"}}}
+		for i, r := range rows {
+			if r.Version == 20260330101500 {
+				return nil, 0, &series.Error{Kind: series.IntegrityViolation, Op: "write", Rows: []int{i + 2},
+					Problems: []series.Problem{{Row: i + 2, Reason: fmt.Sprintf("restates row %d under version 1 with another value", i)}}}
+			}
 		}
 		st := make([]series.Status, len(rows))
 		for i := range st {
 			st[i] = series.Inserted
 		}
-		return st, 1, nil
+		return st, lateOf(rows), nil
 	}
 	reps, err := RunMSCONS(t.Context(), strings.NewReader(two), msconsTable, refuse, MSCONSOptions{MaLoOf: rel})
 	if err != nil {
@@ -68,6 +96,51 @@ func TestRunMSCONSRefusals(t *testing.T) {
 	if _, err := RunMSCONS(t.Context(), strings.NewReader(strings.Replace(one, "UNZ+1", "UNZ+3", 1)), msconsTable, refuse, MSCONSOptions{}); err == nil ||
 		!strings.Contains(err.Error(), "interchange refused, nothing written") {
 		t.Fatalf("bad UNZ: %v", err)
+	}
+}
+
+// TestRunMSCONSGroups: messages are written together, each reported with
+// its own counts; late readings are counted message by message.
+func TestRunMSCONSGroups(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		var calls []int
+		store := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
+			calls = append(calls, len(rows))
+			st := make([]series.Status, len(rows))
+			for i, r := range rows {
+				st[i] = series.Inserted
+				if r.Quality == metering.Substitute {
+					st[i] = series.Present
+				}
+			}
+			if !late {
+				return st, 0, nil
+			}
+			return st, lateOf(rows), nil
+		}
+		reps, err := RunMSCONS(t.Context(), strings.NewReader(interchangeOf(t, 3)), msconsTable, store, MSCONSOptions{MaLoOf: rel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []int{24}
+		if late {
+			want = []int{24, 8, 8, 8}
+		}
+		if fmt.Sprint(calls) != fmt.Sprint(want) {
+			t.Errorf("late %v: writes of %v readings, want %v", late, calls, want)
+		}
+		for i, r := range reps {
+			wantLate := 0
+			if late {
+				wantLate = 1
+			}
+			if r.Number != i+1 || r.Err != nil || r.Readings != 8 || r.Inserted != 7 || r.Present != 1 || r.Late != wantLate {
+				t.Errorf("late %v: report %+v", late, r)
+			}
+		}
+		if len(reps) != 3 {
+			t.Errorf("%d reports", len(reps))
+		}
 	}
 }
 

@@ -1,6 +1,12 @@
 // Package mscons reads metered values from EDIFACT MSCONS messages, as
 // German market communication exchanges them (EDI@Energy MSCONS MIG 2.4c
-// on UN/EDIFACT D.04B), into readings of a table.
+// and the older 2.2e, both on UN/EDIFACT D.04B), into readings of a table.
+// Other versions are refused.
+//
+// 2.2e predates the market location id (MaKo 2017): its LOC+172 names the
+// 33-character metering point, which Options.MaLoOf maps to a market
+// location, and an 11-digit id there is refused. The rest of what the
+// reader maps (qualifiers, dates, units) is read alike in both.
 //
 // One message is the unit of atomicity: a message that breaks a rule is
 // refused whole, naming its segment, and yields no readings.
@@ -19,9 +25,17 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
-// Supported is the message identifier of UNH this package reads: the
-// EDI@Energy MSCONS message implementation guide 2.4c (26.07.2024).
-var Supported = []string{"MSCONS", "D", "04B", "UN", "2.4c"}
+// Supported lists the message identifiers of UNH this package reads: the
+// EDI@Energy MSCONS message implementation guides 2.4c (26.07.2024) and
+// 2.2e.
+var Supported = [][]string{
+	{"MSCONS", "D", "04B", "UN", "2.4c"},
+	{"MSCONS", "D", "04B", "UN", "2.2e"},
+}
+
+// v22e is the version of the guide whose LOC+172 names only metering
+// points.
+const v22e = "2.2e"
 
 // Options configure how messages become readings.
 type Options struct {
@@ -82,7 +96,8 @@ type reader struct {
 	msg  *edifact.Message
 	out  Message
 
-	header   bool // before UNS
+	version  string // the guide's version, from UNH
+	header   bool   // before UNS
 	malo     string
 	melo     string
 	obis     string
@@ -145,10 +160,16 @@ func (rd *reader) fail(seg *edifact.Segment, format string, args ...any) *edifac
 func (rd *reader) segment(seg *edifact.Segment) *edifact.MessageError {
 	switch seg.Tag {
 	case "UNH":
-		if !slices.Equal(rd.msg.Type, Supported) {
-			return rd.fail(seg, "message %s is not supported: only %s (EDI@Energy MSCONS MIG 2.4c) is read",
-				strings.Join(rd.msg.Type, ":"), strings.Join(Supported, ":"))
+		i := slices.IndexFunc(Supported, func(id []string) bool { return slices.Equal(rd.msg.Type, id) })
+		if i < 0 {
+			ids := make([]string, len(Supported))
+			for j, id := range Supported {
+				ids[j] = strings.Join(id, ":")
+			}
+			return rd.fail(seg, "message %s is not supported: only %s (EDI@Energy MSCONS MIG 2.4c and 2.2e) are read",
+				strings.Join(rd.msg.Type, ":"), strings.Join(ids, " and "))
 		}
+		rd.version = Supported[i][4]
 	case "BGM":
 		rd.out.Document = seg.Element(1, 0)
 		switch fn := seg.Element(2, 0); {
@@ -221,6 +242,9 @@ func (rd *reader) loc(seg *edifact.Segment) *edifact.MessageError {
 	rd.location = seg
 	switch len(id) {
 	case 11:
+		if rd.version == v22e {
+			return rd.fail(seg, "location id %q: MSCONS 2.2e names a 33-character metering point here; market location ids came later", id)
+		}
 		if _, err := metering.ParseMaLo(id); err != nil {
 			return rd.fail(seg, "market location: %v", err)
 		}
@@ -288,8 +312,10 @@ func (rd *reader) qty(seg *edifact.Segment) *edifact.MessageError {
 }
 
 // unit maps the measure unit of QTY (DE 6411). Without one, an electricity
-// OBIS code implies it: energy (D 8, 9, 29) in kWh, demand (D 4, 5, 6) in
-// kW, reactive (C 3, 4) in kvarh and kvar.
+// OBIS code implies it: energy, the time integrals (D 8, 9, 10, 29), in
+// kWh, demand (D 4, 5, 6) in kW, reactive (C 3, 4) in kvarh and kvar.
+// (The 2.2e interchanges in msconsconverter's tests send 1-1:1.10.0 without
+// a unit.)
 func (rd *reader) unit(code string) (metering.Unit, error) {
 	switch code {
 	case "KWH":
@@ -304,7 +330,7 @@ func (rd *reader) unit(code string) (metering.Unit, error) {
 	if o.A == 1 {
 		reactive := o.C == 3 || o.C == 4
 		switch o.D {
-		case 8, 9, 29:
+		case 8, 9, 10, 29:
 			if reactive {
 				return metering.KilovarHour, nil
 			}

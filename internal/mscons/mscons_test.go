@@ -180,7 +180,7 @@ func TestRefusals(t *testing.T) {
 		"off the grid":          {"DTM+163:202603292200?+00:303'\nDTM+164:202603292215", "DTM+163:202603292207?+00:303'\nDTM+164:202603292222", "segment 15 (DTM): 2026-03-29T22:07:00Z is not on the PT15M grid", opts()},
 		"no resolution":         {"DTM+164:202603292215?+00:303'\nQTY+67", "DTM+164:202603292220?+00:303'\nQTY+67", "segment 16 (DTM): an interval of 20m0s", opts()},
 		"resolution of table":   {"DTM+164:202603292215?+00:303'\nQTY+67", "DTM+164:202603292300?+00:303'\nQTY+67", "resolution PT1H is not accepted", opts()},
-		"unsupported version":   {"2.4c", "2.2e", "segment 1 (UNH): message MSCONS:D:04B:UN:2.2e is not supported", opts()},
+		"unsupported version":   {"2.4c", "2.4b", "segment 1 (UNH): message MSCONS:D:04B:UN:2.4b is not supported: only MSCONS:D:04B:UN:2.4c and MSCONS:D:04B:UN:2.2e", opts()},
 		"cancellation":          {"BGM+7+DOC0001+9", "BGM+7+DOC0001+1", "segment 2 (BGM): a cancellation", opts()},
 		"date format":           {"DTM+164:202603300045:203", "DTM+164:20260330:102", `segment 23 (DTM): date format "102"`, opts()},
 		"bad offset":            {"202603300015?+02", "202603300015?+2", "segment 18 (DTM): date", opts()},

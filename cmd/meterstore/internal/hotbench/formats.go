@@ -18,8 +18,9 @@ const (
 	// CSVIngest decodes a CSV delivery and writes it in atomic batches
 	// of ingest.DefaultBatchRows, `meterstore ingest`'s default.
 	CSVIngest = "ingest CSV"
-	// MSCONSIngest decodes an MSCONS interchange and writes it a
-	// message (a meter-day) at a time, its unit of atomicity.
+	// MSCONSIngest decodes an MSCONS interchange and writes it as
+	// ingest.RunMSCONS does: consecutive messages (a meter-day each, the
+	// unit of atomicity) share a write of up to ingest.DefaultBatchRows.
 	MSCONSIngest = "ingest MSCONS"
 )
 
