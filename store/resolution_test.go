@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -47,8 +48,8 @@ func TestMarkedResolutionSQL(t *testing.T) {
 	if p, err = p.Local(ctx, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(p.Settled, true) || !slices.Contains(p.Settled, false) {
-		t.Fatalf("files settled %v: want archived files and late corrections' files", p.Settled)
+	if !slices.Contains(p.Kinds, cold.Current) || !slices.Contains(p.Kinds, cold.Superseded) || !slices.Contains(p.Kinds, cold.Open) {
+		t.Fatalf("files of kinds %v: want current and superseded archived ones and late corrections'", p.Kinds)
 	}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {

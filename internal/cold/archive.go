@@ -12,21 +12,19 @@ import (
 // Archive appends rows, the readings of the window [from, to), to t as one
 // snapshot that moves the watermark to w: the data and the boundary they
 // sit below land in the same compare-and-set, or neither does. rows is read
-// once, in batches, so memory is bounded by the batch and row group sizes,
-// not by the window. Each batch is sorted by malo_id and from before it is
-// written; rows in key order, as the hot tier scans them, make whole files
-// sorted. An empty window is a snapshot without files that moves W all the
-// same. Rows must come grouped by month of from, as they do in order of
-// from: one data file is open at a time (for tables without identity
-// partition columns), so memory does not grow with the months a window
-// spans.
+// once, in batches, so memory is bounded by the batch and row group sizes
+// and the partitions the window touches (a file open in each), not by the
+// window's rows. An empty window is a snapshot without files that moves W
+// all the same.
 //
 // Rows must come as the hot tier scans the window's partitions: partition
 // by partition, each in primary key order, so that the versions of a merge
-// key are adjacent and ascending. A reading is marked superseded in the
-// column of that name when the next one shares its merge key, so that a
-// resolved read skips it without comparing versions (see Plan.Settled).
-// Rows out of that order are refused.
+// key are adjacent and ascending; rows in key order make whole files
+// sorted. A reading is marked superseded in the column of that name when
+// the next one shares its merge key, and the marked ones are written to
+// files of their own (the column partitions the table), so that a resolved
+// read skips them without comparing versions (see Plan.Kinds). Rows out of
+// that order are refused.
 //
 // Archive refuses a window that starts below the current watermark
 // (ErrWindowArchived), a watermark before the current one
@@ -87,17 +85,5 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 			SummaryArchivedTo:   FormatTime(to),
 		},
 		rowsKey: SummaryRows,
-		// The archiver streams partitions in order of from, so rows arrive
-		// grouped by month; identity partition columns would interleave.
-		clustered: !hasIdentity(&t.decl),
 	})
-}
-
-func hasIdentity(t *series.Table) bool {
-	for _, c := range t.Columns {
-		if c.Identity {
-			return true
-		}
-	}
-	return false
 }

@@ -38,10 +38,6 @@ type write struct {
 	// iceberg-go replay it onto the new head: for writes that checked the
 	// table's contents and are only valid against what they checked.
 	pin bool
-	// clustered promises rows grouped by partition across batches, so that
-	// one data file is open at a time. Otherwise every partition touched
-	// keeps a file, with its buffered row group, open to the end.
-	clustered bool
 }
 
 // commitTimeout bounds the re-read after a failed commit, which runs even
@@ -73,10 +69,10 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 	var files []iceberg.DataFile
 	if w.enc != nil {
 		batches := w.enc.batches(w.rows, w.check)
+		// Every partition touched keeps a file, with its buffered row
+		// group, open to the end: superseded versions interleave with the
+		// current ones, so no write is clustered by partition.
 		opts := []table.WriteRecordOption{table.WithRecordBatchBufferSize(2), table.WithMaxWriteWorkers(1)}
-		if w.clustered {
-			opts = []table.WriteRecordOption{table.WithRecordBatchBufferSize(2), table.WithClusteredWrite()}
-		}
 		for df, err := range table.WriteRecords(ctx, wt, w.enc.schema, batches, opts...) {
 			if err != nil {
 				if _, eerr := w.enc.result(); eerr != nil {

@@ -106,8 +106,44 @@ func compareTypes(name string, want, have iceberg.Type) string {
 
 // prepare runs the drift check before a write and adds the declared nullable
 // columns the table lacks, in a metadata-only commit, so that no declared
-// value is dropped on the way into the tier. It returns the table to write to.
+// value is dropped on the way into the tier, and the superseded partition
+// field a table created before it lacks. It returns the table to write to.
 func (c *Tier) prepare(ctx context.Context, h *Table, ice *table.Table) (*table.Table, error) {
+	ice, err := c.addColumns(ctx, h, ice)
+	if err != nil {
+		return nil, err
+	}
+	return c.partitionSuperseded(ctx, h, ice)
+}
+
+// partitionSuperseded adds identity(superseded) to the partition spec of a
+// table created before it had it, so that new files keep superseded
+// versions apart; files written before stay as they are.
+func (c *Tier) partitionSuperseded(ctx context.Context, h *Table, ice *table.Table) (*table.Table, error) {
+	sup, ok := ice.Schema().FindFieldByName(series.ColumnSuperseded)
+	if !ok {
+		return ice, nil // a quarantined table's schema; nothing is written to it
+	}
+	spec := ice.Spec()
+	for _, f := range spec.Fields() {
+		if f.SourceID() == sup.ID {
+			return ice, nil
+		}
+	}
+	tx := ice.NewTransaction()
+	if err := tx.UpdateSpec(true).AddIdentity(series.ColumnSuperseded).Commit(); err != nil {
+		return nil, fmt.Errorf("cold: %s: partition by %s: %w", h.decl.Name, series.ColumnSuperseded, err)
+	}
+	next, err := tx.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cold: %s: partition by %s: %w", h.decl.Name, series.ColumnSuperseded, err)
+	}
+	c.log.Info("cold: superseded versions are kept apart from now on", "table", h.decl.Name)
+	return next, nil
+}
+
+// addColumns adds the declared nullable columns the table lacks.
+func (c *Tier) addColumns(ctx context.Context, h *Table, ice *table.Table) (*table.Table, error) {
 	add, err := drift(&h.decl, ice.Metadata())
 	if err != nil || len(add) == 0 {
 		return ice, err

@@ -39,12 +39,9 @@ type Plan struct {
 	// Files are the data files, each once, as Iceberg locations
 	// (file:///..., s3://...) or, after Local, as local paths.
 	Files []string
-	// Settled tells, per file of Files, that its superseded column was
-	// decided at archival for every row: its rows marked superseded never
-	// win, and its others win unless a file that is not settled holds a
-	// later version of their merge key. A file without the column, or
-	// with rows where it is null (late corrections), is not settled.
-	Settled []bool
+	// Kinds tells, per file of Files, what its superseded column says
+	// of its rows, by the file's metrics.
+	Kinds []FileKind
 	// Columns tells, per file of Files, the names of the columns it has
 	// (of the table's current schema), by its metrics; nil where they do
 	// not say. A column added after a file was written is not among its.
@@ -110,7 +107,7 @@ func plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot,
 		if _, seen := p.sizes[f.FilePath()]; !seen {
 			p.sizes[f.FilePath()] = f.FileSizeBytes()
 			p.Files = append(p.Files, f.FilePath())
-			p.Settled = append(p.Settled, settled(f, sup))
+			p.Kinds = append(p.Kinds, kindOf(f, sup))
 			p.Columns = append(p.Columns, columns(f, ice.Schema()))
 			p.Bytes += f.FileSizeBytes()
 		}
@@ -118,15 +115,45 @@ func plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot,
 	return p, nil
 }
 
-// settled reports whether data file f has a value for the column with id
-// sup in every row, by its metrics: only an archival writes one.
-func settled(f iceberg.DataFile, sup int) bool {
+// A FileKind says what a data file's superseded column, decided at
+// archival, tells of its rows. A settled file (any kind but Open) has the
+// column set in every row: its rows marked superseded never win, and its
+// others win unless an Open file holds a later version of their merge key.
+type FileKind int8
+
+const (
+	// Open: a file without the column, or with rows where it is null (late
+	// corrections, decided by nobody): its rows are resolved.
+	Open FileKind = iota
+	// Mixed: settled, with current and superseded rows (written before
+	// the column partitioned the table).
+	Mixed
+	// Current: settled, no row superseded.
+	Current
+	// Superseded: settled, every row superseded.
+	Superseded
+)
+
+// kindOf returns the kind of data file f by its metrics of the column with
+// id sup (-1: the table has none).
+func kindOf(f iceberg.DataFile, sup int) FileKind {
 	if sup < 0 {
-		return false
+		return Open
 	}
 	values, ok := f.ValueCounts()[sup]
 	nulls, okNulls := f.NullValueCounts()[sup]
-	return ok && okNulls && nulls == 0 && values == f.Count()
+	if !ok || !okNulls || nulls != 0 || values != f.Count() {
+		return Open
+	}
+	lo, okLo := f.LowerBoundValues()[sup]
+	hi, okHi := f.UpperBoundValues()[sup]
+	switch {
+	case okHi && len(hi) == 1 && hi[0] == 0:
+		return Current
+	case okLo && len(lo) == 1 && lo[0] == 1:
+		return Superseded
+	}
+	return Mixed
 }
 
 // columns returns the names of the columns of sc that data file f counts

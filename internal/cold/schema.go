@@ -86,7 +86,11 @@ func mergeKey(t *series.Table) []string {
 }
 
 // partitionSpec returns month(from), then identity(c) for every identity
-// column: readings of different series never share a file.
+// column: readings of different series never share a file; then
+// identity(superseded): the versions archival found superseded are kept
+// apart from the current ones and from late corrections, so that a
+// resolved read, MeterStore's or a foreign engine's filtering on the
+// column, skips their files.
 func partitionSpec(t *series.Table, sc *iceberg.Schema) (iceberg.PartitionSpec, error) {
 	from, ok := sc.FindFieldByName("from")
 	if !ok {
@@ -103,6 +107,11 @@ func partitionSpec(t *series.Table, sc *iceberg.Schema) (iceberg.PartitionSpec, 
 		}
 		fields = append(fields, iceberg.PartitionField{SourceIDs: []int{f.ID}, FieldID: 1000 + len(fields), Name: c.Name, Transform: iceberg.IdentityTransform{}})
 	}
+	sup, ok := sc.FindFieldByName(series.ColumnSuperseded)
+	if !ok {
+		return iceberg.PartitionSpec{}, fmt.Errorf("cold: schema of %s has no column %q", t.Name, series.ColumnSuperseded)
+	}
+	fields = append(fields, iceberg.PartitionField{SourceIDs: []int{sup.ID}, FieldID: 1000 + len(fields), Name: series.ColumnSuperseded, Transform: iceberg.IdentityTransform{}})
 	return iceberg.NewPartitionSpec(fields...), nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/series"
 )
@@ -44,8 +46,10 @@ func TestSuperseded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Files) != 1 || !slices.Equal(p.Settled, []bool{true}) {
-		t.Fatalf("plan after archival: files %v, settled %v; want one settled file", p.Files, p.Settled)
+	// The superseded versions are kept apart: one file of current rows,
+	// one of superseded ones.
+	if !sameKinds(p.Kinds, Current, Superseded) {
+		t.Fatalf("plan after archival: files %v, kinds %v; want one current and one superseded file", p.Files, p.Kinds)
 	}
 
 	// A late correction is not decided at archival: null, not settled.
@@ -62,8 +66,13 @@ func TestSuperseded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(p.Files); n != 2 || len(p.Settled) != 2 || p.Settled[0] == p.Settled[1] {
-		t.Fatalf("plan after a late correction: files %v, settled %v; want one settled, one not", p.Files, p.Settled)
+	if !sameKinds(p.Kinds, Current, Superseded, Open) {
+		t.Fatalf("plan after a late correction: files %v, kinds %v; want an open file besides", p.Files, p.Kinds)
+	}
+	for i, f := range p.Files {
+		if want := map[FileKind]string{Current: "superseded=false", Superseded: "superseded=true", Open: "superseded=null"}[p.Kinds[i]]; !strings.Contains(f, want) {
+			t.Errorf("file %s of kind %d is not in the partition %s", f, p.Kinds[i], want)
+		}
 	}
 
 	// Versions of a key out of order would mark the wrong one.
@@ -174,5 +183,60 @@ func TestKeyOrder(t *testing.T) {
 				t.Fatalf("reading %d was not refused", tc.bad)
 			}
 		})
+	}
+}
+
+// sameKinds reports whether got holds the kinds want, in any order.
+func sameKinds(got []FileKind, want ...FileKind) bool {
+	return slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want)))
+}
+
+// TestOldTableGainsSuperseded: a table created before the superseded
+// column gains it and its partition field at Ensure, and its next archival
+// keeps superseded versions apart.
+func TestOldTableGainsSuperseded(t *testing.T) {
+	e := newEnv(t, Options{})
+	tab := loadProfile("power")
+	var old []iceberg.NestedField
+	for _, f := range Schema(tab).Fields() {
+		if f.Name != series.ColumnSuperseded {
+			old = append(old, f)
+		}
+	}
+	sc := iceberg.NewSchema(0, old...)
+	from, _ := sc.FindFieldByName("from")
+	ch, _ := sc.FindFieldByName("channel")
+	spec := iceberg.NewPartitionSpec(
+		iceberg.PartitionField{SourceIDs: []int{from.ID}, FieldID: 1000, Name: "from_month", Transform: iceberg.MonthTransform{}},
+		iceberg.PartitionField{SourceIDs: []int{ch.ID}, FieldID: 1001, Name: "channel", Transform: iceberg.IdentityTransform{}})
+	if err := e.foreign.CreateNamespace(t.Context(), table.Identifier{DefaultNamespace}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.foreign.CreateTable(t.Context(), table.Identifier{DefaultNamespace, tab.Name}, sc,
+		catalog.WithPartitionSpec(&spec), catalog.WithProperties(iceberg.Properties{table.PropertyFormatVersion: "2"})); err != nil {
+		t.Fatal(err)
+	}
+	h := e.ensure(t, tab)
+	ice, err := e.tier.Iceberg(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup, ok := ice.Schema().FindFieldByName(series.ColumnSuperseded)
+	if !ok {
+		t.Fatal("Ensure did not add the superseded column")
+	}
+	got := ice.Spec()
+	if n := got.NumFields(); n != 3 || got.Field(2).SourceID() != sup.ID {
+		t.Fatalf("partition spec %v: want superseded added", got)
+	}
+	a, b := quarterHour(0, jan2026, 0), quarterHour(0, jan2026, 0)
+	b.Version, b.Value = a.Version+1, a.Value+1
+	e.archive(t, h, jan2026, feb2026, []series.Reading{a, b})
+	p, err := e.tier.Plan(t.Context(), h, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameKinds(p.Kinds, Current, Superseded) {
+		t.Fatalf("kinds %v, want one current and one superseded file", p.Kinds)
 	}
 }

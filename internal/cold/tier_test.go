@@ -61,7 +61,7 @@ func TestEnsureCreatesVersion2Table(t *testing.T) {
 		name, _ := ice.Schema().FindColumnName(f.SourceID())
 		parts = append(parts, f.Transform.String()+"("+name+")")
 	}
-	if strings.Join(parts, ",") != "month(from),identity(channel)" {
+	if strings.Join(parts, ",") != "month(from),identity(channel),identity(superseded)" {
 		t.Fatalf("partition spec %v", parts)
 	}
 	order := ice.SortOrder()
@@ -145,8 +145,8 @@ func TestEnsurePointTable(t *testing.T) {
 	if f, _ := ice.Schema().FindFieldByName("value"); f.ID != 6 {
 		t.Errorf("value has field id %d, want 6", f.ID)
 	}
-	if spec := ice.Spec(); spec.NumFields() != 1 {
-		t.Errorf("%d partition fields, want month(from) only", spec.NumFields())
+	if spec := ice.Spec(); spec.NumFields() != 2 {
+		t.Errorf("%d partition fields, want month(from) and superseded", spec.NumFields())
 	}
 }
 

@@ -103,8 +103,8 @@ func TestResolutionOracle(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := p.SnapshotID
-	if len(p.Settled) < 2 || slices.Contains(p.Settled, false) {
-		t.Fatalf("archived files settled %v, want all", p.Settled)
+	if !slices.Contains(p.Kinds, cold.Current) || !slices.Contains(p.Kinds, cold.Superseded) || slices.Contains(p.Kinds, cold.Open) || slices.Contains(p.Kinds, cold.Mixed) {
+		t.Fatalf("archived files of kinds %v, want current and superseded ones", p.Kinds)
 	}
 
 	// Late corrections in three batches, recorded after the snapshot.

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -115,62 +114,79 @@ type past struct {
 	s     split
 }
 
-// A fileSet is the cold files a view reads, split by cold.Plan.Settled:
-// files whose superseded column was decided at archival, and the others.
+// A fileSet is the cold files a view reads, by their cold.FileKind.
 type fileSet struct {
-	settled, open []string
-	// The columns the files of each have, nil if a file's metrics do
-	// not say (see cold.Plan.Columns).
-	settledCols, openCols map[string]bool
+	groups map[cold.FileKind]*fileGroup
 }
 
+// A fileGroup is the files of one kind and the columns they have, nil if
+// a file's metrics do not say (see cold.Plan.Columns).
+type fileGroup struct {
+	files   []string
+	cols    map[string]bool
+	unknown bool // some file's columns are not known
+}
+
+// kindOrder is the order the kinds' relations are created in.
+var kindOrder = []struct {
+	kind   cold.FileKind
+	suffix string
+}{{cold.Current, "_current"}, {cold.Mixed, "_mixed"}, {cold.Superseded, "_superseded"}, {cold.Open, "_open"}}
+
 func filesOf(p cold.Plan) fileSet {
-	var f fileSet
-	known := [2]bool{true, true}
-	add := func(i int, have *map[string]bool, k int) {
-		if i >= len(p.Columns) || p.Columns[i] == nil {
-			known[k] = false
-			return
+	f := fileSet{groups: map[cold.FileKind]*fileGroup{}}
+	for i, path := range p.Files {
+		kind := cold.Open
+		if i < len(p.Kinds) {
+			kind = p.Kinds[i]
 		}
-		if *have == nil {
-			*have = map[string]bool{}
+		g := f.groups[kind]
+		if g == nil {
+			g = &fileGroup{cols: map[string]bool{}}
+			f.groups[kind] = g
+		}
+		g.files = append(g.files, path)
+		if i >= len(p.Columns) || p.Columns[i] == nil {
+			g.unknown = true
+			continue
 		}
 		for _, c := range p.Columns[i] {
-			(*have)[c] = true
+			g.cols[c] = true
 		}
 	}
-	for i, path := range p.Files {
-		if i < len(p.Settled) && p.Settled[i] {
-			f.settled = append(f.settled, path)
-			add(i, &f.settledCols, 0)
-		} else {
-			f.open = append(f.open, path)
-			add(i, &f.openCols, 1)
+	for _, g := range f.groups {
+		if g.unknown {
+			g.cols = nil
 		}
-	}
-	if !known[0] {
-		f.settledCols = nil
-	}
-	if !known[1] {
-		f.openCols = nil
 	}
 	return f
 }
 
-func (f fileSet) all() []string { return append(slices.Clone(f.settled), f.open...) }
+func (f fileSet) all() []string {
+	var out []string
+	for _, k := range kindOrder {
+		if g := f.groups[k.kind]; g != nil {
+			out = append(out, g.files...)
+		}
+	}
+	return out
+}
 
 // A part is one relation of readings_versions, with the condition that
 // selects its rows.
 type part struct {
 	rel   string
 	where []string
-	// marked: settled files whose superseded marks hold in this view,
-	// since no recorded_at ceiling hides a later version: a marked row
-	// never wins, an unmarked one wins unless an open part has its key.
-	marked bool
-	// open: cold files whose rows may supersede a marked part's.
-	open bool
+	kind  cold.FileKind // of cold files
+	hot   bool
+	// marks: the superseded marks hold in this view, since no recorded_at
+	// ceiling hides a later version: a marked row never wins, an unmarked
+	// one wins unless an open part has its key.
+	marks bool
 }
+
+// marked reports whether x's rows are taken as archival marked them.
+func (x part) marked() bool { return !x.hot && x.kind != cold.Open && x.marks }
 
 // createViews creates the tier relations over files and the two relations
 // readings_versions and readings, in p. In a read as of a past snapshot, its rows
@@ -178,10 +194,10 @@ type part struct {
 // rows at or above it.
 //
 // readings resolves versions only where they may compete: a settled file's
-// rows are taken as marked at archival, except those whose merge key a late
-// correction (an open file's row) has, which are resolved with the open
-// files and the hot tier's rows. Without open files, no cold row is
-// compared with another.
+// rows are taken as marked at archival (files of superseded versions are
+// not read at all), except those whose merge key a late correction (an open
+// file's row) has, which are resolved with the open files and the hot
+// tier's rows. Without open files, no cold row is compared with another.
 func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files fileSet, s split, v view) error {
 	coldWhere, hotWhere := []string{"false"}, []string{"true"}
 	if s.hasW {
@@ -197,22 +213,18 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files f
 		parts []part
 	)
 	addCold := func(name string, fs fileSet, where []string, marks bool) error {
-		for _, x := range []struct {
-			suffix string
-			files  []string
-			have   map[string]bool
-			open   bool
-		}{{"_settled", fs.settled, fs.settledCols, false}, {"_open", fs.open, fs.openCols, true}} {
-			if len(x.files) == 0 {
+		for _, k := range kindOrder {
+			g := fs.groups[k.kind]
+			if g == nil || len(g.files) == 0 {
 				continue
 			}
-			sel, err := coldSelect(ctx, conn, l, x.files, x.have, !x.open)
+			sel, err := coldSelect(ctx, conn, l, g.files, g.cols, k.kind == cold.Mixed)
 			if err != nil {
 				return err
 			}
-			r := rel(p.tiers, name+x.suffix)
+			r := rel(p.tiers, name+k.suffix)
 			stmts = append(stmts, `CREATE VIEW `+r+` AS `+sel)
-			parts = append(parts, part{rel: r, where: where, marked: marks && !x.open, open: x.open})
+			parts = append(parts, part{rel: r, where: where, kind: k.kind, marks: marks})
 		}
 		return nil
 	}
@@ -233,7 +245,7 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files f
 	if err := addCold("cold", files, coldWhere, v.ceiling.IsZero()); err != nil {
 		return err
 	}
-	parts = append(parts, part{rel: rel(p.tiers, "hot"), where: hotWhere})
+	parts = append(parts, part{rel: rel(p.tiers, "hot"), where: hotWhere, hot: true})
 
 	cols := l.names()
 	key := make([]string, len(l.key))
@@ -246,26 +258,28 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files f
 	for _, x := range parts {
 		sel := `SELECT ` + cols + ` FROM ` + x.rel + ` WHERE ` + strings.Join(x.where, " AND ")
 		versions = append(versions, sel)
-		if x.open {
+		if !x.hot && x.kind == cold.Open {
 			open = append(open, `SELECT `+keys+` FROM `+x.rel+` WHERE `+strings.Join(x.where, " AND "))
 		}
-	}
-	current := ` AND NOT "superseded"`
-	if v.broken == brokenIgnoreMarks {
-		current = ""
 	}
 	for _, x := range parts {
 		sel := `SELECT ` + cols + ` FROM ` + x.rel + ` WHERE ` + strings.Join(x.where, " AND ")
 		switch {
-		case !x.marked:
+		case !x.marked():
 			rest = append(rest, sel)
-		case len(open) == 0 || v.broken == brokenTrustMarks:
-			fast = append(fast, sel+current)
-		default:
-			sel += current
-			fast = append(fast, `SELECT `+cols+` FROM (`+sel+`) ANTI JOIN `+openKeys+` USING (`+keys+`)`)
-			rest = append(rest, `SELECT `+cols+` FROM (`+sel+`) SEMI JOIN `+openKeys+` USING (`+keys+`)`)
+			continue
+		case v.broken == brokenIgnoreMarks:
+		case x.kind == cold.Superseded:
+			continue
+		case x.kind == cold.Mixed:
+			sel += ` AND NOT "superseded"`
 		}
+		if len(open) == 0 || v.broken == brokenTrustMarks {
+			fast = append(fast, sel)
+			continue
+		}
+		fast = append(fast, `SELECT `+cols+` FROM (`+sel+`) ANTI JOIN `+openKeys+` USING (`+keys+`)`)
+		rest = append(rest, `SELECT `+cols+` FROM (`+sel+`) SEMI JOIN `+openKeys+` USING (`+keys+`)`)
 	}
 	if len(open) > 0 {
 		stmts = append(stmts, `CREATE VIEW `+openKeys+` AS SELECT DISTINCT `+keys+` FROM (`+strings.Join(open, ` UNION ALL `)+`)`)

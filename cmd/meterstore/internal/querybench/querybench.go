@@ -354,7 +354,8 @@ func firstMeter(ctx context.Context, s *store.Store) (string, error) {
 // monthFiles lists the table's data files of month, from the warehouse's
 // partition directories: what an engine without MeterStore would read.
 func monthFiles(dir string, month time.Time) ([]string, error) {
-	pattern := filepath.Join(dir, "warehouse", "meterstore", "power", "data", "from_month="+month.Format("2006-01"), "*.parquet")
+	// Under the month, files sit in a directory per value of superseded.
+	pattern := filepath.Join(dir, "warehouse", "meterstore", "power", "data", "from_month="+month.Format("2006-01"), "*", "*.parquet")
 	files, err := filepath.Glob(pattern)
 	if err == nil && len(files) == 0 {
 		err = fmt.Errorf("no file matches %s", pattern)
