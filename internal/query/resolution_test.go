@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -268,6 +269,15 @@ func TestResolutionOracle(t *testing.T) {
 	if failed := check(e); len(failed) > 0 {
 		t.Fatalf("%d checks failed:\n%s", len(failed), strings.Join(failed, "\n"))
 	}
+	// Files that hold current and superseded versions together, as files
+	// written before the column partitioned the table do, are filtered.
+	mixed, err := New(tab, mixedSource{s}, Settings{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed := check(mixed); len(failed) > 0 {
+		t.Fatalf("with mixed files, %d checks failed:\n%s", len(failed), strings.Join(failed, "\n"))
+	}
 	for _, b := range []broken{brokenTrustMarks, brokenIgnoreMarks} {
 		e.broken = b
 		failed := check(e)
@@ -310,4 +320,27 @@ func firstDifference(got, want []string) string {
 		}
 	}
 	return "one is a prefix of the other"
+}
+
+// A mixedSource plans its settled files as cold.Mixed: the engine must
+// then filter their superseded rows itself.
+type mixedSource struct{ *icebergSource }
+
+func (m mixedSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error) {
+	return mixedPlan(m.icebergSource.Cold(ctx, q))
+}
+
+func (m mixedSource) ColdAt(ctx context.Context, q series.Range, ref cold.SnapshotRef) (cold.Plan, error) {
+	return mixedPlan(m.icebergSource.ColdAt(ctx, q, ref))
+}
+
+func mixedPlan(p cold.Plan, err error) (cold.Plan, error) {
+	kinds := slices.Clone(p.Kinds)
+	for i, k := range kinds {
+		if k != cold.Open {
+			kinds[i] = cold.Mixed
+		}
+	}
+	p.Kinds = kinds
+	return p, err
 }
