@@ -165,9 +165,11 @@ const ColumnSuperseded = "superseded"
 // maxColumnLen is the longest extra column name: <column>_check must fit.
 const maxColumnLen = 63 - len("_check")
 
-// reservedNames are relations of the hot tier's schema that no table may
-// take: the tier's own metadata table.
-var reservedNames = []string{"hot_tables"}
+// reservedNames are names no table may take: the hot tier's own metadata
+// table, and the schemas of a query's session (system relations, DuckDB's
+// own, the tiers'), where a table's relations would clash as
+// <table>.readings or as a Flight SQL db_schema.
+var reservedNames = []string{"hot_tables", "system", "main", "temp", "tiers", "pg_catalog", "information_schema"}
 
 // Validate reports whether t is a complete, consistent declaration. The
 // error is an *Error of kind InvalidConfig.
