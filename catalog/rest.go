@@ -32,7 +32,8 @@ import (
 // Config is merged into the response of GET /v1/config and into each
 // loaded table's config, for example the S3 endpoint readers should use;
 // properties that hold credentials are never served, from config or the
-// warehouse. Every error, on any path, is the protocol's ErrorModel in
+// warehouse; only a LoadTableResult carries credentials, those its
+// request's context holds (WithStorageCredentials). Every error, on any path, is the protocol's ErrorModel in
 // JSON: what does not exist is 404 (NoSuchTableException,
 // NoSuchNamespaceException, or NotFoundException for a route not served).
 // The metadata served carries gc.enabled=false (see writeTable).
