@@ -13,7 +13,6 @@ import (
 
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/consensus"
 )
@@ -33,7 +32,8 @@ import (
 // Config is merged into the response of GET /v1/config and into each
 // loaded table's config, for example the S3 endpoint readers should use;
 // properties that hold credentials are never served, from config or the
-// warehouse. Every error, on any path, is the protocol's ErrorModel in
+// warehouse; only a LoadTableResult carries credentials, those its
+// request's context holds (WithStorageCredentials). Every error, on any path, is the protocol's ErrorModel in
 // JSON: what does not exist is 404 (NoSuchTableException,
 // NoSuchNamespaceException, or NotFoundException for a route not served).
 // The metadata served carries gc.enabled=false (see writeTable).
@@ -213,7 +213,7 @@ func (s *restServer) getConfig(writable bool) http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{
-			"defaults":  map[string]string{},
+			"defaults":  storageDefaults(s.c.wh.Props), // never a vended credential
 			"overrides": withoutSecrets(s.config),
 			"endpoints": endpoints,
 		})
@@ -302,11 +302,13 @@ func (s *restServer) writeTable(w http.ResponseWriter, r *http.Request, loc stri
 		s.fail(w, r, err, readRoute)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	body := map[string]any{
 		"metadata-location": loc,
 		"metadata":          served,
 		"config":            s.tableConfig(),
-	})
+	}
+	addStorageCredentials(r.Context(), body, loc) // credentials.go
+	writeJSON(w, http.StatusOK, body)
 }
 
 // gcEnabled is the table property Iceberg's engines check before they
@@ -341,18 +343,11 @@ func withoutGC(md table.Metadata) (json.RawMessage, error) {
 // tableConfig is the config of a LoadTableResult: what a reader needs to
 // open the table's files (the warehouse's endpoint, region and addressing
 // style) and the handler's config. Long-lived credentials are never in it
-// (see secretKey): a reader brings its own, or its object store grants
-// them.
+// (see secretKey), unless the request's context carries storage
+// credentials (WithStorageCredentials): a reader brings its own, or its
+// object store grants them.
 func (s *restServer) tableConfig() map[string]string {
-	cfg := map[string]string{}
-	for k, v := range s.c.wh.Props {
-		cfg[k] = v
-	}
-	// Java's S3FileIO knows path-style addressing by another name than
-	// iceberg-go and PyIceberg.
-	if cfg[icebergio.S3ForceVirtualAddressing] == "false" {
-		cfg[s3PathStyleAccess] = "true"
-	}
+	cfg := storageDefaults(s.c.wh.Props)
 	for k, v := range s.config {
 		cfg[k] = v
 	}

@@ -38,6 +38,7 @@ func (r *reader) check(c *Config) {
 		r.checkTable(key, t)
 	}
 	r.checkTokens(c)
+	r.checkVend(c) // vend.go
 }
 
 // checkArchive checks the [archive] settings against each other, the

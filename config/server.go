@@ -53,6 +53,9 @@ type Server struct {
 	// CatalogTokenLifetime is how long an access token that the catalog's
 	// OAuth2 endpoint issues is accepted (server.catalog_token_lifetime).
 	CatalogTokenLifetime time.Duration
+	// CatalogVend hands the catalog's readers the key pair of an S3
+	// warehouse (see CatalogVend); off by default (server.catalog_vend_*).
+	CatalogVend CatalogVend
 	// Tokens are the bearer tokens the server accepts ([[server.token]]).
 	Tokens []Token
 }
@@ -67,7 +70,8 @@ type Token struct {
 	// written "sha256:" and 64 hex digits).
 	Hash [32]byte
 	// Scopes are what the token may do, each one of ScopeIngest,
-	// ScopeQuery, ScopeCatalog and ScopeAdmin (server.token[i].scopes).
+	// ScopeQuery, ScopeCatalog, ScopeStorage and ScopeAdmin
+	// (server.token[i].scopes).
 	Scopes []string
 	// Tables are the tables the token may touch; empty means every one
 	// (server.token[i].tables).
@@ -80,10 +84,13 @@ const (
 	ScopeQuery   = "query"   // run queries, read status
 	ScopeCatalog = "catalog" // read the Iceberg REST catalog, and write it where allowed
 	ScopeAdmin   = "admin"   // operate the deployment
+	// ScopeStorage adds to ScopeCatalog the key pair of
+	// Server.CatalogVend in each loaded table, for a client that asks.
+	ScopeStorage = "storage"
 )
 
 // scopes are the scopes a token may hold, in the order messages list them.
-var scopes = []string{ScopeIngest, ScopeQuery, ScopeCatalog, ScopeAdmin}
+var scopes = []string{ScopeIngest, ScopeQuery, ScopeCatalog, ScopeStorage, ScopeAdmin}
 
 // The defaults and bounds of the server's limits.
 const (
@@ -118,6 +125,9 @@ type rawServer struct {
 	IdemRetention   value      `toml:"idempotency_retention"`
 	CatalogWritable value      `toml:"catalog_writable"`
 	CatalogTokenTTL value      `toml:"catalog_token_lifetime"`
+	VendCredentials value      `toml:"catalog_vend_credentials"`
+	VendKeyID       value      `toml:"catalog_vend_access_key_id"`
+	VendSecret      value      `toml:"catalog_vend_secret_access_key"`
 	Token           []rawToken `toml:"token"`
 }
 
@@ -189,6 +199,7 @@ func (r *reader) server(raw *rawServer) Server {
 				"set tls_cert and tls_key, or allow_plain_http = true behind a proxy that terminates TLS", s.FlightListen)
 		}
 	}
+	s.CatalogVend = r.catalogVend(raw)
 	for i := range raw.Token {
 		s.Tokens = append(s.Tokens, r.token(fmt.Sprintf("server.token[%d]", i), &raw.Token[i]))
 	}
@@ -268,6 +279,7 @@ func (r *reader) token(key string, raw *rawToken) Token {
 		}
 		t.Tables = append(t.Tables, name)
 	}
+	r.checkStorageScope(key, t)
 	return t
 }
 

@@ -107,7 +107,7 @@ func TestServerProblems(t *testing.T) {
 		{"catalog token for seconds", "[server]\ncatalog_token_lifetime = \"5s\"\n", "server.catalog_token_lifetime", 2, "want 1m to 1d"},
 		{"catalog writable as text", "[server]\ncatalog_writable = \"yes\"\n", "server.catalog_writable", 2, ""},
 		{"token not an array", "[server.token]\nname = \"a\"\n", "server.token", 1, "[[server.token]]"},
-		{"unknown scope", "[[server.token]]\nname = \"a\"\nhash = \"" + good + "\"\nscopes = [\"query\", \"write\"]\n", "server.token[0].scopes", 4, `"write": want "ingest", "query", "catalog" or "admin"`},
+		{"unknown scope", "[[server.token]]\nname = \"a\"\nhash = \"" + good + "\"\nscopes = [\"query\", \"write\"]\n", "server.token[0].scopes", 4, `"write": want "ingest", "query", "catalog", "storage" or "admin"`},
 		{"scope twice", "[[server.token]]\nname = \"a\"\nhash = \"" + good + "\"\nscopes = [\"query\", \"query\"]\n", "server.token[0].scopes", 4, "listed twice"},
 		{"no scopes", "[[server.token]]\nname = \"a\"\nhash = \"" + good + "\"\nscopes = []\n", "server.token[0].scopes", 4, "opens nothing"},
 		{"scopes left out", "[[server.token]]\nname = \"a\"\nhash = \"" + good + "\"\n", "server.token[0].scopes", 1, "required"},

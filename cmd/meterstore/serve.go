@@ -40,7 +40,10 @@ a token with scope admin, is the Prometheus exposition of the store's
 metrics and the server's own. /iceberg is the Iceberg REST catalog
 (uri = <base>/iceberg) for tokens with scope catalog, read-only unless
 server.catalog_writable; POST /iceberg/v1/oauth/tokens exchanges a token's
-name and text (client id and secret) for an access token.
+name and text (client id and secret) for an access token. With
+server.catalog_vend_credentials, a token that also holds scope storage
+gets the S3 key pair of server.catalog_vend_* with each table it loads,
+when its client asks (X-Iceberg-Access-Delegation: vended-credentials).
 
 An ingest sent with an Idempotency-Key header has its answer (200 or 422)
 recorded in PostgreSQL for server.idempotency_retention: a retry with the
@@ -135,7 +138,8 @@ func serve(cmd *cobra.Command, d *deployment) error {
 	h, err := httpapi.New(s, httpapi.Options{Tokens: sc.Tokens, MaxBodyBytes: sc.MaxBodyBytes, Logger: log,
 		Meters: meters, Metrics: exposition, MaxConcurrentRequests: sc.MaxConcurrentRequests,
 		IdempotencyRetention: sc.IdempotencyRetention,
-		Catalog:              cat, CatalogWritable: sc.CatalogWritable, CatalogTokenLifetime: sc.CatalogTokenLifetime})
+		Catalog:              cat, CatalogWritable: sc.CatalogWritable, CatalogTokenLifetime: sc.CatalogTokenLifetime,
+		CatalogVend: vendKeys(sc.CatalogVend, cat)})
 	if err != nil {
 		return err
 	}
@@ -252,7 +256,7 @@ the token's SHA-256. The token is shown this once: give it to the client.`,
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "the token's name in logs (default token-<unix time>)")
-	cmd.Flags().StringSliceVar(&scopes, "scope", []string{config.ScopeQuery}, "what it may do: ingest, query, catalog, admin")
+	cmd.Flags().StringSliceVar(&scopes, "scope", []string{config.ScopeQuery}, "what it may do: ingest, query, catalog, storage, admin")
 	cmd.Flags().StringSliceVar(&tables, "table", nil, "the tables it may touch (default every one)")
 	return cmd
 }
@@ -264,4 +268,12 @@ func tomlList(ss []string) string {
 		q[i] = strconv.Quote(s)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// vendKeys returns the key pair the catalog vends, nil if it vends none.
+func vendKeys(v config.CatalogVend, cat *catalog.Catalog) *catalog.S3Keys {
+	if !v.Enabled || cat == nil {
+		return nil
+	}
+	return &catalog.S3Keys{AccessKeyID: v.AccessKeyID, SecretAccessKey: string(v.SecretAccessKey)}
 }

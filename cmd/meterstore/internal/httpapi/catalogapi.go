@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/metrics"
 )
@@ -56,15 +57,20 @@ type catalogAPI struct {
 	inner    http.Handler // the catalog's handler, at /v1/...
 	writable bool
 	lifetime time.Duration
+	vend     *catalog.StorageCredential // nil: none (catalogcreds.go)
 }
 
 // routeCatalog mounts the catalog of h.o.Catalog under /iceberg; without
 // one it mounts nothing, and /iceberg is as unknown as any other path.
-func (h *handler) routeCatalog() {
+func (h *handler) routeCatalog() error {
 	if h.o.Catalog == nil {
-		return
+		return nil
 	}
 	c := &catalogAPI{h: h, writable: h.o.CatalogWritable, lifetime: h.o.CatalogTokenLifetime}
+	var err error
+	if c.vend, err = vendCredential(h.o); err != nil {
+		return err
+	}
 	if c.lifetime <= 0 {
 		c.lifetime = DefaultCatalogTokenLifetime
 	}
@@ -76,6 +82,7 @@ func (h *handler) routeCatalog() {
 	h.mux.HandleFunc("POST "+oauthTokensPath, c.tokens)
 	h.mux.HandleFunc("GET "+catalogConfigPath, c.serve)
 	h.mux.HandleFunc(catalogPrefix+"/", c.serve)
+	return nil
 }
 
 // catalogError answers with the protocol's ErrorModel.
@@ -93,6 +100,7 @@ func (c *catalogAPI) serve(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, catalogPrefix)
 	r2 := r.Clone(context.WithValue(r.Context(), tokenKey{}, t))
 	r2.URL.Path, r2.URL.RawPath = path, strings.TrimPrefix(r.URL.RawPath, catalogPrefix)
+	r2 = c.withCredentials(r2, t)
 	if len(t.Tables) == 0 {
 		c.inner.ServeHTTP(w, r2)
 		return

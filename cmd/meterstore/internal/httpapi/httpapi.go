@@ -83,6 +83,10 @@ type Options struct {
 	// CatalogTokenLifetime is how long an access token of the catalog's
 	// OAuth2 endpoint is accepted; zero means DefaultCatalogTokenLifetime.
 	CatalogTokenLifetime time.Duration
+	// CatalogVend, if set, is the S3 key pair the catalog vends to tokens
+	// with the scopes catalog and storage that ask for it
+	// (catalogcreds.go); the catalog's warehouse must be on S3.
+	CatalogVend *catalog.S3Keys
 	// Clock is the time status is computed and access tokens expire at;
 	// nil means time.Now.
 	Clock func() time.Time
@@ -141,8 +145,11 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	h.mux.Handle("GET /readyz", h.guard(nil, h.readyz))
 	h.mux.Handle("GET /v1/status", h.guard([]string{config.ScopeQuery, config.ScopeAdmin}, h.status))
 	h.handleMetrics()
-	h.routeOpenAPI()   // GET /v1/openapi.yaml, openapi.go
-	h.routeCatalog()   // /iceberg/..., catalogapi.go
+	h.routeOpenAPI() // GET /v1/openapi.yaml, openapi.go
+	// /iceberg/..., catalogapi.go
+	if err := h.routeCatalog(); err != nil {
+		return nil, err
+	}
 	h.routeDashboard() // / and /dashboard/..., dashboardapi.go
 	h.mux.HandleFunc("/", h.unknown)
 	return h, nil
