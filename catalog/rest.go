@@ -19,7 +19,8 @@ import (
 )
 
 // Handler serves the catalog over the Iceberg REST catalog protocol,
-// read-only: configuration, namespaces, table listing and loading. Every
+// read-only: configuration, namespaces, table listing and loading, and
+// each table's readings view (see readingsView). Every
 // mutating route answers 405, and GET /v1/config advertises only the read
 // endpoints, so that clients which negotiate endpoints do not even try.
 //
@@ -94,6 +95,9 @@ var (
 		"GET /v1/{prefix}/namespaces/{namespace}/tables",
 		"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 		"HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+		"GET /v1/{prefix}/namespaces/{namespace}/views",
+		"GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+		"HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
 	}
 	writeEndpoints = []string{
 		"POST /v1/{prefix}/namespaces",
@@ -140,6 +144,9 @@ func (c *Catalog) handler(config map[string]string, writable bool) http.Handler 
 		{"GET", "/v1/namespaces/{ns}/tables", false, s.listTables},
 		{"GET", "/v1/namespaces/{ns}/tables/{table}", false, s.loadTable},
 		{"HEAD", "/v1/namespaces/{ns}/tables/{table}", false, s.tableExists},
+		{"GET", "/v1/namespaces/{ns}/views", false, s.listViews},
+		{"GET", "/v1/namespaces/{ns}/views/{view}", false, s.loadView},
+		{"HEAD", "/v1/namespaces/{ns}/views/{view}", false, s.viewExists},
 
 		{"POST", "/v1/namespaces", true, s.createNamespace},
 		{"DELETE", "/v1/namespaces/{ns}", true, s.dropNamespace},
