@@ -1,7 +1,8 @@
 """Reads an archived table through the Iceberg REST catalog of a running
 meterstore serve, as foreign engines do: PyIceberg's RestCatalog with a
-client credential, and DuckDB's iceberg extension with an OAuth2 secret,
-its extensions loaded offline from the duckdb-ext-* wheels.
+client credential (the table and its readings view), and DuckDB's
+iceberg extension with an OAuth2 secret, its extensions loaded offline
+from the duckdb-ext-* wheels.
 
 Called by cmd/meterstore's TestServeCatalog with a JSON file naming the
 server, the catalog's URI, a client id and secret (a token of scope
@@ -135,6 +136,23 @@ def pyiceberg_reads(spec, want):
     data = tbl.scan().to_arrow()
     check(data.num_rows == spec["days"] * spec["rows_a_day"], f"PyIceberg scans {data.num_rows} rows")
     same(arrow_days(data), want, "PyIceberg")
+
+    # The readings view: listed, found and loaded with its SQL, its
+    # columns (the table's without superseded) and the table's watermark.
+    view = f"{name}_readings"
+    check((ns, view) in cat.list_views(ns), f"PyIceberg lists view {ns}.{view}")
+    check(cat.view_exists(f"{ns}.{view}") and not cat.view_exists(f"{ns}.nothing_readings"),
+          f"PyIceberg finds view {ns}.{view}, and no other")
+    v = cat.load_view(f"{ns}.{view}")
+    dialects = {r.root.dialect: r.root.sql for r in v.current_version().representations}
+    check(sorted(dialects) == ["duckdb", "spark", "trino"] and f"`{ns}`.`{name}`" in dialects["spark"],
+          f"PyIceberg loads view {ns}.{view}: dialects {sorted(dialects)}")
+    cols = [f.name for f in v.schema().fields]
+    want_cols = [f.name for f in tbl.schema().fields if f.name != "superseded"]
+    check(cols == want_cols, f"PyIceberg: the view's columns are the table's without superseded: {cols}")
+    w = tbl.current_snapshot().summary["meterstore.watermark"]
+    check(v.metadata.properties.get("meterstore.watermark") == w,
+          f"PyIceberg: the view's watermark is the current snapshot's, {w}")
 
 
 def duckdb_reads(spec, want):
