@@ -20,7 +20,8 @@ import (
 
 // Handler serves the catalog over the Iceberg REST catalog protocol,
 // read-only: configuration, namespaces, table listing and loading, and
-// each table's readings view (see readingsView). Every
+// the readings view of each table the cold tier wrote (named
+// <table>_readings, see ReadingsViewTable). Every
 // mutating route answers 405, and GET /v1/config advertises only the read
 // endpoints, so that clients which negotiate endpoints do not even try.
 //
@@ -57,6 +58,9 @@ func (c *Catalog) Handler(config map[string]string) http.Handler {
 //	POST   /v1/namespaces/{ns}/tables              create a table (not staged)
 //	POST   /v1/namespaces/{ns}/tables/{table}      commit requirements + updates
 //	DELETE /v1/namespaces/{ns}/tables/{table}      drop a table (not purge)
+//
+// The readings views stay read-only: a write on a view's routes answers
+// 405.
 //
 // Rename, multi-table transactions, table registration and staged creates
 // answer 501: a table's history is a log shard named after the table, and
