@@ -41,6 +41,29 @@ func correctionCSV() string {
 	return b.String()
 }
 
+// lateCSV returns corrections of archived days, which go to the cold tier
+// unmarked: a higher version of the second meter's 2026-03-03, which wins,
+// and a lower one of the first meter's 2026-03-02 (which correctionCSV
+// corrected before), which does not. Both are above the watermark of the
+// first archival, whose snapshot the time travel counts.
+func lateCSV() string {
+	var b strings.Builder
+	b.WriteString("malo_id,obis_code,from,to,value,unit,quality,resolution,version,version_scope\n")
+	for _, c := range []struct {
+		meter, day int
+		version    string
+		value      int
+	}{{1, 3, "20260304000000", 9}, {0, 2, "20260301000000", 5}} {
+		m, _ := metering.MaLoFromPrefix(fmt.Sprintf("%010d", 2_000_000_000+c.meter))
+		for q := range 96 {
+			from := time.Date(2026, 3, c.day, 0, 0, 0, 0, time.UTC).Add(time.Duration(q) * 15 * time.Minute)
+			fmt.Fprintf(&b, "%s,1-1:1.29.0,%s,%s,%d.%03d,kWh,220,PT15M,%s,9900000000003:2026-03\n",
+				m.String(), from.Format(time.RFC3339), from.Add(15*time.Minute).Format(time.RFC3339), c.value, q, c.version)
+		}
+	}
+	return b.String()
+}
+
 // snapshotList is what `meterstore snapshots` prints: the ids, oldest
 // first, and the watermark in force at the last one.
 func snapshotList(t *testing.T, cfgPath string) ([]int64, string) {
@@ -95,9 +118,12 @@ func warehouseFiles(t *testing.T, dir string) []string {
 // what was cold then; a missing or wrong credential is refused; ALTER
 // TABLE, DROP TABLE ... PURGE and INSERT fail and leave the snapshots, the
 // files they reference and verify as they were (a refused INSERT leaves
-// its data files unreferenced). The table holds two
-// archival cycles and a superseded version, so that the resolution and
-// the time travel can fail. It needs pyspark 4.1 and the runtime jar
+// its data files unreferenced). The readings view power_readings, which
+// the catalog serves, answers MeterStore's readings below W row for row,
+// and the current snapshot's summary holds W. The table holds two
+// archival cycles, a superseded version and late corrections (unmarked,
+// one winning and one losing), so that the resolution, the view and the
+// time travel can fail. It needs pyspark 4.1 and the runtime jar
 // (.ci/spark.sh); without them it fails in CI and is skipped elsewhere.
 func TestServeSpark(t *testing.T) {
 	missing := func(msg string, err error) {
@@ -152,6 +178,12 @@ func TestServeSpark(t *testing.T) {
 	if len(mid) <= len(earlyIDs) {
 		t.Fatalf("the second archival made no snapshot: %v, then %v", earlyIDs, mid)
 	}
+	// Late corrections below W: unmarked rows the readings view resolves.
+	late := filepath.Join(d.dir, "late.csv")
+	if err := os.WriteFile(late, []byte(lateCSV()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, append([]string{"ingest", "--table", "power", late}, c...)...)
 	// serve's maintenance cycle archives at the wall clock as it starts,
 	// which would commit a snapshot while Spark compares them: archive at
 	// the wall clock now, and check that another cycle commits none.
@@ -177,6 +209,7 @@ func TestServeSpark(t *testing.T) {
 		"snapshots":   ids,
 		"watermark":   w,
 		"early":       map[string]any{"snapshot": earlyIDs[len(earlyIDs)-1], "watermark": earlyW},
+		"late_rows":   2 * 96,
 	}
 	specPath := filepath.Join(d.dir, "spec.json")
 	data, _ := json.Marshal(spec)
