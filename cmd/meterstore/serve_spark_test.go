@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,7 +119,7 @@ func warehouseFiles(t *testing.T, dir string) []string {
 // what was cold then; a missing or wrong credential is refused; ALTER
 // TABLE, DROP TABLE ... PURGE and INSERT fail and leave the snapshots, the
 // files they reference and verify as they were (a refused INSERT leaves
-// its data files unreferenced). The readings view power_readings, which
+// its data files, manifest and manifest list unreferenced). The readings view power_readings, which
 // the catalog serves, answers MeterStore's readings below W row for row,
 // and the current snapshot's summary holds W. The table holds two
 // archival cycles, a superseded version and late corrections (unmarked,
@@ -247,15 +248,66 @@ func TestServeSpark(t *testing.T) {
 		}
 	}
 	for _, f := range orphans {
-		if !strings.Contains(f, string(filepath.Separator)+"data"+string(filepath.Separator)) || !strings.Contains(f, ".parquet ") {
-			t.Errorf("the refused writes left %s, which is not a data file", f)
+		if !refusedWriteFile(f) {
+			t.Errorf("the refused writes left %s, which is no data file, manifest or manifest list", f)
 		}
 	}
-	t.Logf("the refused INSERT left %d unreferenced data files: %v", len(orphans), orphans)
+	t.Logf("the refused INSERT left %d unreferenced files: %v", len(orphans), orphans)
 	if after, _ := snapshotList(t, d.cfgPath); !slices.Equal(after, ids) {
 		t.Errorf("snapshots %v, then %v", ids, after)
 	}
 	mustRun(t, append([]string{"verify"}, c...)...)
+}
+
+// The files a refused INSERT leaves (see refusedWriteFile): Iceberg
+// writes the data files, then the manifest and the manifest list, and
+// only then asks the catalog to commit; Hadoop's local file system writes
+// a .crc beside each.
+var (
+	refusedDataFile     = regexp.MustCompile(`^\.?[0-9a-f-]+-[0-9]+-[0-9]+\.parquet(\.crc)?$`)
+	refusedMetadataFile = regexp.MustCompile(`^\.?(snap-[0-9]+-[0-9]+-[0-9a-f-]+|[0-9a-f-]+-m[0-9]+)\.avro(\.crc)?$`)
+)
+
+// refusedWriteFile reports whether f, "path size" as warehouseFiles lists
+// it, is a file a refused INSERT may leave: a data file under data/, a
+// manifest or manifest list under metadata/, or the checksum of one;
+// never table metadata or a version hint.
+func refusedWriteFile(f string) bool {
+	path := f[:strings.LastIndexByte(f, ' ')]
+	dir, name := filepath.Base(filepath.Dir(path)), filepath.Base(path)
+	sep := string(filepath.Separator)
+	switch {
+	case strings.Contains(path, sep+"data"+sep):
+		return refusedDataFile.MatchString(name)
+	case dir == "metadata":
+		return refusedMetadataFile.MatchString(name)
+	}
+	return false
+}
+
+// TestRefusedWriteFile: what a refused INSERT left in a run of
+// TestServeSpark is accepted, table metadata and files elsewhere are not.
+func TestRefusedWriteFile(t *testing.T) {
+	wh := filepath.Join("wh", "meterstore", "power")
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{filepath.Join(wh, "data", "from_month=2026-03", "00000-25-c414080a-ebfc-4abc-a8c2-10bf706f134d-0-00001.parquet"), true},
+		{filepath.Join(wh, "data", "from_month=2026-03", ".00000-25-c414080a-ebfc-4abc-a8c2-10bf706f134d-0-00001.parquet.crc"), true},
+		{filepath.Join(wh, "metadata", "be4643b9-4145-47d1-be9e-9136eac5f7e0-m0.avro"), true},
+		{filepath.Join(wh, "metadata", ".be4643b9-4145-47d1-be9e-9136eac5f7e0-m0.avro.crc"), true},
+		{filepath.Join(wh, "metadata", "snap-8770705109768497360-1-be4643b9-4145-47d1-be9e-9136eac5f7e0.avro"), true},
+		{filepath.Join(wh, "metadata", "v12.metadata.json"), false},
+		{filepath.Join(wh, "metadata", "00012-be4643b9-4145-47d1-be9e-9136eac5f7e0.metadata.json"), false},
+		{filepath.Join(wh, "metadata", "version-hint.text"), false},
+		{filepath.Join(wh, "data", "from_month=2026-03", "x.avro"), false},
+		{filepath.Join(wh, "be4643b9-4145-47d1-be9e-9136eac5f7e0-m0.avro"), false},
+	} {
+		if got := refusedWriteFile(tc.path + " 42"); got != tc.ok {
+			t.Errorf("%s: %v, want %v", tc.path, got, tc.ok)
+		}
+	}
 }
 
 // sparkLines returns the script's own lines of its output (Spark logs

@@ -243,8 +243,8 @@ def main():
     # commit is refused the same way. Iceberg cleans up after a
     # CleanableFailure (a 403 from the server, say) but not after the
     # client's own UnsupportedOperationException, so the files of a refused
-    # INSERT (and the manifests of a refused DELETE FROM, not tried) stay in
-    # the table's directories, unreferenced: orphans for the orphan cleanup.
+    # INSERT (its data files, manifest and manifest list) stay in the
+    # table's directories, unreferenced: orphans for the orphan cleanup.
     no_commit = "Server does not support endpoint: POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"
     for sql, want in ((f"ALTER TABLE {t} SET TBLPROPERTIES ('spark.probe' = 'x')", no_commit),
                       (f"DROP TABLE {t} PURGE", "GC is disabled"),
