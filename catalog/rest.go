@@ -18,7 +18,9 @@ import (
 )
 
 // Handler serves the catalog over the Iceberg REST catalog protocol,
-// read-only: configuration, namespaces, table listing and loading. Every
+// read-only: configuration, namespaces, table listing and loading, and
+// the readings view of each table the cold tier wrote (named
+// <table>_readings, see ReadingsViewTable). Every
 // mutating route answers 405, and GET /v1/config advertises only the read
 // endpoints, so that clients which negotiate endpoints do not even try.
 //
@@ -57,6 +59,9 @@ func (c *Catalog) Handler(config map[string]string) http.Handler {
 //	POST   /v1/namespaces/{ns}/tables/{table}      commit requirements + updates
 //	DELETE /v1/namespaces/{ns}/tables/{table}      drop a table (not purge)
 //
+// The readings views stay read-only: a write on a view's routes answers
+// 405.
+//
 // Rename, multi-table transactions, table registration and staged creates
 // answer 501: a table's history is a log shard named after the table, and
 // tables do not share a log entry. A drop with purgeRequested=true is refused
@@ -94,6 +99,9 @@ var (
 		"GET /v1/{prefix}/namespaces/{namespace}/tables",
 		"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 		"HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+		"GET /v1/{prefix}/namespaces/{namespace}/views",
+		"GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+		"HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
 	}
 	writeEndpoints = []string{
 		"POST /v1/{prefix}/namespaces",
@@ -140,6 +148,9 @@ func (c *Catalog) handler(config map[string]string, writable bool) http.Handler 
 		{"GET", "/v1/namespaces/{ns}/tables", false, s.listTables},
 		{"GET", "/v1/namespaces/{ns}/tables/{table}", false, s.loadTable},
 		{"HEAD", "/v1/namespaces/{ns}/tables/{table}", false, s.tableExists},
+		{"GET", "/v1/namespaces/{ns}/views", false, s.listViews},
+		{"GET", "/v1/namespaces/{ns}/views/{view}", false, s.loadView},
+		{"HEAD", "/v1/namespaces/{ns}/views/{view}", false, s.viewExists},
 
 		{"POST", "/v1/namespaces", true, s.createNamespace},
 		{"DELETE", "/v1/namespaces/{ns}", true, s.dropNamespace},

@@ -64,6 +64,7 @@ func TestRESTConformance(t *testing.T) {
 	if _, err := appendRows(t, tbl, "a", 10, nil); err != nil {
 		t.Fatal(err)
 	}
+	readingsTable(t, c, "metering", "meters") // a table with a readings view
 	ro := httptest.NewServer(c.Handler(nil))
 	defer ro.Close()
 
@@ -86,8 +87,8 @@ func TestRESTConformance(t *testing.T) {
 		{"GET", "/v1/namespaces/nope/tables", 404, "NoSuchNamespaceException"},
 		{"GET", "/v1/namespaces?parent=metering%1Fpower", 404, "NoSuchNamespaceException"},
 		// Routes not served: an ErrorModel, never plain text.
-		{"GET", "/v1/namespaces/metering/views", 404, "NotFoundException"},
-		{"GET", "/v1/namespaces/metering/views/v", 404, "NotFoundException"},
+		{"GET", "/v1/namespaces/metering/views/v", 404, "NoSuchViewException"},
+		{"GET", "/v1/namespaces/metering/views/power_readings", 404, "NoSuchViewException"},
 		{"GET", "/nothing/here", 404, "NotFoundException"},
 		{"GET", "/v1/namespaces/metering/tables/power/credentials", 404, "NotFoundException"},
 		{"POST", "/v1/oauth/tokens", 405, "MethodNotAllowedException"},
@@ -120,13 +121,16 @@ func TestRESTConformance(t *testing.T) {
 		"GET /v1/{prefix}/namespaces/{namespace}/tables",
 		"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 		"HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+		"GET /v1/{prefix}/namespaces/{namespace}/views",
+		"GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+		"HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
 	}
 	if !slices.Equal(advertised, want) {
 		t.Errorf("endpoints %v, want %v", advertised, want)
 	}
 	for _, e := range advertised {
 		method, path, _ := strings.Cut(e, " ")
-		path = strings.NewReplacer("/{prefix}", "", "{namespace}", "metering", "{table}", "power").Replace(path)
+		path = strings.NewReplacer("/{prefix}", "", "{namespace}", "metering", "{table}", "power", "{view}", "meters_readings").Replace(path)
 		if a := restDo(t, ro.URL, method, path, ""); a.code/100 != 2 {
 			t.Errorf("advertised %s: %d %s", e, a.code, a.raw)
 		}

@@ -41,7 +41,8 @@ func daysCSV(meters, days int) string {
 // (list, load, scan, snapshots) and DuckDB 1.4.4's iceberg extension,
 // loaded offline from the duckdb-ext-* wheels, attaching with an OAuth2
 // secret. Both must agree per day with POST /v1/query over
-// readings_versions, and be refused without a token. Python with
+// readings_versions, and be refused without a token. PyIceberg loads the
+// readings view; DuckDB, which loads no views, runs its duckdb SQL. Python with
 // pyiceberg, pyarrow and duckdb is required (.ci/run installs them);
 // without them the test fails in CI and is skipped elsewhere.
 func TestServeCatalog(t *testing.T) {

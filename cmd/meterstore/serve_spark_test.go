@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,29 @@ func correctionCSV() string {
 		from := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC).Add(time.Duration(q) * 15 * time.Minute)
 		fmt.Fprintf(&b, "%s,1-1:1.29.0,%s,%s,7.%03d,kWh,220,PT15M,20260303000000,9900000000003:2026-03\n",
 			m.String(), from.Format(time.RFC3339), from.Add(15*time.Minute).Format(time.RFC3339), q)
+	}
+	return b.String()
+}
+
+// lateCSV returns corrections of archived days, which go to the cold tier
+// unmarked: a higher version of the second meter's 2026-03-03, which wins,
+// and a lower one of the first meter's 2026-03-02 (which correctionCSV
+// corrected before), which does not. Both are above the watermark of the
+// first archival, whose snapshot the time travel counts.
+func lateCSV() string {
+	var b strings.Builder
+	b.WriteString("malo_id,obis_code,from,to,value,unit,quality,resolution,version,version_scope\n")
+	for _, c := range []struct {
+		meter, day int
+		version    string
+		value      int
+	}{{1, 3, "20260304000000", 9}, {0, 2, "20260301000000", 5}} {
+		m, _ := metering.MaLoFromPrefix(fmt.Sprintf("%010d", 2_000_000_000+c.meter))
+		for q := range 96 {
+			from := time.Date(2026, 3, c.day, 0, 0, 0, 0, time.UTC).Add(time.Duration(q) * 15 * time.Minute)
+			fmt.Fprintf(&b, "%s,1-1:1.29.0,%s,%s,%d.%03d,kWh,220,PT15M,%s,9900000000003:2026-03\n",
+				m.String(), from.Format(time.RFC3339), from.Add(15*time.Minute).Format(time.RFC3339), c.value, q, c.version)
+		}
 	}
 	return b.String()
 }
@@ -95,9 +119,12 @@ func warehouseFiles(t *testing.T, dir string) []string {
 // what was cold then; a missing or wrong credential is refused; ALTER
 // TABLE, DROP TABLE ... PURGE and INSERT fail and leave the snapshots, the
 // files they reference and verify as they were (a refused INSERT leaves
-// its data files unreferenced). The table holds two
-// archival cycles and a superseded version, so that the resolution and
-// the time travel can fail. It needs pyspark 4.1 and the runtime jar
+// its data files, manifest and manifest list unreferenced). The readings view power_readings, which
+// the catalog serves, answers MeterStore's readings below W row for row,
+// and the current snapshot's summary holds W. The table holds two
+// archival cycles, a superseded version and late corrections (unmarked,
+// one winning and one losing), so that the resolution, the view and the
+// time travel can fail. It needs pyspark 4.1 and the runtime jar
 // (.ci/spark.sh); without them it fails in CI and is skipped elsewhere.
 func TestServeSpark(t *testing.T) {
 	missing := func(msg string, err error) {
@@ -152,6 +179,12 @@ func TestServeSpark(t *testing.T) {
 	if len(mid) <= len(earlyIDs) {
 		t.Fatalf("the second archival made no snapshot: %v, then %v", earlyIDs, mid)
 	}
+	// Late corrections below W: unmarked rows the readings view resolves.
+	late := filepath.Join(d.dir, "late.csv")
+	if err := os.WriteFile(late, []byte(lateCSV()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, append([]string{"ingest", "--table", "power", late}, c...)...)
 	// serve's maintenance cycle archives at the wall clock as it starts,
 	// which would commit a snapshot while Spark compares them: archive at
 	// the wall clock now, and check that another cycle commits none.
@@ -177,6 +210,7 @@ func TestServeSpark(t *testing.T) {
 		"snapshots":   ids,
 		"watermark":   w,
 		"early":       map[string]any{"snapshot": earlyIDs[len(earlyIDs)-1], "watermark": earlyW},
+		"late_rows":   2 * 96,
 	}
 	specPath := filepath.Join(d.dir, "spec.json")
 	data, _ := json.Marshal(spec)
@@ -215,23 +249,67 @@ func TestServeSpark(t *testing.T) {
 			t.Errorf("warehouse file %s changed or went", f)
 		}
 	}
-	var dataFiles int
 	for _, f := range orphans {
-		path, _, _ := strings.Cut(f, " ")
-		dir, name := filepath.Base(filepath.Dir(path)), strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "."), ".crc")
-		switch {
-		case strings.Contains(path, string(filepath.Separator)+"data"+string(filepath.Separator)) && strings.HasSuffix(name, ".parquet"):
-			dataFiles++
-		case dir == "metadata" && strings.HasSuffix(name, ".avro"):
-		default:
-			t.Errorf("the refused writes left %s, which is neither a data file nor a manifest (list)", f)
+		if !refusedWriteFile(f) {
+			t.Errorf("the refused writes left %s, which is no data file, manifest or manifest list", f)
 		}
 	}
-	t.Logf("the refused INSERT left %d unreferenced files (%d data): %v", len(orphans), dataFiles, orphans)
+	t.Logf("the refused INSERT left %d unreferenced files: %v", len(orphans), orphans)
 	if after, _ := snapshotList(t, d.cfgPath); !slices.Equal(after, ids) {
 		t.Errorf("snapshots %v, then %v", ids, after)
 	}
 	mustRun(t, append([]string{"verify"}, c...)...)
+}
+
+// The files a refused INSERT leaves (see refusedWriteFile): Iceberg
+// writes the data files, then the manifest and the manifest list, and
+// only then asks the catalog to commit; Hadoop's local file system writes
+// a .crc beside each.
+var (
+	refusedDataFile     = regexp.MustCompile(`^\.?[0-9a-f-]+-[0-9]+-[0-9]+\.parquet(\.crc)?$`)
+	refusedMetadataFile = regexp.MustCompile(`^\.?(snap-[0-9]+-[0-9]+-[0-9a-f-]+|[0-9a-f-]+-m[0-9]+)\.avro(\.crc)?$`)
+)
+
+// refusedWriteFile reports whether f, "path size" as warehouseFiles lists
+// it, is a file a refused INSERT may leave: a data file under data/, a
+// manifest or manifest list under metadata/, or the checksum of one;
+// never table metadata or a version hint.
+func refusedWriteFile(f string) bool {
+	path := f[:strings.LastIndexByte(f, ' ')]
+	dir, name := filepath.Base(filepath.Dir(path)), filepath.Base(path)
+	sep := string(filepath.Separator)
+	switch {
+	case strings.Contains(path, sep+"data"+sep):
+		return refusedDataFile.MatchString(name)
+	case dir == "metadata":
+		return refusedMetadataFile.MatchString(name)
+	}
+	return false
+}
+
+// TestRefusedWriteFile: what a refused INSERT left in a run of
+// TestServeSpark is accepted, table metadata and files elsewhere are not.
+func TestRefusedWriteFile(t *testing.T) {
+	wh := filepath.Join("wh", "meterstore", "power")
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{filepath.Join(wh, "data", "from_month=2026-03", "00000-25-c414080a-ebfc-4abc-a8c2-10bf706f134d-0-00001.parquet"), true},
+		{filepath.Join(wh, "data", "from_month=2026-03", ".00000-25-c414080a-ebfc-4abc-a8c2-10bf706f134d-0-00001.parquet.crc"), true},
+		{filepath.Join(wh, "metadata", "be4643b9-4145-47d1-be9e-9136eac5f7e0-m0.avro"), true},
+		{filepath.Join(wh, "metadata", ".be4643b9-4145-47d1-be9e-9136eac5f7e0-m0.avro.crc"), true},
+		{filepath.Join(wh, "metadata", "snap-8770705109768497360-1-be4643b9-4145-47d1-be9e-9136eac5f7e0.avro"), true},
+		{filepath.Join(wh, "metadata", "v12.metadata.json"), false},
+		{filepath.Join(wh, "metadata", "00012-be4643b9-4145-47d1-be9e-9136eac5f7e0.metadata.json"), false},
+		{filepath.Join(wh, "metadata", "version-hint.text"), false},
+		{filepath.Join(wh, "data", "from_month=2026-03", "x.avro"), false},
+		{filepath.Join(wh, "be4643b9-4145-47d1-be9e-9136eac5f7e0-m0.avro"), false},
+	} {
+		if got := refusedWriteFile(tc.path + " 42"); got != tc.ok {
+			t.Errorf("%s: %v, want %v", tc.path, got, tc.ok)
+		}
+	}
 }
 
 // sparkLines returns the script's own lines of its output (Spark logs

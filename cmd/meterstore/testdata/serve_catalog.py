@@ -1,7 +1,8 @@
 """Reads an archived table through the Iceberg REST catalog of a running
 meterstore serve, as foreign engines do: PyIceberg's RestCatalog with a
-client credential, and DuckDB's iceberg extension with an OAuth2 secret,
-its extensions loaded offline from the duckdb-ext-* wheels.
+client credential (the table and its readings view), and DuckDB's
+iceberg extension with an OAuth2 secret, its extensions loaded offline
+from the duckdb-ext-* wheels.
 
 Called by cmd/meterstore's TestServeCatalog with a JSON file naming the
 server, the catalog's URI, a client id and secret (a token of scope
@@ -136,6 +137,23 @@ def pyiceberg_reads(spec, want):
     check(data.num_rows == spec["days"] * spec["rows_a_day"], f"PyIceberg scans {data.num_rows} rows")
     same(arrow_days(data), want, "PyIceberg")
 
+    # The readings view: listed, found and loaded with its SQL, its
+    # columns (the table's without superseded) and the table's watermark.
+    view = f"{name}_readings"
+    check((ns, view) in cat.list_views(ns), f"PyIceberg lists view {ns}.{view}")
+    check(cat.view_exists(f"{ns}.{view}") and not cat.view_exists(f"{ns}.nothing_readings"),
+          f"PyIceberg finds view {ns}.{view}, and no other")
+    v = cat.load_view(f"{ns}.{view}")
+    dialects = {r.root.dialect: r.root.sql for r in v.current_version().representations}
+    check(sorted(dialects) == ["duckdb", "spark", "trino"] and f"`{ns}`.`{name}`" in dialects["spark"],
+          f"PyIceberg loads view {ns}.{view}: dialects {sorted(dialects)}")
+    cols = [f.name for f in v.schema().fields]
+    want_cols = [f.name for f in tbl.schema().fields if f.name != "superseded"]
+    check(cols == want_cols, f"PyIceberg: the view's columns are the table's without superseded: {cols}")
+    w = tbl.current_snapshot().summary["meterstore.watermark"]
+    check(v.metadata.properties.get("meterstore.watermark") == w,
+          f"PyIceberg: the view's watermark is the current snapshot's, {w}")
+
 
 def duckdb_reads(spec, want):
     import duckdb
@@ -178,6 +196,19 @@ def duckdb_reads(spec, want):
     same({d: (n, decimal.Decimal(str(s))) for d, n, s in rows}, want, "DuckDB")
     snaps = con.execute(f"SELECT count(*) FROM iceberg_snapshots(ms.{ns}.{name})").fetchone()[0]
     check(snaps >= 1, f"DuckDB reads {snaps} snapshots")
+
+    # DuckDB 1.4.4 loads no views from the catalog, but runs the readings
+    # view's duckdb SQL over the attached table. Every reading here has
+    # one version: the view holds them all.
+    views = con.execute("SELECT view_name FROM duckdb_views() WHERE database_name = 'ms'").fetchall()
+    print("info: DuckDB lists the views", views, flush=True)
+    status, body = request(f"{uri}/v1/namespaces/{ns}/views/{name}_readings", token=spec["secret"])
+    check(status == 200, f"the view {ns}.{name}_readings: {status}")
+    sql = next(r["sql"] for r in body["metadata"]["versions"][0]["representations"] if r["dialect"] == "duckdb")
+    con.execute(f"USE ms.{ns}")
+    rows = con.execute(f"""SELECT strftime("from", '%Y-%m-%d') AS day, count(*), sum(value)
+        FROM ({sql}) GROUP BY 1 ORDER BY 1""").fetchall()
+    same({d: (n, decimal.Decimal(str(s))) for d, n, s in rows}, want, "DuckDB, the view's SQL")
 
 
 def main():

@@ -15,15 +15,21 @@ force at it. One Spark session (local[1], no UI) runs every check:
     and from), equals readings;
   - every metadata table loads, is non-empty and agrees with the data and
     with MeterStore's snapshots;
+  - the current snapshot's summary holds MeterStore's watermark W;
+  - the readings view <table>_readings the catalog serves is listed, holds
+    the rows of MeterStore's readings below W (the table holds marked
+    versions and unmarked late corrections) and W among its properties;
   - VERSION AS OF the earlier snapshot counts what MeterStore held cold then;
   - catalogs without a credential or with a wrong secret are refused;
   - ALTER TABLE is refused as the catalog offers no commit, DROP TABLE
-    ... PURGE and INSERT fail, and the table is as it was.
+    ... PURGE and INSERT fail, DROP VIEW and CREATE OR REPLACE VIEW are
+    refused, and the table and the view are as they were.
 
 Exit status 0 means every check passed. The lines "spark: <seconds>" tell
 how long the session took to start and to run the checks.
 """
 
+import datetime
 import decimal
 import json
 import sys
@@ -60,6 +66,14 @@ def same(got, want, who):
         else:
             ok = abs(decimal.Decimal(str(g)) - decimal.Decimal(str(w))) < decimal.Decimal("1e-6")
         check(ok, f"{who}: {key}: Spark {g}, MeterStore {w}")
+
+
+def instant(s):
+    """The instant of an RFC 3339 time, None for anything else."""
+    try:
+        return datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return None
 
 
 def session(spec, jar):
@@ -181,6 +195,41 @@ def main():
     log = spark.sql(f"SELECT latest_snapshot_id FROM {t}.metadata_log_entries ORDER BY timestamp").collect()
     check(len(log) > 0 and log[-1][0] == current, f"metadata_log_entries: {len(log)}, the last at snapshot {current}")
 
+    # The watermark of the data Spark reads: the summary of the current
+    # snapshot (main) holds it, as MeterStore's snapshots command says.
+    # The statement of the README.
+    w = spark.sql(f"""SELECT summary['meterstore.watermark'] FROM {t}.snapshots
+        WHERE snapshot_id = (SELECT snapshot_id FROM {t}.refs WHERE name = 'main')""").collect()[0][0]
+    check(w is not None and instant(w) == instant(spec["watermark"]),
+          f"the current snapshot's summary holds the watermark {w}; MeterStore's is {spec['watermark']}")
+
+    # The readings view the catalog serves: MeterStore's readings below W,
+    # row for row, resolved in Spark by the view's SQL. The table holds
+    # marked rows and unmarked late corrections, so that the view must
+    # use both the marks and the rule.
+    view = f"{name}_readings"
+    v = f"ms.{ns}.{view}"
+    views = [r[1] for r in spark.sql(f"SHOW VIEWS IN ms.{ns}").collect()]
+    check(view in views, f"Spark lists view {ns}.{view}: {views}")
+    marks = {r[0]: r[1] for r in spark.sql(
+        f"SELECT CAST(superseded AS STRING), count(*) FROM {t} GROUP BY 1").collect()}
+    check(marks.get(None) == spec["late_rows"] and marks.get("true", 0) > 0 and marks.get("false", 0) > 0,
+          f"the table's marks: {marks} (None: late corrections, unmarked)")
+    want_rows = sorted((r["malo_id"], r["f"], r["v"], decimal.Decimal(r["x"])) for r in meterstore(spec, (
+        "SELECT malo_id, strftime(\"from\" AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S') AS f, "
+        "CAST(version AS VARCHAR) AS v, CAST(value AS VARCHAR) AS x "
+        f"FROM readings WHERE \"from\" < TIMESTAMPTZ '{spec['watermark']}'")))
+    got_rows = sorted((r[0], r[1], r[2], r[3]) for r in spark.sql(
+        f"SELECT malo_id, date_format(`from`, \"yyyy-MM-dd'T'HH:mm:ss\"), CAST(version AS STRING), value FROM {v}").collect())
+    check(len(got_rows) == len(want_rows) < total, f"{v}: {len(got_rows)} rows; MeterStore's readings below W: {len(want_rows)}")
+    check(got_rows == want_rows, f"{v}: every row (meter, from, version, value) is MeterStore's")
+    got = {(r[0], r[1]): r[2] for r in spark.sql(
+        f"SELECT malo_id, date_format(`from`, 'yyyy-MM'), sum(value) FROM {v} GROUP BY 1, 2").collect()}
+    same(got, want, f"{v}: resolved monthly total")
+    vprops = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {v}").collect()}
+    check(instant(vprops.get("meterstore.watermark", "")) == instant(spec["watermark"]),
+          f"{v}: its property meterstore.watermark is W: {vprops.get('meterstore.watermark')}")
+
     # Time travel to the earlier snapshot: what MeterStore held cold then.
     early = spec["early"]
     n = meterstore(spec, f"SELECT count(*) AS n FROM readings_versions WHERE \"from\" < TIMESTAMPTZ '{early['watermark']}'")[0]["n"]
@@ -194,8 +243,8 @@ def main():
     # commit is refused the same way. Iceberg cleans up after a
     # CleanableFailure (a 403 from the server, say) but not after the
     # client's own UnsupportedOperationException, so the files of a refused
-    # INSERT (and the manifests of a refused DELETE FROM, not tried) stay in
-    # the table's directories, unreferenced: orphans for the orphan cleanup.
+    # INSERT (its data files, manifest and manifest list) stay in the
+    # table's directories, unreferenced: orphans for the orphan cleanup.
     no_commit = "Server does not support endpoint: POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"
     for sql, want in ((f"ALTER TABLE {t} SET TBLPROPERTIES ('spark.probe' = 'x')", no_commit),
                       (f"DROP TABLE {t} PURGE", "GC is disabled"),
@@ -203,6 +252,14 @@ def main():
         err = refused(spark, sql)
         print("refused:", sql.split(" ")[0], "|", reason(err), flush=True)
         check(want in err, f"{sql.split(' ')[0]} is refused: {reason(err)}")
+    # The view is read-only: its writes are not advertised either.
+    for sql, endpoint in ((f"DROP VIEW {v}", "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}"),
+                          (f"CREATE OR REPLACE VIEW {v} AS SELECT 1 AS x", "/v1/{prefix}/namespaces/{namespace}/views")):
+        err = refused(spark, sql)
+        print("refused:", " ".join(sql.split(" ")[:2]), "|", reason(err), flush=True)
+        check("Server does not support endpoint" in err and endpoint in err,
+              f"{' '.join(sql.split(' ')[:2])} is refused: {reason(err)}")
+    check(spark.sql(f"SELECT count(*) FROM {v}").collect()[0][0] == len(want_rows), f"{v} is as it was")
     after = spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0]
     snaps = spark.sql(f"SELECT count(*) FROM {t}.snapshots").collect()[0][0]
     props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {t}").collect()}

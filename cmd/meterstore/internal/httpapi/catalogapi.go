@@ -13,9 +13,10 @@ package httpapi
 // The scope query is not enough, although it reads the same readings: the
 // catalog hands out file locations and the warehouse's storage
 // properties, which a query token never needs. A token limited to tables
-// sees only those tables and cannot write through the catalog. Errors are
-// the protocol's ErrorModel, {"error": {"message", "type", "code"}}, and
-// those of the OAuth2 endpoint RFC 6749's, {"error", "error_description"}.
+// sees only those tables and their readings views, and cannot write
+// through the catalog. Errors are the protocol's ErrorModel, {"error":
+// {"message", "type", "code"}}, and those of the OAuth2 endpoint RFC
+// 6749's, {"error", "error_description"}.
 
 import (
 	"context"
@@ -124,6 +125,10 @@ func (c *catalogAPI) serve(w http.ResponseWriter, r *http.Request) {
 		c.inner.ServeHTTP(w, r2)
 	case len(segs) == 4 && segs[0] == "v1" && segs[1] == "namespaces" && segs[3] == "tables":
 		c.listTables(w, r2, t)
+	case len(segs) >= 5 && segs[0] == "v1" && segs[1] == "namespaces" && segs[3] == "views":
+		c.loadView(w, r2, t, segs[4])
+	case len(segs) == 4 && segs[0] == "v1" && segs[1] == "namespaces" && segs[3] == "views":
+		c.listViews(w, r2, t)
 	default:
 		c.inner.ServeHTTP(w, r2)
 	}

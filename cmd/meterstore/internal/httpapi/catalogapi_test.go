@@ -115,7 +115,7 @@ func TestCatalogAuth(t *testing.T) {
 		{"no such table", "GET", "/iceberg/v1/namespaces/meterstore/tables/water", readerTok, 404, "NoSuchTableException"},
 		{"no such namespace", "GET", "/iceberg/v1/namespaces/nope", readerTok, 404, "NoSuchNamespaceException"},
 		{"multi-level namespace", "GET", "/iceberg/v1/namespaces/a%1Fb/tables", readerTok, 404, "NoSuchNamespaceException"},
-		{"unknown route", "GET", "/iceberg/v1/namespaces/meterstore/views", readerTok, 404, "NotFoundException"},
+		{"unknown route", "GET", "/iceberg/v1/namespaces/meterstore/functions", readerTok, 404, "NotFoundException"},
 		{"a write, read-only", "POST", "/iceberg/v1/namespaces", readerTok, 405, "MethodNotAllowedException"},
 		{"a purge, read-only", "DELETE", "/iceberg/v1/namespaces/meterstore/tables/power?purgeRequested=true", readerTok, 405, "MethodNotAllowedException"},
 	} {
@@ -130,7 +130,7 @@ func TestCatalogAuth(t *testing.T) {
 	// The endpoints advertised are the reads; the config names no writes.
 	cfg := catalogCall(t, h, "GET", "/iceberg/v1/config", readerTok, nil)
 	eps, _ := cfg.body["endpoints"].([]any)
-	if len(eps) != 6 || slices.ContainsFunc(eps, func(e any) bool {
+	if len(eps) != 9 || slices.ContainsFunc(eps, func(e any) bool {
 		return !strings.HasPrefix(e.(string), "GET ") && !strings.HasPrefix(e.(string), "HEAD ")
 	}) {
 		t.Errorf("endpoints %v", eps)

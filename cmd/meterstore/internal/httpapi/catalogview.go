@@ -1,0 +1,61 @@
+package httpapi
+
+// The readings views of the catalog (catalog.ReadingsViewTable) to a token
+// limited to tables: the view of a table is that table's, so the token
+// finds the views of its tables and no others.
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+
+	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/config"
+)
+
+// viewAllowed reports whether t may read view, the readings view of one
+// of its tables.
+func viewAllowed(t config.Token, view string) bool {
+	name, ok := catalog.ReadingsViewTable(view)
+	return ok && slices.Contains(t.Tables, name)
+}
+
+// loadView hands a request for view to the catalog if t may read it, and
+// answers 404 as though it did not exist otherwise.
+func (c *catalogAPI) loadView(w http.ResponseWriter, r *http.Request, t config.Token, view string) {
+	if !viewAllowed(t, view) {
+		catalogError(w, http.StatusNotFound, "NoSuchViewException", "no such view: "+view)
+		return
+	}
+	c.inner.ServeHTTP(w, r)
+}
+
+// listViews answers the view listing with the views t may read.
+func (c *catalogAPI) listViews(w http.ResponseWriter, r *http.Request, t config.Token) {
+	rec := httptest.NewRecorder()
+	c.inner.ServeHTTP(rec, r)
+	if rec.Code != http.StatusOK {
+		copyAnswer(w, rec)
+		return
+	}
+	var list struct {
+		Identifiers []struct {
+			Namespace []string `json:"namespace"`
+			Name      string   `json:"name"`
+		} `json:"identifiers"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+		c.h.log.Error("catalog: view listing", "err", err)
+		catalogError(w, http.StatusInternalServerError, "ServiceFailureException", "the view listing could not be read")
+		return
+	}
+	kept := list.Identifiers[:0]
+	for _, id := range list.Identifiers {
+		if viewAllowed(t, id.Name) {
+			kept = append(kept, id)
+		}
+	}
+	list.Identifiers = kept
+	writeJSON(w, http.StatusOK, list)
+}
