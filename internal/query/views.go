@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,6 +126,10 @@ type fileGroup struct {
 	files   []string
 	cols    map[string]bool
 	unknown bool // some file's columns are not known
+	// uniform: every file has the same columns, so DuckDB may bind the
+	// scan by the first file's schema instead of reading every footer.
+	uniform bool
+	first   []string // the first file's columns
 }
 
 // kindOrder is the order the kinds' relations are created in.
@@ -142,7 +147,7 @@ func filesOf(p cold.Plan) fileSet {
 		}
 		g := f.groups[kind]
 		if g == nil {
-			g = &fileGroup{cols: map[string]bool{}}
+			g = &fileGroup{cols: map[string]bool{}, uniform: true}
 			f.groups[kind] = g
 		}
 		g.files = append(g.files, path)
@@ -150,13 +155,18 @@ func filesOf(p cold.Plan) fileSet {
 			g.unknown = true
 			continue
 		}
+		if len(g.files) == 1 {
+			g.first = p.Columns[i]
+		} else if !slices.Equal(g.first, p.Columns[i]) {
+			g.uniform = false
+		}
 		for _, c := range p.Columns[i] {
 			g.cols[c] = true
 		}
 	}
 	for _, g := range f.groups {
 		if g.unknown {
-			g.cols = nil
+			g.cols, g.uniform = nil, false
 		}
 	}
 	return f
@@ -218,7 +228,7 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files f
 			if g == nil || len(g.files) == 0 {
 				continue
 			}
-			sel, err := coldSelect(ctx, conn, l, g.files, g.cols, k.kind == cold.Mixed)
+			sel, err := coldSelect(ctx, conn, l, g.files, g.cols, g.uniform, k.kind == cold.Mixed)
 			if err != nil {
 				return err
 			}
@@ -301,15 +311,21 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files f
 // file has it (a nullable column added after they were written), and with
 // superseded the files' column of that name. A column of the files that
 // the table does not declare is not shown. have names the columns the
-// files have; if it is nil, DuckDB reads their schemas to tell.
-func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string, have map[string]bool, superseded bool) (string, error) {
+// files have; if it is nil, DuckDB reads their schemas to tell. uniform
+// says that every file has the same columns: DuckDB then binds the scan by
+// the first file's footer alone, not by each one's.
+func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string, have map[string]bool, uniform, superseded bool) (string, error) {
 	quoted := make([]string, len(files))
 	for i, f := range files {
 		quoted[i] = quote(f)
 	}
 	// Not hive partitioning: the paths name partitions that are columns
 	// of the files too.
-	scan := `read_parquet([` + strings.Join(quoted, ", ") + `], union_by_name = true, hive_partitioning = false)`
+	byName := "true"
+	if uniform && have != nil {
+		byName = "false"
+	}
+	scan := `read_parquet([` + strings.Join(quoted, ", ") + `], union_by_name = ` + byName + `, hive_partitioning = false)`
 	if have == nil {
 		var err error
 		if have, err = describe(ctx, conn, scan); err != nil {
