@@ -66,6 +66,7 @@ type Catalog struct {
 	prefix string
 	check  CommitCheck
 	logger *slog.Logger
+	metas  metaCache
 }
 
 var (

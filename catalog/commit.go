@@ -283,12 +283,34 @@ func (c *Catalog) LoadTable(ctx context.Context, ident table.Identifier) (*table
 	return c.open(ctx, ident, h.MetadataLocation)
 }
 
+// open returns the table whose metadata file is at loc, parsed once. A
+// file parsed before must still be there: a lost metadata file fails the
+// load as it would without the cache.
 func (c *Catalog) open(ctx context.Context, ident table.Identifier, loc string) (*table.Table, error) {
-	t, err := table.NewFromLocation(ctx, ident, loc, icebergio.LoadFSFunc(c.wh.Props, loc), c)
+	fsF := icebergio.LoadFSFunc(c.wh.Props, loc)
+	if meta, ok := c.metas.get(loc); ok && present(ctx, fsF, loc) {
+		return table.New(ident, meta, loc, fsF, c), nil
+	}
+	t, err := table.NewFromLocation(ctx, ident, loc, fsF, c)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: load %s: %w", loc, err)
 	}
+	c.metas.put(loc, t.Metadata())
 	return t, nil
+}
+
+// present reports whether the file at loc can be opened.
+func present(ctx context.Context, fsF table.FSysF, loc string) bool {
+	fs, err := fsF(ctx)
+	if err != nil {
+		return false
+	}
+	f, err := fs.Open(loc)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // CheckTableExists implements catalog.Catalog.

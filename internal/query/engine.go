@@ -166,6 +166,9 @@ type Timing struct {
 	Open time.Duration // starting DuckDB, analysing the statement, the system relations
 	Hot  time.Duration // copying the hot rows into DuckDB, of every table read
 	Plan time.Duration // planning the cold files, copying remote ones, of every table read
+	// Read is the whole of reading the tiers: Hot and Plan, and creating
+	// the relations over the rows and files, of every table read.
+	Read time.Duration
 	Run  time.Duration // computing the result: the scans of both tiers' rows
 }
 
@@ -258,6 +261,7 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 		return err
 	}
 	h.Timing.Open = time.Since(begin)
+	begin = time.Now()
 	var files []string
 	if !a.NoReadings {
 		var tr TableRead
@@ -295,5 +299,6 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 	if err := inst.lockdown(ctx, files); err != nil {
 		return err
 	}
+	h.Timing.Read = time.Since(begin)
 	return run(ctx, inst.conn, a.sql, h, start, row)
 }
