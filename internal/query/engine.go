@@ -265,7 +265,7 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 	var files []string
 	if !a.NoReadings {
 		var tr TableRead
-		if files, err = e.read(ctx, inst, home, a.Range, opts, &tr); err != nil {
+		if files, err = e.read(ctx, inst, home, a.Range, opts, !a.skipVersions, &tr); err != nil {
 			return err
 		}
 		h.own(tr)
@@ -275,14 +275,14 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 			}
 		}
 		if a.named {
-			if err := createAlias(ctx, inst.conn, e.table.Name); err != nil {
+			if err := createAlias(ctx, inst.conn, e.table.Name, !a.skipVersions); err != nil {
 				return err
 			}
 		}
 	}
 	for _, o := range others {
 		var tr TableRead
-		f, err := o.engine.read(ctx, inst, placeOf(o.name), o.r, opts, &tr)
+		f, err := o.engine.read(ctx, inst, placeOf(o.name), o.r, opts, !a.skipVersions, &tr)
 		if err != nil {
 			return fmt.Errorf("query: table %s: %w", o.name, err)
 		}

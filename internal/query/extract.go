@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -65,6 +66,9 @@ type analysis struct {
 	// skipCompleteness: the statement does not read the relation
 	// completeness, whose view need not be bound.
 	skipCompleteness bool
+	// skipVersions: it reads no readings_versions either (completeness
+	// does), whose view and superseded files need not be bound.
+	skipVersions bool
 	// sql is the statement to run: the one analyzed or, where it names a
 	// relation in the schema system, DuckDB's rendering of it with the
 	// catalog spelled out (see qualify).
@@ -170,6 +174,9 @@ func analyze(ctx context.Context, q querier, text, self string) (analysis, error
 		return a, nil
 	}
 	a.skipCompleteness = refs.completeness == 0 && !refs.opaque
+	a.skipVersions = a.skipCompleteness && !slices.ContainsFunc(refs.readings, func(r map[string]any) bool {
+		return strings.EqualFold(str(r["table_name"]), "readings_versions")
+	})
 	if refs.opaque {
 		return a, nil
 	}

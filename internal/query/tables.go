@@ -109,12 +109,16 @@ func (e *Engine) others(ctx context.Context, ranges map[string]series.Range, opt
 
 // createAlias makes the engine's own table's relations reachable by its
 // name too, as <table>.readings, for a statement that names them so.
-func createAlias(ctx context.Context, conn *sql.Conn, name string) error {
+func createAlias(ctx context.Context, conn *sql.Conn, name string, versions bool) error {
 	if slices.Contains(reservedSchemas, name) {
 		return nil
 	}
 	stmts := []string{`CREATE SCHEMA IF NOT EXISTS ` + database + `.` + ident(name)}
-	for _, r := range []string{"readings", "readings_versions"} {
+	rels := []string{"readings"}
+	if versions {
+		rels = append(rels, "readings_versions")
+	}
+	for _, r := range rels {
 		stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(name, r)+` AS SELECT * FROM `+database+`.main.`+ident(r))
 	}
 	for _, stmt := range stmts {

@@ -28,11 +28,11 @@ type split struct {
 // read fetches the rows of range r of e's table from the tiers into inst
 // and creates the views over them in p. It returns the Parquet files the
 // views read.
-func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Range, o ReadOptions, res *TableRead) ([]string, error) {
+func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Range, o ReadOptions, versions bool, res *TableRead) ([]string, error) {
 	if err := createTierTables(ctx, inst.conn, e.layout, p); err != nil {
 		return nil, err
 	}
-	v := view{knownAt: o.KnownAt, ceiling: o.KnownAt, broken: e.broken}
+	v := view{knownAt: o.KnownAt, ceiling: o.KnownAt, broken: e.broken, noVersions: !versions}
 	res.Name, res.Range, res.Ceiling = e.table.Name, r, o.KnownAt
 	if r.Empty() {
 		return nil, createViews(ctx, inst.conn, e.layout, p, fileSet{}, split{}, v)

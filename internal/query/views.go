@@ -97,6 +97,9 @@ type view struct {
 	ceiling time.Time // on the current tiers' rows; zero: none
 	knownAt time.Time // on the past snapshot's rows; zero: none
 	broken  broken    // tests only
+	// noVersions: the statement reads no readings_versions, which is not
+	// created, nor the relations of superseded files only it reads.
+	noVersions bool
 }
 
 // A broken resolution is a deliberately wrong one, with which the tests
@@ -222,10 +225,14 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files f
 		stmts []string
 		parts []part
 	)
+	// Superseded files are read by readings_versions alone, or by readings
+	// where their marks do not hold (a ceiling), or where a broken
+	// resolution takes them.
+	skipVersions := v.noVersions && v.broken != brokenIgnoreMarks
 	addCold := func(name string, fs fileSet, where []string, marks bool) error {
 		for _, k := range kindOrder {
 			g := fs.groups[k.kind]
-			if g == nil || len(g.files) == 0 {
+			if g == nil || len(g.files) == 0 || (k.kind == cold.Superseded && marks && skipVersions) {
 				continue
 			}
 			sel, err := coldSelect(ctx, conn, l, g.files, g.cols, g.uniform, k.kind == cold.Mixed)
@@ -295,9 +302,10 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files f
 		stmts = append(stmts, `CREATE VIEW `+openKeys+` AS SELECT DISTINCT `+keys+` FROM (`+strings.Join(open, ` UNION ALL `)+`)`)
 	}
 	resolved := append(fast, ResolutionSQL(`(`+strings.Join(rest, ` UNION ALL `)+`)`, l.key))
-	stmts = append(stmts,
-		`CREATE VIEW `+database+`.`+rel(p.out, "readings_versions")+` AS `+strings.Join(versions, ` UNION ALL `),
-		`CREATE VIEW `+database+`.`+rel(p.out, "readings")+` AS `+strings.Join(resolved, ` UNION ALL `))
+	if !v.noVersions {
+		stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings_versions")+` AS `+strings.Join(versions, ` UNION ALL `))
+	}
+	stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings")+` AS `+strings.Join(resolved, ` UNION ALL `))
 	for _, stmt := range stmts {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("query: create the views: %w", err)
