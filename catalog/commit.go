@@ -284,33 +284,41 @@ func (c *Catalog) LoadTable(ctx context.Context, ident table.Identifier) (*table
 }
 
 // open returns the table whose metadata file is at loc, parsed once. A
-// file parsed before must still be there: a lost metadata file fails the
-// load as it would without the cache.
+// file parsed before must still be there with the size it had: a lost or
+// overwritten metadata file is read again, and fails the load as it would
+// without the cache.
 func (c *Catalog) open(ctx context.Context, ident table.Identifier, loc string) (*table.Table, error) {
 	fsF := icebergio.LoadFSFunc(c.wh.Props, loc)
-	if meta, ok := c.metas.get(loc); ok && present(ctx, fsF, loc) {
+	size := sizeOf(ctx, fsF, loc)
+	if meta, ok := c.metas.get(loc, size); ok {
 		return table.New(ident, meta, loc, fsF, c), nil
 	}
 	t, err := table.NewFromLocation(ctx, ident, loc, fsF, c)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: load %s: %w", loc, err)
 	}
-	c.metas.put(loc, t.Metadata())
+	if size >= 0 {
+		c.metas.put(loc, size, t.Metadata())
+	}
 	return t, nil
 }
 
-// present reports whether the file at loc can be opened.
-func present(ctx context.Context, fsF table.FSysF, loc string) bool {
+// sizeOf returns the size of the file at loc, -1 if it cannot be told.
+func sizeOf(ctx context.Context, fsF table.FSysF, loc string) int64 {
 	fs, err := fsF(ctx)
 	if err != nil {
-		return false
+		return -1
 	}
 	f, err := fs.Open(loc)
 	if err != nil {
-		return false
+		return -1
 	}
-	f.Close()
-	return true
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
 }
 
 // CheckTableExists implements catalog.Catalog.

@@ -11,33 +11,42 @@ import (
 // read of a table loads its current one.
 const metaCacheSize = 32
 
-// A metaCache keeps parsed metadata files by location. A metadata file is
-// written once and never changed (PutIfAbsent), so what was parsed from a
-// location stays right; only the log says which location is current.
+// A metaCache keeps parsed metadata files by location, with their size. A
+// metadata file is written once and never changed (PutIfAbsent), so what
+// was parsed from a location stays right; only the log says which location
+// is current. The size guards against a file damaged in place.
 type metaCache struct {
 	mu    sync.Mutex
-	metas map[string]table.Metadata
+	metas map[string]parsed
 	order []string // oldest first
 }
 
-func (m *metaCache) get(loc string) (table.Metadata, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	meta, ok := m.metas[loc]
-	return meta, ok
+type parsed struct {
+	size int64
+	meta table.Metadata
 }
 
-func (m *metaCache) put(loc string, meta table.Metadata) {
+// get returns the metadata parsed from loc when its file had size bytes.
+func (m *metaCache) get(loc string, size int64) (table.Metadata, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.metas[loc]
+	if !ok || p.size != size || size < 0 {
+		return nil, false
+	}
+	return p.meta, true
+}
+
+func (m *metaCache) put(loc string, size int64, meta table.Metadata) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.metas == nil {
-		m.metas = map[string]table.Metadata{}
+		m.metas = map[string]parsed{}
 	}
-	if _, ok := m.metas[loc]; ok {
-		return
+	if _, ok := m.metas[loc]; !ok {
+		m.order = append(m.order, loc)
 	}
-	m.metas[loc] = meta
-	m.order = append(m.order, loc)
+	m.metas[loc] = parsed{size: size, meta: meta}
 	if len(m.order) > metaCacheSize {
 		delete(m.metas, m.order[0])
 		m.order = m.order[1:]

@@ -9,8 +9,8 @@ import (
 )
 
 // TestLoadTwice: loading a table again gives the same metadata, the
-// current one after a commit, and fails once its metadata file is gone,
-// as a load without the parsed-metadata cache would.
+// current one after a commit, and fails once its metadata file is damaged
+// or gone, as a load without the parsed-metadata cache would.
 func TestLoadTwice(t *testing.T) {
 	wh := fileWarehouse(t)
 	c := newCatalog(t, wh, blobLog(t, wh.Bucket))
@@ -40,6 +40,17 @@ func TestLoadTwice(t *testing.T) {
 	u, err := url.Parse(after.MetadataLocation())
 	if err != nil {
 		t.Fatal(err)
+	}
+	good, err := os.ReadFile(u.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Damaged in place: read again, and refused.
+	if err := os.WriteFile(u.Path, good[:len(good)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.LoadTable(t.Context(), ident); err == nil {
+		t.Fatal("a table whose metadata file is damaged loaded")
 	}
 	if err := os.Rename(u.Path, u.Path+".gone"); err != nil {
 		t.Fatal(err)
