@@ -136,6 +136,12 @@ func (c *catalogAPI) serve(w http.ResponseWriter, r *http.Request) {
 
 // listTables answers the table listing with the tables t may read.
 func (c *catalogAPI) listTables(w http.ResponseWriter, r *http.Request, t config.Token) {
+	c.filterListing(w, r, "table", func(name string) bool { return slices.Contains(t.Tables, name) })
+}
+
+// filterListing answers a listing of the inner catalog's with the
+// identifiers whose name keep keeps; what names the kind in errors.
+func (c *catalogAPI) filterListing(w http.ResponseWriter, r *http.Request, what string, keep func(name string) bool) {
 	rec := httptest.NewRecorder()
 	c.inner.ServeHTTP(rec, r)
 	if rec.Code != http.StatusOK {
@@ -149,13 +155,13 @@ func (c *catalogAPI) listTables(w http.ResponseWriter, r *http.Request, t config
 		} `json:"identifiers"`
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
-		c.h.log.Error("catalog: table listing", "err", err)
-		catalogError(w, http.StatusInternalServerError, "ServiceFailureException", "the table listing could not be read")
+		c.h.log.Error("catalog: "+what+" listing", "err", err)
+		catalogError(w, http.StatusInternalServerError, "ServiceFailureException", "the "+what+" listing could not be read")
 		return
 	}
 	kept := list.Identifiers[:0]
 	for _, id := range list.Identifiers {
-		if slices.Contains(t.Tables, id.Name) {
+		if keep(id.Name) {
 			kept = append(kept, id)
 		}
 	}

@@ -5,9 +5,7 @@ package httpapi
 // finds the views of its tables and no others.
 
 import (
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 
 	"github.com/meterstore/meterstore/catalog"
@@ -33,29 +31,5 @@ func (c *catalogAPI) loadView(w http.ResponseWriter, r *http.Request, t config.T
 
 // listViews answers the view listing with the views t may read.
 func (c *catalogAPI) listViews(w http.ResponseWriter, r *http.Request, t config.Token) {
-	rec := httptest.NewRecorder()
-	c.inner.ServeHTTP(rec, r)
-	if rec.Code != http.StatusOK {
-		copyAnswer(w, rec)
-		return
-	}
-	var list struct {
-		Identifiers []struct {
-			Namespace []string `json:"namespace"`
-			Name      string   `json:"name"`
-		} `json:"identifiers"`
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
-		c.h.log.Error("catalog: view listing", "err", err)
-		catalogError(w, http.StatusInternalServerError, "ServiceFailureException", "the view listing could not be read")
-		return
-	}
-	kept := list.Identifiers[:0]
-	for _, id := range list.Identifiers {
-		if viewAllowed(t, id.Name) {
-			kept = append(kept, id)
-		}
-	}
-	list.Identifiers = kept
-	writeJSON(w, http.StatusOK, list)
+	c.filterListing(w, r, "view", func(name string) bool { return viewAllowed(t, name) })
 }
