@@ -134,6 +134,7 @@ exclusion = false
 [[table]]
 name = "registers"
 time_model = "point"
+integrity = "exclusion"
 
 [archive]
 settlement_lag = "62d"
@@ -147,9 +148,9 @@ archival_step = "31d"
 				{Name: "tariff", Type: series.Text, Identity: true, Values: []string{"HT", "NT"}},
 				{Name: "channel", Type: series.BigInt, Values: nil},
 			},
-			Width: series.Monthly, Headroom: 40 * day, NoExclusion: true,
+			Width: series.Monthly, Headroom: 40 * day, Integrity: series.IntegrityWrite,
 		},
-		{Name: "registers", TimeModel: series.Point, Width: series.Daily, Headroom: 7 * day},
+		{Name: "registers", TimeModel: series.Point, Width: series.Daily, Headroom: 7 * day, Integrity: series.IntegrityExclusion},
 	}
 	got := c.Tables()
 	if !reflect.DeepEqual(got, want) {

@@ -46,6 +46,9 @@ func TestProblems(t *testing.T) {
 		{"bad resolution", "[[table]]\nname = \"a\"\nresolutions = [\"PT15M\", \"PT60M\"]\n", "table[0].resolutions", 3, `"PT60M": want PT5M, PT15M, PT30M, PT1H, P1D, P1M or P1Y`},
 		{"resolution twice", "[[table]]\nname = \"a\"\nresolutions = [\"PT15M\", \"PT15M\"]\n", "table[0].resolutions", 3, "listed twice"},
 		{"point table with resolutions", "[[table]]\nname = \"a\"\ntime_model = \"point\"\nresolutions = [\"PT15M\"]\n", "table[0].resolutions", 4, "a point table has no resolutions"},
+		{"bad integrity", "[[table]]\nname = \"a\"\nintegrity = \"gist\"\n", "table[0].integrity", 3, "want one of auto, exclusion, statement, write"},
+		{"integrity and exclusion", "[[table]]\nname = \"a\"\nintegrity = \"write\"\nexclusion = false\n", "table[0].exclusion", 4, "not both"},
+		{"integrity statement of several resolutions", "[[table]]\nname = \"a\"\nresolutions = [\"PT15M\", \"PT1H\"]\nintegrity = \"statement\"\n", "table[0].integrity", 4, "one resolution of fixed length"},
 		{"bad column type", "[[table]]\nname = \"a\"\n[[table.column]]\nname = \"x\"\ntype = \"int\"\n", "table[0].column[0].type", 5, `want "text" or "bigint"`},
 		{"bad isolation", "[catalog]\nisolation = \"repeatable_read\"\n", "catalog.isolation", 2, `want "read_committed" or "serializable"`},
 		{"bad log", "[catalog]\nlog = \"etcd\"\n", "catalog.log", 2, `want "postgres" or "object_store"`},
@@ -173,7 +176,7 @@ func TestLinesMatchDecoder(t *testing.T) {
 	for _, k := range []struct {
 		path string
 		text string
-	}{{"table[0]", "[[table]]"}, {"table[1].name", `name = "gas"`}, {"table[1].exclusion", "exclusion = true"}} {
+	}{{"table[0]", "[[table]]"}, {"table[1].name", `name = "gas"`}, {"table[1].integrity", `integrity = "auto"`}} {
 		line := strings.Split(src, "\n")[lines[k.path]-1]
 		if lines[k.path] == 0 || !strings.HasPrefix(line, k.text) {
 			t.Errorf("%s: line %d is %q; want %q", k.path, lines[k.path], line, k.text)

@@ -18,7 +18,8 @@ type rawTable struct {
 	Resolutions value       `toml:"resolutions"`
 	Width       value       `toml:"width"`
 	Headroom    value       `toml:"headroom"`
-	Exclusion   value       `toml:"exclusion"`
+	Integrity   value       `toml:"integrity"`
+	Exclusion   value       `toml:"exclusion"` // before integrity: false is "write", true "exclusion"
 	Column      []rawColumn `toml:"column"`
 }
 
@@ -73,11 +74,32 @@ func (r *reader) table(key string, raw *rawTable) series.Table {
 		r.errorf(key+".headroom", "%v: want at most %v for %s partitions; every cycle keeps that many ahead",
 			Duration(t.Headroom), Duration(most), t.Width)
 	}
-	t.NoExclusion = !r.boolean(key+".exclusion", raw.Exclusion, true)
+	t.Integrity = r.integrity(key, raw)
 	for j := range raw.Column {
 		t.Columns = append(t.Columns, r.column(fmt.Sprintf("%s.column[%d]", key, j), &raw.Column[j]))
 	}
 	return t
+}
+
+// integrity reads integrity, or the older exclusion, of the [[table]]
+// section at key. Neither leaves the choice to the hot tier.
+func (r *reader) integrity(key string, raw *rawTable) series.Integrity {
+	if raw.Exclusion.set {
+		if raw.Integrity.set {
+			r.errorf(key+".exclusion", "set integrity or exclusion (its older spelling), not both")
+			return series.IntegrityAuto
+		}
+		if r.boolean(key+".exclusion", raw.Exclusion, true) {
+			return series.IntegrityExclusion
+		}
+		return series.IntegrityWrite
+	}
+	s := r.str(key+".integrity", raw.Integrity, "auto")
+	i, err := series.ParseIntegrity(s)
+	if err != nil {
+		r.errorf(key+".integrity", "%v", err)
+	}
+	return i
 }
 
 // column reads the [[table.column]] section at key.
@@ -117,6 +139,10 @@ func (r *reader) checkTable(key string, t series.Table) {
 	bare.Columns = nil
 	if !r.ok(key + ".resolutions") {
 		bare.Resolutions = nil
+	}
+	if bare.Integrity == series.IntegrityStatement && !bare.StatementCapable() && r.ok(key+".resolutions", key+".time_model") {
+		r.errorf(key+".integrity", "%q needs an interval table of one resolution of fixed length; use %q", series.IntegrityStatement, series.IntegrityExclusion)
+		bare.Integrity = series.IntegrityAuto
 	}
 	if err := bare.Validate(); err != nil {
 		r.errorf(key+".name", "%v", reason(err))

@@ -129,14 +129,72 @@ type Table struct {
 	Width Width
 	// Headroom is how far ahead of now EnsurePartitions keeps partitions.
 	Headroom time.Duration
-	// NoExclusion leaves out the GiST exclusion constraints (one network
-	// operator per reading; no overlapping intervals within a version, for
-	// tables of several resolutions). Write then enforces both on its own: it serializes writers
-	// of a partition with advisory locks and checks the batch against the
-	// stored rows. That is several times faster, but rows written by other
-	// clients than Write are no longer checked against each other. Fixed
-	// when the table is declared.
-	NoExclusion bool
+	// Integrity says how the hot tier enforces the rules between rows.
+	// Fixed when the table is declared; zero lets the tier choose.
+	Integrity Integrity
+}
+
+// An Integrity says how the hot tier enforces the rules that relate rows
+// of a table to each other: one network operator per reading, and no
+// overlapping intervals of a series within a version. Rules on a single
+// row (check digits, codes, the interval grid) are CHECK constraints in
+// every mode.
+type Integrity uint8
+
+// The ways of enforcing integrity.
+const (
+	// IntegrityAuto lets the hot tier choose: a declared table keeps the
+	// way it was declared with; a new one gets IntegrityStatement where
+	// its declaration allows it, IntegrityExclusion elsewhere.
+	IntegrityAuto Integrity = iota
+	// IntegrityExclusion has PostgreSQL enforce the rules for every
+	// client with GiST exclusion constraints: an index probe per row.
+	IntegrityExclusion
+	// IntegrityStatement has PostgreSQL enforce the rules for every
+	// client at the cost of a set operation per statement: the primary
+	// key and the grid rule out overlaps, and each statement records the
+	// spans it writes per series and network operator in a small
+	// ownership relation whose exclusion constraint refuses a second
+	// operator. Only for interval tables of one fixed resolution, where
+	// that is exact (see StatementCapable).
+	IntegrityStatement
+	// IntegrityWrite leaves the rules between rows to Write, which
+	// serializes writers per partition with advisory locks and checks
+	// each batch against the stored rows. Rows written by other clients
+	// are not checked against each other.
+	IntegrityWrite
+)
+
+var integrityNames = []string{"auto", "exclusion", "statement", "write"}
+
+// String returns "auto", "exclusion", "statement" or "write".
+func (i Integrity) String() string {
+	if int(i) < len(integrityNames) {
+		return integrityNames[i]
+	}
+	return fmt.Sprintf("Integrity(%d)", i)
+}
+
+// ParseIntegrity parses the name String returns.
+func ParseIntegrity(s string) (Integrity, error) {
+	if i := slices.Index(integrityNames, s); i >= 0 {
+		return Integrity(i), nil
+	}
+	return 0, fmt.Errorf("integrity %q: want one of %s", s, strings.Join(integrityNames, ", "))
+}
+
+// StatementCapable reports whether the table's declaration allows
+// IntegrityStatement: an interval table of one resolution of fixed length,
+// in which two intervals of a series overlap only if they start together
+// and two spans of consecutive intervals share a reading whenever they
+// overlap.
+func (t *Table) StatementCapable() bool {
+	rs := t.AcceptedResolutions()
+	if t.TimeModel != Interval || len(rs) != 1 {
+		return false
+	}
+	_, fixed := rs[0].Fixed()
+	return fixed
 }
 
 // MaxNameLen is the longest table name, in bytes. The longest derived name,
@@ -196,6 +254,10 @@ func (t *Table) Validate() error {
 		return bad("unknown commodity %d", t.Commodity)
 	case t.TimeModel == Point && len(t.Resolutions) > 0:
 		return bad("a point table has no resolutions")
+	case t.Integrity > IntegrityWrite:
+		return bad("unknown integrity %d", t.Integrity)
+	case t.Integrity == IntegrityStatement && !t.StatementCapable():
+		return bad("integrity %q needs an interval table of one resolution of fixed length (quarter hours, say); use %q", IntegrityStatement, IntegrityExclusion)
 	}
 	for _, r := range t.Resolutions {
 		if !r.Valid() {

@@ -33,7 +33,7 @@ func power() Table {
 		Columns:     []series.Column{{Name: "channel", Identity: true, Values: []string{"A", "B"}}},
 		Width:       series.Daily,
 		Headroom:    2 * 24 * time.Hour,
-		NoExclusion: true,
+		Integrity:   series.IntegrityWrite,
 	}
 }
 

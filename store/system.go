@@ -205,7 +205,7 @@ func (s *Store) RefreshSystemTables(ctx context.Context, now time.Time) error {
 // publishSystemTables makes every engine see the system tables with sts as
 // system.tables.
 func (s *Store) publishSystemTables(ctx context.Context, sts []TableStatus) error {
-	rels := []query.Relation{s.tablesRelation(sts), s.configRelation(), s.resolutionRelation()}
+	rels := []query.Relation{s.tablesRelation(sts), s.configRelation(ctx), s.resolutionRelation()}
 	snaps, err := s.snapshotsRelation(ctx)
 	rels = append(rels, snaps)
 	s.mu.Lock()
@@ -246,13 +246,13 @@ func (s *Store) tablesRelation(sts []TableStatus) query.Relation {
 // configRelation sets the settings that interact side by side, one row
 // per table: a settlement lag shorter than the step is valid alone and
 // wrong beside it.
-func (s *Store) configRelation() query.Relation {
+func (s *Store) configRelation(ctx context.Context) query.Relation {
 	r := query.Relation{Schema: "system", Name: "config", Columns: []query.Column{
 		{Name: "table", Type: "VARCHAR"}, {Name: "partition_width", Type: "VARCHAR"},
 		{Name: "headroom", Type: "VARCHAR"}, {Name: "settlement_lag", Type: "VARCHAR"},
 		{Name: "archival_step", Type: "VARCHAR"}, {Name: "max_windows_per_cycle", Type: "BIGINT"},
 		{Name: "reader_grace", Type: "VARCHAR"}, {Name: "ddl_lock_timeout", Type: "VARCHAR"},
-		{Name: "exclusion_constraints", Type: "BOOLEAN"}, {Name: "consistent", Type: "BOOLEAN"},
+		{Name: "integrity", Type: "VARCHAR"}, {Name: "consistent", Type: "BOOLEAN"},
 		{Name: "problem", Type: "VARCHAR"},
 	}}
 	a := s.archive
@@ -261,9 +261,13 @@ func (s *Store) configRelation() query.Relation {
 		if err := a.ValidateFor(t.decl.Width); err != nil {
 			problem = err.Error()
 		}
+		var integrity any
+		if i, err := s.hot.Integrity(ctx, t.decl); err == nil {
+			integrity = i.String()
+		}
 		r.Rows = append(r.Rows, []any{t.decl.Name, t.decl.Width.String(), fmtDuration(t.decl.Headroom),
 			fmtDuration(a.SettlementLag), fmtDuration(a.Step), int64(a.MaxWindows()),
-			fmtDuration(a.ReaderGrace), fmtDuration(s.hot.LockTimeout()), !t.decl.NoExclusion,
+			fmtDuration(a.ReaderGrace), fmtDuration(s.hot.LockTimeout()), integrity,
 			problem == nil, problem})
 	}
 	return r

@@ -44,26 +44,40 @@
 // Intervals must lie on the grid of their resolution (quarter hours at :00,
 // :15, :30, :45; days from Berlin midnight, gas days from 06:00; ...), so
 // two intervals of a series are nested or disjoint, and two of the same
-// resolution overlap only when equal. By default GiST exclusion constraints
-// (btree_gist) enforce, per partition, one network operator per reading
-// and, in tables of several resolutions, no overlap within a version;
-// Write additionally checks the pairs that cross partitions. A table
-// declared NoExclusion has no exclusion constraints: Write serializes its
-// writers per partition with advisory locks and checks every row against
-// the stored ones in the transaction that inserts it. That is several
-// times faster and as safe for writes through Write, but does not cover
-// other clients.
+// resolution overlap only when equal. A table's series.Integrity says how
+// the rules between rows are enforced:
+//
+//   - IntegrityStatement (a new table of one resolution of fixed length,
+//     unless declared otherwise): PostgreSQL enforces every rule for every
+//     client at the cost of a set operation per statement. The primary
+//     key and the grid rule out overlaps; a statement trigger checks the
+//     ids and codes of each series once, refuses UPDATEs, and records the
+//     spans each network operator delivers in the ownership relation
+//     <table>_operators, whose exclusion constraint refuses a second
+//     operator (see integrity.go).
+//   - IntegrityExclusion (other new tables): GiST exclusion constraints
+//     (btree_gist) enforce, per partition, one network operator per
+//     reading and, in tables of several resolutions, no overlap within a
+//     version; Write additionally checks the pairs that cross partitions.
+//     A probe per row, several times slower.
+//   - IntegrityWrite: no constraint between rows. Write serializes its
+//     writers per partition with advisory locks and checks every row
+//     against the stored ones in the transaction that inserts it; rows of
+//     other clients are not checked against each other.
+//
+// A table keeps the integrity it was declared with.
 //
 // # Writes and scans
 //
 // Tier.Write validates a batch in Go and writes it in one transaction. A
 // batch of new readings, the common case, takes the fast path: it is
-// copied straight into the table under a savepoint, and the primary key, the exclusion constraints
-// and the CHECKs judge it; a NoExclusion table's batch is then checked
-// against the stored rows with one set-based statement. A batch the
-// constraints refuse, or one the fast path cannot check exactly (rows
-// whose checks reach into other partitions; NoExclusion tables of several
-// resolutions, of days, months or years, or of points), goes through a
+// copied straight into the table under a savepoint, and the primary key,
+// the constraints, the statement trigger and the CHECKs judge it; the
+// batch of a table of IntegrityWrite is then checked against the stored
+// rows with one set-based statement. A batch the constraints refuse, or
+// one the fast path cannot check exactly (rows whose checks reach into
+// other partitions; IntegrityWrite tables of several resolutions, of
+// days, months or years, or of points), goes through a
 // temporary staging table instead: its rows are checked against the stored
 // ones, identical redeliveries are skipped, violations are named, and the
 // rest is inserted with one INSERT ... SELECT. Write reports per row whether

@@ -34,23 +34,19 @@ import (
 // the run's rows, which is why the fast path of such tables is limited to
 // a single resolution of fixed length (see fastPath).
 
-// fastPath reports whether b may be copied straight into the parent.
-func fastPath(t *series.Table, b *batch) bool {
-	if !t.NoExclusion {
-		// The exclusion constraints and the primary key see every
-		// conflict but those across partitions, which the rows marked
-		// probe must be checked for before the insert.
+// fastPath reports whether b may be copied straight into the parent of t,
+// whose integrity is i.
+func fastPath(t *series.Table, i series.Integrity, b *batch) bool {
+	if i != series.IntegrityWrite {
+		// The constraints, the statement check and the primary key see
+		// every conflict but those across partitions, which the rows
+		// marked probe must be checked for before the insert.
 		return !b.anyProbe()
 	}
-	// Without exclusion constraints the check after the copy stands in
-	// for the probe. It is exact for intervals on one grid, which two
+	// Without constraints between rows the check after the copy stands
+	// in for the probe. It is exact for intervals on one grid, which two
 	// stored intervals of a series share only if they start together.
-	rs := t.AcceptedResolutions()
-	if t.TimeModel != series.Interval || len(rs) != 1 {
-		return false
-	}
-	_, fixed := rs[0].Fixed()
-	return fixed
+	return t.StatementCapable()
 }
 
 // fastRefusal reports whether err is the refusal of a constraint the
@@ -64,7 +60,7 @@ func fastRefusal(err error) bool {
 // if every row went in and passed the checks, false, rolled back to the
 // savepoint, if a constraint refused the copy, and an error otherwise,
 // including an IntegrityViolation found after the copy.
-func (h *Tier) copyDirect(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) (bool, error) {
+func (h *Tier) copyDirect(ctx context.Context, tx pgx.Tx, t *series.Table, i series.Integrity, b *batch) (bool, error) {
 	if _, err := tx.Exec(ctx, `SAVEPOINT hot_fast`); err != nil {
 		return false, err
 	}
@@ -78,7 +74,7 @@ func (h *Tier) copyDirect(ctx context.Context, tx pgx.Tx, t *series.Table, b *ba
 		_, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT hot_fast`)
 		return false, err
 	}
-	if t.NoExclusion {
+	if i == series.IntegrityWrite {
 		if err := h.checkOperators(ctx, tx, t, b); err != nil {
 			return false, err
 		}

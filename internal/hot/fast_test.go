@@ -83,11 +83,11 @@ func insertAt(rows []series.Reading, i int, r series.Reading) []series.Reading {
 // through the staging table, which reports redeliveries as Present and
 // names the rows that violate integrity, exactly as without the fast path.
 func TestFastPath(t *testing.T) {
-	for _, noExcl := range []bool{false, true} {
-		t.Run(fmt.Sprint("NoExclusion=", noExcl), func(t *testing.T) {
+	for _, i := range []series.Integrity{series.IntegrityExclusion, series.IntegrityStatement, series.IntegrityWrite} {
+		t.Run(i.String(), func(t *testing.T) {
 			h, log, _ := tracedTier(t)
 			tab := lastgang("lastgang")
-			tab.NoExclusion = noExcl
+			tab.Integrity = i
 			declare(t, h, tab)
 			stored := meterDay(1, 100)
 			log.path()
@@ -141,9 +141,9 @@ func TestFastPath(t *testing.T) {
 				if !strings.Contains(e.Problems[0].Reason, "network operator 9900000000010") {
 					t.Fatalf("reason %q", e.Problems[0].Reason)
 				}
-				// Without exclusion constraints the check after the copy
-				// finds it; with them the constraint refuses the copy.
-				want := map[bool]string{false: "fast, then staged", true: "fast"}[noExcl]
+				// Without constraints between rows the check after the
+				// copy finds it; with them a constraint refuses the copy.
+				want := map[bool]string{false: "fast, then staged", true: "fast"}[i == series.IntegrityWrite]
 				if p := log.path(); !strings.HasPrefix(p, want) {
 					t.Fatalf("path %q, want %q", p, want)
 				}
@@ -187,24 +187,24 @@ func TestFastPathEligibility(t *testing.T) {
 	point := &series.Table{Name: "register", TimeModel: series.Point, Commodity: metering.Electricity, Width: series.Monthly}
 	daily := lastgang("daily")
 	daily.Resolutions = nil
+	excl, stmt, write := series.IntegrityExclusion, series.IntegrityStatement, series.IntegrityWrite
 	for _, c := range []struct {
-		tab    *series.Table
-		noExcl bool
-		want   bool
+		tab       *series.Table
+		integrity series.Integrity
+		want      bool
 	}{
-		{lastgang("lastgang"), false, true},
-		{lastgang("lastgang"), true, true},
-		{multi, false, true}, // as long as no row reaches into another partition
-		{multi, true, false},
-		{point, false, true},
-		{point, true, false},
-		{daily, true, false},
+		{lastgang("lastgang"), excl, true},
+		{lastgang("lastgang"), stmt, true},
+		{lastgang("lastgang"), write, true},
+		{multi, excl, true}, // as long as no row reaches into another partition
+		{multi, write, false},
+		{point, excl, true},
+		{point, write, false},
+		{daily, write, false},
 	} {
-		tab := *c.tab
-		tab.NoExclusion = c.noExcl
 		b := &batch{rows: []staged{{}}}
-		if got := fastPath(&tab, b); got != c.want {
-			t.Errorf("%s, NoExclusion %v: fast path %v, want %v", tab.Name, c.noExcl, got, c.want)
+		if got := fastPath(c.tab, c.integrity, b); got != c.want {
+			t.Errorf("%s, integrity %v: fast path %v, want %v", c.tab.Name, c.integrity, got, c.want)
 		}
 	}
 	// A row whose checks read another partition is probed first.
@@ -213,7 +213,7 @@ func TestFastPathEligibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.rows[0].probe = true
-	if fastPath(multi, b) {
+	if fastPath(multi, excl, b) {
 		t.Error("a batch with a row to probe takes the fast path")
 	}
 }
@@ -223,7 +223,7 @@ func TestFastPathEligibility(t *testing.T) {
 func TestRuns(t *testing.T) {
 	h := offline(t)
 	tab := lastgang("lastgang")
-	tab.NoExclusion = true
+	tab.Integrity = series.IntegrityWrite
 	a := meterDay(1, 1)
 	other := a[40]
 	other.VersionScope = "9900000000010:2026-03"
@@ -248,7 +248,7 @@ func TestRuns(t *testing.T) {
 func TestWriteBatchAtomic100kNoExclusion(t *testing.T) {
 	h, pool := newTier(t, Options{})
 	tab := lastgang("lastgang")
-	tab.NoExclusion = true
+	tab.Integrity = series.IntegrityWrite
 	declare(t, h, tab)
 	ctx := context.Background()
 	stored := meterDay(0, 100)
@@ -293,7 +293,7 @@ func TestStagedLayouts(t *testing.T) {
 	for i, typ := range []series.ColumnType{series.BigInt, series.Text} {
 		tabs[i] = lastgang(fmt.Sprintf("t%d", i))
 		tabs[i].Columns = []series.Column{{Name: "seq", Type: typ}}
-		tabs[i].NoExclusion = true
+		tabs[i].Integrity = series.IntegrityWrite
 		tabs[i].Resolutions = append(tabs[i].Resolutions, metering.Hour) // the staged path
 		declare(t, h, tabs[i])
 		rows[i] = meterDay(1, 1)

@@ -156,6 +156,10 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *series.Table
 	if err := h.checkFloor(ctx, tx, t, p); err != nil {
 		return false, err
 	}
+	integrity, err := h.integrityOf(ctx, tx, t)
+	if err != nil {
+		return false, err
+	}
 	part, parent := h.ident(p.Name), h.ident(t.Name)
 	bound := `"from" >= ` + sqlTime(p.From) + ` AND "from" < ` + sqlTime(p.To)
 	stmts := []string{
@@ -163,8 +167,13 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *series.Table
 		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_bound") + ` CHECK (` + bound + `)`,
 		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_pkey") + ` PRIMARY KEY (` + keyList(t, true) + `)`,
 	}
-	for _, c := range h.exclusions(t, p.Name) {
-		stmts = append(stmts, `ALTER TABLE `+part+` ADD `+c)
+	switch integrity {
+	case series.IntegrityExclusion:
+		for _, c := range exclusions(t, p.Name) {
+			stmts = append(stmts, `ALTER TABLE `+part+` ADD `+c)
+		}
+	case series.IntegrityStatement:
+		stmts = append(stmts, h.triggerDDL(t, part, p.Name)...)
 	}
 	stmts = append(stmts,
 		`ALTER TABLE `+parent+` ATTACH PARTITION `+part+` FOR VALUES FROM (`+sqlTime(p.From)+`) TO (`+sqlTime(p.To)+`)`,
@@ -183,10 +192,7 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *series.Table
 // bigint, which the CHECKs on them make equivalent (see obisKey) and GiST
 // handles much faster: each text column of the index costs an insert about
 // as much as the primary key does.
-func (h *Tier) exclusions(t *series.Table, part string) []string {
-	if t.NoExclusion {
-		return nil
-	}
+func exclusions(t *series.Table, part string) []string {
 	series := `(malo_id::bigint) WITH =, (` + obisKey("obis_code") + `) WITH =`
 	for _, c := range t.Identity() {
 		series += `, ` + quote(c.Name) + ` WITH =`
@@ -291,9 +297,19 @@ func (h *Tier) Drop(ctx context.Context, t *series.Table, start time.Time) error
 		case !exists:
 			return nil
 		}
-		_, err = tx.Exec(ctx, `DROP TABLE `+h.ident(name))
-		dropped = err == nil
-		return err
+		if _, err := tx.Exec(ctx, `DROP TABLE `+h.ident(name)); err != nil {
+			return err
+		}
+		switch integrity, err := h.integrityOf(ctx, tx, t); {
+		case err != nil:
+			return err
+		case integrity == series.IntegrityStatement:
+			if err := h.forgetOwners(ctx, tx, t, start, t.Width.Next(start)); err != nil {
+				return err
+			}
+		}
+		dropped = true
+		return nil
 	})
 	if dropped && err == nil {
 		h.log.Info("hot: partition dropped", "table", t.Name, "partition", name)

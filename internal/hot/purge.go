@@ -34,9 +34,16 @@ func (h *Tier) Purge(ctx context.Context, t *series.Table, confirm string) error
 				return fmt.Errorf("drop %s: %w", p.Name, err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+h.ident(t.Name)+` CASCADE`); err != nil {
-			return err
+		for _, stmt := range []string{
+			`DROP TABLE IF EXISTS ` + h.ident(t.Name) + ` CASCADE`,
+			`DROP TABLE IF EXISTS ` + h.ident(ownersName(t)),
+			`DROP FUNCTION IF EXISTS ` + h.ident(checkFunc(t)) + `()`,
+		} {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
 		}
+		h.forget(t.Name)
 		var meta bool
 		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, h.ident(metaTable)).Scan(&meta); err != nil || !meta {
 			return err

@@ -24,7 +24,31 @@ type definition struct {
 	Resolutions []string    `json:"resolutions"`
 	Columns     []columnDef `json:"columns"`
 	Width       string      `json:"width"`
-	Exclusion   bool        `json:"exclusion"`
+	// Exclusion is format 1's integrity: true for exclusion, false for
+	// write. Format 2 records Integrity instead.
+	Exclusion bool   `json:"exclusion,omitempty"`
+	Integrity string `json:"integrity,omitempty"`
+}
+
+// normalize returns d in format 2.
+func (d definition) normalize() definition {
+	if d.Format == 1 {
+		d.Format, d.Integrity = 2, series.IntegrityWrite.String()
+		if d.Exclusion {
+			d.Integrity = series.IntegrityExclusion.String()
+		}
+		d.Exclusion = false
+	}
+	return d
+}
+
+// integrity returns the recorded integrity.
+func (d definition) integrity() (series.Integrity, error) {
+	i, err := series.ParseIntegrity(d.Integrity)
+	if err == nil && i == series.IntegrityAuto {
+		err = errors.New("integrity auto recorded")
+	}
+	return i, err
 }
 
 type columnDef struct {
@@ -34,15 +58,17 @@ type columnDef struct {
 	Values   []string `json:"values"`
 }
 
-func definitionOf(t *series.Table) definition {
+// definitionOf returns the definition of t declared with integrity i,
+// which is not IntegrityAuto.
+func definitionOf(t *series.Table, i series.Integrity) definition {
 	d := definition{
-		Format:      1,
+		Format:      2,
 		TimeModel:   t.TimeModel.String(),
 		MergeKey:    t.MergeKey(),
 		Resolutions: []string{},
 		Columns:     []columnDef{},
 		Width:       t.Width.String(),
-		Exclusion:   !t.NoExclusion,
+		Integrity:   i.String(),
 	}
 	for _, r := range t.AcceptedResolutions() {
 		d.Resolutions = append(d.Resolutions, r.String())
@@ -72,14 +98,14 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 		return err
 	}
 	const op = "ensure"
-	want := definitionOf(t)
-	return h.ddl(ctx, op, t.Name, func(tx pgx.Tx) error {
+	var chosen series.Integrity
+	err := h.ddl(ctx, op, t.Name, func(tx pgx.Tx) error {
 		// Serializes concurrent declarations: CREATE ... IF NOT EXISTS
 		// is not safe against a concurrent CREATE of the same name.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, h.lockKey(metaTable)); err != nil {
 			return err
 		}
-		for _, stmt := range h.baseDDL(t) {
+		for _, stmt := range h.baseDDL() {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
 				return err
 			}
@@ -101,14 +127,18 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			if exists {
 				return &series.Error{Kind: series.InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("relation %s exists but was not declared through MeterStore", h.ident(t.Name))}
 			}
-			if _, err := tx.Exec(ctx, h.parentDDL(t)); err != nil {
-				return err
+			chosen = newIntegrity(t)
+			want := definitionOf(t, chosen)
+			for _, stmt := range h.tableDDL(t, chosen) {
+				if _, err := tx.Exec(ctx, stmt); err != nil {
+					return err
+				}
 			}
 			def, _ := json.Marshal(want)
 			_, err := tx.Exec(ctx, `INSERT INTO `+h.ident(metaTable)+` (name, time_model, merge_key, definition) VALUES ($1, $2, $3, $4)`,
 				t.Name, want.TimeModel, want.MergeKey, def)
 			if err == nil {
-				h.log.Info("hot: table declared", "table", t.Name, "merge_key", want.MergeKey)
+				h.log.Info("hot: table declared", "table", t.Name, "merge_key", want.MergeKey, "integrity", chosen)
 			}
 			return err
 		case err != nil:
@@ -118,6 +148,17 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 		if err := json.Unmarshal(stored, &have); err != nil {
 			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
 		}
+		have = have.normalize()
+		if chosen, err = have.integrity(); err != nil {
+			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+		}
+		want := definitionOf(t, t.Integrity)
+		if t.Integrity == series.IntegrityAuto {
+			// A table keeps the integrity it was declared with, which
+			// every one of them enforces for Write; only an explicit
+			// declaration can ask for another, and is refused below.
+			want.Integrity = have.Integrity
+		}
 		if diff := compareDefinitions(have, want); diff != "" {
 			return &series.Error{Kind: series.InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("declared differently before: %s", diff)}
 		}
@@ -126,6 +167,33 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 		}
 		return nil
 	})
+	if err == nil {
+		h.remember(t.Name, chosen)
+	}
+	return err
+}
+
+// newIntegrity returns the integrity a new table gets: the declared one,
+// or for IntegrityAuto the cheapest that PostgreSQL enforces for every
+// client.
+func newIntegrity(t *series.Table) series.Integrity {
+	switch {
+	case t.Integrity != series.IntegrityAuto:
+		return t.Integrity
+	case t.StatementCapable():
+		return series.IntegrityStatement
+	}
+	return series.IntegrityExclusion
+}
+
+// tableDDL returns the statements that create t's parent, with integrity i.
+func (h *Tier) tableDDL(t *series.Table, i series.Integrity) []string {
+	stmts := []string{h.parentDDL(t, i)}
+	if i == series.IntegrityStatement {
+		stmts = append(stmts, h.statementDDL(t)...)
+		stmts = append(stmts, h.triggerDDL(t, h.ident(t.Name), t.Name)...)
+	}
+	return stmts
 }
 
 // compareDefinitions describes the first difference between a stored and a
@@ -138,8 +206,8 @@ func compareDefinitions(have, want definition) string {
 		return fmt.Sprintf("merge key (%s), now (%s)", strings.Join(have.MergeKey, ", "), strings.Join(want.MergeKey, ", "))
 	case have.Width != want.Width:
 		return fmt.Sprintf("partition width %s, now %s", have.Width, want.Width)
-	case have.Exclusion != want.Exclusion:
-		return fmt.Sprintf("exclusion constraints %v, now %v", have.Exclusion, want.Exclusion)
+	case have.Integrity != want.Integrity:
+		return fmt.Sprintf("integrity %s, now %s (a declared table keeps its integrity: leave it unset, or purge and declare anew)", have.Integrity, want.Integrity)
 	case !slices.Equal(have.Resolutions, want.Resolutions):
 		return fmt.Sprintf("resolutions %v, now %v", have.Resolutions, want.Resolutions)
 	case !reflect.DeepEqual(have.Columns, want.Columns):
@@ -151,13 +219,10 @@ func compareDefinitions(have, want definition) string {
 }
 
 // baseDDL returns the idempotent statements every table needs first.
-func (h *Tier) baseDDL(t *series.Table) []string {
-	stmts := []string{`CREATE SCHEMA IF NOT EXISTS ` + quote(h.schema)}
-	if !t.NoExclusion {
-		// btree_gist gives GiST the scalar equality the exclusion
-		// constraints combine with range overlap.
-		stmts = append(stmts, `CREATE EXTENSION IF NOT EXISTS btree_gist`)
-	}
+// btree_gist gives GiST the scalar equality the exclusion constraints of
+// the tables and of the ownership relations combine with range overlap.
+func (h *Tier) baseDDL() []string {
+	stmts := []string{`CREATE SCHEMA IF NOT EXISTS ` + quote(h.schema), `CREATE EXTENSION IF NOT EXISTS btree_gist`}
 	return append(stmts, `CREATE TABLE IF NOT EXISTS `+h.ident(metaTable)+` (
 	name        text PRIMARY KEY,
 	time_model  text NOT NULL,
@@ -168,22 +233,30 @@ func (h *Tier) baseDDL(t *series.Table) []string {
 )`)
 }
 
-// ensureFunctions creates the SQL functions the CHECK constraints call,
-// unless they exist as they are. A function whose body changed is replaced
-// in place: constraints refer to it by oid, and every body it ever had
-// says the same.
+// ensureFunctions creates the functions the CHECK constraints and the
+// triggers call, unless they exist as they are. A function whose body
+// changed is replaced in place: constraints refer to it by oid, and every
+// body it ever had says the same.
 func (h *Tier) ensureFunctions(ctx context.Context, tx pgx.Tx) error {
-	var have *string
-	err := tx.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure($1)`, h.ident("malo_valid")+"(text)").Scan(&have)
-	switch {
-	case err == nil && *have == maloValidBody:
-		return nil
-	case err != nil && !errors.Is(err, pgx.ErrNoRows):
-		return err
+	for _, f := range []struct{ signature, body, create string }{
+		{h.ident("malo_valid") + "(text)", maloValidBody, `CREATE OR REPLACE FUNCTION ` + h.ident("malo_valid") +
+			`(id text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$` + maloValidBody + `$$`},
+		{h.ident(immutableFunc) + "()", immutableBody, `CREATE OR REPLACE FUNCTION ` + h.ident(immutableFunc) +
+			`() RETURNS trigger LANGUAGE plpgsql AS $$` + immutableBody + `$$`},
+	} {
+		var have string
+		err := tx.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure($1)`, f.signature).Scan(&have)
+		switch {
+		case err == nil && have == f.body:
+			continue
+		case err != nil && !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		if _, err := tx.Exec(ctx, f.create); err != nil {
+			return err
+		}
 	}
-	_, err = tx.Exec(ctx, `CREATE OR REPLACE FUNCTION `+h.ident("malo_valid")+`(id text) RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$`+maloValidBody+`$$`)
-	return err
+	return nil
 }
 
 // maloValidBody is the BDEW rule of metering.ParseMaLo: digits at even
@@ -222,13 +295,25 @@ func sqlList(vals []string) string {
 
 // parentDDL returns the CREATE TABLE of the partitioned parent. Partitions
 // copy its columns and CHECK constraints with LIKE, which keeps the names
-// that ATTACH PARTITION matches constraints by.
-func (h *Tier) parentDDL(t *series.Table) string {
+// that ATTACH PARTITION matches constraints by. With IntegrityStatement
+// the market location, the OBIS code and the version scope, the same for
+// every reading of a series, are checked once per statement instead of
+// per row (checkFuncDDL).
+func (h *Tier) parentDDL(t *series.Table, i series.Integrity) string {
+	perRow := i != series.IntegrityStatement
 	var cols []string
 	add := func(format string, args ...any) { cols = append(cols, fmt.Sprintf(format, args...)) }
-	add(`malo_id text NOT NULL CONSTRAINT malo_id_check CHECK (%s(malo_id))`, h.ident("malo_valid"))
+	if perRow {
+		add(`malo_id text NOT NULL CONSTRAINT malo_id_check CHECK (%s(malo_id))`, h.ident("malo_valid"))
+	} else {
+		add(`malo_id text NOT NULL`)
+	}
 	add(`melo_id text CONSTRAINT melo_id_check CHECK (length(melo_id) = 33 AND melo_id ~ '^[A-Z][A-Z]%s[A-Z0-9]+$')`, strings.Repeat("[0-9]", 11))
-	add(`obis_code text NOT NULL CONSTRAINT obis_code_check CHECK (obis_code ~ '^%[1]s-%[1]s:%[1]s\.%[1]s\.%[1]s(?:\*%[1]s)?$')`, obisGroup)
+	if perRow {
+		add(`obis_code text NOT NULL CONSTRAINT obis_code_check CHECK (%s)`, obisValid("obis_code"))
+	} else {
+		add(`obis_code text NOT NULL`)
+	}
 	add(`sparte text NOT NULL CONSTRAINT sparte_check CHECK (sparte IN %s)`,
 		sqlList(metering.Spellings(metering.Commodities())))
 	add(`"from" timestamptz NOT NULL`)
@@ -248,7 +333,11 @@ func (h *Tier) parentDDL(t *series.Table) string {
 		add(`resolution text NOT NULL CONSTRAINT resolution_check CHECK (resolution IN %s)`, sqlList(rs))
 	}
 	add(`version numeric(20,0) NOT NULL CONSTRAINT version_check CHECK (version BETWEEN 0 AND 18446744073709551615)`)
-	add(`version_scope text NOT NULL CONSTRAINT version_scope_check CHECK (length(version_scope) <= 43 AND version_scope ~ '^[^:[:space:]]+:[0-9][0-9][0-9][0-9]-(?:0[1-9]|1[0-2])$')`)
+	if perRow {
+		add(`version_scope text NOT NULL CONSTRAINT version_scope_check CHECK (%s)`, scopeValid("version_scope"))
+	} else {
+		add(`version_scope text NOT NULL`)
+	}
 	add(`recorded_at timestamptz NOT NULL DEFAULT now()`)
 	add(`balancing_day date NOT NULL`)
 	add(`subject_id text CONSTRAINT subject_id_check CHECK (subject_id <> '')`)

@@ -54,7 +54,7 @@ FROM pg_partitioned_table p WHERE p.partrelid = 'meterstore.lastgang'::regclass`
 			t.Columns = append(t.Columns[:1:1], series.Column{Name: "note", Identity: true})
 		},
 		"width":       func(t *series.Table) { t.Width = series.Monthly },
-		"exclusion":   func(t *series.Table) { t.NoExclusion = true },
+		"integrity":   func(t *series.Table) { t.Integrity = series.IntegrityWrite },
 		"resolutions": func(t *series.Table) { t.Resolutions = nil },
 		"coded values": func(t *series.Table) {
 			t.Columns = []series.Column{{Name: "channel", Identity: true}, {Name: "note", Values: []string{"x"}}}
@@ -117,18 +117,27 @@ func TestQuotedNames(t *testing.T) {
 // TestSQLChecks inserts past Write, as another client would: the CHECK
 // constraints refuse what Write refuses.
 func TestSQLChecks(t *testing.T) {
+	for _, i := range []series.Integrity{series.IntegrityExclusion, series.IntegrityStatement} {
+		t.Run(i.String(), func(t *testing.T) { testSQLChecks(t, i) })
+	}
+}
+
+func testSQLChecks(t *testing.T, integrity series.Integrity) {
 	h, pool := newTier(t, Options{})
 	tab := lastgang("lastgang")
+	tab.Integrity = integrity
 	declare(t, h, tab)
 	ctx := context.Background()
+	version := 7 // each insert its own, so that only the checks can refuse it
 	insert := func(malo, melo, obis, scope string) error {
+		version++
 		var m *string
 		if melo != "" {
 			m = &melo
 		}
 		_, err := pool.Exec(ctx, `INSERT INTO meterstore.lastgang (malo_id, melo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version, version_scope, balancing_day)
-VALUES ($1, $2, $3, 'STROM', $4, $4::timestamptz + interval '15 minutes', 1.5, 'kWh', '220', 'PT15M', 7, $5, '2026-03-02')`,
-			malo, m, obis, day, scope)
+VALUES ($1, $2, $3, 'STROM', $4, $4::timestamptz + interval '15 minutes', 1.5, 'kWh', '220', 'PT15M', $6, $5, '2026-03-02')`,
+			malo, m, obis, day, scope, version)
 		return err
 	}
 	good := []string{malo(1), "DE0001234567890123456789012345678", "1-1:1.29.0*255", "9900000000003:2026-03"}
@@ -192,11 +201,14 @@ VALUES ($1, $2, $3, 'STROM', $4, $4::timestamptz + interval '15 minutes', 1.5, '
 // client; a NoExclusion table relies on Write and takes them.
 func TestExclusionConstraints(t *testing.T) {
 	for _, noExcl := range []bool{false, true} {
-		t.Run(fmt.Sprint("NoExclusion=", noExcl), func(t *testing.T) {
+		t.Run(fmt.Sprint("write=", noExcl), func(t *testing.T) {
 			h, pool := newTier(t, Options{})
 			tab := lastgang("lastgang")
 			tab.Resolutions = []metering.Resolution{metering.QuarterHour, metering.Hour}
-			tab.NoExclusion = noExcl
+			tab.Integrity = series.IntegrityExclusion
+			if noExcl {
+				tab.Integrity = series.IntegrityWrite
+			}
 			declare(t, h, tab)
 			ctx := context.Background()
 			rows := meterDay(1, 5)
@@ -232,7 +244,7 @@ func TestGridCheck(t *testing.T) {
 	tab := lastgang("grid")
 	tab.Resolutions = nil // all
 	tab.Width = series.Monthly
-	tab.NoExclusion = true
+	tab.Integrity = series.IntegrityWrite
 	ctx := context.Background()
 	if err := h.Ensure(ctx, tab); err != nil {
 		t.Fatal(err)

@@ -10,12 +10,14 @@ import (
 )
 
 // Size returns the rows of t's attached partitions and the bytes of its
-// whole partition tree, attached and detached, indexes included.
+// whole partition tree, attached and detached, indexes included, and of
+// its ownership relation if it has one.
 func (h *Tier) Size(ctx context.Context, t *series.Table) (rows, bytes int64, err error) {
 	parent := h.ident(t.Name)
 	err = h.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+parent+`),
-	coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree($1::regclass)), 0)`,
-		parent).Scan(&rows, &bytes)
+	coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree($1::regclass)), 0)
+	+ coalesce(pg_total_relation_size(to_regclass($2)), 0)`,
+		parent, h.ident(ownersName(t))).Scan(&rows, &bytes)
 	return rows, bytes, classify("size", t.Name, err)
 }
 

@@ -37,8 +37,10 @@ type Options struct {
 
 // A Tier is the PostgreSQL tier of a store: declared tables, their
 // partitions, writes and scans. It holds no state of its own beyond its
-// settings and is safe for concurrent use.
+// settings and the integrity of the tables it has seen, and is safe for
+// concurrent use.
 type Tier struct {
+	integrityCache
 	pool        *pgxpool.Pool
 	schema      string
 	lockTimeout time.Duration

@@ -33,14 +33,15 @@ const maxAttempts = 4
 //
 // The batch is validated in Go (check digits, codes, the interval grid, the
 // partition for each row) and checked in itself, then written in one READ
-// COMMITTED transaction. Against the stored rows, the exclusion constraints
-// and the primary key refuse what must not be written. A batch is first
+// COMMITTED transaction. Against the stored rows, the primary key and the
+// table's constraints and statement checks (see Integrity) refuse what must
+// not be written. A batch is first
 // copied straight into the table under a savepoint (the fast path); only if
 // the constraints refuse it does Write roll back to the savepoint, copy the
 // batch into a temporary staging table and look at the stored rows to tell
 // an identical redelivery, which it skips, from a violation, which it
-// reports, before inserting the rest with one INSERT ... SELECT. Tables
-// declared with NoExclusion check the batch against the stored rows in the
+// reports, before inserting the rest with one INSERT ... SELECT. Tables of
+// IntegrityWrite check the batch against the stored rows in the
 // same transaction, holding an advisory lock per partition so concurrent
 // writers cannot slip past each other's checks.
 //
@@ -103,12 +104,16 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 	if err := h.checkPartitions(ctx, tx, t, b); err != nil {
 		return err
 	}
-	probeAll := t.NoExclusion
+	integrity, err := h.integrityOf(ctx, tx, t)
+	if err != nil {
+		return err
+	}
+	probeAll := integrity == series.IntegrityWrite
 	if err := h.lockPartitions(ctx, tx, t, b, probeAll); err != nil {
 		return err
 	}
-	if fastPath(t, b) {
-		switch done, err := h.copyDirect(ctx, tx, t, b); {
+	if fastPath(t, integrity, b) {
+		switch done, err := h.copyDirect(ctx, tx, t, integrity, b); {
 		case err != nil:
 			return err
 		case done:

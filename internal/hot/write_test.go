@@ -80,18 +80,17 @@ func equalReading(a, b series.Reading) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// modes runs f for a table with exclusion constraints and one without, which
-// Write protects on its own.
+// modes runs f for a table of each integrity: exclusion constraints,
+// statement checks (for the tables that allow them), and Write alone.
 func modes(t *testing.T, f func(t *testing.T, h *Tier, tab func(*series.Table) *series.Table)) {
-	for _, noExcl := range []bool{false, true} {
-		name := "exclusion"
-		if noExcl {
-			name = "no_exclusion"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, i := range []series.Integrity{series.IntegrityExclusion, series.IntegrityStatement, series.IntegrityWrite} {
+		t.Run(i.String(), func(t *testing.T) {
 			h, _ := newTier(t, Options{})
 			f(t, h, func(tab *series.Table) *series.Table {
-				tab.NoExclusion = noExcl
+				if i == series.IntegrityStatement && !tab.StatementCapable() {
+					t.Skipf("%s: integrity statement is for interval tables of one fixed resolution", tab.Name)
+				}
+				tab.Integrity = i
 				declare(t, h, tab)
 				return tab
 			})

@@ -26,12 +26,12 @@ type StorageConfig struct {
 
 // StorageResult is what a storage run measured.
 type StorageResult struct {
-	Server   string  `json:"server"`
-	Fixture  Fixture `json:"fixture"`
-	Exclude  bool    `json:"exclusion_constraints"`
-	Readings int64   `json:"readings_loaded"`
-	LoadSecs float64 `json:"load_seconds"`
-	LoadPS   float64 `json:"load_readings_per_sec"`
+	Server    string  `json:"server"`
+	Fixture   Fixture `json:"fixture"`
+	Integrity string  `json:"integrity"`
+	Readings  int64   `json:"readings_loaded"`
+	LoadSecs  float64 `json:"load_seconds"`
+	LoadPS    float64 `json:"load_readings_per_sec"`
 
 	// PostgreSQL, before archiving: the rows of the partition tree and
 	// pg_total_relation_size summed over it, split into heap with TOAST
@@ -72,7 +72,7 @@ func RunStorage(ctx context.Context, url string, c StorageConfig) (*StorageResul
 		return nil, err
 	}
 	defer e.close()
-	res := &StorageResult{Server: e.serverVersion(ctx), Fixture: c.Fixture, Exclude: !e.table.NoExclusion}
+	res := &StorageResult{Server: e.serverVersion(ctx), Fixture: c.Fixture, Integrity: e.table.Integrity.String()}
 
 	start := time.Now()
 	if res.Readings, err = e.load(ctx, c.Fixture, c.Progress); err != nil {

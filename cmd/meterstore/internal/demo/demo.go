@@ -165,9 +165,8 @@ func tables() []store.Table {
 			Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity,
 			Resolutions: []metering.Resolution{metering.QuarterHour},
 			Width:       series.Daily, Headroom: 3 * 24 * time.Hour,
-			// Write checks overlaps and operators itself; at this volume the
-			// GiST constraints would dominate the ingest time.
-			NoExclusion: true,
+			// Left to the hot tier: integrity statement, checked by
+			// PostgreSQL per statement rather than per row.
 		},
 		{
 			Name: "gas", TimeModel: series.Interval, Commodity: metering.Gas,

@@ -155,8 +155,8 @@ commodity = %q
 resolutions = [%s]
 width = %q
 headroom = %q
-exclusion = %v
-`, t.Name, t.TimeModel, t.Commodity, strings.Join(res, ", "), t.Width, config.Duration(t.Headroom), !t.NoExclusion)
+integrity = %q
+`, t.Name, t.TimeModel, t.Commodity, strings.Join(res, ", "), t.Width, config.Duration(t.Headroom), t.Integrity)
 	}
 	path := filepath.Join(dir, configName)
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)

@@ -194,7 +194,7 @@ func open(ctx context.Context, url, dir string, c Config) (*store.Store, func(),
 		Tables: []store.Table{{
 			Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity,
 			Resolutions: []metering.Resolution{metering.QuarterHour},
-			Width:       series.Daily, Headroom: 24 * time.Hour, NoExclusion: true,
+			Width:       series.Daily, Headroom: 24 * time.Hour, Integrity: series.IntegrityWrite,
 		}},
 		Hot: store.HotOptions{Schema: schema},
 		Archive: store.ArchiveOptions{

@@ -1,0 +1,318 @@
+package hot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/meterstore/meterstore/series"
+)
+
+// sqlClient writes to a hot table past Write, as psql would: plain INSERT
+// and COPY.
+type sqlClient struct {
+	pool *pgxpool.Pool
+	rel  string // the relation written: the parent or a partition
+}
+
+// insert inserts one quarter hour of meter i at slot n.
+func (c sqlClient) insert(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, malo, unit string, n, version int, operator string, value float64) error {
+	from := day.Add(time.Duration(n) * 15 * time.Minute)
+	_, err := q.Exec(ctx, `INSERT INTO `+c.rel+` (malo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version, version_scope, balancing_day)
+VALUES ($1, '1-1:1.29.0', 'STROM', $2, $3, $4, $5, '220', 'PT15M', $6, $7, '2026-03-02')`,
+		malo, from, from.Add(15*time.Minute), value, unit, version, operator+":2026-03")
+	return err
+}
+
+// A cell is a quarter hour to copy: its slot, version and operator.
+type cell struct {
+	slot, version int
+	operator      string
+}
+
+// copyCells copies quarter hours of market location malo in one COPY.
+func (c sqlClient) copyCells(ctx context.Context, malo string, cells ...cell) error {
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	var rows [][]any
+	for _, x := range cells {
+		from := day.Add(time.Duration(x.slot) * 15 * time.Minute)
+		rows = append(rows, []any{malo, "1-1:1.29.0", "STROM", from, from.Add(15 * time.Minute), "1.5", "kWh", "220", "PT15M", x.version, x.operator + ":2026-03", "2026-03-02"})
+	}
+	ident := strings.Split(strings.ReplaceAll(c.rel, `"`, ""), ".")
+	_, err = conn.CopyFrom(ctx, pgx.Identifier(ident), []string{"malo_id", "obis_code", "sparte", "from", "to", "value", "unit", "quality", "resolution", "version", "version_scope", "balancing_day"},
+		pgx.CopyFromRows(rows))
+	return err
+}
+
+// refusedAs reports whether err is a refusal with SQLSTATE code.
+func refusedAs(err error, code string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == code
+}
+
+// TestStatementIntegrity writes each violation of DESIGN.md's integrity
+// rules with plain SQL, past Write, into a table of IntegrityStatement and
+// sees PostgreSQL refuse it with nothing written; into a table of
+// IntegrityWrite the rules between rows are not enforced for such a
+// client, which the same statements show.
+func TestStatementIntegrity(t *testing.T) {
+	for _, i := range []series.Integrity{series.IntegrityStatement, series.IntegrityWrite} {
+		t.Run(i.String(), func(t *testing.T) {
+			h, pool := newTier(t, Options{})
+			tab := lastgang("lastgang")
+			tab.Integrity = i
+			declare(t, h, tab)
+			ctx := context.Background()
+			enforced := i == series.IntegrityStatement
+			mustWrite(t, h, tab, meterDay(1, 100)) // operator 9900000000003
+			count := func() (n int) {
+				if err := pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.lastgang`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			stored := count()
+			// expect checks a statement of a rule between rows: refused
+			// with code, nothing written, if enforced; written otherwise.
+			expect := func(what string, err error, code string, rowsIfTaken int) {
+				t.Helper()
+				switch {
+				case enforced && !refusedAs(err, code):
+					t.Errorf("%s: %v, want SQLSTATE %s", what, err, code)
+				case enforced && count() != stored:
+					t.Errorf("%s: refused, but %d rows stored, want %d", what, count(), stored)
+				case !enforced && err != nil:
+					t.Errorf("%s: %v; a table of integrity write takes it from a plain client", what, err)
+				case !enforced:
+					stored += rowsIfTaken
+				}
+			}
+			parent := sqlClient{pool: pool, rel: "meterstore.lastgang"}
+			part := sqlClient{pool: pool, rel: "meterstore.lastgang_p20260302"}
+			m1, m2 := malo(1), malo(2)
+
+			// One network operator per reading.
+			expect("second operator, INSERT", parent.insert(ctx, pool, m1, "kWh", 5, 101, "9900000000010", 2), "23P01", 1)
+			expect("second operator, INSERT into the partition", part.insert(ctx, pool, m1, "kWh", 6, 102, "9900000000010", 2), "23P01", 1)
+			a, b := "9900000000003", "9900000000010"
+			expect("second operator, COPY", parent.copyCells(ctx, m1, cell{10, 103, a}, cell{11, 103, b}, cell{12, 103, a}), "23P01", 3)
+			expect("two operators within one COPY", parent.copyCells(ctx, m2, cell{0, 1, a}, cell{1, 1, a}, cell{2, 1, a}, cell{2, 2, b}), "23P01", 4)
+			err := func() error {
+				conn, err := pool.Acquire(ctx)
+				if err != nil {
+					return err
+				}
+				defer conn.Release()
+				tx, err := conn.Begin(ctx)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback(ctx)
+				c := sqlClient{pool: pool, rel: "meterstore.lastgang"}
+				if err := c.insert(ctx, tx, malo(3), "kWh", 0, 1, "9900000000003", 1); err != nil {
+					return err
+				}
+				if err := c.insert(ctx, tx, malo(3), "kWh", 0, 2, "9900000000010", 1); err != nil {
+					return err
+				}
+				return tx.Commit(ctx)
+			}()
+			expect("two operators within one transaction", err, "23P01", 2)
+
+			// Readings are not updated: a correction is a new version.
+			_, err = pool.Exec(ctx, `UPDATE meterstore.lastgang SET value = value + 1 WHERE malo_id = $1 AND "from" = $2`, m1, day)
+			expect("UPDATE of a value", err, "23001", 0)
+			_, err = pool.Exec(ctx, `UPDATE meterstore.lastgang_p20260302 SET version_scope = '9900000000010:2026-03' WHERE malo_id = $1`, m1)
+			expect("UPDATE of the operator, in the partition", err, "23001", 0)
+		})
+	}
+}
+
+// TestStatementIntegrityRules: the rules on single rows and keys hold for
+// a plain client in a table of IntegrityStatement, with nothing written.
+func TestStatementIntegrityRules(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	declare(t, h, tab) // auto: statement
+	ctx := context.Background()
+	mustWrite(t, h, tab, meterDay(1, 100))
+	c := sqlClient{pool: pool, rel: "meterstore.lastgang"}
+	bad := malo(2)[:10] + string('0'+(malo(2)[10]-'0'+1)%10)
+	for _, x := range []struct {
+		what string
+		err  error
+		code string
+	}{
+		{"a value restated under an existing key and version", c.insert(ctx, pool, malo(1), "kWh", 3, 100, "9900000000003", 7), "23505"},
+		{"an id whose check digit fails", c.insert(ctx, pool, bad, "kWh", 3, 1, "9900000000003", 1), "23514"},
+		{"an id whose check digit fails, by COPY", c.copyCells(ctx, bad, cell{0, 1, "9900000000003"}, cell{1, 1, "9900000000003"}), "23514"},
+		{"an unknown unit", c.insert(ctx, pool, malo(2), "XYZ", 3, 1, "9900000000003", 1), "23514"},
+		{"a malformed version scope", c.insert(ctx, pool, malo(2), "kWh", 3, 1, "9900000000003 ", 1), "23514"},
+	} {
+		if !refusedAs(x.err, x.code) {
+			t.Errorf("%s: %v, want SQLSTATE %s", x.what, x.err, x.code)
+		}
+	}
+	// Overlap within a version: off the grid, or of another resolution.
+	for _, iv := range []struct{ from, to time.Time }{
+		{day.Add(5 * time.Minute), day.Add(20 * time.Minute)},
+		{day, day.Add(time.Hour)},
+	} {
+		_, err := pool.Exec(ctx, `INSERT INTO meterstore.lastgang (malo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version, version_scope, balancing_day)
+VALUES ($1, '1-1:1.29.0', 'STROM', $2, $3, 1, 'kWh', '220', 'PT15M', 100, '9900000000003:2026-03', '2026-03-02')`, malo(1), iv.from, iv.to)
+		if !refusedAs(err, "23514") {
+			t.Errorf("an interval %v-%v overlapping stored ones: %v, want a check violation", iv.from, iv.to, err)
+		}
+	}
+	var n, owners int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM meterstore.lastgang), (SELECT count(*) FROM meterstore.lastgang_operators)`).Scan(&n, &owners); err != nil || n != 96 || owners != 1 {
+		t.Fatalf("%d rows and %d spans stored, want 96 and 1 (%v)", n, owners, err)
+	}
+}
+
+// TestOwnershipSpans: the spans recorded are exact. A delivery with gaps
+// claims only the readings it has, so another operator may deliver the
+// readings in between; a whole day is one span; a span already recorded
+// is not recorded again; dropping a partition forgets its spans.
+func TestOwnershipSpans(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	tab.Integrity = series.IntegrityStatement
+	declare(t, h, tab)
+	ctx := context.Background()
+	spans := func() (n int) {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.lastgang_operators`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	c := sqlClient{pool: pool, rel: "meterstore.lastgang"}
+	a, b := "9900000000003", "9900000000010"
+	if err := c.copyCells(ctx, malo(1), cell{0, 1, a}, cell{2, 1, a}, cell{4, 1, a}); err != nil {
+		t.Fatal(err)
+	}
+	if n := spans(); n != 3 {
+		t.Fatalf("%d spans for three readings with gaps, want 3", n)
+	}
+	if err := c.copyCells(ctx, malo(1), cell{1, 1, b}, cell{3, 1, b}); err != nil {
+		t.Fatalf("the readings between another operator's: %v", err)
+	}
+	if err := c.insert(ctx, pool, malo(1), "kWh", 2, 2, b, 1); !refusedAs(err, "23P01") {
+		t.Fatalf("a reading of another operator: %v", err)
+	}
+	day1 := meterDay(2, 100)
+	mustWrite(t, h, tab, day1)
+	n := spans()
+	fix := day1[10:20]
+	for k := range fix {
+		fix[k].Version, fix[k].Value = 101, 7
+	}
+	mustWrite(t, h, tab, fix)
+	if spans() != n {
+		t.Fatalf("a correction within a recorded span recorded %d more", spans()-n)
+	}
+	if err := h.Detach(ctx, tab, day); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Drop(ctx, tab, day); err != nil {
+		t.Fatal(err)
+	}
+	if n := spans(); n != 0 {
+		t.Fatalf("%d spans left after the partition was dropped", n)
+	}
+}
+
+// TestIntegrityOfOlderTables: a table recorded in format 1 (before
+// integrity was recorded) keeps its integrity when declared again without
+// one, and an explicit other integrity is refused with a clear message.
+func TestIntegrityOfOlderTables(t *testing.T) {
+	for _, excl := range []bool{true, false} {
+		h, pool := newTier(t, Options{})
+		ctx := context.Background()
+		tab := lastgang("lastgang")
+		want := series.IntegrityExclusion
+		if !excl {
+			want = series.IntegrityWrite
+		}
+		tab.Integrity = want
+		declare(t, h, tab)
+		d := definitionOf(tab, want)
+		d.Format, d.Integrity, d.Exclusion = 1, "", excl
+		old, _ := json.Marshal(d)
+		if _, err := pool.Exec(ctx, `UPDATE meterstore.hot_tables SET definition = $1`, old); err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := New(pool, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		auto := lastgang("lastgang")
+		if err := fresh.Ensure(ctx, auto); err != nil {
+			t.Fatalf("exclusion %v: %v", excl, err)
+		}
+		if got, err := fresh.integrityOf(ctx, pool, lastgang("lastgang")); err != nil || got != want {
+			t.Fatalf("exclusion %v: integrity %v, %v; want %v", excl, got, err, want)
+		}
+		stmt := lastgang("lastgang")
+		stmt.Integrity = series.IntegrityStatement
+		err = fresh.Ensure(ctx, stmt)
+		wantError(t, err, series.InvalidConfig)
+		if !strings.Contains(err.Error(), "integrity "+want.String()+", now statement") {
+			t.Fatalf("exclusion %v: %v", excl, err)
+		}
+		mustWrite(t, fresh, auto, meterDay(1, 1))
+	}
+}
+
+// TestStatementIntegrityConcurrent: two plain clients deliver one reading
+// from two network operators in overlapping transactions, the second at
+// REPEATABLE READ with its snapshot taken before the first commits. The
+// ownership relation's constraint sees the uncommitted span, so the second
+// waits for the first and is refused, whatever its snapshot.
+func TestStatementIntegrityConcurrent(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	declare(t, h, tab)
+	ctx := context.Background()
+	c := sqlClient{pool: pool, rel: "meterstore.lastgang"}
+	for round := range 5 {
+		m := malo(10 + round)
+		t1, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t2, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := t2.Exec(ctx, `SELECT count(*) FROM meterstore.lastgang`); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.insert(ctx, t1, m, "kWh", round, 1, "9900000000003", 1); err != nil {
+			t.Fatal(err)
+		}
+		second := make(chan error, 1)
+		go func() { second <- c.insert(ctx, t2, m, "kWh", round, 2, "9900000000010", 1) }()
+		waitFor(t, pool, `SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO meterstore.lastgang%'`)
+		if err := t1.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err = <-second
+		t2.Rollback(ctx)
+		if !refusedAs(err, "23P01") && !refusedAs(err, "40001") {
+			t.Fatalf("round %d: the second operator's insert: %v", round, err)
+		}
+	}
+}
