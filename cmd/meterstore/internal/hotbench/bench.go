@@ -23,8 +23,11 @@ const (
 	// the constraints the hot tier must have, without anything Write does,
 	// and so the most Write can reach without exclusion constraints.
 	RawCopyChecks = "raw COPY + primary key + CHECKs"
-	Exclusion     = "hot, exclusion"    // hot.Tier.Write, exclusion constraints (the default)
-	NoExclusion   = "hot, no exclusion" // hot.Tier.Write, NoExclusion: checks in the write path
+	Exclusion     = "hot, exclusion"    // hot.Tier.Write, integrity exclusion: GiST per row
+	NoExclusion   = "hot, no exclusion" // hot.Tier.Write, integrity write: checks in the write path only
+	// Statement is hot.Tier.Write into a table of integrity statement,
+	// where PostgreSQL enforces every rule for every client.
+	Statement = "hot Write, database-enforced"
 )
 
 // Config configures a run.
@@ -51,6 +54,24 @@ type Result struct {
 	// MSCONSToCSV is the readings/s of MSCONSIngest over those of
 	// CSVIngest, when both ran.
 	MSCONSToCSV float64 `json:"mscons_to_csv,omitempty"`
+	// EnforcedToCopyPK is the readings/s of Statement over those of
+	// RawCopyPK, when both ran.
+	EnforcedToCopyPK float64 `json:"database_enforced_to_copy_pk,omitempty"`
+	// ServerTime is the server's time per statement, from
+	// pg_stat_statements when the server has it loaded.
+	ServerTime []ServerStatement `json:"server_time,omitempty"`
+}
+
+// A ServerStatement is the server's time spent in one statement over a
+// run, nested statements of triggers included.
+type ServerStatement struct {
+	Query string  `json:"query"`
+	Calls int64   `json:"calls"`
+	Rows  int64   `json:"rows"`
+	Ms    float64 `json:"total_ms"`
+	// MicrosPerReading spreads the time over the readings of the
+	// fixture: what the statement costs each reading of its variant.
+	MicrosPerReading float64 `json:"us_per_reading"`
 }
 
 // Variant is one variant's measurement.
@@ -61,6 +82,9 @@ type Variant struct {
 	// Ratio is ReadingsPerSec over that of RawCopy.
 	Ratio float64 `json:"ratio_to_raw_copy"`
 	Rows  int64   `json:"rows_stored"` // counted after the run
+	// BytesPerReading is the variant's relations (heap, TOAST, indexes,
+	// and a hot table's ownership relation) over the rows stored.
+	BytesPerReading float64 `json:"bytes_per_reading"`
 }
 
 // Run writes the fixture with every variant into fresh tables of a schema
@@ -75,12 +99,12 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Result, error) {
 	variants := []string{RawCopy}
 	want := cfg.Variants
 	if want == nil {
-		want = []string{RawCopyPK, RawCopyChecks, Exclusion, NoExclusion}
+		want = []string{RawCopyPK, RawCopyChecks, Statement, NoExclusion, Exclusion}
 	}
 	for _, v := range want {
 		switch v {
 		case RawCopy:
-		case RawCopyPK, RawCopyChecks, Exclusion, NoExclusion, CSVIngest, MSCONSIngest:
+		case RawCopyPK, RawCopyChecks, Exclusion, NoExclusion, Statement, CSVIngest, MSCONSIngest:
 			variants = append(variants, v)
 		default:
 			return nil, fmt.Errorf("hotbench: unknown variant %q", v)
@@ -113,6 +137,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Result, error) {
 	if _, err := pool.Exec(ctx, `CHECKPOINT`); err != nil {
 		log.Info("hotbench: no checkpoint before the run (needs superuser or pg_checkpoint)", "err", err)
 	}
+	stats := resetStatements(ctx, pool, log)
 	spent := make([]time.Duration, len(variants))
 	start := time.Now()
 	for b := 0; ; b++ {
@@ -138,21 +163,30 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Result, error) {
 		}
 	}
 	for i, v := range variants {
-		n, err := s.Count(ctx, v)
+		n, bytes, err := s.Size(ctx, v)
 		if err != nil {
 			return nil, err
 		}
 		res.Variants = append(res.Variants, Variant{
-			Name:           v,
-			Seconds:        spent[i].Seconds(),
-			ReadingsPerSec: float64(res.Rows) / spent[i].Seconds(),
-			Rows:           n,
+			Name:            v,
+			Seconds:         spent[i].Seconds(),
+			ReadingsPerSec:  float64(res.Rows) / spent[i].Seconds(),
+			Rows:            n,
+			BytesPerReading: float64(bytes) / float64(max(n, 1)),
 		})
+	}
+	if stats {
+		if res.ServerTime, err = serverTime(ctx, pool, res.Rows); err != nil {
+			return nil, err
+		}
 	}
 	speed := map[string]float64{}
 	for i := range res.Variants {
 		res.Variants[i].Ratio = res.Variants[i].ReadingsPerSec / res.Variants[0].ReadingsPerSec
 		speed[res.Variants[i].Name] = res.Variants[i].ReadingsPerSec
+	}
+	if speed[Statement] > 0 && speed[RawCopyPK] > 0 {
+		res.EnforcedToCopyPK = speed[Statement] / speed[RawCopyPK]
 	}
 	if speed[CSVIngest] > 0 && speed[MSCONSIngest] > 0 {
 		// A format that is fast but stores something else is no result.
@@ -188,14 +222,14 @@ func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants [
 	}
 	s := &Setup{pool: pool, tier: tier, cal: cal, tables: map[string]*series.Table{}, raw: map[string]pgx.Identifier{}}
 	from, to := gen.Span()
-	decl := func(name string, noExcl, partitions bool) (*series.Table, error) {
+	decl := func(name string, integrity series.Integrity, partitions bool) (*series.Table, error) {
 		t := &series.Table{
 			Name:        name,
 			TimeModel:   series.Interval,
 			Commodity:   metering.Electricity,
 			Resolutions: []metering.Resolution{metering.QuarterHour},
 			Width:       series.Daily,
-			NoExclusion: noExcl,
+			Integrity:   integrity,
 		}
 		if err := tier.Ensure(ctx, t); err != nil || !partitions {
 			return t, err
@@ -205,12 +239,13 @@ func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants [
 	}
 	for _, v := range variants {
 		switch v {
-		case Exclusion, NoExclusion, CSVIngest, MSCONSIngest:
-			name := map[string]string{Exclusion: "lastgang_excl", NoExclusion: "lastgang_noexcl"}[v]
+		case Exclusion, NoExclusion, Statement, CSVIngest, MSCONSIngest:
+			name := map[string]string{Exclusion: "lastgang_excl", NoExclusion: "lastgang_noexcl", Statement: "lastgang_stmt"}[v]
 			if name == "" {
 				name = ingestTables[v]
 			}
-			t, err := decl(name, v == NoExclusion, true)
+			integrity := map[string]series.Integrity{Exclusion: series.IntegrityExclusion, NoExclusion: series.IntegrityWrite, Statement: series.IntegrityStatement}[v]
+			t, err := decl(name, integrity, true)
 			if err != nil {
 				return nil, err
 			}
@@ -218,8 +253,9 @@ func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants [
 		}
 	}
 	// The raw tables copy the columns of a hot table declared for the
-	// purpose, the same whichever hot variants run.
-	model, err := decl("lastgang_model", true, false)
+	// purpose, the same whichever hot variants run, with every CHECK
+	// per row.
+	model, err := decl("lastgang_model", series.IntegrityWrite, false)
 	if err != nil {
 		return nil, err
 	}
@@ -269,13 +305,18 @@ func (s *Setup) write(ctx context.Context, v string, batch []series.Reading, in 
 
 // Count returns the rows variant v stored.
 func (s *Setup) Count(ctx context.Context, v string) (int64, error) {
-	name := s.raw[v].Sanitize()
-	if t := s.tables[v]; t != nil {
-		name = pgx.Identifier{s.tier.Schema(), t.Name}.Sanitize()
-	}
-	var n int64
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+name).Scan(&n)
+	n, _, err := s.Size(ctx, v)
 	return n, err
+}
+
+// Size returns the rows variant v stored and the bytes they take.
+func (s *Setup) Size(ctx context.Context, v string) (rows, bytes int64, err error) {
+	if t := s.tables[v]; t != nil {
+		return s.tier.Size(ctx, t)
+	}
+	name := s.raw[v].Sanitize()
+	err = s.pool.QueryRow(ctx, `SELECT count(*), pg_total_relation_size($1::regclass) FROM `+name, name).Scan(&rows, &bytes)
+	return rows, bytes, err
 }
 
 // rawColumns are the columns raw COPY sends: those the hot write sends,

@@ -14,8 +14,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // BenchmarkWrite measures readings per second of realistic batches (100
 // meter-days of quarter hours, 3% corrections) written with raw COPY into a
-// plain table with the same columns, and through the hot tier with and
-// without exclusion constraints. `meterstore bench ingest` runs the same
+// plain table with the same columns, and through the hot tier with each
+// integrity: exclusion constraints, statement checks, Write alone. `meterstore bench ingest` runs the same
 // variants interleaved in one run and reports their ratios.
 func BenchmarkWrite(b *testing.B) {
 	for _, c := range []struct{ name, variant string }{
@@ -24,6 +24,7 @@ func BenchmarkWrite(b *testing.B) {
 		{"raw_copy_checks", hotbench.RawCopyChecks},
 		{"hot_exclusion", hotbench.Exclusion},
 		{"hot_no_exclusion", hotbench.NoExclusion},
+		{"hot_database_enforced", hotbench.Statement},
 	} {
 		v := c.variant
 		b.Run(c.name, func(b *testing.B) {
