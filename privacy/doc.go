@@ -25,6 +25,31 @@
 // else in it identifies a person (the market location of a household, for
 // instance), which is outside this package.
 //
+// Every erasure writes one row in the audit table <schema>.erasure_log in
+// the transaction of its DELETE: when, the legal basis and request
+// reference, the actor, the number of mapping rows removed (0 for an
+// unknown subject, which is audited too), and the subject as a keyed hash,
+// HMAC-SHA256 under the deployment's secret Options.SubjectKey. The same
+// transaction puts the hash on the suppression list
+// <schema>.suppressed_subjects, and from then on Register refuses the
+// natural id with ErrSuppressed, so a later delivery cannot link the
+// erased subject again. An operator lifts a suppression with
+// Registry.Unsuppress, which writes its own audit row; the next Register
+// then issues a new reference, unlinked to the erased ones. Neither table
+// holds a natural id, and without the key neither reveals whose erasure a
+// row records.
+//
+// The key lives outside the database (a secret file, a vault): it is not
+// generated and stored beside the list, because natural ids are few enough
+// to enumerate, and whoever could read the key with the list could test
+// every id against it. A registry without a key refuses to erase, and
+// refuses to issue new references once the list is not empty, since it
+// cannot tell whether a subject is on it; <schema>.subject_key holds a
+// fingerprint of the key, recorded by the first erasure, so that a
+// registry opened with another key is refused rather than blind to the
+// list. Retention sweeps suppress nothing: values collected after a sweep
+// are linked again under a new reference, as the statute allows.
+//
 // # Retention
 //
 // Registry.Sweep destroys the links that a Retention has brought due: one

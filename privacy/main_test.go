@@ -32,11 +32,15 @@ func newPool(t testing.TB, tracer pgx.QueryTracer) *pgxpool.Pool {
 	return pool
 }
 
-// newRegistry opens a registry in the default schema of a fresh database.
+// testKey is the subject key of the tests' registries.
+var testKey = []byte("meterstore test subject key, 32+")
+
+// newRegistry opens a registry with testKey in the default schema of a
+// fresh database.
 func newRegistry(t testing.TB) (*Registry, *pgxpool.Pool) {
 	t.Helper()
 	pool := newPool(t, nil)
-	reg, err := Open(context.Background(), pool, Options{})
+	reg, err := Open(context.Background(), pool, Options{SubjectKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}

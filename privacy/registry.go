@@ -1,6 +1,7 @@
 package privacy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,11 +22,14 @@ const DefaultSchema = "meterstore"
 
 // Names of the relations Open creates in the registry's schema.
 const (
-	subjectsTable = "subjects"
-	logTable      = "retention_log"
-	yearIndex     = "subjects_collection_year_idx"
-	collectIndex  = "subjects_collected_at_idx"
-	naturalKey    = "subjects_natural_id_year_key"
+	subjectsTable   = "subjects"
+	logTable        = "retention_log"
+	erasureTable    = "erasure_log"
+	suppressedTable = "suppressed_subjects"
+	keyTable        = "subject_key"
+	yearIndex       = "subjects_collection_year_idx"
+	collectIndex    = "subjects_collected_at_idx"
+	naturalKey      = "subjects_natural_id_year_key"
 )
 
 // ddlLockTimeout bounds how long Open's DDL waits for a lock, so that it
@@ -34,12 +38,19 @@ const ddlLockTimeout = "5s"
 
 // Options configure a Registry.
 type Options struct {
-	// Schema holds the registry table subjects and the audit table
-	// retention_log; default DefaultSchema. It is created if missing.
+	// Schema holds the registry table subjects, the audit tables
+	// retention_log and erasure_log, the suppression list and the key
+	// fingerprint; default DefaultSchema. It is created if missing.
 	Schema string
 	// Logger receives a line per sweep and per erasure; nil discards them.
 	// No line carries a natural id.
 	Logger *slog.Logger
+	// SubjectKey is the deployment's secret key for the suppression list:
+	// at least MinSubjectKeyLen random bytes, kept outside the database.
+	// Without it the registry refuses to erase, and refuses to issue new
+	// references once the list is not empty (see the package
+	// documentation). Open copies it.
+	SubjectKey []byte
 }
 
 // A Registry is the subject registry of a deployment: the only place that
@@ -52,12 +63,26 @@ type Registry struct {
 	log      *slog.Logger
 	subjects string // quoted, schema-qualified name of the registry table
 	audit    string // quoted, schema-qualified name of the audit table
+
+	key        []byte // the subject key, nil if none was given
+	erasures   string // quoted, schema-qualified name of erasure_log
+	suppressed string // quoted, schema-qualified name of suppressed_subjects
+	keyRow     string // quoted, schema-qualified name of subject_key
+
+	// Test knobs that break the registry on purpose, so that the tests can
+	// show they catch it; always false outside them.
+	skipSuppression bool // Register ignores the suppression list
+	skipSubjectLock bool // Register and Erase take no subject lock
 }
 
 // Open returns the registry in opts.Schema on pool, which it does not
 // close. It creates the schema, the registry table subjects with its
-// indexes, and the audit table retention_log if they do not exist; opening
-// an existing registry changes nothing and takes no lock on it.
+// indexes, the audit tables retention_log and erasure_log, the suppression
+// list suppressed_subjects and the table subject_key if they do not exist;
+// opening an existing registry changes nothing and takes no lock on it.
+// Given a subject key, Open refuses it as InvalidConfig if it is shorter
+// than MinSubjectKeyLen or is not the key the suppression list was written
+// with.
 func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Registry, error) {
 	const op = "open"
 	if pool == nil {
@@ -76,6 +101,10 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Registry, err
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.SubjectKey != nil && len(opts.SubjectKey) < MinSubjectKeyLen {
+		return nil, &series.Error{Kind: series.InvalidConfig, Op: opName(op),
+			Err: fmt.Errorf("subject key of %d bytes, want at least %d", len(opts.SubjectKey), MinSubjectKeyLen)}
+	}
 	r := &Registry{
 		pool:     pool,
 		schema:   opts.Schema,
@@ -83,9 +112,19 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Registry, err
 		log:      opts.Logger,
 		subjects: pgx.Identifier{opts.Schema, subjectsTable}.Sanitize(),
 		audit:    pgx.Identifier{opts.Schema, logTable}.Sanitize(),
+
+		key:        bytes.Clone(opts.SubjectKey),
+		erasures:   pgx.Identifier{opts.Schema, erasureTable}.Sanitize(),
+		suppressed: pgx.Identifier{opts.Schema, suppressedTable}.Sanitize(),
+		keyRow:     pgx.Identifier{opts.Schema, keyTable}.Sanitize(),
 	}
 	if err := r.ensure(ctx); err != nil {
 		return nil, classify(op, err)
+	}
+	if r.key != nil {
+		if err := r.checkKey(ctx, r.pool); err != nil {
+			return nil, classify(op, err)
+		}
 	}
 	return r, nil
 }
@@ -96,9 +135,13 @@ func (r *Registry) Schema() string { return r.schema }
 // ensure creates whatever relation of the registry is missing.
 func (r *Registry) ensure(ctx context.Context) error {
 	var complete bool
+	// A registry created before erasures were audited lacks the last three;
+	// creating them leaves the others, and every row in them, as they are.
 	err := r.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL
-		AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL AND to_regclass($5) IS NOT NULL`,
-		r.subjects, r.audit, r.ident(yearIndex), r.ident(collectIndex), r.ident(naturalKey)).Scan(&complete)
+		AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL AND to_regclass($5) IS NOT NULL
+		AND to_regclass($6) IS NOT NULL AND to_regclass($7) IS NOT NULL AND to_regclass($8) IS NOT NULL`,
+		r.subjects, r.audit, r.ident(yearIndex), r.ident(collectIndex), r.ident(naturalKey),
+		r.erasures, r.suppressed, r.keyRow).Scan(&complete)
 	if err != nil {
 		return fmt.Errorf("look up registry: %w", err)
 	}
@@ -154,6 +197,31 @@ func (r *Registry) create(ctx context.Context, tx pgx.Tx) error {
 		)`,
 		`COMMENT ON TABLE ` + r.audit + ` IS 'MeterStore retention sweeps: one row per sweep, ` +
 			`at the instant the sweep was run for, with its legal basis, actor, retention and number of references removed.'`,
+		`CREATE TABLE IF NOT EXISTS ` + r.erasures + ` (
+			id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+			at           timestamptz NOT NULL DEFAULT now(),
+			action       text NOT NULL CHECK (action IN ('erase', 'unsuppress')),
+			subject_hash bytea NOT NULL CHECK (octet_length(subject_hash) = 32),
+			legal_basis  text NOT NULL CHECK (legal_basis <> ''),
+			actor        text NOT NULL CHECK (actor <> ''),
+			removed      bigint NOT NULL CHECK (removed >= 0)
+		)`,
+		`COMMENT ON TABLE ` + r.erasures + ` IS 'MeterStore erasures and lifted suppressions: one row per request, ` +
+			`with the subject as HMAC-SHA256 under the deployment''s subject key, never its natural id; removed counts ` +
+			`the mapping rows an erase deleted, or the suppression an unsuppress lifted (0 or 1).'`,
+		`CREATE TABLE IF NOT EXISTS ` + r.suppressed + ` (
+			subject_hash  bytea PRIMARY KEY CHECK (octet_length(subject_hash) = 32),
+			suppressed_at timestamptz NOT NULL DEFAULT now()
+		)`,
+		`COMMENT ON TABLE ` + r.suppressed + ` IS 'MeterStore suppression list: erased subjects, as HMAC-SHA256 under ` +
+			`the deployment''s subject key; the registry issues them no new reference.'`,
+		`CREATE TABLE IF NOT EXISTS ` + r.keyRow + ` (
+			singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+			fingerprint bytea NOT NULL CHECK (octet_length(fingerprint) = 32),
+			recorded_at timestamptz NOT NULL DEFAULT now()
+		)`,
+		`COMMENT ON TABLE ` + r.keyRow + ` IS 'MeterStore: fingerprint of the subject key the suppression list was ` +
+			`written with, so that a registry given another key is refused rather than silently ignoring the list.'`,
 	}
 	for _, s := range stmts {
 		if _, err := tx.Exec(ctx, s); err != nil {

@@ -42,9 +42,23 @@ func newReference() string {
 // The registry keeps the earliest instant registered for a (subject,
 // collection year), truncated to the microsecond: a Rolling retention
 // counts from it, so a link never outlives any value it covers by more than
-// the retention. A natural id is compared byte for byte; it must be
-// non-empty, at most MaxNaturalIDLen bytes of UTF-8 without control
-// characters, and must not begin or end with white space.
+// the retention.
+//
+// Register refuses a subject that Erase put on the suppression list with
+// an IntegrityViolation whose cause is ErrSuppressed (errors.Is), so that
+// a delivery after an erasure cannot link the subject again; the caller
+// decides what becomes of the values (kept without a subject, or refused)
+// until an operator lifts the suppression with Unsuppress. A registry
+// without a subject key cannot read the list: while the list is empty it
+// registers as usual, and once it is not, it refuses to issue a new
+// reference (ErrNoSubjectKey). A subject-year already registered is
+// returned without consulting the list, since Erase leaves no row of a
+// suppressed subject; one returned just before an erasure commits resolves
+// to nothing afterwards, like every erased reference.
+//
+// A natural id is compared byte for byte; it must be non-empty, at most
+// MaxNaturalIDLen bytes of UTF-8 without control characters, and must not
+// begin or end with white space.
 func (r *Registry) Register(ctx context.Context, naturalID string, collectedAt time.Time) (string, error) {
 	const op = "register"
 	if err := checkNaturalID(naturalID); err != nil {
@@ -68,18 +82,64 @@ func (r *Registry) Register(ctx context.Context, naturalID string, collectedAt t
 	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return "", classify(op, fmt.Errorf("look up reference: %w", err))
 	}
-	// A concurrent registration of the same subject-year waits for this
-	// one's unique index entry and then updates the row it inserted, so
-	// both return the same reference.
-	err = r.pool.QueryRow(ctx, `INSERT INTO `+r.subjects+` AS s (reference, natural_id, collection_year, collected_at)
-		VALUES ($1, $2, $3, $4)
-		ON CONFLICT (natural_id, collection_year)
-		DO UPDATE SET collected_at = least(s.collected_at, excluded.collected_at)
-		RETURNING reference`, newReference(), naturalID, year, collectedAt).Scan(&ref)
+	ref, err = r.insert(ctx, naturalID, year, collectedAt)
 	if err != nil {
-		return "", classify(op, fmt.Errorf("insert reference: %w", err))
+		return "", classify(op, err)
 	}
 	return ref, nil
+}
+
+// insert writes the mapping row of a subject-year, or moves its earliest
+// collection instant back, and returns its reference, unless the subject
+// is suppressed (ErrSuppressed), the key is not the list's
+// (ErrSubjectKeyMismatch) or there is no key and the list is not empty
+// (ErrNoSubjectKey).
+//
+// It holds the subject's lock (see lockSubject) across one statement that
+// checks the list and inserts, so that the check sees every erasure that
+// committed before it and no erasure commits between the check and the
+// insert.
+func (r *Registry) insert(ctx context.Context, naturalID string, year int, collectedAt time.Time) (string, error) {
+	var hash, fingerprint []byte // NULL without a key
+	if r.key != nil {
+		hash, fingerprint = r.subjectHash(naturalID), r.keyFingerprint()
+	}
+	var ref *string
+	var mismatch bool
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		if err := r.lockSubject(ctx, tx, naturalID); err != nil {
+			return err
+		}
+		// A concurrent registration of the same subject-year waits for
+		// this one's unique index entry and then updates the row it
+		// inserted, so both return the same reference.
+		return tx.QueryRow(ctx, `WITH c AS (
+				SELECT EXISTS (SELECT 1 FROM `+r.suppressed+` WHERE subject_hash = $5) AS hit,
+					EXISTS (SELECT 1 FROM `+r.suppressed+`) AS listed,
+					coalesce((SELECT fingerprint <> $6 FROM `+r.keyRow+`), false) AS mismatch
+			), ins AS (
+				INSERT INTO `+r.subjects+` AS s (reference, natural_id, collection_year, collected_at)
+				SELECT $1, $2, $3, $4 FROM c
+				WHERE NOT $7 OR CASE WHEN $5::bytea IS NULL THEN NOT c.listed ELSE NOT (c.hit OR c.mismatch) END
+				ON CONFLICT (natural_id, collection_year)
+				DO UPDATE SET collected_at = least(s.collected_at, excluded.collected_at)
+				RETURNING reference
+			)
+			SELECT (SELECT reference FROM ins), c.mismatch FROM c`,
+			newReference(), naturalID, year, collectedAt, hash, fingerprint, !r.skipSuppression,
+		).Scan(&ref, &mismatch)
+	})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("insert reference: %w", err)
+	case ref != nil:
+		return *ref, nil
+	case hash == nil: // refused only for a list it cannot read
+		return "", fmt.Errorf("suppression list is not empty: %w", ErrNoSubjectKey)
+	case mismatch:
+		return "", ErrSubjectKeyMismatch
+	}
+	return "", ErrSuppressed
 }
 
 // Resolve returns the natural id and collection year that ref stands for.
@@ -115,26 +175,6 @@ func (r *Registry) References(ctx context.Context, naturalID string) ([]string, 
 		return nil, classify(op, err)
 	}
 	return refs, nil
-}
-
-// Erase carries out an erasure request: it deletes every mapping row of
-// the subject naturalID and returns how many it deleted. The readings stay
-// and are anonymous from the commit on, in both tiers, since their
-// references now resolve to nothing; no reading is read or rewritten.
-// Erasing an unknown subject deletes nothing and is not an error. A later
-// Register of the same natural id issues a new reference, unlinked to the
-// erased ones.
-func (r *Registry) Erase(ctx context.Context, naturalID string) (int64, error) {
-	const op = "erase"
-	if err := checkNaturalID(naturalID); err != nil {
-		return 0, &series.Error{Kind: series.InvalidInput, Op: opName(op), Err: err}
-	}
-	tag, err := r.pool.Exec(ctx, `DELETE FROM `+r.subjects+` WHERE natural_id = $1`, naturalID)
-	if err != nil {
-		return 0, classify(op, err)
-	}
-	r.log.Info("privacy: subject erased", "schema", r.schema, "references", tag.RowsAffected())
-	return tag.RowsAffected(), nil
 }
 
 // checkNaturalID reports what is wrong with a natural id, if anything.

@@ -29,7 +29,8 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"retention_log_pkey", collectIndex, yearIndex, naturalKey, "subjects_pkey"}
+	want := []string{"retention_log_pkey", collectIndex, yearIndex, naturalKey, "subjects_pkey",
+		"erasure_log_pkey", "suppressed_subjects_pkey", "subject_key_pkey"}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("indexes %v, want %v", got, want)
@@ -172,7 +173,9 @@ func TestRegisterRefuses(t *testing.T) {
 		}
 		_, err = reg.References(ctx, id)
 		wantKind(t, err, series.InvalidInput)
-		_, err = reg.Erase(ctx, id)
+		_, err = reg.Erase(ctx, id, basis, actor)
+		wantKind(t, err, series.InvalidInput)
+		_, err = reg.Unsuppress(ctx, id, basis, actor)
 		wantKind(t, err, series.InvalidInput)
 	}
 	_, err := reg.Register(ctx, "K-1", time.Time{})
@@ -201,7 +204,7 @@ func TestErase(t *testing.T) {
 		}
 	}
 
-	n, err := reg.Erase(ctx, "K-1")
+	n, err := reg.Erase(ctx, "K-1", basis, actor)
 	if err != nil || n != 3 {
 		t.Fatalf("Erase = %d, %v, want 3", n, err)
 	}
@@ -225,8 +228,11 @@ func TestErase(t *testing.T) {
 		t.Errorf("%d readings still linked (%v), want 1", linked, err)
 	}
 
-	if n, err := reg.Erase(ctx, "K-1"); err != nil || n != 0 {
+	if n, err := reg.Erase(ctx, "K-1", basis, actor); err != nil || n != 0 {
 		t.Errorf("second Erase = %d, %v", n, err)
+	}
+	if lifted, err := reg.Unsuppress(ctx, "K-1", basis, actor); err != nil || !lifted {
+		t.Fatalf("Unsuppress = %v, %v", lifted, err)
 	}
 	if ref := mustRegister(t, reg, "K-1", at); slices.Contains(erased, ref) {
 		t.Errorf("registration after erasure reissued %q", ref)
