@@ -124,6 +124,10 @@ type RetentionPolicy struct {
 	Rolling    time.Duration
 	LegalBasis string // retention.legal_basis
 	Actor      string // retention.actor
+	// SubjectKey keys the hashes of the erased subjects' suppression list
+	// (retention.subject_key): at least 32 bytes, kept outside the
+	// database. Empty: erasures are refused.
+	SubjectKey Secret
 }
 
 // Query is the file's query section: the DuckDB session that reads both

@@ -165,6 +165,10 @@ func (r *reader) retention(raw *rawConfig) RetentionPolicy {
 	p := RetentionPolicy{
 		LegalBasis: strings.TrimSpace(r.str("retention.legal_basis", s.LegalBasis, defaultLegalBasis)),
 		Actor:      strings.TrimSpace(r.str("retention.actor", s.Actor, defaultActor)),
+		SubjectKey: Secret(r.str("retention.subject_key", s.SubjectKey, "")),
+	}
+	if n := len(p.SubjectKey); n > 0 && n < minSubjectKeyLen {
+		r.errorf("retention.subject_key", "%d bytes; want at least %d, random, from outside the file (${VAR})", n, minSubjectKeyLen)
 	}
 	policy := strings.TrimSpace(r.str("retention.policy", s.Policy, ""))
 	if policy == "" {

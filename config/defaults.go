@@ -28,6 +28,7 @@ const (
 	defaultInterval          = 15 * time.Minute
 	defaultSnapshotRetention = 3653 * day // ten years, leap days included
 	defaultLegalBasis        = "§ 60 Abs. 6 MsbG"
+	minSubjectKeyLen         = 32 // privacy.MinSubjectKeyLen, which config does not import
 	defaultActor             = "retention-job"
 	defaultMemoryLimit       = "2GB"
 	defaultThreads           = 2

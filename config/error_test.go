@@ -49,6 +49,7 @@ func TestProblems(t *testing.T) {
 		{"bad integrity", "[[table]]\nname = \"a\"\nintegrity = \"gist\"\n", "table[0].integrity", 3, "want one of auto, exclusion, statement, write"},
 		{"integrity and exclusion", "[[table]]\nname = \"a\"\nintegrity = \"write\"\nexclusion = false\n", "table[0].exclusion", 4, "not both"},
 		{"integrity statement of several resolutions", "[[table]]\nname = \"a\"\nresolutions = [\"PT15M\", \"PT1H\"]\nintegrity = \"statement\"\n", "table[0].integrity", 4, "one resolution of fixed length"},
+		{"short subject key", "[retention]\nsubject_key = \"short\"\n", "retention.subject_key", 2, "want at least 32"},
 		{"bad column type", "[[table]]\nname = \"a\"\n[[table.column]]\nname = \"x\"\ntype = \"int\"\n", "table[0].column[0].type", 5, `want "text" or "bigint"`},
 		{"bad isolation", "[catalog]\nisolation = \"repeatable_read\"\n", "catalog.isolation", 2, `want "read_committed" or "serializable"`},
 		{"bad log", "[catalog]\nlog = \"etcd\"\n", "catalog.log", 2, `want "postgres" or "object_store"`},

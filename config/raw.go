@@ -58,6 +58,7 @@ type rawConfig struct {
 		Policy     value `toml:"policy"`
 		LegalBasis value `toml:"legal_basis"`
 		Actor      value `toml:"actor"`
+		SubjectKey value `toml:"subject_key"`
 	} `toml:"retention"`
 	Query struct {
 		MemoryLimit value `toml:"memory_limit"`

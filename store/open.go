@@ -68,7 +68,11 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with 
 		return nil, err
 	}
 	closers = append(closers, closeCat)
-	reg, err := privacy.Open(ctx, pool, privacy.Options{Schema: cfg.Postgres.Schema, Logger: log})
+	var key []byte
+	if cfg.Retention.SubjectKey != "" {
+		key = []byte(cfg.Retention.SubjectKey)
+	}
+	reg, err := privacy.Open(ctx, pool, privacy.Options{Schema: cfg.Postgres.Schema, SubjectKey: key, Logger: log})
 	if err != nil {
 		return nil, err
 	}
