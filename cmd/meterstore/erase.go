@@ -8,9 +8,9 @@ import (
 
 func newErase() *cobra.Command {
 	var (
-		d                         deployment
+		d                          deployment
 		subject, legalBasis, actor string
-		lift                      bool
+		lift                       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "erase",
