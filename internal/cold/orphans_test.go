@@ -36,10 +36,12 @@ type orphanFixture struct {
 // newOrphanFixture builds a table of four archival snapshots, a foreign
 // overwrite that replaces the first window's data file by a copy (so the
 // original is referenced by older snapshots only), and an expiry of the
-// two oldest snapshots, whose manifest lists are left behind. It plants
-// what failed writers leave: the metadata file of a commit that lost, a
-// data file and a manifest of a failed write, a Hadoop checksum beside an
-// orphan and one beside a live file, and a young unreferenced file.
+// two oldest snapshots, whose manifest lists are left behind. A foreign
+// write that the watermark check refuses leaves its data file, manifest
+// and manifest list. It plants what other failed writers leave: the
+// metadata file of a commit that lost, a data file and a manifest of a
+// failed write, a Hadoop checksum beside an orphan and one beside a live
+// file, and a young unreferenced file.
 func newOrphanFixture(t *testing.T) *orphanFixture {
 	t.Helper()
 	e := newEnv(t, Options{})
@@ -112,6 +114,32 @@ func newOrphanFixture(t *testing.T) *orphanFixture {
 	plant(filepath.Join(filepath.Dir(failed), "."+filepath.Base(failed)+".crc"), cur)
 	manifests := e.files(t, "-m1.avro")
 	plant(filepath.Join(meta, uuid.NewString()+"-m1.avro"), filepath.Join(e.dir, manifests[0]))
+	// A foreign write the watermark check refuses (as Spark's INSERT
+	// moving W back is) leaves its data file, manifest and manifest list.
+	had := e.files(t, "")
+	written := filepath.Join(data, "00000-7-"+uuid.NewString()+".parquet")
+	copyTestFile(t, filepath.Join(e.dir, f.oldOnly), written)
+	refused, err := e.cat.LoadTable(t.Context(), f.h.Identifier())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx = refused.NewTransaction()
+	if err := tx.AddFiles(t.Context(), []string{"file://" + written}, iceberg.Properties{SummaryWatermark: FormatTime(jan2026)}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(t.Context()); !errors.Is(err, ErrWatermarkBackwards) {
+		t.Fatalf("fixture: a commit moving W back: %v", err)
+	}
+	var left []string
+	for _, p := range e.files(t, "") {
+		if !slices.Contains(had, p) {
+			left = append(left, p)
+		}
+	}
+	if len(left) != 3 {
+		t.Fatalf("fixture: the refused write left %v, want a data file, a manifest and a manifest list", left)
+	}
+	f.orphans = append(f.orphans, left...)
 	// A checksum beside a live file stays with it.
 	copyTestFile(t, cur, filepath.Join(data, "."+filepath.Base(dup)+".crc"))
 
