@@ -1,6 +1,8 @@
 package cold
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,8 +14,10 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -409,5 +413,99 @@ func copyTestFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// capturing is a catalog that records a commit's updates and refuses it,
+// so that a test can write what the commit would have made elsewhere.
+type capturing struct {
+	*catalog.Catalog
+	updates []table.Update
+}
+
+func (c *capturing) CommitTable(_ context.Context, _ table.Identifier, _ []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	c.updates = updates
+	return nil, "", errors.New("captured")
+}
+
+// TestOrphansKeepForks: a commit a Hadoop-layout writer made in the
+// metadata mirror (v<head+1>.metadata.json) refuses cleanup until it is
+// resolved; moved aside, it is kept, and so are the data file, manifest
+// and manifest list it references, which no log entry does.
+func TestOrphansKeepForks(t *testing.T) {
+	e := newEnv(t, Options{})
+	h := e.ensure(t, loadProfile("power"))
+	e.archive(t, h, jan2026, feb2026, quarterHours(0, jan2026, 8))
+	e.archive(t, h, feb2026, mar2026, quarterHours(1, feb2026, 8))
+	base, err := e.cat.LoadTable(t.Context(), h.Identifier())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := 0
+	for _, p := range e.files(t, ".metadata.json") {
+		var n int
+		if _, err := fmt.Sscanf(path.Base(p), "v%d.metadata.json", &n); err == nil && n > head {
+			head = n
+		}
+	}
+	dir := filepath.Join(e.dir, "meterstore", "power")
+	data := filepath.Join(dir, "data", "fork-"+uuid.NewString()+".parquet")
+	copyTestFile(t, filepath.Join(e.dir, e.files(t, ".parquet")[0]), data)
+	had := e.files(t, "")
+	capt := &capturing{Catalog: e.cat}
+	fsF := func(ctx context.Context) (icebergio.IO, error) { return base.FS(ctx) }
+	tx := table.New(base.Identifier(), base.Metadata(), base.MetadataLocation(), fsF, capt).NewTransaction()
+	if err := tx.AddFiles(t.Context(), []string{"file://" + data}, iceberg.Properties{"engine": "spark"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(t.Context()); err == nil || len(capt.updates) == 0 {
+		t.Fatalf("fixture: the captured commit: %v", err)
+	}
+	next, err := table.UpdateTableMetadata(base.Metadata(), capt.updates, base.MetadataLocation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "metadata", fmt.Sprintf("v%d.metadata.json", head+1)), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var forkOnly []string // what only the fork references
+	for _, p := range e.files(t, "") {
+		if !slices.Contains(had, p) && !strings.HasSuffix(p, ".metadata.json") {
+			forkOnly = append(forkOnly, p)
+		}
+	}
+	forkOnly = append(forkOnly, strings.TrimPrefix(data, e.dir+"/"))
+	if len(forkOnly) != 3 {
+		t.Fatalf("fixture: the fork's own files are %v, want a data file, a manifest and a manifest list", forkOnly)
+	}
+
+	line := time.Now().Add(time.Hour)
+	var fe *catalog.ForkError
+	if _, err := e.tier.Orphans(t.Context(), h, OrphanOptions{Before: line, Delete: true}); !errors.As(err, &fe) {
+		t.Fatalf("cleanup with a fork in the mirror: %v", err)
+	}
+	moved, err := e.cat.ResolveForks(t.Context(), h.Identifier())
+	if err != nil || len(moved) != 1 {
+		t.Fatalf("resolve: %v, %v", moved, err)
+	}
+	rep, err := e.tier.Orphans(t.Context(), h, OrphanOptions{Before: line, Delete: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := e.files(t, "")
+	for _, p := range forkOnly {
+		if !slices.Contains(left, p) {
+			t.Errorf("the fork's %s was deleted", p)
+		}
+	}
+	if aside := filesUnder(left, "meterstore/power/metadata/"+catalog.ForkDir+"/"); len(aside) != 1 {
+		t.Errorf("the fork moved aside: %v", aside)
+	}
+	for _, o := range rep.Orphans {
+		t.Logf("orphan: %s", o.Location)
 	}
 }
