@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -83,4 +84,64 @@ func filesUnder(list []string, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// TestPurgeOfASharedLocationCutShort: a table whose location is not named
+// after it (here the namespace's, shared with another table) is purged by
+// what its metadata references, never by listing; cut short before each
+// deletion, a rerun still finds and deletes every referenced file (a
+// manifest list or manifest deleted earlier is passed over), and the
+// other table keeps every file.
+func TestPurgeOfASharedLocationCutShort(t *testing.T) {
+	steps := 0
+	for cut := 0; cut < 200; cut++ {
+		e := newEnv(t, Options{})
+		h := e.ensure(t, loadProfile("power"))
+		other := e.ensure(t, loadProfile("other"))
+		e.archive(t, h, jan2026, feb2026, quarterHours(0, jan2026, 8))
+		e.archive(t, other, jan2026, feb2026, quarterHours(2, jan2026, 8))
+		_, _, err := e.foreign.CommitTable(t.Context(), h.Identifier(), nil, []table.Update{table.NewSetLocationUpdate("file://" + e.dir + "/meterstore")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.archive(t, h, feb2026, mar2026, quarterHours(1, feb2026, 8))
+		refs := referencedBy(t, e, h)
+		otherFiles := filesUnder(e.files(t, ""), "meterstore/other/")
+
+		calls := 0
+		e.tier.purgeStep = func(string) error {
+			if calls++; calls > cut {
+				return errCutShort
+			}
+			return nil
+		}
+		_, err = e.tier.Purge(t.Context(), "power", "power")
+		e.tier.purgeStep = nil
+		if err == nil {
+			steps = cut
+			break
+		}
+		if !errors.Is(err, errCutShort) {
+			t.Fatalf("cut after %d steps: %v", cut, err)
+		}
+		if _, err := e.tier.Purge(t.Context(), "power", "power"); err != nil {
+			t.Fatalf("cut after %d steps, the rerun: %v", cut, err)
+		}
+		left := e.files(t, "")
+		for _, r := range refs {
+			if slices.Contains(left, r) {
+				t.Fatalf("cut after %d steps, the rerun left %s", cut, r)
+			}
+		}
+		if got := filesUnder(left, "meterstore/other/"); !slices.Equal(got, otherFiles) {
+			t.Fatalf("cut after %d steps, the other table's files changed", cut)
+		}
+		if _, err := e.cat.LoadTable(t.Context(), h.Identifier()); !errors.Is(err, icecatalog.ErrNoSuchTable) {
+			t.Fatalf("cut after %d steps, the table still loads: %v", cut, err)
+		}
+	}
+	if steps < 8 {
+		t.Fatalf("the purge ran past all cuts after %d steps", steps)
+	}
+	t.Logf("cut at each of %d steps", steps)
 }

@@ -73,14 +73,13 @@ func collectReferences(meta table.Metadata, loc string, fs icebergio.IO, missing
 				continue // shared with an earlier snapshot: read once
 			}
 			add(&r.manifests, m.FilePath())
-			entries, err := m.FetchEntries(fs, false)
-			if gone(err) {
-				continue
-			}
-			if err != nil {
-				return references{}, fmt.Errorf("snapshot %d: manifest %s: %w", s.SnapshotID, m.FilePath(), err)
-			}
-			for _, e := range entries {
+			for e, err := range m.Entries(fs, false) {
+				if gone(err) {
+					break
+				}
+				if err != nil {
+					return references{}, fmt.Errorf("snapshot %d: manifest %s: %w", s.SnapshotID, m.FilePath(), err)
+				}
 				add(&r.data, e.DataFile().FilePath())
 			}
 		}
