@@ -59,11 +59,54 @@ func (s *Store) vetWatermark(ctx context.Context, name string, ct *cold.Table) e
 	return s.arch.CheckWatermark(ctx, name, w, ok)
 }
 
+// DefaultOrphanAge is the safety age of Orphans when OrphanOptions.OlderThan
+// is zero: a day, far longer than any commit takes.
+const DefaultOrphanAge = 24 * time.Hour
+
+// OrphanOptions say how Orphans treats a table's unreferenced files.
+type OrphanOptions struct {
+	// OlderThan is the safety age: a file modified more recently, on the
+	// wall clock, is kept, for it may belong to a commit under way. It
+	// must exceed the longest commit (an archival writing its files
+	// included); zero means DefaultOrphanAge.
+	OlderThan time.Duration
+	// Delete deletes the orphans; without it they are only listed.
+	Delete bool
+}
+
+// OrphanReport is what Orphans found, and deleted, under a table's location.
+type OrphanReport = cold.OrphanReport
+
+// Orphans lists the files under table name's Iceberg location that nothing
+// references and that are older than the safety age, and with
+// opts.Delete deletes them: metadata of commits that lost, files of
+// failed archivals and foreign writes, manifest lists and metadata files
+// snapshot expiry left. Every file a snapshot still in the metadata
+// references stays, as does the catalog's own (see cold.Tier.Orphans).
+// The age is measured on the wall clock (NowOptions.WallClock), not on a
+// now parameter: the files' times are the storage's.
+func (s *Store) Orphans(ctx context.Context, name string, opts OrphanOptions) (OrphanReport, error) {
+	if opts.OlderThan < 0 {
+		return OrphanReport{}, fmt.Errorf("store: orphan files of %s: negative safety age %s", name, opts.OlderThan)
+	}
+	_, ct, _, err := s.opened(ctx, name)
+	if err != nil {
+		return OrphanReport{}, err
+	}
+	age := opts.OlderThan
+	if age == 0 {
+		age = DefaultOrphanAge
+	}
+	return s.cold.Orphans(ctx, ct, cold.OrphanOptions{Before: s.opts.Now.wall().Add(-age), Delete: opts.Delete})
+}
+
 // Purge destroys table name in both tiers: the PostgreSQL table with every
 // partition, the Iceberg table and its files. It is the only operation
 // that deletes stored readings and there is no way back, so confirm must
-// repeat the name. PostgreSQL goes first; each step treats a missing table
-// as done, so an interrupted purge is completed by running it again.
+// repeat the name. PostgreSQL goes first, then the cold files, then the
+// catalog entry (see cold.Tier.Purge); each step treats a missing table
+// as done, so a purge cut short at any step is completed by running it
+// again.
 func (s *Store) Purge(ctx context.Context, name, confirm string) (files int, err error) {
 	t, err := s.table(name)
 	if err != nil {

@@ -5,28 +5,37 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
-	"path"
 	"strings"
 
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/series"
 )
 
-// Purge destroys the cold table name: its catalog entry and every file
-// under its location. It is the only operation of the tier that deletes
+// Purge destroys the cold table name: every file under its location and
+// its catalog entry. It is the only operation of the tier that deletes
 // readings, and there is no way back, so confirm must repeat the name. It
-// returns the number of files deleted.
+// returns the number of files deleted; a table that is gone is an error
+// matching catalog.ErrNoSuchTable.
 //
-// The table is dropped from the catalog first and its files deleted after:
-// a crash in between leaves unreferenced files, never a table whose files
-// are gone.
+// The files go first, the current metadata file last, and the catalog
+// entry after them, so that a purge cut short at any step is finished by
+// running it again: until the entry is dropped the table still loads (its
+// metadata file is the last to go) and names its location, and an entry
+// whose metadata file is gone is one a purge emptied, which the rerun
+// drops. Dropping first would leave files no rerun can find.
 func (c *Tier) Purge(ctx context.Context, name, confirm string) (int, error) {
 	if name == "" || confirm != name {
 		return 0, fmt.Errorf("cold: purge %q: %w", name, series.ErrNotConfirmed)
 	}
 	ident := table.Identifier{c.opts.Namespace, name}
 	ice, err := c.cat.LoadTable(ctx, ident)
+	if errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, icecatalog.ErrNoSuchTable) {
+		// A purge deleted the metadata file and stopped before the drop.
+		c.log.Warn("cold: the table's metadata file is gone; dropping its entry, as a purge cut short leaves it", "table", name, "err", err)
+		return 0, c.dropPurged(ctx, ident)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("cold: purge %s: %w", name, err)
 	}
@@ -38,86 +47,74 @@ func (c *Tier) Purge(ctx context.Context, name, confirm string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cold: purge %s: %w", name, err)
 	}
-	if err := c.cat.DropTable(ctx, ident); err != nil {
-		return 0, fmt.Errorf("cold: purge %s: drop: %w", name, err)
-	}
 	n := 0
-	var errs error
 	for _, f := range files {
-		switch err := fs.Remove(f); {
-		case err == nil:
-			n++
-		case !errors.Is(err, iofs.ErrNotExist):
-			errs = errors.Join(errs, err)
+		if c.purgeStep != nil {
+			if err := c.purgeStep(f); err != nil {
+				return n, fmt.Errorf("cold: purge %s: %w", name, err)
+			}
+		}
+		if err := fs.Remove(f); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			// Stop rather than go on: the metadata file must outlive
+			// every file it leads a rerun to.
+			return n, fmt.Errorf("cold: purge %s: %d files deleted, then: %w", name, n, err)
+		}
+		n++
+	}
+	if c.purgeStep != nil {
+		if err := c.purgeStep(""); err != nil {
+			return n, fmt.Errorf("cold: purge %s: %w", name, err)
 		}
 	}
-	if errs != nil {
-		return n, fmt.Errorf("cold: purge %s: dropped, but %d files remain: %w", name, len(files)-n, errs)
+	if err := c.dropPurged(ctx, ident); err != nil {
+		return n, err
 	}
 	c.log.Info("cold: table purged", "table", name, "files", n)
 	return n, nil
 }
 
-// tableFiles returns every file of ice. Where the file IO can list, that is
+// dropPurged drops the catalog entry of a table whose files are deleted; an
+// entry dropped already is no error.
+func (c *Tier) dropPurged(ctx context.Context, ident table.Identifier) error {
+	err := c.cat.DropTable(ctx, ident)
+	if err != nil && !errors.Is(err, icecatalog.ErrNoSuchTable) {
+		return fmt.Errorf("cold: purge %s: files deleted, but drop: %w", ident[len(ident)-1], err)
+	}
+	return nil
+}
+
+// tableFiles returns every file of ice, in the order a purge deletes them,
+// the current metadata file last. Where the file IO can list, that is
 // everything under the table's location, files of failed commits included;
-// only a location named after the table is listed, so that a table placed at
-// the top of a warehouse cannot take the warehouse with it. Otherwise it is
-// every file the metadata references.
+// only a location named after the table is listed, so that a table placed
+// at the top of a warehouse cannot take the warehouse with it. Otherwise it
+// is every file the metadata references that is still there.
 func tableFiles(ctx context.Context, ice *table.Table, fs icebergio.IO) ([]string, error) {
 	loc := strings.TrimSuffix(ice.Location(), "/")
 	name := ice.Identifier()[len(ice.Identifier())-1]
-	base := path.Base(loc)
-	if l, ok := fs.(icebergio.ListableIO); ok && (base == name || strings.HasPrefix(base, name+"-") || base == name+".db") {
-		var out []string
-		err := l.WalkDir(loc, func(p string, d iofs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() {
-				out = append(out, p)
-			}
-			return nil
-		})
+	cur := pathKey(ice.MetadataLocation())
+	if l, ok := fs.(icebergio.ListableIO); ok && ownLocation(loc, name) {
+		listed, err := listFiles(l, loc)
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", loc, err)
+			return nil, err
+		}
+		var out []string
+		last := ""
+		for _, f := range listed {
+			if f.key == cur {
+				last = f.loc
+				continue
+			}
+			out = append(out, f.loc)
+		}
+		if last != "" {
+			out = append(out, last)
 		}
 		return out, nil
 	}
-	return referencedFiles(ctx, ice, fs)
-}
-
-// referencedFiles returns the files the metadata of ice references: data
-// files, manifests, manifest lists, and metadata files.
-func referencedFiles(_ context.Context, ice *table.Table, fs icebergio.IO) ([]string, error) {
-	seen := make(map[string]bool)
-	var out []string
-	add := func(p string) {
-		if p != "" && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
+	r, err := collectReferences(ice.Metadata(), ice.MetadataLocation(), fs, true)
+	if err != nil {
+		return nil, err
 	}
-	meta := ice.Metadata()
-	for _, s := range meta.Snapshots() {
-		add(s.ManifestList)
-		manifests, err := s.Manifests(fs)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
-		}
-		for _, m := range manifests {
-			add(m.FilePath())
-			entries, err := m.FetchEntries(fs, false)
-			if err != nil {
-				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-			}
-			for _, e := range entries {
-				add(e.DataFile().FilePath())
-			}
-		}
-	}
-	for e := range meta.PreviousFiles() {
-		add(e.MetadataFile)
-	}
-	add(ice.MetadataLocation())
-	return out, nil
+	return r.all(), nil
 }

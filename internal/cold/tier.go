@@ -65,6 +65,9 @@ type Tier struct {
 	// beforeCommit, if set, runs between staging and committing a
 	// snapshot: tests use it to lose a race on purpose.
 	beforeCommit func(ctx context.Context, name string)
+	// purgeStep, if set, runs before Purge deletes each file and, with "",
+	// before it drops the entry: tests fail it to cut a purge short.
+	purgeStep func(file string) error
 }
 
 // New returns a Tier that keeps its tables in cat.
