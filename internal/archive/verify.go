@@ -77,7 +77,10 @@ func (a *Archiver) CheckPartitions(ctx context.Context, t *series.Table, ct *col
 // parts (t's partitions, as listed) that the watermark w does not cover
 // (hasW false: none is covered) and that the archival ledger does not
 // record as detached by an archival under way: a DETACH someone else ran,
-// which the archiver reports and does not archive past. It changes nothing.
+// which the archiver reports and does not archive past. It changes nothing
+// and takes no lease: parts must be listed before w is read, so that an
+// archival running meanwhile (which records a partition before detaching
+// it, and forgets it only after W covers it) is never taken for a stray.
 func (a *Archiver) CheckDetached(ctx context.Context, t *series.Table, parts []hot.Partition, w time.Time, hasW bool) ([]error, error) {
 	recs, err := a.ledger.recordsIfAny(ctx, t.Name)
 	if err != nil {
