@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
@@ -17,8 +18,11 @@ import (
 // metadata, check sees that metadata and the metadata the commit would
 // install, and the commit is then sent on pinned to the current snapshot of
 // the main branch, so a commit that lands is one the check passed against
-// the snapshot it replaced. Tables that the guarded catalog loads, creates
-// or renames commit through it too.
+// the snapshot it replaced. A commit that loses a race fails with
+// table.ErrCommitFailed, also where the catalog reports the failed pin
+// otherwise, so that iceberg-go's retry replays it onto the new base
+// through the guard again, checked afresh. Tables that the guarded
+// catalog loads, creates or renames commit through it too.
 //
 // MeterStore's own Catalog runs its Options.Check inside the log's
 // compare-and-set and needs no guard.
@@ -65,8 +69,20 @@ func (g *guarded) CommitTable(ctx context.Context, ident table.Identifier, reqs 
 		pin = &id
 	}
 	reqs = append(reqs[:len(reqs):len(reqs)], table.AssertRefSnapshotID(table.MainBranch, pin))
-	return g.Catalog.CommitTable(ctx, ident, reqs, updates)
+	md, loc, err := g.Catalog.CommitTable(ctx, ident, reqs, updates)
+	if err != nil && !errors.Is(err, table.ErrCommitFailed) && strings.HasPrefix(err.Error(), requirementFailed) {
+		// iceberg-go's SQL catalog returns a requirement that failed
+		// against the table it read as is, before writing anything: a
+		// lost race like any other, which iceberg-go retries on a fresh
+		// base (and this guard checks again) only as ErrCommitFailed.
+		err = fmt.Errorf("%w: %v: %w", table.ErrCommitFailed, ident, err)
+	}
+	return md, loc, err
 }
+
+// requirementFailed begins the error of every table.Requirement whose
+// validation fails.
+const requirementFailed = "requirement failed:"
 
 // LoadTable returns the table with the guarded catalog as its CatalogIO.
 func (g *guarded) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {

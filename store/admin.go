@@ -17,7 +17,10 @@ type Expiry = cold.Expiry
 
 // ExpireSnapshots removes the snapshots of table name that the configured
 // retention no longer keeps, after re-stamping the watermark onto the
-// current snapshot. It reclaims metadata, never readings.
+// current snapshot. It reclaims metadata, never readings. It runs under
+// the table's archive lease, so no archival interleaves with it; while
+// another session holds the lease it does nothing and its error wraps
+// ErrLeaseHeld.
 func (s *Store) ExpireSnapshots(ctx context.Context, name string, now time.Time) (Expiry, error) {
 	_, ct, _, err := s.opened(ctx, name)
 	if err != nil {
@@ -27,25 +30,42 @@ func (s *Store) ExpireSnapshots(ctx context.Context, name string, now time.Time)
 	if err := s.CheckNow(now); err != nil {
 		return Expiry{}, err
 	}
-	if err := s.vetWatermark(ctx, name, ct); err != nil {
-		return Expiry{}, err
+	var out Expiry
+	err = s.arch.WithLease(ctx, name, func(ctx context.Context) error {
+		if err := s.vetWatermark(ctx, name, ct); err != nil {
+			return err
+		}
+		out, err = s.cold.ExpireSnapshots(ctx, ct, now, s.opts.Snapshots.retention())
+		return err
+	})
+	if err != nil {
+		return Expiry{}, fmt.Errorf("store: expire snapshots of %s: %w", name, err)
 	}
-	return s.cold.ExpireSnapshots(ctx, ct, now, s.opts.Snapshots.retention())
+	return out, nil
 }
 
 // ReassertWatermark republishes table name's watermark on its current
 // snapshot when a foreign engine committed that one; run it after
 // out-of-band maintenance. It cannot move the watermark and reports
-// whether it committed.
+// whether it committed. Like ExpireSnapshots it runs under the table's
+// archive lease, or fails with ErrLeaseHeld.
 func (s *Store) ReassertWatermark(ctx context.Context, name string) (bool, error) {
 	_, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return false, err
 	}
-	if err := s.vetWatermark(ctx, name, ct); err != nil {
-		return false, err
+	var done bool
+	err = s.arch.WithLease(ctx, name, func(ctx context.Context) error {
+		if err := s.vetWatermark(ctx, name, ct); err != nil {
+			return err
+		}
+		done, err = s.cold.ReassertWatermark(ctx, ct)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: reassert the watermark of %s: %w", name, err)
 	}
-	return s.cold.ReassertWatermark(ctx, ct)
+	return done, nil
 }
 
 // vetWatermark refuses to commit to a cold table whose catalog shows a

@@ -77,6 +77,10 @@ var (
 	// ErrNotConfirmed refuses a purge whose confirmation does not repeat
 	// the table's name.
 	ErrNotConfirmed = series.ErrNotConfirmed
+	// ErrLeaseHeld is wrapped by the refusal of snapshot expiry or a
+	// watermark re-stamp while another session holds the table's archive
+	// lease; it is retryable.
+	ErrLeaseHeld = archive.ErrLeaseHeld
 )
 
 // IsRetryable reports whether err may go away when the operation is tried

@@ -195,12 +195,16 @@ func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableO
 	if to.Archive, err = m.s.Archive(ctx, name, now); err != nil {
 		errs = append(errs, err)
 	}
-	// Expiry is a metadata mutation: it belongs to the lease's winner.
+	// Expiry is a metadata mutation: it belongs to the lease's winner, and
+	// takes the lease again itself; a session that took it in between
+	// archives, and this cycle expires nothing.
 	if m.expire && (to.Archive.Status == archive.Archived || to.Archive.Status == archive.NothingDue) {
 		e, err := m.s.ExpireSnapshots(ctx, name, now)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrLeaseHeld):
+		case err != nil:
 			errs = append(errs, fmt.Errorf("expire snapshots: %w", err))
-		} else {
+		default:
 			to.Expired = &e
 		}
 	}

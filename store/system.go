@@ -33,8 +33,9 @@ type TableStatus struct {
 	// writes no mirror.
 	MirrorForks int64
 	// Healthy is false when a count is -1, a row lies below the
-	// watermark, the mirror holds a fork, or the table has partitions
-	// and none ahead of now. A
+	// watermark, the mirror holds a fork, a partition the watermark does
+	// not cover was detached other than by an archival, or the table has
+	// partitions and none ahead of now. A
 	// table without any partition is exempt from the last rule: "not
 	// started" is not "exhausted".
 	Healthy bool
@@ -43,7 +44,8 @@ type TableStatus struct {
 	// *TableOpenError), its schema is quarantined (a *QuarantineError),
 	// or its catalog shows a lower watermark than the archival ledger
 	// recorded (an *InvariantError naming both), or its mirror holds a
-	// fork (a *catalog.ForkError naming the files).
+	// fork (a *catalog.ForkError naming the files), or a partition above
+	// the watermark was detached by hand (an *InvariantError naming it).
 	Err error
 
 	quarantined bool
@@ -141,9 +143,20 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 			errs = append(errs, err)
 		}
 	}
+	// A partition someone else detached above W holds rows no query
+	// reads, and archival stops below it until an operator acts.
+	stray := false
+	if perr == nil && err == nil {
+		found, derr := s.arch.CheckDetached(ctx, t.decl, parts, st.Watermark, st.HasWatermark)
+		if derr != nil {
+			found = append(found, fmt.Errorf("detached partitions: %w", derr))
+		}
+		errs = append(errs, found...)
+		stray = len(found) > 0
+	}
 	// A table without any partition has not started; it is not exhausted.
 	notStarted := perr == nil && len(parts) == 0
-	st.Healthy = st.HotPartitions >= 0 && st.InvariantViolations == 0 &&
+	st.Healthy = st.HotPartitions >= 0 && st.InvariantViolations == 0 && !stray &&
 		(st.PartitionsAhead > 0 || notStarted) && !st.quarantined && st.MirrorForks == 0
 	if len(errs) > 0 {
 		st.Err = fmt.Errorf("store: status of %s: %w", t.decl.Name, errors.Join(errs...))

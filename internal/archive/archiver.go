@@ -56,7 +56,10 @@ func (a *Archiver) crash(step string) {
 // Cycle archives the windows of t due at now, at most
 // Config.MaxWindowsPerCycle of them, into ct, then drops the detached
 // partitions whose reader grace has passed, and checks that no attached
-// partition lies below the watermark.
+// partition lies below the watermark. A detached partition above the
+// watermark is resumed only when the ledger records that an archival
+// detached it; any other is reported in Violations, and no window reaches
+// past its start.
 //
 // LeaseContended and Deferred are outcomes, not errors. An error comes
 // with Status Failed, or Quarantined for a *cold.QuarantineError; an
@@ -138,9 +141,15 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 		w = parts[0].From // nothing archived: the first window starts with the first partition
 	}
 
+	recs, err := a.ledger.records(ctx, t.Name)
+	if err != nil {
+		return fail(fmt.Errorf("archive %s: ledger: %w", t.Name, err))
+	}
+	resume := resumable(recs)
+
 	archivedNow := make(map[int64]bool)
 	for range a.cfg.MaxWindows() {
-		win, ok := nextWindow(t.Width, w, parts, a.cfg.Step, a.cfg.SettlementLag, now)
+		win, ok := nextWindow(t.Width, w, parts, resume, a.cfg.Step, a.cfg.SettlementLag, now)
 		if !ok {
 			break
 		}
@@ -190,6 +199,9 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 			return fail(err)
 		}
 	}
+	if p, ok := stray(w, parts, resume); ok {
+		out.Violations = append(out.Violations, strayReason(p, formatW(out.Watermark, !out.Watermark.IsZero())))
+	}
 	if !out.Watermark.IsZero() {
 		if err := a.reclaim(ctx, t, ct, out.Watermark, parts, archivedNow, now, &out); err != nil {
 			return fail(err)
@@ -205,6 +217,27 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 		a.log.Error("archive: invariant violated", "table", t.Name, "violation", v)
 	}
 	return out, nil
+}
+
+// resumable returns the starts of the partitions that recs records as
+// detached by an archival whose commit was not confirmed: the only detached
+// partitions above W that a cycle resumes.
+func resumable(recs map[int64]record) map[int64]bool {
+	out := make(map[int64]bool)
+	for start, r := range recs {
+		if r.archivedAt == nil && r.violation == nil {
+			out[start] = true
+		}
+	}
+	return out
+}
+
+// strayReason describes p, a detached partition that the watermark w
+// (formatted by formatW) does not cover and no archival recorded detaching.
+func strayReason(p hot.Partition, w string) string {
+	return fmt.Sprintf("detached partition %s [%s, %s) is not covered by the watermark %s, and no archival recorded detaching it (detached by hand?): "+
+		"nothing is archived past its start until an operator attaches it again or removes it",
+		p.Name, cold.FormatTime(p.From), cold.FormatTime(p.To), w)
 }
 
 // CheckWatermark compares the watermark w of table (ok is false for none),

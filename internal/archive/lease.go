@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/meterstore/meterstore/series"
 )
 
 // leaseKey2 is the second half of a lease's advisory lock key. The hot
@@ -65,4 +66,25 @@ func (l *lease) release(ctx context.Context) {
 func (l *lease) discard() {
 	l.conn.Conn().Close(context.Background())
 	l.conn.Release()
+}
+
+// ErrLeaseHeld is returned by WithLease when another session holds the
+// table's archive lease; it is retryable.
+var ErrLeaseHeld = series.NewSentinel("the archive lease of the table is held by another session", true)
+
+// WithLease runs fn while it holds the archive lease of table, so that
+// what fn commits cannot interleave with an archival of the table, in this
+// process or another: snapshot expiry and the re-stamp of the watermark.
+// It does not wait: when another session holds the lease, fn does not run
+// and the error wraps ErrLeaseHeld.
+func (a *Archiver) WithLease(ctx context.Context, table string, fn func(ctx context.Context) error) error {
+	l, err := acquireLease(ctx, a.pool, a.hot.Schema(), table)
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		return fmt.Errorf("archive %s: %w", table, ErrLeaseHeld)
+	}
+	defer l.release(ctx)
+	return fn(ctx)
 }

@@ -15,9 +15,9 @@ import (
 
 // TestCycleOverIcebergSQLCatalog archives through iceberg-go's own SQL
 // (JDBC-layout) catalog on PostgreSQL instead of MeterStore's log catalog:
-// the cold tier takes any iceberg-go catalog. The watermark rule is then
-// checked by the cold tier before committing, not inside the catalog's
-// compare-and-set.
+// the cold tier takes any iceberg-go catalog, and guards it with the
+// watermark check (catalog.Guard) pinned to the snapshot it checked; see
+// TestWatermarkReplayRefused.
 func TestCycleOverIcebergSQLCatalog(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.NewDB(t)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -68,6 +69,30 @@ func (a *Archiver) CheckPartitions(ctx context.Context, t *series.Table, ct *col
 			out.Problems = append(out.Problems, fmt.Sprintf("detached partition %s [%s, %s) is neither covered by the watermark %s nor recorded by an archival: detached by hand?",
 				p.Name, cold.FormatTime(p.From), cold.FormatTime(p.To), formatW(w, hasW)))
 		}
+	}
+	return out, nil
+}
+
+// CheckDetached returns an *InvariantError for each detached partition of
+// parts (t's partitions, as listed) that the watermark w does not cover
+// (hasW false: none is covered) and that the archival ledger does not
+// record as detached by an archival under way: a DETACH someone else ran,
+// which the archiver reports and does not archive past. It changes nothing
+// and takes no lease: parts must be listed before w is read, so that an
+// archival running meanwhile (which records a partition before detaching
+// it, and forgets it only after W covers it) is never taken for a stray.
+func (a *Archiver) CheckDetached(ctx context.Context, t *series.Table, parts []hot.Partition, w time.Time, hasW bool) ([]error, error) {
+	recs, err := a.ledger.recordsIfAny(ctx, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+	}
+	resume := resumable(recs)
+	var out []error
+	for _, p := range parts {
+		if p.Attached || hasW && !p.To.After(w) || resume[p.From.Unix()] {
+			continue
+		}
+		out = append(out, &InvariantError{Table: t.Name, Reason: strayReason(p, formatW(w, hasW))})
 	}
 	return out, nil
 }

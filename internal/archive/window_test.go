@@ -48,6 +48,7 @@ func TestNextWindow(t *testing.T) {
 		from, to time.Time
 		n        int
 		recovery bool
+		resume   []int // days whose partitions the ledger records as detached by an archival
 	}{
 		{name: "due", w: d(0), parts: []hot.Partition{part(0, true), part(1, true)}, now: d(3), due: true, from: d(0), to: d(1), n: 1},
 		{name: "not yet settled", w: d(0), parts: []hot.Partition{part(0, true)}, now: d(3).Add(-time.Microsecond)},
@@ -55,10 +56,21 @@ func TestNextWindow(t *testing.T) {
 		{name: "empty stretch widens to the horizon", w: d(0), now: d(20), due: true, from: d(0), to: d(18)},
 		{name: "a far partition does not widen past the horizon", w: d(0), parts: []hot.Partition{part(3000, true)}, now: d(20), due: true, from: d(0), to: d(18)},
 		{name: "now before W is nothing due", w: d(10), parts: []hot.Partition{part(10, true)}, now: d(5)},
-		{name: "recovery first, due or not", w: d(0), parts: []hot.Partition{part(0, false), part(1, false), part(2, true)}, now: d(0), due: true, from: d(0), to: d(2), n: 2, recovery: true},
+		{name: "recovery first, due or not", w: d(0), parts: []hot.Partition{part(0, false), part(1, false), part(2, true)}, resume: []int{0, 1}, now: d(0), due: true, from: d(0), to: d(2), n: 2, recovery: true},
 		{name: "covered detached partitions are not windows", w: d(2), parts: []hot.Partition{part(0, false), part(1, false), part(2, true)}, now: d(4), due: false},
+		{name: "a detached partition the ledger does not know is no recovery", w: d(0), parts: []hot.Partition{part(0, true), part(1, true), part(5, false), part(6, true)}, now: d(3), due: true, from: d(0), to: d(1), n: 1},
+		{name: "windows go on up to a stray detached partition", w: d(1), parts: []hot.Partition{part(0, true), part(1, true), part(2, false), part(3, true)}, now: d(20), due: true, from: d(1), to: d(2), n: 1},
+		{name: "nothing is due at a stray detached partition", w: d(2), parts: []hot.Partition{part(2, false), part(3, true)}, now: d(20)},
+		{name: "an empty stretch widens only to a stray partition", w: d(0), parts: []hot.Partition{part(4, false), part(9, true)}, now: d(20), due: true, from: d(0), to: d(4)},
+		{name: "a resumed window stops at a stray partition", w: d(0), parts: []hot.Partition{part(0, false), part(1, false), part(2, false)}, resume: []int{0, 2}, now: d(0), due: true, from: d(0), to: d(1), n: 1, recovery: true},
+		{name: "a resumed window takes attached partitions only up to the horizon", w: d(0), parts: []hot.Partition{part(0, false), part(1, true), part(2, true), part(3, true), part(9, false)}, resume: []int{0, 9}, now: d(4), due: true, from: d(0), to: d(2), n: 2, recovery: true},
+		{name: "a resumed partition behind an unsettled attached one waits", w: d(0), parts: []hot.Partition{part(0, true), part(1, false)}, resume: []int{1}, now: d(1)},
 	} {
-		win, ok := nextWindow(series.Daily, c.w, c.parts, step, lag, c.now)
+		resume := make(map[int64]bool)
+		for _, n := range c.resume {
+			resume[d(n).Unix()] = true
+		}
+		win, ok := nextWindow(series.Daily, c.w, c.parts, resume, step, lag, c.now)
 		if ok != c.due {
 			t.Errorf("%s: due %v, want %v (%+v)", c.name, ok, c.due, win)
 			continue

@@ -10,6 +10,7 @@ import (
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
@@ -70,10 +71,17 @@ type Tier struct {
 	purgeStep func(file string) error
 }
 
-// New returns a Tier that keeps its tables in cat.
+// New returns a Tier that keeps its tables in cat. A catalog that runs no
+// commit check of its own (catalog.Guarded) is guarded with WatermarkCheck,
+// so that every commit of the Tier, and every retry iceberg-go replays onto
+// a newer base, is checked against the snapshot it replaces, whatever the
+// catalog type.
 func New(cat icecatalog.Catalog, opts Options) (*Tier, error) {
 	if cat == nil {
 		return nil, errors.New("cold: a catalog is required")
+	}
+	if !catalog.Guarded(cat) {
+		cat = catalog.Guard(cat, WatermarkCheck())
 	}
 	cal, err := metering.NewCalendar()
 	if err != nil {
