@@ -65,7 +65,8 @@
 //     against the stored ones in the transaction that inserts it; rows of
 //     other clients are not checked against each other.
 //
-// A table keeps the integrity it was declared with.
+// A table keeps the integrity it was declared with, unless declared again
+// with IntegrityStatement, which upgrades it in place (upgrade.go).
 //
 // # Writes and scans
 //

@@ -143,12 +143,7 @@ func (h *Tier) statementDDL(t *series.Table) []string {
 
 // checkFuncDDL returns the CREATE FUNCTION of t's statement check.
 func (h *Tier) checkFuncDDL(t *series.Table) string {
-	rs := t.AcceptedResolutions()
-	step, _ := rs[0].Fixed()
-	bucket := `date_bin(interval '1 day', "from", timestamptz '1970-01-01 00:00:00+00')`
-	if t.Width == series.Monthly {
-		bucket = `date_trunc('month', "from", 'UTC')`
-	}
+	bucket := bucketExpr(t, `"from"`)
 	// Per identity column: the group key, its array, and its element.
 	var key, decl, agg, into, unnestArgs, names, elems, on []string
 	for i, c := range t.Identity() {
@@ -183,7 +178,7 @@ func (h *Tier) checkFuncDDL(t *series.Table) string {
 	// whole (no gap, so one span stands for its rows).
 	// Its arrays are the plpgsql variables v_*, named apart from columns.
 	u := `unnest(v_m, v_o` + join(", ", unnestArgs) + `, v_sc, v_lo, v_hi, v_n) AS u(m, o` + join(", ", names) + `, sc, lo, hi, n)`
-	whole := fmt.Sprintf(`u.n * interval '%d seconds' = u.hi - u.lo`, int64(step.Seconds()))
+	whole := wholeCond(t, "u.")
 	notOwned := func(span string) string {
 		return `NOT EXISTS (SELECT 1 FROM ` + owners + ` o WHERE o.malo_id = u.m::int8 AND o.obis_code = ` + obisKey("u.o") +
 			and(on) + ` AND o.operator = split_part(u.sc, ':', 1) AND o.span @> ` + span + `)`
@@ -239,6 +234,24 @@ func each(p string, xs []string) []string {
 		out[i] = p + x
 	}
 	return out
+}
+
+// bucketExpr returns the start of the partition of the column from: a
+// span never crosses a partition boundary, so a dropped partition takes
+// its spans.
+func bucketExpr(t *series.Table, from string) string {
+	if t.Width == series.Monthly {
+		return `date_trunc('month', ` + from + `, 'UTC')`
+	}
+	return `date_bin(interval '1 day', ` + from + `, timestamptz '1970-01-01 00:00:00+00')`
+}
+
+// wholeCond returns the condition that a group (columns n, lo and hi,
+// each with prefix g) has no gap: as many rows as steps of t's one
+// resolution between its first start and its last end.
+func wholeCond(t *series.Table, g string) string {
+	step, _ := t.AcceptedResolutions()[0].Fixed()
+	return fmt.Sprintf(`%[1]sn * interval '%[2]d seconds' = %[1]shi - %[1]slo`, g, int64(step.Seconds()))
 }
 
 // ownOn returns the conditions matching an owner row o to a new row r on

@@ -236,7 +236,8 @@ func TestOwnershipSpans(t *testing.T) {
 
 // TestIntegrityOfOlderTables: a table recorded in format 1 (before
 // integrity was recorded) keeps its integrity when declared again without
-// one, and an explicit other integrity is refused with a clear message.
+// one, and an explicit other integrity than statement (which upgrades it,
+// TestIntegrityUpgrade) is refused with a clear message.
 func TestIntegrityOfOlderTables(t *testing.T) {
 	for _, excl := range []bool{true, false} {
 		h, pool := newTier(t, Options{})
@@ -265,11 +266,11 @@ func TestIntegrityOfOlderTables(t *testing.T) {
 		if got, err := fresh.integrityOf(ctx, pool, lastgang("lastgang")); err != nil || got != want {
 			t.Fatalf("exclusion %v: integrity %v, %v; want %v", excl, got, err, want)
 		}
-		stmt := lastgang("lastgang")
-		stmt.Integrity = series.IntegrityStatement
-		err = fresh.Ensure(ctx, stmt)
+		other := lastgang("lastgang")
+		other.Integrity = map[bool]series.Integrity{true: series.IntegrityWrite, false: series.IntegrityExclusion}[excl]
+		err = fresh.Ensure(ctx, other)
 		wantError(t, err, series.InvalidConfig)
-		if !strings.Contains(err.Error(), "integrity "+want.String()+", now statement") {
+		if !strings.Contains(err.Error(), "integrity "+want.String()+", now "+other.Integrity.String()) {
 			t.Fatalf("exclusion %v: %v", excl, err)
 		}
 		mustWrite(t, fresh, auto, meterDay(1, 1))
@@ -314,5 +315,82 @@ func TestStatementIntegrityConcurrent(t *testing.T) {
 		if !refusedAs(err, "23P01") && !refusedAs(err, "40001") {
 			t.Fatalf("round %d: the second operator's insert: %v", round, err)
 		}
+	}
+}
+
+// TestIntegrityUpgrade: a table of integrity exclusion or write declared
+// again with integrity statement is upgraded in place: its stored spans
+// are recorded, its partitions lose their GiST constraints and gain the
+// triggers, and from then on a plain client's second operator is refused.
+// A table of integrity write holding two operators' readings for one
+// interval, which its plain clients could write, is refused the upgrade
+// and left as it was.
+func TestIntegrityUpgrade(t *testing.T) {
+	for _, from := range []series.Integrity{series.IntegrityExclusion, series.IntegrityWrite} {
+		t.Run(from.String(), func(t *testing.T) {
+			h, pool := newTier(t, Options{})
+			ctx := context.Background()
+			tab := lastgang("lastgang")
+			tab.Integrity = from
+			declare(t, h, tab)
+			mustWrite(t, h, tab, meterDay(1, 100))
+			mustWrite(t, h, tab, meterDay(2, 100)[10:20])
+			c := sqlClient{pool: pool, rel: "meterstore.lastgang"}
+			gappy := []cell{{0, 1, "9900000000003"}, {2, 1, "9900000000003"}}
+			if err := c.copyCells(ctx, malo(3), gappy...); err != nil {
+				t.Fatal(err)
+			}
+
+			up := lastgang("lastgang")
+			up.Integrity = series.IntegrityStatement
+			if err := h.Ensure(ctx, up); err != nil {
+				t.Fatal(err)
+			}
+			var spans, excl, triggers int
+			if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM meterstore.lastgang_operators),
+	(SELECT count(*) FROM pg_constraint WHERE contype = 'x' AND conrelid::regclass::text LIKE 'meterstore.lastgang_p%'),
+	(SELECT count(*) FROM pg_trigger WHERE tgrelid = 'meterstore.lastgang_p20260302'::regclass)`).Scan(&spans, &excl, &triggers); err != nil {
+				t.Fatal(err)
+			}
+			// Meter 1's day and meter 2's stretch a span each; meter 3's
+			// readings with a gap one each.
+			if spans != 4 || excl != 0 || triggers != 2 {
+				t.Fatalf("after the upgrade: %d spans, %d exclusion constraints, %d triggers on a partition; want 4, 0, 2", spans, excl, triggers)
+			}
+			if got, err := h.Integrity(ctx, lastgang("lastgang")); err != nil || got != series.IntegrityStatement {
+				t.Fatalf("integrity %v, %v", got, err)
+			}
+			if err := c.insert(ctx, pool, malo(1), "kWh", 4, 101, "9900000000010", 1); !refusedAs(err, "23P01") {
+				t.Fatalf("a second operator after the upgrade: %v", err)
+			}
+			if err := c.copyCells(ctx, malo(3), cell{1, 1, "9900000000010"}); err != nil {
+				t.Fatalf("another operator between the readings of a gappy delivery: %v", err)
+			}
+			mustWrite(t, h, lastgang("lastgang"), meterDay(4, 100))
+		})
+	}
+
+	h, pool := newTier(t, Options{})
+	ctx := context.Background()
+	tab := lastgang("lastgang")
+	tab.Integrity = series.IntegrityWrite
+	declare(t, h, tab)
+	c := sqlClient{pool: pool, rel: "meterstore.lastgang"}
+	if err := c.copyCells(ctx, malo(1), cell{5, 1, "9900000000003"}, cell{5, 2, "9900000000010"}); err != nil {
+		t.Fatal(err) // integrity write: nothing stops a plain client
+	}
+	up := lastgang("lastgang")
+	up.Integrity = series.IntegrityStatement
+	err := h.Ensure(ctx, up)
+	wantError(t, err, series.InvariantViolation)
+	if !strings.Contains(err.Error(), "two network operators") {
+		t.Fatal(err)
+	}
+	var owners bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('meterstore.lastgang_operators') IS NOT NULL`).Scan(&owners); err != nil || owners {
+		t.Fatalf("a refused upgrade left the ownership relation (%v)", err)
+	}
+	if got, err := h.Integrity(ctx, lastgang("lastgang")); err != nil || got != series.IntegrityWrite {
+		t.Fatalf("integrity after a refused upgrade: %v, %v", got, err)
 	}
 }

@@ -153,10 +153,12 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
 		}
 		want := definitionOf(t, t.Integrity)
-		if t.Integrity == series.IntegrityAuto {
+		upgrade := t.Integrity == series.IntegrityStatement && chosen != series.IntegrityStatement
+		if t.Integrity == series.IntegrityAuto || upgrade {
 			// A table keeps the integrity it was declared with, which
-			// every one of them enforces for Write; only an explicit
-			// declaration can ask for another, and is refused below.
+			// every one of them enforces for Write, unless declared
+			// with statement, which it is upgraded to below; any other
+			// change is refused.
 			want.Integrity = have.Integrity
 		}
 		if diff := compareDefinitions(have, want); diff != "" {
@@ -164,6 +166,12 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 		}
 		if !exists {
 			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("declared, but relation %s is missing", h.ident(t.Name))}
+		}
+		if upgrade {
+			if err := h.upgradeToStatement(ctx, tx, t, have); err != nil {
+				return err
+			}
+			chosen = series.IntegrityStatement
 		}
 		return nil
 	})
@@ -207,7 +215,7 @@ func compareDefinitions(have, want definition) string {
 	case have.Width != want.Width:
 		return fmt.Sprintf("partition width %s, now %s", have.Width, want.Width)
 	case have.Integrity != want.Integrity:
-		return fmt.Sprintf("integrity %s, now %s (a declared table keeps its integrity: leave it unset, or purge and declare anew)", have.Integrity, want.Integrity)
+		return fmt.Sprintf("integrity %s, now %s (a declared table keeps its integrity but for an upgrade to statement: leave it unset, or purge and declare anew)", have.Integrity, want.Integrity)
 	case !slices.Equal(have.Resolutions, want.Resolutions):
 		return fmt.Sprintf("resolutions %v, now %v", have.Resolutions, want.Resolutions)
 	case !reflect.DeepEqual(have.Columns, want.Columns):
