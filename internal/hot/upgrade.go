@@ -16,9 +16,10 @@ import (
 // IntegrityWrite, recorded as have, IntegrityStatement in tx: the
 // ownership relation filled from the stored rows, the statement triggers
 // on the parent and the attached partitions, and no GiST exclusion
-// constraints. The parent is locked against writers first, so no row
-// slips in between the spans recorded and the triggers that record the
-// next ones; readers are not held up. Stored readings of two network
+// constraints. The parent and the partitions are locked against writers
+// first, so no row slips in between the spans recorded and the triggers
+// that record the next ones; readers are held up only by the constraints
+// dropped at the end, until the commit. Stored readings of two network
 // operators, which a table of IntegrityWrite can hold from other clients,
 // refuse the upgrade and change nothing. The per-row CHECKs of the ids
 // stay: they were checked on every stored row and cost only time.
@@ -31,14 +32,18 @@ func (h *Tier) upgradeToStatement(ctx context.Context, tx pgx.Tx, t *series.Tabl
 	if err != nil {
 		return err
 	}
+	// The triggers lock each partition against its writers too; dropping
+	// a constraint locks it against readers, so that comes last, after
+	// the spans are recorded, and lasts only until the commit.
 	stmts := append(h.statementDDL(t), h.triggerDDL(t, parent, t.Name)...)
+	var drops []string
 	for _, p := range parts {
 		if !p.Attached {
 			continue // being archived; no writer reaches it
 		}
 		stmts = append(stmts, h.triggerDDL(t, h.ident(p.Name), p.Name)...)
 		for _, c := range []string{p.Name + "_operator", p.Name + "_overlap"} {
-			stmts = append(stmts, `ALTER TABLE `+h.ident(p.Name)+` DROP CONSTRAINT IF EXISTS `+quote(c))
+			drops = append(drops, `ALTER TABLE `+h.ident(p.Name)+` DROP CONSTRAINT IF EXISTS `+quote(c))
 		}
 	}
 	for _, s := range stmts {
@@ -53,6 +58,11 @@ func (h *Tier) upgradeToStatement(ctx context.Context, tx pgx.Tx, t *series.Tabl
 				Err: fmt.Errorf("upgrade to integrity statement refused: stored readings come from two network operators (%s)", pgErr.Detail)}
 		}
 		return err
+	}
+	for _, s := range drops {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return err
+		}
 	}
 	have.Integrity = series.IntegrityStatement.String()
 	def, _ := json.Marshal(have)
