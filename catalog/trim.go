@@ -8,12 +8,13 @@ import "context"
 // (write.metadata.previous-versions-max), and snapshots live there too, so
 // the log needs only a tail: the head for LoadTable and commits, the entry
 // before it for the mirror's repair, and recent versions for History,
-// LoadTableAt and VerifyMirror.
-const DefaultTableLogKeep = 64
+// LoadTableAt and VerifyMirror. It is small because Head on the
+// object-store log lists the whole tail.
+const DefaultTableLogKeep = 32
 
 // trim truncates a table's log once commit seq has landed, so that the log
-// (and with it Head on the object-store log, which lists the shard from its
-// start) stays bounded however old the table is. The commit is durable by
+// (and with it Head on the object-store log, which lists every entry from
+// the cut) stays bounded however old the table is. The commit is durable by
 // then: its metadata file was written before the entry that names it.
 //
 // It truncates every keep/2 commits, at the entry keep below the new one,
