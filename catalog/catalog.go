@@ -56,6 +56,10 @@ type Options struct {
 	Check CommitCheck
 	// Logger receives warnings about best-effort steps; nil discards them.
 	Logger *slog.Logger
+	// TableLogKeep is how many of a table's newest commits its log keeps
+	// at least; older entries are truncated as commits land (see trim.go).
+	// Zero means DefaultTableLogKeep; a negative value keeps every commit.
+	TableLogKeep int
 }
 
 // Catalog implements iceberg-go's catalog.Catalog and table.CatalogIO.
@@ -66,6 +70,7 @@ type Catalog struct {
 	prefix string
 	check  CommitCheck
 	logger *slog.Logger
+	keep   int
 	metas  metaCache
 }
 
@@ -85,6 +90,9 @@ func New(opts Options) (*Catalog, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.TableLogKeep == 0 {
+		opts.TableLogKeep = DefaultTableLogKeep
+	}
 	return &Catalog{
 		name:   opts.Name,
 		wh:     opts.Warehouse,
@@ -92,6 +100,7 @@ func New(opts Options) (*Catalog, error) {
 		prefix: opts.ShardPrefix,
 		check:  opts.Check,
 		logger: opts.Logger,
+		keep:   opts.TableLogKeep,
 	}, nil
 }
 

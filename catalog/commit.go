@@ -165,6 +165,7 @@ func (c *Catalog) commit(ctx context.Context, ident table.Identifier, expected i
 		return "", 0, fmt.Errorf("catalog: commit %s.%s (its metadata %s is kept): %w", ns, name, loc, err)
 	}
 	c.publish(ctx, ident, seq, data)
+	c.trim(ctx, c.tableShard(ns, name), seq)
 	return loc, seq, nil
 }
 
@@ -338,8 +339,10 @@ func (c *Catalog) DropTable(ctx context.Context, ident table.Identifier) error {
 		return err
 	}
 	ns, name := ident[0], ident[1]
-	if _, err := c.append(ctx, c.tableShard(ns, name), h.Seq, Commit{Dropped: true}); err != nil {
+	seq, err := c.append(ctx, c.tableShard(ns, name), h.Seq, Commit{Dropped: true})
+	if err != nil {
 		return fmt.Errorf("catalog: drop %s.%s: %w", ns, name, err)
 	}
+	c.trim(ctx, c.tableShard(ns, name), seq)
 	return c.register(ctx, ns, name, false)
 }

@@ -60,7 +60,8 @@ func (c *Catalog) current(ctx context.Context, ident table.Identifier) (Commit, 
 	return h, nil
 }
 
-// History returns the table's commits still in its log, oldest first.
+// History returns the table's commits still in its log, oldest first: the
+// newest Options.TableLogKeep at least, once there are as many.
 func (c *Catalog) History(ctx context.Context, ident table.Identifier) ([]Commit, error) {
 	ns, name, err := split(ident)
 	if err != nil {
@@ -86,7 +87,9 @@ func (c *Catalog) History(ctx context.Context, ident table.Identifier) ([]Commit
 	}
 }
 
-// LoadTableAt loads the table as of commit seq, which must still be in the log.
+// LoadTableAt loads the table as of commit seq, which must still be in the
+// log (see History); older versions are reached through the snapshots of
+// the current metadata.
 func (c *Catalog) LoadTableAt(ctx context.Context, ident table.Identifier, seq int64) (*table.Table, error) {
 	ns, name, err := split(ident)
 	if err != nil {

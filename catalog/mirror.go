@@ -98,7 +98,9 @@ func (c *Catalog) CheckMirror(ctx context.Context, ident table.Identifier) error
 }
 
 // VerifyMirror is CheckMirror that also compares every v<N> file the log
-// still accounts for with the metadata of log entry N-1.
+// still accounts for with the metadata of log entry N-1. Files of versions
+// the log has truncated (all but the newest Options.TableLogKeep at least)
+// are not compared.
 func (c *Catalog) VerifyMirror(ctx context.Context, ident table.Identifier) error {
 	return c.checkMirror(ctx, ident, true)
 }

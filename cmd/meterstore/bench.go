@@ -17,6 +17,7 @@ func newBench() *cobra.Command {
 	bench.AddCommand(newBenchArchive())
 	bench.AddCommand(newBenchQuery())
 	bench.AddCommand(newBenchServe())
+	bench.AddCommand(newBenchAge())
 	return bench
 }
 

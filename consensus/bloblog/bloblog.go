@@ -77,6 +77,8 @@ type Log struct {
 	beforeCheck func(key string)
 	beforePut   func(key string)
 	afterPut    func(key string)
+	// listed sees how many objects each listing of a shard returned.
+	listed func(prefix string, objects int)
 	// skipStaleCheck disables the check after a put; only tests set it, to
 	// show that the stale-writer test catches its absence.
 	skipStaleCheck bool
@@ -204,6 +206,9 @@ func (l *Log) list(ctx context.Context, prefix, startAfter string, limit int) ([
 			return nil, err
 		}
 		out = append(out, page.Objects...)
+		if l.listed != nil {
+			l.listed(prefix, len(page.Objects))
+		}
 		if page.Next == "" || (limit > 0 && len(out) >= limit) {
 			return out, nil
 		}
