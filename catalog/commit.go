@@ -227,6 +227,7 @@ func (c *Catalog) publish(ctx context.Context, ident table.Identifier, seq int64
 		c.logger.Warn("catalog: publish metadata mirror", "table", ident, "version", version, "err", err)
 		return
 	}
+	c.pruneMirror(ctx, dir, version)
 	// The hint only moves forward: a slow publisher must not point it back.
 	hint := dir + "/" + hintName
 	if old, err := c.wh.Bucket.Get(ctx, hint); err == nil {
