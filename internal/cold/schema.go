@@ -148,9 +148,13 @@ var droppedProperties = map[string]string{table.ParquetPageVersionKey: "2"}
 
 // writeProperties returns the table properties that shape the files the
 // Tier writes. No history.expire.* property is among them: snapshot
-// retention is the Tier's (see ExpireSnapshots), not the table's.
+// retention is the Tier's (see ExpireSnapshots), not the table's. Each
+// commit deletes the metadata file that drops out of the metadata log (the
+// 100 before the current one): a table committed to daily for ten years
+// would otherwise keep thousands of them, which nothing reads.
 func (o Options) writeProperties(t *series.Table) iceberg.Properties {
 	p := iceberg.Properties{
+		table.MetadataDeleteAfterCommitEnabledKey: "true",
 		table.ParquetCompressionKey:         "zstd",
 		table.ParquetCompressionLevelKey:    fmt.Sprint(o.ZstdLevel),
 		table.ParquetRowGroupLimitKey:       fmt.Sprint(o.RowGroupRows),
