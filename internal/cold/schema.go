@@ -155,14 +155,14 @@ var droppedProperties = map[string]string{table.ParquetPageVersionKey: "2"}
 func (o Options) writeProperties(t *series.Table) iceberg.Properties {
 	p := iceberg.Properties{
 		table.MetadataDeleteAfterCommitEnabledKey: "true",
-		table.ParquetCompressionKey:         "zstd",
-		table.ParquetCompressionLevelKey:    fmt.Sprint(o.ZstdLevel),
-		table.ParquetRowGroupLimitKey:       fmt.Sprint(o.RowGroupRows),
-		table.ParquetRowGroupSizeBytesKey:   fmt.Sprint(o.RowGroupBytes),
-		table.WriteTargetFileSizeBytesKey:   fmt.Sprint(o.TargetFileSize),
-		table.ParquetBloomFilterMaxBytesKey: fmt.Sprint(o.BloomBytes),
-		PropMergeKey:                        strings.Join(mergeKey(t), ","),
-		PropTimeModel:                       t.TimeModel.String(),
+		table.ParquetCompressionKey:               "zstd",
+		table.ParquetCompressionLevelKey:          fmt.Sprint(o.ZstdLevel),
+		table.ParquetRowGroupLimitKey:             fmt.Sprint(o.RowGroupRows),
+		table.ParquetRowGroupSizeBytesKey:         fmt.Sprint(o.RowGroupBytes),
+		table.WriteTargetFileSizeBytesKey:         fmt.Sprint(o.TargetFileSize),
+		table.ParquetBloomFilterMaxBytesKey:       fmt.Sprint(o.BloomBytes),
+		PropMergeKey:                              strings.Join(mergeKey(t), ","),
+		PropTimeModel:                             t.TimeModel.String(),
 	}
 	for _, c := range bloomColumns {
 		p[table.ParquetBloomFilterColumnEnabledKeyPrefix+"."+c] = "true"
