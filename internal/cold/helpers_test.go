@@ -17,6 +17,7 @@ import (
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus"
 	"github.com/meterstore/meterstore/consensus/bloblog"
+	"github.com/meterstore/meterstore/internal/s3test"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
@@ -36,7 +37,21 @@ type env struct {
 func newEnv(t *testing.T, opts Options) *env {
 	t.Helper()
 	dir := t.TempDir()
-	wh, err := catalog.OpenWarehouse(t.Context(), "file://"+dir)
+	e := newEnvAt(t, "file://"+dir, opts)
+	e.dir = dir
+	return e
+}
+
+// newS3Env is newEnv on a fresh bucket of the S3 test server.
+func newS3Env(t *testing.T) *env {
+	t.Helper()
+	return newEnvAt(t, s3test.URL(t, s3test.NewBucket(t)), Options{})
+}
+
+// newEnvAt is newEnv with the warehouse at url.
+func newEnvAt(t *testing.T, url string, opts Options) *env {
+	t.Helper()
+	wh, err := catalog.OpenWarehouse(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +72,7 @@ func newEnv(t *testing.T, opts Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{dir: dir, wh: wh, log: l, cat: cat, foreign: foreign, tier: tier}
+	return &env{wh: wh, log: l, cat: cat, foreign: foreign, tier: tier}
 }
 
 // ensure declares tab in e's tier.

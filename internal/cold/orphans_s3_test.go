@@ -9,9 +9,6 @@ import (
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/meterstore/meterstore/blob"
-	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/consensus/bloblog"
-	"github.com/meterstore/meterstore/internal/s3test"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -43,24 +40,8 @@ func keys(t *testing.T, b *blob.Bucket, prefix string) []string {
 // the table reads the same; a purge cut short then run again leaves no
 // object under the table's location.
 func TestOrphansAndPurgeOnS3(t *testing.T) {
-	wh, err := catalog.OpenWarehouse(t.Context(), s3test.URL(t, s3test.NewBucket(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { wh.Bucket.Close() })
-	l, err := bloblog.New(wh.Bucket, "_log/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: l, Check: WatermarkCheck()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tier, err := New(cat, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{wh: wh, log: l, cat: cat, tier: tier}
+	e := newS3Env(t)
+	tier, wh, cat := e.tier, e.wh, e.cat
 	tab := loadProfile("power")
 	h := e.ensure(t, tab)
 	var rows []series.Reading

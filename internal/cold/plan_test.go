@@ -13,9 +13,6 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/consensus/bloblog"
-	"github.com/meterstore/meterstore/internal/s3test"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -226,29 +223,12 @@ func TestLocalizeCopiesOnce(t *testing.T) {
 }
 
 func TestPlanLocalOfAnS3Warehouse(t *testing.T) {
-	wh, err := catalog.OpenWarehouse(t.Context(), s3test.URL(t, s3test.NewBucket(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { wh.Bucket.Close() })
-	l, err := bloblog.New(wh.Bucket, "_log/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: l, Check: WatermarkCheck()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tier, err := New(cat, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{wh: wh, log: l, cat: cat, tier: tier}
+	e := newS3Env(t)
 	h := e.ensure(t, loadProfile("power"))
 	e.archive(t, h, jan2026, feb2026, quarterHours(0, jan2026, 96))
 	e.archive(t, h, feb2026, mar2026, quarterHours(0, feb2026, 96))
 
-	p, err := tier.Plan(t.Context(), h, series.Range{From: feb2026, To: mar2026})
+	p, err := e.tier.Plan(t.Context(), h, series.Range{From: feb2026, To: mar2026})
 	if err != nil {
 		t.Fatal(err)
 	}
