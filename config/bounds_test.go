@@ -35,6 +35,7 @@ func TestBounds(t *testing.T) {
 		{"snapshots without end", "[maintenance]\nmin_snapshots = 1000000000\n", "maintenance.min_snapshots", "want 1 to 1000000"},
 		{"no clock skew", "[maintenance]\nmax_clock_skew = \"0s\"\n", "maintenance.max_clock_skew", "want a positive duration, at most 366d"},
 		{"clock skew of years", "[maintenance]\nmax_clock_skew = \"1000d\"\n", "maintenance.max_clock_skew", "at most 366d"},
+		{"orphans removed while committed", "[maintenance]\nremove_orphans_after = \"10m\"\n", "maintenance.remove_orphans_after", "want 0s (off) or at least 1h"},
 		{"malformed postgres URL", "[postgres]\nurl = \"postgres://ms:secret@db:port/meters\"\n", "postgres.url", "cannot parse"},
 		{"malformed postgres DSN", "[postgres]\nurl = \"host=db port=notanumber\"\n", "postgres.url", "cannot parse"},
 		{"not a postgres URL", "[postgres]\nurl = \"http://db/meters\"\n", "postgres.url", "cannot parse"},
@@ -78,6 +79,7 @@ max_rows = 100000000
 [maintenance]
 min_snapshots = 1000000
 max_clock_skew = "366d"
+remove_orphans_after = "1h"
 [[table]]
 name = "a"
 headroom = "366d"

@@ -106,6 +106,9 @@ type Maintenance struct {
 	ExpireSnapshots   bool          // maintenance.expire_snapshots
 	SnapshotRetention time.Duration // maintenance.snapshot_retention
 	MinSnapshots      int           // maintenance.min_snapshots
+	// RemoveOrphansAfter is the safety age of the loop's daily orphan
+	// file removal; zero turns it off (maintenance.remove_orphans_after).
+	RemoveOrphansAfter time.Duration
 	// MaxClockSkew is how far past the wall clock a now given to
 	// archival, maintenance or status may lie (maintenance.max_clock_skew).
 	MaxClockSkew time.Duration

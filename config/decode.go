@@ -97,11 +97,15 @@ func (r *reader) config(raw *rawConfig) *Config {
 
 	m := &raw.Maintenance
 	c.Maintenance = Maintenance{
-		Interval:          r.duration("maintenance.interval", m.Interval, defaultInterval, "m"),
-		ExpireSnapshots:   r.boolean("maintenance.expire_snapshots", m.ExpireSnapshots, false),
-		SnapshotRetention: r.duration("maintenance.snapshot_retention", m.SnapshotRetention, defaultSnapshotRetention, "d"),
-		MinSnapshots:      r.integer("maintenance.min_snapshots", m.MinSnapshots, defaultMinSnapshots, 1, maxMinSnapshots),
-		MaxClockSkew:      r.duration("maintenance.max_clock_skew", m.MaxClockSkew, defaultMaxClockSkew, "h"),
+		Interval:           r.duration("maintenance.interval", m.Interval, defaultInterval, "m"),
+		ExpireSnapshots:    r.boolean("maintenance.expire_snapshots", m.ExpireSnapshots, false),
+		SnapshotRetention:  r.duration("maintenance.snapshot_retention", m.SnapshotRetention, defaultSnapshotRetention, "d"),
+		MinSnapshots:       r.integer("maintenance.min_snapshots", m.MinSnapshots, defaultMinSnapshots, 1, maxMinSnapshots),
+		MaxClockSkew:       r.duration("maintenance.max_clock_skew", m.MaxClockSkew, defaultMaxClockSkew, "h"),
+		RemoveOrphansAfter: r.duration("maintenance.remove_orphans_after", m.RemoveOrphans, defaultOrphanAge, "d"),
+	}
+	if k := c.Maintenance.RemoveOrphansAfter; k != 0 && k < minOrphanAge && r.ok("maintenance.remove_orphans_after") {
+		r.errorf("maintenance.remove_orphans_after", "%v: want 0s (off) or at least %v: a younger file may belong to a commit under way", Duration(k), Duration(minOrphanAge))
 	}
 	if k := c.Maintenance.MaxClockSkew; (k <= 0 || k > maxClockSkew) && r.ok("maintenance.max_clock_skew") {
 		r.errorf("maintenance.max_clock_skew", "%v: want a positive duration, at most %v", Duration(k), Duration(maxClockSkew))

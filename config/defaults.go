@@ -43,6 +43,8 @@ const (
 	defaultBloomBytes        = 32 << 10
 	defaultBatchRows         = 8192
 	defaultMinSnapshots      = 100
+	defaultOrphanAge         = 3 * day
+	minOrphanAge             = time.Hour
 	defaultMaxClockSkew      = day
 	defaultListen            = "127.0.0.1:8080"
 	defaultReadTimeout       = 30 * time.Second

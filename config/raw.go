@@ -52,6 +52,7 @@ type rawConfig struct {
 		ExpireSnapshots   value `toml:"expire_snapshots"`
 		SnapshotRetention value `toml:"snapshot_retention"`
 		MinSnapshots      value `toml:"min_snapshots"`
+		RemoveOrphans     value `toml:"remove_orphans_after"`
 		MaxClockSkew      value `toml:"max_clock_skew"`
 	} `toml:"maintenance"`
 	Retention struct {

@@ -29,6 +29,9 @@ type Maintenance struct {
 	legalBasis string
 	actor      string
 	clock      func() time.Time
+
+	mu      sync.Mutex // guards orphans' record, for cycles run at once
+	orphans orphanSchedule
 }
 
 // Maintenance returns a loop for every table of s, visited one after
@@ -62,6 +65,8 @@ type TableOutcome struct {
 	Archive ArchiveOutcome
 	// Expired is what snapshot expiry did, when it ran.
 	Expired *Expiry
+	// Orphans is what orphan removal found and deleted, when it ran.
+	Orphans *OrphanReport
 	// Status is the table's health after the cycle.
 	Status TableStatus
 	// Err is the first error of the table's cycle; the cycle went on with
@@ -124,7 +129,8 @@ func (o *MaintenanceOutcome) Healthy() bool { return len(o.Unhealthy()) == 0 && 
 
 // Cycle runs one maintenance cycle at now. Per table, in order: create the
 // partitions ahead, archive the due windows (bounded), expire snapshots
-// if enabled and the lease was won, and compute the table's health; then
+// if enabled and the lease was won, remove orphan files if enabled and
+// due, and compute the table's health; then
 // the system tables are refreshed with those healths, so that a long-lived
 // process's queries see them as of its last cycle; then the retention
 // sweep, if enabled. A failing table does not end the cycle.
@@ -207,6 +213,9 @@ func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableO
 		default:
 			to.Expired = &e
 		}
+	}
+	if to.Orphans, err = m.removeOrphans(ctx, name, now); err != nil {
+		errs = append(errs, fmt.Errorf("orphan files: %w", err))
 	}
 	to.Status = m.s.statusOf(ctx, t, now)
 	if to.Status.Err != nil {

@@ -152,3 +152,71 @@ func TestOrphans(t *testing.T) {
 		}
 	}
 }
+
+// TestMaintenanceRemovesOrphans: a loop with orphan removal on deletes a
+// planted orphan past the safety age in its first cycle, keeps a young one
+// and every referenced file, and lists the warehouse again only a day of
+// cycle time later; a loop with it off deletes nothing.
+func TestMaintenanceRemovesOrphans(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	wall := time.Now().Add(48 * time.Hour)
+	s := e.open(t, Options{Now: NowOptions{WallClock: func() time.Time { return wall }}})
+	if err := s.CreatePartitions(ctx, dayN(0), dayN(10)); err != nil {
+		t.Fatal(err)
+	}
+	for d := range 3 {
+		mustWrite(t, s, []Reading{qh(1, d, 4, "A", 1, int64(1000+d))})
+	}
+	if _, err := s.Archive(ctx, "power", dayN(4)); err != nil {
+		t.Fatal(err)
+	}
+	const q = `SELECT malo_id, channel, "from", version, value FROM readings_versions ORDER BY ALL`
+	want := mustQuery(t, s, q).Rows
+
+	tbl := filepath.Join(e.dir, "meterstore", "power")
+	var data string
+	for _, f := range warehouseFiles(t, e.dir, "meterstore/power") {
+		if strings.HasSuffix(f, ".parquet") {
+			data = f
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(e.dir, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(tbl, "data", "00000-0-"+uuid.NewString()+".parquet")
+	young := filepath.Join(tbl, "data", "00000-0-"+uuid.NewString()+".parquet")
+	for _, p := range []string{old, young} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(young, wall, wall); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+
+	// Off, the default of a Maintenance: nothing listed, nothing deleted.
+	if out := s.Maintenance().Cycle(ctx, dayN(4)); out.Tables[0].Orphans != nil || !exists(old) {
+		t.Fatalf("a loop without orphan removal: %+v, orphan there: %v", out.Tables[0].Orphans, exists(old))
+	}
+	m := s.Maintenance().RemoveOrphans(24 * time.Hour)
+	out := m.Cycle(ctx, dayN(4))
+	rep := out.Tables[0].Orphans
+	if err := out.Tables[0].Err; err != nil {
+		t.Fatal(err)
+	}
+	if rep == nil || rep.Deleted != 1 || rep.Young != 1 || exists(old) || !exists(young) {
+		t.Fatalf("first cycle: %+v; old orphan there: %v, young one there: %v", rep, exists(old), exists(young))
+	}
+	if got := mustQuery(t, s, q).Rows; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after removal the table reads %v, want %v", got, want)
+	}
+	if out := m.Cycle(ctx, dayN(4).Add(time.Hour)); out.Tables[0].Orphans != nil {
+		t.Fatalf("an hour later the loop listed again: %+v", out.Tables[0].Orphans)
+	}
+	if out := m.Cycle(ctx, dayN(5)); out.Tables[0].Orphans == nil || out.Tables[0].Err != nil {
+		t.Fatalf("a day later the loop did not list: %+v", out.Tables[0])
+	}
+}

@@ -149,18 +149,22 @@ func outcomeErr(out *store.MaintenanceOutcome) error {
 func printOutcome(w io.Writer, out *store.MaintenanceOutcome) {
 	fmt.Fprintf(w, "cycle at %s\n", stamp(out.At))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "table\tarchive\twindows\twatermark\tpartitions ahead\tviolations\texpired\thealthy\terror")
+	fmt.Fprintln(tw, "table\tarchive\twindows\twatermark\tpartitions ahead\tviolations\texpired\torphans removed\thealthy\terror")
 	for _, t := range out.Tables {
 		expired := "-"
 		if t.Expired != nil {
 			expired = fmt.Sprint(len(t.Expired.Expired))
 		}
+		orphans := "-"
+		if t.Orphans != nil {
+			orphans = fmt.Sprint(t.Orphans.Deleted)
+		}
 		msg := ""
 		if t.Err != nil {
 			msg = t.Err.Error()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%v\t%s\n", t.Table, t.Archive.Status, len(t.Archive.Windows),
-			stamp(t.Status.Watermark), t.Status.PartitionsAhead, t.Status.InvariantViolations, expired, t.Healthy(), msg)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%v\t%s\n", t.Table, t.Archive.Status, len(t.Archive.Windows),
+			stamp(t.Status.Watermark), t.Status.PartitionsAhead, t.Status.InvariantViolations, expired, orphans, t.Healthy(), msg)
 	}
 	tw.Flush()
 	if r := out.Retention; r != nil {
