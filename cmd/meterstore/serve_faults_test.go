@@ -459,6 +459,12 @@ func testDuringArchival(t *testing.T, bin string, how ending) {
 		editConfig(t, e.cfgPath, `shutdown_timeout = "10ms"`, `shutdown_timeout = "30s"`)
 	}
 	p = startServe(t, bin, e.cfgPath, "-v")
+	restarted := p
+	defer func() {
+		if t.Failed() {
+			t.Logf("the restarted serve's log:\n%s", restarted.stderr.String())
+		}
+	}()
 	c := newAPIClient(p.base, e.tok)
 	waitWatermark(t, c, "power", w, 2*time.Minute)
 	checkStored(t, c, l, "power")
