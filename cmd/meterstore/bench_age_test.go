@@ -13,16 +13,18 @@ import (
 
 // TestBenchAge runs `bench age` tiny on both logs: the tables it ages past
 // the catalog's tail keep a bounded log, and with --keep -1 every commit;
-// an unknown log is refused.
+// each archival adds a snapshot, a manifest and a file, which expiry
+// bounds in snapshots; an unknown log is refused.
 func TestBenchAge(t *testing.T) {
 	url := pgtest.NewDB(t)
 	for _, tc := range []struct {
 		keep     string
 		min, max int
-	}{{"0", 32, 47}, {"-1", 80, 80}} {
+	}{{"0", 32, 47}, {"-1", 81, 81}} {
 		path := filepath.Join(t.TempDir(), "age.json")
-		out := mustRun(t, "bench", "age", "--pg-url", url, "--ages", "2,80", "--samples", "2", "--keep", tc.keep, "--json", path)
-		for _, want := range []string{"Head ms", "postgres: N=80 / N=2 at p50: Head ", "object: N=80 / N=2 at p50: Head "} {
+		out := mustRun(t, "bench", "age", "--pg-url", url, "--ages", "2,80", "--samples", "2", "--keep", tc.keep,
+			"--keep-snapshots", "10", "--json", path)
+		for _, want := range []string{"Head ms", "postgres, aged: N=80 / N=2 at p50: Head ", "object, expired: N=80 / N=2 at p50: Head "} {
 			if !strings.Contains(out, want) {
 				t.Fatalf("--keep %s: no %q in\n%s", tc.keep, want, out)
 			}
@@ -35,12 +37,18 @@ func TestBenchAge(t *testing.T) {
 		if err := json.Unmarshal(data, &res); err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Points) != 4 || len(res.Ratios) != 2 {
-			t.Fatalf("--keep %s: %d points, %d ratios; want 4 and 2", tc.keep, len(res.Points), len(res.Ratios))
+		if len(res.Points) != 8 || len(res.Ratios) != 4 {
+			t.Fatalf("--keep %s: %d points, %d ratios; want 8 and 4", tc.keep, len(res.Points), len(res.Ratios))
 		}
 		for _, p := range res.Points {
-			if p.Age == 80 && (p.Entries < tc.min || p.Entries > tc.max) {
-				t.Fatalf("--keep %s: %s log of a table with 80 commits holds %d, want %d..%d", tc.keep, p.Log, p.Entries, tc.min, tc.max)
+			if p.Age == 80 && p.Phase == agebench.PhaseAged && (p.Entries < tc.min || p.Entries > tc.max) {
+				t.Fatalf("--keep %s: %s log of a table with 80 archivals holds %d, want %d..%d", tc.keep, p.Log, p.Entries, tc.min, tc.max)
+			}
+			if p.Age == 80 && p.Phase == agebench.PhaseAged && (p.Snapshots != 80 || p.Manifests != 80 || p.Files != 80) {
+				t.Fatalf("--keep %s: aged by 80 archivals: %+v", tc.keep, p)
+			}
+			if p.Age == 80 && p.Phase == agebench.PhaseExpired && p.Snapshots != 10 {
+				t.Fatalf("--keep %s: expired down to 10 snapshots: %+v", tc.keep, p)
 			}
 			if p.Head <= 0 || p.Commit <= 0 || p.Load <= 0 || p.Plan <= 0 {
 				t.Fatalf("--keep %s: a latency is not positive: %+v", tc.keep, p)

@@ -1,8 +1,10 @@
 // Package agebench measures how a table's metadata operations cost as the
-// table ages: a table is given N commits through MeterStore's catalog, on
-// each log backend, and then the log's Head, one more commit, LoadTable and
-// scan planning are timed. With the table logs truncated (the catalog's
-// default) the costs of the log should not depend on N.
+// table ages: a cold table is given N daily archivals through MeterStore's
+// catalog, on each log backend, and then the log's Head, one more
+// archival, LoadTable and the cold tier's scan planning are timed; then
+// again after each maintenance step. With the table logs truncated (the
+// catalog's default) the log's costs should not depend on N; the manifests
+// and snapshots that archivals add are what maintenance bounds.
 package agebench
 
 import (
@@ -13,21 +15,17 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
-	icecatalog "github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/table"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus"
 	"github.com/meterstore/meterstore/consensus/bloblog"
 	"github.com/meterstore/meterstore/consensus/postgres"
+	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // The log backends a run can age a table on.
@@ -36,55 +34,75 @@ const (
 	LogObject   = "object"
 )
 
+// The phases a table is measured in, in order.
+const (
+	PhaseAged    = "aged"    // N archivals, no maintenance
+	PhaseExpired = "expired" // then snapshots expired down to the newest KeepSnapshots
+)
+
 // Config describes a run.
 type Config struct {
-	// Ages are the numbers of commits each table is given before it is
-	// measured.
+	// Ages are the numbers of daily archivals each table is given before
+	// it is measured.
 	Ages []int `json:"ages"`
 	// Logs are the backends, LogPostgres and LogObject.
 	Logs []string `json:"logs"`
-	// Samples is how often each operation is timed per table.
+	// Samples is how often each operation is timed per table and phase.
 	Samples int `json:"samples"`
 	// Keep is the catalog's TableLogKeep: 0 its default, -1 no truncation.
 	Keep int `json:"keep"`
+	// Meters is how many market locations a day's window holds, each 96
+	// quarter hours.
+	Meters int `json:"meters"`
+	// KeepSnapshots is what expiry keeps in the expired phase: the newest
+	// so many snapshots.
+	KeepSnapshots int `json:"keep_snapshots"`
 	// Dir holds the warehouses; empty means a temporary directory.
 	Dir      string       `json:"-"`
 	Progress io.Writer    `json:"-"`
 	Logger   *slog.Logger `json:"-"`
 }
 
-// DefaultConfig ages tables by 30, 365 and 1,000 commits on both backends,
-// a few minutes on two cores; the issue's ten years of daily archival are
-// Ages 30, 365, 3650, which take longer because a commit's fork check of
-// the metadata mirror lists every version the table ever had.
+// DefaultConfig ages tables by 30, 365 and 1,000 daily archivals of one
+// market location on both backends, a few minutes on two cores; the
+// issue's ten years are Ages 30, 365, 3650.
 func DefaultConfig() Config {
-	return Config{Ages: []int{30, 365, 1000}, Logs: []string{LogPostgres, LogObject}, Samples: 30}
+	return Config{Ages: []int{30, 365, 1000}, Logs: []string{LogPostgres, LogObject}, Samples: 30,
+		Meters: 1, KeepSnapshots: 100}
 }
 
-// A Point is one table of one age on one backend. Latencies are p50s in
-// milliseconds over Samples runs.
+// A Point is one table of one age on one backend in one phase. Latencies
+// are p50s in milliseconds over Samples runs.
 type Point struct {
-	Log string `json:"log"`
-	Age int    `json:"age"`
-	// AgingSeconds is how long giving the table its commits took.
-	AgingSeconds float64 `json:"aging_s"`
-	// Entries is how many commits the table's log holds after aging.
-	Entries int     `json:"log_entries"`
-	Head    float64 `json:"head_p50_ms"`
-	Commit  float64 `json:"commit_p50_ms"`
-	Load    float64 `json:"load_table_p50_ms"`
-	Plan    float64 `json:"plan_files_p50_ms"`
+	Log   string `json:"log"`
+	Age   int    `json:"age"`
+	Phase string `json:"phase"`
+	// Seconds is how long giving the table its archivals, or the phase's
+	// maintenance, took.
+	Seconds float64 `json:"seconds"`
+	// Entries is how many commits the table's log holds, and Snapshots,
+	// Manifests and Files what the table has, before the timings.
+	Entries   int     `json:"log_entries"`
+	Snapshots int     `json:"snapshots"`
+	Manifests int     `json:"manifests"`
+	Files     int     `json:"data_files"`
+	Head      float64 `json:"head_p50_ms"`
+	Commit    float64 `json:"commit_p50_ms"`
+	Load      float64 `json:"load_table_p50_ms"`
+	Plan      float64 `json:"plan_p50_ms"`
 }
 
-// A Ratio compares the oldest table with the youngest on one backend.
+// A Ratio compares the oldest table with the youngest on one backend in
+// one phase.
 type Ratio struct {
 	Log    string  `json:"log"`
+	Phase  string  `json:"phase"`
 	From   int     `json:"from_age"`
 	To     int     `json:"to_age"`
 	Head   float64 `json:"head"`
 	Commit float64 `json:"commit"`
 	Load   float64 `json:"load_table"`
-	Plan   float64 `json:"plan_files"`
+	Plan   float64 `json:"plan"`
 }
 
 // A Result is what a run measured.
@@ -99,8 +117,8 @@ type Result struct {
 // Run ages one table per backend and age and measures it. pgURL is the
 // server for the PostgreSQL log.
 func Run(ctx context.Context, pgURL string, c Config) (*Result, error) {
-	if len(c.Ages) == 0 || slices.Min(c.Ages) < 2 || c.Samples < 1 {
-		return nil, fmt.Errorf("agebench: want ages of at least 2 commits (the create and an append) and at least one sample")
+	if len(c.Ages) == 0 || slices.Min(c.Ages) < 1 || c.Samples < 1 || c.Meters < 1 || c.KeepSnapshots < 1 {
+		return nil, fmt.Errorf("agebench: want ages of at least one archival, and at least one sample, meter and snapshot kept")
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -117,108 +135,201 @@ func Run(ctx context.Context, pgURL string, c Config) (*Result, error) {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	res := &Result{Config: c, CommitKind: "property update (an iceberg-go transaction with one SetProperties, deleting the metadata file that leaves the metadata log) after one append of 4 rows"}
+	res := &Result{Config: c, CommitKind: fmt.Sprintf("daily archival (cold.Tier.Archive of one day's window, %d quarter hours, with its watermark)", 96*c.Meters)}
 	for _, lg := range c.Logs {
-		from := len(res.Points)
+		var mine []Point
 		for _, age := range c.Ages {
-			p, err := runOne(ctx, pgURL, filepath.Join(dir, fmt.Sprintf("%s-%d", lg, age)), lg, age, c)
+			ps, err := runOne(ctx, pgURL, filepath.Join(dir, fmt.Sprintf("%s-%d", lg, age)), lg, age, c)
 			if err != nil {
-				return nil, fmt.Errorf("agebench: %s log, %d commits: %w", lg, age, err)
+				return nil, fmt.Errorf("agebench: %s log, %d archivals: %w", lg, age, err)
 			}
-			fmt.Fprintf(c.Progress, "agebench: %s, %d commits: aged in %.1fs, %d log entries, head %.2f ms, commit %.2f ms, load %.2f ms, plan %.2f ms\n",
-				lg, age, p.AgingSeconds, p.Entries, p.Head, p.Commit, p.Load, p.Plan)
-			res.Points = append(res.Points, p)
+			for _, p := range ps {
+				fmt.Fprintf(c.Progress, "agebench: %s, %d archivals, %s (%.1fs): %d log entries, %d snapshots, %d manifests, %d files; head %.2f ms, commit %.2f ms, load %.2f ms, plan %.2f ms\n",
+					lg, age, p.Phase, p.Seconds, p.Entries, p.Snapshots, p.Manifests, p.Files, p.Head, p.Commit, p.Load, p.Plan)
+			}
+			mine = append(mine, ps...)
 		}
-		first, last := res.Points[from], res.Points[len(res.Points)-1]
-		if last.Age != first.Age {
-			res.Ratios = append(res.Ratios, Ratio{Log: lg, From: first.Age, To: last.Age,
-				Head: last.Head / first.Head, Commit: last.Commit / first.Commit,
-				Load: last.Load / first.Load, Plan: last.Plan / first.Plan})
-		}
+		res.Points = append(res.Points, mine...)
+		res.Ratios = append(res.Ratios, ratios(lg, mine)...)
 	}
 	return res, nil
 }
 
-var schema = iceberg.NewSchema(0,
-	iceberg.NestedField{ID: 1, Name: "meter", Type: iceberg.PrimitiveTypes.String, Required: true},
-	iceberg.NestedField{ID: 2, Name: "value", Type: iceberg.PrimitiveTypes.Float64, Required: true},
-)
+// ratios compares, per phase, the oldest table of ps with the youngest.
+func ratios(lg string, ps []Point) []Ratio {
+	var out []Ratio
+	for _, phase := range []string{PhaseAged, PhaseExpired} {
+		var first, last *Point
+		for i := range ps {
+			if ps[i].Phase != phase {
+				continue
+			}
+			if first == nil || ps[i].Age < first.Age {
+				first = &ps[i]
+			}
+			if last == nil || ps[i].Age > last.Age {
+				last = &ps[i]
+			}
+		}
+		if first == nil || first.Age == last.Age {
+			continue
+		}
+		out = append(out, Ratio{Log: lg, Phase: phase, From: first.Age, To: last.Age,
+			Head: last.Head / first.Head, Commit: last.Commit / first.Commit,
+			Load: last.Load / first.Load, Plan: last.Plan / first.Plan})
+	}
+	return out
+}
 
-func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) (Point, error) {
+// start is the first day archived.
+var start = time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// aged is the table every run ages.
+var aged = &series.Table{
+	Name:        "aged",
+	TimeModel:   series.Interval,
+	Commodity:   metering.Electricity,
+	Resolutions: []metering.Resolution{metering.QuarterHour},
+	Width:       series.Daily,
+	Headroom:    7 * 24 * time.Hour,
+}
+
+// bench is one aging table on one backend.
+type bench struct {
+	c     Config
+	log   consensus.Log
+	tier  *cold.Tier
+	t     *cold.Table
+	cal   *metering.Calendar
+	days  int // archived so far
+	shard string
+}
+
+func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) ([]Point, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Point{}, err
+		return nil, err
 	}
 	wh, err := catalog.OpenWarehouse(ctx, "file://"+dir)
 	if err != nil {
-		return Point{}, err
+		return nil, err
 	}
 	defer wh.Bucket.Close()
-	var l consensus.Log
+	b := &bench{c: c, shard: "table/" + cold.DefaultNamespace + "." + aged.Name}
 	switch lg {
 	case LogObject:
-		if l, err = bloblog.New(wh.Bucket, "_log/"); err != nil {
-			return Point{}, err
+		if b.log, err = bloblog.New(wh.Bucket, "_log/"); err != nil {
+			return nil, err
 		}
 	case LogPostgres:
 		cfg, err := pgxpool.ParseConfig(pgURL)
 		if err != nil {
-			return Point{}, err
+			return nil, err
 		}
 		pl, err := postgres.Open(ctx, cfg, postgres.Options{Schema: fmt.Sprintf("agebench_%d_%d", age, time.Now().UnixNano())})
 		if err != nil {
-			return Point{}, err
+			return nil, err
 		}
 		defer pl.Close()
-		l = pl
+		b.log = pl
 	default:
-		return Point{}, fmt.Errorf("log %q: want %q or %q", lg, LogPostgres, LogObject)
+		return nil, fmt.Errorf("log %q: want %q or %q", lg, LogPostgres, LogObject)
 	}
-	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: l, TableLogKeep: c.Keep, Logger: c.Logger})
+	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: b.log, TableLogKeep: c.Keep, Check: cold.WatermarkCheck(), Logger: c.Logger})
 	if err != nil {
-		return Point{}, err
+		return nil, err
 	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil {
-		return Point{}, err
+	if b.tier, err = cold.New(cat, cold.Options{Logger: c.Logger}); err != nil {
+		return nil, err
 	}
-	ident := table.Identifier{"bench", "aged"}
-	// As the cold tier's tables: each commit deletes the metadata file
-	// that drops out of the metadata log.
-	tbl, err := cat.CreateTable(ctx, ident, schema, icecatalog.WithProperties(iceberg.Properties{
-		table.MetadataDeleteAfterCommitEnabledKey: "true",
-	}))
+	if b.cal, err = metering.NewCalendar(); err != nil {
+		return nil, err
+	}
+	if b.t, err = b.tier.Ensure(ctx, aged); err != nil {
+		return nil, err
+	}
+
+	t0 := time.Now()
+	for range age {
+		if err := b.archive(ctx); err != nil {
+			return nil, err
+		}
+	}
+	p, err := b.measure(ctx, lg, age, PhaseAged, time.Since(t0))
 	if err != nil {
-		return Point{}, err
+		return nil, err
 	}
-	if tbl, err = appendRows(ctx, tbl); err != nil {
-		return Point{}, err
+	out := []Point{p}
+
+	t0 = time.Now()
+	// Every snapshot but the newest KeepSnapshots is older than a
+	// nanosecond: retention by count alone.
+	if _, err := b.tier.ExpireSnapshots(ctx, b.t, time.Now(), cold.Retention{MaxAge: time.Nanosecond, KeepLast: c.KeepSnapshots}); err != nil {
+		return nil, fmt.Errorf("expire snapshots: %w", err)
 	}
-	n := 0
-	// Commits go through iceberg-go's transaction, as the cold tier's do.
-	commit := func() error {
-		n++
-		tx := tbl.NewTransaction()
-		if err := tx.SetProperties(iceberg.Properties{"agebench.n": strconv.Itoa(n)}); err != nil {
+	if p, err = b.measure(ctx, lg, age, PhaseExpired, time.Since(t0)); err != nil {
+		return nil, err
+	}
+	return append(out, p), nil
+}
+
+// archive commits the next day's window.
+func (b *bench) archive(ctx context.Context) error {
+	day := start.AddDate(0, 0, b.days)
+	end := day.AddDate(0, 0, 1)
+	rs := make([]series.Reading, 0, 96*b.c.Meters)
+	for m := range b.c.Meters {
+		malo, err := metering.MaLoFromPrefix(fmt.Sprintf("5%09d", 100000+m))
+		if err != nil {
 			return err
 		}
-		next, err := tx.Commit(ctx)
-		if err == nil {
-			tbl = next
-		}
-		return err
-	}
-	start := time.Now()
-	for range age - 2 { // the create and the append are commits too
-		if err := commit(); err != nil {
-			return Point{}, err
+		for k := range 96 {
+			from := day.Add(time.Duration(k) * 15 * time.Minute)
+			rs = append(rs, series.Reading{
+				MaLo: malo.String(), OBIS: "1-1:1.29.0", From: from, To: from.Add(15 * time.Minute),
+				Value: series.Decimal(int64(b.days*96 + k)), Unit: metering.KilowattHour, Quality: metering.TrueValue,
+				Resolution: metering.QuarterHour, Version: 1, VersionScope: "9900000000003:" + from.Format("2006-01"),
+				RecordedAt: end, BalancingDay: b.cal.BalancingDay(from, metering.Electricity),
+			})
 		}
 	}
-	p := Point{Log: lg, Age: age, AgingSeconds: time.Since(start).Seconds()}
-	shard := "table/bench.aged"
-	es, err := l.Scan(ctx, shard, 0, 1_000_000)
+	if _, err := b.tier.Archive(ctx, b.t, end, day, end, cold.Readings(rs)); err != nil {
+		return fmt.Errorf("archive day %d: %w", b.days, err)
+	}
+	b.days++
+	return nil
+}
+
+// measure times, interleaved, the log's Head, one more archival, a load
+// of the table and a plan of every reading, Samples times each.
+func (b *bench) measure(ctx context.Context, lg string, age int, phase string, took time.Duration) (Point, error) {
+	p := Point{Log: lg, Age: age, Phase: phase, Seconds: took.Seconds()}
+	es, err := b.log.Scan(ctx, b.shard, 0, 1_000_000)
 	if err != nil {
 		return Point{}, err
 	}
 	p.Entries = len(es)
+	ice, err := b.tier.Iceberg(ctx, b.t)
+	if err != nil {
+		return Point{}, err
+	}
+	p.Snapshots = len(ice.Metadata().Snapshots())
+	if snap := ice.CurrentSnapshot(); snap != nil {
+		fs, err := ice.FS(ctx)
+		if err != nil {
+			return Point{}, err
+		}
+		ms, err := snap.Manifests(fs)
+		if err != nil {
+			return Point{}, err
+		}
+		p.Manifests = len(ms)
+	}
+	all := series.Range{From: start, To: start.AddDate(100, 0, 0)}
+	pl, err := b.tier.Plan(ctx, b.t, all)
+	if err != nil {
+		return Point{}, err
+	}
+	p.Files = len(pl.Files)
 
 	var head, cm, load, plan []float64
 	timed := func(xs *[]float64, fn func() error) error {
@@ -227,9 +338,9 @@ func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) (Poin
 		*xs = append(*xs, float64(time.Since(t0).Microseconds())/1000)
 		return err
 	}
-	for range c.Samples {
+	for range b.c.Samples {
 		err := timed(&head, func() error {
-			_, ok, err := l.Head(ctx, shard)
+			_, ok, err := b.log.Head(ctx, b.shard)
 			if err == nil && !ok {
 				err = fmt.Errorf("the table's log is empty")
 			}
@@ -238,17 +349,18 @@ func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) (Poin
 		if err != nil {
 			return Point{}, err
 		}
-		if err := timed(&cm, commit); err != nil {
+		if err := timed(&cm, func() error { return b.archive(ctx) }); err != nil {
 			return Point{}, err
 		}
-		var t *table.Table
-		if err := timed(&load, func() (err error) { t, err = cat.LoadTable(ctx, ident); return err }); err != nil {
+		if err := timed(&load, func() error { _, err := b.tier.Iceberg(ctx, b.t); return err }); err != nil {
 			return Point{}, err
 		}
+		// Each archival is a new snapshot, so no plan comes from the
+		// tier's cache.
 		err = timed(&plan, func() error {
-			tasks, err := t.Scan().PlanFiles(ctx)
-			if err == nil && len(tasks) != 1 {
-				err = fmt.Errorf("planned %d files, want 1", len(tasks))
+			pl, err := b.tier.Plan(ctx, b.t, all)
+			if err == nil && len(pl.Files) == 0 {
+				err = fmt.Errorf("planned no files")
 			}
 			return err
 		})
@@ -258,30 +370,6 @@ func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) (Poin
 	}
 	p.Head, p.Commit, p.Load, p.Plan = median(head), median(cm), median(load), median(plan)
 	return p, nil
-}
-
-// appendRows gives the table one snapshot with one small data file, so
-// that planning a scan reads a manifest list and a manifest.
-func appendRows(ctx context.Context, tbl *table.Table) (*table.Table, error) {
-	sc, err := table.SchemaToArrowSchema(schema, nil, true, false)
-	if err != nil {
-		return nil, err
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	for i := range 4 {
-		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("meter-%d", i))
-		b.Field(1).(*array.Float64Builder).Append(float64(i))
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
-	defer at.Release()
-	tx := tbl.NewTransaction()
-	if err := tx.AppendTable(ctx, at, 4, nil); err != nil {
-		return nil, err
-	}
-	return tx.Commit(ctx)
 }
 
 func median(xs []float64) float64 {
