@@ -143,3 +143,63 @@ func TestEvolveValues(t *testing.T) {
 		}
 	}
 }
+
+// TestEvolveColdTable declares a table with rows anew with one nullable
+// column dropped and one added: Ensure evolves the Iceberg schema in one
+// commit that makes no snapshot, so W stays; old rows scan without either
+// column, new ones carry the added one.
+func TestEvolveColdTable(t *testing.T) {
+	e := newEnv(t, Options{})
+	tab := loadProfile("power")
+	h := e.ensure(t, tab)
+	jan := quarterHours(0, jan2026, 12)
+	e.archive(t, h, jan2026, feb2026, jan)
+	ice, err := e.tier.Iceberg(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshots, schemas := len(ice.Metadata().Snapshots()), len(ice.Metadata().Schemas())
+
+	evolved := *tab
+	evolved.Columns = []series.Column{{Name: "channel", Identity: true, Values: []string{"A", "B"}}, {Name: "seq", Type: series.BigInt}, {Name: "note"}}
+	for range 2 { // the second finds nothing to do
+		h = e.ensure(t, &evolved)
+	}
+	ice, err = e.tier.Iceberg(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ice.Schema().FindFieldByName("source"); ok {
+		t.Fatal("the dropped column source is still in the cold schema")
+	}
+	if f, ok := ice.Schema().FindFieldByName("note"); !ok || f.Required {
+		t.Fatalf("column note: %+v, %v", f, ok)
+	}
+	if n := len(ice.Metadata().Snapshots()); n != snapshots {
+		t.Fatalf("%d snapshots after the evolution, was %d", n, snapshots)
+	}
+	if n := len(ice.Metadata().Schemas()); n != schemas+1 {
+		t.Fatalf("%d schemas after the evolution, was %d: want one commit", n, schemas)
+	}
+	if w, ok, err := e.tier.Watermark(t.Context(), h); err != nil || !ok || !w.Equal(feb2026) {
+		t.Fatalf("watermark %v, %v, %v after the evolution, want %v", w, ok, err, feb2026)
+	}
+	feb := quarterHours(0, feb2026, 8)
+	for i := range feb {
+		delete(feb[i].Extra, "source")
+		feb[i].Extra["note"] = "n"
+	}
+	e.archive(t, h, feb2026, mar2026, feb)
+	wantJan := slices.Clone(jan)
+	for i := range wantJan {
+		extra := map[string]string{}
+		for k, v := range wantJan[i].Extra {
+			if k != "source" {
+				extra[k] = v
+			}
+		}
+		wantJan[i].Extra = extra
+	}
+	got := collect(t, e.tier.Scan(t.Context(), h, series.Range{}))
+	sameReadings(t, &evolved, got, append(wantJan, feb...))
+}
