@@ -296,3 +296,51 @@ func mustQueryOn(t *testing.T, s *Store, name, sql string) *Result {
 	}
 	return res
 }
+
+// TestEvolveDeferredByLock opens the store with an added column while a
+// reader holds a lock on the table: the table fails alone with a retryable
+// error within the lock timeout's bound and nothing changes; once the
+// reader is gone, the next write opens the table evolved.
+func TestEvolveDeferredByLock(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	s1 := e.open(t, Options{})
+	mustWrite(t, s1, []Reading{qh(1, 0, 1, "A", 1, 1000)})
+	reader, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(ctx)
+	if _, err := reader.Exec(ctx, `SELECT count(*) FROM meterstore.power`); err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 200 * time.Millisecond
+	added := withColumns(series.Column{Name: "note"})
+	start := time.Now()
+	s2 := e.open(t, Options{Tables: []Table{added}, Hot: HotOptions{DDLLockTimeout: timeout}})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Open took %v under a held lock", took)
+	}
+	r := qh(1, 0, 2, "A", 1, 1000)
+	r.Extra["note"] = "n"
+	_, err = s2.Write(ctx, "power", []Reading{r})
+	var open *TableOpenError
+	if !errors.As(err, &open) || !IsRetryable(err) {
+		t.Fatalf("write while the evolution is deferred: %v, want a retryable *TableOpenError", err)
+	}
+	if slices.Contains(hotColumns(t, e, "power"), "note") || slices.Contains(coldColumns(t, e, "power"), "note") {
+		t.Fatal("a deferred evolution changed a tier")
+	}
+	if err := reader.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Write(ctx, "power", []Reading{r}); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustQuery(t, s2, `SELECT count(note) FROM readings`).Rows[0][0]; n != int64(1) {
+		t.Fatalf("%v notes, want 1", n)
+	}
+	if !slices.Contains(coldColumns(t, e, "power"), "note") {
+		t.Fatal("the cold tier did not follow")
+	}
+}
