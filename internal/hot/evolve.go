@@ -34,52 +34,74 @@ func columnDDL(c series.Column) string {
 	if c.Identity {
 		def += " NOT NULL"
 	}
-	if len(c.Values) > 0 {
-		def += fmt.Sprintf(" CONSTRAINT %s CHECK (%s IN %s)", quote(c.Name+"_check"), quote(c.Name), sqlList(c.Values))
-	} else if c.ColumnType() == series.Text {
-		def += fmt.Sprintf(" CONSTRAINT %s CHECK (%s <> '')", quote(c.Name+"_check"), quote(c.Name))
+	if check := columnCheck(c); check != "" {
+		def += " CONSTRAINT " + quote(c.Name+"_check") + " " + check
 	}
 	return def
 }
 
+// columnCheck returns the CHECK of an extra column, or "" if it has none.
+func columnCheck(c series.Column) string {
+	switch {
+	case len(c.Values) > 0:
+		return fmt.Sprintf("CHECK (%s IN %s)", quote(c.Name), sqlList(c.Values))
+	case c.ColumnType() == series.Text:
+		return fmt.Sprintf("CHECK (%s <> '')", quote(c.Name))
+	}
+	return ""
+}
+
 // evolve applies ev to t's relations in tx and records want as t's
 // definition, so that the relation and its record change together or not
-// at all. The parent's ALTER reaches every attached partition; partitions
-// an archival detached are altered one by one, since a resumed archival
-// reads them with the declared columns. Each ALTER waits for its locks no
-// longer than the lock timeout of tx.
+// at all. Each ALTER waits for its locks no longer than the lock timeout
+// of tx.
+//
+// The parent's ALTER reaches every attached partition. An added column's
+// CHECK is added NOT VALID there: checking it would scan every row under
+// ACCESS EXCLUSIVE, and every row holds NULL, which passes; new rows are
+// checked all the same, and validatePending validates it afterwards under
+// a lock that blocks no reader or writer. Partitions an archival detached
+// are altered one by one, since a resumed archival reads them with the
+// declared columns; nothing writes to them, so their CHECK is checked at
+// once.
 func (h *Tier) evolve(ctx context.Context, tx pgx.Tx, t *series.Table, ev series.Evolution, want definition) error {
 	detached, err := h.detachedPartitions(ctx, tx, t)
 	if err != nil {
 		return err
 	}
-	alter := func(rel string, ifExists bool) error {
-		for _, c := range ev.Drop {
-			stmt := `ALTER TABLE ` + rel + ` DROP COLUMN ` + quote(c.Name)
-			if ifExists {
-				stmt = `ALTER TABLE ` + rel + ` DROP COLUMN IF EXISTS ` + quote(c.Name)
-			}
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return fmt.Errorf("drop column %s of %s: %w", c.Name, rel, err)
-			}
-		}
-		for _, c := range ev.Add {
-			stmt := `ALTER TABLE ` + rel + ` ADD COLUMN ` + columnDDL(c)
-			if ifExists {
-				stmt = `ALTER TABLE ` + rel + ` ADD COLUMN IF NOT EXISTS ` + columnDDL(c)
-			}
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return fmt.Errorf("add column %s to %s: %w", c.Name, rel, err)
-			}
+	parent := h.ident(t.Name)
+	exec := func(stmt string) error {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
 		}
 		return nil
 	}
-	if err := alter(h.ident(t.Name), false); err != nil {
-		return err
+	for _, c := range ev.Drop {
+		if err := exec(`ALTER TABLE ` + parent + ` DROP COLUMN ` + quote(c.Name)); err != nil {
+			return err
+		}
+	}
+	for _, c := range ev.Add {
+		if err := exec(`ALTER TABLE ` + parent + ` ADD COLUMN ` + quote(c.Name) + " " + c.ColumnType().String()); err != nil {
+			return err
+		}
+		if check := columnCheck(c); check != "" {
+			if err := exec(`ALTER TABLE ` + parent + ` ADD CONSTRAINT ` + quote(c.Name+"_check") + " " + check + ` NOT VALID`); err != nil {
+				return err
+			}
+		}
 	}
 	for _, name := range detached {
-		if err := alter(h.ident(name), true); err != nil {
-			return err
+		rel := h.ident(name)
+		for _, c := range ev.Drop {
+			if err := exec(`ALTER TABLE ` + rel + ` DROP COLUMN IF EXISTS ` + quote(c.Name)); err != nil {
+				return err
+			}
+		}
+		for _, c := range ev.Add {
+			if err := exec(`ALTER TABLE ` + rel + ` ADD COLUMN IF NOT EXISTS ` + columnDDL(c)); err != nil {
+				return err
+			}
 		}
 	}
 	def, _ := json.Marshal(want)
@@ -88,6 +110,35 @@ func (h *Tier) evolve(ctx context.Context, tx pgx.Tx, t *series.Table, ev series
 	}
 	h.log.Info("hot: schema evolved as declared", "table", t.Name, "added", columnNames(ev.Add), "dropped", columnNames(ev.Drop))
 	return nil
+}
+
+// validatePending validates the CHECK constraints of t's parent that an
+// evolution added NOT VALID, in a transaction of its own: VALIDATE takes
+// SHARE UPDATE EXCLUSIVE, which blocks no reader or writer, and scans
+// every partition. A constraint it cannot validate now, such as when the
+// lock timeout passes, stays NOT VALID, which checks every new row all
+// the same; the next Ensure tries again.
+func (h *Tier) validatePending(ctx context.Context, t *series.Table) {
+	err := h.ddl(ctx, "validate", t.Name, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT conname FROM pg_constraint WHERE conrelid = to_regclass($1) AND contype = 'c' AND NOT convalidated ORDER BY conname`, h.ident(t.Name))
+		if err != nil {
+			return err
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if _, err := tx.Exec(ctx, `ALTER TABLE `+h.ident(t.Name)+` VALIDATE CONSTRAINT `+quote(name)); err != nil {
+				return fmt.Errorf("validate %s: %w", name, err)
+			}
+			h.log.Info("hot: constraint validated", "table", t.Name, "constraint", name)
+		}
+		return nil
+	})
+	if err != nil {
+		h.log.Warn("hot: constraint left NOT VALID; new rows are checked, the next Ensure validates it", "table", t.Name, "err", err)
+	}
 }
 
 // detachedPartitions returns the names of t's partitions that are detached

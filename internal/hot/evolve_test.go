@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/series"
 )
@@ -83,14 +85,17 @@ func TestEvolveAddDrop(t *testing.T) {
 					t.Fatalf("%s has columns %v, want tariff and seq", rel, cols)
 				}
 			}
-			// The CHECK of creation, on every relation.
-			var checks int
+			// The CHECK of creation, on every relation, validated after
+			// the evolution (added NOT VALID, so as not to scan under
+			// ACCESS EXCLUSIVE).
+			var checks, valid int
 			var def string
-			if err := pool.QueryRow(ctx, `SELECT count(*), min(pg_get_constraintdef(oid)) FROM pg_constraint WHERE conname = 'tariff_check'`).Scan(&checks, &def); err != nil {
+			if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE convalidated), min(pg_get_constraintdef(oid))
+FROM pg_constraint WHERE conname = 'tariff_check'`).Scan(&checks, &valid, &def); err != nil {
 				t.Fatal(err)
 			}
-			if checks < 4 || !strings.Contains(def, "'HT'") || !strings.Contains(def, "'NT'") { // parent, two attached partitions, the detached one
-				t.Fatalf("%d tariff_check constraints (%s), want one per relation", checks, def)
+			if checks < 4 || valid != checks || !strings.Contains(def, "'HT'") || !strings.Contains(def, "'NT'") { // parent, two attached partitions, the detached one
+				t.Fatalf("%d tariff_check constraints, %d valid (%s), want one valid per relation", checks, valid, def)
 			}
 			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conname = 'seq_check'`).Scan(&checks); err != nil || checks != 0 {
 				t.Fatalf("%d seq_check constraints, %v: a bigint column gets none at creation", checks, err)
@@ -243,5 +248,44 @@ func TestEvolveLockTimeout(t *testing.T) {
 	}
 	if cols := columnsOf(t, pool, "lastgang"); !slices.Contains(cols, "tariff") {
 		t.Fatalf("columns after the lock is gone: %v", cols)
+	}
+}
+
+// TestEvolveCheckNotValidFirst runs an evolution's transaction without the
+// validation after it: the added column's CHECK is NOT VALID, yet refuses
+// a new row that breaks it; validatePending then validates it.
+func TestEvolveCheckNotValidFirst(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	ctx := context.Background()
+	tab := lastgang("lastgang")
+	tab.Integrity = series.IntegrityWrite
+	declare(t, h, tab)
+	mustWrite(t, h, tab, meterDay(1, 1))
+	added := *tab
+	added.Columns = []series.Column{{Name: "tariff", Values: []string{"HT", "NT"}}}
+	ev := series.Evolution{Add: added.Columns}
+	want := definitionOf(&added, series.IntegrityWrite)
+	if err := h.ddl(ctx, "ensure", tab.Name, func(tx pgx.Tx) error { return h.evolve(ctx, tx, &added, ev, want) }); err != nil {
+		t.Fatal(err)
+	}
+	validated := func() bool {
+		var v bool
+		if err := pool.QueryRow(ctx, `SELECT bool_and(convalidated) FROM pg_constraint WHERE conname = 'tariff_check'`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if validated() {
+		t.Fatal("the CHECK was validated inside the evolution, under ACCESS EXCLUSIVE")
+	}
+	_, err := pool.Exec(ctx, `INSERT INTO meterstore.lastgang (malo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version, version_scope, balancing_day, tariff)
+	SELECT malo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version + 1, version_scope, balancing_day, 'XX' FROM meterstore.lastgang LIMIT 1`)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.ConstraintName != "tariff_check" {
+		t.Fatalf("a tariff outside the CHECK: %v, want check_violation of tariff_check", err)
+	}
+	h.validatePending(ctx, &added)
+	if !validated() {
+		t.Fatal("validatePending left the CHECK NOT VALID")
 	}
 }

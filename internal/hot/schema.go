@@ -203,6 +203,7 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 	})
 	if err == nil {
 		h.remember(t.Name, chosen)
+		h.validatePending(ctx, t)
 	}
 	return err
 }
