@@ -344,3 +344,28 @@ func TestEvolveDeferredByLock(t *testing.T) {
 		t.Fatal("the cold tier did not follow")
 	}
 }
+
+// TestEvolveReaddedColumnStartsEmpty drops a column with values in the
+// cold tier and declares one of the same name again: Iceberg gives it a
+// new field id, and the values archived under the old one do not come
+// back in it.
+func TestEvolveReaddedColumnStartsEmpty(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	note := series.Column{Name: "note"}
+	s1 := e.open(t, Options{Tables: []Table{withColumns(note)}})
+	r := qh(1, 0, 1, "A", 1, 1000)
+	r.Extra["note"] = "old"
+	mustWrite(t, s1, []Reading{r})
+	if _, err := s1.Archive(ctx, "power", dayN(3)); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustQuery(t, s1, `SELECT count(note) FROM readings`).Rows[0][0]; n != int64(1) {
+		t.Fatalf("%v notes before the drop, want 1", n)
+	}
+	e.open(t, Options{})
+	s3 := e.open(t, Options{Tables: []Table{withColumns(note)}})
+	if n := mustQuery(t, s3, `SELECT count(note) FROM readings`).Rows[0][0]; n != int64(0) {
+		t.Fatalf("%v notes after the column was dropped and declared again, want 0", n)
+	}
+}
