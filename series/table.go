@@ -107,7 +107,8 @@ type Column struct {
 }
 
 // A Table declares a table of readings, the same in both tiers. Once it is
-// declared, the key, the time model and the columns are fixed.
+// declared, the key, the time model and the width are fixed; its extra
+// columns may change as Evolve allows.
 type Table struct {
 	// Name is the table's name: a lowercase letter followed by lowercase
 	// letters, digits and underscores, at most MaxNameLen bytes, so that

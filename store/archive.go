@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/meterstore/meterstore/internal/archive"
@@ -35,6 +36,11 @@ const (
 // refused with ErrNowOutOfRange.
 func (s *Store) Archive(ctx context.Context, name string, now time.Time) (ArchiveOutcome, error) {
 	t, ct, _, err := s.opened(ctx, name)
+	var q *QuarantineError
+	if errors.As(err, &q) {
+		// The hot tier refused the declaration's change of columns.
+		return ArchiveOutcome{Table: name, Status: archive.Quarantined}, err
+	}
 	if err != nil {
 		return ArchiveOutcome{Table: name, Status: archive.Failed}, err
 	}

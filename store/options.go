@@ -15,9 +15,9 @@ type HotOptions struct {
 	// Schema holds the tables, their partitions and the tier's metadata;
 	// default "meterstore".
 	Schema string
-	// DDLLockTimeout bounds how long partition DDL waits for a lock before
-	// it gives up, changing nothing; zero means 3 s, NoLockTimeout waits
-	// indefinitely.
+	// DDLLockTimeout bounds how long partition DDL, and the ALTER of a
+	// declaration's evolved columns, waits for a lock before it gives up,
+	// changing nothing; zero means 3 s, NoLockTimeout waits indefinitely.
 	DDLLockTimeout time.Duration
 	// AcceptAhead bounds how far past now Write creates the partition of
 	// a row that has none (hot.accept_ahead); a row whose partition would

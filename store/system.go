@@ -108,6 +108,12 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 	}
 	var err error
 	ct, _, err := s.ready(ctx, t)
+	var hq *cold.QuarantineError
+	if errors.As(err, &hq) {
+		// The hot tier refused the declaration's change of columns: the
+		// table is closed until an operator resolves it.
+		st.quarantined = true
+	}
 	if err == nil {
 		st.Watermark, st.HasWatermark, err = s.cold.Watermark(ctx, ct)
 	}

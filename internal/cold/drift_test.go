@@ -31,15 +31,16 @@ func TestDriftRules(t *testing.T) {
 		name       string
 		want, have *iceberg.Schema
 		add        []string // nullable columns to add to the cold table
+		drop       []string // nullable columns to drop from it
 		quarantine string   // a word the reason must contain; "" passes
 	}{
 		{name: "identical", want: with(base, same), have: with(base, same)},
 		{name: "nullable column declared, missing in the cold table", want: with(base, same),
 			have: with(base, func(fs []iceberg.NestedField) []iceberg.NestedField { return slices.Delete(fs, 2, 3) }), add: []string{"note"}},
 		{name: "nullable column dropped from the declaration", want: with(base, func(fs []iceberg.NestedField) []iceberg.NestedField { return slices.Delete(fs, 2, 3) }),
-			have: with(base, same)},
+			have: with(base, same), drop: []string{"note"}},
 		{name: "nullable column renamed", want: with(base, func(fs []iceberg.NestedField) []iceberg.NestedField { fs[2].Name = "remark"; return fs }),
-			have: with(base, same), add: []string{"remark"}},
+			have: with(base, same), add: []string{"remark"}, drop: []string{"note"}},
 		{name: "decimal precision widened", want: with(base, same),
 			have: with(base, func(fs []iceberg.NestedField) []iceberg.NestedField {
 				fs[1].Type = iceberg.DecimalTypeOf(22, 6)
@@ -49,7 +50,10 @@ func TestDriftRules(t *testing.T) {
 			return append(fs, f(5, "seq", iceberg.PrimitiveTypes.Int32, false))
 		}), have: with(base, func(fs []iceberg.NestedField) []iceberg.NestedField { return append(fs, f(5, "seq", long, false)) })},
 		{name: "foreign nullable column", want: with(base, same),
-			have: with(base, func(fs []iceberg.NestedField) []iceberg.NestedField { return append(fs, f(9, "spark_tag", str, false)) })},
+			have: with(base, func(fs []iceberg.NestedField) []iceberg.NestedField { return append(fs, f(9, "spark_tag", str, false)) }),
+			drop: []string{"spark_tag"}},
+		{name: "nullable column made required (attribute declared identity)", quarantine: "making a column required",
+			want: with(base, func(fs []iceberg.NestedField) []iceberg.NestedField { fs[2].Required = true; return fs }), have: with(base, same)},
 		{name: "NOT NULL column added (identity declared)", quarantine: "NOT NULL",
 			want: with(base, func(fs []iceberg.NestedField) []iceberg.NestedField { return append(fs, f(5, "tariff", str, true)) }), have: with(base, same)},
 		{name: "required column dropped (identity undeclared)", quarantine: "dropping a required column",
@@ -77,10 +81,13 @@ func TestDriftRules(t *testing.T) {
 			})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			add, reasons := compareSchemas(tc.want, tc.have)
-			var names []string
-			for _, a := range add {
-				names = append(names, a.Name)
+			add, drop, reasons := compareSchemas(tc.want, tc.have)
+			names, dropped := fieldNames(add), fieldNames(drop)
+			if len(names) == 0 {
+				names = nil
+			}
+			if len(dropped) == 0 {
+				dropped = nil
 			}
 			switch {
 			case tc.quarantine == "" && len(reasons) > 0:
@@ -89,6 +96,8 @@ func TestDriftRules(t *testing.T) {
 				t.Fatalf("reasons %q, want one saying %q", reasons, tc.quarantine)
 			case tc.quarantine == "" && !slices.Equal(names, tc.add):
 				t.Fatalf("columns to add %v, want %v", names, tc.add)
+			case tc.quarantine == "" && !slices.Equal(dropped, tc.drop):
+				t.Fatalf("columns to drop %v, want %v", dropped, tc.drop)
 			}
 		})
 	}

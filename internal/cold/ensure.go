@@ -15,8 +15,9 @@ import (
 
 // Ensure creates the Iceberg table of t unless it exists, and returns its
 // handle. It verifies that the table is in format version 2, sets the write
-// properties from the Tier's options, and compares the schemas: columns the
-// declaration has and the table lacks are added when they are nullable. If
+// properties from the Tier's options, and compares the schemas: nullable
+// columns the declaration has and the table lacks are added, and nullable
+// ones the table has and the declaration lacks are dropped. If
 // the table's schema cannot take the declared rows, Ensure returns the handle
 // together with a *QuarantineError: scans work, archiving is refused.
 func (c *Tier) Ensure(ctx context.Context, t *series.Table) (*Table, error) {

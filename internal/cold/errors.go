@@ -3,7 +3,8 @@ package cold
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/meterstore/meterstore/series"
 )
 
 // ErrWatermarkBackwards is wrapped by the refusal of a commit that would move
@@ -30,35 +31,9 @@ func (e *MissingAncestorError) Error() string {
 		"no snapshot before it carries %s", e.SnapshotID, e.ParentID, SummaryWatermark)
 }
 
-// A QuarantineError reports that a table stopped archiving because its cold
-// schema cannot take the declared rows safely, or cannot be read at all. It
-// stays until an operator resolves the drift; the rows stay in PostgreSQL,
-// where they can still be corrected.
-type QuarantineError struct {
-	Table   string
-	Reasons []string // one per incompatible change, in schema order
-	Err     error    // why the schema could not be read, if that is the reason
-}
-
-// Error names the table and why it is quarantined.
-func (e *QuarantineError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "cold: table %s quarantined: ", e.Table)
-	b.WriteString(strings.Join(e.Reasons, "; "))
-	if e.Err != nil {
-		if len(e.Reasons) > 0 {
-			b.WriteString(": ")
-		}
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
-}
-
-// Unwrap returns why the schema could not be read, if that is the reason.
-func (e *QuarantineError) Unwrap() error { return e.Err }
-
-// IsRetryable reports false: a quarantine stays until an operator acts.
-func (e *QuarantineError) IsRetryable() bool { return false }
+// A QuarantineError reports a table whose cold schema cannot take the
+// declared rows safely, or cannot be read: series' one rule for both tiers.
+type QuarantineError = series.QuarantineError
 
 // IsRetryable reports false: the history stays broken until an operator
 // restores it.

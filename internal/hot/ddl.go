@@ -35,6 +35,10 @@ func (h *Tier) ddl(ctx context.Context, op, table string, fn func(tx pgx.Tx) err
 	if err == nil {
 		return nil
 	}
+	var q *series.QuarantineError
+	if errors.As(err, &q) {
+		return err // a verdict on the declaration, not an error of the server
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
 		h.log.Info("hot: DDL deferred", "op", op, "table", table, "lock_timeout", h.lockTimeout)

@@ -89,17 +89,23 @@ const metaTable = "hot_tables"
 
 // Ensure declares t: it creates the schema, the metadata table and the
 // partitioned parent if they do not exist, and records the declaration.
-// Declaring a table again with the same definition does nothing; with a
-// different merge key, time model or columns it fails with InvalidConfig,
-// since the stored rows were written under the first. Partitions are made
-// by EnsurePartitions.
+// Declaring a table again with the same definition does nothing. Its
+// extra columns may evolve by series.Evolve's rule: nullable columns added
+// or dropped are added to or dropped from the relation in the transaction
+// that records the new definition, each ALTER waiting for its locks no
+// longer than the DDL lock timeout; after evolveAttempts deferrals Ensure
+// fails with ErrDeferred (retryable) and nothing changed. A change the
+// rule refuses fails with a *series.QuarantineError, and a different
+// time model, width, resolutions or merge key order with InvalidConfig,
+// since the stored rows were written under the first; neither changes
+// anything. Partitions are made by EnsurePartitions.
 func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
 	const op = "ensure"
 	var chosen series.Integrity
-	err := h.ddl(ctx, op, t.Name, func(tx pgx.Tx) error {
+	err := h.ensureRetrying(ctx, op, t.Name, func(tx pgx.Tx) error {
 		// Serializes concurrent declarations: CREATE ... IF NOT EXISTS
 		// is not safe against a concurrent CREATE of the same name.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, h.lockKey(metaTable)); err != nil {
@@ -161,11 +167,31 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			// change is refused.
 			want.Integrity = have.Integrity
 		}
-		if diff := compareDefinitions(have, want); diff != "" {
+		// The columns may evolve by series.Evolve's rule; anything else
+		// that shapes the relation is fixed.
+		fixed := have
+		fixed.Columns, fixed.MergeKey = want.Columns, want.MergeKey
+		if diff := compareDefinitions(fixed, want); diff != "" {
 			return &series.Error{Kind: series.InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("declared differently before: %s", diff)}
+		}
+		ev, err := series.Evolve(t.Name, have.columns(), t.Columns)
+		if err != nil {
+			return err // a *series.QuarantineError: nothing changes
+		}
+		if !slices.Equal(have.MergeKey, want.MergeKey) {
+			return &series.Error{Kind: series.InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("declared differently before: merge key (%s), now (%s)",
+				strings.Join(have.MergeKey, ", "), strings.Join(want.MergeKey, ", "))}
 		}
 		if !exists {
 			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("declared, but relation %s is missing", h.ident(t.Name))}
+		}
+		if !ev.Empty() {
+			evolved := have
+			evolved.Columns = want.Columns
+			if err := h.evolve(ctx, tx, t, ev, evolved); err != nil {
+				return err
+			}
+			have = evolved
 		}
 		if upgrade {
 			if err := h.upgradeToStatement(ctx, tx, t, have); err != nil {
@@ -177,6 +203,7 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 	})
 	if err == nil {
 		h.remember(t.Name, chosen)
+		h.validatePending(ctx, t)
 	}
 	return err
 }
@@ -350,16 +377,7 @@ func (h *Tier) parentDDL(t *series.Table, i series.Integrity) string {
 	add(`balancing_day date NOT NULL`)
 	add(`subject_id text CONSTRAINT subject_id_check CHECK (subject_id <> '')`)
 	for _, c := range t.Columns {
-		def := quote(c.Name) + " " + c.ColumnType().String()
-		if c.Identity {
-			def += " NOT NULL"
-		}
-		if len(c.Values) > 0 {
-			def += fmt.Sprintf(" CONSTRAINT %s CHECK (%s IN %s)", quote(c.Name+"_check"), quote(c.Name), sqlList(c.Values))
-		} else if c.ColumnType() == series.Text {
-			def += fmt.Sprintf(" CONSTRAINT %s CHECK (%s <> '')", quote(c.Name+"_check"), quote(c.Name))
-		}
-		cols = append(cols, def)
+		cols = append(cols, columnDDL(c))
 	}
 	if t.TimeModel == series.Interval {
 		cols = append(cols, `CONSTRAINT interval_valid CHECK (`+gridCheck(t)+`)`)

@@ -48,17 +48,10 @@ FROM pg_partitioned_table p WHERE p.partrelid = 'meterstore.lastgang'::regclass`
 		t.Fatal(err)
 	}
 	for name, change := range map[string]func(*series.Table){
-		"time model": func(t *series.Table) { t.TimeModel, t.Resolutions = series.Point, nil },
-		"identity":   func(t *series.Table) { t.Columns = []series.Column{{Name: "channel"}, {Name: "note"}} },
-		"more identity": func(t *series.Table) {
-			t.Columns = append(t.Columns[:1:1], series.Column{Name: "note", Identity: true})
-		},
+		"time model":  func(t *series.Table) { t.TimeModel, t.Resolutions = series.Point, nil },
 		"width":       func(t *series.Table) { t.Width = series.Monthly },
 		"integrity":   func(t *series.Table) { t.Integrity = series.IntegrityWrite },
 		"resolutions": func(t *series.Table) { t.Resolutions = nil },
-		"coded values": func(t *series.Table) {
-			t.Columns = []series.Column{{Name: "channel", Identity: true}, {Name: "note", Values: []string{"x"}}}
-		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			changed := *tab
@@ -68,6 +61,26 @@ FROM pg_partitioned_table p WHERE p.partrelid = 'meterstore.lastgang'::regclass`
 			wantError(t, err, series.InvalidConfig)
 			if !strings.Contains(err.Error(), "declared differently") {
 				t.Fatal(err)
+			}
+		})
+	}
+	// Column changes series.Evolve refuses quarantine (evolve_test.go).
+	for name, change := range map[string]func(*series.Table){
+		"identity": func(t *series.Table) { t.Columns = []series.Column{{Name: "channel"}, {Name: "note"}} },
+		"more identity": func(t *series.Table) {
+			t.Columns = append(t.Columns[:1:1], series.Column{Name: "note", Identity: true})
+		},
+		"coded values": func(t *series.Table) {
+			t.Columns = []series.Column{{Name: "channel", Identity: true}, {Name: "note", Values: []string{"x"}}}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			changed := *tab
+			changed.Columns = append([]series.Column(nil), tab.Columns...)
+			change(&changed)
+			var q *series.QuarantineError
+			if err := h.Ensure(ctx, &changed); !errors.As(err, &q) {
+				t.Fatalf("Ensure: %v, want a quarantine", err)
 			}
 		})
 	}

@@ -1,0 +1,371 @@
+package store
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	icetable "github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/series"
+)
+
+// withColumns returns power declared with its identity column and cols.
+func withColumns(cols ...series.Column) Table {
+	t := power()
+	t.Columns = append(t.Columns, cols...)
+	return t
+}
+
+// coldColumns returns the column names of the current schema of the cold
+// table name.
+func coldColumns(t *testing.T, e *testEnv, name string) []string {
+	t.Helper()
+	ice, err := e.cat.LoadTable(t.Context(), icetable.Identifier{"meterstore", name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range ice.Schema().Fields() {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// hotColumns returns the column names of the hot parent of name.
+func hotColumns(t *testing.T, e *testEnv, name string) []string {
+	t.Helper()
+	rows, err := e.pool.Query(t.Context(), `SELECT attname FROM pg_attribute
+WHERE attrelid = ('meterstore.' || $1)::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tariffs returns "from|tariff" of every reading of power, by from, with
+// "-" for NULL.
+func tariffs(t *testing.T, s *Store) []string {
+	t.Helper()
+	res := mustQuery(t, s, `SELECT "from", tariff FROM readings ORDER BY "from"`)
+	var out []string
+	for _, r := range res.Rows {
+		v := "-"
+		if r[1] != nil {
+			v = r[1].(string)
+		}
+		out = append(out, r[0].(time.Time).UTC().Format("0102T1504")+"|"+v)
+	}
+	return out
+}
+
+func withTariff(r Reading, v string) Reading {
+	r.Extra = map[string]string{"channel": r.Extra["channel"], "tariff": v}
+	return r
+}
+
+// TestEvolveAddThenDrop adds a nullable column to a table with rows in
+// both tiers, then drops it again: each time the store is opened with
+// the new declaration, both tiers follow, queries over both show the
+// column (NULL for rows written before) or no longer show it, and writes
+// and archival go on.
+func TestEvolveAddThenDrop(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	s1 := e.open(t, Options{})
+	mustWrite(t, s1, []Reading{qh(1, 0, 1, "A", 1, 1000), qh(1, 1, 1, "A", 1, 1000), qh(1, 2, 1, "A", 1, 1000)})
+	if _, err := s1.Archive(ctx, "power", dayN(4)); err != nil { // days 0 and 1: W = day 2
+		t.Fatal(err)
+	}
+
+	tariff := series.Column{Name: "tariff", Values: []string{"HT", "NT"}}
+	s2 := e.open(t, Options{Tables: []Table{withColumns(tariff)}})
+	if cols := hotColumns(t, e, "power"); !slices.Contains(cols, "tariff") {
+		t.Fatalf("hot columns %v, want tariff", cols)
+	}
+	if cols := coldColumns(t, e, "power"); !slices.Contains(cols, "tariff") {
+		t.Fatalf("cold columns %v, want tariff", cols)
+	}
+	if _, err := s2.Write(ctx, "power", []Reading{withTariff(qh(1, 2, 5, "A", 1, 1000), "HT"), withTariff(qh(1, 3, 5, "A", 1, 1000), "NT")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Write(ctx, "power", []Reading{withTariff(qh(1, 3, 6, "A", 1, 1000), "XX")}); err == nil {
+		t.Fatal("a tariff outside its values was written")
+	}
+	// Cold rows of days 0 and 1, hot ones of days 2 and 3.
+	want := []string{"0302T0015|-", "0303T0015|-", "0304T0015|-", "0304T0115|HT", "0305T0115|NT"}
+	if got := tariffs(t, s2); !slices.Equal(got, want) {
+		t.Fatalf("readings before the archival: %v, want %v", got, want)
+	}
+	// Days 2 and 3 to the cold tier: rows with and without a tariff in
+	// one window; a row of day 4 stays hot.
+	if _, err := s2.Write(ctx, "power", []Reading{withTariff(qh(1, 4, 5, "A", 1, 1000), "HT")}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s2.Archive(ctx, "power", dayN(6)); err != nil || len(out.Windows) != 2 {
+		t.Fatalf("archive: %+v, %v", out, err)
+	}
+	want = append(want, "0306T0115|HT")
+	if got := tariffs(t, s2); !slices.Equal(got, want) {
+		t.Fatalf("readings after the archival: %v, want %v", got, want)
+	}
+	res := mustQuery(t, s2, `SELECT count(*) FROM readings_versions WHERE tariff IS NOT NULL AND "from" < `+ts(dayN(4)))
+	if res.Rows[0][0] != int64(2) {
+		t.Fatalf("%v cold rows carry a tariff, want 2", res.Rows[0][0])
+	}
+
+	// Dropped again.
+	s3 := e.open(t, Options{})
+	if cols := hotColumns(t, e, "power"); slices.Contains(cols, "tariff") {
+		t.Fatalf("hot columns %v after the drop", cols)
+	}
+	if cols := coldColumns(t, e, "power"); slices.Contains(cols, "tariff") {
+		t.Fatalf("cold columns %v after the drop", cols)
+	}
+	if _, err := s3.Query(ctx, "power", `SELECT tariff FROM readings`); err == nil {
+		t.Fatal("a dropped column is still queried")
+	}
+	res = mustQuery(t, s3, `SELECT * FROM readings_versions`)
+	if slices.Contains(res.Columns, "tariff") {
+		t.Fatalf("columns %v after the drop", res.Columns)
+	}
+	if len(res.Rows) != 6 {
+		t.Fatalf("%d readings after the drop, want 6", len(res.Rows))
+	}
+	mustWrite(t, s3, []Reading{qh(1, 5, 5, "A", 1, 1000)})
+	if out, err := s3.Archive(ctx, "power", dayN(8)); err != nil || len(out.Windows) != 2 {
+		t.Fatalf("archive after the drop: %+v, %v", out, err)
+	}
+	if n := mustQuery(t, s3, `SELECT count(*) FROM readings WHERE "from" < `+ts(dayN(6))).Rows[0][0]; n != int64(7) {
+		t.Fatalf("%v archived readings after the drop, want 7", n)
+	}
+}
+
+// TestEvolveConverges applies an evolution to the hot tier alone, as a
+// process that died before the cold step leaves it: opening the store
+// again brings the cold tier in step, for an added and a dropped column.
+func TestEvolveConverges(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	s1 := e.open(t, Options{})
+	mustWrite(t, s1, []Reading{qh(1, 0, 1, "A", 1, 1000), qh(1, 2, 1, "A", 1, 1000)})
+	if _, err := s1.Archive(ctx, "power", dayN(3)); err != nil {
+		t.Fatal(err)
+	}
+	note := series.Column{Name: "note"}
+	added := withColumns(note)
+	if err := s1.hot.Ensure(ctx, &added); err != nil {
+		t.Fatal(err)
+	}
+	if cols := coldColumns(t, e, "power"); slices.Contains(cols, "note") {
+		t.Fatalf("the hot step alone changed the cold tier: %v", cols)
+	}
+	s2 := e.open(t, Options{Tables: []Table{added}})
+	if cols := coldColumns(t, e, "power"); !slices.Contains(cols, "note") {
+		t.Fatalf("cold columns %v, want note", cols)
+	}
+	r := qh(1, 2, 2, "A", 1, 1000)
+	r.Extra["note"] = "n"
+	if _, err := s2.Write(ctx, "power", []Reading{r}); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustQuery(t, s2, `SELECT count(note) FROM readings`).Rows[0][0]; n != int64(1) {
+		t.Fatalf("%v notes, want 1", n)
+	}
+
+	plain := power()
+	if err := s2.hot.Ensure(ctx, &plain); err != nil {
+		t.Fatal(err)
+	}
+	if cols := coldColumns(t, e, "power"); !slices.Contains(cols, "note") {
+		t.Fatalf("the hot step alone changed the cold tier: %v", cols)
+	}
+	s3 := e.open(t, Options{})
+	if cols := coldColumns(t, e, "power"); slices.Contains(cols, "note") {
+		t.Fatalf("cold columns %v after the drop converged", cols)
+	}
+	if n := mustQuery(t, s3, `SELECT count(*) FROM readings`).Rows[0][0]; n != int64(3) {
+		t.Fatalf("%v readings, want 3", n)
+	}
+}
+
+// TestEvolveQuarantinesAlone declares changes series.Evolve refuses: the
+// table is quarantined alone (Status and system.tables say why, writes and
+// archival are refused) and nothing of it changes, while another table of
+// the same store ingests and archives.
+func TestEvolveQuarantinesAlone(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	other := power()
+	other.Name = "other"
+	base := withColumns(series.Column{Name: "note"})
+	s1 := e.open(t, Options{Tables: []Table{base, other}})
+	mustWrite(t, s1, []Reading{qh(1, 0, 1, "A", 1, 1000), qh(1, 3, 1, "A", 1, 1000)})
+	if _, err := s1.Archive(ctx, "power", dayN(3)); err != nil {
+		t.Fatal(err)
+	}
+	hotBefore, coldBefore := hotColumns(t, e, "power"), coldColumns(t, e, "power")
+	var defBefore string
+	if err := e.pool.QueryRow(ctx, `SELECT definition::text FROM meterstore.hot_tables WHERE name = 'power'`).Scan(&defBefore); err != nil {
+		t.Fatal(err)
+	}
+	day := 3
+	for _, tc := range []struct {
+		name, reason string
+		decl         Table
+	}{
+		{"type change", "type text before, bigint now", withColumns(series.Column{Name: "note", Type: series.BigInt})},
+		{"new identity", "new identity column", withColumns(series.Column{Name: "note"}, series.Column{Name: "phase", Identity: true})},
+		{"identity dropped", "identity column \"channel\" is dropped", func() Table {
+			t := base
+			t.Columns = []series.Column{{Name: "note"}}
+			return t
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := e.open(t, Options{Tables: []Table{tc.decl, other}})
+			var q *QuarantineError
+			if _, err := s.Write(ctx, "power", []Reading{qh(2, 3, 2, "A", 1, 1000)}); !errors.As(err, &q) || IsRetryable(err) {
+				t.Fatalf("write into the quarantined table: %v", err)
+			}
+			if out, err := s.Archive(ctx, "power", dayN(5)); !errors.As(err, &q) || out.Status != ArchiveQuarantined {
+				t.Fatalf("archive of the quarantined table: %+v, %v", out, err)
+			}
+			var st TableStatus
+			for _, x := range s.Status(ctx, dayN(5)) {
+				if x.Table == "power" {
+					st = x
+				}
+			}
+			if st.Healthy || st.Err == nil || !strings.Contains(st.Err.Error(), tc.reason) {
+				t.Fatalf("status of the quarantined table: healthy %v, %v; want a reason saying %q", st.Healthy, st.Err, tc.reason)
+			}
+			// system.tables, read through the table that opens.
+			if err := s.RefreshSystemTables(ctx, dayN(5)); err != nil && !strings.Contains(err.Error(), "power") {
+				t.Fatal(err)
+			}
+			res := mustQueryOn(t, s, "other", `SELECT healthy, error FROM system.tables WHERE "table" = 'power'`)
+			if msg, _ := res.Rows[0][1].(string); res.Rows[0][0] != false || !strings.Contains(msg, "quarantined") || !strings.Contains(msg, tc.reason) {
+				t.Fatalf("system.tables of the quarantined table: %v", res.Rows)
+			}
+
+			// The other table ingests and archives.
+			day++
+			if _, err := s.Write(ctx, "other", []Reading{qh(1, day, 1, "A", 1, 1000)}); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := s.Archive(ctx, "other", dayN(day+3)); err != nil || len(out.Windows) == 0 {
+				t.Fatalf("archive of the other table: %+v, %v", out, err)
+			}
+			if n := mustQueryOn(t, s, "other", `SELECT count(*) FROM readings WHERE "from" < `+ts(dayN(day+1))).Rows[0][0]; n != int64(day-3) {
+				t.Fatalf("the other table has %v readings, want %d", n, day-3)
+			}
+
+			// Nothing of the quarantined table changed.
+			var def string
+			if err := e.pool.QueryRow(ctx, `SELECT definition::text FROM meterstore.hot_tables WHERE name = 'power'`).Scan(&def); err != nil {
+				t.Fatal(err)
+			}
+			if def != defBefore || !slices.Equal(hotColumns(t, e, "power"), hotBefore) || !slices.Equal(coldColumns(t, e, "power"), coldBefore) {
+				t.Fatalf("the quarantined table changed: %s, hot %v, cold %v", def, hotColumns(t, e, "power"), coldColumns(t, e, "power"))
+			}
+			if n := mustQuery(t, s1, `SELECT count(*) FROM readings`).Rows[0][0]; n != int64(2) {
+				t.Fatalf("the quarantined table has %v readings, want 2", n)
+			}
+		})
+	}
+}
+
+func mustQueryOn(t *testing.T, s *Store, name, sql string) *Result {
+	t.Helper()
+	res, err := s.Query(t.Context(), name, sql)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return res
+}
+
+// TestEvolveDeferredByLock opens the store with an added column while a
+// reader holds a lock on the table: the table fails alone with a retryable
+// error within the lock timeout's bound and nothing changes; once the
+// reader is gone, the next write opens the table evolved.
+func TestEvolveDeferredByLock(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	s1 := e.open(t, Options{})
+	mustWrite(t, s1, []Reading{qh(1, 0, 1, "A", 1, 1000)})
+	reader, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(ctx)
+	if _, err := reader.Exec(ctx, `SELECT count(*) FROM meterstore.power`); err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 200 * time.Millisecond
+	added := withColumns(series.Column{Name: "note"})
+	start := time.Now()
+	s2 := e.open(t, Options{Tables: []Table{added}, Hot: HotOptions{DDLLockTimeout: timeout}})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Open took %v under a held lock", took)
+	}
+	r := qh(1, 0, 2, "A", 1, 1000)
+	r.Extra["note"] = "n"
+	_, err = s2.Write(ctx, "power", []Reading{r})
+	var open *TableOpenError
+	if !errors.As(err, &open) || !IsRetryable(err) {
+		t.Fatalf("write while the evolution is deferred: %v, want a retryable *TableOpenError", err)
+	}
+	if slices.Contains(hotColumns(t, e, "power"), "note") || slices.Contains(coldColumns(t, e, "power"), "note") {
+		t.Fatal("a deferred evolution changed a tier")
+	}
+	if err := reader.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Write(ctx, "power", []Reading{r}); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustQuery(t, s2, `SELECT count(note) FROM readings`).Rows[0][0]; n != int64(1) {
+		t.Fatalf("%v notes, want 1", n)
+	}
+	if !slices.Contains(coldColumns(t, e, "power"), "note") {
+		t.Fatal("the cold tier did not follow")
+	}
+}
+
+// TestEvolveReaddedColumnStartsEmpty drops a column with values in the
+// cold tier and declares one of the same name again: Iceberg gives it a
+// new field id, and the values archived under the old one do not come
+// back in it.
+func TestEvolveReaddedColumnStartsEmpty(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	note := series.Column{Name: "note"}
+	s1 := e.open(t, Options{Tables: []Table{withColumns(note)}})
+	r := qh(1, 0, 1, "A", 1, 1000)
+	r.Extra["note"] = "old"
+	mustWrite(t, s1, []Reading{r})
+	if _, err := s1.Archive(ctx, "power", dayN(3)); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustQuery(t, s1, `SELECT count(note) FROM readings`).Rows[0][0]; n != int64(1) {
+		t.Fatalf("%v notes before the drop, want 1", n)
+	}
+	e.open(t, Options{})
+	s3 := e.open(t, Options{Tables: []Table{withColumns(note)}})
+	if n := mustQuery(t, s3, `SELECT count(note) FROM readings`).Rows[0][0]; n != int64(0) {
+		t.Fatalf("%v notes after the column was dropped and declared again, want 0", n)
+	}
+}
