@@ -126,7 +126,20 @@ func TestEvolveAddThenDrop(t *testing.T) {
 		t.Fatalf("%v cold rows carry a tariff, want 2", res.Rows[0][0])
 	}
 
-	// Dropped again.
+	// Dropped again: while the tariff of day 4 is not archived, the
+	// table is quarantined, the column kept; archived, it goes.
+	early := e.open(t, Options{})
+	_, err := early.Write(ctx, "power", []Reading{qh(1, 5, 5, "A", 1, 1000)})
+	var q *QuarantineError
+	if !errors.As(err, &q) || !strings.Contains(err.Error(), `"tariff"`) {
+		t.Fatalf("a write while the dropped column holds unarchived values: %v", err)
+	}
+	if cols := hotColumns(t, e, "power"); !slices.Contains(cols, "tariff") {
+		t.Fatalf("hot columns %v: the refused drop dropped", cols)
+	}
+	if out, err := s2.Archive(ctx, "power", dayN(7)); err != nil || len(out.Windows) != 1 {
+		t.Fatalf("archive of day 4: %+v, %v", out, err)
+	}
 	s3 := e.open(t, Options{})
 	if cols := hotColumns(t, e, "power"); slices.Contains(cols, "tariff") {
 		t.Fatalf("hot columns %v after the drop", cols)
@@ -145,7 +158,7 @@ func TestEvolveAddThenDrop(t *testing.T) {
 		t.Fatalf("%d readings after the drop, want 6", len(res.Rows))
 	}
 	mustWrite(t, s3, []Reading{qh(1, 5, 5, "A", 1, 1000)})
-	if out, err := s3.Archive(ctx, "power", dayN(8)); err != nil || len(out.Windows) != 2 {
+	if out, err := s3.Archive(ctx, "power", dayN(8)); err != nil || len(out.Windows) != 1 {
 		t.Fatalf("archive after the drop: %+v, %v", out, err)
 	}
 	if n := mustQuery(t, s3, `SELECT count(*) FROM readings WHERE "from" < `+ts(dayN(6))).Rows[0][0]; n != int64(7) {
@@ -185,6 +198,11 @@ func TestEvolveConverges(t *testing.T) {
 		t.Fatalf("%v notes, want 1", n)
 	}
 
+	// Archived first: the hot tier drops no column unarchived readings
+	// hold values in.
+	if _, err := s2.Archive(ctx, "power", dayN(5)); err != nil {
+		t.Fatal(err)
+	}
 	plain := power()
 	if err := s2.hot.Ensure(ctx, &plain); err != nil {
 		t.Fatal(err)

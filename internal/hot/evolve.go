@@ -70,6 +70,9 @@ func (h *Tier) evolve(ctx context.Context, tx pgx.Tx, t *series.Table, ev series
 		return err
 	}
 	parent := h.ident(t.Name)
+	if err := h.checkDropEmpty(ctx, tx, t, ev.Drop); err != nil {
+		return err
+	}
 	exec := func(stmt string) error {
 		if _, err := tx.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("%s: %w", stmt, err)
@@ -109,6 +112,30 @@ func (h *Tier) evolve(ctx context.Context, tx pgx.Tx, t *series.Table, ev series
 		return fmt.Errorf("record the evolved definition: %w", err)
 	}
 	h.log.Info("hot: schema evolved as declared", "table", t.Name, "added", columnNames(ev.Add), "dropped", columnNames(ev.Drop))
+	return nil
+}
+
+// checkDropEmpty quarantines the table rather than drop a column that holds a value in a row of
+// t's attached partitions: those readings are not archived yet, and DROP
+// COLUMN would delete the values with no copy anywhere. An older
+// declaration is the usual cause, such as a process started with a
+// configuration from before the column was added. Once the readings are
+// archived, their values stay in the cold tier's older snapshots and the
+// drop goes ahead. Detached partitions are not looked at: they are
+// archived and wait for the reader grace, or their archival, cut short,
+// resumes with the declared columns, without the dropped one in any case.
+func (h *Tier) checkDropEmpty(ctx context.Context, tx pgx.Tx, t *series.Table, drop []series.Column) error {
+	for _, c := range drop {
+		var held bool
+		q := `SELECT EXISTS (SELECT 1 FROM ` + h.ident(t.Name) + ` WHERE ` + quote(c.Name) + ` IS NOT NULL)`
+		if err := tx.QueryRow(ctx, q).Scan(&held); err != nil {
+			return fmt.Errorf("check column %s before dropping it: %w", c.Name, err)
+		}
+		if held {
+			return &series.QuarantineError{Table: t.Name, Reasons: []string{fmt.Sprintf(
+				"column %q is no longer declared, but readings not yet archived hold values in it; dropping it would delete them: declare it again, or drop it once they are archived", c.Name)}}
+		}
+	}
 	return nil
 }
 
