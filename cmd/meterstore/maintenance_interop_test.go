@@ -71,6 +71,18 @@ func TestMaintenanceInterop(t *testing.T) {
 		t.Fatalf("expire: %s", out)
 	}
 
+	// A column added to the declaration: both tiers take it; the rows
+	// before it read NULL.
+	setConfig(t, cfgPath, map[string]string{"\n[[table]]\nname = \"gas\"": "[[table.column]]\nname = \"tariff\"\nvalues = [\"HT\", \"NT\"]\n\n[[table]]\nname = \"gas\""})
+	for day := range 2 {
+		from := time.Date(2026, 4, 20+day, 0, 0, 0, 0, time.UTC)
+		ingest(fmt.Sprintf("tariff%d.csv", day), withTariffs(dayCSV(3, from, "20260502000000")))
+	}
+	if out := mustRun(t, append([]string{"archive", "--now", "2026-06-08T00:00:00Z"}, c...)...); !strings.Contains(out, "power: archived") {
+		t.Fatalf("archive: %s", out)
+	}
+	ingest("late4.csv", withTariffs(versionCSV(2, 0, "20260404000000", 13)))
+
 	query := func(sql string) []map[string]any {
 		t.Helper()
 		out := mustRun(t, append([]string{"query", "--table", "power", "--format", "json", sql}, c...)...)
@@ -87,11 +99,20 @@ func TestMaintenanceInterop(t *testing.T) {
 		}
 		return rows
 	}
-	const cols = `malo_id, obis_code, strftime("from" AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S') AS "from", CAST(version AS VARCHAR) AS version, CAST(value AS VARCHAR) AS value`
+	const cols = `malo_id, obis_code, strftime("from" AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S') AS "from", CAST(version AS VARCHAR) AS version, CAST(value AS VARCHAR) AS value, tariff`
 	versions := query(`SELECT ` + cols + ` FROM readings_versions`)
 	readings := query(`SELECT ` + cols + ` FROM readings`)
-	if len(versions) != 3*96*7+96*3 || len(readings) != 3*96*7 {
-		t.Fatalf("MeterStore holds %d versions and %d readings, want %d and %d", len(versions), len(readings), 3*96*7+96*3, 3*96*7)
+	if n, m := 3*96*9+96*4, 3*96*9; len(versions) != n || len(readings) != m {
+		t.Fatalf("MeterStore holds %d versions and %d readings, want %d and %d", len(versions), len(readings), n, m)
+	}
+	tariffs := 0
+	for _, v := range versions {
+		if v["tariff"] != nil {
+			tariffs++
+		}
+	}
+	if tariffs != 3*96*2+96 {
+		t.Fatalf("%d versions carry a tariff, want %d", tariffs, 3*96*2+96)
 	}
 	w := query(`SELECT strftime(watermark AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%SZ') AS w FROM system.tables WHERE "table" = 'power'`)
 	if len(w) != 1 {
@@ -102,6 +123,8 @@ func TestMaintenanceInterop(t *testing.T) {
 		"versions":  versions,
 		"readings":  readings,
 		"watermark": w[0]["w"],
+		"extra":     []string{"tariff"},
+		"columns":   []string{"tariff"},
 	}
 	if out, err := readersAgree(t, dir, spec); err != nil {
 		t.Errorf("maintenance_interop.py: %v\n%s", err, out)
@@ -159,6 +182,17 @@ func versionCSV(meter, day int, version string, add int) string {
 			m.String(), from.Format(time.RFC3339), from.Add(15*time.Minute).Format(time.RFC3339), day+1+add, q, version)
 	}
 	return b.String()
+}
+
+// withTariffs adds a tariff column to a delivery: HT for even quarter
+// hours, NT for odd ones.
+func withTariffs(csv string) string {
+	lines := strings.Split(strings.TrimSuffix(csv, "\n"), "\n")
+	lines[0] += ",tariff"
+	for i := 1; i < len(lines); i++ {
+		lines[i] += map[bool]string{true: ",HT", false: ",NT"}[i%2 == 0]
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // dayCSV returns the quarter hours of meters market locations on the day
