@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCompactCommand archives a month, lands two late corrections below
+// the watermark (two small files in one partition, three manifests), and
+// compacts: the output says files and manifests before and after, the
+// readings and their versions read the same, the table verifies clean,
+// and a second run has nothing to do.
+func TestCompactCommand(t *testing.T) {
+	c, _ := adminDeployment(t)
+	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+	dir := t.TempDir()
+	ingest := func(name, csv string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(csv), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, append([]string{"ingest", "--table", "power", p}, c...)...)
+	}
+	ingest("day.csv", deliveryCSV(2, -1))
+	mustRun(t, append([]string{"archive", "--now", "2026-05-01T00:00:00Z"}, c...)...)
+	// Corrections of the first meter's day under later versions: late.
+	for _, v := range []string{"20260310000000", "20260311000000"} {
+		ingest(v+".csv", strings.ReplaceAll(deliveryCSV(1, -1), "20260302000000", v))
+	}
+	query := func(sql string) string {
+		t.Helper()
+		return strings.TrimSpace(mustRun(t, append([]string{"query", "--table", "power", "--format", "csv", "--now", "2026-05-01T00:00:00Z", sql}, c...)...))
+	}
+	const versions = `SELECT malo_id, "from", CAST(version AS VARCHAR) AS v, CAST(value AS VARCHAR) AS x FROM readings_versions ORDER BY ALL`
+	const resolved = `SELECT malo_id, "from", CAST(version AS VARCHAR) AS v, CAST(value AS VARCHAR) AS x FROM readings ORDER BY ALL`
+	beforeV, beforeR := query(versions), query(resolved)
+	if n := strings.Count(beforeV, "\n"); n != 192+2*96 {
+		t.Fatalf("readings_versions before compaction: %d rows", n)
+	}
+
+	out := mustRun(t, append([]string{"compact", "--table", "power"}, c...)...)
+	if !strings.Contains(out, "power: data files 3 -> 2, manifests 3 -> 1; 2 files (192 rows,") {
+		t.Fatalf("compact: %s", out)
+	}
+	if got := query(versions); got != beforeV {
+		t.Errorf("readings_versions changed by the compaction")
+	}
+	if got := query(resolved); got != beforeR {
+		t.Errorf("readings changed by the compaction")
+	}
+	mustRun(t, append([]string{"verify"}, c...)...)
+	if out := mustRun(t, append([]string{"compact"}, c...)...); !strings.Contains(out, "power: nothing to compact: 2 data files, 1 manifests") {
+		t.Errorf("compact of every table, again: %s", out)
+	}
+	if _, code := run(t, append([]string{"compact", "--table", "nosuch"}, c...)...); code != exitPermanent {
+		t.Errorf("compact of an undeclared table: exit %d", code)
+	}
+}
