@@ -28,6 +28,9 @@ TableLogKeep (0: its default; -1: never truncate, the behaviour before
 table logs were truncated). The default ages take a few minutes; the issue's
 ten years of daily archival are --ages 30,365,3650 (about ten minutes: each
 commit's fork check of the metadata mirror lists every version so far).
+With --compact the aging commits are archivals of daily windows (a data
+file and a manifest each) through the cold tier, and each table is measured
+again after one compaction (meterstore compact).
 Without --pg-url it starts a private PostgreSQL server with default settings.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -52,6 +55,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 	f.StringSliceVar(&c.Logs, "logs", c.Logs, "log backends: postgres, object")
 	f.IntVar(&c.Samples, "samples", c.Samples, "timings per operation and table")
 	f.IntVar(&c.Keep, "keep", c.Keep, "the catalog's TableLogKeep: 0 its default, -1 no truncation")
+	f.BoolVar(&c.Compact, "compact", false, "age by daily archivals and measure again after compaction")
 	f.StringVar(&c.Dir, "dir", "", "keep the warehouses here (default: a temporary directory)")
 	return cmd
 }
@@ -66,9 +70,27 @@ func printAge(w io.Writer, r *agebench.Result) {
 			p.Log, p.Age, p.Entries, p.AgingSeconds, p.Head, p.Commit, p.Load, p.Plan)
 	}
 	tw.Flush()
+	if r.Config.Compact {
+		fmt.Fprintln(w, "\nafter compaction:")
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "log\tcommits N\tfiles\tmanifests\tcompact s\tHead ms\tcommit ms\tLoadTable ms\tPlanFiles ms\t")
+		for _, p := range r.Points {
+			if c := p.Compaction; c != nil {
+				fmt.Fprintf(tw, "%s\t%d\t%d -> %d\t%d -> %d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t\n",
+					p.Log, p.Age, c.FilesBefore, c.FilesAfter, c.ManifestsBefore, c.ManifestsAfter, p.CompactSeconds,
+					p.HeadAfter, p.CommitAfter, p.LoadAfter, p.PlanAfter)
+			}
+		}
+		tw.Flush()
+	}
 	fmt.Fprintln(w)
 	for _, q := range r.Ratios {
 		fmt.Fprintf(w, "%s: N=%d / N=%d at p50: Head %.2f, commit %.2f, LoadTable %.2f, PlanFiles %.2f   (goal: each at most 1.5)\n",
 			q.Log, q.To, q.From, q.Head, q.Commit, q.Load, q.Plan)
+		if r.Config.Compact {
+			fmt.Fprintf(w, "%s: after compaction: Head %.2f, commit %.2f, LoadTable %.2f, PlanFiles %.2f\n",
+				q.Log, q.HeadAfter, q.CommitAfter, q.LoadAfter, q.PlanAfter)
+		}
 	}
 }

@@ -52,3 +52,32 @@ func TestBenchAge(t *testing.T) {
 		t.Fatalf("--logs etcd: exit %d\n%s", code, out)
 	}
 }
+
+// TestBenchAgeCompact runs `bench age --compact` tiny: tables aged by
+// daily archivals are compacted into one manifest and fewer files, and
+// the latencies after compaction are reported.
+func TestBenchAgeCompact(t *testing.T) {
+	url := pgtest.NewDB(t)
+	path := filepath.Join(t.TempDir(), "age.json")
+	out := mustRun(t, "bench", "age", "--compact", "--pg-url", url, "--logs", "object", "--ages", "3,20", "--samples", "2", "--json", path)
+	if !strings.Contains(out, "after compaction:") || !strings.Contains(out, "object: after compaction: Head ") {
+		t.Fatalf("no latencies after compaction in\n%s", out)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res agebench.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 2 {
+		t.Fatalf("%d points, want 2", len(res.Points))
+	}
+	for _, p := range res.Points {
+		c := p.Compaction
+		if c == nil || c.ManifestsBefore != p.Age-1 || c.ManifestsAfter != 1 || c.FilesAfter != 1 || p.PlanAfter <= 0 {
+			t.Fatalf("N=%d: compaction %+v, plan after %v ms; want %d manifests and files merged into one", p.Age, c, p.PlanAfter, p.Age-1)
+		}
+	}
+}

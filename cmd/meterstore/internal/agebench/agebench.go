@@ -28,6 +28,7 @@ import (
 	"github.com/meterstore/meterstore/consensus"
 	"github.com/meterstore/meterstore/consensus/bloblog"
 	"github.com/meterstore/meterstore/consensus/postgres"
+	"github.com/meterstore/meterstore/internal/cold"
 )
 
 // The log backends a run can age a table on.
@@ -47,6 +48,10 @@ type Config struct {
 	Samples int `json:"samples"`
 	// Keep is the catalog's TableLogKeep: 0 its default, -1 no truncation.
 	Keep int `json:"keep"`
+	// Compact ages each table with archivals of daily windows through the
+	// cold tier instead of property updates, then compacts it and
+	// measures again.
+	Compact bool `json:"compact"`
 	// Dir holds the warehouses; empty means a temporary directory.
 	Dir      string       `json:"-"`
 	Progress io.Writer    `json:"-"`
@@ -74,6 +79,13 @@ type Point struct {
 	Commit  float64 `json:"commit_p50_ms"`
 	Load    float64 `json:"load_table_p50_ms"`
 	Plan    float64 `json:"plan_files_p50_ms"`
+	// With Config.Compact: the compaction and the latencies after it.
+	Compaction     *cold.Compaction `json:"compaction,omitempty"`
+	CompactSeconds float64          `json:"compact_s,omitempty"`
+	HeadAfter      float64          `json:"head_after_p50_ms,omitempty"`
+	CommitAfter    float64          `json:"commit_after_p50_ms,omitempty"`
+	LoadAfter      float64          `json:"load_table_after_p50_ms,omitempty"`
+	PlanAfter      float64          `json:"plan_files_after_p50_ms,omitempty"`
 }
 
 // A Ratio compares the oldest table with the youngest on one backend.
@@ -85,6 +97,11 @@ type Ratio struct {
 	Commit float64 `json:"commit"`
 	Load   float64 `json:"load_table"`
 	Plan   float64 `json:"plan_files"`
+	// After compaction, with Config.Compact.
+	HeadAfter   float64 `json:"head_after,omitempty"`
+	CommitAfter float64 `json:"commit_after,omitempty"`
+	LoadAfter   float64 `json:"load_table_after,omitempty"`
+	PlanAfter   float64 `json:"plan_files_after,omitempty"`
 }
 
 // A Result is what a run measured.
@@ -118,6 +135,9 @@ func Run(ctx context.Context, pgURL string, c Config) (*Result, error) {
 		dir = tmp
 	}
 	res := &Result{Config: c, CommitKind: "property update (an iceberg-go transaction with one SetProperties, deleting the metadata file that leaves the metadata log) after one append of 4 rows"}
+	if c.Compact {
+		res.CommitKind = "archival of a daily window of 4 rows through the cold tier (a data file and a manifest each); the timed commit is a property update"
+	}
 	for _, lg := range c.Logs {
 		from := len(res.Points)
 		for _, age := range c.Ages {
@@ -131,9 +151,14 @@ func Run(ctx context.Context, pgURL string, c Config) (*Result, error) {
 		}
 		first, last := res.Points[from], res.Points[len(res.Points)-1]
 		if last.Age != first.Age {
-			res.Ratios = append(res.Ratios, Ratio{Log: lg, From: first.Age, To: last.Age,
+			r := Ratio{Log: lg, From: first.Age, To: last.Age,
 				Head: last.Head / first.Head, Commit: last.Commit / first.Commit,
-				Load: last.Load / first.Load, Plan: last.Plan / first.Plan})
+				Load: last.Load / first.Load, Plan: last.Plan / first.Plan}
+			if c.Compact {
+				r.HeadAfter, r.CommitAfter = last.HeadAfter/first.HeadAfter, last.CommitAfter/first.CommitAfter
+				r.LoadAfter, r.PlanAfter = last.LoadAfter/first.LoadAfter, last.PlanAfter/first.PlanAfter
+			}
+			res.Ratios = append(res.Ratios, r)
 		}
 	}
 	return res, nil
@@ -177,21 +202,12 @@ func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) (Poin
 	if err != nil {
 		return Point{}, err
 	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil {
-		return Point{}, err
-	}
 	ident := table.Identifier{"bench", "aged"}
-	// As the cold tier's tables: each commit deletes the metadata file
-	// that drops out of the metadata log.
-	tbl, err := cat.CreateTable(ctx, ident, schema, icecatalog.WithProperties(iceberg.Properties{
-		table.MetadataDeleteAfterCommitEnabledKey: "true",
-	}))
-	if err != nil {
-		return Point{}, err
-	}
-	if tbl, err = appendRows(ctx, tbl); err != nil {
-		return Point{}, err
-	}
+	var (
+		tbl     *table.Table
+		compact func(context.Context) (cold.Compaction, error)
+		start   time.Time
+	)
 	n := 0
 	// Commits go through iceberg-go's transaction, as the cold tier's do.
 	commit := func() error {
@@ -206,10 +222,33 @@ func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) (Poin
 		}
 		return err
 	}
-	start := time.Now()
-	for range age - 2 { // the create and the append are commits too
-		if err := commit(); err != nil {
+	if c.Compact {
+		start = time.Now()
+		// The create and the cold tier's property commits count as
+		// commits too; the log's entries say how many there were.
+		if tbl, compact, err = ageArchived(ctx, cat, age-1, c.Logger); err != nil {
 			return Point{}, err
+		}
+	} else {
+		if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil {
+			return Point{}, err
+		}
+		// As the cold tier's tables: each commit deletes the metadata file
+		// that drops out of the metadata log.
+		tbl, err = cat.CreateTable(ctx, ident, schema, icecatalog.WithProperties(iceberg.Properties{
+			table.MetadataDeleteAfterCommitEnabledKey: "true",
+		}))
+		if err != nil {
+			return Point{}, err
+		}
+		if tbl, err = appendRows(ctx, tbl); err != nil {
+			return Point{}, err
+		}
+		start = time.Now()
+		for range age - 2 { // the create and the append are commits too
+			if err := commit(); err != nil {
+				return Point{}, err
+			}
 		}
 	}
 	p := Point{Log: lg, Age: age, AgingSeconds: time.Since(start).Seconds()}
@@ -220,44 +259,84 @@ func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) (Poin
 	}
 	p.Entries = len(es)
 
-	var head, cm, load, plan []float64
+	wantTasks := 1
+	if c.Compact {
+		wantTasks = 0 // as many as the table has
+	}
+	m := measurer{ctx: ctx, log: l, shard: shard, cat: cat, ident: ident, commit: commit, samples: c.Samples, wantTasks: wantTasks}
+	if p.Head, p.Commit, p.Load, p.Plan, err = m.run(); err != nil {
+		return Point{}, err
+	}
+	if compact == nil {
+		return p, nil
+	}
+	t0 := time.Now()
+	done, err := compact(ctx)
+	if err != nil {
+		return Point{}, fmt.Errorf("compact: %w", err)
+	}
+	p.CompactSeconds, p.Compaction = time.Since(t0).Seconds(), &done
+	if tbl, err = cat.LoadTable(ctx, ident); err != nil {
+		return Point{}, err
+	}
+	if p.HeadAfter, p.CommitAfter, p.LoadAfter, p.PlanAfter, err = m.run(); err != nil {
+		return Point{}, err
+	}
+	return p, nil
+}
+
+// A measurer times a table's metadata operations.
+type measurer struct {
+	ctx       context.Context
+	log       consensus.Log
+	shard     string
+	cat       icecatalog.Catalog
+	ident     table.Identifier
+	commit    func() error
+	samples   int
+	wantTasks int // files a scan plans; 0: any number
+}
+
+// run times, samples times each, interleaved: the log's Head, a commit,
+// LoadTable and planning a scan; it returns their medians in ms.
+func (m measurer) run() (head, commit, load, plan float64, err error) {
+	var hs, cs, ls, ps []float64
 	timed := func(xs *[]float64, fn func() error) error {
 		t0 := time.Now()
 		err := fn()
 		*xs = append(*xs, float64(time.Since(t0).Microseconds())/1000)
 		return err
 	}
-	for range c.Samples {
-		err := timed(&head, func() error {
-			_, ok, err := l.Head(ctx, shard)
+	for range m.samples {
+		err := timed(&hs, func() error {
+			_, ok, err := m.log.Head(m.ctx, m.shard)
 			if err == nil && !ok {
 				err = fmt.Errorf("the table's log is empty")
 			}
 			return err
 		})
 		if err != nil {
-			return Point{}, err
+			return 0, 0, 0, 0, err
 		}
-		if err := timed(&cm, commit); err != nil {
-			return Point{}, err
+		if err := timed(&cs, m.commit); err != nil {
+			return 0, 0, 0, 0, err
 		}
 		var t *table.Table
-		if err := timed(&load, func() (err error) { t, err = cat.LoadTable(ctx, ident); return err }); err != nil {
-			return Point{}, err
+		if err := timed(&ls, func() (err error) { t, err = m.cat.LoadTable(m.ctx, m.ident); return err }); err != nil {
+			return 0, 0, 0, 0, err
 		}
-		err = timed(&plan, func() error {
-			tasks, err := t.Scan().PlanFiles(ctx)
-			if err == nil && len(tasks) != 1 {
-				err = fmt.Errorf("planned %d files, want 1", len(tasks))
+		err = timed(&ps, func() error {
+			tasks, err := t.Scan().PlanFiles(m.ctx)
+			if err == nil && m.wantTasks > 0 && len(tasks) != m.wantTasks {
+				err = fmt.Errorf("planned %d files, want %d", len(tasks), m.wantTasks)
 			}
 			return err
 		})
 		if err != nil {
-			return Point{}, err
+			return 0, 0, 0, 0, err
 		}
 	}
-	p.Head, p.Commit, p.Load, p.Plan = median(head), median(cm), median(load), median(plan)
-	return p, nil
+	return median(hs), median(cs), median(ls), median(ps), nil
 }
 
 // appendRows gives the table one snapshot with one small data file, so
