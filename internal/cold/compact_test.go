@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,13 @@ func TestCompact(t *testing.T) {
 	h := e.ensure(t, tab)
 	all := compactFixture(t, e, h, 6)
 
+	// Below its thresholds (10 manifests, 6 small files in a partition)
+	// Compact is a check that commits nothing.
+	skip, err := e.tier.Compact(t.Context(), h, CompactOptions{ManifestsOver: 10, SmallFilesOver: 6})
+	if err != nil || skip.SnapshotID != 0 || skip.ManifestsBefore != 10 || skip.FilesAfter != 16 {
+		t.Fatalf("compaction below its thresholds: %+v, %v; want nothing committed", skip, err)
+	}
+
 	before := collect(t, e.tier.Scan(t.Context(), h, series.Range{}))
 	sameReadings(t, tab, before, all)
 	marks := e.marks(t, h)
@@ -72,7 +80,7 @@ func TestCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := e.tier.Compact(t.Context(), h, CompactOptions{})
+	got, err := e.tier.Compact(t.Context(), h, CompactOptions{ManifestsOver: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,4 +331,52 @@ func TestResolutionCatchesWrongMarks(t *testing.T) {
 			t.Errorf("%s: not caught", name)
 		}
 	}
+}
+
+// TestCompactThenExpireAndOrphans: the files a compaction replaced stay
+// while a snapshot references them, and once expiry removed those
+// snapshots, orphan cleanup deletes them, and only them: the table reads
+// the same throughout.
+func TestCompactThenExpireAndOrphans(t *testing.T) {
+	e := newEnv(t, Options{})
+	tab := loadProfile("power")
+	h := e.ensure(t, tab)
+	all := compactFixture(t, e, h, 3)
+	before := e.files(t, ".parquet")
+	got, err := e.tier.Compact(t.Context(), h, CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	rep, err := e.tier.Orphans(t.Context(), h, OrphanOptions{Before: future})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Orphans) != 0 {
+		t.Fatalf("orphans while older snapshots reference the replaced files: %v", rep.Orphans)
+	}
+	x, err := e.tier.ExpireSnapshots(t.Context(), h, future.AddDate(DefaultRetentionYears, 0, 1), Retention{KeepLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Kept != 1 {
+		t.Fatalf("expiry kept %d snapshots, want 1", x.Kept)
+	}
+	rep, err = e.tier.Orphans(t.Context(), h, OrphanOptions{Before: future, Delete: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data int
+	for _, o := range rep.Orphans {
+		if strings.HasSuffix(o.Location, ".parquet") {
+			data++
+		}
+	}
+	if data != got.Rewritten {
+		t.Fatalf("orphan data files %d, want the %d the compaction replaced", data, got.Rewritten)
+	}
+	if after := e.files(t, ".parquet"); len(after) != len(before)-got.Rewritten+got.Written {
+		t.Fatalf("%d data files left, want %d", len(after), len(before)-got.Rewritten+got.Written)
+	}
+	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), all)
 }
