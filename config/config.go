@@ -100,12 +100,15 @@ type Cold struct {
 }
 
 // Maintenance is the file's maintenance section: the schedule of the
-// maintenance loop and what snapshot expiry keeps.
+// maintenance loop, what snapshot expiry keeps and when compaction runs.
 type Maintenance struct {
 	Interval          time.Duration // maintenance.interval
 	ExpireSnapshots   bool          // maintenance.expire_snapshots
 	SnapshotRetention time.Duration // maintenance.snapshot_retention
 	MinSnapshots      int           // maintenance.min_snapshots
+	Compact           bool          // maintenance.compact
+	CompactManifests  int           // maintenance.compact_manifests
+	CompactSmallFiles int           // maintenance.compact_small_files
 	// MaxClockSkew is how far past the wall clock a now given to
 	// archival, maintenance or status may lie (maintenance.max_clock_skew).
 	MaxClockSkew time.Duration

@@ -52,6 +52,9 @@ type rawConfig struct {
 		ExpireSnapshots   value `toml:"expire_snapshots"`
 		SnapshotRetention value `toml:"snapshot_retention"`
 		MinSnapshots      value `toml:"min_snapshots"`
+		Compact           value `toml:"compact"`
+		CompactManifests  value `toml:"compact_manifests"`
+		CompactSmallFiles value `toml:"compact_small_files"`
 		MaxClockSkew      value `toml:"max_clock_skew"`
 	} `toml:"maintenance"`
 	Retention struct {

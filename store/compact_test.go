@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icetable "github.com/apache/iceberg-go/table"
 
+	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/series"
 )
@@ -201,5 +202,22 @@ func TestCompactOracle(t *testing.T) {
 		t.Fatal("the oracle did not catch a compaction that dropped a data file")
 	} else {
 		t.Logf("broken compaction caught: %s", d)
+	}
+}
+
+// TestMaintenanceForCompaction: the configuration's maintenance.compact
+// keys reach the loop, and compact = false turns compaction off.
+func TestMaintenanceForCompaction(t *testing.T) {
+	cfg := config.Default()
+	if m := (&Store{}).MaintenanceFor(cfg); m.compact == nil || m.compact.ManifestsOver != 16 || m.compact.SmallFilesOver != 8 {
+		t.Errorf("the template's compaction: %+v, want thresholds 16 and 8", m.compact)
+	}
+	cfg.Maintenance.CompactManifests, cfg.Maintenance.CompactSmallFiles = 3, 5
+	if m := (&Store{}).MaintenanceFor(cfg); m.compact == nil || m.compact.ManifestsOver != 3 || m.compact.SmallFilesOver != 5 {
+		t.Errorf("compaction at 3 manifests or 5 small files: %+v", m.compact)
+	}
+	cfg.Maintenance.Compact = false
+	if m := (&Store{}).MaintenanceFor(cfg); m.compact != nil {
+		t.Errorf("compact = false: %+v, want off", m.compact)
 	}
 }
