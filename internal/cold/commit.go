@@ -40,9 +40,9 @@ type write struct {
 	// iceberg-go replay it onto the new head: for writes that checked the
 	// table's contents and are only valid against what they checked.
 	pin bool
-	// records, if set instead of enc, are the rows to write as they are:
-	// a compaction's, read back from the files it replaces.
-	records *records
+	// records, if set instead of enc, are the streams of rows to write: a
+	// compaction's, read back from the files it replaces.
+	records []*records
 	// replace are data files of the table the snapshot removes, while it
 	// adds the files it writes.
 	replace []iceberg.DataFile
@@ -51,11 +51,13 @@ type write struct {
 	merge bool
 }
 
-// records are Arrow record batches in the table's current schema.
+// records are Arrow record batches in the table's current schema, or a
+// subset of its columns.
 type records struct {
 	schema  *arrow.Schema
 	batches iter.Seq2[arrow.RecordBatch, error]
-	rows    int64 // counted as they are written
+	enc     *encoder // that makes batches, if one does: its error is the one to report
+	rows    int64    // counted as they are written
 }
 
 // commitTimeout bounds the re-read after a failed commit, which runs even
@@ -84,27 +86,24 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 	summary := maps.Clone(w.summary)
 	summary[SummaryCommitID] = id
 
-	var (
-		files   []iceberg.DataFile
-		schema  *arrow.Schema
-		batches iter.Seq2[arrow.RecordBatch, error]
-	)
-	switch {
-	case w.enc != nil:
-		schema, batches = w.enc.schema, w.enc.batches(w.rows, w.check)
-	case w.records != nil:
-		schema, batches = w.records.schema, w.records.count()
+	streams := w.records
+	if w.enc != nil {
+		streams = []*records{{schema: w.enc.schema, batches: w.enc.batches(w.rows, w.check), enc: w.enc}}
 	}
-	if batches != nil {
+	var (
+		files []iceberg.DataFile
+		rows  int64
+	)
+	for _, s := range streams {
 		// Every partition touched keeps a file, with its buffered row
 		// group, open to the end: superseded versions interleave with the
 		// current ones, so no write is clustered by partition.
 		opts := []table.WriteRecordOption{table.WithRecordBatchBufferSize(2), table.WithMaxWriteWorkers(1)}
-		for df, err := range table.WriteRecords(ctx, wt, schema, batches, opts...) {
+		for df, err := range table.WriteRecords(ctx, wt, s.schema, s.count(), opts...) {
 			if err != nil {
-				if w.enc == nil {
+				if s.enc == nil {
 					err = fmt.Errorf("cold: %s %s: write data files: %w", w.op, h.decl.Name, err)
-				} else if _, eerr := w.enc.result(); eerr != nil {
+				} else if _, eerr := s.enc.result(); eerr != nil {
 					err = eerr // the typed error of the row or source that ended the stream
 				} else {
 					err = fmt.Errorf("cold: %s %s: write data files: %w", w.op, h.decl.Name, err)
@@ -113,13 +112,12 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 			}
 			files = append(files, df)
 		}
-	}
-	var rows int64
-	switch {
-	case w.enc != nil:
-		rows, _ = w.enc.result()
-	case w.records != nil:
-		rows = w.records.rows
+		if s.enc != nil {
+			n, _ := s.enc.result()
+			rows += n
+		} else {
+			rows += s.rows
+		}
 	}
 	if w.rowsKey != "" {
 		summary[w.rowsKey] = strconv.FormatInt(rows, 10)

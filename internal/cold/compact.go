@@ -24,6 +24,11 @@ var ErrCompactionConflict = errors.New("another commit landed while the compacti
 // of data files it rewrote.
 const SummaryCompacted = "meterstore.compacted-files"
 
+// SummaryResettled is the snapshot summary key of a compaction that
+// decided the superseded marks of late corrections: the number of data
+// files it re-marked (among the SummaryCompacted ones).
+const SummaryResettled = "meterstore.resettled-files"
+
 // Defaults of CompactOptions.
 const (
 	DefaultSmallFileSize = 128 << 20
@@ -40,6 +45,30 @@ type CompactOptions struct {
 	// there are that many of them; DefaultMinSmallFiles by default, and
 	// never fewer than 2.
 	MinSmallFiles int
+	// ManifestsOver and SmallFilesOver, when either is set, make Compact a
+	// threshold check: it commits only when the current snapshot has more
+	// data manifests than ManifestsOver, or a partition has more small
+	// files than SmallFilesOver (a zero threshold is not checked).
+	ManifestsOver  int
+	SmallFilesOver int
+	// ResettleRows bounds the re-marking of late corrections: the files of
+	// a month (and identity columns) that holds Open files are rewritten
+	// with every reading's superseded mark decided again, so that a
+	// resolved read of it is a plain scan once more, if they hold at most
+	// that many rows; zero means DefaultResettleRows. KeepOpen turns it
+	// off.
+	ResettleRows int64
+	KeepOpen     bool
+}
+
+// due reports whether a table with manifests data manifests and at most
+// small small files in any partition crosses o's thresholds; without
+// thresholds it always does.
+func (o CompactOptions) due(manifests, small int) bool {
+	if o.ManifestsOver == 0 && o.SmallFilesOver == 0 {
+		return true
+	}
+	return o.ManifestsOver > 0 && manifests > o.ManifestsOver || o.SmallFilesOver > 0 && small > o.SmallFilesOver
 }
 
 // A Compaction reports what Compact did. A Compaction with SnapshotID 0
@@ -53,6 +82,7 @@ type Compaction struct {
 	ManifestsAfter  int
 	Partitions      int   // partitions whose files were rewritten
 	Rewritten       int   // data files removed
+	Resettled       int   // of them, files of months with late corrections, re-marked
 	Written         int   // data files added in their place
 	Rows            int64 // rows rewritten
 	BytesRead       int64 // size of the removed files
@@ -64,22 +94,28 @@ type Compaction struct {
 // carries the current watermark unchanged. Files are merged only within a
 // partition (month and superseded mark), and their rows are copied as they
 // are, marks included, so readings_versions is unchanged row for row and
-// every file keeps its kind (see FileKind).
+// every file keeps its kind (see FileKind). A month that holds late
+// corrections (Open files) is rewritten whole instead, its rows marked
+// again as an archival marks them, so that its reads need no version
+// comparison again (see CompactOptions.ResettleRows).
 //
 // The commit is pinned to the snapshot Compact planned from: if another
 // commit landed meanwhile it is refused with an error wrapping
 // ErrCompactionConflict and table.ErrCommitFailed, and the files it wrote
 // are deleted. A table with nothing to rewrite and at most one manifest per
-// partition spec is left alone.
+// partition spec is left alone, as is one below the thresholds opts sets.
 func (c *Tier) Compact(ctx context.Context, t *Table, opts CompactOptions) (Compaction, error) {
 	const op = "compact"
-	if opts.SmallFileSize < 0 || opts.MinSmallFiles < 0 {
+	if opts.SmallFileSize < 0 || opts.MinSmallFiles < 0 || opts.ManifestsOver < 0 || opts.SmallFilesOver < 0 || opts.ResettleRows < 0 {
 		return Compaction{}, fmt.Errorf("cold: compact %s: negative option", t.decl.Name)
 	}
 	if opts.SmallFileSize == 0 {
 		opts.SmallFileSize = DefaultSmallFileSize
 	}
 	opts.MinSmallFiles = max(opts.MinSmallFiles, DefaultMinSmallFiles)
+	if opts.ResettleRows == 0 {
+		opts.ResettleRows = DefaultResettleRows
+	}
 	ice, err := c.load(ctx, t)
 	if err != nil {
 		return Compaction{}, err
@@ -108,16 +144,23 @@ func (c *Tier) Compact(ctx context.Context, t *Table, opts CompactOptions) (Comp
 		return Compaction{}, fmt.Errorf("cold: compact %s: snapshot %d: %w", t.decl.Name, snap.SnapshotID, err)
 	}
 	out.FilesBefore = g.files
-	replace, read := g.small(opts)
-	if len(replace) == 0 && out.ManifestsBefore <= specs {
+	var settle []iceberg.DataFile
+	if !opts.KeepOpen {
+		settle = settleUnits(t, ice, g, opts.ResettleRows)
+		g.drop(settle)
+	}
+	replace, read, most := g.small(opts)
+	if len(replace)+len(settle) == 0 && out.ManifestsBefore <= specs || !opts.due(out.ManifestsBefore, most) {
 		out.FilesAfter, out.ManifestsAfter = out.FilesBefore, out.ManifestsBefore
 		return out, nil
 	}
+	out.Resettled = len(settle)
+	replace = append(replace, settle...)
+	out.Partitions = g.partitions(replace)
 	for _, f := range replace {
 		out.BytesRead += f.FileSizeBytes()
 	}
 	out.Rewritten = len(replace)
-	out.Partitions = g.partitions(replace)
 
 	wr := write{
 		op:      op,
@@ -134,7 +177,15 @@ func (c *Tier) Compact(ctx context.Context, t *Table, opts CompactOptions) (Comp
 		if err != nil {
 			return Compaction{}, fmt.Errorf("cold: compact %s: read: %w", t.decl.Name, err)
 		}
-		wr.records = &records{schema: schema, batches: batches}
+		wr.records = append(wr.records, &records{schema: schema, batches: batches})
+	}
+	if len(settle) > 0 {
+		wr.summary[SummaryResettled] = strconv.Itoa(len(settle))
+		r, err := c.resettled(ctx, t, ice, scan, g.tasksOf(settle))
+		if err != nil {
+			return Compaction{}, fmt.Errorf("cold: compact %s: re-mark late corrections: %w", t.decl.Name, err)
+		}
+		wr.records = append(wr.records, r)
 	}
 	done, err := c.commit(ctx, t, ice, wr)
 	if errors.Is(err, table.ErrCommitFailed) {
@@ -201,10 +252,9 @@ func groupFiles(tasks []table.FileScanTask) (*fileGroups, int, error) {
 }
 
 // small returns the small files of every partition that has enough of
-// them, and the scan tasks that read those files, partition by partition.
-func (g *fileGroups) small(opts CompactOptions) ([]iceberg.DataFile, []table.FileScanTask) {
-	var files []iceberg.DataFile
-	var tasks []table.FileScanTask
+// them, the scan tasks that read those files, partition by partition, and
+// the most small files a partition has.
+func (g *fileGroups) small(opts CompactOptions) (files []iceberg.DataFile, tasks []table.FileScanTask, most int) {
 	for _, k := range g.order {
 		var picked []iceberg.DataFile
 		for _, f := range g.parts[k] {
@@ -212,6 +262,7 @@ func (g *fileGroups) small(opts CompactOptions) ([]iceberg.DataFile, []table.Fil
 				picked = append(picked, f)
 			}
 		}
+		most = max(most, len(picked))
 		if len(picked) < opts.MinSmallFiles {
 			continue
 		}
@@ -220,7 +271,28 @@ func (g *fileGroups) small(opts CompactOptions) ([]iceberg.DataFile, []table.Fil
 			tasks = append(tasks, g.tasks[f.FilePath()]...)
 		}
 	}
-	return files, tasks
+	return files, tasks, most
+}
+
+// drop takes files out of their partitions, so that small passes them
+// over.
+func (g *fileGroups) drop(files []iceberg.DataFile) {
+	gone := map[string]bool{}
+	for _, f := range files {
+		gone[f.FilePath()] = true
+	}
+	for k, fs := range g.parts {
+		g.parts[k] = slices.DeleteFunc(fs, func(f iceberg.DataFile) bool { return gone[f.FilePath()] })
+	}
+}
+
+// tasksOf returns the scan tasks that read files.
+func (g *fileGroups) tasksOf(files []iceberg.DataFile) []table.FileScanTask {
+	var out []table.FileScanTask
+	for _, f := range files {
+		out = append(out, g.tasks[f.FilePath()]...)
+	}
+	return out
 }
 
 // partitions returns the number of partitions files fall in.

@@ -57,9 +57,25 @@ func compactFixture(t *testing.T, e *env, h *Table, days int) []series.Reading {
 }
 
 // TestCompact compacts a table of many small commits and late corrections:
-// files and manifests shrink, and the rows, their superseded marks, the
-// resolution a read makes from those marks, and W stay as they were.
+// files and manifests shrink, the rows and W stay as they were, and so do
+// the superseded marks when the files are copied; when the month with late
+// corrections is re-marked instead, every reading is decided. Either way a
+// read resolves by the marks as by the versions.
 func TestCompact(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     CompactOptions
+		resettle bool
+	}{
+		{"keep open", CompactOptions{ManifestsOver: 9, KeepOpen: true}, false},
+		{"too large to re-mark", CompactOptions{ManifestsOver: 9, ResettleRows: 10}, false},
+		{"re-mark", CompactOptions{ManifestsOver: 9}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testCompact(t, tc.opts, tc.resettle) })
+	}
+}
+
+func testCompact(t *testing.T, opts CompactOptions, resettle bool) {
 	e := newEnv(t, Options{})
 	tab := loadProfile("power")
 	h := e.ensure(t, tab)
@@ -80,16 +96,21 @@ func TestCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := e.tier.Compact(t.Context(), h, CompactOptions{ManifestsOver: 9})
+	got, err := e.tier.Compact(t.Context(), h, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("compaction: %+v", got)
-	// January: 6 current, 6 superseded, 3 open files; February: 1
-	// current file, left alone.
-	if got.FilesBefore != 16 || got.FilesAfter != 4 || got.Rewritten != 15 || got.Written != 3 || got.Partitions != 3 {
-		t.Errorf("files %d -> %d, rewrote %d into %d in %d partitions; want 16 -> 4, 15 into 3 in 3",
-			got.FilesBefore, got.FilesAfter, got.Rewritten, got.Written, got.Partitions)
+	// January: 6 current, 6 superseded, 3 open files, rewritten as one of
+	// each, or re-marked as one current and one superseded file;
+	// February: 1 current file, left alone.
+	filesAfter, written, resettled, kinds := 4, 3, 0, []FileKind{Current, Superseded, Open, Current}
+	if resettle {
+		filesAfter, written, resettled, kinds = 3, 2, 15, []FileKind{Current, Superseded, Current}
+	}
+	if got.FilesBefore != 16 || got.FilesAfter != filesAfter || got.Rewritten != 15 || got.Written != written || got.Resettled != resettled || got.Partitions != 3 {
+		t.Errorf("files %d -> %d, rewrote %d (re-marked %d) into %d in %d partitions; want 16 -> %d, 15 (%d) into %d in 3",
+			got.FilesBefore, got.FilesAfter, got.Rewritten, got.Resettled, got.Written, got.Partitions, filesAfter, resettled, written)
 	}
 	if got.ManifestsBefore != 10 || got.ManifestsAfter != 1 {
 		t.Errorf("manifests %d -> %d, want 10 -> 1", got.ManifestsBefore, got.ManifestsAfter)
@@ -102,15 +123,19 @@ func TestCompact(t *testing.T) {
 	}
 
 	sum := e.summary(t, h)
-	if sum[SummaryWatermark] != FormatTime(w0) || sum[SummaryCompacted] != "15" {
-		t.Errorf("summary %v: want W %s and %s=15", sum, FormatTime(w0), SummaryCompacted)
+	if sum[SummaryWatermark] != FormatTime(w0) || sum[SummaryCompacted] != "15" || resettle != (sum[SummaryResettled] == "15") {
+		t.Errorf("summary %v: want W %s, %s=15 and %s=15 if re-marked", sum, FormatTime(w0), SummaryCompacted, SummaryResettled)
 	}
 	if w, _, err := e.tier.Watermark(t.Context(), h); err != nil || !w.Equal(w0) {
 		t.Errorf("W after compaction %s (%v), want %s", w, err, w0)
 	}
 	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), all)
-	if after := e.marks(t, h); !maps.Equal(after, marks) {
-		t.Errorf("superseded marks changed:\n got %v\nwant %v", after, marks)
+	want := marks
+	if resettle {
+		want = decided(all)
+	}
+	if after := e.marks(t, h); !maps.Equal(after, want) {
+		t.Errorf("superseded marks:\n got %v\nwant %v", after, want)
 	}
 	checkResolution(t, tab, e.marksOf(t, h))
 
@@ -118,18 +143,18 @@ func TestCompact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameKinds(p.Kinds, Current, Superseded, Open, Current) {
-		t.Errorf("kinds after compaction %v: want a current, superseded and open file of January, a current one of February", p.Kinds)
+	if !sameKinds(p.Kinds, kinds...) {
+		t.Errorf("kinds after compaction %v: want %v", p.Kinds, kinds)
 	}
 	if u := e.unreferenced(t, h); len(u) > 0 {
 		t.Errorf("files no snapshot references: %v", u)
 	}
 
-	again, err := e.tier.Compact(t.Context(), h, CompactOptions{})
+	again, err := e.tier.Compact(t.Context(), h, CompactOptions{KeepOpen: opts.KeepOpen, ResettleRows: opts.ResettleRows})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.SnapshotID != 0 || again.FilesAfter != 4 || again.ManifestsAfter != 1 {
+	if again.SnapshotID != 0 || again.FilesAfter != filesAfter || again.ManifestsAfter != 1 {
 		t.Errorf("second compaction %+v: want nothing committed", again)
 	}
 
@@ -145,6 +170,22 @@ func TestCompact(t *testing.T) {
 	}
 }
 
+// decided returns the marks an archival of rows gives them, as marks
+// reads them: per market location and from (the fixture's only series
+// keys), every version but the highest superseded.
+func decided(rows []series.Reading) map[string]bool {
+	top := map[string]uint64{}
+	for _, r := range rows {
+		k := markKey(r.MaLo, r.From.UnixMicro(), 0)
+		top[k] = max(top[k], r.Version)
+	}
+	out := map[string]bool{}
+	for _, r := range rows {
+		out[markKey(r.MaLo, r.From.UnixMicro(), r.Version)] = r.Version != top[markKey(r.MaLo, r.From.UnixMicro(), 0)]
+	}
+	return out
+}
+
 // TestCompactManifestsOnly merges the manifests of a table whose files
 // are all large enough: no data file is rewritten.
 func TestCompactManifestsOnly(t *testing.T) {
@@ -152,7 +193,7 @@ func TestCompactManifestsOnly(t *testing.T) {
 	tab := loadProfile("power")
 	h := e.ensure(t, tab)
 	all := compactFixture(t, e, h, 3)
-	got, err := e.tier.Compact(t.Context(), h, CompactOptions{SmallFileSize: 1})
+	got, err := e.tier.Compact(t.Context(), h, CompactOptions{SmallFileSize: 1, KeepOpen: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +239,8 @@ func TestCompactConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.SnapshotID == 0 || got.ManifestsAfter != 1 || got.FilesAfter != 4 {
-		t.Errorf("compaction after the conflict %+v: want 4 files in 1 manifest", got)
+	if got.SnapshotID == 0 || got.ManifestsAfter != 1 || got.FilesAfter != 3 || got.Resettled != 12 {
+		t.Errorf("compaction after the conflict %+v: want January's 12 files re-marked, 3 files in 1 manifest", got)
 	}
 	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), all)
 	checkResolution(t, tab, e.marksOf(t, h))
