@@ -102,8 +102,8 @@ func (r *reader) config(raw *rawConfig) *Config {
 		SnapshotRetention: r.duration("maintenance.snapshot_retention", m.SnapshotRetention, defaultSnapshotRetention, "d"),
 		MinSnapshots:      r.integer("maintenance.min_snapshots", m.MinSnapshots, defaultMinSnapshots, 1, maxMinSnapshots),
 		Compact:           r.boolean("maintenance.compact", m.Compact, true),
-		CompactManifests:  r.integer("maintenance.compact_manifests", m.CompactManifests, defaultCompactManifests, 1, maxCompactThreshold),
-		CompactSmallFiles: r.integer("maintenance.compact_small_files", m.CompactSmallFiles, defaultCompactSmallFiles, 1, maxCompactThreshold),
+		CompactManifests:  r.integer("maintenance.compact_manifests", m.CompactManifests, defaultCompactManifests, 1, maxCompactAt),
+		CompactSmallFiles: r.integer("maintenance.compact_small_files", m.CompactSmallFiles, defaultCompactSmallFiles, 1, maxCompactAt),
 		MaxClockSkew:      r.duration("maintenance.max_clock_skew", m.MaxClockSkew, defaultMaxClockSkew, "h"),
 	}
 	if k := c.Maintenance.MaxClockSkew; (k <= 0 || k > maxClockSkew) && r.ok("maintenance.max_clock_skew") {

@@ -58,28 +58,28 @@ const (
 // headroom of decades creating partitions for minutes, a memory limit no
 // query fits in, a row group no machine can buffer).
 const (
-	maxDailyHeadroom    = 366 * day   // a year of daily partitions
-	maxMonthlyHeadroom  = 1096 * day  // three years of monthly ones
-	minMemoryLimit      = 64 << 20    // DuckDB cannot plan a query in less
-	maxMemoryLimit      = 1 << 40     // 1 TiB
-	minResultBytes      = 1 << 20     // query.max_result_bytes: below it no useful result fits
-	minRowGroupBytes    = 1 << 20     // 1 MiB
-	maxRowGroupBytes    = 1 << 30     // 1 GiB, buffered per open file
-	maxRowGroupRows     = 64 << 20    // 64 Mi rows
-	minFileSize         = 1 << 20     // 1 MiB
-	maxFileSize         = 16 << 30    // 16 GiB
-	maxBloomBytes       = 128 << 20   // 128 MiB per column and row group
-	maxBatchRows        = 1 << 20     // 1 Mi readings per Arrow batch
-	maxChunkRows        = 1_000_000   // rows read from a partition at a time
-	maxWindows          = 1000        // windows per cycle
-	maxThreads          = 1024        // DuckDB threads
-	maxMaxRows          = 100_000_000 // a result is held in memory
-	maxMinSnapshots     = 1_000_000   // snapshots expiry keeps
-	maxCompactThreshold = 100_000     // manifests or small files before compaction
-	maxClockSkew        = 366 * day   // how far past the wall clock now may lie
-	maxAcceptAhead      = 1096 * day  // hot.accept_ahead: three years of partitions
-	minBodyBytes        = 1 << 10     // server.max_body_bytes: below it no request fits
-	maxBodyBytes        = 64 << 30    // 64 GiB, one delivery
+	maxDailyHeadroom   = 366 * day   // a year of daily partitions
+	maxMonthlyHeadroom = 1096 * day  // three years of monthly ones
+	minMemoryLimit     = 64 << 20    // DuckDB cannot plan a query in less
+	maxMemoryLimit     = 1 << 40     // 1 TiB
+	minResultBytes     = 1 << 20     // query.max_result_bytes: below it no useful result fits
+	minRowGroupBytes   = 1 << 20     // 1 MiB
+	maxRowGroupBytes   = 1 << 30     // 1 GiB, buffered per open file
+	maxRowGroupRows    = 64 << 20    // 64 Mi rows
+	minFileSize        = 1 << 20     // 1 MiB
+	maxFileSize        = 16 << 30    // 16 GiB
+	maxBloomBytes      = 128 << 20   // 128 MiB per column and row group
+	maxBatchRows       = 1 << 20     // 1 Mi readings per Arrow batch
+	maxChunkRows       = 1_000_000   // rows read from a partition at a time
+	maxWindows         = 1000        // windows per cycle
+	maxThreads         = 1024        // DuckDB threads
+	maxMaxRows         = 100_000_000 // a result is held in memory
+	maxMinSnapshots    = 1_000_000   // snapshots expiry keeps
+	maxCompactAt       = 100_000     // manifests or small files before a compaction
+	maxClockSkew       = 366 * day   // how far past the wall clock now may lie
+	maxAcceptAhead     = 1096 * day  // hot.accept_ahead: three years of partitions
+	minBodyBytes       = 1 << 10     // server.max_body_bytes: below it no request fits
+	maxBodyBytes       = 64 << 30    // 64 GiB, one delivery
 )
 
 // maxHeadroom returns the longest headroom of partitions of width w.
