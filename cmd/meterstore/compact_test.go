@@ -61,3 +61,36 @@ func TestCompactCommand(t *testing.T) {
 		t.Errorf("compact of an undeclared table: exit %d", code)
 	}
 }
+
+// TestMaintainCompacts: with maintenance.compact_manifests = 2, a cycle
+// over a table with three manifests compacts it and says so.
+func TestMaintainCompacts(t *testing.T) {
+	c, _ := adminDeployment(t)
+	cfgPath := c[1]
+	text, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), "compact_manifests = 16") {
+		t.Fatal("the template has no compact_manifests = 16")
+	}
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(text), "compact_manifests = 16", "compact_manifests = 2", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+	dir := t.TempDir()
+	for i, v := range []string{"20260302000000", "20260310000000", "20260311000000"} {
+		p := filepath.Join(dir, v+".csv")
+		if err := os.WriteFile(p, []byte(strings.ReplaceAll(deliveryCSV(1, -1), "20260302000000", v)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, append([]string{"ingest", "--table", "power", p}, c...)...)
+		if i == 0 {
+			mustRun(t, append([]string{"archive", "--now", "2026-05-01T00:00:00Z"}, c...)...)
+		}
+	}
+	out := mustRun(t, append([]string{"maintain", "--once", "--now", "2026-05-01T00:00:00Z"}, c...)...)
+	if !strings.Contains(out, "compacted") || !strings.Contains(out, "files 3->2, manifests 3->1") {
+		t.Fatalf("maintain: no compaction of power in\n%s", out)
+	}
+}
