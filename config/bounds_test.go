@@ -33,6 +33,8 @@ func TestBounds(t *testing.T) {
 		{"threads of a data centre", "[query]\nthreads = 100000\n", "query.threads", "want 0 to 1024"},
 		{"results no memory holds", "[query]\nmax_rows = 1000000000000\n", "query.max_rows", "want 1 to 100000000"},
 		{"snapshots without end", "[maintenance]\nmin_snapshots = 1000000000\n", "maintenance.min_snapshots", "want 1 to 1000000"},
+		{"compaction after every commit", "[maintenance]\ncompact_manifests = 0\n", "maintenance.compact_manifests", "want 1 to 100000"},
+		{"compaction never due", "[maintenance]\ncompact_small_files = 1000000\n", "maintenance.compact_small_files", "want 1 to 100000"},
 		{"no clock skew", "[maintenance]\nmax_clock_skew = \"0s\"\n", "maintenance.max_clock_skew", "want a positive duration, at most 366d"},
 		{"clock skew of years", "[maintenance]\nmax_clock_skew = \"1000d\"\n", "maintenance.max_clock_skew", "at most 366d"},
 		{"orphans removed while committed", "[maintenance]\nremove_orphans_after = \"10m\"\n", "maintenance.remove_orphans_after", "want 0s (off) or at least 1h"},
@@ -80,6 +82,8 @@ max_rows = 100000000
 min_snapshots = 1000000
 max_clock_skew = "366d"
 remove_orphans_after = "1h"
+compact_manifests = 100000
+compact_small_files = 1
 [[table]]
 name = "a"
 headroom = "366d"

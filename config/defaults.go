@@ -45,6 +45,8 @@ const (
 	defaultMinSnapshots      = 100
 	defaultOrphanAge         = 3 * day
 	minOrphanAge             = time.Hour
+	defaultCompactManifests  = 16
+	defaultCompactSmallFiles = 8
 	defaultMaxClockSkew      = day
 	defaultListen            = "127.0.0.1:8080"
 	defaultReadTimeout       = 30 * time.Second
@@ -75,6 +77,7 @@ const (
 	maxThreads         = 1024        // DuckDB threads
 	maxMaxRows         = 100_000_000 // a result is held in memory
 	maxMinSnapshots    = 1_000_000   // snapshots expiry keeps
+	maxCompactAt       = 100_000     // manifests or small files before a compaction
 	maxClockSkew       = 366 * day   // how far past the wall clock now may lie
 	maxAcceptAhead     = 1096 * day  // hot.accept_ahead: three years of partitions
 	minBodyBytes       = 1 << 10     // server.max_body_bytes: below it no request fits

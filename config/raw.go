@@ -53,6 +53,9 @@ type rawConfig struct {
 		SnapshotRetention value `toml:"snapshot_retention"`
 		MinSnapshots      value `toml:"min_snapshots"`
 		RemoveOrphans     value `toml:"remove_orphans_after"`
+		Compact           value `toml:"compact"`
+		CompactManifests  value `toml:"compact_manifests"`
+		CompactSmallFiles value `toml:"compact_small_files"`
 		MaxClockSkew      value `toml:"max_clock_skew"`
 	} `toml:"maintenance"`
 	Retention struct {

@@ -83,7 +83,8 @@ func Retention(cfg *config.Config) privacy.Retention {
 // MaintenanceFor returns the maintenance loop cfg configures for s.
 func (s *Store) MaintenanceFor(cfg *config.Config) *Maintenance {
 	m := s.Maintenance().Interval(cfg.Maintenance.Interval).ExpireSnapshots(cfg.Maintenance.ExpireSnapshots).
-		RemoveOrphans(cfg.Maintenance.RemoveOrphansAfter)
+		RemoveOrphans(cfg.Maintenance.RemoveOrphansAfter).
+		Compact(cfg.Maintenance.Compact, CompactOptions{ManifestsOver: cfg.Maintenance.CompactManifests, SmallFilesOver: cfg.Maintenance.CompactSmallFiles})
 	if r := Retention(cfg); !r.IsZero() {
 		m.AnonymiseAfter(r, cfg.Retention.LegalBasis, cfg.Retention.Actor)
 	}

@@ -25,6 +25,7 @@ type Maintenance struct {
 	s          *Store
 	interval   time.Duration
 	expire     bool
+	compact    *CompactOptions // nil: off
 	retention  privacy.Retention
 	legalBasis string
 	actor      string
@@ -38,7 +39,8 @@ type Maintenance struct {
 // another: twenty archivals at once would turn a background job into a
 // load spike on the database it exists to relieve.
 func (s *Store) Maintenance() *Maintenance {
-	return &Maintenance{s: s, interval: DefaultMaintenanceInterval, clock: time.Now}
+	return &Maintenance{s: s, interval: DefaultMaintenanceInterval, clock: time.Now,
+		compact: &CompactOptions{ManifestsOver: DefaultCompactManifestsOver, SmallFilesOver: DefaultCompactSmallFilesOver}}
 }
 
 // Interval sets the time between the starts of two cycles.
@@ -47,6 +49,22 @@ func (m *Maintenance) Interval(d time.Duration) *Maintenance { m.interval = d; r
 // ExpireSnapshots turns snapshot expiry on or off (off by default: a
 // snapshot is what makes a past settlement reproducible).
 func (m *Maintenance) ExpireSnapshots(on bool) *Maintenance { m.expire = on; return m }
+
+// Compact sets when a cycle compacts a table's cold tier (see
+// Store.Compact): when it crosses one of the thresholds of opts, which must
+// set at least one. It is on by default, with DefaultCompactManifestsOver
+// and DefaultCompactSmallFilesOver: the check reads the table's manifests,
+// which compaction keeps few. on false turns it off.
+func (m *Maintenance) Compact(on bool, opts CompactOptions) *Maintenance {
+	m.compact = nil
+	if on {
+		if opts.ManifestsOver == 0 && opts.SmallFilesOver == 0 {
+			opts.ManifestsOver, opts.SmallFilesOver = DefaultCompactManifestsOver, DefaultCompactSmallFilesOver
+		}
+		m.compact = &opts
+	}
+	return m
+}
 
 // AnonymiseAfter turns on the retention sweep of the subject registry,
 // recorded under legalBasis and actor. It is off by default: destroying a
@@ -67,6 +85,8 @@ type TableOutcome struct {
 	Expired *Expiry
 	// Orphans is what orphan removal found and deleted, when it ran.
 	Orphans *OrphanReport
+	// Compacted is what compaction did, when it committed.
+	Compacted *Compaction
 	// Status is the table's health after the cycle.
 	Status TableStatus
 	// Err is the first error of the table's cycle; the cycle went on with
@@ -128,9 +148,10 @@ func (o *MaintenanceOutcome) Failures() []MaintenanceFailure {
 func (o *MaintenanceOutcome) Healthy() bool { return len(o.Unhealthy()) == 0 && len(o.Failures()) == 0 }
 
 // Cycle runs one maintenance cycle at now. Per table, in order: create the
-// partitions ahead, archive the due windows (bounded), expire snapshots
-// if enabled and the lease was won, remove orphan files if enabled and
-// due, and compute the table's health; then
+// partitions ahead, archive the due windows (bounded), compact the cold
+// tier if it crossed a threshold and expire snapshots if enabled, both if
+// the lease was won, remove orphan files if enabled and due, and compute
+// the table's health; then
 // the system tables are refreshed with those healths, so that a long-lived
 // process's queries see them as of its last cycle; then the retention
 // sweep, if enabled. A failing table does not end the cycle.
@@ -200,6 +221,21 @@ func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableO
 	var err error
 	if to.Archive, err = m.s.Archive(ctx, name, now); err != nil {
 		errs = append(errs, err)
+	}
+	// Compaction, like expiry, belongs to the lease's winner and takes the
+	// lease again itself. A conflict with a late correction is not a
+	// failure: the next cycle plans again.
+	if m.compact != nil && (to.Archive.Status == archive.Archived || to.Archive.Status == archive.NothingDue) {
+		c, err := m.s.Compact(ctx, name, *m.compact)
+		switch {
+		case errors.Is(err, ErrLeaseHeld):
+		case errors.Is(err, ErrCompactionConflict):
+			m.s.log.Info("store: maintenance: compaction overtaken, retried next cycle", "table", name, "err", err)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("compact: %w", err))
+		case c.SnapshotID != 0:
+			to.Compacted = &c
+		}
 	}
 	// Expiry is a metadata mutation: it belongs to the lease's winner, and
 	// takes the lease again itself; a session that took it in between

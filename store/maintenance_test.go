@@ -28,9 +28,20 @@ func TestMaintenanceMonths(t *testing.T) {
 	m := s.Maintenance()
 	const days = 60
 	start := time.Now()
+	compactions := 0
 	for d := range days {
 		now := dayN(d).Add(6 * time.Hour)
 		out := m.Cycle(t.Context(), now)
+		for _, to := range out.Tables {
+			if c := to.Compacted; c != nil {
+				compactions++
+				// On by default: past 16 manifests or 8 small files in a
+				// partition, merged into one manifest.
+				if c.ManifestsBefore <= DefaultCompactManifestsOver && c.Rewritten <= DefaultCompactSmallFilesOver || c.ManifestsAfter != 1 {
+					t.Errorf("day %d: %s compacted %+v: want a threshold crossed and one manifest after", d, to.Table, c)
+				}
+			}
+		}
 		if len(out.Tables) != 2 || out.Tables[0].Table != "power" || out.Tables[1].Table != "gas" {
 			t.Fatalf("day %d: outcome rows %+v", d, out.Tables)
 		}
@@ -54,7 +65,25 @@ func TestMaintenanceMonths(t *testing.T) {
 	if want := dayN(days - 3); !w.Equal(want) {
 		t.Errorf("W after %d days = %v, want %v", days, w, want)
 	}
-	t.Logf("%d simulated days in %v", days, time.Since(start).Round(time.Millisecond))
+	if compactions == 0 {
+		t.Error("60 daily archivals never crossed a compaction threshold")
+	}
+	ice, err := s.cold.Iceberg(t.Context(), s.tables[0].cold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := ice.FS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := ice.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) > DefaultCompactManifestsOver+1 {
+		t.Errorf("%d manifests after %d days of maintenance, want at most %d", len(ms), days, DefaultCompactManifestsOver+1)
+	}
+	t.Logf("%d simulated days in %v, %d compactions, %d manifests at the end", days, time.Since(start).Round(time.Millisecond), compactions, len(ms))
 }
 
 // TestMaintenanceFailingTable: a table that fails does not end the cycle,

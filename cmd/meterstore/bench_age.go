@@ -23,7 +23,8 @@ it N daily archivals of --meters market locations (96 quarter hours each, a
 snapshot and a manifest per day). It then times, --samples times each,
 interleaved: the log's Head of the table's shard, one more archival,
 LoadTable, and the cold tier's plan of every reading. It does so again
-after each maintenance step: expiry of every snapshot but the newest
+after each maintenance step: compaction (meterstore compact: small files
+and manifests merged), then expiry of every snapshot but the newest
 --keep-snapshots. It prints p50s against N and the ratio of the oldest
 table to the youngest, per phase. --keep sets the catalog's TableLogKeep
 (0: its default; -1: never truncate). The issue's ten years of daily

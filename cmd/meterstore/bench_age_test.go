@@ -37,8 +37,8 @@ func TestBenchAge(t *testing.T) {
 		if err := json.Unmarshal(data, &res); err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Points) != 8 || len(res.Ratios) != 4 {
-			t.Fatalf("--keep %s: %d points, %d ratios; want 8 and 4", tc.keep, len(res.Points), len(res.Ratios))
+		if len(res.Points) != 12 || len(res.Ratios) != 6 {
+			t.Fatalf("--keep %s: %d points, %d ratios; want 12 and 6", tc.keep, len(res.Points), len(res.Ratios))
 		}
 		for _, p := range res.Points {
 			if p.Age == 80 && p.Phase == agebench.PhaseAged && (p.Entries < tc.min || p.Entries > tc.max) {
@@ -46,6 +46,11 @@ func TestBenchAge(t *testing.T) {
 			}
 			if p.Age == 80 && p.Phase == agebench.PhaseAged && (p.Snapshots != 80 || p.Manifests != 80 || p.Files != 80) {
 				t.Fatalf("--keep %s: aged by 80 archivals: %+v", tc.keep, p)
+			}
+			// 82 days from January 1: three months, a file each, and
+			// one manifest.
+			if p.Age == 80 && p.Phase == agebench.PhaseCompacted && (p.Manifests != 1 || p.Files != 3 || p.Compaction == nil || p.Compaction.ManifestsBefore != 82) {
+				t.Fatalf("--keep %s: compacted: %+v, %+v", tc.keep, p, p.Compaction)
 			}
 			if p.Age == 80 && p.Phase == agebench.PhaseExpired && p.Snapshots != 10 {
 				t.Fatalf("--keep %s: expired down to 10 snapshots: %+v", tc.keep, p)

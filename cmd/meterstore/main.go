@@ -32,7 +32,7 @@ func newRoot() *cobra.Command {
 	}
 	root.AddCommand(newBench(), newDemo(), newInit(), newCheck(), newCreate(), newIngest(),
 		newArchive(), newMaintain(), newQuery(), newStatus(), newVerify(), newSnapshots(), newPurge(),
-		newServe(), newToken(), newCompleteness(), newErase(), newOrphans(), newExpire(), newReassert())
+		newServe(), newToken(), newCompleteness(), newErase(), newOrphans(), newExpire(), newReassert(), newCompact())
 	return root
 }
 

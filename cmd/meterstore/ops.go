@@ -149,11 +149,14 @@ func outcomeErr(out *store.MaintenanceOutcome) error {
 func printOutcome(w io.Writer, out *store.MaintenanceOutcome) {
 	fmt.Fprintf(w, "cycle at %s\n", stamp(out.At))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "table\tarchive\twindows\twatermark\tpartitions ahead\tviolations\texpired\torphans removed\thealthy\terror")
+	fmt.Fprintln(tw, "table\tarchive\twindows\twatermark\tpartitions ahead\tviolations\tcompacted\texpired\torphans removed\thealthy\terror")
 	for _, t := range out.Tables {
-		expired := "-"
+		expired, compacted := "-", "-"
 		if t.Expired != nil {
 			expired = fmt.Sprint(len(t.Expired.Expired))
+		}
+		if c := t.Compacted; c != nil {
+			compacted = fmt.Sprintf("files %d->%d, manifests %d->%d", c.FilesBefore, c.FilesAfter, c.ManifestsBefore, c.ManifestsAfter)
 		}
 		orphans := "-"
 		if t.Orphans != nil {
@@ -163,8 +166,8 @@ func printOutcome(w io.Writer, out *store.MaintenanceOutcome) {
 		if t.Err != nil {
 			msg = t.Err.Error()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%v\t%s\n", t.Table, t.Archive.Status, len(t.Archive.Windows),
-			stamp(t.Status.Watermark), t.Status.PartitionsAhead, t.Status.InvariantViolations, expired, orphans, t.Healthy(), msg)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%v\t%s\n", t.Table, t.Archive.Status, len(t.Archive.Windows),
+			stamp(t.Status.Watermark), t.Status.PartitionsAhead, t.Status.InvariantViolations, compacted, expired, orphans, t.Healthy(), msg)
 	}
 	tw.Flush()
 	if r := out.Retention; r != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"strconv"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -38,6 +40,24 @@ type write struct {
 	// iceberg-go replay it onto the new head: for writes that checked the
 	// table's contents and are only valid against what they checked.
 	pin bool
+	// records, if set instead of enc, are the streams of rows to write: a
+	// compaction's, read back from the files it replaces.
+	records []*records
+	// replace are data files of the table the snapshot removes, while it
+	// adds the files it writes.
+	replace []iceberg.DataFile
+	// merge merges the table's manifests after the snapshot is staged:
+	// see stageMerge.
+	merge bool
+}
+
+// records are Arrow record batches in the table's current schema, or a
+// subset of its columns.
+type records struct {
+	schema  *arrow.Schema
+	batches iter.Seq2[arrow.RecordBatch, error]
+	enc     *encoder // that makes batches, if one does: its error is the one to report
+	rows    int64    // counted as they are written
 }
 
 // commitTimeout bounds the re-read after a failed commit, which runs even
@@ -66,16 +86,24 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 	summary := maps.Clone(w.summary)
 	summary[SummaryCommitID] = id
 
-	var files []iceberg.DataFile
+	streams := w.records
 	if w.enc != nil {
-		batches := w.enc.batches(w.rows, w.check)
+		streams = []*records{{schema: w.enc.schema, batches: w.enc.batches(w.rows, w.check), enc: w.enc}}
+	}
+	var (
+		files []iceberg.DataFile
+		rows  int64
+	)
+	for _, s := range streams {
 		// Every partition touched keeps a file, with its buffered row
 		// group, open to the end: superseded versions interleave with the
 		// current ones, so no write is clustered by partition.
 		opts := []table.WriteRecordOption{table.WithRecordBatchBufferSize(2), table.WithMaxWriteWorkers(1)}
-		for df, err := range table.WriteRecords(ctx, wt, w.enc.schema, batches, opts...) {
+		for df, err := range table.WriteRecords(ctx, wt, s.schema, s.count(), opts...) {
 			if err != nil {
-				if _, eerr := w.enc.result(); eerr != nil {
+				if s.enc == nil {
+					err = fmt.Errorf("cold: %s %s: write data files: %w", w.op, h.decl.Name, err)
+				} else if _, eerr := s.enc.result(); eerr != nil {
 					err = eerr // the typed error of the row or source that ended the stream
 				} else {
 					err = fmt.Errorf("cold: %s %s: write data files: %w", w.op, h.decl.Name, err)
@@ -84,10 +112,12 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 			}
 			files = append(files, df)
 		}
-	}
-	var rows int64
-	if w.enc != nil {
-		rows, _ = w.enc.result()
+		if s.enc != nil {
+			n, _ := s.enc.result()
+			rows += n
+		} else {
+			rows += s.rows
+		}
 	}
 	if w.rowsKey != "" {
 		summary[w.rowsKey] = strconv.FormatInt(rows, 10)
@@ -103,14 +133,20 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 			return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: %w", w.op, h.decl.Name, err))
 		}
 	}
-	if len(files) == 0 {
-		// An append of no files is a snapshot of its own: how a commit
-		// moves W over an empty window, or re-stamps it.
-		err = tx.AddFiles(ctx, nil, summary, true)
-	} else {
+	switch {
+	case len(w.replace) > 0:
+		err = tx.ReplaceDataFilesWithDataFiles(ctx, w.replace, files, summary, table.WithoutDuplicateCheck())
+	case len(files) > 0:
 		// Our files have fresh names; checking them against every file
 		// of the table would read all its manifests on every commit.
 		err = tx.AddDataFiles(ctx, files, summary, table.WithoutDuplicateCheck())
+	case !w.merge:
+		// An append of no files is a snapshot of its own: how a commit
+		// moves W over an empty window, or re-stamps it.
+		err = tx.AddFiles(ctx, nil, summary, true)
+	}
+	if err == nil && w.merge {
+		err = stageMerge(ctx, tx, wt.Properties(), summary)
 	}
 	if err != nil {
 		return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: stage snapshot: %w", w.op, h.decl.Name, err))

@@ -99,8 +99,9 @@ type Expiry struct {
 // at, and the whole history of every branch but main, and removes the rest
 // in one commit that fails if the table moved meanwhile. Data files stay:
 // the table is append-only, so the current snapshot references every one
-// of them. The manifest lists of removed snapshots stay too, for readers
-// still planning against them.
+// of them but those a compaction replaced, which Orphans deletes once no
+// snapshot left references them. The manifest lists of removed snapshots
+// stay too, for readers still planning against them.
 func (c *Tier) ExpireSnapshots(ctx context.Context, t *Table, now time.Time, r Retention) (Expiry, error) {
 	if r.KeepLast < 0 || r.MaxAge < 0 {
 		return Expiry{}, fmt.Errorf("cold: expire snapshots of %s: negative retention", t.decl.Name)

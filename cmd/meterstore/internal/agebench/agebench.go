@@ -2,7 +2,7 @@
 // table ages: a cold table is given N daily archivals through MeterStore's
 // catalog, on each log backend, and then the log's Head, one more
 // archival, LoadTable and the cold tier's scan planning are timed; then
-// again after each maintenance step. With the table logs truncated (the
+// again after each maintenance step: compaction, then snapshot expiry. With the table logs truncated (the
 // catalog's default) the log's costs should not depend on N; the manifests
 // and snapshots that archivals add are what maintenance bounds.
 package agebench
@@ -36,8 +36,9 @@ const (
 
 // The phases a table is measured in, in order.
 const (
-	PhaseAged    = "aged"    // N archivals, no maintenance
-	PhaseExpired = "expired" // then snapshots expired down to the newest KeepSnapshots
+	PhaseAged      = "aged"      // N archivals, no maintenance
+	PhaseCompacted = "compacted" // then compacted: small files and manifests merged
+	PhaseExpired   = "expired"   // then snapshots expired down to the newest KeepSnapshots
 )
 
 // Config describes a run.
@@ -90,6 +91,8 @@ type Point struct {
 	Commit    float64 `json:"commit_p50_ms"`
 	Load      float64 `json:"load_table_p50_ms"`
 	Plan      float64 `json:"plan_p50_ms"`
+	// Compaction is what the compacted phase's compaction did.
+	Compaction *cold.Compaction `json:"compaction,omitempty"`
 }
 
 // A Ratio compares the oldest table with the youngest on one backend in
@@ -158,7 +161,7 @@ func Run(ctx context.Context, pgURL string, c Config) (*Result, error) {
 // ratios compares, per phase, the oldest table of ps with the youngest.
 func ratios(lg string, ps []Point) []Ratio {
 	var out []Ratio
-	for _, phase := range []string{PhaseAged, PhaseExpired} {
+	for _, phase := range []string{PhaseAged, PhaseCompacted, PhaseExpired} {
 		var first, last *Point
 		for i := range ps {
 			if ps[i].Phase != phase {
@@ -259,6 +262,17 @@ func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) ([]Po
 		return nil, err
 	}
 	out := []Point{p}
+
+	t0 = time.Now()
+	cp, err := b.tier.Compact(ctx, b.t, cold.CompactOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("compact: %w", err)
+	}
+	if p, err = b.measure(ctx, lg, age, PhaseCompacted, time.Since(t0)); err != nil {
+		return nil, err
+	}
+	p.Compaction = &cp
+	out = append(out, p)
 
 	t0 = time.Now()
 	// Every snapshot but the newest KeepSnapshots is older than a
