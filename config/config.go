@@ -109,9 +109,9 @@ type Maintenance struct {
 	// RemoveOrphansAfter is the safety age of the loop's daily orphan
 	// file removal; zero turns it off (maintenance.remove_orphans_after).
 	RemoveOrphansAfter time.Duration
-	Compact           bool          // maintenance.compact
-	CompactManifests  int           // maintenance.compact_manifests
-	CompactSmallFiles int           // maintenance.compact_small_files
+	Compact            bool // maintenance.compact
+	CompactManifests   int  // maintenance.compact_manifests
+	CompactSmallFiles  int  // maintenance.compact_small_files
 	// MaxClockSkew is how far past the wall clock a now given to
 	// archival, maintenance or status may lie (maintenance.max_clock_skew).
 	MaxClockSkew time.Duration

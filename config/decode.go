@@ -97,14 +97,14 @@ func (r *reader) config(raw *rawConfig) *Config {
 
 	m := &raw.Maintenance
 	c.Maintenance = Maintenance{
-		Interval:          r.duration("maintenance.interval", m.Interval, defaultInterval, "m"),
-		ExpireSnapshots:   r.boolean("maintenance.expire_snapshots", m.ExpireSnapshots, false),
-		SnapshotRetention: r.duration("maintenance.snapshot_retention", m.SnapshotRetention, defaultSnapshotRetention, "d"),
-		MinSnapshots:      r.integer("maintenance.min_snapshots", m.MinSnapshots, defaultMinSnapshots, 1, maxMinSnapshots),
-		Compact:           r.boolean("maintenance.compact", m.Compact, true),
-		CompactManifests:  r.integer("maintenance.compact_manifests", m.CompactManifests, defaultCompactManifests, 1, maxCompactAt),
-		CompactSmallFiles: r.integer("maintenance.compact_small_files", m.CompactSmallFiles, defaultCompactSmallFiles, 1, maxCompactAt),
-		MaxClockSkew:      r.duration("maintenance.max_clock_skew", m.MaxClockSkew, defaultMaxClockSkew, "h"),
+		Interval:           r.duration("maintenance.interval", m.Interval, defaultInterval, "m"),
+		ExpireSnapshots:    r.boolean("maintenance.expire_snapshots", m.ExpireSnapshots, false),
+		SnapshotRetention:  r.duration("maintenance.snapshot_retention", m.SnapshotRetention, defaultSnapshotRetention, "d"),
+		MinSnapshots:       r.integer("maintenance.min_snapshots", m.MinSnapshots, defaultMinSnapshots, 1, maxMinSnapshots),
+		Compact:            r.boolean("maintenance.compact", m.Compact, true),
+		CompactManifests:   r.integer("maintenance.compact_manifests", m.CompactManifests, defaultCompactManifests, 1, maxCompactAt),
+		CompactSmallFiles:  r.integer("maintenance.compact_small_files", m.CompactSmallFiles, defaultCompactSmallFiles, 1, maxCompactAt),
+		MaxClockSkew:       r.duration("maintenance.max_clock_skew", m.MaxClockSkew, defaultMaxClockSkew, "h"),
 		RemoveOrphansAfter: r.duration("maintenance.remove_orphans_after", m.RemoveOrphans, defaultOrphanAge, "d"),
 	}
 	if k := c.Maintenance.RemoveOrphansAfter; k != 0 && k < minOrphanAge && r.ok("maintenance.remove_orphans_after") {
