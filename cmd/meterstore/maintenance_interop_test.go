@@ -16,10 +16,11 @@ import (
 
 // TestMaintenanceInterop ages a table the way a decade does, through the
 // commands an operator runs: archivals, late corrections below the
-// watermark, expiry of old snapshots. PyIceberg and DuckDB's iceberg
-// reader, opening the table directory as engines without a catalog do,
-// must then agree row for row with MeterStore's readings_versions, and
-// resolve to its readings. Python with pyiceberg, pyarrow and duckdb is
+// watermark, expiry of old snapshots, a column added to the declaration,
+// compaction. PyIceberg and DuckDB's iceberg reader, opening the table
+// directory as engines without a catalog do, must then agree row for row
+// with MeterStore's readings_versions, and resolve to its readings, by the
+// superseded marks alone since the compaction decided them. Python with pyiceberg, pyarrow and duckdb is
 // required (.ci/run installs them); without them the test fails in CI and
 // is skipped elsewhere.
 func TestMaintenanceInterop(t *testing.T) {
@@ -82,6 +83,19 @@ func TestMaintenanceInterop(t *testing.T) {
 		t.Fatalf("archive: %s", out)
 	}
 	ingest("late4.csv", withTariffs(versionCSV(2, 0, "20260404000000", 13)))
+	// Compacted: the small files of each month merged, the months with
+	// late corrections rewritten with their marks decided again, one
+	// manifest; rows and watermark unchanged.
+	out := mustRun(t, append([]string{"compact", "--table", "power"}, c...)...)
+	t.Logf("compact: %s", out)
+	if !strings.Contains(out, "-> 1") {
+		t.Fatalf("compact did not merge the manifests into one: %s", out)
+	}
+	// Expired again: the snapshots that still referenced the files the
+	// compaction replaced are gone.
+	if out := mustRun(t, append([]string{"expire", "--table", "power", "--now", later}, c...)...); !regexp.MustCompile(`power: [1-9][0-9]* snapshots expired, 1 kept`).MatchString(out) {
+		t.Fatalf("expire after the compaction: %s", out)
+	}
 
 	query := func(sql string) []map[string]any {
 		t.Helper()
@@ -125,6 +139,7 @@ func TestMaintenanceInterop(t *testing.T) {
 		"watermark": w[0]["w"],
 		"extra":     []string{"tariff"},
 		"columns":   []string{"tariff"},
+		"decided":   true,
 	}
 	if out, err := readersAgree(t, dir, spec); err != nil {
 		t.Errorf("maintenance_interop.py: %v\n%s", err, out)
