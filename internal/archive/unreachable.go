@@ -38,6 +38,13 @@ func unreachable(err error) bool {
 	case errors.As(err, &q):
 		return q.Err != nil && unreachable(q.Err)
 	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "mkdir" && errors.Is(pe.Err, syscall.EEXIST) {
+		// A file stands where the warehouse has a directory: MkdirAll
+		// says ENOTDIR, or EEXIST when the file appeared between its
+		// look and its mkdir.
+		return true
+	}
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace) || errors.Is(err, fs.ErrPermission) || errors.Is(err, blob.ErrNotFound) ||
 		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EIO) ||
 		errors.Is(err, context.DeadlineExceeded) || pgerr.Network(err)

@@ -1,0 +1,44 @@
+package archive
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/meterstore/meterstore/series"
+)
+
+// TestUnreachableFileInTheWay: a file where the warehouse has a directory
+// makes the cold tier unreachable, whichever error mkdir gives for it; a
+// file that exists where a new one is created exclusively does not, nor
+// does an error the tier classified itself.
+func TestUnreachableFileInTheWay(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "warehouse")
+	if err := os.WriteFile(file, []byte("away"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mkdirExists := os.Mkdir(file, 0o755)                             // EEXIST
+	mkdirUnder := os.MkdirAll(filepath.Join(file, "ns"), 0o755)      // ENOTDIR
+	_, createExcl := os.OpenFile(file, os.O_CREATE|os.O_EXCL, 0o600) // EEXIST, not mkdir
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"mkdir over a file", fmt.Errorf("write data files: %w", mkdirExists), true},
+		{"mkdir under a file", mkdirUnder, true},
+		{"exclusive create of an existing file", createExcl, false},
+		{"a refusal of the tier", &series.Error{Kind: series.InvalidInput, Err: mkdirExists}, false},
+		{"another error", errors.New("boom"), false},
+	} {
+		if c.err == nil {
+			t.Fatalf("%s: no error to classify", c.name)
+		}
+		if got := unreachable(c.err); got != c.want {
+			t.Errorf("%s (%v): unreachable = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+}
