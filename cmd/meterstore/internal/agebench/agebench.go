@@ -38,7 +38,7 @@ const (
 const (
 	PhaseAged      = "aged"      // N archivals, no maintenance
 	PhaseCompacted = "compacted" // then compacted: small files and manifests merged
-	PhaseExpired   = "expired"   // then snapshots expired down to the newest KeepSnapshots
+	PhaseExpired   = "expired"   // then snapshots expired down to the newest KeepSnapshots, and the files no snapshot references removed
 )
 
 // Config describes a run.
@@ -93,6 +93,8 @@ type Point struct {
 	Plan      float64 `json:"plan_p50_ms"`
 	// Compaction is what the compacted phase's compaction did.
 	Compaction *cold.Compaction `json:"compaction,omitempty"`
+	// Orphans counts the files the expired phase removed.
+	Orphans int `json:"orphans_removed,omitempty"`
 }
 
 // A Ratio compares the oldest table with the youngest on one backend in
@@ -280,9 +282,16 @@ func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) ([]Po
 	if _, err := b.tier.ExpireSnapshots(ctx, b.t, time.Now(), cold.Retention{MaxAge: time.Nanosecond, KeepLast: c.KeepSnapshots}); err != nil {
 		return nil, fmt.Errorf("expire snapshots: %w", err)
 	}
+	// What the loop's daily orphan removal does, without its safety age:
+	// nothing else writes to this warehouse.
+	rep, err := b.tier.Orphans(ctx, b.t, cold.OrphanOptions{Before: time.Now(), Delete: true})
+	if err != nil {
+		return nil, fmt.Errorf("remove orphan files: %w", err)
+	}
 	if p, err = b.measure(ctx, lg, age, PhaseExpired, time.Since(t0)); err != nil {
 		return nil, err
 	}
+	p.Orphans = rep.Deleted
 	return append(out, p), nil
 }
 
