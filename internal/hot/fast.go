@@ -50,10 +50,22 @@ func fastPath(t *series.Table, i series.Integrity, b *batch) bool {
 }
 
 // fastRefusal reports whether err is the refusal of a constraint the
-// staged path explains: a unique, exclusion or check violation.
+// staged path explains: a unique, exclusion or check violation, or a
+// deadlock between two writers' exclusion checks (see concurrentRefusal).
 func fastRefusal(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "23P01" || pgErr.Code == "23514")
+	return errors.As(err, &pgErr) && pgErr.Code == "23514" || concurrentRefusal(err)
+}
+
+// concurrentRefusal reports whether err is a refusal that rows written
+// concurrently can cause: a unique or exclusion violation, or a deadlock.
+// Two writers that insert colliding rows into an exclusion constraint can
+// each find the other's row and wait for it; PostgreSQL aborts one of
+// them, and rolled back to its savepoint that one tries again, waits for
+// the other to finish, and finds out what it collided with.
+func concurrentRefusal(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "23P01" || pgErr.Code == "40P01")
 }
 
 // copyDirect copies b into t's parent under a savepoint. It returns true

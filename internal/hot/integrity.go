@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -172,6 +173,15 @@ func (h *Tier) checkFuncDDL(t *series.Table) string {
 	}
 	owners := h.ident(ownersName(t))
 	ownerCols := "malo_id, obis_code" + join(", ", key) + ", operator, span"
+	// Spans go in in one order, by their columns: two writers whose spans
+	// collide then wait for each other at the first collision, and the
+	// one that waits is refused once the other commits, instead of each
+	// holding a span the other waits for (a deadlock).
+	var pos []string
+	for i := range 4 + len(key) {
+		pos = append(pos, strconv.Itoa(i+1))
+	}
+	ownerOrder := strings.Join(pos, ", ")
 	groups := `SELECT malo_id, obis_code` + join(", ", key) + `, version_scope, min("from") AS lo, max("to") AS hi, count(*) AS n
 		FROM new_rows GROUP BY malo_id, obis_code` + join(", ", key) + `, version_scope, version, ` + bucket
 	// u is one group: its series, operator and span, and whether it is
@@ -213,14 +223,16 @@ BEGIN
 	INSERT INTO ` + owners + ` (` + ownerCols + `)
 	SELECT DISTINCT u.m::int8, ` + obisKey("u.o") + join(", ", elems) + `, split_part(u.sc, ':', 1), tstzrange(u.lo, u.hi)
 	FROM ` + u + `
-	WHERE ` + whole + ` AND ` + notOwned("tstzrange(u.lo, u.hi)") + `;
+	WHERE ` + whole + ` AND ` + notOwned("tstzrange(u.lo, u.hi)") + `
+	ORDER BY ` + ownerOrder + `;
 	IF EXISTS (SELECT 1 FROM ` + u + ` WHERE NOT (` + whole + `)) THEN
 		INSERT INTO ` + owners + ` (` + ownerCols + `)
 		SELECT DISTINCT r.malo_id::int8, ` + obisKey("r.obis_code") + join(", ", each("r.", key)) + `, split_part(r.version_scope, ':', 1), tstzrange(r."from", r."to")
 		FROM new_rows r
 		WHERE (r.malo_id, r.obis_code` + join(", ", each("r.", key)) + `) IN (SELECT u.m, u.o` + join(", ", elems) + ` FROM ` + u + ` WHERE NOT (` + whole + `))
 		AND NOT EXISTS (SELECT 1 FROM ` + owners + ` o WHERE o.malo_id = r.malo_id::int8 AND o.obis_code = ` + obisKey("r.obis_code") +
-		and(ownOn(key)) + ` AND o.operator = split_part(r.version_scope, ':', 1) AND o.span @> tstzrange(r."from", r."to"));
+		and(ownOn(key)) + ` AND o.operator = split_part(r.version_scope, ':', 1) AND o.span @> tstzrange(r."from", r."to"))
+		ORDER BY ` + ownerOrder + `;
 	END IF;
 	RETURN NULL;
 END

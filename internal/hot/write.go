@@ -2,7 +2,6 @@ package hot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/meterstore/meterstore/internal/hot/pgnum"
 	"github.com/meterstore/meterstore/series"
 )
@@ -145,8 +143,7 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 		if err == nil {
 			break
 		}
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || (pgErr.Code != "23505" && pgErr.Code != "23P01") { // unique, exclusion
+		if !concurrentRefusal(err) {
 			return err
 		}
 		if attempt == maxAttempts {
