@@ -142,8 +142,38 @@ func (h *Tier) statementDDL(t *series.Table) []string {
 	}
 }
 
-// checkFuncDDL returns the CREATE FUNCTION of t's statement check.
+// checkFuncDDL returns the CREATE OR REPLACE FUNCTION of t's statement
+// check.
 func (h *Tier) checkFuncDDL(t *series.Table) string {
+	return `CREATE OR REPLACE FUNCTION ` + h.ident(checkFunc(t)) + `() RETURNS trigger LANGUAGE plpgsql AS $f$` + h.checkFuncBody(t) + `$f$`
+}
+
+// refreshCheckFunc replaces t's statement check function in tx if its
+// body is not the one this version writes: a table declared by an older
+// version then gets the newer check, as the triggers call the function by
+// oid, which replacing it keeps. Its rules depend only on the merge key,
+// which never changes, so every body it had enforces the same rules.
+func (h *Tier) refreshCheckFunc(ctx context.Context, tx pgx.Tx, t *series.Table) error {
+	var have string
+	err := tx.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure($1)`, h.ident(checkFunc(t))+"()").Scan(&have)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return &series.Error{Kind: series.InvariantViolation, Op: "ensure", Table: t.Name,
+			Err: fmt.Errorf("integrity statement, but its check function %s is missing", h.ident(checkFunc(t)))}
+	case err != nil:
+		return err
+	case have == h.checkFuncBody(t):
+		return nil
+	}
+	if _, err := tx.Exec(ctx, h.checkFuncDDL(t)); err != nil {
+		return err
+	}
+	h.log.Info("hot: statement check replaced", "table", t.Name)
+	return nil
+}
+
+// checkFuncBody returns the body of t's statement check function.
+func (h *Tier) checkFuncBody(t *series.Table) string {
 	bucket := bucketExpr(t, `"from"`)
 	// Per identity column: the group key, its array, and its element.
 	var key, decl, agg, into, unnestArgs, names, elems, on []string
@@ -193,7 +223,7 @@ func (h *Tier) checkFuncDDL(t *series.Table) string {
 		return `NOT EXISTS (SELECT 1 FROM ` + owners + ` o WHERE o.malo_id = u.m::int8 AND o.obis_code = ` + obisKey("u.o") +
 			and(on) + ` AND o.operator = split_part(u.sc, ':', 1) AND o.span @> ` + span + `)`
 	}
-	return `CREATE FUNCTION ` + h.ident(checkFunc(t)) + `() RETURNS trigger LANGUAGE plpgsql AS $f$
+	return `
 DECLARE
 	v_m text[]; v_o text[]; v_sc text[]; v_lo timestamptz[]; v_hi timestamptz[]; v_n int8[]; ` + strings.Join(decl, " ") + `
 	v_bad text; v_check text;
@@ -236,7 +266,7 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END
-$f$`
+`
 }
 
 // each returns xs, each with prefix p.

@@ -394,3 +394,35 @@ func TestIntegrityUpgrade(t *testing.T) {
 		t.Fatalf("integrity after a refused upgrade: %v, %v", got, err)
 	}
 }
+
+// TestStatementCheckRefreshed: a table whose statement check function is
+// not the one this version writes (declared by an older version) gets it
+// replaced when declared again, and the triggers call the new one. The
+// older function here checks nothing, so a bad id goes in until then.
+func TestStatementCheckRefreshed(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	tab.Integrity = series.IntegrityStatement
+	declare(t, h, tab)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE OR REPLACE FUNCTION meterstore.lastgang_rows_check() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	c := sqlClient{pool: pool, rel: "meterstore.lastgang"}
+	bad := malo(2)[:10] + string('0'+(malo(2)[10]-'0'+1)%10)
+	if err := c.insert(ctx, pool, bad, "kWh", 3, 1, "9900000000003", 1); err != nil {
+		t.Fatalf("the older check refused a bad id: %v; the test would show nothing", err)
+	}
+	declare(t, h, tab)
+	if err := c.insert(ctx, pool, bad, "kWh", 4, 1, "9900000000003", 1); !refusedAs(err, "23514") {
+		t.Fatalf("bad id after the declaration: %v, want a check violation", err)
+	}
+	var body string
+	if err := pool.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = 'meterstore.lastgang_rows_check()'::regprocedure`).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	if body != h.checkFuncBody(tab) {
+		t.Fatal("the check function's body is not the one this version writes")
+	}
+	declare(t, h, tab) // the same body: nothing to replace, nothing fails
+}

@@ -193,11 +193,16 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			}
 			have = evolved
 		}
-		if upgrade {
+		switch {
+		case upgrade:
 			if err := h.upgradeToStatement(ctx, tx, t, have); err != nil {
 				return err
 			}
 			chosen = series.IntegrityStatement
+		case chosen == series.IntegrityStatement:
+			if err := h.refreshCheckFunc(ctx, tx, t); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
