@@ -25,8 +25,11 @@ interleaved: the log's Head of the table's shard, one more archival,
 LoadTable, and the cold tier's plan of every reading. It does so again
 after each maintenance step: compaction (meterstore compact: small files
 and manifests merged), then expiry of every snapshot but the newest
---keep-snapshots and removal of the files no snapshot references. It prints p50s against N and the ratio of the oldest
-table to the youngest, per phase. --keep sets the catalog's TableLogKeep
+--keep-snapshots and removal of the files no snapshot references. Last,
+the expired tables of every age on a log are timed once more, sample by
+sample in turn (phase together), so that their ratio does not also
+measure what else the machine did between them. It prints p50s against N
+and the ratio of the oldest table to the youngest, per phase. --keep sets the catalog's TableLogKeep
 (0: its default; -1: never truncate). The issue's ten years of daily
 archival are --ages 30,365,3650. Without --pg-url it starts a private
 PostgreSQL server with default settings.`,

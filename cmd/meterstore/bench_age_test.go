@@ -24,7 +24,7 @@ func TestBenchAge(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "age.json")
 		out := mustRun(t, "bench", "age", "--pg-url", url, "--ages", "2,80", "--samples", "2", "--keep", tc.keep,
 			"--keep-snapshots", "10", "--json", path)
-		for _, want := range []string{"Head ms", "postgres, aged: N=80 / N=2 at p50: Head ", "object, expired: N=80 / N=2 at p50: Head "} {
+		for _, want := range []string{"Head ms", "postgres, aged: N=80 / N=2 at p50: Head ", "object, expired: N=80 / N=2 at p50: Head ", "postgres, together: N=80 / N=2 at p50: Head "} {
 			if !strings.Contains(out, want) {
 				t.Fatalf("--keep %s: no %q in\n%s", tc.keep, want, out)
 			}
@@ -37,8 +37,8 @@ func TestBenchAge(t *testing.T) {
 		if err := json.Unmarshal(data, &res); err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Points) != 12 || len(res.Ratios) != 6 {
-			t.Fatalf("--keep %s: %d points, %d ratios; want 12 and 6", tc.keep, len(res.Points), len(res.Ratios))
+		if len(res.Points) != 16 || len(res.Ratios) != 8 {
+			t.Fatalf("--keep %s: %d points, %d ratios; want 16 and 8", tc.keep, len(res.Points), len(res.Ratios))
 		}
 		for _, p := range res.Points {
 			if p.Age == 80 && p.Phase == agebench.PhaseAged && (p.Entries < tc.min || p.Entries > tc.max) {
@@ -54,6 +54,11 @@ func TestBenchAge(t *testing.T) {
 			}
 			if p.Age == 80 && p.Phase == agebench.PhaseExpired && (p.Snapshots != 10 || p.Orphans == 0) {
 				t.Fatalf("--keep %s: expired down to 10 snapshots: %+v", tc.keep, p)
+			}
+			// Measured together after the expired phase's two sample
+			// archivals.
+			if p.Age == 80 && p.Phase == agebench.PhaseTogether && p.Snapshots != 12 {
+				t.Fatalf("--keep %s: measured together: %+v", tc.keep, p)
 			}
 			if p.Head <= 0 || p.Commit <= 0 || p.Load <= 0 || p.Plan <= 0 {
 				t.Fatalf("--keep %s: a latency is not positive: %+v", tc.keep, p)

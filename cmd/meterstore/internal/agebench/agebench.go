@@ -2,9 +2,11 @@
 // table ages: a cold table is given N daily archivals through MeterStore's
 // catalog, on each log backend, and then the log's Head, one more
 // archival, LoadTable and the cold tier's scan planning are timed; then
-// again after each maintenance step: compaction, then snapshot expiry. With the table logs truncated (the
-// catalog's default) the log's costs should not depend on N; the manifests
-// and snapshots that archivals add are what maintenance bounds.
+// again after each maintenance step: compaction, then snapshot expiry, and
+// last with the tables of every age timed in turn. With the table logs
+// truncated (the catalog's default) the log's costs should not depend on
+// N; the manifests and snapshots that archivals add are what maintenance
+// bounds.
 package agebench
 
 import (
@@ -39,6 +41,11 @@ const (
 	PhaseAged      = "aged"      // N archivals, no maintenance
 	PhaseCompacted = "compacted" // then compacted: small files and manifests merged
 	PhaseExpired   = "expired"   // then snapshots expired down to the newest KeepSnapshots, and the files no snapshot references removed
+	// PhaseTogether times the expired tables of every age of a backend
+	// once more, sample by sample in turn, after all of them are aged: a
+	// ratio of tables measured minutes apart also measures what else the
+	// machine did in between, and this one does not.
+	PhaseTogether = "together"
 )
 
 // Config describes a run.
@@ -141,16 +148,34 @@ func Run(ctx context.Context, pgURL string, c Config) (*Result, error) {
 		dir = tmp
 	}
 	res := &Result{Config: c, CommitKind: fmt.Sprintf("daily archival (cold.Tier.Archive of one day's window, %d quarter hours, with its watermark)", 96*c.Meters)}
+	progress := func(p Point) {
+		fmt.Fprintf(c.Progress, "agebench: %s, %d archivals, %s (%.1fs): %d log entries, %d snapshots, %d manifests, %d files; head %.2f ms, commit %.2f ms, load %.2f ms, plan %.2f ms\n",
+			p.Log, p.Age, p.Phase, p.Seconds, p.Entries, p.Snapshots, p.Manifests, p.Files, p.Head, p.Commit, p.Load, p.Plan)
+	}
 	for _, lg := range c.Logs {
 		var mine []Point
+		var benches []*bench
 		for _, age := range c.Ages {
-			ps, err := runOne(ctx, pgURL, filepath.Join(dir, fmt.Sprintf("%s-%d", lg, age)), lg, age, c)
+			ps, b, err := runOne(ctx, pgURL, filepath.Join(dir, fmt.Sprintf("%s-%d", lg, age)), lg, age, c)
+			if b != nil {
+				defer b.close()
+			}
 			if err != nil {
 				return nil, fmt.Errorf("agebench: %s log, %d archivals: %w", lg, age, err)
 			}
 			for _, p := range ps {
-				fmt.Fprintf(c.Progress, "agebench: %s, %d archivals, %s (%.1fs): %d log entries, %d snapshots, %d manifests, %d files; head %.2f ms, commit %.2f ms, load %.2f ms, plan %.2f ms\n",
-					lg, age, p.Phase, p.Seconds, p.Entries, p.Snapshots, p.Manifests, p.Files, p.Head, p.Commit, p.Load, p.Plan)
+				progress(p)
+			}
+			mine = append(mine, ps...)
+			benches = append(benches, b)
+		}
+		if len(benches) > 1 {
+			ps, err := together(ctx, lg, benches)
+			if err != nil {
+				return nil, fmt.Errorf("agebench: %s log, measured together: %w", lg, err)
+			}
+			for _, p := range ps {
+				progress(p)
 			}
 			mine = append(mine, ps...)
 		}
@@ -160,10 +185,35 @@ func Run(ctx context.Context, pgURL string, c Config) (*Result, error) {
 	return res, nil
 }
 
+// together measures the tables of benches, of one backend, sample by
+// sample in turn.
+func together(ctx context.Context, lg string, benches []*bench) ([]Point, error) {
+	out := make([]Point, len(benches))
+	ss := make([]samples, len(benches))
+	for i, b := range benches {
+		p, err := b.describe(ctx, lg, PhaseTogether)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	for range benches[0].c.Samples {
+		for i, b := range benches {
+			if err := b.sample(ctx, &ss[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := range out {
+		ss[i].set(&out[i])
+	}
+	return out, nil
+}
+
 // ratios compares, per phase, the oldest table of ps with the youngest.
 func ratios(lg string, ps []Point) []Ratio {
 	var out []Ratio
-	for _, phase := range []string{PhaseAged, PhaseCompacted, PhaseExpired} {
+	for _, phase := range []string{PhaseAged, PhaseCompacted, PhaseExpired, PhaseTogether} {
 		var first, last *Point
 		for i := range ps {
 			if ps[i].Phase != phase {
@@ -201,45 +251,57 @@ var aged = &series.Table{
 
 // bench is one aging table on one backend.
 type bench struct {
-	c     Config
-	log   consensus.Log
-	tier  *cold.Tier
-	t     *cold.Table
-	cal   *metering.Calendar
-	days  int // archived so far
-	shard string
+	c         Config
+	log       consensus.Log
+	tier      *cold.Tier
+	t         *cold.Table
+	cal       *metering.Calendar
+	days      int // archived so far
+	shard     string
+	age       int // archivals before the first measurement
+	warehouse catalog.Warehouse
+	close     func() // releases the warehouse and the log
 }
 
-func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) ([]Point, error) {
+// runOne ages a table by age archivals on backend lg and measures it in
+// each phase. The bench it returns, if not nil, stays open for together
+// until the caller closes it, also when the error is not nil.
+func runOne(ctx context.Context, pgURL, dir, lg string, age int, c Config) ([]Point, *bench, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	wh, err := catalog.OpenWarehouse(ctx, "file://"+dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer wh.Bucket.Close()
-	b := &bench{c: c, shard: "table/" + cold.DefaultNamespace + "." + aged.Name}
+	b := &bench{c: c, age: age, warehouse: wh, shard: "table/" + cold.DefaultNamespace + "." + aged.Name, close: func() { wh.Bucket.Close() }}
 	switch lg {
 	case LogObject:
 		if b.log, err = bloblog.New(wh.Bucket, "_log/"); err != nil {
-			return nil, err
+			return nil, b, err
 		}
 	case LogPostgres:
 		cfg, err := pgxpool.ParseConfig(pgURL)
 		if err != nil {
-			return nil, err
+			return nil, b, err
 		}
 		pl, err := postgres.Open(ctx, cfg, postgres.Options{Schema: fmt.Sprintf("agebench_%d_%d", age, time.Now().UnixNano())})
 		if err != nil {
-			return nil, err
+			return nil, b, err
 		}
-		defer pl.Close()
+		b.close = func() { pl.Close(); wh.Bucket.Close() }
 		b.log = pl
 	default:
-		return nil, fmt.Errorf("log %q: want %q or %q", lg, LogPostgres, LogObject)
+		return nil, b, fmt.Errorf("log %q: want %q or %q", lg, LogPostgres, LogObject)
 	}
-	cat, err := catalog.New(catalog.Options{Warehouse: wh, Log: b.log, TableLogKeep: c.Keep, Check: cold.WatermarkCheck(), Logger: c.Logger})
+	ps, err := b.run(ctx, lg)
+	return ps, b, err
+}
+
+// run ages b's table and measures it in each phase.
+func (b *bench) run(ctx context.Context, lg string) ([]Point, error) {
+	c, age := b.c, b.age
+	cat, err := catalog.New(catalog.Options{Warehouse: b.warehouse, Log: b.log, TableLogKeep: c.Keep, Check: cold.WatermarkCheck(), Logger: c.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +387,36 @@ func (b *bench) archive(ctx context.Context) error {
 // measure times, interleaved, the log's Head, one more archival, a load
 // of the table and a plan of every reading, Samples times each.
 func (b *bench) measure(ctx context.Context, lg string, age int, phase string, took time.Duration) (Point, error) {
-	p := Point{Log: lg, Age: age, Phase: phase, Seconds: took.Seconds()}
+	p, err := b.describe(ctx, lg, phase)
+	if err != nil {
+		return Point{}, err
+	}
+	p.Seconds = took.Seconds()
+	var ss samples
+	for range b.c.Samples {
+		if err := b.sample(ctx, &ss); err != nil {
+			return Point{}, err
+		}
+	}
+	ss.set(&p)
+	return p, nil
+}
+
+// samples are the timings of a table's operations, in milliseconds.
+type samples struct{ head, commit, load, plan []float64 }
+
+// set stores the p50s of s in p.
+func (s *samples) set(p *Point) {
+	p.Head, p.Commit, p.Load, p.Plan = median(s.head), median(s.commit), median(s.load), median(s.plan)
+}
+
+// all is the range every plan covers.
+var all = series.Range{From: start, To: start.AddDate(100, 0, 0)}
+
+// describe returns the point of b's table in phase, without timings: what
+// its log and the table hold.
+func (b *bench) describe(ctx context.Context, lg, phase string) (Point, error) {
+	p := Point{Log: lg, Age: b.age, Phase: phase}
 	es, err := b.log.Scan(ctx, b.shard, 0, 1_000_000)
 	if err != nil {
 		return Point{}, err
@@ -347,52 +438,47 @@ func (b *bench) measure(ctx context.Context, lg string, age int, phase string, t
 		}
 		p.Manifests = len(ms)
 	}
-	all := series.Range{From: start, To: start.AddDate(100, 0, 0)}
 	pl, err := b.tier.Plan(ctx, b.t, all)
 	if err != nil {
 		return Point{}, err
 	}
 	p.Files = len(pl.Files)
+	return p, nil
+}
 
-	var head, cm, load, plan []float64
+// sample times each operation once, in turn, and appends the timings to s.
+func (b *bench) sample(ctx context.Context, s *samples) error {
 	timed := func(xs *[]float64, fn func() error) error {
 		t0 := time.Now()
 		err := fn()
 		*xs = append(*xs, float64(time.Since(t0).Microseconds())/1000)
 		return err
 	}
-	for range b.c.Samples {
-		err := timed(&head, func() error {
-			_, ok, err := b.log.Head(ctx, b.shard)
-			if err == nil && !ok {
-				err = fmt.Errorf("the table's log is empty")
-			}
-			return err
-		})
-		if err != nil {
-			return Point{}, err
+	err := timed(&s.head, func() error {
+		_, ok, err := b.log.Head(ctx, b.shard)
+		if err == nil && !ok {
+			err = fmt.Errorf("the table's log is empty")
 		}
-		if err := timed(&cm, func() error { return b.archive(ctx) }); err != nil {
-			return Point{}, err
-		}
-		if err := timed(&load, func() error { _, err := b.tier.Iceberg(ctx, b.t); return err }); err != nil {
-			return Point{}, err
-		}
-		// Each archival is a new snapshot, so no plan comes from the
-		// tier's cache.
-		err = timed(&plan, func() error {
-			pl, err := b.tier.Plan(ctx, b.t, all)
-			if err == nil && len(pl.Files) == 0 {
-				err = fmt.Errorf("planned no files")
-			}
-			return err
-		})
-		if err != nil {
-			return Point{}, err
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	p.Head, p.Commit, p.Load, p.Plan = median(head), median(cm), median(load), median(plan)
-	return p, nil
+	if err := timed(&s.commit, func() error { return b.archive(ctx) }); err != nil {
+		return err
+	}
+	if err := timed(&s.load, func() error { _, err := b.tier.Iceberg(ctx, b.t); return err }); err != nil {
+		return err
+	}
+	// Each archival is a new snapshot, so no plan comes from the tier's
+	// cache.
+	return timed(&s.plan, func() error {
+		pl, err := b.tier.Plan(ctx, b.t, all)
+		if err == nil && len(pl.Files) == 0 {
+			err = fmt.Errorf("planned no files")
+		}
+		return err
+	})
 }
 
 func median(xs []float64) float64 {
