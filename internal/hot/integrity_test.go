@@ -421,7 +421,7 @@ func TestStatementCheckRefreshed(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = 'meterstore.lastgang_rows_check()'::regprocedure`).Scan(&body); err != nil {
 		t.Fatal(err)
 	}
-	if body != h.checkFuncBody(tab) {
+	if body != h.checkFuncBody(tab, layoutDictionary) {
 		t.Fatal("the check function's body is not the one this version writes")
 	}
 	declare(t, h, tab) // the same body: nothing to replace, nothing fails

@@ -37,6 +37,8 @@ func (h *Tier) Purge(ctx context.Context, t *series.Table, confirm string) error
 		for _, stmt := range []string{
 			`DROP TABLE IF EXISTS ` + h.ident(t.Name) + ` CASCADE`,
 			`DROP TABLE IF EXISTS ` + h.ident(ownersName(t)),
+			`DROP TABLE IF EXISTS ` + h.ident(seriesName(t)),
+			`DROP TABLE IF EXISTS ` + h.ident(attrsName(t)),
 			`DROP FUNCTION IF EXISTS ` + h.ident(checkFunc(t)) + `()`,
 		} {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
