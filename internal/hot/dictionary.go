@@ -292,3 +292,18 @@ func (h *Tier) forgetDictionaries(ctx context.Context, tx pgx.Tx, t *series.Tabl
 	_, err := tx.Exec(ctx, `SET LOCAL meterstore.forget = off`)
 	return err
 }
+
+// Natural returns a FROM item, to be given an alias, that reads t's
+// attached readings with their natural columns (malo_id, obis_code, unit,
+// version_scope, ...) whatever t's layout: for plain SQL over the tier,
+// such as a benchmark comparing what two tables store.
+func (h *Tier) Natural(ctx context.Context, t *series.Table) (string, error) {
+	if err := t.Validate(); err != nil {
+		return "", err
+	}
+	l, err := h.layoutOf(ctx, h.pool, t)
+	if err != nil {
+		return "", classify("natural", t.Name, err)
+	}
+	return h.natural(t, l, h.ident(t.Name)), nil
+}
