@@ -41,6 +41,15 @@ import (
 //     have, so its rows are recorded one span each instead. A span already
 //     recorded for the operator is not recorded again.
 //
+// In the dictionary layout (dictionary.go) the market location, the OBIS
+// code and the version scope are dictionary columns with CHECKs of their
+// own, checked once per series as they are inserted; the trigger checks
+// instead that every series and attr id of the new rows names a
+// dictionary row of the row's bucket (foreign_key_violation otherwise),
+// which keeps the primary key (series, from, version) equal to the merge
+// key and version, and records the spans by series id, grouped by series,
+// operator, version and bucket.
+//
 // The trigger is a statement-level AFTER INSERT trigger with a transition
 // table, on the parent and on every partition, since a statement fires
 // only the triggers of the table it names. Its cost is one hash
