@@ -248,3 +248,43 @@ func TestDictionarySize(t *testing.T) {
 		t.Fatalf("dictionary layout %d bytes, rows layout %d", bytes[0], bytes[1])
 	}
 }
+
+// TestDictionaryConcurrentKeys: writers that bring the same new series and
+// attributes at once each get the one id of a key: the loser of an insert
+// waits for the winner and reads its id, and every reading is stored once.
+func TestDictionaryConcurrentKeys(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	declare(t, h, tab)
+	ctx := context.Background()
+	const writers = 6
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			// Every writer brings meters 1 to 8, each its own versions,
+			// in its own order.
+			var rows []series.Reading
+			for m := range 8 {
+				rows = append(rows, meterDay((m+w)%8+1, uint64(100+w))[:4]...)
+			}
+			_, err := h.Write(ctx, tab, rows)
+			errs <- err
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var s, a, n int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM meterstore.lastgang_series), (SELECT count(*) FROM meterstore.lastgang_attrs),
+	(SELECT count(*) FROM meterstore.lastgang)`).Scan(&s, &a, &n); err != nil {
+		t.Fatal(err)
+	}
+	if s != 8 || a != 1 || n != writers*8*4 {
+		t.Fatalf("%d series, %d attrs, %d readings; want 8, 1, %d", s, a, n, writers*8*4)
+	}
+	if got := scanAll(t, h, tab); len(got) != n {
+		t.Fatalf("scanned %d readings, want %d", len(got), n)
+	}
+}
