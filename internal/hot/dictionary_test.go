@@ -288,3 +288,32 @@ func TestDictionaryConcurrentKeys(t *testing.T) {
 		t.Fatalf("scanned %d readings, want %d", len(got), n)
 	}
 }
+
+// TestPurgeLeavesOtherTables: purging a table of the rows layout leaves a
+// declared table named like its dictionaries would be, and Size does not
+// count it.
+func TestPurgeLeavesOtherTables(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	ctx := context.Background()
+	tab := lastgang("power")
+	tab.Integrity = series.IntegrityExclusion
+	declare(t, h, tab)
+	other := lastgang("power_series")
+	declare(t, h, other)
+	mustWrite(t, h, other, meterDay(1, 1))
+	_, small, err := h.Size(ctx, tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, big, err := h.Size(ctx, other)
+	if err != nil || small >= big {
+		t.Fatalf("empty table %d bytes, the other %d (%v)", small, big, err)
+	}
+	if err := h.Purge(ctx, tab, tab.Name); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.power_series`).Scan(&n); err != nil || n != 96 {
+		t.Fatalf("the other table: %d rows, %v", n, err)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -101,11 +100,16 @@ func (h *Tier) declared(ctx context.Context, q querier, t *series.Table) (tableI
 	if ok {
 		return info, true, nil
 	}
+	// Looked for first, as a statement naming a missing table would abort
+	// the caller's transaction.
+	var meta bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, h.ident(metaTable)).Scan(&meta); err != nil || !meta {
+		return tableInfo{}, false, err
+	}
 	var stored []byte
 	err := q.QueryRow(ctx, `SELECT definition FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name).Scan(&stored)
-	var pgErr *pgconn.PgError
 	switch {
-	case errors.Is(err, pgx.ErrNoRows), errors.As(err, &pgErr) && pgErr.Code == "42P01": // undefined_table
+	case errors.Is(err, pgx.ErrNoRows):
 		return tableInfo{}, false, nil
 	case err != nil:
 		return tableInfo{}, false, err
