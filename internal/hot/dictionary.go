@@ -139,8 +139,11 @@ func (h *Tier) dictStatementDDL(t *series.Table) []string {
 func (h *Tier) dictParentDDL(t *series.Table) string {
 	c := columnDefs(t)
 	step, _ := t.AcceptedResolutions()[0].Fixed()
-	cols := []string{"series int4 NOT NULL", "attr int4 NOT NULL", c["from"], c["to"], c["value"], c["quality"], c["version"],
-		c["recorded_at"], c["balancing_day"]}
+	// The fixed-width columns first, widest first, then the short
+	// variable-width ones, which need no alignment: no padding within the
+	// row, about 8 bytes a reading less than in declaration order.
+	cols := []string{"series int4 NOT NULL", "attr int4 NOT NULL", c["from"], c["to"], c["recorded_at"], c["balancing_day"],
+		c["value"], c["quality"], c["version"]}
 	for _, col := range t.Columns {
 		if !col.Identity {
 			cols = append(cols, columnDDL(col))
