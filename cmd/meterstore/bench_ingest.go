@@ -23,10 +23,11 @@ server in one run: raw COPY into a plain table with the hot table's columns,
 the same with its primary key, the same with the primary key and the hot
 table's CHECK constraints (both for reference), and the hot tier's Write
 into a table of each integrity: statement (PostgreSQL enforces every rule
-per statement: "database-enforced"), write (Write alone checks the rules
-between rows) and exclusion (GiST exclusion constraints). The variants take
-turns batch by batch. Ratios are against raw COPY; bytes per reading count
-heap, indexes and the ownership relation. A private server loads
+per statement: "database-enforced", in the dictionary layout of a new such
+table), write (Write alone checks the rules between rows) and exclusion
+(GiST exclusion constraints). The variants take turns batch by batch.
+Ratios are against raw COPY; bytes per reading count heap, indexes, the
+ownership relation and the dictionaries. A private server loads
 pg_stat_statements, and the run reports the server time of the costliest
 statements per reading.
 

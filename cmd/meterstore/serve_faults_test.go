@@ -267,7 +267,17 @@ func testSigtermDuringIngest(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DELETE FROM meterstore.power WHERE malo_id = $1`, k.malo); err != nil {
+	// Deleted as psql would; in the dictionary layout the readings name
+	// their market location by series id.
+	del := `DELETE FROM meterstore.power WHERE malo_id = $1`
+	var dict bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('meterstore.power_series') IS NOT NULL`).Scan(&dict); err != nil {
+		t.Fatal(err)
+	}
+	if dict {
+		del = `DELETE FROM meterstore.power WHERE series IN (SELECT id FROM meterstore.power_series WHERE malo_id = $1)`
+	}
+	if _, err := conn.Exec(ctx, del, k.malo); err != nil {
 		t.Fatal(err)
 	}
 	if got, err = c.storedCounts(ctx, "power"); err != nil {

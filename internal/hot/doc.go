@@ -50,11 +50,12 @@
 //   - IntegrityStatement (a new table of one resolution of fixed length,
 //     unless declared otherwise): PostgreSQL enforces every rule for every
 //     client at the cost of a set operation per statement. The primary
-//     key and the grid rule out overlaps; a statement trigger checks the
-//     ids and codes of each series once, refuses UPDATEs, and records the
-//     spans each network operator delivers in the ownership relation
-//     <table>_operators, whose exclusion constraint refuses a second
-//     operator (see integrity.go).
+//     key and the grid rule out overlaps; the ids and codes of each series
+//     are checked once (by a statement trigger, or in the dictionary
+//     layout by the dictionaries' CHECKs), UPDATEs are refused, and a
+//     statement trigger records the spans each network operator delivers
+//     in the ownership relation <table>_operators, whose exclusion
+//     constraint refuses a second operator (see integrity.go).
 //   - IntegrityExclusion (other new tables): GiST exclusion constraints
 //     (btree_gist) enforce, per partition, one network operator per
 //     reading and, in tables of several resolutions, no overlap within a
@@ -67,6 +68,24 @@
 //
 // A table keeps the integrity it was declared with, unless declared again
 // with IntegrityStatement, which upgrades it in place (upgrade.go).
+//
+// # Layouts
+//
+// A new table of IntegrityStatement is stored in the dictionary layout
+// (dictionary.go), every other table, and every table created before, in
+// the rows layout, which its stored definition records and no declaration
+// changes. In the rows layout a row holds every column. In the dictionary
+// layout what many readings share lives once per partition's bucket in
+// two dictionaries, <table>_series (market location, OBIS code, identity
+// columns) and <table>_attrs (commodity, unit, resolution, version scope,
+// MeLo, subject), and a reading carries their int4 ids, with the primary
+// key (series, from, version): about two thirds of the bytes. A plain
+// client inserts the dictionary rows first, whose CHECKs refuse bad ids
+// and codes, then the readings with their ids; the statement check refuses
+// an id that names no dictionary row of the reading's bucket (23503), and
+// a trigger refuses changes of the dictionaries but where a partition is
+// dropped or the table purged. Reads join the dictionaries back (natural),
+// so every reading comes out as the rows layout stores it.
 //
 // # Writes and scans
 //
@@ -81,8 +100,10 @@
 // days, months or years, or of points), goes through a
 // temporary staging table instead: its rows are checked against the stored
 // ones, identical redeliveries are skipped, violations are named, and the
-// rest is inserted with one INSERT ... SELECT. Write reports per row whether
-// it was inserted or already present. Tier.Scan streams the rows of the
+// rest is inserted with one INSERT ... SELECT. In the dictionary layout the
+// batch's dictionary keys are looked up, the missing ones inserted, first,
+// and the rows carry their ids down either path. Write reports per row
+// whether it was inserted or already present. Tier.Scan streams the rows of the
 // attached partitions in primary key order.
 //
 // # Errors

@@ -71,14 +71,14 @@ func concurrentRefusal(err error) bool {
 // copyDirect copies b into t's parent under a savepoint. It returns true
 // if every row went in and passed the checks, false, rolled back to the
 // savepoint, if a constraint refused the copy, and an error otherwise,
-// including an IntegrityViolation found after the copy.
-func (h *Tier) copyDirect(ctx context.Context, tx pgx.Tx, t *series.Table, i series.Integrity, b *batch) (bool, error) {
+// including an IntegrityViolation found after the copy. l is t's layout.
+func (h *Tier) copyDirect(ctx context.Context, tx pgx.Tx, t *series.Table, i series.Integrity, l layout, b *batch) (bool, error) {
 	if _, err := tx.Exec(ctx, `SAVEPOINT hot_fast`); err != nil {
 		return false, err
 	}
-	src := newStageSource(t, b.rows)
+	src := newStageSource(t, l, b.rows)
 	src.direct = true
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{h.schema, t.Name}, dataColumns(t, false), src)
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{h.schema, t.Name}, writeColumns(t, l, false), src)
 	if err != nil {
 		if !fastRefusal(err) {
 			return false, err

@@ -306,7 +306,7 @@ func TestStagedLayouts(t *testing.T) {
 			mustWrite(t, h, tabs[i], rows[i])
 		}
 	}
-	if stageName(tabs[0]) == stageName(tabs[1]) {
+	if stageName(tabs[0], layoutRows) == stageName(tabs[1], layoutRows) || stageName(tabs[0], layoutRows) == stageName(tabs[0], layoutDictionary) {
 		t.Fatal("one staging table name for two layouts")
 	}
 }

@@ -40,6 +40,15 @@ import (
 //     have, so its rows are recorded one span each instead. A span already
 //     recorded for the operator is not recorded again.
 //
+// In the dictionary layout (dictionary.go) the market location, the OBIS
+// code and the version scope are dictionary columns with CHECKs of their
+// own, checked once per series as they are inserted; the trigger checks
+// instead that every series and attr id of the new rows names a
+// dictionary row of the row's bucket (foreign_key_violation otherwise),
+// which keeps the primary key (series, from, version) equal to the merge
+// key and version, and records the spans by series id, grouped by series,
+// operator, version and bucket.
+//
 // The trigger is a statement-level AFTER INSERT trigger with a transition
 // table, on the parent and on every partition, since a statement fires
 // only the triggers of the table it names. Its cost is one hash
@@ -63,53 +72,92 @@ func (h *Tier) integrityOf(ctx context.Context, q querier, t *series.Table) (ser
 	if t.Integrity != series.IntegrityAuto {
 		return t.Integrity, nil
 	}
+	info, ok, err := h.declared(ctx, q, t)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
+		return 0, &series.Error{Kind: series.InvalidInput, Op: "write", Table: t.Name, Err: errors.New("table not declared")}
+	}
+	return info.integrity, nil
+}
+
+// layoutOf returns the layout t's rows are stored in, as its stored
+// definition records it. A table not declared is taken to be in the rows
+// layout: the statement that names it fails as it would have before.
+func (h *Tier) layoutOf(ctx context.Context, q querier, t *series.Table) (layout, error) {
+	info, _, err := h.declared(ctx, q, t)
+	return info.layout, err
+}
+
+// declared returns what t's stored definition records of its integrity
+// and layout, remembered after the first look; false if t is not
+// declared (or no table is).
+func (h *Tier) declared(ctx context.Context, q querier, t *series.Table) (tableInfo, bool, error) {
 	h.mu.Lock()
-	i, ok := h.integrity[t.Name]
+	info, ok := h.tables[t.Name]
 	h.mu.Unlock()
 	if ok {
-		return i, nil
+		return info, true, nil
+	}
+	// Looked for first, as a statement naming a missing table would abort
+	// the caller's transaction.
+	var meta bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, h.ident(metaTable)).Scan(&meta); err != nil || !meta {
+		return tableInfo{}, false, err
 	}
 	var stored []byte
 	err := q.QueryRow(ctx, `SELECT definition FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name).Scan(&stored)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, &series.Error{Kind: series.InvalidInput, Op: "write", Table: t.Name, Err: errors.New("table not declared")}
-	}
-	if err != nil {
-		return 0, err
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return tableInfo{}, false, nil
+	case err != nil:
+		return tableInfo{}, false, err
 	}
 	var d definition
 	if err := json.Unmarshal(stored, &d); err != nil {
-		return 0, &series.Error{Kind: series.InvariantViolation, Op: "write", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+		return tableInfo{}, false, &series.Error{Kind: series.InvariantViolation, Op: "write", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
 	}
-	i, err = d.normalize().integrity()
+	d = d.normalize()
+	i, err := d.integrity()
+	if err == nil {
+		info.layout, err = d.layout()
+	}
 	if err != nil {
-		return 0, &series.Error{Kind: series.InvariantViolation, Op: "write", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+		return tableInfo{}, false, &series.Error{Kind: series.InvariantViolation, Op: "write", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
 	}
-	h.remember(t.Name, i)
-	return i, nil
+	info.integrity = i
+	h.remember(t.Name, info)
+	return info, true, nil
 }
 
-// remember records the integrity of a declared table.
-func (h *Tier) remember(table string, i series.Integrity) {
+// remember records the integrity and layout of a declared table.
+func (h *Tier) remember(table string, info tableInfo) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.integrity == nil {
-		h.integrity = map[string]series.Integrity{}
+	if h.tables == nil {
+		h.tables = map[string]tableInfo{}
 	}
-	h.integrity[table] = i
+	h.tables[table] = info
 }
 
 // forget drops what remember recorded of a purged table.
 func (h *Tier) forget(table string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.integrity, table)
+	delete(h.tables, table)
 }
 
-// integrityCache is the Tier's memory of the tables' integrity.
+// tableInfo is what a Tier remembers of a declared table.
+type tableInfo struct {
+	integrity series.Integrity
+	layout    layout
+}
+
+// integrityCache is the Tier's memory of the tables' integrity and layout.
 type integrityCache struct {
-	mu        sync.Mutex
-	integrity map[string]series.Integrity
+	mu     sync.Mutex
+	tables map[string]tableInfo
 }
 
 // ownersName returns the name of t's ownership relation.
@@ -122,9 +170,13 @@ func checkFunc(t *series.Table) string { return t.Name + "_rows_check" }
 const immutableFunc = "hot_immutable"
 
 // statementDDL returns the statements that give a new table of
-// IntegrityStatement its ownership relation and its check function; the
-// parent's triggers follow from triggerDDL.
-func (h *Tier) statementDDL(t *series.Table) []string {
+// IntegrityStatement in layout l its ownership relation, its check
+// function and, in the dictionary layout, its dictionaries; the parent's
+// triggers follow from triggerDDL.
+func (h *Tier) statementDDL(t *series.Table, l layout) []string {
+	if l == layoutDictionary {
+		return h.dictStatementDDL(t)
+	}
 	owners := h.ident(ownersName(t))
 	cols := []string{"malo_id int8 NOT NULL", "obis_code int8 NOT NULL"}
 	excl := []string{"malo_id WITH =", "obis_code WITH ="}
@@ -138,22 +190,23 @@ func (h *Tier) statementDDL(t *series.Table) []string {
 		`CREATE TABLE ` + owners + ` (` + strings.Join(cols, ", ") + `, CONSTRAINT ` +
 			quote(ownersName(t)+"_one") + ` EXCLUDE USING gist (` + strings.Join(excl, ", ") + `))`,
 		`COMMENT ON TABLE ` + owners + ` IS 'MeterStore: the network operator of each span of readings of ` + t.Name + `, one per reading'`,
-		h.checkFuncDDL(t),
+		h.checkFuncDDL(t, l),
 	}
 }
 
 // checkFuncDDL returns the CREATE OR REPLACE FUNCTION of t's statement
-// check.
-func (h *Tier) checkFuncDDL(t *series.Table) string {
-	return `CREATE OR REPLACE FUNCTION ` + h.ident(checkFunc(t)) + `() RETURNS trigger LANGUAGE plpgsql AS $f$` + h.checkFuncBody(t) + `$f$`
+// check in layout l.
+func (h *Tier) checkFuncDDL(t *series.Table, l layout) string {
+	return `CREATE OR REPLACE FUNCTION ` + h.ident(checkFunc(t)) + `() RETURNS trigger LANGUAGE plpgsql AS $f$` + h.checkFuncBody(t, l) + `$f$`
 }
 
 // refreshCheckFunc replaces t's statement check function in tx if its
 // body is not the one this version writes: a table declared by an older
 // version then gets the newer check, as the triggers call the function by
 // oid, which replacing it keeps. Its rules depend only on the merge key,
-// which never changes, so every body it had enforces the same rules.
-func (h *Tier) refreshCheckFunc(ctx context.Context, tx pgx.Tx, t *series.Table) error {
+// which never changes, so every body it had enforces the same rules; the
+// body compared is the one of the table's layout l.
+func (h *Tier) refreshCheckFunc(ctx context.Context, tx pgx.Tx, t *series.Table, l layout) error {
 	var have string
 	err := tx.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure($1)`, h.ident(checkFunc(t))+"()").Scan(&have)
 	switch {
@@ -162,18 +215,28 @@ func (h *Tier) refreshCheckFunc(ctx context.Context, tx pgx.Tx, t *series.Table)
 			Err: fmt.Errorf("integrity statement, but its check function %s is missing", h.ident(checkFunc(t)))}
 	case err != nil:
 		return err
-	case have == h.checkFuncBody(t):
+	case have == h.checkFuncBody(t, l):
 		return nil
 	}
-	if _, err := tx.Exec(ctx, h.checkFuncDDL(t)); err != nil {
+	if _, err := tx.Exec(ctx, h.checkFuncDDL(t, l)); err != nil {
 		return err
 	}
 	h.log.Info("hot: statement check replaced", "table", t.Name)
 	return nil
 }
 
-// checkFuncBody returns the body of t's statement check function.
-func (h *Tier) checkFuncBody(t *series.Table) string {
+// checkFuncBody returns the body of t's statement check function in
+// layout l.
+func (h *Tier) checkFuncBody(t *series.Table, l layout) string {
+	if l == layoutDictionary {
+		return h.dictCheckBody(t)
+	}
+	return h.rowsCheckBody(t)
+}
+
+// rowsCheckBody returns the body of the statement check function of a
+// table in the rows layout.
+func (h *Tier) rowsCheckBody(t *series.Table) string {
 	bucket := bucketExpr(t, `"from"`)
 	// Per identity column: the group key, its array, and its element.
 	var key, decl, agg, into, unnestArgs, names, elems, on []string

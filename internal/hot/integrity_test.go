@@ -15,21 +15,25 @@ import (
 )
 
 // sqlClient writes to a hot table past Write, as psql would: plain INSERT
-// and COPY.
+// and COPY, in the dictionary layout after the dictionary rows (see
+// plainInsert and plainCopy).
 type sqlClient struct {
 	pool *pgxpool.Pool
 	rel  string // the relation written: the parent or a partition
 }
 
+// table returns the schema-qualified table c writes to.
+func (c sqlClient) table() string {
+	if i := strings.LastIndex(c.rel, "_p"); i > 0 && len(c.rel)-i == 10 {
+		return c.rel[:i]
+	}
+	return c.rel
+}
+
 // insert inserts one quarter hour of meter i at slot n.
-func (c sqlClient) insert(ctx context.Context, q interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}, malo, unit string, n, version int, operator string, value float64) error {
+func (c sqlClient) insert(ctx context.Context, q execQuerier, malo, unit string, n, version int, operator string, value float64) error {
 	from := day.Add(time.Duration(n) * 15 * time.Minute)
-	_, err := q.Exec(ctx, `INSERT INTO `+c.rel+` (malo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version, version_scope, balancing_day)
-VALUES ($1, '1-1:1.29.0', 'STROM', $2, $3, $4, $5, '220', 'PT15M', $6, $7, '2026-03-02')`,
-		malo, from, from.Add(15*time.Minute), value, unit, version, operator+":2026-03")
-	return err
+	return plainInsert(ctx, q, c.table(), c.rel, qhRow(malo, unit, from, version, operator+":2026-03", value))
 }
 
 // A cell is a quarter hour to copy: its slot, version and operator.
@@ -45,15 +49,49 @@ func (c sqlClient) copyCells(ctx context.Context, malo string, cells ...cell) er
 		return err
 	}
 	defer conn.Release()
-	var rows [][]any
+	var rows []plainRow
 	for _, x := range cells {
 		from := day.Add(time.Duration(x.slot) * 15 * time.Minute)
-		rows = append(rows, []any{malo, "1-1:1.29.0", "STROM", from, from.Add(15 * time.Minute), "1.5", "kWh", "220", "PT15M", x.version, x.operator + ":2026-03", "2026-03-02"})
+		rows = append(rows, qhRow(malo, "kWh", from, x.version, x.operator+":2026-03", "1.5"))
 	}
-	ident := strings.Split(strings.ReplaceAll(c.rel, `"`, ""), ".")
-	_, err = conn.CopyFrom(ctx, pgx.Identifier(ident), []string{"malo_id", "obis_code", "sparte", "from", "to", "value", "unit", "quality", "resolution", "version", "version_scope", "balancing_day"},
-		pgx.CopyFromRows(rows))
-	return err
+	return plainCopy(ctx, conn.Conn(), c.table(), c.rel, rows)
+}
+
+// A variant is a way a table of the tests gets its integrity: declared
+// with it, or for the rows layout of integrity statement (tables from
+// before the dictionary layout) declared with exclusion and upgraded.
+type variant struct {
+	name      string
+	integrity series.Integrity
+	rows      bool // statement in the rows layout, by upgrade
+}
+
+// statementLayouts are the two layouts a table of integrity statement
+// can have.
+var statementLayouts = []variant{
+	{"dictionary", series.IntegrityStatement, false},
+	{"rows", series.IntegrityStatement, true},
+}
+
+// declareVariant declares tab, whose Integrity is left as the test set it
+// unless v says otherwise, as v says, with the partitions of declare.
+func declareVariant(t testing.TB, h *Tier, tab *series.Table, v variant) {
+	t.Helper()
+	if !v.rows {
+		if v.integrity != series.IntegrityAuto {
+			tab.Integrity = v.integrity
+		}
+		declare(t, h, tab)
+		return
+	}
+	old := *tab
+	old.Integrity = series.IntegrityExclusion
+	declare(t, h, &old)
+	tab.Integrity = series.IntegrityStatement
+	declare(t, h, tab)
+	if l, err := h.layoutOf(context.Background(), h.pool, tab); err != nil || l != layoutRows {
+		t.Fatalf("upgraded table: layout %q, %v; want rows", l, err)
+	}
 }
 
 // refusedAs reports whether err is a refusal with SQLSTATE code.
@@ -68,14 +106,13 @@ func refusedAs(err error, code string) bool {
 // IntegrityWrite the rules between rows are not enforced for such a
 // client, which the same statements show.
 func TestStatementIntegrity(t *testing.T) {
-	for _, i := range []series.Integrity{series.IntegrityStatement, series.IntegrityWrite} {
-		t.Run(i.String(), func(t *testing.T) {
+	for _, v := range append(statementLayouts, variant{"write", series.IntegrityWrite, false}) {
+		t.Run(v.name, func(t *testing.T) {
 			h, pool := newTier(t, Options{})
 			tab := lastgang("lastgang")
-			tab.Integrity = i
-			declare(t, h, tab)
+			declareVariant(t, h, tab, v)
 			ctx := context.Background()
-			enforced := i == series.IntegrityStatement
+			enforced := v.integrity == series.IntegrityStatement
 			mustWrite(t, h, tab, meterDay(1, 100)) // operator 9900000000003
 			count := func() (n int) {
 				if err := pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.lastgang`).Scan(&n); err != nil {
@@ -132,9 +169,20 @@ func TestStatementIntegrity(t *testing.T) {
 			expect("two operators within one transaction", err, "23P01", 2)
 
 			// Readings are not updated: a correction is a new version.
-			_, err = pool.Exec(ctx, `UPDATE meterstore.lastgang SET value = value + 1 WHERE malo_id = $1 AND "from" = $2`, m1, day)
+			update := []string{`UPDATE meterstore.lastgang SET value = value + 1 WHERE malo_id = $1 AND "from" = $2`,
+				`UPDATE meterstore.lastgang_p20260302 SET version_scope = '9900000000010:2026-03' WHERE malo_id = $1 AND "from" >= $2`}
+			if dict, err := isDictionary(ctx, pool, "meterstore.lastgang"); err != nil {
+				t.Fatal(err)
+			} else if dict {
+				// The operator is the attr's; UPDATE of the
+				// dictionaries is TestDictionaryGuard's.
+				const series = `series = (SELECT id FROM meterstore.lastgang_series WHERE malo_id = $1)`
+				update = []string{`UPDATE meterstore.lastgang SET value = value + 1 WHERE ` + series + ` AND "from" = $2`,
+					`UPDATE meterstore.lastgang_p20260302 SET attr = attr + 1 WHERE ` + series + ` AND "from" >= $2`}
+			}
+			_, err = pool.Exec(ctx, update[0], m1, day)
 			expect("UPDATE of a value", err, "23001", 0)
-			_, err = pool.Exec(ctx, `UPDATE meterstore.lastgang_p20260302 SET version_scope = '9900000000010:2026-03' WHERE malo_id = $1`, m1)
+			_, err = pool.Exec(ctx, update[1], m1, day)
 			expect("UPDATE of the operator, in the partition", err, "23001", 0)
 		})
 	}
@@ -143,9 +191,18 @@ func TestStatementIntegrity(t *testing.T) {
 // TestStatementIntegrityRules: the rules on single rows and keys hold for
 // a plain client in a table of IntegrityStatement, with nothing written.
 func TestStatementIntegrityRules(t *testing.T) {
+	for _, v := range statementLayouts {
+		t.Run(v.name, func(t *testing.T) {
+			v.integrity = series.IntegrityAuto // a new table: statement
+			testStatementIntegrityRules(t, v)
+		})
+	}
+}
+
+func testStatementIntegrityRules(t *testing.T, v variant) {
 	h, pool := newTier(t, Options{})
 	tab := lastgang("lastgang")
-	declare(t, h, tab) // auto: statement
+	declareVariant(t, h, tab, v)
 	ctx := context.Background()
 	mustWrite(t, h, tab, meterDay(1, 100))
 	c := sqlClient{pool: pool, rel: "meterstore.lastgang"}
@@ -170,8 +227,9 @@ func TestStatementIntegrityRules(t *testing.T) {
 		{day.Add(5 * time.Minute), day.Add(20 * time.Minute)},
 		{day, day.Add(time.Hour)},
 	} {
-		_, err := pool.Exec(ctx, `INSERT INTO meterstore.lastgang (malo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version, version_scope, balancing_day)
-VALUES ($1, '1-1:1.29.0', 'STROM', $2, $3, 1, 'kWh', '220', 'PT15M', 100, '9900000000003:2026-03', '2026-03-02')`, malo(1), iv.from, iv.to)
+		r := qhRow(malo(1), "kWh", iv.from, 100, "9900000000003:2026-03", 1)
+		r.to = iv.to
+		err := plainInsert(ctx, pool, "meterstore.lastgang", "meterstore.lastgang", r)
 		if !refusedAs(err, "23514") {
 			t.Errorf("an interval %v-%v overlapping stored ones: %v, want a check violation", iv.from, iv.to, err)
 		}
@@ -187,10 +245,15 @@ VALUES ($1, '1-1:1.29.0', 'STROM', $2, $3, 1, 'kWh', '220', 'PT15M', 100, '99000
 // readings in between; a whole day is one span; a span already recorded
 // is not recorded again; dropping a partition forgets its spans.
 func TestOwnershipSpans(t *testing.T) {
+	for _, v := range statementLayouts {
+		t.Run(v.name, func(t *testing.T) { testOwnershipSpans(t, v) })
+	}
+}
+
+func testOwnershipSpans(t *testing.T, v variant) {
 	h, pool := newTier(t, Options{})
 	tab := lastgang("lastgang")
-	tab.Integrity = series.IntegrityStatement
-	declare(t, h, tab)
+	declareVariant(t, h, tab, v)
 	ctx := context.Background()
 	spans := func() (n int) {
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.lastgang_operators`).Scan(&n); err != nil {
@@ -282,14 +345,37 @@ func TestIntegrityOfOlderTables(t *testing.T) {
 // REPEATABLE READ with its snapshot taken before the first commits. The
 // ownership relation's constraint sees the uncommitted span, so the second
 // waits for the first and is refused, whatever its snapshot.
+//
+// In the dictionary layout the client finds the dictionary rows committed
+// (a second transaction inserting the same uncommitted key would wait for
+// the first at the dictionary's unique index instead, and be refused a
+// serialization failure, which shows nothing of the spans).
 func TestStatementIntegrityConcurrent(t *testing.T) {
+	for _, v := range statementLayouts {
+		t.Run(v.name, func(t *testing.T) { testStatementIntegrityConcurrent(t, v) })
+	}
+}
+
+func testStatementIntegrityConcurrent(t *testing.T, v variant) {
 	h, pool := newTier(t, Options{})
 	tab := lastgang("lastgang")
-	declare(t, h, tab)
+	declareVariant(t, h, tab, v)
 	ctx := context.Background()
 	c := sqlClient{pool: pool, rel: "meterstore.lastgang"}
+	dict, err := isDictionary(ctx, pool, "meterstore.lastgang")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for round := range 5 {
 		m := malo(10 + round)
+		for _, op := range []string{"9900000000003", "9900000000010"} {
+			from := day.Add(time.Duration(round) * 15 * time.Minute)
+			if dict {
+				if err := plainDict(ctx, pool, "meterstore.lastgang", qhRow(m, "kWh", from, 1, op+":2026-03", 1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		t1, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 		if err != nil {
 			t.Fatal(err)
@@ -400,28 +486,64 @@ func TestIntegrityUpgrade(t *testing.T) {
 // replaced when declared again, and the triggers call the new one. The
 // older function here checks nothing, so a bad id goes in until then.
 func TestStatementCheckRefreshed(t *testing.T) {
+	for _, v := range statementLayouts {
+		t.Run(v.name, func(t *testing.T) { testStatementCheckRefreshed(t, v) })
+	}
+}
+
+func testStatementCheckRefreshed(t *testing.T, v variant) {
 	h, pool := newTier(t, Options{})
 	tab := lastgang("lastgang")
-	tab.Integrity = series.IntegrityStatement
-	declare(t, h, tab)
+	declareVariant(t, h, tab, v)
 	ctx := context.Background()
+	lay, err := h.layoutOf(ctx, pool, tab)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pool.Exec(ctx, `CREATE OR REPLACE FUNCTION meterstore.lastgang_rows_check() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`); err != nil {
 		t.Fatal(err)
 	}
 	c := sqlClient{pool: pool, rel: "meterstore.lastgang"}
 	bad := malo(2)[:10] + string('0'+(malo(2)[10]-'0'+1)%10)
-	if err := c.insert(ctx, pool, bad, "kWh", 3, 1, "9900000000003", 1); err != nil {
-		t.Fatalf("the older check refused a bad id: %v; the test would show nothing", err)
+	insert := func(slot int) error { return c.insert(ctx, pool, bad, "kWh", slot, 1, "9900000000003", 1) }
+	code := "23514"
+	if v.rows {
+		// Upgraded, the table keeps its per-row CHECKs of the ids; the
+		// function records the spans, so a second operator shows it.
+		insert = func(slot int) error {
+			if err := c.insert(ctx, pool, malo(2), "kWh", slot, 1, "9900000000003", 1); err != nil {
+				return err
+			}
+			return c.insert(ctx, pool, malo(2), "kWh", slot, 2, "9900000000010", 1)
+		}
+		code = "23P01"
+	}
+	if lay == layoutDictionary {
+		// The dictionary's CHECK refuses a bad id whatever the function;
+		// what the function checks is that the ids name dictionary rows.
+		if err := plainDict(ctx, pool, "meterstore.lastgang", qhRow(malo(2), "kWh", day, 1, "9900000000003:2026-03", 1)); err != nil {
+			t.Fatal(err)
+		}
+		insert = func(slot int) error {
+			from := day.Add(time.Duration(slot) * 15 * time.Minute)
+			_, err := pool.Exec(ctx, `INSERT INTO meterstore.lastgang (series, attr, "from", "to", value, quality, version, balancing_day)
+SELECT id, 2147483000, $1, $2, 1, '220', 1, '2026-03-02' FROM meterstore.lastgang_series`, from, from.Add(15*time.Minute))
+			return err
+		}
+		code = "23503"
+	}
+	if err := insert(3); err != nil {
+		t.Fatalf("the older check refused a bad row: %v; the test would show nothing", err)
 	}
 	declare(t, h, tab)
-	if err := c.insert(ctx, pool, bad, "kWh", 4, 1, "9900000000003", 1); !refusedAs(err, "23514") {
-		t.Fatalf("bad id after the declaration: %v, want a check violation", err)
+	if err := insert(4); !refusedAs(err, code) {
+		t.Fatalf("bad row after the declaration: %v, want SQLSTATE %s", err, code)
 	}
 	var body string
 	if err := pool.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = 'meterstore.lastgang_rows_check()'::regprocedure`).Scan(&body); err != nil {
 		t.Fatal(err)
 	}
-	if body != h.checkFuncBody(tab) {
+	if body != h.checkFuncBody(tab, lay) {
 		t.Fatal("the check function's body is not the one this version writes")
 	}
 	declare(t, h, tab) // the same body: nothing to replace, nothing fails

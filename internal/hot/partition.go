@@ -160,12 +160,16 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *series.Table
 	if err != nil {
 		return false, err
 	}
+	lay, err := h.layoutOf(ctx, tx, t)
+	if err != nil {
+		return false, err
+	}
 	part, parent := h.ident(p.Name), h.ident(t.Name)
 	bound := `"from" >= ` + sqlTime(p.From) + ` AND "from" < ` + sqlTime(p.To)
 	stmts := []string{
 		`CREATE TABLE ` + part + ` (LIKE ` + parent + ` INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
 		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_bound") + ` CHECK (` + bound + `)`,
-		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_pkey") + ` PRIMARY KEY (` + keyList(t, true) + `)`,
+		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_pkey") + ` PRIMARY KEY (` + primaryKey(t, lay) + `)`,
 	}
 	switch integrity {
 	case series.IntegrityExclusion:
@@ -305,6 +309,14 @@ func (h *Tier) Drop(ctx context.Context, t *series.Table, start time.Time) error
 			return err
 		case integrity == series.IntegrityStatement:
 			if err := h.forgetOwners(ctx, tx, t, start, t.Width.Next(start)); err != nil {
+				return err
+			}
+		}
+		switch lay, err := h.layoutOf(ctx, tx, t); {
+		case err != nil:
+			return err
+		case lay == layoutDictionary:
+			if err := h.forgetDictionaries(ctx, tx, t, start, t.Width.Next(start)); err != nil {
 				return err
 			}
 		}

@@ -25,6 +25,9 @@ type staged struct {
 	melo       *string   // nil is NULL
 	subject    *string
 	extra      []any // per declared column: *string, *int64 or nil
+	// series and attr are the ids of the row's dictionary rows, in a
+	// table of the dictionary layout (resolveIDs).
+	series, attr int32
 	// anc holds the starts of the coarser accepted intervals containing
 	// this one: the only places a containing row of the series can start.
 	anc []time.Time

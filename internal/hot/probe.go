@@ -38,11 +38,16 @@ type stored struct {
 // (any version), rows of its series and version starting inside its
 // interval, and rows of its series and version starting at one of its
 // ancestors and reaching into it. $1 selects all staged rows instead of
-// those marked probe.
-func (h *Tier) probeSQL(t *series.Table) string {
+// those marked probe. In the dictionary layout a stored row is of the
+// staged row's series if it has its series id: the dictionary's key
+// starts with the bucket, so it is no index for the natural columns.
+func (h *Tier) probeSQL(t *series.Table, l layout) string {
 	on := `p.malo_id = s.malo_id AND p.obis_code = s.obis_code`
 	for _, c := range t.Identity() {
 		on += ` AND p.` + quote(c.Name) + ` = s.` + quote(c.Name)
+	}
+	if l == layoutDictionary {
+		on = `p.series = s.series`
 	}
 	cols := []string{`s.row_no`, `p."from"`, `(p.version - ` + versionBias + `)::int8`, `p.version_scope`,
 		`(p.value * 1000000)::int8`, `p.unit`, `p.quality`, `p.sparte`, `coalesce(p.melo_id, '')`, `coalesce(p.subject_id, '')`}
@@ -54,8 +59,8 @@ func (h *Tier) probeSQL(t *series.Table) string {
 			cols = append(cols, `p.`+quote(c.Name)+`::text`)
 		}
 	}
-	sel := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + stageName(t) + ` s `
-	parent := h.ident(t.Name)
+	sel := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + stageName(t, l) + ` s `
+	parent := h.natural(t, l, h.ident(t.Name))
 	if t.TimeModel == series.Point {
 		return sel + `JOIN ` + parent + ` p ON ` + on + ` AND p."from" = s."from" WHERE ($1 OR s.probe)`
 	}
@@ -75,12 +80,12 @@ WHERE ($1 OR s.probe)`
 // probe checks staged rows against the stored ones. Rows stored
 // identically become Present and leave the staging table; any conflict
 // fails the batch.
-func (h *Tier) probe(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch, all bool) error {
+func (h *Tier) probe(ctx context.Context, tx pgx.Tx, t *series.Table, l layout, b *batch, all bool) error {
 	byRow := make(map[int32]*staged, len(b.rows))
 	for i := range b.rows {
 		byRow[b.rows[i].row] = &b.rows[i]
 	}
-	rows, err := tx.Query(ctx, h.probeSQL(t), all)
+	rows, err := tx.Query(ctx, h.probeSQL(t, l), all)
 	if err != nil {
 		return err
 	}
@@ -132,7 +137,7 @@ func (h *Tier) probe(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch, 
 		return err
 	}
 	if len(present) > 0 {
-		_, err := tx.Exec(ctx, `DELETE FROM `+stageName(t)+` WHERE row_no = ANY($1)`, present)
+		_, err := tx.Exec(ctx, `DELETE FROM `+stageName(t, l)+` WHERE row_no = ANY($1)`, present)
 		return err
 	}
 	return nil

@@ -26,6 +26,12 @@ func (h *Tier) Purge(ctx context.Context, t *series.Table, confirm string) error
 		return err
 	}
 	return h.ddl(ctx, op, t.Name, func(tx pgx.Tx) error {
+		// Only a table of the dictionary layout has dictionaries: a
+		// relation of that name is otherwise another table's.
+		lay, err := h.layoutOf(ctx, tx, t)
+		if err != nil {
+			return err
+		}
 		for _, p := range parts {
 			if p.Attached {
 				continue
@@ -34,11 +40,15 @@ func (h *Tier) Purge(ctx context.Context, t *series.Table, confirm string) error
 				return fmt.Errorf("drop %s: %w", p.Name, err)
 			}
 		}
-		for _, stmt := range []string{
+		stmts := []string{
 			`DROP TABLE IF EXISTS ` + h.ident(t.Name) + ` CASCADE`,
 			`DROP TABLE IF EXISTS ` + h.ident(ownersName(t)),
 			`DROP FUNCTION IF EXISTS ` + h.ident(checkFunc(t)) + `()`,
-		} {
+		}
+		if lay == layoutDictionary {
+			stmts = append(stmts, `DROP TABLE IF EXISTS `+h.ident(seriesName(t)), `DROP TABLE IF EXISTS `+h.ident(attrsName(t)))
+		}
+		for _, stmt := range stmts {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
 				return err
 			}
@@ -48,7 +58,7 @@ func (h *Tier) Purge(ctx context.Context, t *series.Table, confirm string) error
 		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, h.ident(metaTable)).Scan(&meta); err != nil || !meta {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name)
+		_, err = tx.Exec(ctx, `DELETE FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name)
 		return err
 	})
 }

@@ -24,7 +24,11 @@ func (h *Tier) Scan(ctx context.Context, t *series.Table, q series.Range, fn fun
 	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
 		return nil
 	}
-	sql, args := h.scanSQL(t, q)
+	lay, err := h.layoutOf(ctx, h.pool, t)
+	if err != nil {
+		return classify(op, t.Name, err)
+	}
+	sql, args := h.scanSQL(t, lay, q)
 	rows, err := h.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return classify(op, t.Name, err)
@@ -62,7 +66,11 @@ func (h *Tier) ScanPartition(ctx context.Context, t *series.Table, p Partition, 
 		return classify(op, t.Name, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	sql := `SELECT ` + strings.Join(selectList(t), ", ") + ` FROM ` + h.ident(p.Name) + ` ORDER BY ` + keyList(t, true)
+	lay, err := h.layoutOf(ctx, tx, t)
+	if err != nil {
+		return classify(op, t.Name, err)
+	}
+	sql := `SELECT ` + strings.Join(selectList(t), ", ") + ` FROM ` + h.natural(t, lay, h.ident(p.Name)) + ` n ORDER BY ` + keyList(t, true)
 	if _, err := tx.Exec(ctx, `DECLARE meterstore_partition NO SCROLL CURSOR FOR `+sql); err != nil {
 		return classify(op, t.Name, err)
 	}
@@ -189,7 +197,7 @@ func selectList(t *series.Table) []string {
 	return cols
 }
 
-func (h *Tier) scanSQL(t *series.Table, q series.Range) (string, []any) {
+func (h *Tier) scanSQL(t *series.Table, l layout, q series.Range) (string, []any) {
 	cols := selectList(t)
 	var where []string
 	var args []any
@@ -211,7 +219,7 @@ func (h *Tier) scanSQL(t *series.Table, q series.Range) (string, []any) {
 	if len(q.OBIS) > 0 {
 		arg(`obis_code = ANY ($%d)`, q.OBIS)
 	}
-	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + h.ident(t.Name)
+	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + h.natural(t, l, h.ident(t.Name)) + ` n`
 	if len(where) > 0 {
 		sql += ` WHERE ` + strings.Join(where, " AND ")
 	}

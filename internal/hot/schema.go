@@ -28,6 +28,18 @@ type definition struct {
 	// write. Format 2 records Integrity instead.
 	Exclusion bool   `json:"exclusion,omitempty"`
 	Integrity string `json:"integrity,omitempty"`
+	// Layout is how the rows are stored: "dictionary" (dictionary.go),
+	// or absent for the rows layout every table had before it.
+	Layout string `json:"layout,omitempty"`
+}
+
+// layout returns the recorded layout.
+func (d definition) layout() (layout, error) {
+	switch l := layout(d.Layout); l {
+	case layoutRows, layoutDictionary:
+		return l, nil
+	}
+	return "", fmt.Errorf("unknown layout %q", d.Layout)
 }
 
 // normalize returns d in format 2.
@@ -69,6 +81,7 @@ func definitionOf(t *series.Table, i series.Integrity) definition {
 		Columns:     []columnDef{},
 		Width:       t.Width.String(),
 		Integrity:   i.String(),
+		Layout:      string(newLayout(i)),
 	}
 	for _, r := range t.AcceptedResolutions() {
 		d.Resolutions = append(d.Resolutions, r.String())
@@ -105,6 +118,7 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 	}
 	const op = "ensure"
 	var chosen series.Integrity
+	var lay layout
 	err := h.ensureRetrying(ctx, op, t.Name, func(tx pgx.Tx) error {
 		// Serializes concurrent declarations: CREATE ... IF NOT EXISTS
 		// is not safe against a concurrent CREATE of the same name.
@@ -135,7 +149,8 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			}
 			chosen = newIntegrity(t)
 			want := definitionOf(t, chosen)
-			for _, stmt := range h.tableDDL(t, chosen) {
+			lay = layout(want.Layout)
+			for _, stmt := range h.tableDDL(t, chosen, lay) {
 				if _, err := tx.Exec(ctx, stmt); err != nil {
 					return err
 				}
@@ -144,7 +159,7 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			_, err := tx.Exec(ctx, `INSERT INTO `+h.ident(metaTable)+` (name, time_model, merge_key, definition) VALUES ($1, $2, $3, $4)`,
 				t.Name, want.TimeModel, want.MergeKey, def)
 			if err == nil {
-				h.log.Info("hot: table declared", "table", t.Name, "merge_key", want.MergeKey, "integrity", chosen)
+				h.log.Info("hot: table declared", "table", t.Name, "merge_key", want.MergeKey, "integrity", chosen, "layout", lay)
 			}
 			return err
 		case err != nil:
@@ -155,10 +170,16 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
 		}
 		have = have.normalize()
-		if chosen, err = have.integrity(); err != nil {
+		if chosen, err = have.integrity(); err == nil {
+			lay, err = have.layout()
+		}
+		if err != nil {
 			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
 		}
 		want := definitionOf(t, t.Integrity)
+		// A table keeps the layout it was created in, whatever a new
+		// table of this declaration would get: its rows are stored so.
+		want.Layout = have.Layout
 		upgrade := t.Integrity == series.IntegrityStatement && chosen != series.IntegrityStatement
 		if t.Integrity == series.IntegrityAuto || upgrade {
 			// A table keeps the integrity it was declared with, which
@@ -200,14 +221,14 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			}
 			chosen = series.IntegrityStatement
 		case chosen == series.IntegrityStatement:
-			if err := h.refreshCheckFunc(ctx, tx, t); err != nil {
+			if err := h.refreshCheckFunc(ctx, tx, t, lay); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err == nil {
-		h.remember(t.Name, chosen)
+		h.remember(t.Name, tableInfo{integrity: chosen, layout: lay})
 		h.validatePending(ctx, t)
 	}
 	return err
@@ -226,11 +247,25 @@ func newIntegrity(t *series.Table) series.Integrity {
 	return series.IntegrityExclusion
 }
 
-// tableDDL returns the statements that create t's parent, with integrity i.
-func (h *Tier) tableDDL(t *series.Table, i series.Integrity) []string {
-	stmts := []string{h.parentDDL(t, i)}
+// newLayout returns the layout a new table of integrity i gets: the
+// dictionary layout for IntegrityStatement, whose one fixed resolution it
+// relies on, the rows layout otherwise.
+func newLayout(i series.Integrity) layout {
 	if i == series.IntegrityStatement {
-		stmts = append(stmts, h.statementDDL(t)...)
+		return layoutDictionary
+	}
+	return layoutRows
+}
+
+// tableDDL returns the statements that create t's parent, with integrity i,
+// in layout l.
+func (h *Tier) tableDDL(t *series.Table, i series.Integrity, l layout) []string {
+	stmts := []string{h.parentDDL(t, i)}
+	if l == layoutDictionary {
+		stmts = []string{h.dictParentDDL(t)}
+	}
+	if i == series.IntegrityStatement {
+		stmts = append(stmts, h.statementDDL(t, l)...)
 		stmts = append(stmts, h.triggerDDL(t, h.ident(t.Name), t.Name)...)
 	}
 	return stmts
@@ -283,6 +318,8 @@ func (h *Tier) ensureFunctions(ctx context.Context, tx pgx.Tx) error {
 			`(id text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$` + maloValidBody + `$$`},
 		{h.ident(immutableFunc) + "()", immutableBody, `CREATE OR REPLACE FUNCTION ` + h.ident(immutableFunc) +
 			`() RETURNS trigger LANGUAGE plpgsql AS $$` + immutableBody + `$$`},
+		{h.ident(guardFunc) + "()", guardBody, `CREATE OR REPLACE FUNCTION ` + h.ident(guardFunc) +
+			`() RETURNS trigger LANGUAGE plpgsql AS $$` + guardBody + `$$`},
 	} {
 		var have string
 		err := tx.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure($1)`, f.signature).Scan(&have)
@@ -341,6 +378,7 @@ func sqlList(vals []string) string {
 // per row (checkFuncDDL).
 func (h *Tier) parentDDL(t *series.Table, i series.Integrity) string {
 	perRow := i != series.IntegrityStatement
+	c := columnDefs(t)
 	var cols []string
 	add := func(format string, args ...any) { cols = append(cols, fmt.Sprintf(format, args...)) }
 	if perRow {
@@ -348,39 +386,27 @@ func (h *Tier) parentDDL(t *series.Table, i series.Integrity) string {
 	} else {
 		add(`malo_id text NOT NULL`)
 	}
-	add(`melo_id text CONSTRAINT melo_id_check CHECK (length(melo_id) = 33 AND melo_id ~ '^[A-Z][A-Z]%s[A-Z0-9]+$')`, strings.Repeat("[0-9]", 11))
+	cols = append(cols, c["melo_id"])
 	if perRow {
 		add(`obis_code text NOT NULL CONSTRAINT obis_code_check CHECK (%s)`, obisValid("obis_code"))
 	} else {
 		add(`obis_code text NOT NULL`)
 	}
-	add(`sparte text NOT NULL CONSTRAINT sparte_check CHECK (sparte IN %s)`,
-		sqlList(metering.Spellings(metering.Commodities())))
-	add(`"from" timestamptz NOT NULL`)
+	cols = append(cols, c["sparte"], c["from"])
 	if t.TimeModel == series.Interval {
-		add(`"to" timestamptz NOT NULL`)
+		cols = append(cols, c["to"])
 	}
-	add(`value numeric(18,6) NOT NULL CONSTRAINT value_check CHECK (value <> 'NaN')`)
-	add(`unit text NOT NULL CONSTRAINT unit_check CHECK (unit IN %s)`,
-		sqlList(metering.Spellings(metering.Units())))
-	add(`quality text NOT NULL CONSTRAINT quality_check CHECK (quality IN %s)`,
-		sqlList(metering.Spellings(metering.Qualities())))
+	cols = append(cols, c["value"], c["unit"], c["quality"])
 	if t.TimeModel == series.Interval {
-		var rs []string
-		for _, r := range t.AcceptedResolutions() {
-			rs = append(rs, r.String())
-		}
-		add(`resolution text NOT NULL CONSTRAINT resolution_check CHECK (resolution IN %s)`, sqlList(rs))
+		cols = append(cols, c["resolution"])
 	}
-	add(`version numeric(20,0) NOT NULL CONSTRAINT version_check CHECK (version BETWEEN 0 AND 18446744073709551615)`)
+	cols = append(cols, c["version"])
 	if perRow {
-		add(`version_scope text NOT NULL CONSTRAINT version_scope_check CHECK (%s)`, scopeValid("version_scope"))
+		cols = append(cols, c["version_scope"])
 	} else {
 		add(`version_scope text NOT NULL`)
 	}
-	add(`recorded_at timestamptz NOT NULL DEFAULT now()`)
-	add(`balancing_day date NOT NULL`)
-	add(`subject_id text CONSTRAINT subject_id_check CHECK (subject_id <> '')`)
+	cols = append(cols, c["recorded_at"], c["balancing_day"], c["subject_id"])
 	for _, c := range t.Columns {
 		cols = append(cols, columnDDL(c))
 	}
@@ -389,6 +415,32 @@ func (h *Tier) parentDDL(t *series.Table, i series.Integrity) string {
 	}
 	cols = append(cols, fmt.Sprintf(`CONSTRAINT %s PRIMARY KEY (%s)`, quote(t.Name+"_pkey"), keyList(t, true)))
 	return `CREATE TABLE ` + h.ident(t.Name) + " (\n\t" + strings.Join(cols, ",\n\t") + "\n) PARTITION BY RANGE (\"from\")"
+}
+
+// columnDefs returns the definitions of the columns every layout declares
+// alike, by name, with the CHECK constraints named as the errors of
+// every layout name them. The rows layout holds them all in the table;
+// the dictionary layout spreads them over the table and its dictionaries.
+func columnDefs(t *series.Table) map[string]string {
+	var rs []string
+	for _, r := range t.AcceptedResolutions() {
+		rs = append(rs, r.String())
+	}
+	return map[string]string{
+		"melo_id":       fmt.Sprintf(`melo_id text CONSTRAINT melo_id_check CHECK (length(melo_id) = 33 AND melo_id ~ '^[A-Z][A-Z]%s[A-Z0-9]+$')`, strings.Repeat("[0-9]", 11)),
+		"sparte":        `sparte text NOT NULL CONSTRAINT sparte_check CHECK (sparte IN ` + sqlList(metering.Spellings(metering.Commodities())) + `)`,
+		"from":          `"from" timestamptz NOT NULL`,
+		"to":            `"to" timestamptz NOT NULL`,
+		"value":         `value numeric(18,6) NOT NULL CONSTRAINT value_check CHECK (value <> 'NaN')`,
+		"unit":          `unit text NOT NULL CONSTRAINT unit_check CHECK (unit IN ` + sqlList(metering.Spellings(metering.Units())) + `)`,
+		"quality":       `quality text NOT NULL CONSTRAINT quality_check CHECK (quality IN ` + sqlList(metering.Spellings(metering.Qualities())) + `)`,
+		"resolution":    `resolution text NOT NULL CONSTRAINT resolution_check CHECK (resolution IN ` + sqlList(rs) + `)`,
+		"version":       `version numeric(20,0) NOT NULL CONSTRAINT version_check CHECK (version BETWEEN 0 AND 18446744073709551615)`,
+		"version_scope": `version_scope text NOT NULL CONSTRAINT version_scope_check CHECK (` + scopeValid("version_scope") + `)`,
+		"recorded_at":   `recorded_at timestamptz NOT NULL DEFAULT now()`,
+		"balancing_day": `balancing_day date NOT NULL`,
+		"subject_id":    `subject_id text CONSTRAINT subject_id_check CHECK (subject_id <> '')`,
+	}
 }
 
 // gridCheck returns the condition that an interval lies on the grid of its
@@ -408,7 +460,7 @@ func gridCheck(t *series.Table) string {
 			secs := int64(d.Seconds())
 			// date_bin, unlike extract(epoch ...) % n, stays clear of
 			// numeric arithmetic: a tenth of the cost.
-			cond = fmt.Sprintf(`"to" - "from" = interval '%[1]d seconds' AND date_bin(interval '%[1]d seconds', "from", timestamptz '1970-01-01 00:00:00+00') = "from"`, secs)
+			cond = fixedGrid(secs)
 		} else {
 			step := map[metering.Resolution]string{metering.Day: "1 day", metering.Month: "1 month", metering.Year: "1 year"}[r]
 			cond = start + fmt.Sprintf(` AND "to" = (%s + interval '%s') AT TIME ZONE 'Europe/Berlin'`, local, step)
@@ -422,6 +474,12 @@ func gridCheck(t *series.Table) string {
 		when = append(when, fmt.Sprintf(`WHEN '%s' THEN %s`, r, cond))
 	}
 	return `CASE resolution ` + strings.Join(when, " ") + ` ELSE false END`
+}
+
+// fixedGrid returns the condition that an interval lasts one step of secs
+// seconds and starts on the grid of that step from the epoch.
+func fixedGrid(secs int64) string {
+	return fmt.Sprintf(`"to" - "from" = interval '%[1]d seconds' AND date_bin(interval '%[1]d seconds', "from", timestamptz '1970-01-01 00:00:00+00') = "from"`, secs)
 }
 
 // keyList returns the quoted merge key columns, and version if withVersion.

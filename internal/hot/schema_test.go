@@ -37,8 +37,28 @@ FROM pg_partitioned_table p WHERE p.partrelid = 'meterstore.lastgang'::regclass`
 	if err := pool.QueryRow(ctx, `SELECT array_to_string(merge_key, ',') FROM meterstore.hot_tables WHERE name = 'lastgang'`).Scan(&meta); err != nil {
 		t.Fatal(err)
 	}
-	if strategy != "r" || key != `RANGE ("from")` || mergeKey != `PRIMARY KEY (malo_id, obis_code, "from", channel, version)` || meta != "malo_id,obis_code,from,channel" {
-		t.Fatalf("strategy %q, key %q, primary key %q, merge key %q", strategy, key, mergeKey, meta)
+	// A new table of integrity statement (auto) is in the dictionary
+	// layout: its series dictionary holds the merge key but from, per
+	// bucket, and the primary key is the series, from and version.
+	var seriesKey string
+	if err := pool.QueryRow(ctx, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'meterstore.lastgang_series'::regclass AND contype = 'u'`).Scan(&seriesKey); err != nil {
+		t.Fatal(err)
+	}
+	if strategy != "r" || key != `RANGE ("from")` || mergeKey != `PRIMARY KEY (series, "from", version)` || meta != "malo_id,obis_code,from,channel" ||
+		seriesKey != `UNIQUE (bucket, malo_id, obis_code, channel)` {
+		t.Fatalf("strategy %q, key %q, primary key %q, merge key %q, series key %q", strategy, key, mergeKey, meta, seriesKey)
+	}
+	// In the rows layout the primary key is the merge key and version.
+	rows := lastgang("lastgang_rows")
+	rows.Columns, rows.Integrity = tab.Columns, series.IntegrityExclusion
+	if err := h.Ensure(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'meterstore.lastgang_rows'::regclass AND contype = 'p'`).Scan(&mergeKey); err != nil {
+		t.Fatal(err)
+	}
+	if mergeKey != `PRIMARY KEY (malo_id, obis_code, "from", channel, version)` {
+		t.Fatalf("rows layout: primary key %q", mergeKey)
 	}
 
 	// What changes no stored row may change.
@@ -148,10 +168,9 @@ func testSQLChecks(t *testing.T, integrity series.Integrity) {
 		if melo != "" {
 			m = &melo
 		}
-		_, err := pool.Exec(ctx, `INSERT INTO meterstore.lastgang (malo_id, melo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version, version_scope, balancing_day)
-VALUES ($1, $2, $3, 'STROM', $4, $4::timestamptz + interval '15 minutes', 1.5, 'kWh', '220', 'PT15M', $6, $5, '2026-03-02')`,
-			malo, m, obis, day, scope, version)
-		return err
+		r := qhRow(malo, "kWh", day, version, scope, 1.5)
+		r.melo, r.obis = m, obis
+		return plainInsert(ctx, pool, "meterstore.lastgang", "meterstore.lastgang", r)
 	}
 	good := []string{malo(1), "DE0001234567890123456789012345678", "1-1:1.29.0*255", "9900000000003:2026-03"}
 	if err := insert(good[0], good[1], good[2], good[3]); err != nil {
@@ -344,8 +363,7 @@ $$`); err != nil {
 		t.Fatalf("body %q, %v", body, err)
 	}
 	mustWrite(t, h, tab, meterDay(2, 1))
-	_, err := pool.Exec(ctx, `INSERT INTO meterstore.lastgang (malo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version, version_scope, balancing_day)
-VALUES ('10000000000', '1-1:1.29.0', 'STROM', $1, $2, 1, 'kWh', '220', 'PT15M', 7, '9900000000003:2026-03', '2026-03-02')`, day, day.Add(15*time.Minute))
+	err := plainInsert(ctx, pool, "meterstore.lastgang", "meterstore.lastgang", qhRow("10000000000", "kWh", day, 7, "9900000000003:2026-03", 1))
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.ConstraintName != "malo_id_check" {
 		t.Fatalf("a bad check digit: %v", err)

@@ -11,13 +11,26 @@ import (
 
 // Size returns the rows of t's attached partitions and the bytes of its
 // whole partition tree, attached and detached, indexes included, and of
-// its ownership relation if it has one.
+// its ownership relation and dictionaries if it has them.
 func (h *Tier) Size(ctx context.Context, t *series.Table) (rows, bytes int64, err error) {
 	parent := h.ident(t.Name)
+	lay, err := h.layoutOf(ctx, h.pool, t)
+	if err != nil {
+		return 0, 0, classify("size", t.Name, err)
+	}
+	// Only a table of the dictionary layout has dictionaries: a relation
+	// of that name is otherwise another table's.
+	dicts := []*string{nil, nil}
+	if lay == layoutDictionary {
+		s, a := h.ident(seriesName(t)), h.ident(attrsName(t))
+		dicts = []*string{&s, &a}
+	}
 	err = h.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+parent+`),
 	coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree($1::regclass)), 0)
-	+ coalesce(pg_total_relation_size(to_regclass($2)), 0)`,
-		parent, h.ident(ownersName(t))).Scan(&rows, &bytes)
+	+ coalesce(pg_total_relation_size(to_regclass($2)), 0)
+	+ coalesce(pg_total_relation_size(to_regclass($3)), 0)
+	+ coalesce(pg_total_relation_size(to_regclass($4)), 0)`,
+		parent, h.ident(ownersName(t)), dicts[0], dicts[1]).Scan(&rows, &bytes)
 	return rows, bytes, classify("size", t.Name, err)
 }
 

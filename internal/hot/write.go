@@ -106,12 +106,21 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 	if err != nil {
 		return err
 	}
+	lay, err := h.layoutOf(ctx, tx, t)
+	if err != nil {
+		return err
+	}
 	probeAll := integrity == series.IntegrityWrite
 	if err := h.lockPartitions(ctx, tx, t, b, probeAll); err != nil {
 		return err
 	}
+	if lay == layoutDictionary {
+		if err := h.resolveIDs(ctx, tx, t, b); err != nil {
+			return err
+		}
+	}
 	if fastPath(t, integrity, b) {
-		switch done, err := h.copyDirect(ctx, tx, t, integrity, b); {
+		switch done, err := h.copyDirect(ctx, tx, t, integrity, lay, b); {
 		case err != nil:
 			return err
 		case done:
@@ -121,16 +130,16 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 		// is no error, so the staged path finds out which rows did.
 		probeAll = true
 	}
-	if _, err := tx.Exec(ctx, h.stageDDL(t)); err != nil {
+	if _, err := tx.Exec(ctx, h.stageDDL(t, lay)); err != nil {
 		return err
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageName(t)}, stageColumns(t), newStageSource(t, b.rows)); err != nil {
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageName(t, lay)}, stageColumns(t, lay), newStageSource(t, lay, b.rows)); err != nil {
 		return err
 	}
-	insert := h.insertSQL(t)
+	insert := h.insertSQL(t, lay)
 	for attempt := 1; ; attempt++ {
 		if probeAll || b.anyProbe() {
-			if err := h.probe(ctx, tx, t, b, probeAll); err != nil {
+			if err := h.probe(ctx, tx, t, lay, b, probeAll); err != nil {
 				return err
 			}
 		}
@@ -256,9 +265,14 @@ func probedPartitions(t *series.Table, s *staged, ps []time.Time) []time.Time {
 	return ps
 }
 
-// stageColumns returns the staging table's columns, in COPY order.
-func stageColumns(t *series.Table) []string {
-	return append([]string{"row_no", "probe", "anc"}, dataColumns(t, false)...)
+// stageColumns returns the staging table's columns for layout l, in COPY
+// order: the natural columns, and in the dictionary layout the ids.
+func stageColumns(t *series.Table, l layout) []string {
+	cols := append([]string{"row_no", "probe", "anc"}, dataColumns(t, false)...)
+	if l == layoutDictionary {
+		cols = append(cols, "series", "attr")
+	}
+	return cols
 }
 
 // dataColumns returns the columns a write supplies: every column but
@@ -284,8 +298,8 @@ func dataColumns(t *series.Table, quoted bool) []string {
 	return cols
 }
 
-// stageDefs returns the staging table's column definitions.
-func stageDefs(t *series.Table) []string {
+// stageDefs returns the staging table's column definitions for layout l.
+func stageDefs(t *series.Table, l layout) []string {
 	cols := []string{"row_no int4 NOT NULL", "probe bool NOT NULL", "anc timestamptz[]",
 		"malo_id text", "melo_id text", "obis_code text", "sparte text", `"from" timestamptz`}
 	if t.TimeModel == series.Interval {
@@ -299,39 +313,44 @@ func stageDefs(t *series.Table) []string {
 	for _, c := range t.Columns {
 		cols = append(cols, quote(c.Name)+" "+c.ColumnType().String())
 	}
+	if l == layoutDictionary {
+		cols = append(cols, "series int4", "attr int4")
+	}
 	return cols
 }
 
-// stageName returns the name of the staging table of t's column layout.
-func stageName(t *series.Table) string {
+// stageName returns the name of the staging table of t's column layout
+// in table layout l.
+func stageName(t *series.Table, l layout) string {
 	f := fnv.New64a()
-	f.Write([]byte(strings.Join(stageDefs(t), ", ")))
+	f.Write([]byte(strings.Join(stageDefs(t, l), ", ")))
 	return stagePrefix + strconv.FormatUint(f.Sum64(), 36)
 }
 
-func (h *Tier) stageDDL(t *series.Table) string {
-	return `CREATE TEMP TABLE ` + stageName(t) + ` (` + strings.Join(stageDefs(t), ", ") + `) ON COMMIT DROP`
+func (h *Tier) stageDDL(t *series.Table, l layout) string {
+	return `CREATE TEMP TABLE ` + stageName(t, l) + ` (` + strings.Join(stageDefs(t, l), ", ") + `) ON COMMIT DROP`
 }
 
-func (h *Tier) insertSQL(t *series.Table) string {
-	cols := strings.Join(dataColumns(t, true), ", ")
-	return `INSERT INTO ` + h.ident(t.Name) + ` (` + cols + `) SELECT ` + cols + ` FROM ` + stageName(t)
+func (h *Tier) insertSQL(t *series.Table, l layout) string {
+	cols := strings.Join(writeColumns(t, l, true), ", ")
+	return `INSERT INTO ` + h.ident(t.Name) + ` (` + cols + `) SELECT ` + cols + ` FROM ` + stageName(t, l)
 }
 
 // stageSource feeds staged rows to COPY. Values are pointers into the
 // rows, and the slice is reused, so a row costs no allocation here.
 type stageSource struct {
 	t    *series.Table
+	l    layout
 	rows []staged
 	i    int
 	vals []any
-	// direct leaves out the staging table's own columns: the rows go
-	// straight into the table (dataColumns).
+	// direct feeds the columns the table takes (writeColumns) rather
+	// than the staging table's: the rows go straight into the table.
 	direct bool
 }
 
-func newStageSource(t *series.Table, rows []staged) *stageSource {
-	return &stageSource{t: t, rows: rows, i: -1, vals: make([]any, 0, len(stageColumns(t)))}
+func newStageSource(t *series.Table, l layout, rows []staged) *stageSource {
+	return &stageSource{t: t, l: l, rows: rows, i: -1, vals: make([]any, 0, len(stageColumns(t, l)))}
 }
 
 // Next, Err and Values implement pgx.CopyFromSource.
@@ -341,6 +360,15 @@ func (s *stageSource) Err() error { return nil }
 func (s *stageSource) Values() ([]any, error) {
 	r := &s.rows[s.i]
 	v := s.vals[:0]
+	if s.direct && s.l == layoutDictionary {
+		v = append(v, &r.series, &r.attr, &r.from, &r.to, &r.value, &r.quality, &r.version, &r.day)
+		for i, c := range s.t.Columns {
+			if !c.Identity {
+				v = append(v, r.extra[i])
+			}
+		}
+		return v, nil
+	}
 	if !s.direct {
 		v = append(v, &r.row, &r.probe, &r.anc)
 	}
@@ -355,6 +383,9 @@ func (s *stageSource) Values() ([]any, error) {
 	v = append(v, &r.version, &r.src.VersionScope, &r.day, r.subject)
 	if len(s.t.Columns) > 0 {
 		v = append(v, r.extra...)
+	}
+	if s.l == layoutDictionary {
+		v = append(v, &r.series, &r.attr)
 	}
 	return v, nil
 }

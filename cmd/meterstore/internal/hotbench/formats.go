@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/meterstore/meterstore/internal/ingest"
 	"github.com/meterstore/meterstore/series"
 )
@@ -95,11 +94,20 @@ func (s *Setup) Same(ctx context.Context, a, b string) error {
 	if ta == nil || tb == nil {
 		return fmt.Errorf("hotbench: %q or %q stores no hot table", a, b)
 	}
-	na, nb := pgx.Identifier{s.tier.Schema(), ta.Name}.Sanitize(), pgx.Identifier{s.tier.Schema(), tb.Name}.Sanitize()
+	// Read with the natural columns, whichever layout each table has.
+	na, err := s.tier.Natural(ctx, ta)
+	if err != nil {
+		return err
+	}
+	nb, err := s.tier.Natural(ctx, tb)
+	if err != nil {
+		return err
+	}
 	const cols = `malo_id, obis_code, "from", "to", value, unit, quality, resolution, version, version_scope`
 	var ca, cb, only int64
 	var sa, sb string
-	err := s.pool.QueryRow(ctx, `SELECT
+	na, nb = na+" a", nb+" b"
+	err = s.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM `+na+`), (SELECT coalesce(sum(value), 0)::text FROM `+na+`),
 		(SELECT count(*) FROM `+nb+`), (SELECT coalesce(sum(value), 0)::text FROM `+nb+`),
 		(SELECT count(*) FROM ((SELECT `+cols+` FROM `+na+` EXCEPT ALL SELECT `+cols+` FROM `+nb+`)

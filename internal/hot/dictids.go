@@ -1,0 +1,256 @@
+package hot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/meterstore/meterstore/series"
+)
+
+// A dictionary names one of a table's dictionaries and its key columns.
+// Keys travel as text arrays, cast to the columns' types in SQL, and come
+// back in the same text (outputs), so Go matches them as strings.
+type dictionary struct {
+	name  string   // relation name
+	cols  []string // key columns, unquoted
+	types []string // their SQL types
+	null  []bool   // whether NULL is a value of the key column
+}
+
+// unnest returns the FROM item of the key arrays $1...$n, one column k<i>
+// per key column, with ordinality i.
+func (d *dictionary) unnest() string {
+	args := make([]string, len(d.cols))
+	names := make([]string, len(d.cols))
+	for i := range d.cols {
+		args[i] = "$" + strconv.Itoa(i+1) + "::text[]"
+		names[i] = "k" + strconv.Itoa(i)
+	}
+	return `unnest(` + strings.Join(args, ", ") + `) WITH ORDINALITY AS u(` + strings.Join(names, ", ") + `, i)`
+}
+
+// outputs returns the key columns of the dictionary row p in the text they
+// are sent in.
+func (d *dictionary) outputs(p string) string {
+	out := make([]string, len(d.cols))
+	for i, c := range d.cols {
+		switch d.types[i] {
+		case "timestamptz":
+			out[i] = `to_char(` + p + quote(c) + ` AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '+00'`
+		default:
+			out[i] = p + quote(c) + `::text`
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// selectSQL returns the statement that finds the ids of the keys sent.
+func (h *Tier) dictSelectSQL(d *dictionary) string {
+	on := make([]string, len(d.cols))
+	for i, c := range d.cols {
+		op := " = "
+		if d.null[i] {
+			op = " IS NOT DISTINCT FROM "
+		}
+		on[i] = "d." + quote(c) + op + "u.k" + strconv.Itoa(i) + "::" + d.types[i]
+	}
+	return `SELECT d.id, ` + d.outputs("d.") + ` FROM ` + d.unnest() + ` JOIN ` + h.ident(d.name) + ` d ON ` + strings.Join(on, " AND ")
+}
+
+// insertSQL returns the statement that inserts the keys sent, in their
+// order, and returns the ids of those it inserted; a key a concurrent
+// writer inserted first is left out.
+func (h *Tier) dictInsertSQL(d *dictionary) string {
+	cols := make([]string, len(d.cols))
+	vals := make([]string, len(d.cols))
+	for i, c := range d.cols {
+		cols[i] = quote(c)
+		vals[i] = "u.k" + strconv.Itoa(i) + "::" + d.types[i]
+	}
+	return `INSERT INTO ` + h.ident(d.name) + ` (` + strings.Join(cols, ", ") + `) SELECT ` + strings.Join(vals, ", ") +
+		` FROM ` + d.unnest() + ` ORDER BY u.i ON CONFLICT DO NOTHING RETURNING id, ` + d.outputs("")
+}
+
+// keyString returns a key as one string: each part marked NULL or not,
+// then its text, which holds no NUL.
+func keyString(k []*string) string {
+	var b strings.Builder
+	for _, p := range k {
+		if p == nil {
+			b.WriteString("N\x00")
+			continue
+		}
+		b.WriteString("V")
+		b.WriteString(*p)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// ids returns the id of each key, distinct keys, inserting those the
+// dictionary lacks. Keys are inserted sorted, so two writers wait for each
+// other at their first common key rather than deadlock; ids are not spent
+// on keys that exist.
+func (h *Tier) ids(ctx context.Context, tx pgx.Tx, d *dictionary, keys [][]*string) ([]int32, error) {
+	strs := make([]string, len(keys))
+	at := make(map[string]int, len(keys))
+	for i, k := range keys {
+		strs[i] = keyString(k)
+		at[strs[i]] = i
+	}
+	out := make([]int32, len(keys))
+	found := make([]bool, len(keys))
+	collect := func(sql string, want []int) error {
+		args := make([]any, len(d.cols))
+		for c := range d.cols {
+			col := make([]*string, len(want))
+			for j, i := range want {
+				col[j] = keys[i][c]
+			}
+			args[c] = col
+		}
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		k := make([]*string, len(d.cols))
+		dst := make([]any, 1+len(d.cols))
+		var id int32
+		dst[0] = &id
+		for c := range k {
+			dst[1+c] = &k[c]
+		}
+		for rows.Next() {
+			if err := rows.Scan(dst...); err != nil {
+				return err
+			}
+			i, ok := at[keyString(k)]
+			if !ok {
+				return fmt.Errorf("dictionary %s returned a key not asked for", d.name)
+			}
+			out[i], found[i] = id, true
+		}
+		return rows.Err()
+	}
+	missing := func() []int {
+		var m []int
+		for i := range keys {
+			if !found[i] {
+				m = append(m, i)
+			}
+		}
+		return m
+	}
+	all := make([]int, len(keys))
+	for i := range all {
+		all[i] = i
+	}
+	if err := collect(h.dictSelectSQL(d), all); err != nil {
+		return nil, err
+	}
+	if m := missing(); len(m) > 0 {
+		slices.SortFunc(m, func(a, b int) int { return strings.Compare(strs[a], strs[b]) })
+		if err := collect(h.dictInsertSQL(d), m); err != nil {
+			return nil, err
+		}
+		// Keys a concurrent writer inserted and committed meanwhile.
+		if m := missing(); len(m) > 0 {
+			if err := collect(h.dictSelectSQL(d), m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if m := missing(); len(m) > 0 {
+		return nil, fmt.Errorf("dictionary %s: %d keys neither found nor inserted", d.name, len(m))
+	}
+	return out, nil
+}
+
+// resolveIDs gives every row of b the ids of its series and attributes
+// in t's dictionaries, inserting the keys that are missing. A deadlock or
+// a unique violation between concurrent inserts is retried from a
+// savepoint, at most maxAttempts times, then reported Unavailable.
+func (h *Tier) resolveIDs(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) error {
+	for attempt := 1; ; attempt++ {
+		if _, err := tx.Exec(ctx, `SAVEPOINT hot_dict`); err != nil {
+			return err
+		}
+		err := h.resolve(ctx, tx, t, b)
+		var pgErr *pgconn.PgError
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &pgErr) || pgErr.Code != "40P01" && pgErr.Code != "23505":
+			return err
+		case attempt == maxAttempts:
+			return &series.Error{Kind: series.Unavailable, Op: "write", Table: t.Name,
+				Err: fmt.Errorf("dictionary keys refused %d times by keys written concurrently: %w", attempt, err)}
+		}
+		if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT hot_dict`); err != nil {
+			return err
+		}
+	}
+}
+
+// resolve collects b's distinct dictionary keys, finds or inserts them,
+// and records the ids in b's rows.
+func (h *Tier) resolve(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) error {
+	serDict, attrDict := dictionaries(t)
+	ident := t.Identity()
+	type keyed struct {
+		at   map[string]int
+		keys [][]*string
+	}
+	ser := keyed{at: map[string]int{}}
+	attrs := keyed{at: map[string]int{}}
+	add := func(k *keyed, key []*string) int {
+		s := keyString(key)
+		if i, ok := k.at[s]; ok {
+			return i
+		}
+		k.at[s] = len(k.keys)
+		k.keys = append(k.keys, key)
+		return len(k.keys) - 1
+	}
+	sIdx := make([]int, len(b.rows))
+	aIdx := make([]int, len(b.rows))
+	var bucket *string // rows come in runs of one bucket
+	for i := range b.rows {
+		s := &b.rows[i]
+		if bt := bucketText(t, s.from); bucket == nil || *bucket != bt {
+			bucket = &bt
+		}
+		sk := make([]*string, 0, 3+len(ident))
+		sk = append(sk, bucket, &s.src.MaLo, &s.src.OBIS)
+		for _, c := range ident {
+			v := s.src.Extra[c.Name]
+			if c.ColumnType() == series.BigInt {
+				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+					v = strconv.FormatInt(n, 10) // as int8::text spells it
+				}
+			}
+			sk = append(sk, &v)
+		}
+		sIdx[i] = add(&ser, sk)
+		aIdx[i] = add(&attrs, []*string{bucket, &s.sparte, &s.unit, &s.resolution, &s.src.VersionScope, s.melo, s.subject})
+	}
+	sIDs, err := h.ids(ctx, tx, &serDict, ser.keys)
+	if err != nil {
+		return err
+	}
+	aIDs, err := h.ids(ctx, tx, &attrDict, attrs.keys)
+	if err != nil {
+		return err
+	}
+	for i := range b.rows {
+		b.rows[i].series, b.rows[i].attr = sIDs[sIdx[i]], aIDs[aIdx[i]]
+	}
+	return nil
+}

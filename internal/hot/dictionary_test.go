@@ -1,0 +1,319 @@
+package hot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/meterstore/meterstore/series"
+)
+
+// TestDictionaryForeignKeys: a reading whose series id is of another
+// bucket, or whose attr id names no dictionary row, is refused (23503)
+// for a plain client, by INSERT and by COPY, with nothing written. A
+// series id of another day would otherwise defeat the primary key: the
+// same merge key under two ids.
+func TestDictionaryForeignKeys(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	declare(t, h, tab)
+	ctx := context.Background()
+	mustWrite(t, h, tab, meterDay(1, 100))
+	next := meterDay(1, 100)
+	for i := range next {
+		next[i].From, next[i].To = next[i].From.Add(24*time.Hour), next[i].To.Add(24*time.Hour)
+	}
+	mustWrite(t, h, tab, next[:4])
+	count := func() (n int) {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.lastgang`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	stored := count()
+	var today, tomorrow, attr int32
+	if err := pool.QueryRow(ctx, `SELECT (SELECT id FROM meterstore.lastgang_series WHERE bucket = $1),
+	(SELECT id FROM meterstore.lastgang_series WHERE bucket = $2), (SELECT id FROM meterstore.lastgang_attrs WHERE bucket = $1)`,
+		day, day.Add(24*time.Hour)).Scan(&today, &tomorrow, &attr); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(rel string, series, attr int32, version int) error {
+		_, err := pool.Exec(ctx, `INSERT INTO `+rel+` (series, attr, "from", "to", value, quality, version, balancing_day)
+VALUES ($1, $2, $3, $4, 1, '220', $5, '2026-03-02')`, series, attr, day.Add(time.Hour), day.Add(time.Hour+15*time.Minute), version)
+		return err
+	}
+	for _, x := range []struct {
+		what       string
+		err        error
+		constraint string
+	}{
+		{"a series id of the next day", insert("meterstore.lastgang", tomorrow, attr, 100), "lastgang_series_fkey"},
+		{"a series id of the next day, into the partition", insert("meterstore.lastgang_p20260302", tomorrow, attr, 101), "lastgang_series_fkey"},
+		{"a series id that does not exist", insert("meterstore.lastgang", 2147483000, attr, 102), "lastgang_series_fkey"},
+		{"an attr id that does not exist", insert("meterstore.lastgang", today, 2147483000, 103), "lastgang_attrs_fkey"},
+	} {
+		if !refusedAs(x.err, "23503") || !containsConstraint(x.err, x.constraint) {
+			t.Errorf("%s: %v, want a foreign key violation of %s", x.what, x.err, x.constraint)
+		}
+	}
+	// By COPY, one good row among them: the statement is refused whole.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	slot := day.Add(2 * time.Hour)
+	_, err = conn.Conn().CopyFrom(ctx, []string{"meterstore", "lastgang"}, []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"},
+		pgx.CopyFromRows([][]any{{today, attr, slot, slot.Add(15 * time.Minute), "1", "220", 200, "2026-03-02"},
+			{tomorrow, attr, slot.Add(15 * time.Minute), slot.Add(30 * time.Minute), "1", "220", 200, "2026-03-02"}}))
+	if !refusedAs(err, "23503") {
+		t.Errorf("COPY with a series id of the next day: %v, want a foreign key violation", err)
+	}
+	if n := count(); n != stored {
+		t.Fatalf("%d rows stored after the refusals, want %d", n, stored)
+	}
+	if got := scanAll(t, h, tab); len(got) != stored {
+		t.Fatalf("scanned %d readings, want %d", len(got), stored)
+	}
+}
+
+// containsConstraint reports whether err is a PostgreSQL error naming
+// constraint c.
+func containsConstraint(err error, c string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.ConstraintName == c
+}
+
+// TestDictionaryGuard: a plain client can neither UPDATE nor DELETE nor
+// TRUNCATE a dictionary: readings refer to its rows by id.
+func TestDictionaryGuard(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	declare(t, h, tab)
+	ctx := context.Background()
+	mustWrite(t, h, tab, meterDay(1, 100))
+	for _, stmt := range []string{
+		`UPDATE meterstore.lastgang_series SET malo_id = '` + malo(2) + `'`,
+		`UPDATE meterstore.lastgang_attrs SET version_scope = '9900000000010:2026-03'`,
+		`DELETE FROM meterstore.lastgang_series`,
+		`DELETE FROM meterstore.lastgang_attrs WHERE true`,
+		`TRUNCATE meterstore.lastgang_series CASCADE`,
+		`TRUNCATE meterstore.lastgang_attrs`,
+	} {
+		if _, err := pool.Exec(ctx, stmt); !refusedAs(err, "23001") {
+			t.Errorf("%s: %v, want a restrict violation", stmt, err)
+		}
+	}
+	var s, a int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM meterstore.lastgang_series), (SELECT count(*) FROM meterstore.lastgang_attrs)`).Scan(&s, &a); err != nil || s != 1 || a != 1 {
+		t.Fatalf("%d series and %d attrs left, want 1 and 1 (%v)", s, a, err)
+	}
+	if got := scanAll(t, h, tab); len(got) != 96 || got[0].MaLo != malo(1) {
+		t.Fatalf("scanned %d readings", len(got))
+	}
+}
+
+// TestDictionaryDrop: dropping a partition deletes the dictionary rows of
+// its bucket and the spans in it, and leaves those of the other days; a
+// purge drops the dictionaries.
+func TestDictionaryDrop(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	declare(t, h, tab)
+	ctx := context.Background()
+	mustWrite(t, h, tab, append(meterDay(1, 100), meterDay(2, 100)...))
+	next := meterDay(1, 100)
+	for i := range next {
+		next[i].From, next[i].To = next[i].From.Add(24*time.Hour), next[i].To.Add(24*time.Hour)
+	}
+	mustWrite(t, h, tab, next)
+	counts := func() (s, a, o int) {
+		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM meterstore.lastgang_series), (SELECT count(*) FROM meterstore.lastgang_attrs),
+	(SELECT count(*) FROM meterstore.lastgang_operators)`).Scan(&s, &a, &o); err != nil {
+			t.Fatal(err)
+		}
+		return s, a, o
+	}
+	if s, a, o := counts(); s != 3 || a != 2 || o != 3 {
+		t.Fatalf("%d series, %d attrs, %d spans; want 3, 2, 3", s, a, o)
+	}
+	if err := h.Detach(ctx, tab, day); err != nil {
+		t.Fatal(err)
+	}
+	// A detached partition is still read, for its archival, through the
+	// dictionaries.
+	p := Partition{Name: "lastgang_p20260302", From: day, To: day.Add(24 * time.Hour)}
+	n := 0
+	if err := h.ScanPartition(ctx, tab, p, 50, func(rs []series.Reading) error { n += len(rs); return nil }); err != nil || n != 192 {
+		t.Fatalf("scanned %d readings of the detached partition, %v", n, err)
+	}
+	if err := h.Drop(ctx, tab, day); err != nil {
+		t.Fatal(err)
+	}
+	if s, a, o := counts(); s != 1 || a != 1 || o != 1 {
+		t.Fatalf("after the drop: %d series, %d attrs, %d spans; want 1, 1, 1", s, a, o)
+	}
+	if got := scanAll(t, h, tab); len(got) != 96 || !got[0].From.Equal(day.Add(24*time.Hour)) {
+		t.Fatalf("scanned %d readings after the drop", len(got))
+	}
+	mustWrite(t, h, tab, next) // Present, through the dictionaries left
+	if err := h.Purge(ctx, tab, tab.Name); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relname LIKE 'lastgang%'`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d relations left after the purge (%v)", left, err)
+	}
+}
+
+// TestRowsLayoutKept: a table of integrity statement in the rows layout
+// (one upgraded, or declared before the dictionary layout) keeps that
+// layout through declarations, auto and statement, and still writes and
+// reads; a fresh Tier reads its layout from hot_tables.
+func TestRowsLayoutKept(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	declareVariant(t, h, tab, variant{"rows", series.IntegrityStatement, true})
+	ctx := context.Background()
+	// As a statement table created by the version before: format 2,
+	// statement, no layout.
+	d := definitionOf(tab, series.IntegrityStatement)
+	d.Layout = ""
+	old, _ := json.Marshal(d)
+	if _, err := pool.Exec(ctx, `UPDATE meterstore.hot_tables SET definition = $1`, old); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []series.Integrity{series.IntegrityAuto, series.IntegrityStatement} {
+		fresh, err := New(pool, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again := lastgang("lastgang")
+		again.Integrity = i
+		if err := fresh.Ensure(ctx, again); err != nil {
+			t.Fatalf("declared %v: %v", i, err)
+		}
+		if l, err := fresh.layoutOf(ctx, pool, again); err != nil || l != layoutRows {
+			t.Fatalf("declared %v: layout %q, %v", i, l, err)
+		}
+		res := mustWrite(t, fresh, again, meterDay(int(i)+1, 100))
+		if res.Inserted != 96 {
+			t.Fatalf("declared %v: %+v", i, res)
+		}
+		if res := mustWrite(t, fresh, again, meterDay(int(i)+1, 100)); res.Present != 96 {
+			t.Fatalf("declared %v, a redelivery: %+v", i, res)
+		}
+	}
+	var stored []byte
+	var dict bool
+	if err := pool.QueryRow(ctx, `SELECT definition, to_regclass('meterstore.lastgang_series') IS NOT NULL FROM meterstore.hot_tables`).Scan(&stored, &dict); err != nil {
+		t.Fatal(err)
+	}
+	var have definition
+	if err := json.Unmarshal(stored, &have); err != nil || have.Layout != "" || dict {
+		t.Fatalf("stored layout %q, dictionary %v (%v)", have.Layout, dict, err)
+	}
+	if got := scanAll(t, h, tab); len(got) != 192 {
+		t.Fatalf("scanned %d readings, want 192", len(got))
+	}
+}
+
+// TestDictionarySize: the same readings take fewer bytes in the
+// dictionary layout than in the rows layout, counting everything Size
+// counts (heap, indexes, spans, dictionaries).
+func TestDictionarySize(t *testing.T) {
+	ctx := context.Background()
+	var bytes [2]int64
+	for i, v := range statementLayouts {
+		h, _ := newTier(t, Options{})
+		tab := lastgang("lastgang")
+		declareVariant(t, h, tab, v)
+		var rows []series.Reading
+		for m := range 50 {
+			rows = append(rows, meterDay(m+1, 100)...)
+		}
+		mustWrite(t, h, tab, rows)
+		n, b, err := h.Size(ctx, tab)
+		if err != nil || n != int64(len(rows)) {
+			t.Fatalf("%s: %d rows, %v", v.name, n, err)
+		}
+		bytes[i] = b
+		t.Logf("%s: %d bytes, %d per reading", v.name, b, b/n)
+	}
+	if bytes[0] >= bytes[1] {
+		t.Fatalf("dictionary layout %d bytes, rows layout %d", bytes[0], bytes[1])
+	}
+}
+
+// TestDictionaryConcurrentKeys: writers that bring the same new series and
+// attributes at once each get the one id of a key: the loser of an insert
+// waits for the winner and reads its id, and every reading is stored once.
+func TestDictionaryConcurrentKeys(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	declare(t, h, tab)
+	ctx := context.Background()
+	const writers = 6
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			// Every writer brings meters 1 to 8, each its own versions,
+			// in its own order.
+			var rows []series.Reading
+			for m := range 8 {
+				rows = append(rows, meterDay((m+w)%8+1, uint64(100+w))[:4]...)
+			}
+			_, err := h.Write(ctx, tab, rows)
+			errs <- err
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var s, a, n int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM meterstore.lastgang_series), (SELECT count(*) FROM meterstore.lastgang_attrs),
+	(SELECT count(*) FROM meterstore.lastgang)`).Scan(&s, &a, &n); err != nil {
+		t.Fatal(err)
+	}
+	if s != 8 || a != 1 || n != writers*8*4 {
+		t.Fatalf("%d series, %d attrs, %d readings; want 8, 1, %d", s, a, n, writers*8*4)
+	}
+	if got := scanAll(t, h, tab); len(got) != n {
+		t.Fatalf("scanned %d readings, want %d", len(got), n)
+	}
+}
+
+// TestPurgeLeavesOtherTables: purging a table of the rows layout leaves a
+// declared table named like its dictionaries would be, and Size does not
+// count it.
+func TestPurgeLeavesOtherTables(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	ctx := context.Background()
+	tab := lastgang("power")
+	tab.Integrity = series.IntegrityExclusion
+	declare(t, h, tab)
+	other := lastgang("power_series")
+	declare(t, h, other)
+	mustWrite(t, h, other, meterDay(1, 1))
+	_, small, err := h.Size(ctx, tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, big, err := h.Size(ctx, other)
+	if err != nil || small >= big {
+		t.Fatalf("empty table %d bytes, the other %d (%v)", small, big, err)
+	}
+	if err := h.Purge(ctx, tab, tab.Name); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.power_series`).Scan(&n); err != nil || n != 96 {
+		t.Fatalf("the other table: %d rows, %v", n, err)
+	}
+}

@@ -1,0 +1,129 @@
+package hot
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// execQuerier is what a pool, a connection and a transaction share.
+type execQuerier interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
+}
+
+// plainRow is a reading in its natural columns, as a plain client writes
+// it; a nil melo_id is NULL.
+type plainRow struct {
+	malo, obis, sparte string
+	melo               *string
+	from, to           time.Time
+	value              any
+	unit, quality      string
+	resolution         string
+	version            any
+	scope              string
+	day                string
+}
+
+// qhRow returns the plain row of a quarter hour of the tests' day.
+func qhRow(malo, unit string, from time.Time, version any, scope string, value any) plainRow {
+	return plainRow{malo: malo, obis: "1-1:1.29.0", sparte: "STROM", from: from, to: from.Add(15 * time.Minute), value: value,
+		unit: unit, quality: "220", resolution: "PT15M", version: version, scope: scope, day: "2026-03-02"}
+}
+
+// isDictionary reports whether table (schema-qualified, unquoted) is in
+// the dictionary layout: whether its series dictionary exists.
+func isDictionary(ctx context.Context, q execQuerier, table string) (bool, error) {
+	var ok bool
+	err := q.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table+"_series").Scan(&ok)
+	return ok, err
+}
+
+// plainInsert inserts r into rel, table (schema-qualified, unquoted) or one
+// of its partitions, with plain SQL as psql would: in the rows layout one
+// INSERT of the natural columns; in the dictionary layout the dictionary
+// rows first (ON CONFLICT DO NOTHING), then the reading with their ids.
+// The bucket is the UTC day of from (daily partitions).
+func plainInsert(ctx context.Context, q execQuerier, table, rel string, r plainRow) error {
+	dict, err := isDictionary(ctx, q, table)
+	if err != nil {
+		return err
+	}
+	if !dict {
+		_, err := q.Exec(ctx, `INSERT INTO `+rel+` (malo_id, melo_id, obis_code, sparte, "from", "to", value, unit, quality, resolution, version, version_scope, balancing_day)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			r.malo, r.melo, r.obis, r.sparte, r.from, r.to, r.value, r.unit, r.quality, r.resolution, r.version, r.scope, r.day)
+		return err
+	}
+	if err := plainDict(ctx, q, table, r); err != nil {
+		return err
+	}
+	bucket := r.from.UTC().Truncate(24 * time.Hour)
+	_, err = q.Exec(ctx, `INSERT INTO `+rel+` (series, attr, "from", "to", value, quality, version, balancing_day)
+SELECT s.id, a.id, $7, $8, $9, $10, $11, $12
+FROM `+table+`_series s, `+table+`_attrs a
+WHERE s.bucket = $1 AND s.malo_id = $2 AND s.obis_code = $3
+AND a.bucket = $1 AND a.melo_id IS NOT DISTINCT FROM $4 AND a.sparte = $5 AND a.unit = $6 AND a.resolution = 'PT15M' AND a.version_scope = $13 AND a.subject_id IS NULL`,
+		bucket, r.malo, r.obis, r.melo, r.sparte, r.unit, r.from, r.to, r.value, r.quality, r.version, r.day, r.scope)
+	return err
+}
+
+// plainDict inserts the dictionary rows of r into those of table unless
+// they exist.
+func plainDict(ctx context.Context, q execQuerier, table string, r plainRow) error {
+	bucket := r.from.UTC().Truncate(24 * time.Hour)
+	if _, err := q.Exec(ctx, `INSERT INTO `+table+`_series (bucket, malo_id, obis_code) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+		bucket, r.malo, r.obis); err != nil {
+		return err
+	}
+	_, err := q.Exec(ctx, `INSERT INTO `+table+`_attrs (bucket, melo_id, sparte, unit, resolution, version_scope) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+		bucket, r.melo, r.sparte, r.unit, r.resolution, r.scope)
+	return err
+}
+
+// plainCopy copies rows of one market location and OBIS code into rel,
+// table or one of its partitions, with one COPY, as a plain client would:
+// in the dictionary layout after inserting the dictionary rows and reading
+// their ids.
+func plainCopy(ctx context.Context, conn *pgx.Conn, table, rel string, rows []plainRow) error {
+	dict, err := isDictionary(ctx, conn, table)
+	if err != nil {
+		return err
+	}
+	ident := pgx.Identifier(strings.Split(rel, "."))
+	var data [][]any
+	if !dict {
+		for _, r := range rows {
+			data = append(data, []any{r.malo, r.obis, r.sparte, r.from, r.to, r.value, r.unit, r.quality, r.resolution, r.version, r.scope, r.day})
+		}
+		_, err = conn.CopyFrom(ctx, ident, []string{"malo_id", "obis_code", "sparte", "from", "to", "value", "unit", "quality", "resolution", "version", "version_scope", "balancing_day"},
+			pgx.CopyFromRows(data))
+		return err
+	}
+	for _, r := range rows {
+		bucket := r.from.UTC().Truncate(24 * time.Hour)
+		var sid, aid int32
+		if _, err := conn.Exec(ctx, `INSERT INTO `+table+`_series (bucket, malo_id, obis_code) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+			bucket, r.malo, r.obis); err != nil {
+			return err
+		}
+		if err := conn.QueryRow(ctx, `SELECT id FROM `+table+`_series WHERE bucket = $1 AND malo_id = $2 AND obis_code = $3`, bucket, r.malo, r.obis).Scan(&sid); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO `+table+`_attrs (bucket, sparte, unit, resolution, version_scope) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+			bucket, r.sparte, r.unit, r.resolution, r.scope); err != nil {
+			return err
+		}
+		if err := conn.QueryRow(ctx, `SELECT id FROM `+table+`_attrs WHERE bucket = $1 AND sparte = $2 AND unit = $3 AND resolution = $4 AND version_scope = $5
+AND melo_id IS NULL AND subject_id IS NULL`, bucket, r.sparte, r.unit, r.resolution, r.scope).Scan(&aid); err != nil {
+			return err
+		}
+		data = append(data, []any{sid, aid, r.from, r.to, r.value, r.quality, r.version, r.day})
+	}
+	_, err = conn.CopyFrom(ctx, ident, []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"}, pgx.CopyFromRows(data))
+	return err
+}
