@@ -301,6 +301,10 @@ func TestPurgeLeavesOtherTables(t *testing.T) {
 	other := lastgang("power_series")
 	declare(t, h, other)
 	mustWrite(t, h, other, meterDay(1, 1))
+	// An exclusion table owns no ownership relation either.
+	owners := lastgang("power_operators")
+	declare(t, h, owners)
+	mustWrite(t, h, owners, meterDay(1, 1))
 	_, small, err := h.Size(ctx, tab)
 	if err != nil {
 		t.Fatal(err)
@@ -315,5 +319,8 @@ func TestPurgeLeavesOtherTables(t *testing.T) {
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.power_series`).Scan(&n); err != nil || n != 96 {
 		t.Fatalf("the other table: %d rows, %v", n, err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.power_operators`).Scan(&n); err != nil || n != 96 {
+		t.Fatalf("the table named like an ownership relation: %d rows, %v", n, err)
 	}
 }

@@ -26,9 +26,9 @@ func (h *Tier) Purge(ctx context.Context, t *series.Table, confirm string) error
 		return err
 	}
 	return h.ddl(ctx, op, t.Name, func(tx pgx.Tx) error {
-		// Only a table of the dictionary layout has dictionaries: a
-		// relation of that name is otherwise another table's.
-		lay, err := h.layoutOf(ctx, tx, t)
+		// Only what the declaration says the table owns is dropped: a
+		// relation of a companion's name is otherwise another table's.
+		info, _, err := h.declared(ctx, tx, t)
 		if err != nil {
 			return err
 		}
@@ -40,13 +40,12 @@ func (h *Tier) Purge(ctx context.Context, t *series.Table, confirm string) error
 				return fmt.Errorf("drop %s: %w", p.Name, err)
 			}
 		}
-		stmts := []string{
-			`DROP TABLE IF EXISTS ` + h.ident(t.Name) + ` CASCADE`,
-			`DROP TABLE IF EXISTS ` + h.ident(ownersName(t)),
-			`DROP FUNCTION IF EXISTS ` + h.ident(checkFunc(t)) + `()`,
+		stmts := []string{`DROP TABLE IF EXISTS ` + h.ident(t.Name) + ` CASCADE`}
+		for _, name := range companions(t, info.integrity, info.layout) {
+			stmts = append(stmts, `DROP TABLE IF EXISTS `+h.ident(name))
 		}
-		if lay == layoutDictionary {
-			stmts = append(stmts, `DROP TABLE IF EXISTS `+h.ident(seriesName(t)), `DROP TABLE IF EXISTS `+h.ident(attrsName(t)))
+		if info.integrity == series.IntegrityStatement {
+			stmts = append(stmts, `DROP FUNCTION IF EXISTS `+h.ident(checkFunc(t))+`()`)
 		}
 		for _, stmt := range stmts {
 			if _, err := tx.Exec(ctx, stmt); err != nil {

@@ -150,6 +150,9 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			chosen = newIntegrity(t)
 			want := definitionOf(t, chosen)
 			lay = layout(want.Layout)
+			if err := h.refuseTaken(ctx, tx, op, t, chosen, lay); err != nil {
+				return err
+			}
 			for _, stmt := range h.tableDDL(t, chosen, lay) {
 				if _, err := tx.Exec(ctx, stmt); err != nil {
 					return err

@@ -14,23 +14,20 @@ import (
 // its ownership relation and dictionaries if it has them.
 func (h *Tier) Size(ctx context.Context, t *series.Table) (rows, bytes int64, err error) {
 	parent := h.ident(t.Name)
-	lay, err := h.layoutOf(ctx, h.pool, t)
+	info, _, err := h.declared(ctx, h.pool, t)
 	if err != nil {
 		return 0, 0, classify("size", t.Name, err)
 	}
-	// Only a table of the dictionary layout has dictionaries: a relation
-	// of that name is otherwise another table's.
-	dicts := []*string{nil, nil}
-	if lay == layoutDictionary {
-		s, a := h.ident(seriesName(t)), h.ident(attrsName(t))
-		dicts = []*string{&s, &a}
+	// Only what the declaration says the table owns is counted: a
+	// relation of a companion's name is otherwise another table's.
+	var owned []string
+	for _, name := range companions(t, info.integrity, info.layout) {
+		owned = append(owned, h.ident(name))
 	}
 	err = h.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+parent+`),
 	coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree($1::regclass)), 0)
-	+ coalesce(pg_total_relation_size(to_regclass($2)), 0)
-	+ coalesce(pg_total_relation_size(to_regclass($3)), 0)
-	+ coalesce(pg_total_relation_size(to_regclass($4)), 0)`,
-		parent, h.ident(ownersName(t)), dicts[0], dicts[1]).Scan(&rows, &bytes)
+	+ coalesce((SELECT sum(pg_total_relation_size(to_regclass(n))) FROM unnest($2::text[]) n), 0)`,
+		parent, owned).Scan(&rows, &bytes)
 	return rows, bytes, classify("size", t.Name, err)
 }
 

@@ -24,6 +24,9 @@ import (
 // refuse the upgrade and change nothing. The per-row CHECKs of the ids
 // stay: they were checked on every stored row and cost only time.
 func (h *Tier) upgradeToStatement(ctx context.Context, tx pgx.Tx, t *series.Table, have definition) error {
+	if err := h.refuseTaken(ctx, tx, "ensure", t, series.IntegrityStatement, layoutRows); err != nil {
+		return err
+	}
 	parent := h.ident(t.Name)
 	if _, err := tx.Exec(ctx, `LOCK TABLE `+parent+` IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 		return err
