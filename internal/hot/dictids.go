@@ -65,7 +65,10 @@ func (h *Tier) dictSelectSQL(d *dictionary) string {
 
 // insertSQL returns the statement that inserts the keys sent, in their
 // order, and returns the ids of those it inserted; a key a concurrent
-// writer inserted first is left out.
+// writer inserted first is left out. Only a conflict on the key is
+// passed over: an id still in use when the sequence comes round again
+// must fail with a unique violation, which resolveIDs retries with the
+// next id, not leave the key without one.
 func (h *Tier) dictInsertSQL(d *dictionary) string {
 	cols := make([]string, len(d.cols))
 	vals := make([]string, len(d.cols))
@@ -74,7 +77,7 @@ func (h *Tier) dictInsertSQL(d *dictionary) string {
 		vals[i] = "u.k" + strconv.Itoa(i) + "::" + d.types[i]
 	}
 	return `INSERT INTO ` + h.ident(d.name) + ` (` + strings.Join(cols, ", ") + `) SELECT ` + strings.Join(vals, ", ") +
-		` FROM ` + d.unnest() + ` ORDER BY u.i ON CONFLICT DO NOTHING RETURNING id, ` + d.outputs("")
+		` FROM ` + d.unnest() + ` ORDER BY u.i ON CONFLICT ON CONSTRAINT ` + quote(d.name+"_key") + ` DO NOTHING RETURNING id, ` + d.outputs("")
 }
 
 // keyString returns a key as one string: each part marked NULL or not,

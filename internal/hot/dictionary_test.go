@@ -324,3 +324,49 @@ func TestPurgeLeavesOtherTables(t *testing.T) {
 		t.Fatalf("the table named like an ownership relation: %d rows, %v", n, err)
 	}
 }
+
+// TestDictionaryIDCollision turns a dictionary's id sequence back onto ids
+// in use, as its cycling through the int4 range would: a new key's insert
+// collides on the id, is retried from the savepoint with the next id and
+// lands; when more ids in a row are taken than Write tries, it is refused
+// Unavailable with nothing written.
+func TestDictionaryIDCollision(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("power")
+	declare(t, h, tab)
+	ctx := context.Background()
+	restart := func() {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `ALTER TABLE meterstore.power_series ALTER COLUMN id RESTART WITH -2147483648`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := func() (series, readings int) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM meterstore.power_series), (SELECT count(*) FROM meterstore.power)`).Scan(&series, &readings); err != nil {
+			t.Fatal(err)
+		}
+		return series, readings
+	}
+	mustWrite(t, h, tab, meterDay(1, 1))
+	restart()
+	mustWrite(t, h, tab, meterDay(2, 1)) // id -2147483648 taken: one retry
+	if s, n := counts(); s != 2 || n != 192 {
+		t.Fatalf("after one collision: %d series, %d readings; want 2, 192", s, n)
+	}
+	got := scanAll(t, h, tab)
+	if len(got) != 192 || got[96].MaLo != meterDay(2, 1)[0].MaLo {
+		t.Fatalf("scanned %d readings, the 97th of %s", len(got), got[96].MaLo)
+	}
+
+	for m := 3; m <= maxAttempts; m++ {
+		mustWrite(t, h, tab, meterDay(m, 1))
+	}
+	restart() // the first maxAttempts ids are taken
+	_, err := h.Write(ctx, tab, meterDay(maxAttempts+1, 1))
+	wantError(t, err, series.Unavailable)
+	if s, n := counts(); s != maxAttempts || n != maxAttempts*96 {
+		t.Fatalf("after the refused write: %d series, %d readings; want %d, %d", s, n, maxAttempts, maxAttempts*96)
+	}
+	mustWrite(t, h, tab, meterDay(maxAttempts+1, 1)) // the sequence has moved past them
+}
