@@ -146,7 +146,7 @@ func testListPrefix(t *testing.T, b *blob.Bucket) {
 	for _, key := range orderKeys {
 		mustPut(t, b, key, key)
 	}
-	for _, prefix := range []string{"", "a", "a/", "a/b", "ab", "z/y/", "z/y/x", "nothing", "/", "a//", "../a"} {
+	for _, prefix := range []string{"", "a", "a/", "a/b", "a/b0", "a/c", "a/c/", "a/c/d", "ab", "ab/", "z/", "z/y/", "z/y/x", "z/y/x/", "nothing", "/", "a//", "../a"} {
 		page, err := b.List(t.Context(), prefix, blob.ListOptions{})
 		if err != nil {
 			t.Errorf("List(%q): %v", prefix, err)

@@ -24,8 +24,10 @@ snapshot and a manifest per day). It then times, --samples times each,
 interleaved: the log's Head of the table's shard, one more archival,
 LoadTable, and the cold tier's plan of every reading. It does so again
 after each maintenance step: compaction (meterstore compact: small files
-and manifests merged), then expiry of every snapshot but the newest
---keep-snapshots and removal of the files no snapshot references. Last,
+and manifests merged), then --keep-snapshots more daily archivals (the
+retention window rolls past the compaction, as under the maintenance
+loop), expiry of every snapshot but the newest --keep-snapshots and
+removal of the files no snapshot references. Last,
 the expired tables of every age on a log are timed once more, sample by
 sample in turn (phase together), so that their ratio does not also
 measure what else the machine did between them. It prints p50s against N
