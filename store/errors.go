@@ -58,6 +58,16 @@ var (
 	// QueryOptions.Timeout; its error wraps context.DeadlineExceeded too,
 	// but it is not retryable: run unchanged, it would time out again.
 	ErrQueryTimeout = query.ErrTimeout
+	// ErrForbidden is wrapped by a *ForbiddenError: the refusal, before
+	// anything is read, of a statement that reads a table its caller may
+	// not read (Prepare).
+	ErrForbidden = query.ErrForbidden
+	// ErrNotPermitted fails a statement that reaches past what a query may
+	// read: another file, the network, an extension, a secret, a setting.
+	ErrNotPermitted = query.ErrNotPermitted
+	// ErrMemoryLimit fails a statement that needs more memory than
+	// QueryOptions.MemoryLimit allows.
+	ErrMemoryLimit = query.ErrMemoryLimit
 	// ErrColdUnreachable fails a query that needs the cold tier when its
 	// watermark or files cannot be read.
 	ErrColdUnreachable = query.ErrColdUnreachable

@@ -71,12 +71,58 @@ func (s *Store) QueryStream(ctx context.Context, name, sql string, start func(*R
 // QueryStreamAt runs sql as QueryStream does, reading the tiers as opts
 // says.
 func (s *Store) QueryStreamAt(ctx context.Context, name, sql string, opts ReadOptions, start func(*ResultHeader) error, row func([]any) error) error {
-	_, _, engine, err := s.opened(ctx, name)
+	st, err := s.Prepare(ctx, name, sql, opts, nil)
 	if err != nil {
 		return err
 	}
+	return st.Stream(ctx, start, row)
+}
+
+// A ForbiddenError refuses a statement that reads tables its caller may not
+// read; it names them.
+type ForbiddenError = query.ForbiddenError
+
+// A Statement is a query that Prepare has analysed and authorised, and
+// that has read nothing yet. It streams once; Close releases it whether it
+// ran or not.
+type Statement struct {
+	s    *Store
+	name string
+	st   *query.Statement
+}
+
+// Prepare analyses sql, run over table name as Query runs it, into the
+// tables it reads, and checks each with may before anything of any tier
+// is read: a statement that reads a table may refuses fails with a
+// *ForbiddenError, whatever that table holds, so that the refusal cannot
+// tell anything of the data. A nil may allows every table. The system
+// tables the statement sees show only the rows of the tables may allows.
+// QueryOptions.Timeout bounds the statement from Prepare to its last row.
+func (s *Store) Prepare(ctx context.Context, name, sql string, opts ReadOptions, may func(table string) bool) (*Statement, error) {
+	_, _, engine, err := s.opened(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := engine.Prepare(ctx, sql, opts, may)
+	if err != nil {
+		return nil, err
+	}
+	return &Statement{s: s, name: name, st: st}, nil
+}
+
+// Tables returns the declared tables the statement reads, the one it was
+// prepared over first if it reads it.
+func (st *Statement) Tables() []string { return st.st.Tables() }
+
+// Stream runs the statement as QueryStream does: it calls start once with
+// the header, before the first row, then row once a row, in a slice row
+// must not keep. It releases the statement.
+func (st *Statement) Stream(ctx context.Context, start func(*ResultHeader) error, row func([]any) error) error {
 	begin := time.Now()
-	err = engine.StreamAt(ctx, sql, opts, start, row)
-	s.metrics.Queried(ctx, name, time.Since(begin))
+	err := st.st.Stream(ctx, start, row)
+	st.s.metrics.Queried(ctx, st.name, time.Since(begin))
 	return err
 }
+
+// Close releases a statement that will not stream.
+func (st *Statement) Close() { st.st.Close() }

@@ -219,86 +219,12 @@ func (e *Engine) Stream(ctx context.Context, sql string, start func(*Header) err
 
 // StreamAt runs sql as Stream does, reading the tiers as opts says.
 func (e *Engine) StreamAt(ctx context.Context, sql string, opts ReadOptions, start func(*Header) error, row func([]any) error) error {
-	if e.set.Timeout <= 0 {
-		return e.stream(ctx, sql, opts, start, row)
+	st, err := e.Prepare(ctx, sql, opts, nil)
+	if err != nil {
+		return err
 	}
-	qctx, cancel := context.WithTimeoutCause(ctx, e.set.Timeout, errTimedOut)
-	defer cancel()
-	err := e.stream(qctx, sql, opts, start, row)
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(qctx), errTimedOut) {
-		// Our deadline, not the caller's: say which bound ended it.
-		return fmt.Errorf("%w after %v: %w (%w)", ErrTimeout, e.set.Timeout, context.DeadlineExceeded, err)
-	}
-	return err
+	return st.Stream(ctx, start, row)
 }
 
 // errTimedOut is the cause of a query context whose Settings.Timeout passed.
 var errTimedOut = errors.New("query timeout")
-
-func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start func(*Header) error, row func([]any) error) error {
-	if err := opts.check(); err != nil {
-		return err
-	}
-	begin := time.Now()
-	inst, err := e.spare.take(ctx)
-	if err != nil {
-		return err
-	}
-	defer inst.close()
-	a, err := analyze(ctx, inst.conn, sql, e.table.Name)
-	if err != nil {
-		return err
-	}
-	others, err := e.others(ctx, a.Tables, opts)
-	if err != nil {
-		return err
-	}
-	h := &Header{Range: a.Range}
-	if err := registerFunctions(inst.conn); err != nil {
-		return err
-	}
-	if err := createRelations(ctx, inst.conn, e.relations()); err != nil {
-		return err
-	}
-	h.Timing.Open = time.Since(begin)
-	begin = time.Now()
-	var files []string
-	if !a.NoReadings {
-		var tr TableRead
-		if files, err = e.read(ctx, inst, home, a.Range, opts, !a.skipVersions, &tr); err != nil {
-			return err
-		}
-		h.own(tr)
-		if !a.skipCompleteness {
-			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days); err != nil {
-				return err
-			}
-		}
-		if a.named {
-			if err := createAlias(ctx, inst.conn, e.table.Name, !a.skipVersions); err != nil {
-				return err
-			}
-		}
-	}
-	for _, o := range others {
-		var tr TableRead
-		f, err := o.engine.read(ctx, inst, placeOf(o.name), o.r, opts, !a.skipVersions, &tr)
-		if err != nil {
-			return fmt.Errorf("query: table %s: %w", o.name, err)
-		}
-		files = append(files, f...)
-		h.Tables = append(h.Tables, tr)
-	}
-	if len(h.Tables) > 0 {
-		h.KnownAt = opts.KnownAt
-	}
-	for _, tr := range h.Tables {
-		h.Timing.Hot += tr.Timing.Hot
-		h.Timing.Plan += tr.Timing.Plan
-	}
-	if err := inst.lockdown(ctx, files); err != nil {
-		return err
-	}
-	h.Timing.Read = time.Since(begin)
-	return run(ctx, inst.conn, a.sql, h, start, row)
-}

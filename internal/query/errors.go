@@ -38,3 +38,13 @@ var ErrTimeout = series.NewSentinel("query: the query timed out", false)
 // arguments of the wrong types. The statement is to blame; running it
 // again unchanged fails again.
 var ErrInvalidQuery = series.NewSentinel("query: invalid statement", false)
+
+// ErrNotPermitted is wrapped by the error of a statement that reaches past
+// what a query may touch: a file other than the planned ones, the network,
+// an extension, a secret, a setting. The statement is to blame, not the
+// engine; running it again unchanged fails again.
+var ErrNotPermitted = series.NewSentinel("query: the statement reaches past what a query may read", false)
+
+// ErrMemoryLimit is wrapped by the error of a statement that needs more
+// memory than Settings.MemoryLimit allows.
+var ErrMemoryLimit = series.NewSentinel("query: the statement needs more memory than the query memory limit", false)

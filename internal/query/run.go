@@ -212,14 +212,28 @@ func pageRows(ctx context.Context, rows *sql.Rows, dest, vals []any, row func([]
 }
 
 // classify wraps an error of DuckDB preparing or running the statement:
-// ErrInvalidQuery for what the statement's text is to blame for, the
-// error alone for the rest.
+// ErrInvalidQuery for what the statement's text or values are to blame
+// for (it fails again unchanged: a syntax error, an unknown name, a cast
+// or error() that fails on its values), ErrNotPermitted for what it may
+// not reach, ErrMemoryLimit for a statement past the memory limit, the
+// error alone for the rest, which are the engine's.
 func classify(err error) error {
 	var de *duckdb.Error
 	if errors.As(err, &de) {
 		switch de.Type {
-		case duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax, duckdb.ErrorTypeBinder, duckdb.ErrorTypeCatalog:
+		case duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax, duckdb.ErrorTypeBinder, duckdb.ErrorTypeCatalog,
+			duckdb.ErrorTypeConversion, duckdb.ErrorTypeOutOfRange, duckdb.ErrorTypeDivideByZero,
+			duckdb.ErrorTypeInvalidInput, duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeInvalidType,
+			duckdb.ErrorTypeUnknownType, duckdb.ErrorTypeDecimal, duckdb.ErrorTypeParameterNotResolved,
+			duckdb.ErrorTypeParameterNotAllowed, duckdb.ErrorTypeNotImplemented, duckdb.ErrorTypeExpression,
+			duckdb.ErrorTypeObjectSize:
 			return fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+		case duckdb.ErrorTypePermission, duckdb.ErrorTypeMissingExtension, duckdb.ErrorTypeAutoLoad,
+			duckdb.ErrorTypeSettings, duckdb.ErrorTypeInvalidConfiguration, duckdb.ErrorTypeHTTP,
+			duckdb.ErrorTypeNetwork:
+			return fmt.Errorf("%w: %w", ErrNotPermitted, err)
+		case duckdb.ErrorTypeOutOfMemory:
+			return fmt.Errorf("%w: %w", ErrMemoryLimit, err)
 		}
 	}
 	return fmt.Errorf("query: %w", err)

@@ -6,7 +6,6 @@ package auth
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"fmt"
 	"slices"
 
 	"github.com/meterstore/meterstore/config"
@@ -40,25 +39,4 @@ func HasScope(t config.Token, scopes ...string) bool {
 // this one.
 func MayTouch(t config.Token, table string) bool {
 	return len(t.Tables) == 0 || slices.Contains(t.Tables, table)
-}
-
-// A TableError refuses a statement that read a table its token may not
-// touch: a statement run on one table may name others.
-type TableError struct{ Token, Table string }
-
-// Error names the token and the table.
-func (e *TableError) Error() string {
-	return fmt.Sprintf("token %q may not touch table %q", e.Token, e.Table)
-}
-
-// MayRead returns a *TableError for the first of tables that t may not
-// touch, nil if it may touch them all. Each protocol checks the tables a
-// statement read (its result header's) before it sends the first row.
-func MayRead(t config.Token, tables ...string) error {
-	for _, name := range tables {
-		if !MayTouch(t, name) {
-			return &TableError{Token: t.Name, Table: name}
-		}
-	}
-	return nil
 }

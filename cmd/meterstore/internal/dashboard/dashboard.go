@@ -95,7 +95,7 @@ func New(s *store.Store, o Options) *Dashboard {
 // Page serves the dashboard to an admin; a request without a session is
 // sent to the login page (303), one with a wrong bearer token is refused.
 func (d *Dashboard) Page(w http.ResponseWriter, r *http.Request) {
-	_, err := d.authenticate(r.Context(), r)
+	tok, err := d.authenticate(r.Context(), r)
 	var ref *refusal
 	switch {
 	case errors.Is(err, ErrNoSession):
@@ -113,7 +113,7 @@ func (d *Dashboard) Page(w http.ResponseWriter, r *http.Request) {
 		d.errorPage(w, http.StatusServiceUnavailable, "the session could not be checked: retry")
 		return
 	}
-	v := d.collect(r.Context())
+	v := d.collect(r.Context(), tok)
 	render(w, http.StatusOK, pageTmpl, v)
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
+	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/store"
 )
 
@@ -47,14 +49,17 @@ type windowRow struct {
 // show every commit of the span.
 const maxWindowRows = 12
 
-// collect gathers the page: the status of every table at now, and for
-// each its commits and completeness of the last Days days.
-func (d *Dashboard) collect(ctx context.Context) view {
+// collect gathers the page: the status at now of every table tok may
+// touch, and for each its commits and completeness of the last Days days.
+func (d *Dashboard) collect(ctx context.Context, tok config.Token) view {
 	now := d.o.Clock().UTC()
 	today := now.Truncate(24 * time.Hour)
 	from := today.AddDate(0, 0, -(d.o.Days - 1))
 	v := view{Now: now.Format(time.RFC3339), Days: d.o.Days, From: from.Format(time.DateOnly), Logout: LogoutPath}
 	for _, st := range d.s.Status(ctx, now) {
+		if !auth.MayTouch(tok, st.Table) {
+			continue
+		}
 		tv := tableView{Name: st.Table, State: "healthy", HotPartitions: st.HotPartitions,
 			PartitionsAhead: st.PartitionsAhead, InvariantViolations: st.InvariantViolations, MirrorForks: st.MirrorForks}
 		var q *store.QuarantineError

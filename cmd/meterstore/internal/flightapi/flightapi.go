@@ -179,7 +179,14 @@ func (s *server) refuse(ctx context.Context, code codes.Code, reason, name, meth
 	if p, ok := peer.FromContext(ctx); ok {
 		remote = p.Addr.String()
 	}
-	s.log.LogAttrs(ctx, slog.LevelWarn, "flight sql call refused", slog.String("reason", reason),
+	// A call without a valid token may be a guess: WARN. A token that may
+	// not do what it asked is the client's mistake: INFO, so that it
+	// cannot fill the log.
+	level := slog.LevelInfo
+	if code == codes.Unauthenticated {
+		level = slog.LevelWarn
+	}
+	s.log.LogAttrs(ctx, level, "flight sql call refused", slog.String("reason", reason),
 		slog.String("token", name), slog.String("method", method), slog.String("remote", remote))
 	return status.Error(code, msg)
 }

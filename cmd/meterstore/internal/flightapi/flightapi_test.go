@@ -43,7 +43,7 @@ var day0 = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 // openStore opens a deployment of two daily tables, power and heat, with
 // a settlement lag of two days, and writes 4 days of two meters to power
 // and one day to heat; days 0 and 1 of power are archived.
-func openStore(t *testing.T) *store.Store {
+func openStore(t *testing.T, opts ...store.ConfigOption) *store.Store {
 	t.Helper()
 	dir := t.TempDir()
 	src := fmt.Sprintf(`
@@ -66,7 +66,7 @@ resolutions = ["PT15M"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.OpenConfig(t.Context(), cfg, nil)
+	s, err := store.OpenConfig(t.Context(), cfg, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,8 +458,86 @@ func TestFlightSQLCancel(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	log := logs.String()
-	if !strings.Contains(log, "flight sql query failed") || !strings.Contains(log, "code=Canceled") ||
+	if !strings.Contains(log, "flight sql query failed") || !strings.Contains(log, "code=canceled") ||
 		strings.Contains(log, fmt.Sprintf("rows=%d", total)) {
 		t.Errorf("the canceled query is not logged canceled, short of its rows:\n%s", log)
 	}
+}
+
+// TestFlightSQLBisectionRefused: a token limited to heat sends a statement
+// over heat that fails only when a value of power passes a bound. It is
+// refused with the same PermissionDenied whatever the bound, before power
+// is read: the hot scan counter of power stays where it was. An unlimited
+// token shows that the statement does tell the bound.
+func TestFlightSQLBisectionRefused(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	s := openStore(t, store.WithMeters(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	reporting, reportingTok := token(t, "reporting", []string{config.ScopeQuery})
+	heatOnly, heatTok := token(t, "heat-reports", []string{config.ScopeQuery}, "heat")
+	cl := serve(t, s, Options{Tokens: []config.Token{reporting, heatOnly}, Clock: func() time.Time { return day0.AddDate(0, 0, 4) }})
+	probe := func(bound string) string {
+		return `SELECT count(*) FROM heat.readings WHERE (SELECT CASE WHEN max(value) > ` + bound +
+			` THEN error('above') END FROM power.readings) IS NULL`
+	}
+	ctx := with(t.Context(), reportingTok)
+	if _, _, err := query(ctx, cl, probe("1")); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("reporting, bound below: %v", err)
+	}
+	if _, rows, err := query(ctx, cl, probe("100")); err != nil || len(rows) != 1 || rows[0][0] != "192" {
+		t.Fatalf("reporting, bound above: %v %v", rows, err)
+	}
+	scanned := scannedRows(t, reader, "power")
+	if scanned == 0 {
+		t.Fatal("the unlimited token's statements scanned no row of power: the counter shows nothing")
+	}
+	ctx = with(t.Context(), heatTok)
+	var msgs []string
+	for _, bound := range []string{"1", "100"} {
+		_, _, err := query(ctx, cl, probe(bound))
+		if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "power") {
+			t.Fatalf("heat only, bound %s: %v", bound, err)
+		}
+		msgs = append(msgs, status.Convert(err).Message())
+	}
+	if msgs[0] != msgs[1] {
+		t.Fatalf("the refusal depends on the data: %q, %q", msgs[0], msgs[1])
+	}
+	if got := scannedRows(t, reader, "power"); got != scanned {
+		t.Fatalf("a refused statement scanned %d rows of power", got-scanned)
+	}
+	// system.tables shows the token its own table alone.
+	_, rows, err := query(ctx, cl, `SELECT "table" FROM system.tables ORDER BY 1`)
+	if err != nil || len(rows) != 1 || rows[0][0] != "heat" {
+		t.Fatalf("system.tables for heat only: %v %v", rows, err)
+	}
+	// A file the engine refuses is the client's doing, not an internal error.
+	_, _, err = query(ctx, cl, `SELECT count(*) FROM heat.readings, read_text('/etc/hostname')`)
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "Permission") {
+		t.Fatalf("read_text: %v", err)
+	}
+}
+
+// scannedRows returns the rows of table the hot tier scanned for queries,
+// as the store's metrics count them.
+func scannedRows(t *testing.T, reader *sdkmetric.ManualReader, table string) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			d, ok := m.Data.(metricdata.Sum[int64])
+			if m.Name != "meterstore.scan.rows" || !ok {
+				continue
+			}
+			for _, p := range d.DataPoints {
+				if v, ok := p.Attributes.Value("table"); ok && v.AsString() == table {
+					n += p.Value
+				}
+			}
+		}
+	}
+	return n
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/apierror"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/arrowrows"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
 	"github.com/meterstore/meterstore/internal/metrics"
@@ -101,6 +101,17 @@ func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-c
 				"%d queries are in flight, as many as server.max_concurrent_requests allows: retry shortly", cap(s.slots))
 		}
 	}
+	start := time.Now()
+	attrs := []slog.Attr{slog.String("token", tokenOf(ctx).Name), slog.String("table", table)}
+	// Authorise before reading: a statement that reads a table the token
+	// may not read is refused here, having read nothing.
+	st, err := s.s.Prepare(ctx, table, sql, store.ReadOptions{}, func(t string) bool { return auth.MayTouch(tokenOf(ctx), t) })
+	if err != nil {
+		if s.slots != nil {
+			<-s.slots
+		}
+		return nil, nil, s.failure(ctx, err, append(attrs, slog.Duration("took", time.Since(start))))
+	}
 	ch := make(chan flight.StreamChunk, 1)
 	header := make(chan *arrow.Schema, 1)
 	failed := make(chan error, 1)
@@ -109,7 +120,6 @@ func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-c
 			defer func() { <-s.slots }()
 		}
 		defer close(ch)
-		start := time.Now()
 		var (
 			b    *arrowrows.Builder
 			rows int64
@@ -125,11 +135,6 @@ func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-c
 			}
 		}
 		begin := func(hd *store.ResultHeader) error {
-			for _, t := range hd.Tables {
-				if err := auth.MayRead(tokenOf(ctx), t.Name); err != nil {
-					return err
-				}
-			}
 			wm := ""
 			if hd.HasWatermark {
 				wm = hd.Watermark.UTC().Format(time.RFC3339Nano)
@@ -149,15 +154,14 @@ func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-c
 			}
 			return nil
 		}
-		err := s.s.QueryStream(ctx, table, sql, begin, row)
+		err := st.Stream(ctx, begin, row)
 		if err == nil && b.Len() > 0 {
 			err = send()
 		}
 		if b != nil {
 			b.Release()
 		}
-		attrs := []slog.Attr{slog.String("token", tokenOf(ctx).Name), slog.String("table", table),
-			slog.Duration("took", time.Since(start)), slog.Int64("rows", rows)}
+		attrs := append(attrs, slog.Duration("took", time.Since(start)), slog.Int64("rows", rows))
 		if err == nil {
 			s.log.LogAttrs(ctx, slog.LevelInfo, "flight sql query", attrs...)
 			return
@@ -181,33 +185,35 @@ func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-c
 }
 
 // failure logs the error of a query and returns it as the client is told
-// it.
+// it: the client's failures at INFO with their code alone, since the
+// error's text may quote the statement and its values, the server's at
+// ERROR with the error.
 func (s *server) failure(ctx context.Context, err error, attrs []slog.Attr) error {
-	var te *auth.TableError
-	if errors.As(err, &te) {
-		return s.refuse(ctx, codes.PermissionDenied, metrics.ReasonForbidden, te.Token, "", te.Error())
+	f := apierror.Query(ctx, err)
+	code := queryCode[f.Kind]
+	if f.Kind == apierror.Forbidden {
+		return s.refuse(ctx, code, metrics.ReasonForbidden, tokenOf(ctx).Name, "", f.Message)
 	}
-	code, msg := codes.Internal, "internal error"
-	switch {
-	case ctx.Err() != nil:
-		code, msg = codes.Canceled, "the call was canceled"
-	case errors.Is(err, store.ErrNotReadOnly):
-		code, msg = codes.InvalidArgument, err.Error()+" (meterstore's Flight SQL is read-only)"
-	case errors.Is(err, store.ErrInvalidQuery):
-		code, msg = codes.InvalidArgument, err.Error()
-	case errors.Is(err, store.ErrQueryTimeout):
-		code, msg = codes.DeadlineExceeded, err.Error()
-	case errors.Is(err, store.ErrNoTable):
-		code, msg = codes.NotFound, err.Error()
-	case store.IsRetryable(err):
-		code, msg = codes.Unavailable, err.Error()
+	if f.Client() {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "flight sql query failed", append(attrs, slog.String("code", f.Code))...)
+	} else {
+		s.log.LogAttrs(ctx, slog.LevelError, "flight sql query failed", append(attrs, slog.Any("err", err))...)
 	}
-	level := slog.LevelInfo
-	if code == codes.Internal {
-		level = slog.LevelError
-	}
-	s.log.LogAttrs(ctx, level, "flight sql query failed", append(attrs, slog.String("code", code.String()), slog.Any("err", err))...)
-	return status.Error(code, msg)
+	return status.Error(code, f.Message)
+}
+
+// queryCode is the gRPC code of each kind of failed query.
+var queryCode = map[apierror.Kind]codes.Code{
+	apierror.Internal:     codes.Internal,
+	apierror.NotReadOnly:  codes.InvalidArgument,
+	apierror.InvalidQuery: codes.InvalidArgument,
+	apierror.Forbidden:    codes.PermissionDenied,
+	apierror.NotPermitted: codes.PermissionDenied,
+	apierror.NotFound:     codes.NotFound,
+	apierror.Timeout:      codes.DeadlineExceeded,
+	apierror.MemoryLimit:  codes.ResourceExhausted,
+	apierror.Unavailable:  codes.Unavailable,
+	apierror.Canceled:     codes.Canceled,
 }
 
 // maxPrepared bounds the prepared statements a token holds open: a client

@@ -8,7 +8,7 @@
 //
 //	GET /healthz    no token   200 {"status":"ok"} while the process serves
 //	GET /readyz     any scope  200 when PostgreSQL answers and every table is healthy, else 503
-//	GET /v1/status  query, admin  the status of every table (system.tables)
+//	GET /v1/status  query, admin  the status of every table the token may touch (system.tables)
 //	GET /v1/openapi.yaml  any scope  the OpenAPI document of this API (openapi.yaml)
 //	GET /           admin  the dashboard page, by session cookie or bearer (see dashboardapi.go)
 //
@@ -246,7 +246,7 @@ func bearer(r *http.Request) (string, bool) {
 // logged.
 func (h *handler) refuse(w http.ResponseWriter, r *http.Request, status int, reason, name, msg string) {
 	h.metrics.AuthFailure(r.Context(), reason)
-	h.log.LogAttrs(r.Context(), slog.LevelWarn, "request refused", slog.String("reason", reason),
+	h.log.LogAttrs(r.Context(), refusalLevel(status), "request refused", slog.String("reason", reason),
 		slog.String("token", name), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.String("remote", r.RemoteAddr))
 	if status == http.StatusUnauthorized {
@@ -257,6 +257,17 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, status int, rea
 		code = "forbidden"
 	}
 	writeError(w, status, code, msg)
+}
+
+// refusalLevel is the level a refusal is logged at: WARN for a request
+// without a valid token, which may be a guess; INFO for a token that may
+// not do what it asked, which is the client's mistake and must not let
+// it fill the log.
+func refusalLevel(status int) slog.Level {
+	if status == http.StatusUnauthorized {
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
 }
 
 func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -315,8 +326,12 @@ type statusBody struct {
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	now := h.o.Clock().UTC()
+	tok, _ := r.Context().Value(tokenKey{}).(config.Token)
 	body := statusBody{Now: now, Healthy: true, Tables: []tableStatus{}}
 	for _, st := range h.s.Status(r.Context(), now) {
+		if !auth.MayTouch(tok, st.Table) {
+			continue // a table-limited token sees its own tables alone
+		}
 		ts := tableStatus{
 			Table: st.Table, HotPartitions: st.HotPartitions, PartitionsAhead: st.PartitionsAhead,
 			InvariantViolations: st.InvariantViolations, Healthy: st.Healthy,

@@ -19,14 +19,24 @@ package httpapi
 //	     read (it may name others as <table>.readings), the request's
 //	     first, as {"table", "watermark", "tiers", "snapshot"}
 //	400  a malformed body (code bad_request), not a single SELECT
-//	     (not_read_only), SQL DuckDB cannot parse or bind (invalid_query)
+//	     (not_read_only), SQL DuckDB cannot parse, bind or evaluate
+//	     (invalid_query: a syntax error, an unknown name, a failed cast
+//	     or error() call)
 //	403  the token lacks scope query, or lists tables without this one
-//	     or without another the statement read
+//	     or without another the statement reads (forbidden: decided from
+//	     the statement's text before anything is read, so the same
+//	     whatever the tables hold), or the statement reaches past the
+//	     tables: a file, the network, an extension, a secret, a setting
+//	     (not_permitted)
 //	404  no such table
 //	406  an Accept this route cannot answer (code not_acceptable)
 //	413  a body past server.max_body_bytes (too_large)
+//	422  the statement needs more than query.memory_limit (memory_limit)
 //	503  worth retrying unchanged (code unavailable), with Retry-After
 //	504  past query.timeout (code timeout)
+//
+// Every 4xx is logged at INFO with its code alone, never the statement or
+// the error's text, which may quote its values; a 500 at ERROR.
 //
 // The rows are written as the engine hands them over, never held:
 // query.max_rows and query.max_result_bytes, which bound a result held in
@@ -55,6 +65,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/apierror"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/resultfmt"
 	"github.com/meterstore/meterstore/config"
@@ -83,15 +94,6 @@ const statusClientClosed = 499
 // routeQuery registers the query route.
 func (h *handler) routeQuery() {
 	h.mux.Handle("POST "+queryPath, h.guard([]string{config.ScopeQuery}, h.query))
-}
-
-// tableNames returns the names of the tables a query read.
-func tableNames(hd *store.ResultHeader) []string {
-	names := make([]string, len(hd.Tables))
-	for i, t := range hd.Tables {
-		names[i] = t.Name
-	}
-	return names
 }
 
 // tableRead is one element of X-MeterStore-Tables.
@@ -166,57 +168,80 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 		out  answer
 		rows int64
 	)
-	begin := func(hd *store.ResultHeader) error {
-		if err := auth.MayRead(tok, tableNames(hd)...); err != nil {
-			return err
-		}
-		out = h.beginAnswer(w, media, hd)
-		return nil
-	}
-	row := func(vals []any) error {
-		rows++
-		return out.row(vals)
-	}
-	err = h.s.QueryStream(r.Context(), req.Table, req.SQL, begin, row)
+	// Authorise before reading: the statement is analysed into the tables
+	// it reads and refused, reading nothing, if the token may not read one
+	// of them, so that the refusal is the same whatever their rows hold.
+	st, err := h.s.Prepare(r.Context(), req.Table, req.SQL, store.ReadOptions{}, func(t string) bool { return auth.MayTouch(tok, t) })
 	if err == nil {
-		err = out.end()
+		begin := func(hd *store.ResultHeader) error {
+			out = h.beginAnswer(w, media, hd)
+			return nil
+		}
+		row := func(vals []any) error {
+			rows++
+			return out.row(vals)
+		}
+		err = st.Stream(r.Context(), begin, row)
+		if err == nil {
+			err = out.end()
+		}
 	}
 	attrs = append(attrs, slog.Duration("took", time.Since(start)))
-	var te *auth.TableError
-	if errors.As(err, &te) && out == nil {
-		h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, tok.Name, te.Error())
-		return
-	}
 	if err == nil {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "query", append(attrs, slog.Int64("rows", rows))...)
 		return
 	}
-	status, code, msg := queryFailure(err)
+	f := apierror.Query(r.Context(), err)
 	var se sendError
-	if r.Context().Err() != nil || errors.As(err, &se) {
-		status, code, msg = statusClientClosed, "canceled", "the request was canceled"
+	if errors.As(err, &se) {
+		f = apierror.Failure{Kind: apierror.Canceled, Code: "canceled", Message: "the request was canceled"}
 	}
-	level := slog.LevelInfo
-	if status == http.StatusInternalServerError {
-		level = slog.LevelError
+	if f.Kind == apierror.Forbidden {
+		h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, tok.Name, f.Message)
+		return
 	}
+	status := queryStatus[f.Kind]
 	if out == nil {
-		h.log.LogAttrs(r.Context(), level, "query", append(attrs, slog.Int("status", status), slog.Any("err", err))...)
+		h.logFailure(r, "query", f, err, append(attrs, slog.Int("status", status)))
 		if status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 		}
-		writeError(w, status, code, msg)
+		writeError(w, status, f.Code, f.Message)
 		return
 	}
 	// The status is sent: cut the answer short, visibly.
-	h.log.LogAttrs(r.Context(), slog.LevelWarn, "query answer cut short",
-		append(attrs, slog.Int64("rows", rows), slog.Int("status", status), slog.Any("err", err))...)
-	if status == statusClientClosed {
+	h.logFailure(r, "query answer cut short", f, err, append(attrs, slog.Int64("rows", rows), slog.Int("status", status)))
+	if f.Kind == apierror.Canceled {
 		return // no one to tell
 	}
-	if out.cut(code, msg) {
+	if out.cut(f.Code, f.Message) {
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// queryStatus is the HTTP status of each kind of failed query.
+var queryStatus = map[apierror.Kind]int{
+	apierror.Internal:     http.StatusInternalServerError,
+	apierror.NotReadOnly:  http.StatusBadRequest,
+	apierror.InvalidQuery: http.StatusBadRequest,
+	apierror.Forbidden:    http.StatusForbidden,
+	apierror.NotPermitted: http.StatusForbidden,
+	apierror.NotFound:     http.StatusNotFound,
+	apierror.Timeout:      http.StatusGatewayTimeout,
+	apierror.MemoryLimit:  http.StatusUnprocessableEntity,
+	apierror.Unavailable:  http.StatusServiceUnavailable,
+	apierror.Canceled:     statusClientClosed,
+}
+
+// logFailure logs a failed request: the client's failures at INFO with
+// their code alone, since the error's text may quote the statement and
+// its values; the server's at ERROR, with the error.
+func (h *handler) logFailure(r *http.Request, msg string, f apierror.Failure, err error, attrs []slog.Attr) {
+	if f.Client() {
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, msg, append(attrs, slog.String("code", f.Code))...)
+		return
+	}
+	h.log.LogAttrs(r.Context(), slog.LevelError, msg, append(attrs, slog.Any("err", err))...)
 }
 
 // beginAnswer sends the status and headers of a query's answer in media,
@@ -468,22 +493,4 @@ func negotiate(accept []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("Accept %q: a query answers in %s, %s or %s", strings.Join(accept, ", "), mediaNDJSON, mediaCSV, mediaArrow)
-}
-
-// queryFailure classifies the error of a query: its status, code and
-// message. A 500's message is logged, not answered.
-func queryFailure(err error) (int, string, string) {
-	switch {
-	case errors.Is(err, store.ErrNotReadOnly):
-		return http.StatusBadRequest, "not_read_only", err.Error()
-	case errors.Is(err, store.ErrInvalidQuery):
-		return http.StatusBadRequest, "invalid_query", err.Error()
-	case errors.Is(err, store.ErrQueryTimeout):
-		return http.StatusGatewayTimeout, "timeout", err.Error()
-	case errors.Is(err, store.ErrNoTable):
-		return http.StatusNotFound, "not_found", err.Error()
-	case store.IsRetryable(err):
-		return http.StatusServiceUnavailable, "unavailable", err.Error()
-	}
-	return http.StatusInternalServerError, "internal", "internal error"
 }

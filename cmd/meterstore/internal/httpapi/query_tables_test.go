@@ -13,12 +13,13 @@ import (
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
-// TestQueryOtherTables: a statement on power that names feedin.readings
-// reads both, X-MeterStore-Tables reports each table read, and a token
-// limited to power is refused, whichever table the request names.
-func TestQueryOtherTables(t *testing.T) {
+// openTwoTables opens a store with the tables power and feedin, and
+// writes 4 quarter hours of today to power and 2 to feedin.
+func openTwoTables(t *testing.T, opts ...store.ConfigOption) *store.Store {
 	dir := t.TempDir()
 	src := fmt.Sprintf("[postgres]\nurl = %q\ndata_dir = %q\n[warehouse]\nurl = %q\n"+
 		"[[table]]\nname = \"power\"\nresolutions = [\"PT15M\"]\n[[table]]\nname = \"feedin\"\nresolutions = [\"PT15M\"]\n",
@@ -27,7 +28,7 @@ func TestQueryOtherTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.OpenConfig(t.Context(), cfg, nil)
+	s, err := store.OpenConfig(t.Context(), cfg, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +52,14 @@ func TestQueryOtherTables(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return s
+}
+
+// TestQueryOtherTables: a statement on power that names feedin.readings
+// reads both, X-MeterStore-Tables reports each table read, and a token
+// limited to power is refused, whichever table the request names.
+func TestQueryOtherTables(t *testing.T) {
+	s := openTwoTables(t)
 	reporting, reportingTok := token(t, "reporting", config.ScopeQuery)
 	powerOnly, powerTok := token(t, "power-reports", config.ScopeQuery)
 	powerOnly.Tables = []string{"power"}
@@ -90,4 +99,93 @@ func TestQueryOtherTables(t *testing.T) {
 	if w.Code != 400 || !strings.Contains(w.Body.String(), `"invalid_query"`) {
 		t.Errorf("an undeclared table: %d %s", w.Code, w.Body)
 	}
+}
+
+// TestQueryBisectionRefused: a token limited to feedin sends a statement
+// over feedin that fails only when a value of power passes a bound. It is
+// refused with the same 403 whatever the bound, before power is read: the
+// hot scan counter of power stays where it was. An unlimited token shows
+// that the statement does tell the bound, and moves the counter.
+func TestQueryBisectionRefused(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	s := openTwoTables(t, store.WithMeters(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	reporting, reportingTok := token(t, "reporting", config.ScopeQuery)
+	feedinOnly, feedinTok := token(t, "feedin-reports", config.ScopeQuery)
+	feedinOnly.Tables = []string{"feedin"}
+	h, err := New(s, Options{Tokens: []config.Token{reporting, feedinOnly}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := func(bound string) string {
+		return queryBody("feedin", `SELECT CASE WHEN (SELECT max(value) FROM power.readings) > `+bound+
+			` THEN error('above') END AS probe, count(*) AS n FROM readings`)
+	}
+	// Unlimited, the statement reads power and its answer tells the bound.
+	if w := queryHTTP(t, h, t.Context(), reportingTok, "text/csv", probe("0.5")); w.Code != 400 || !strings.Contains(w.Body.String(), `"invalid_query"`) {
+		t.Fatalf("reporting, bound below: %d %s", w.Code, w.Body)
+	}
+	if w := queryHTTP(t, h, t.Context(), reportingTok, "text/csv", probe("5")); w.Code != 200 {
+		t.Fatalf("reporting, bound above: %d %s", w.Code, w.Body)
+	}
+	scanned := scannedRows(t, reader, "power")
+	if scanned == 0 {
+		t.Fatal("the unlimited token's statements scanned no row of power: the counter shows nothing")
+	}
+	var bodies []string
+	for _, bound := range []string{"0.5", "5"} {
+		w := queryHTTP(t, h, t.Context(), feedinTok, "text/csv", probe(bound))
+		if w.Code != 403 || !strings.Contains(w.Body.String(), `"forbidden"`) || !strings.Contains(w.Body.String(), "power") {
+			t.Fatalf("feedin only, bound %s: %d %s", bound, w.Code, w.Body)
+		}
+		bodies = append(bodies, w.Body.String())
+	}
+	if bodies[0] != bodies[1] {
+		t.Fatalf("the refusal depends on the data: %q, %q", bodies[0], bodies[1])
+	}
+	if got := scannedRows(t, reader, "power"); got != scanned {
+		t.Fatalf("a refused statement scanned %d rows of power", got-scanned)
+	}
+	// system.tables shows the token its own table alone.
+	if err := s.RefreshSystemTables(t.Context(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	w := queryHTTP(t, h, t.Context(), feedinTok, "text/csv", queryBody("feedin", `SELECT "table" FROM system.tables ORDER BY 1`))
+	if w.Code != 200 || strings.Contains(w.Body.String(), "power") {
+		t.Fatalf("system.tables for feedin only: %d %s", w.Code, w.Body)
+	}
+	// So does GET /v1/status.
+	code, out, _ := call(t, h, "GET", "/v1/status", feedinTok)
+	if tables, _ := out["tables"].([]any); code != 200 || len(tables) != 1 || tables[0].(map[string]any)["table"] != "feedin" {
+		t.Fatalf("status for feedin only: %d %v", code, out)
+	}
+	// A file the engine refuses is the client's doing, not a 500.
+	w = queryHTTP(t, h, t.Context(), reportingTok, "text/csv", queryBody("feedin", `SELECT * FROM read_text('/etc/hostname')`))
+	if w.Code != 403 || !strings.Contains(w.Body.String(), `"not_permitted"`) {
+		t.Fatalf("read_text: %d %s", w.Code, w.Body)
+	}
+}
+
+// scannedRows returns the rows of table the hot tier scanned for queries,
+// as the store's metrics count them.
+func scannedRows(t *testing.T, reader *sdkmetric.ManualReader, table string) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			d, ok := m.Data.(metricdata.Sum[int64])
+			if m.Name != "meterstore.scan.rows" || !ok {
+				continue
+			}
+			for _, p := range d.DataPoints {
+				if v, ok := p.Attributes.Value("table"); ok && v.AsString() == table {
+					n += p.Value
+				}
+			}
+		}
+	}
+	return n
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/apierror"
 	"io"
 	"log/slog"
 	"net/http"
@@ -181,22 +182,18 @@ func TestQuery(t *testing.T) {
 	}
 }
 
-// TestQueryFailure: the errors of a query and their answers.
-func TestQueryFailure(t *testing.T) {
-	for _, tc := range []struct {
-		err    error
-		status int
-		code   string
-	}{
-		{fmt.Errorf("%w: 3 statements", store.ErrNotReadOnly), 400, "not_read_only"},
-		{fmt.Errorf("%w: Binder Error: Referenced column x not found", store.ErrInvalidQuery), 400, "invalid_query"},
-		{fmt.Errorf("%w after 1s: %w", store.ErrQueryTimeout, context.DeadlineExceeded), 504, "timeout"},
-		{fmt.Errorf("query: %w", store.ErrInFlight), 503, "unavailable"},
-		{fmt.Errorf("binder error"), 500, "internal"},
-	} {
-		status, code, msg := queryFailure(tc.err)
-		if status != tc.status || code != tc.code || msg == "" {
-			t.Errorf("%v: %d %s %q; want %d %s", tc.err, status, code, msg, tc.status, tc.code)
+// TestQueryStatus: every kind of failed query has an HTTP status, 5xx
+// only for the server's own failures and for a retryable state.
+func TestQueryStatus(t *testing.T) {
+	for k := apierror.Internal; k <= apierror.Canceled; k++ {
+		status, ok := queryStatus[k]
+		switch {
+		case !ok:
+			t.Errorf("kind %d has no status", k)
+		case k == apierror.Internal && status != 500, k == apierror.Unavailable && status != 503:
+			t.Errorf("kind %d: status %d", k, status)
+		case k != apierror.Internal && k != apierror.Unavailable && k != apierror.Timeout && (status < 400 || status >= 500):
+			t.Errorf("kind %d, the client's doing: status %d", k, status)
 		}
 	}
 }

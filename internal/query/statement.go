@@ -1,0 +1,224 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A Statement is a statement analysed and not yet run: Prepare has parsed
+// it and knows the tables it reads, and nothing of any tier has been read.
+// It is how a caller's rights are checked before any row or file is
+// touched (DESIGN.md, "Authorise before reading"): the refusal of a
+// statement depends on its text alone, never on the data it would read.
+// A Statement runs once; Close releases it whether it ran or not.
+type Statement struct {
+	e        *Engine
+	inst     *instance
+	a        analysis
+	opts     ReadOptions
+	others   []another
+	rels     []Relation
+	deadline time.Time // of Settings.Timeout; zero: none
+	begin    time.Time
+	ran      bool
+}
+
+// ErrForbidden is wrapped by a *ForbiddenError.
+var ErrForbidden = errors.New("query: the statement reads a table the caller may not read")
+
+// A ForbiddenError refuses a statement that reads tables the caller may
+// not read. It names the tables, which the statement's text names: it
+// says nothing of their rows.
+type ForbiddenError struct {
+	Tables []string
+}
+
+func (e *ForbiddenError) Error() string {
+	return fmt.Sprintf("query: the statement reads %s, which the caller may not read", strings.Join(e.Tables, ", "))
+}
+
+// Unwrap makes a ForbiddenError match ErrForbidden.
+func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
+
+// Prepare analyses sql into the tables it reads and checks them with may,
+// reading nothing of any tier: a statement that reads a table may refuses
+// fails with a *ForbiddenError, whatever that table holds. A nil may
+// allows every table. The system relations the statement sees hold only
+// the rows of the tables may allows. Settings.Timeout bounds the statement
+// from Prepare to its last row. A statement that is not a single SELECT
+// fails with an error wrapping ErrNotReadOnly, one DuckDB cannot parse with
+// ErrInvalidQuery; a table name that is no declared table is invalid, but
+// only once may has allowed it, so that a caller learns no name it may not
+// read.
+func (e *Engine) Prepare(ctx context.Context, sql string, opts ReadOptions, may func(table string) bool) (*Statement, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	st := &Statement{e: e, opts: opts, begin: time.Now()}
+	if e.set.Timeout > 0 {
+		st.deadline = st.begin.Add(e.set.Timeout)
+	}
+	err := st.within(ctx, func(ctx context.Context) error {
+		inst, err := e.spare.take(ctx)
+		if err != nil {
+			return err
+		}
+		st.inst = inst
+		if st.a, err = analyze(ctx, inst.conn, sql, e.table.Name); err != nil {
+			return err
+		}
+		if may != nil {
+			var refused []string
+			for _, name := range st.Tables() {
+				if !may(name) {
+					refused = append(refused, name)
+				}
+			}
+			if len(refused) > 0 {
+				return &ForbiddenError{Tables: refused}
+			}
+		}
+		if st.others, err = e.others(ctx, st.a.Tables, opts); err != nil {
+			return err
+		}
+		st.rels = visibleRelations(e.relations(), may)
+		return nil
+	})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// Tables returns the declared tables the statement reads: the engine's own
+// first if it reads it, then the others it names, by name.
+func (st *Statement) Tables() []string {
+	var out []string
+	if !st.a.NoReadings {
+		out = append(out, st.e.table.Name)
+	}
+	others := make([]string, 0, len(st.a.Tables))
+	for name := range st.a.Tables {
+		others = append(others, name)
+	}
+	slices.Sort(others)
+	return append(out, others...)
+}
+
+// Stream runs the statement as Engine.Stream does: it reads the tiers of
+// the tables it reads, calls start with the header before the first row,
+// then row once a row. A Statement streams once.
+func (st *Statement) Stream(ctx context.Context, start func(*Header) error, row func([]any) error) error {
+	if st.ran || st.inst == nil {
+		return errors.New("query: the statement has run or is closed")
+	}
+	st.ran = true
+	defer st.Close()
+	return st.within(ctx, func(ctx context.Context) error { return st.stream(ctx, start, row) })
+}
+
+// Close releases the statement's DuckDB instance and spill directory.
+func (st *Statement) Close() {
+	if st.inst != nil {
+		st.inst.close()
+		st.inst = nil
+	}
+}
+
+// within runs fn under the statement's deadline, saying which bound ended
+// it when the deadline, not the caller, did.
+func (st *Statement) within(ctx context.Context, fn func(context.Context) error) error {
+	if st.deadline.IsZero() {
+		return fn(ctx)
+	}
+	qctx, cancel := context.WithDeadlineCause(ctx, st.deadline, errTimedOut)
+	defer cancel()
+	err := fn(qctx)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(qctx), errTimedOut) {
+		// Our deadline, not the caller's: say which bound ended it.
+		return fmt.Errorf("%w after %v: %w (%w)", ErrTimeout, st.e.set.Timeout, context.DeadlineExceeded, err)
+	}
+	return err
+}
+
+func (st *Statement) stream(ctx context.Context, start func(*Header) error, row func([]any) error) error {
+	e, inst, a := st.e, st.inst, st.a
+	h := &Header{Range: a.Range}
+	if err := registerFunctions(inst.conn); err != nil {
+		return err
+	}
+	if err := createRelations(ctx, inst.conn, st.rels); err != nil {
+		return err
+	}
+	h.Timing.Open = time.Since(st.begin)
+	begin := time.Now()
+	var files []string
+	if !a.NoReadings {
+		var tr TableRead
+		var err error
+		if files, err = e.read(ctx, inst, home, a.Range, st.opts, !a.skipVersions, &tr); err != nil {
+			return err
+		}
+		h.own(tr)
+		if !a.skipCompleteness {
+			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days); err != nil {
+				return err
+			}
+		}
+		if a.named {
+			if err := createAlias(ctx, inst.conn, e.table.Name, !a.skipVersions); err != nil {
+				return err
+			}
+		}
+	}
+	for _, o := range st.others {
+		var tr TableRead
+		f, err := o.engine.read(ctx, inst, placeOf(o.name), o.r, st.opts, !a.skipVersions, &tr)
+		if err != nil {
+			return fmt.Errorf("query: table %s: %w", o.name, err)
+		}
+		files = append(files, f...)
+		h.Tables = append(h.Tables, tr)
+	}
+	if len(h.Tables) > 0 {
+		h.KnownAt = st.opts.KnownAt
+	}
+	for _, tr := range h.Tables {
+		h.Timing.Hot += tr.Timing.Hot
+		h.Timing.Plan += tr.Timing.Plan
+	}
+	if err := inst.lockdown(ctx, files); err != nil {
+		return err
+	}
+	h.Timing.Read = time.Since(begin)
+	return run(ctx, inst.conn, a.sql, h, start, row)
+}
+
+// visibleRelations returns rels with only the rows of the tables may
+// allows, by each relation's column "table"; a relation without one is
+// the deployment's, not a table's, and is kept whole. A nil may keeps all.
+func visibleRelations(rels []Relation, may func(string) bool) []Relation {
+	if may == nil {
+		return rels
+	}
+	out := make([]Relation, len(rels))
+	for i, r := range rels {
+		out[i] = r
+		col := slices.IndexFunc(r.Columns, func(c Column) bool { return c.Name == "table" })
+		if col < 0 {
+			continue
+		}
+		out[i].Rows = nil
+		for _, row := range r.Rows {
+			if name, ok := row[col].(string); ok && may(name) {
+				out[i].Rows = append(out[i].Rows, row)
+			}
+		}
+	}
+	return out
+}

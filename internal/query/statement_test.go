@@ -1,0 +1,114 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// TestPrepareRefusesBeforeReading: a statement over gas that reads
+// power.readings, prepared for a caller that may read gas alone, is
+// refused with a *ForbiddenError naming power, the same error whether the
+// condition on power's values holds or not, and neither table's tiers are
+// touched: no watermark, hot scan or cold plan of either. The bisection
+// this closes: a statement that fails only when a value of power passes a
+// bound would otherwise tell the bound by its error.
+func TestPrepareRefusesBeforeReading(t *testing.T) {
+	tt := newTwoTables(t)
+	gasOnly := func(name string) bool { return name == "gas" }
+	tt.power.Calls()
+	tt.gas.Calls()
+	var msgs []string
+	for _, bound := range []string{"0", "1000000"} {
+		sql := fmt.Sprintf(`SELECT CASE WHEN (SELECT max(value) FROM power.readings WHERE "from" >= '2026-02-01 00:00:00Z') > %s
+			THEN error('above') END AS probe, count(*) FROM readings`, bound)
+		// Without the check the bisection works: one bound fails, the
+		// other answers, so the statement does read power's values.
+		_, err := tt.eGas.Query(t.Context(), sql)
+		if (bound == "0") != errors.Is(err, ErrInvalidQuery) {
+			t.Fatalf("bound %s, every table allowed: %v", bound, err)
+		}
+		tt.power.Calls()
+		tt.gas.Calls()
+
+		st, err := tt.eGas.Prepare(t.Context(), sql, ReadOptions{}, gasOnly)
+		var fe *ForbiddenError
+		if !errors.As(err, &fe) || !errors.Is(err, ErrForbidden) || !slices.Equal(fe.Tables, []string{"power"}) {
+			if st != nil {
+				st.Close()
+			}
+			t.Fatalf("bound %s: %v, want a *ForbiddenError naming power", bound, err)
+		}
+		msgs = append(msgs, err.Error())
+		if calls := append(tt.power.Calls(), tt.gas.Calls()...); len(calls) != 0 {
+			t.Fatalf("bound %s: a refused statement read the tiers: %v", bound, calls)
+		}
+	}
+	if msgs[0] != msgs[1] {
+		t.Fatalf("the refusal depends on the data: %q and %q", msgs[0], msgs[1])
+	}
+
+	// A name that is no table is refused for a caller who may not read it,
+	// as a declared one is: the refusal does not tell which names exist.
+	_, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM nosuch.readings`, ReadOptions{}, gasOnly)
+	if !errors.Is(err, ErrForbidden) {
+		t.Fatalf("an undeclared table for a limited caller: %v", err)
+	}
+	if _, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM nosuch.readings`, ReadOptions{}, nil); !errors.Is(err, ErrInvalidQuery) {
+		t.Fatalf("an undeclared table for an unlimited caller: %v", err)
+	}
+
+	// Allowed, it reads what it names.
+	st, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM readings, power.readings`, ReadOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Tables(); !slices.Equal(got, []string{"gas", "power"}) {
+		t.Errorf("Tables %v", got)
+	}
+	st.Close()
+	st, err = tt.eGas.Prepare(t.Context(), `SELECT 1`, ReadOptions{}, gasOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Tables(); len(got) != 0 {
+		t.Errorf("a statement reading no table: Tables %v", got)
+	}
+	if err := st.Stream(t.Context(), func(*Header) error { return nil }, func([]any) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Stream(t.Context(), func(*Header) error { return nil }, func([]any) error { return nil }); err == nil {
+		t.Fatal("a statement streamed twice")
+	}
+}
+
+// TestPrepareShowsVisibleSystemRows: the system relations a limited caller
+// sees hold only its tables' rows; an unlimited caller sees them all.
+func TestPrepareShowsVisibleSystemRows(t *testing.T) {
+	tt := newTwoTables(t)
+	tt.eGas.SetRelations([]Relation{{Schema: "system", Name: "tables",
+		Columns: []Column{{Name: "table", Type: "VARCHAR"}, {Name: "healthy", Type: "BOOLEAN"}},
+		Rows:    [][]any{{"power", true}, {"gas", false}}}})
+	read := func(may func(string) bool) []string {
+		st, err := tt.eGas.Prepare(t.Context(), `SELECT "table" FROM system.tables ORDER BY 1`, ReadOptions{}, may)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		err = st.Stream(t.Context(), func(*Header) error { return nil }, func(v []any) error {
+			out = append(out, text(v[0]))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := read(func(name string) bool { return name == "gas" }); !slices.Equal(got, []string{"gas"}) {
+		t.Errorf("gas only: %v", got)
+	}
+	if got := read(nil); !slices.Equal(got, []string{"gas", "power"}) {
+		t.Errorf("every table: %v", got)
+	}
+}
