@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for iceberg-go's SQL catalog
@@ -96,6 +97,13 @@ type ConfigOption func(*Options)
 // which the application chose; the configuration names no exporter.
 func WithMeters(mp metric.MeterProvider) ConfigOption {
 	return func(o *Options) { o.Meters = mp }
+}
+
+// WithWallClock makes the store read the wall clock with clock
+// (NowOptions.WallClock): what bounds a now, the age of orphan files and
+// of the system tables a statement sees. A test or a replay sets it.
+func WithWallClock(clock func() time.Time) ConfigOption {
+	return func(o *Options) { o.Now.WallClock = clock }
 }
 
 // localWarehouse creates the directory of a file:// warehouse.

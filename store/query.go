@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/meterstore/meterstore/internal/query"
@@ -25,14 +27,15 @@ type TableRead = query.TableRead
 // of a table that is not declared. It is not retryable.
 var ErrInvalidQuery = query.ErrInvalidQuery
 
-// Query runs one read-only SQL statement over table name's readings in
-// both tiers: `readings` (per merge key the highest version, then the
-// latest recorded_at) and `readings_versions` (every version), and the
-// system tables as last refreshed. Rows below the watermark come from
-// Iceberg, the rest from PostgreSQL. The statement may read other declared
-// tables too, as `<table>.readings` and `<table>.readings_versions`, each
-// split at its own watermark; ResultHeader.Tables reports each. The result
-// is held in memory, within QueryOptions.MaxRows and MaxResultBytes.
+// Query runs one read-only SQL statement over the deployment with table
+// name as its default: `readings` (per merge key the highest version, then
+// the latest recorded_at), `readings_versions` (every version) and
+// `completeness` of table name, and the system tables. Rows below the
+// watermark come from Iceberg, the rest from PostgreSQL. The statement may
+// read every other declared table too, as `<table>.readings`, each split at
+// its own watermark; ResultHeader.Tables reports each. An empty name makes
+// no table the default: every relation names its table. The result is held
+// in memory, within QueryOptions.MaxRows and MaxResultBytes.
 func (s *Store) Query(ctx context.Context, name, sql string) (*Result, error) {
 	return s.QueryAt(ctx, name, sql, ReadOptions{})
 }
@@ -49,13 +52,13 @@ var ErrNoSnapshot = query.ErrNoSnapshot
 
 // QueryAt runs sql as Query does, reading the tiers as opts says.
 func (s *Store) QueryAt(ctx context.Context, name, sql string, opts ReadOptions) (*Result, error) {
-	_, _, engine, err := s.opened(ctx, name)
+	st, err := s.Prepare(ctx, sql, StatementOptions{Table: name, Read: opts})
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	res, err := engine.QueryAt(ctx, sql, opts)
-	s.metrics.Queried(ctx, name, time.Since(start))
+	begin := time.Now()
+	res, err := st.st.Query(ctx)
+	st.queried(ctx, begin)
 	return res, err
 }
 
@@ -71,7 +74,7 @@ func (s *Store) QueryStream(ctx context.Context, name, sql string, start func(*R
 // QueryStreamAt runs sql as QueryStream does, reading the tiers as opts
 // says.
 func (s *Store) QueryStreamAt(ctx context.Context, name, sql string, opts ReadOptions, start func(*ResultHeader) error, row func([]any) error) error {
-	st, err := s.Prepare(ctx, name, sql, opts, nil)
+	st, err := s.Prepare(ctx, sql, StatementOptions{Table: name, Read: opts})
 	if err != nil {
 		return err
 	}
@@ -82,36 +85,79 @@ func (s *Store) QueryStreamAt(ctx context.Context, name, sql string, opts ReadOp
 // read; it names them.
 type ForbiddenError = query.ForbiddenError
 
+// ErrUnqualified is wrapped by the refusal of a statement without a
+// default table (StatementOptions.Table) that names readings,
+// readings_versions or completeness without a table; it wraps
+// ErrInvalidQuery.
+var ErrUnqualified = query.ErrUnqualified
+
+// StatementOptions say how Prepare takes a statement.
+type StatementOptions struct {
+	// Table, if set, is the default table: an unqualified readings,
+	// readings_versions or completeness reads it. Empty, every relation
+	// names its table, as power.readings or gas.completeness.
+	Table string
+	// Read chooses the state of the tiers the statement reads.
+	Read ReadOptions
+	// May, if set, tells which tables the caller may read: a statement
+	// that reads another is refused with a *ForbiddenError before anything
+	// is read, and the system tables show only the rows of the tables it
+	// allows. Nil allows every table.
+	May func(table string) bool
+}
+
 // A Statement is a query that Prepare has analysed and authorised, and
 // that has read nothing yet. It streams once; Close releases it whether it
 // ran or not.
 type Statement struct {
-	s    *Store
-	name string
-	st   *query.Statement
+	s  *Store
+	st *query.Statement
 }
 
-// Prepare analyses sql, run over table name as Query runs it, into the
-// tables it reads, and checks each with may before anything of any tier
-// is read: a statement that reads a table may refuses fails with a
-// *ForbiddenError, whatever that table holds, so that the refusal cannot
-// tell anything of the data. A nil may allows every table. The system
-// tables the statement sees show only the rows of the tables may allows.
-// QueryOptions.Timeout bounds the statement from Prepare to its last row.
-func (s *Store) Prepare(ctx context.Context, name, sql string, opts ReadOptions, may func(table string) bool) (*Statement, error) {
-	_, _, engine, err := s.opened(ctx, name)
+// Prepare analyses sql, one read-only SQL statement over the deployment,
+// into the tables it reads, and checks each with o.May before anything of
+// any tier is read: a statement that reads a table May refuses fails with
+// a *ForbiddenError, whatever that table holds, so that the refusal cannot
+// tell anything of the data. Every declared table is a schema of the
+// statement (power.readings, gas.readings_versions, power.completeness);
+// o.Table names the default of unqualified relations. QueryOptions.Timeout
+// bounds the statement from Prepare to its last row.
+func (s *Store) Prepare(ctx context.Context, sql string, o StatementOptions) (*Statement, error) {
+	engine, err := s.host(ctx, o.Table)
 	if err != nil {
 		return nil, err
 	}
-	st, err := engine.Prepare(ctx, sql, opts, may)
+	st, err := engine.Prepare(ctx, sql, query.PrepareOptions{Read: o.Read, May: o.May, Default: o.Table != "", System: s.systemTables})
 	if err != nil {
 		return nil, err
 	}
-	return &Statement{s: s, name: name, st: st}, nil
+	return &Statement{s: s, st: st}, nil
 }
 
-// Tables returns the declared tables the statement reads, the one it was
-// prepared over first if it reads it.
+// host returns the engine that runs a statement: the default table's, or
+// without one that of the first table that opens, which only runs it: the
+// tables the statement names are read by their own engines.
+func (s *Store) host(ctx context.Context, name string) (*query.Engine, error) {
+	if name != "" {
+		_, _, engine, err := s.opened(ctx, name)
+		return engine, err
+	}
+	var errs []error
+	for _, t := range s.tables {
+		_, engine, err := s.ready(ctx, t)
+		if err == nil {
+			return engine, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("store: no table is declared to query: %w", ErrNoTable)
+	}
+	return nil, fmt.Errorf("store: no table opens to run a query: %w", errors.Join(errs...))
+}
+
+// Tables returns the declared tables the statement reads, its default
+// table first if it reads it.
 func (st *Statement) Tables() []string { return st.st.Tables() }
 
 // Stream runs the statement as QueryStream does: it calls start once with
@@ -120,8 +166,15 @@ func (st *Statement) Tables() []string { return st.st.Tables() }
 func (st *Statement) Stream(ctx context.Context, start func(*ResultHeader) error, row func([]any) error) error {
 	begin := time.Now()
 	err := st.st.Stream(ctx, start, row)
-	st.s.metrics.Queried(ctx, st.name, time.Since(begin))
+	st.queried(ctx, begin)
 	return err
+}
+
+// queried records the query's time for every table it read.
+func (st *Statement) queried(ctx context.Context, begin time.Time) {
+	for _, name := range st.st.Tables() {
+		st.s.metrics.Queried(ctx, name, time.Since(begin))
+	}
 }
 
 // Close releases a statement that will not stream.

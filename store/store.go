@@ -83,8 +83,11 @@ type Store struct {
 	tables  []*table // in declaration order
 	closers []func() // what OpenConfig started, for Close
 
-	mu     sync.Mutex
-	system []query.Relation // the system tables, as last refreshed
+	mu       sync.Mutex
+	system   []query.Relation // the system tables, as last refreshed
+	systemAt time.Time        // when, by the wall clock
+
+	refreshing sync.Mutex // one refresh of the system tables at a time
 }
 
 // table is a declared table and its handles in both tiers. A table that

@@ -214,11 +214,49 @@ func (s *Store) checkMirror(ctx context.Context, t *table, ct *cold.Table, st *T
 	return err
 }
 
+// SystemTablesMaxAge is how old the system tables a statement that names
+// them sees may be: one older is computed anew first, at the wall clock,
+// so that every protocol shows them as fresh and none computes them for
+// every statement.
+const SystemTablesMaxAge = time.Second
+
 // RefreshSystemTables recomputes the system tables at now: system.tables,
-// system.config, system.resolution and system.snapshots. Queries see them
-// as of the last refresh and never pay for computing them.
+// system.config, system.resolution and system.snapshots. A statement that
+// names them computes them itself when they are older than
+// SystemTablesMaxAge; this computes them at another now, such as a
+// command's --now.
 func (s *Store) RefreshSystemTables(ctx context.Context, now time.Time) error {
 	return s.publishSystemTables(ctx, s.Status(ctx, now))
+}
+
+// systemTables returns the system tables for a statement, first computed
+// anew at the wall clock if they never were, or if fresh is set and they
+// are older than SystemTablesMaxAge. A failure to compute them leaves the last copy, and
+// is logged: the statement still runs.
+func (s *Store) systemTables(ctx context.Context, fresh bool) []query.Relation {
+	stale := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.system == nil || s.opts.Now.wall().Sub(s.systemAt) >= SystemTablesMaxAge
+	}
+	if (fresh || s.neverComputed()) && stale() {
+		s.refreshing.Lock()
+		if stale() { // not done by a statement that waited before this one
+			if err := s.RefreshSystemTables(ctx, s.opts.Now.wall()); err != nil {
+				s.log.Warn("store: system tables computed in part", "err", err)
+			}
+		}
+		s.refreshing.Unlock()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.system
+}
+
+func (s *Store) neverComputed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.system == nil
 }
 
 // publishSystemTables makes every engine see the system tables with sts as
@@ -228,7 +266,7 @@ func (s *Store) publishSystemTables(ctx context.Context, sts []TableStatus) erro
 	snaps, err := s.snapshotsRelation(ctx)
 	rels = append(rels, snaps)
 	s.mu.Lock()
-	s.system = rels
+	s.system, s.systemAt = rels, s.opts.Now.wall()
 	s.mu.Unlock()
 	for _, t := range s.tables {
 		t.mu.Lock()

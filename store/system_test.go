@@ -41,7 +41,8 @@ func wantRow(t *testing.T, what string, row map[string]any, want map[string]any)
 func TestSystemTablesHealth(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t)
-	s := e.open(t, Options{})
+	wall := time.Now()
+	s := e.open(t, Options{Now: NowOptions{WallClock: func() time.Time { return wall }}})
 	pw := s.tables[0].decl
 
 	// Not started: no partition at all is exempt, not exhausted.
@@ -56,14 +57,20 @@ func TestSystemTablesHealth(t *testing.T) {
 	rows = systemTables(t, s, dayN(1).Add(time.Hour))
 	wantRow(t, "healthy", rows[0], map[string]any{"hot_partitions": int64(6), "partitions_ahead": int64(5), "healthy": true})
 
-	// Refreshing is explicit: a query sees the last refresh, whatever
-	// happened since.
+	// Within SystemTablesMaxAge of the last refresh by the wall clock, a
+	// query sees it, whatever happened since; past it, a query that names
+	// the system tables computes them anew at the wall clock.
 	if _, err := s.hot.CreatePartitions(ctx, pw, dayN(6), dayN(6)); err != nil {
 		t.Fatal(err)
 	}
 	res := mustQuery(t, s, `SELECT hot_partitions FROM system.tables`)
 	if res.Rows[0][0] != int64(6) {
-		t.Errorf("system.tables changed without a refresh: %v", res.Rows[0][0])
+		t.Errorf("system.tables changed within its age: %v", res.Rows[0][0])
+	}
+	wall = wall.Add(SystemTablesMaxAge)
+	res = mustQuery(t, s, `SELECT hot_partitions FROM system.tables`)
+	if res.Rows[0][0] != int64(7) {
+		t.Errorf("system.tables past its age: %v; want it computed anew", res.Rows[0][0])
 	}
 
 	// Exhausted: partitions exist and none is ahead of now.

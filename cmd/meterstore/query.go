@@ -24,17 +24,18 @@ func newQuery() *cobra.Command {
 		asOf, knownAt string
 	)
 	cmd := &cobra.Command{
-		Use:   "query --table T SQL",
-		Short: "Run one read-only SQL statement over a table's readings in both tiers",
-		Long: `Runs a SELECT over "readings" (per merge key the highest version, then the
-latest recorded_at) and "readings_versions" (every version) of --table, across
-PostgreSQL and Iceberg, split at the watermark; and over the system tables
-system.tables, system.config, system.resolution and system.snapshots, which
---refresh (the default) computes first. The SQL functions meter_local_day,
-meter_gas_day, meter_balancing_day and meter_expected_intervals apply the
-Berlin calendar. Other declared tables are read as <table>.readings and
-<table>.readings_versions, each split at its own watermark, as in
-SELECT ... FROM readings p JOIN gas.readings g USING (malo_id).
+		Use:   "query [--table T] SQL",
+		Short: "Run one read-only SQL statement over the deployment's tables in both tiers",
+		Long: `Runs a SELECT over the deployment: every declared table is a schema holding
+"readings" (per merge key the highest version, then the latest recorded_at),
+"readings_versions" (every version) and "completeness", across PostgreSQL
+and Iceberg, each table split at its own watermark, as in
+SELECT ... FROM power.readings p JOIN gas.readings g USING (malo_id);
+and over the system tables system.tables, system.config, system.resolution
+and system.snapshots, which --refresh (the default) computes first. --table
+makes a table the default, read by an unqualified readings. The SQL
+functions meter_local_day, meter_gas_day, meter_balancing_day and
+meter_expected_intervals apply the Berlin calendar.
 
 --as-of-snapshot ID reads as of that cold snapshot: its files below its
 watermark, and above it the rows recorded when it was committed, wherever they
@@ -66,20 +67,23 @@ each other table's watermark and tiers.`,
 			if err := printResult(cmd.OutOrStdout(), format, res); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.Header), othersLine(table, &res.Header))
+			if table == "" {
+				fmt.Fprintf(os.Stderr, "%d rows%s%s\n", len(res.Rows), readLine(&res.Header), othersLine("", &res.Header))
+			} else {
+				fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.Header), othersLine(table, &res.Header))
+			}
 			return nil
 		},
 	}
 	d.flags(cmd, true)
 	f := cmd.Flags()
-	f.StringVar(&table, "table", "", "the table whose readings the SQL reads (required)")
+	f.StringVar(&table, "table", "", "the default table, which an unqualified readings reads")
 	f.StringVar(&format, "format", "table", "table, csv or json (an object per row; a repeated column name gets a suffix _2, _3, ...)")
 	f.BoolVar(&refresh, "refresh", true, "compute the system tables before the query")
 	f.Int64Var(&snapshot, "as-of-snapshot", 0, "read as of this cold snapshot id")
 	f.StringVar(&asOf, "as-of", "", "read as of the cold snapshot current at this time (RFC 3339)")
 	f.StringVar(&knownAt, "known-at", "", "hide the rows recorded after this time (RFC 3339), in both tiers")
 	cmd.MarkFlagsMutuallyExclusive("as-of-snapshot", "as-of")
-	cmd.MarkFlagRequired("table")
 	return cmd
 }
 
@@ -105,9 +109,9 @@ func readOptions(snapshot int64, asOf, knownAt string) (store.ReadOptions, error
 	return o, nil
 }
 
-// othersLine describes the tables other than table that a result read,
-// each split at its own watermark, for the line after it; empty when it
-// read no other.
+// othersLine describes the tables other than table (the default, if any)
+// that a result read, each split at its own watermark, for the line after
+// it; empty when it read no other.
 func othersLine(table string, h *store.ResultHeader) string {
 	var b strings.Builder
 	for _, t := range h.Tables {

@@ -25,13 +25,13 @@ func describes(node map[string]any) bool {
 			rest.walk(v)
 		}
 	}
-	return len(rest.readings) == 0 && rest.completeness == 0 && !rest.opaque
+	return len(rest.readings) == 0 && len(rest.completeness) == 0 && !rest.opaque
 }
 
 // references collects what a statement names that could read readings.
 type references struct {
 	readings     []map[string]any // base table references to readings or readings_versions, of any table
-	completeness int              // base table references to completeness, which reads readings
+	completeness []map[string]any // base table references to completeness, which reads readings
 	opaque       bool             // query(...), query_table(...) or a SHOW of a table name
 }
 
@@ -44,7 +44,7 @@ func (r *references) walk(v any) {
 			case isReadings(name):
 				r.readings = append(r.readings, v)
 			case isCompleteness(name):
-				r.completeness++
+				r.completeness = append(r.completeness, v)
 			}
 		case "TABLE_FUNCTION":
 			f, _ := v["function"].(map[string]any)

@@ -23,14 +23,13 @@ type constraint struct {
 // one of them restricts malo_id to, if node is a plain SELECT (see
 // plainFrom) from exactly one reference to a relation in main whose name
 // isRelation accepts; nil otherwise.
-func constraintsOn(node map[string]any, isRelation func(string) bool, column string) ([]constraint, []string) {
+func constraintsOn(node map[string]any, isRelation func(string) bool, column, self string) ([]constraint, []string) {
 	leaves, ok := plainFrom(node)
 	if !ok || len(leaves) != 1 {
 		return nil, nil
 	}
 	from := leaves[0]
-	if from["type"] != "BASE_TABLE" || !isRelation(str(from["table_name"])) ||
-		str(from["schema_name"]) != "" && !strings.EqualFold(str(from["schema_name"]), "main") {
+	if from["type"] != "BASE_TABLE" || !isRelation(str(from["table_name"])) || tableOf(from, self) != "" {
 		return nil, nil
 	}
 	return bound(node, leaves, from, column)

@@ -57,8 +57,8 @@ func isCompleteness(name string) bool { return strings.EqualFold(name, "complete
 // no other relation of the tiers: a.days by its constraints on
 // balancing_day, a.Range by the readings those days need, with the
 // lookback, and a.MaLo by its constraint on malo_id.
-func (a *analysis) completeness(ctx context.Context, q querier, node map[string]any) error {
-	cs, malo := constraintsOn(node, isCompleteness, "balancing_day")
+func (a *analysis) completeness(ctx context.Context, q querier, node map[string]any, self string) error {
+	cs, malo := constraintsOn(node, isCompleteness, "balancing_day", self)
 	a.MaLo = malo
 	if len(cs) == 0 {
 		return nil

@@ -191,11 +191,11 @@ func (e *Engine) Query(ctx context.Context, sql string) (*Result, error) {
 // QueryAt runs sql as Query does, reading the tiers as opts says: as of a
 // past cold snapshot, or as known at a transaction time, or both.
 func (e *Engine) QueryAt(ctx context.Context, sql string, opts ReadOptions) (*Result, error) {
-	c := collector{lim: limits{rows: e.maxRows(), bytes: e.maxResultBytes()}}
-	if err := e.StreamAt(ctx, sql, opts, c.start, c.row); err != nil {
+	st, err := e.Prepare(ctx, sql, PrepareOptions{Read: opts, Default: true})
+	if err != nil {
 		return nil, err
 	}
-	return &c.res, nil
+	return st.Query(ctx)
 }
 
 // Stream runs one SELECT statement as Query does, but holds none of its
@@ -219,7 +219,7 @@ func (e *Engine) Stream(ctx context.Context, sql string, start func(*Header) err
 
 // StreamAt runs sql as Stream does, reading the tiers as opts says.
 func (e *Engine) StreamAt(ctx context.Context, sql string, opts ReadOptions, start func(*Header) error, row func([]any) error) error {
-	st, err := e.Prepare(ctx, sql, opts, nil)
+	st, err := e.Prepare(ctx, sql, PrepareOptions{Read: opts, Default: true})
 	if err != nil {
 		return err
 	}

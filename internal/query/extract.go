@@ -79,6 +79,14 @@ type analysis struct {
 	// named is true when the statement names the engine's own table's
 	// relations by its name, as <table>.readings.
 	named bool
+	// unqualified is true when it names a relation of the tiers without
+	// a table: readings, readings_versions or completeness.
+	unqualified bool
+	// completenessOf names the other tables whose completeness the
+	// statement reads, which only the table it runs on can answer.
+	completenessOf []string
+	// system is true when it names a relation in the schema system.
+	system bool
 }
 
 // A querier is a DuckDB connection or database.
@@ -138,7 +146,7 @@ func analyze(ctx context.Context, q querier, text, self string) (analysis, error
 		return analysis{}, fmt.Errorf("query: parse: %w", err)
 	}
 	a := analysis{sql: text}
-	if qualify(stmt) {
+	if a.system = qualify(stmt); a.system {
 		if lossy {
 			return analysis{}, errors.New("query: a statement naming a system relation cannot have a non-finite literal")
 		}
@@ -154,9 +162,14 @@ func analyze(ctx context.Context, q querier, text, self string) (analysis, error
 	for _, r := range refs.readings {
 		name := tableOf(r, self)
 		byTable[name]++
-		if name == "" && self != "" && strings.EqualFold(str(r["schema_name"]), self) {
-			a.named = true
+		a.mark(r, name, self)
+	}
+	for _, r := range refs.completeness {
+		name := tableOf(r, self)
+		if name != "" && !slices.Contains(a.completenessOf, name) {
+			a.completenessOf = append(a.completenessOf, name)
 		}
+		a.mark(r, name, self)
 	}
 	for name := range byTable {
 		if name != "" {
@@ -173,7 +186,7 @@ func analyze(ctx context.Context, q querier, text, self string) (analysis, error
 		}
 		return a, nil
 	}
-	a.skipCompleteness = refs.completeness == 0 && !refs.opaque
+	a.skipCompleteness = len(refs.completeness) == 0 && !refs.opaque
 	a.skipVersions = a.skipCompleteness && !slices.ContainsFunc(refs.readings, func(r map[string]any) bool {
 		return strings.EqualFold(str(r["table_name"]), "readings_versions")
 	})
@@ -192,17 +205,40 @@ func analyze(ctx context.Context, q querier, text, self string) (analysis, error
 	}
 	own := byTable[""]
 	switch {
-	case own == 0 && refs.completeness == 0:
+	case own == 0 && len(refs.completeness) == 0:
 		a.NoReadings = true
 		return a, nil
-	case own+refs.completeness != 1:
+	case own+len(refs.completeness) != 1:
 		return a, nil
-	case refs.completeness == 1:
-		return a, a.completeness(ctx, q, node)
+	case len(refs.completeness) == 1:
+		return a, a.completeness(ctx, q, node, self)
 	}
 	r, err := rangeOf(ctx, q, node, "", self)
 	a.Range = r
 	return a, err
+}
+
+// tables returns the other tables a statement reads, by name.
+func (a *analysis) tables() []string {
+	out := make([]string, 0, len(a.Tables))
+	for name := range a.Tables {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// mark notes how a reference r to a relation of table name (tableOf's,
+// "" for self) names it: by self's name, or without a table.
+func (a *analysis) mark(r map[string]any, name, self string) {
+	if name != "" {
+		return
+	}
+	if self != "" && strings.EqualFold(str(r["schema_name"]), self) {
+		a.named = true
+	} else {
+		a.unqualified = true
+	}
 }
 
 // rangeOf returns the range of table name that node bounds; see

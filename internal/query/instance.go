@@ -54,6 +54,10 @@ func start(ctx context.Context, s Settings) (*instance, error) {
 		inst.close()
 		return nil, fmt.Errorf("query: connect to DuckDB: %w", err)
 	}
+	if _, err := inst.conn.ExecContext(ctx, `ATTACH ':memory:' AS `+database+`; USE `+database); err != nil {
+		inst.close()
+		return nil, fmt.Errorf("query: the in-memory database %s: %w", database, err)
+	}
 	return inst, nil
 }
 

@@ -27,8 +27,10 @@ type Column struct {
 	Type string // a DuckDB type, such as VARCHAR, BIGINT or TIMESTAMPTZ
 }
 
-// database is the name of a query's in-memory database.
-const database = "memory"
+// database is the name of a query's in-memory database, the catalog of
+// its relations: a statement may name them fully, as
+// meterstore.power.readings, as Flight SQL clients do.
+const database = "meterstore"
 
 // createRelations creates rels in conn, filled by an appender.
 func createRelations(ctx context.Context, conn *sql.Conn, rels []Relation) error {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/meterstore/meterstore/series"
 )
 
 // A Statement is a statement analysed and not yet run: Prepare has parsed
@@ -44,21 +46,45 @@ func (e *ForbiddenError) Error() string {
 // Unwrap makes a ForbiddenError match ErrForbidden.
 func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 
-// Prepare analyses sql into the tables it reads and checks them with may,
-// reading nothing of any tier: a statement that reads a table may refuses
-// fails with a *ForbiddenError, whatever that table holds. A nil may
-// allows every table. The system relations the statement sees hold only
-// the rows of the tables may allows. Settings.Timeout bounds the statement
+// PrepareOptions say how Prepare takes a statement.
+type PrepareOptions struct {
+	// Read chooses the state of the tiers the statement reads.
+	Read ReadOptions
+	// May, if set, tells which tables the caller may read; a statement
+	// that reads another is refused. Nil allows every table.
+	May func(table string) bool
+	// Default makes the engine's own table the statement's default: an
+	// unqualified readings, readings_versions or completeness reads it.
+	// Without it, every relation of the tiers must name its table, as
+	// power.readings, and the engine only runs the statement.
+	Default bool
+	// System, if set, gives the in-memory relations (SetRelations' by
+	// default): fresh is set when the statement names the schema system,
+	// so that the caller may compute them anew first.
+	System func(ctx context.Context, fresh bool) []Relation
+}
+
+// ErrUnqualified is wrapped by the refusal of a statement without a
+// default table that names a relation of the tiers without its table.
+var ErrUnqualified = fmt.Errorf("%w: name the table of readings, readings_versions and completeness, as in power.readings", ErrInvalidQuery)
+
+// Prepare analyses sql into the tables it reads and checks them with
+// o.May, reading nothing of any tier: a statement that reads a table May
+// refuses fails with a *ForbiddenError, whatever that table holds. The
+// system relations the statement sees hold only the rows of the tables May
+// allows. Every declared table is a schema of the statement, as
+// power.readings; the engine's own table is the default of unqualified
+// relations if o.Default says so. Settings.Timeout bounds the statement
 // from Prepare to its last row. A statement that is not a single SELECT
-// fails with an error wrapping ErrNotReadOnly, one DuckDB cannot parse with
-// ErrInvalidQuery; a table name that is no declared table is invalid, but
-// only once may has allowed it, so that a caller learns no name it may not
-// read.
-func (e *Engine) Prepare(ctx context.Context, sql string, opts ReadOptions, may func(table string) bool) (*Statement, error) {
-	if err := opts.check(); err != nil {
+// fails with an error wrapping ErrNotReadOnly, one DuckDB cannot parse
+// with ErrInvalidQuery; a table name that is no declared table is invalid,
+// but only once May has allowed it, so that a caller learns no name it may
+// not read.
+func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*Statement, error) {
+	if err := o.Read.check(); err != nil {
 		return nil, err
 	}
-	st := &Statement{e: e, opts: opts, begin: time.Now()}
+	st := &Statement{e: e, opts: o.Read, begin: time.Now()}
 	if e.set.Timeout > 0 {
 		st.deadline = st.begin.Add(e.set.Timeout)
 	}
@@ -68,31 +94,76 @@ func (e *Engine) Prepare(ctx context.Context, sql string, opts ReadOptions, may 
 			return err
 		}
 		st.inst = inst
-		if st.a, err = analyze(ctx, inst.conn, sql, e.table.Name); err != nil {
-			return err
-		}
-		if may != nil {
-			var refused []string
-			for _, name := range st.Tables() {
-				if !may(name) {
-					refused = append(refused, name)
-				}
-			}
-			if len(refused) > 0 {
-				return &ForbiddenError{Tables: refused}
-			}
-		}
-		if st.others, err = e.others(ctx, st.a.Tables, opts); err != nil {
-			return err
-		}
-		st.rels = visibleRelations(e.relations(), may)
-		return nil
+		return st.prepare(ctx, sql, o)
 	})
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
 	return st, nil
+}
+
+// prepare analyses sql for st's engine, or for the engine of the one other
+// table whose completeness sql reads: only the table a statement runs on
+// answers its completeness.
+func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) error {
+	self := ""
+	if o.Default {
+		self = st.e.table.Name
+	}
+	a, err := analyze(ctx, st.inst.conn, sql, self)
+	if err != nil {
+		return err
+	}
+	if len(a.completenessOf) > 1 || len(a.completenessOf) == 1 && o.Default && a.unqualified {
+		return fmt.Errorf("%w: a statement reads the completeness of one table, with no other table's unqualified relations", ErrInvalidQuery)
+	}
+	if len(a.completenessOf) == 1 {
+		name := a.completenessOf[0]
+		if err := st.authorise(append([]string{name}, a.tables()...), o.May); err != nil {
+			return err
+		}
+		e, err := st.e.other(ctx, name)
+		if err != nil {
+			return err
+		}
+		st.e = e
+		if a, err = analyze(ctx, st.inst.conn, sql, name); err != nil {
+			return err
+		}
+	} else if !o.Default && a.unqualified {
+		return ErrUnqualified
+	}
+	st.a = a
+	if err := st.authorise(st.Tables(), o.May); err != nil {
+		return err
+	}
+	if st.others, err = st.e.others(ctx, a.Tables, o.Read); err != nil {
+		return err
+	}
+	rels := st.e.relations()
+	if o.System != nil {
+		rels = o.System(ctx, a.system)
+	}
+	st.rels = visibleRelations(rels, o.May)
+	return nil
+}
+
+// authorise refuses tables unless may allows each.
+func (st *Statement) authorise(tables []string, may func(string) bool) error {
+	if may == nil {
+		return nil
+	}
+	var refused []string
+	for _, name := range tables {
+		if !may(name) && !slices.Contains(refused, name) {
+			refused = append(refused, name)
+		}
+	}
+	if len(refused) > 0 {
+		return &ForbiddenError{Tables: refused}
+	}
+	return nil
 }
 
 // Tables returns the declared tables the statement reads: the engine's own
@@ -102,12 +173,7 @@ func (st *Statement) Tables() []string {
 	if !st.a.NoReadings {
 		out = append(out, st.e.table.Name)
 	}
-	others := make([]string, 0, len(st.a.Tables))
-	for name := range st.a.Tables {
-		others = append(others, name)
-	}
-	slices.Sort(others)
-	return append(out, others...)
+	return append(out, st.a.tables()...)
 }
 
 // Stream runs the statement as Engine.Stream does: it reads the tiers of
@@ -120,6 +186,16 @@ func (st *Statement) Stream(ctx context.Context, start func(*Header) error, row 
 	st.ran = true
 	defer st.Close()
 	return st.within(ctx, func(ctx context.Context) error { return st.stream(ctx, start, row) })
+}
+
+// Query runs the statement as Stream does and returns its rows, held in
+// memory within Settings.MaxRows and Settings.MaxResultBytes.
+func (st *Statement) Query(ctx context.Context) (*Result, error) {
+	c := collector{lim: limits{rows: st.e.maxRows(), bytes: st.e.maxResultBytes()}}
+	if err := st.Stream(ctx, c.start, c.row); err != nil {
+		return nil, err
+	}
+	return &c.res, nil
 }
 
 // Close releases the statement's DuckDB instance and spill directory.
@@ -165,13 +241,18 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 			return err
 		}
 		h.own(tr)
-		if !a.skipCompleteness {
+		rels := []string{"readings"}
+		if !a.skipVersions {
+			rels = append(rels, "readings_versions")
+		}
+		if !a.skipCompleteness && e.table.TimeModel == series.Interval {
 			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days); err != nil {
 				return err
 			}
+			rels = append(rels, "completeness")
 		}
 		if a.named {
-			if err := createAlias(ctx, inst.conn, e.table.Name, !a.skipVersions); err != nil {
+			if err := createAlias(ctx, inst.conn, e.table.Name, rels); err != nil {
 				return err
 			}
 		}

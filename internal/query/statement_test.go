@@ -32,7 +32,7 @@ func TestPrepareRefusesBeforeReading(t *testing.T) {
 		tt.power.Calls()
 		tt.gas.Calls()
 
-		st, err := tt.eGas.Prepare(t.Context(), sql, ReadOptions{}, gasOnly)
+		st, err := tt.eGas.Prepare(t.Context(), sql, PrepareOptions{May: gasOnly, Default: true})
 		var fe *ForbiddenError
 		if !errors.As(err, &fe) || !errors.Is(err, ErrForbidden) || !slices.Equal(fe.Tables, []string{"power"}) {
 			if st != nil {
@@ -51,16 +51,16 @@ func TestPrepareRefusesBeforeReading(t *testing.T) {
 
 	// A name that is no table is refused for a caller who may not read it,
 	// as a declared one is: the refusal does not tell which names exist.
-	_, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM nosuch.readings`, ReadOptions{}, gasOnly)
+	_, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM nosuch.readings`, PrepareOptions{May: gasOnly, Default: true})
 	if !errors.Is(err, ErrForbidden) {
 		t.Fatalf("an undeclared table for a limited caller: %v", err)
 	}
-	if _, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM nosuch.readings`, ReadOptions{}, nil); !errors.Is(err, ErrInvalidQuery) {
+	if _, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM nosuch.readings`, PrepareOptions{Default: true}); !errors.Is(err, ErrInvalidQuery) {
 		t.Fatalf("an undeclared table for an unlimited caller: %v", err)
 	}
 
 	// Allowed, it reads what it names.
-	st, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM readings, power.readings`, ReadOptions{}, nil)
+	st, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM readings, power.readings`, PrepareOptions{Default: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestPrepareRefusesBeforeReading(t *testing.T) {
 		t.Errorf("Tables %v", got)
 	}
 	st.Close()
-	st, err = tt.eGas.Prepare(t.Context(), `SELECT 1`, ReadOptions{}, gasOnly)
+	st, err = tt.eGas.Prepare(t.Context(), `SELECT 1`, PrepareOptions{May: gasOnly, Default: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestPrepareShowsVisibleSystemRows(t *testing.T) {
 		Columns: []Column{{Name: "table", Type: "VARCHAR"}, {Name: "healthy", Type: "BOOLEAN"}},
 		Rows:    [][]any{{"power", true}, {"gas", false}}}})
 	read := func(may func(string) bool) []string {
-		st, err := tt.eGas.Prepare(t.Context(), `SELECT "table" FROM system.tables ORDER BY 1`, ReadOptions{}, may)
+		st, err := tt.eGas.Prepare(t.Context(), `SELECT "table" FROM system.tables ORDER BY 1`, PrepareOptions{May: may, Default: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,5 +110,52 @@ func TestPrepareShowsVisibleSystemRows(t *testing.T) {
 	}
 	if got := read(nil); !slices.Equal(got, []string{"gas", "power"}) {
 		t.Errorf("every table: %v", got)
+	}
+}
+
+// TestPrepareWithoutDefault: without a default table every relation names
+// its table, the engine's own included, and the answer is the one each
+// table gives as its own default; an unqualified relation is refused; a
+// statement of another table's completeness runs on that table.
+func TestPrepareWithoutDefault(t *testing.T) {
+	tt := newTwoTables(t)
+	run := func(e *Engine, sql string, o PrepareOptions) ([]string, []string, error) {
+		st, err := e.Prepare(t.Context(), sql, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		tables := st.Tables()
+		var rows []string
+		err = st.Stream(t.Context(), func(*Header) error { return nil }, func(v []any) error {
+			rows = append(rows, fmt.Sprint(v))
+			return nil
+		})
+		return tables, rows, err
+	}
+	const where = ` WHERE "from" >= '2026-01-30 00:00:00Z' AND "from" < '2026-03-02 00:00:00Z'`
+	want := fmt.Sprint(count(t, tt.ePower, `SELECT count(*) FROM readings`+where), " ", count(t, tt.eGas, `SELECT count(*) FROM readings`+where))
+	for _, host := range []*Engine{tt.ePower, tt.eGas} {
+		tables, rows, err := run(host, `SELECT (SELECT count(*) FROM power.readings`+where+`) || ' ' || (SELECT count(*) FROM gas.readings`+where+`)`, PrepareOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(tables, []string{"gas", "power"}) || len(rows) != 1 || rows[0] != "["+want+"]" {
+			t.Errorf("on %s: tables %v, rows %v; want [%s]", host.table.Name, tables, rows, want)
+		}
+		if _, _, err := run(host, `SELECT count(*) FROM readings`, PrepareOptions{}); !errors.Is(err, ErrUnqualified) || !errors.Is(err, ErrInvalidQuery) {
+			t.Errorf("on %s, unqualified: %v", host.table.Name, err)
+		}
+	}
+	// power's completeness, prepared on gas's engine without a default.
+	wantDays := query(t, tt.ePower, `SELECT count(*) FROM completeness WHERE balancing_day = DATE '2026-02-01'`).Rows
+	tables, rows, err := run(tt.eGas, `SELECT count(*) FROM power.completeness WHERE balancing_day = DATE '2026-02-01'`, PrepareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tables, []string{"power"}) || len(rows) != 1 || rows[0] != fmt.Sprint(wantDays[0]) {
+		t.Errorf("power.completeness on gas: tables %v rows %v; want %v", tables, rows, wantDays)
+	}
+	if _, _, err := run(tt.eGas, `SELECT count(*) FROM power.completeness`, PrepareOptions{May: func(n string) bool { return n == "gas" }}); !errors.Is(err, ErrForbidden) {
+		t.Errorf("power.completeness for a gas-only caller: %v", err)
 	}
 }

@@ -169,8 +169,9 @@ func TestStreamCancel(t *testing.T) {
 }
 
 // TestInvalidQuery: a statement DuckDB cannot parse or bind fails with
-// ErrInvalidQuery, naming the problem, and is not retryable; a failure
-// while running is not that.
+// ErrInvalidQuery, naming the problem, and is not retryable; so does one
+// that fails on its own values while running (error(), a failed cast):
+// the statement is to blame, and running it again fails again.
 func TestInvalidQuery(t *testing.T) {
 	s := threeMonths(t)
 	e := newEngine(t, s)
@@ -192,8 +193,10 @@ func TestInvalidQuery(t *testing.T) {
 			t.Errorf("%s: %v is retryable", sql, err)
 		}
 	}
-	if _, err := e.Query(t.Context(), `SELECT error('boom')`); err == nil || errors.Is(err, ErrInvalidQuery) {
-		t.Errorf("a failure while running: %v", err)
+	for _, sql := range []string{`SELECT error('boom')`, `SELECT CAST('x' AS INTEGER)`, `SELECT CAST(malo_id AS INTEGER) FROM readings LIMIT 1`} {
+		if _, err := e.Query(t.Context(), sql); !errors.Is(err, ErrInvalidQuery) {
+			t.Errorf("%s: %v; want ErrInvalidQuery", sql, err)
+		}
 	}
 }
 

@@ -79,27 +79,11 @@ func (e *Engine) others(ctx context.Context, ranges map[string]series.Range, opt
 		// A snapshot ID is one table's; a time means the same to all.
 		return nil, fmt.Errorf("query: as of snapshot %d of table %s: a statement that reads other tables reads as of a time", opts.AsOfSnapshot, e.table.Name)
 	}
-	e.mu.RLock()
-	lookup := e.lookup
-	e.mu.RUnlock()
 	var out []another
 	for name, r := range ranges {
-		if slices.Contains(reservedSchemas, name) {
-			return nil, fmt.Errorf("%w: %s.readings: a table named %s cannot be read from another table's statement", ErrInvalidQuery, name, name)
-		}
-		var (
-			o   *Engine
-			ok  bool
-			err error
-		)
-		if lookup != nil {
-			o, ok, err = lookup(ctx, name)
-		}
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("query: table %s: %w", name, err)
-		case !ok:
-			return nil, fmt.Errorf("%w: %s.readings: no table %s is declared", ErrInvalidQuery, name, name)
+		o, err := e.other(ctx, name)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, another{name: name, engine: o, r: r})
 	}
@@ -107,17 +91,40 @@ func (e *Engine) others(ctx context.Context, ranges map[string]series.Range, opt
 	return out, nil
 }
 
-// createAlias makes the engine's own table's relations reachable by its
-// name too, as <table>.readings, for a statement that names them so.
-func createAlias(ctx context.Context, conn *sql.Conn, name string, versions bool) error {
+// other returns the engine of the declared table name, which may be e's
+// own. A name that is no declared table is an invalid statement; so is
+// one whose relations would clash with the session's own schemas.
+func (e *Engine) other(ctx context.Context, name string) (*Engine, error) {
+	if slices.Contains(reservedSchemas, name) {
+		return nil, fmt.Errorf("%w: %s.readings: a table named %s cannot be read from another table's statement", ErrInvalidQuery, name, name)
+	}
+	e.mu.RLock()
+	lookup := e.lookup
+	e.mu.RUnlock()
+	var (
+		o   *Engine
+		ok  bool
+		err error
+	)
+	if lookup != nil {
+		o, ok, err = lookup(ctx, name)
+	}
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("query: table %s: %w", name, err)
+	case !ok:
+		return nil, fmt.Errorf("%w: %s.readings: no table %s is declared", ErrInvalidQuery, name, name)
+	}
+	return o, nil
+}
+
+// createAlias makes the engine's own table's relations rels reachable by
+// its name too, as <table>.readings, for a statement that names them so.
+func createAlias(ctx context.Context, conn *sql.Conn, name string, rels []string) error {
 	if slices.Contains(reservedSchemas, name) {
 		return nil
 	}
 	stmts := []string{`CREATE SCHEMA IF NOT EXISTS ` + database + `.` + ident(name)}
-	rels := []string{"readings"}
-	if versions {
-		rels = append(rels, "readings_versions")
-	}
 	for _, r := range rels {
 		stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(name, r)+` AS SELECT * FROM `+database+`.main.`+ident(r))
 	}

@@ -170,7 +170,6 @@ func (s *server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 		}
 	}
 	if len(visible) > 0 && schemaPat.MatchString(SystemSchema) && wantType(typeSystem) {
-		s.refreshSystemTables(ctx)
 		names, err := s.systemTables(ctx, visible[0])
 		if err != nil {
 			return nil, nil, err
@@ -306,12 +305,4 @@ func batch(sc *arrow.Schema, rows [][]any) (*arrow.Schema, <-chan flight.StreamC
 	ch <- flight.StreamChunk{Data: b.NewRecordBatch()}
 	close(ch)
 	return sc, ch, nil
-}
-
-// refreshSystemTables computes the system tables now; a failure leaves
-// them as they were, and is logged.
-func (s *server) refreshSystemTables(ctx context.Context) {
-	if err := s.s.RefreshSystemTables(ctx, s.o.Clock()); err != nil {
-		s.log.Warn("flight sql: system tables", "err", err)
-	}
 }

@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
@@ -65,9 +64,6 @@ type Options struct {
 	// Logger receives queries, refusals and failures, never a token; nil
 	// logs nothing.
 	Logger *slog.Logger
-	// Clock is the time the system tables are computed at; nil means
-	// time.Now.
-	Clock func() time.Time
 }
 
 // server is the Flight SQL service over one store.
@@ -87,9 +83,6 @@ func New(s *store.Store, o Options) (*grpc.Server, error) {
 	m, err := metrics.New(o.Meters)
 	if err != nil {
 		return nil, err
-	}
-	if o.Clock == nil {
-		o.Clock = time.Now
 	}
 	log := o.Logger
 	if log == nil {
@@ -189,16 +182,6 @@ func (s *server) refuse(ctx context.Context, code codes.Code, reason, name, meth
 	s.log.LogAttrs(ctx, level, "flight sql call refused", slog.String("reason", reason),
 		slog.String("token", name), slog.String("method", method), slog.String("remote", remote))
 	return status.Error(code, msg)
-}
-
-// mayTouch refuses, counted, a table the call's token may not touch.
-func (s *server) mayTouch(ctx context.Context, table string) error {
-	t := tokenOf(ctx)
-	if auth.MayTouch(t, table) {
-		return nil
-	}
-	return s.refuse(ctx, codes.PermissionDenied, metrics.ReasonForbidden, t.Name, "",
-		fmt.Sprintf("token %q may not touch table %q", t.Name, table))
 }
 
 // visible returns the tables the call's token may touch, in declaration

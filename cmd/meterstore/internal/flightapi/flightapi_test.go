@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -219,7 +222,7 @@ FROM %sreadings GROUP BY ALL ORDER BY day, malo_id`
 // store.Query's answer, GetTables lists what a token may see, writes are
 // refused, and every auth failure has its code and is counted.
 func TestFlightSQL(t *testing.T) {
-	s := openStore(t)
+	s := openStore(t, store.WithWallClock(func() time.Time { return day0.AddDate(0, 0, 4) }))
 	reporting, reportingTok := token(t, "reporting", []string{config.ScopeQuery})
 	heatOnly, heatTok := token(t, "heat-reports", []string{config.ScopeQuery}, "heat")
 	loader, loaderTok := token(t, "loader", []string{config.ScopeIngest})
@@ -227,7 +230,7 @@ func TestFlightSQL(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	cl := serve(t, s, Options{Tokens: []config.Token{reporting, heatOnly, loader},
 		Meters: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Clock: func() time.Time { return day0.AddDate(0, 0, 4) }})
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx := with(t.Context(), reportingTok)
 
 	want := stored(t, s, "power", fmt.Sprintf(perDay, ""))
@@ -474,7 +477,7 @@ func TestFlightSQLBisectionRefused(t *testing.T) {
 	s := openStore(t, store.WithMeters(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	reporting, reportingTok := token(t, "reporting", []string{config.ScopeQuery})
 	heatOnly, heatTok := token(t, "heat-reports", []string{config.ScopeQuery}, "heat")
-	cl := serve(t, s, Options{Tokens: []config.Token{reporting, heatOnly}, Clock: func() time.Time { return day0.AddDate(0, 0, 4) }})
+	cl := serve(t, s, Options{Tokens: []config.Token{reporting, heatOnly}})
 	probe := func(bound string) string {
 		return `SELECT count(*) FROM heat.readings WHERE (SELECT CASE WHEN max(value) > ` + bound +
 			` THEN error('above') END FROM power.readings) IS NULL`
@@ -540,4 +543,79 @@ func scannedRows(t *testing.T, reader *sdkmetric.ManualReader, table string) int
 		}
 	}
 	return n
+}
+
+// TestSameAnswerEveryProtocol: a statement naming two tables, with no
+// default table, gives the same rows through Flight SQL, POST /v1/query
+// without "table", and the store's Query (meterstore query without
+// --table); an unqualified readings is refused by each.
+func TestSameAnswerEveryProtocol(t *testing.T) {
+	s := openStore(t)
+	reporting, tok := token(t, "reporting", []string{config.ScopeQuery})
+	cl := serve(t, s, Options{Tokens: []config.Token{reporting}})
+	h, err := httpapi.New(s, httpapi.Options{Tokens: []config.Token{reporting}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sql = `SELECT p.day, p.n::VARCHAR AS power, coalesce(h.n, 0)::VARCHAR AS heat
+FROM (SELECT strftime("from", '%Y-%m-%d') AS day, count(*) AS n FROM power.readings GROUP BY 1) p
+LEFT JOIN (SELECT strftime("from", '%Y-%m-%d') AS day, count(*) AS n FROM meterstore.heat.readings GROUP BY 1) h USING (day)
+ORDER BY day`
+
+	res, err := s.Query(t.Context(), "", sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]string
+	for _, r := range res.Rows {
+		want = append(want, []string{r[0].(string), r[1].(string), r[2].(string)})
+	}
+	if len(want) != 4 || fmt.Sprint(want[0]) != "[2026-03-02 192 192]" || fmt.Sprint(want[3]) != "[2026-03-05 192 0]" {
+		t.Fatalf("store.Query: %v", want)
+	}
+	if names := tableNames(res.Tables); names != "heat,power" {
+		t.Errorf("store.Query read %s", names)
+	}
+
+	_, got, err := query(with(t.Context(), tok), cl, sql)
+	if err != nil || !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("Flight SQL: %v %v\nwant %v", got, err, want)
+	}
+
+	body, _ := json.Marshal(map[string]string{"sql": sql})
+	r := httptest.NewRequest("POST", "/v1/query", bytes.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+tok)
+	r.Header.Set("Accept", "text/csv")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	rows, err := csv.NewReader(w.Body).ReadAll()
+	if w.Code != 200 || err != nil || len(rows) == 0 || !slices.EqualFunc(rows[1:], want, slices.Equal) {
+		t.Errorf("POST /v1/query: %d %v %v\nwant %v", w.Code, rows, err, want)
+	}
+
+	// An unqualified readings names no table.
+	const bare = `SELECT count(*) FROM readings`
+	if _, err := s.Query(t.Context(), "", bare); !errors.Is(err, store.ErrUnqualified) {
+		t.Errorf("store.Query, unqualified: %v", err)
+	}
+	if _, _, err := query(with(t.Context(), tok), cl, bare); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("Flight SQL, unqualified: %v", err)
+	}
+	body, _ = json.Marshal(map[string]string{"sql": bare})
+	r = httptest.NewRequest("POST", "/v1/query", bytes.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+tok)
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 400 || !strings.Contains(w.Body.String(), "invalid_query") {
+		t.Errorf("POST /v1/query, unqualified: %d %s", w.Code, w.Body)
+	}
+}
+
+// tableNames returns the names of the tables read, comma-separated.
+func tableNames(reads []store.TableRead) string {
+	names := make([]string, len(reads))
+	for i, r := range reads {
+		names[i] = r.Name
+	}
+	return strings.Join(names, ",")
 }

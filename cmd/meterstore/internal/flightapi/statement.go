@@ -22,32 +22,28 @@ import (
 	"github.com/meterstore/meterstore/store"
 )
 
-// statement resolves sql's table (names.go) for the call's token: the
-// table it names, or the first the token may touch when it names none,
-// and the statement as the store runs it. A statement that may read the
-// system tables has them computed first, as meterstore query does.
-func (s *server) statement(ctx context.Context, sql string) (table, out string, err error) {
+// prepare analyses sql for the call's token as the store runs it, passed
+// through as the client sent it: every table is a db_schema
+// (power.readings, meterstore.gas.completeness), there is no default
+// table, and a statement that reads a table the token may not read is
+// refused having read nothing.
+func (s *server) prepare(ctx context.Context, sql string) (*store.Statement, error) {
 	if strings.TrimSpace(sql) == "" {
-		return "", "", status.Error(codes.InvalidArgument, "the statement is empty")
+		return nil, status.Error(codes.InvalidArgument, "the statement is empty")
 	}
-	table, out, system, err := resolve(sql, s.s.Tables())
+	tok := tokenOf(ctx)
+	return s.s.Prepare(ctx, sql, store.StatementOptions{May: func(t string) bool { return auth.MayTouch(tok, t) }})
+}
+
+// check prepares sql as DoGet will and releases it: a statement DoGet
+// would refuse is refused before it gets a ticket.
+func (s *server) check(ctx context.Context, sql string) error {
+	st, err := s.prepare(ctx, sql)
 	if err != nil {
-		return "", "", status.Error(codes.InvalidArgument, err.Error())
+		return s.failure(ctx, err, []slog.Attr{slog.String("token", tokenOf(ctx).Name)})
 	}
-	if system {
-		s.refreshSystemTables(ctx)
-	}
-	if table == "" {
-		visible := s.visible(ctx)
-		if len(visible) == 0 {
-			return "", "", status.Errorf(codes.PermissionDenied, "token %q may touch no table", tokenOf(ctx).Name)
-		}
-		return visible[0], out, nil
-	}
-	if err := s.mayTouch(ctx, table); err != nil {
-		return "", "", err
-	}
-	return table, out, nil
+	st.Close()
+	return nil
 }
 
 // ticketInfo is the FlightInfo of a statement: one endpoint, on this
@@ -68,7 +64,7 @@ func (s *server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 	if len(cmd.GetTransactionId()) > 0 {
 		return nil, status.Error(codes.InvalidArgument, "transactions are not supported: every statement reads a snapshot of its own")
 	}
-	if _, _, err := s.statement(ctx, cmd.GetQuery()); err != nil {
+	if err := s.check(ctx, cmd.GetQuery()); err != nil {
 		return nil, err
 	}
 	tkt, err := flightsql.CreateStatementQueryTicket([]byte(cmd.GetQuery()))
@@ -81,18 +77,14 @@ func (s *server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 // DoGetStatement runs the statement of a ticket, which the client holds
 // and so is checked again.
 func (s *server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	table, sql, err := s.statement(ctx, string(tkt.GetStatementHandle()))
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.run(ctx, table, sql)
+	return s.run(ctx, string(tkt.GetStatementHandle()))
 }
 
-// run streams sql over table: it returns once the store has the result's
-// header, and sends the rows in batches on the channel, which it closes at
-// the end. ctx, the DoGet stream's, bounds the query: the client's cancel
-// or disconnect ends it.
-func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+// run streams sql: it returns once the store has the result's header, and
+// sends the rows in batches on the channel, which it closes at the end.
+// ctx, the DoGet stream's, bounds the query: the client's cancel or
+// disconnect ends it.
+func (s *server) run(ctx context.Context, sql string) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	if s.slots != nil {
 		select {
 		case s.slots <- struct{}{}:
@@ -102,10 +94,8 @@ func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-c
 		}
 	}
 	start := time.Now()
-	attrs := []slog.Attr{slog.String("token", tokenOf(ctx).Name), slog.String("table", table)}
-	// Authorise before reading: a statement that reads a table the token
-	// may not read is refused here, having read nothing.
-	st, err := s.s.Prepare(ctx, table, sql, store.ReadOptions{}, func(t string) bool { return auth.MayTouch(tokenOf(ctx), t) })
+	attrs := []slog.Attr{slog.String("token", tokenOf(ctx).Name)}
+	st, err := s.prepare(ctx, sql)
 	if err != nil {
 		if s.slots != nil {
 			<-s.slots
@@ -115,6 +105,7 @@ func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-c
 	ch := make(chan flight.StreamChunk, 1)
 	header := make(chan *arrow.Schema, 1)
 	failed := make(chan error, 1)
+	attrs = append(attrs, slog.String("tables", strings.Join(st.Tables(), ",")))
 	go func() {
 		if s.slots != nil {
 			defer func() { <-s.slots }()
@@ -135,11 +126,8 @@ func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-c
 			}
 		}
 		begin := func(hd *store.ResultHeader) error {
-			wm := ""
-			if hd.HasWatermark {
-				wm = hd.Watermark.UTC().Format(time.RFC3339Nano)
-			}
-			b = arrowrows.NewBuilder(hd.Columns, hd.Types, wm, strings.Join(hd.Tiers, ","))
+			wm, tiers := readOf(hd)
+			b = arrowrows.NewBuilder(hd.Columns, hd.Types, wm, tiers)
 			header <- b.Schema()
 			return nil
 		}
@@ -184,6 +172,20 @@ func (s *server) run(ctx context.Context, table, sql string) (*arrow.Schema, <-c
 	}
 }
 
+// readOf returns the watermark (RFC 3339) and tiers the schema's metadata
+// carries: those of the one table a statement read; empty when it read
+// none or several, each split at a watermark of its own.
+func readOf(hd *store.ResultHeader) (watermark, tiers string) {
+	if len(hd.Tables) != 1 {
+		return "", ""
+	}
+	t := hd.Tables[0]
+	if t.HasWatermark {
+		watermark = t.Watermark.UTC().Format(time.RFC3339Nano)
+	}
+	return watermark, strings.Join(t.Tiers, ",")
+}
+
 // failure logs the error of a query and returns it as the client is told
 // it: the client's failures at INFO with their code alone, since the
 // error's text may quote the statement and its values, the server's at
@@ -223,7 +225,7 @@ const maxPrepared = 256
 // A prepared statement, by its handle.
 type prepared struct {
 	token string // the name of the token that made it, the one that may use it
-	query string // as the client sent it; resolved again when run
+	query string // as the client sent it; prepared again when run
 }
 
 // preparedStatements are the open prepared statements.
@@ -245,7 +247,7 @@ func (s *server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	if len(req.GetTransactionId()) > 0 {
 		return res, status.Error(codes.InvalidArgument, "transactions are not supported: every statement reads a snapshot of its own")
 	}
-	if _, _, err := s.statement(ctx, req.GetQuery()); err != nil {
+	if err := s.check(ctx, req.GetQuery()); err != nil {
 		return res, err
 	}
 	var id [16]byte
@@ -309,11 +311,7 @@ func (s *server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prepa
 	if err != nil {
 		return nil, nil, err
 	}
-	table, sql, err := s.statement(ctx, st.query)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.run(ctx, table, sql)
+	return s.run(ctx, st.query)
 }
 
 // DoPutPreparedStatementQuery refuses parameters: a prepared statement

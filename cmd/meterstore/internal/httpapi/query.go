@@ -4,7 +4,10 @@ package httpapi
 // both tiers, as meterstore query runs it, its rows rendered as that
 // command renders them (cmd/meterstore/internal/resultfmt), streamed.
 //
-//	body   {"table": "...", "sql": "..."}
+//	body   {"sql": "...", "table": "..."}: every declared table is a
+//	       schema of the statement (power.readings, gas.completeness);
+//	       "table", optional, is the default of an unqualified readings,
+//	       readings_versions or completeness
 //	Accept text/csv: a header row, then the rows;
 //	       application/x-ndjson (also application/jsonl, */*, or no
 //	       Accept): one JSON object per row, a repeated column name
@@ -105,7 +108,7 @@ type tableRead struct {
 }
 
 // tablesHeader returns X-MeterStore-Tables: a JSON array of the tables
-// the query read, the request's table first, each with its own watermark,
+// the query read, the request's default table first, each with its own watermark,
 // tiers and cold snapshot.
 func tablesHeader(hd *store.ResultHeader) string {
 	out := make([]tableRead, len(hd.Tables))
@@ -144,15 +147,15 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok, _ := r.Context().Value(tokenKey{}).(config.Token)
-	if !auth.MayTouch(tok, req.Table) {
+	if req.Table != "" && !auth.MayTouch(tok, req.Table) {
 		h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, tok.Name,
 			fmt.Sprintf("token %q may not touch table %q", tok.Name, req.Table))
 		return
 	}
-	if _, err := h.s.Declaration(req.Table); errors.Is(err, store.ErrNoTable) {
+	if _, err := h.s.Declaration(req.Table); req.Table != "" && errors.Is(err, store.ErrNoTable) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no such table: %q", req.Table))
 		return
-	} else if err != nil {
+	} else if req.Table != "" && err != nil {
 		h.internal(w, r, err)
 		return
 	}
@@ -171,7 +174,7 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 	// Authorise before reading: the statement is analysed into the tables
 	// it reads and refused, reading nothing, if the token may not read one
 	// of them, so that the refusal is the same whatever their rows hold.
-	st, err := h.s.Prepare(r.Context(), req.Table, req.SQL, store.ReadOptions{}, func(t string) bool { return auth.MayTouch(tok, t) })
+	st, err := h.s.Prepare(r.Context(), req.SQL, store.StatementOptions{Table: req.Table, May: func(t string) bool { return auth.MayTouch(tok, t) }})
 	if err == nil {
 		begin := func(hd *store.ResultHeader) error {
 			out = h.beginAnswer(w, media, hd)
@@ -434,15 +437,12 @@ func decodeQuery(body io.Reader) (queryRequest, error) {
 		if errors.As(err, &tooLarge) {
 			return req, err
 		}
-		return req, fmt.Errorf(`the body is not a JSON object {"table": "...", "sql": "..."}: %v`, err)
+		return req, fmt.Errorf(`the body is not a JSON object {"sql": "...", "table": "..."}: %v`, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return req, errors.New("the body holds more than one JSON object")
 	}
-	switch {
-	case req.Table == "":
-		return req, errors.New(`the body names no "table"`)
-	case strings.TrimSpace(req.SQL) == "":
+	if strings.TrimSpace(req.SQL) == "" {
 		return req, errors.New(`the body holds no "sql"`)
 	}
 	return req, nil
