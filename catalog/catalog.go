@@ -56,6 +56,11 @@ type Options struct {
 	Check CommitCheck
 	// Logger receives warnings about best-effort steps; nil discards them.
 	Logger *slog.Logger
+	// ObserveCAS, if set, is told of every compare-and-set the catalog
+	// makes on Log, after the log answered, in the goroutine that made
+	// it: how long the log took and whether the commit won its race. It
+	// is how an application measures the log; it must return quickly.
+	ObserveCAS func(ctx context.Context, e CASEvent)
 	// TableLogKeep is how many of a table's newest commits its log keeps
 	// at least; older entries are truncated as commits land (see trim.go).
 	// Zero means DefaultTableLogKeep; a negative value keeps every commit.
@@ -92,6 +97,9 @@ func New(opts Options) (*Catalog, error) {
 	}
 	if opts.TableLogKeep == 0 {
 		opts.TableLogKeep = DefaultTableLogKeep
+	}
+	if opts.ObserveCAS != nil {
+		opts.Log = &observedLog{Log: opts.Log, prefix: opts.ShardPrefix, observe: opts.ObserveCAS}
 	}
 	return &Catalog{
 		name:   opts.Name,

@@ -117,7 +117,11 @@ func (s *Store) Orphans(ctx context.Context, name string, opts OrphanOptions) (O
 	if age == 0 {
 		age = DefaultOrphanAge
 	}
-	return s.cold.Orphans(ctx, ct, cold.OrphanOptions{Before: s.opts.Now.wall().Add(-age), Delete: opts.Delete})
+	r, err := s.cold.Orphans(ctx, ct, cold.OrphanOptions{Before: s.opts.Now.wall().Add(-age), Delete: opts.Delete})
+	if err == nil || len(r.Orphans) > 0 {
+		s.metrics.Orphans(ctx, name, int64(len(r.Orphans)), r.Bytes(), int64(r.Deleted), r.DeletedBytes)
+	}
+	return r, err
 }
 
 // Purge destroys table name in both tiers: the PostgreSQL table with every

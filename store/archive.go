@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/metrics"
 )
 
 // Outcome types of one archival cycle of one table.
@@ -34,7 +35,12 @@ const (
 // watermark. LeaseContended and Deferred are outcomes, not errors. A now
 // that cannot be the time (see CheckNow), or before the watermark, is
 // refused with ErrNowOutOfRange.
-func (s *Store) Archive(ctx context.Context, name string, now time.Time) (ArchiveOutcome, error) {
+func (s *Store) Archive(ctx context.Context, name string, now time.Time) (out ArchiveOutcome, err error) {
+	defer func() {
+		if out.Status == archive.Failed || out.Status == archive.Quarantined {
+			s.metrics.ArchivalFailed(ctx, name, failureReason(out.Status, err))
+		}
+	}()
 	t, ct, _, err := s.opened(ctx, name)
 	var q *QuarantineError
 	if errors.As(err, &q) {
@@ -50,7 +56,7 @@ func (s *Store) Archive(ctx context.Context, name string, now time.Time) (Archiv
 		return ArchiveOutcome{Table: name, Status: archive.Failed}, err
 	}
 	start := time.Now()
-	out, err := s.arch.Cycle(ctx, t.decl, ct, now)
+	out, err = s.arch.Cycle(ctx, t.decl, ct, now)
 	if !out.Watermark.IsZero() {
 		s.router.Observe(name, out.Watermark)
 	}
@@ -58,6 +64,7 @@ func (s *Store) Archive(ctx context.Context, name string, now time.Time) (Archiv
 	for _, w := range out.Windows {
 		rows += w.Rows
 	}
+	s.metrics.PartitionsDropped(ctx, name, int64(len(out.Dropped)))
 	switch out.Status {
 	case archive.Archived:
 		s.metrics.Archived(ctx, name, rows, time.Since(start))
@@ -67,4 +74,24 @@ func (s *Store) Archive(ctx context.Context, name string, now time.Time) (Archiv
 		s.metrics.LeaseContended(ctx, name)
 	}
 	return out, err
+}
+
+// failureReason classifies an archival cycle that ended with status, and
+// err, as the reason attribute of meterstore.archival.failures does.
+func failureReason(status ArchiveStatus, err error) string {
+	var inv *InvariantError
+	var se *Error
+	switch {
+	case status == archive.Quarantined:
+		return metrics.FailureQuarantine
+	case errors.As(err, &inv), errors.As(err, &se) && se.Kind == InvariantViolation:
+		return metrics.FailureInvariant
+	case errors.Is(err, ErrCommitConflict), errors.Is(err, ErrWatermarkBackwards):
+		return metrics.FailureConflict
+	case errors.Is(err, ErrColdTierUnreachable):
+		return metrics.FailureColdUnreachable
+	case IsRetryable(err):
+		return metrics.FailureTransient
+	}
+	return metrics.FailureOther
 }

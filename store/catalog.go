@@ -12,14 +12,17 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	icesql "github.com/apache/iceberg-go/catalog/sql"
+	icetable "github.com/apache/iceberg-go/table"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for iceberg-go's SQL catalog
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus"
 	"github.com/meterstore/meterstore/consensus/bloblog"
 	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/metrics"
 )
 
 // The catalogs a deployment can commit through.
@@ -59,7 +62,15 @@ type CatalogOptions struct {
 	Postgres *pgxpool.Config
 	// LogOptions configure a log in PostgreSQL: schema and isolation.
 	LogOptions postgres.Options
-	Logger     *slog.Logger
+	// Meters records the compare-and-sets of the log of a CatalogLog
+	// (meterstore.log.cas.*); nil records nothing.
+	Meters metric.MeterProvider
+	Logger *slog.Logger
+
+	// beforeCommit, if set, runs in every commit's check, after the
+	// watermark check and before the log's compare-and-set: a test's way
+	// to have another writer commit in between.
+	beforeCommit func(ident icetable.Identifier)
 }
 
 // OpenCatalog opens the catalog opts select, with the watermark check
@@ -68,12 +79,32 @@ type CatalogOptions struct {
 // a REST or SQL catalog is guarded (catalog.Guard). It is the one way the
 // module opens a deployment's catalog. Close releases what it opened.
 func OpenCatalog(ctx context.Context, opts CatalogOptions) (icecatalog.Catalog, func(), error) {
+	m, err := metrics.New(opts.Meters)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: metrics: %w", err)
+	}
+	return openCatalog(ctx, opts, &logMeter{m: m})
+}
+
+// openCatalog is OpenCatalog, with the log's compare-and-sets recorded by
+// lm under the log's backend.
+func openCatalog(ctx context.Context, opts CatalogOptions, lm *logMeter) (icecatalog.Catalog, func(), error) {
 	var closers []func()
 	fail := func(err error) (icecatalog.Catalog, func(), error) {
 		closeAll(closers)
 		return nil, nil, err
 	}
 	check := cold.WatermarkCheck()
+	if hook := opts.beforeCommit; hook != nil {
+		watermark := check
+		check = func(ident icetable.Identifier, base, next icetable.Metadata) error {
+			if err := watermark(ident, base, next); err != nil {
+				return err
+			}
+			hook(ident)
+			return nil
+		}
+	}
 	switch opts.Type {
 	case CatalogREST:
 		cat, err := rest.NewCatalog(ctx, "rest", opts.URI, rest.WithAdditionalProps(opts.Warehouse.Props))
@@ -126,7 +157,9 @@ func OpenCatalog(ctx context.Context, opts CatalogOptions) (icecatalog.Catalog, 
 	default:
 		return fail(fmt.Errorf("store: catalog log %q: want %q or %q", opts.Log, LogPostgres, LogObjectStore))
 	}
-	cat, err := catalog.New(catalog.Options{Warehouse: opts.Warehouse, Log: clog, Check: check, Logger: opts.Logger})
+	lm.backend = backendOf(opts.Log)
+	cat, err := catalog.New(catalog.Options{Warehouse: opts.Warehouse, Log: clog, Check: check, Logger: opts.Logger,
+		ObserveCAS: lm.observe})
 	if err != nil {
 		return fail(err)
 	}

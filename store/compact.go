@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/metrics"
 )
 
 // CompactOptions say which data files Compact rewrites, and, with
@@ -44,6 +46,8 @@ func (s *Store) Compact(ctx context.Context, name string, opts CompactOptions) (
 		out, err = s.cold.Compact(ctx, ct, opts)
 		return err
 	})
+	s.metrics.Compacted(ctx, name, compactionOutcome(out, err), int64(out.Rewritten), out.BytesRead,
+		int64(out.Written), out.BytesWritten)
 	if err != nil {
 		return Compaction{}, fmt.Errorf("store: compact %s: %w", name, err)
 	}
@@ -52,4 +56,20 @@ func (s *Store) Compact(ctx context.Context, name string, opts CompactOptions) (
 			"manifests_before", out.ManifestsBefore, "manifests_after", out.ManifestsAfter)
 	}
 	return out, nil
+}
+
+// compactionOutcome classifies a compaction as the outcome attribute of
+// meterstore.compaction.runs does.
+func compactionOutcome(c Compaction, err error) string {
+	switch {
+	case errors.Is(err, ErrLeaseHeld):
+		return metrics.CompactionLeaseContended
+	case errors.Is(err, ErrCompactionConflict):
+		return metrics.CompactionConflict
+	case err != nil:
+		return metrics.CompactionFailed
+	case c.SnapshotID == 0:
+		return metrics.CompactionSkipped
+	}
+	return metrics.CompactionCompacted
 }

@@ -115,8 +115,8 @@ func TestForeignMirrorCommit(t *testing.T) {
 	if fe.Forks[0].SnapshotID != ft.CurrentSnapshot().SnapshotID || fe.Forks[0].Records != 9 {
 		t.Errorf("fork %+v, want snapshot %d with 9 records", fe.Forks[0], ft.CurrentSnapshot().SnapshotID)
 	}
-	if got := gaugeValue(t, reader, "meterstore.mirror.forks"); got != 1 {
-		t.Errorf("meterstore.mirror.forks = %d, want 1", got)
+	if got := gaugeValue(t, reader, "meterstore.table.mirror_forks"); got != 1 {
+		t.Errorf("meterstore.table.mirror_forks = %d, want 1", got)
 	}
 	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "file="+file) {
 		t.Errorf("no error log line names %s:\n%s", file, logs.String())
@@ -178,8 +178,8 @@ func TestForeignMirrorCommit(t *testing.T) {
 	if st := s.Status(ctx, dayN(6))[0]; !st.Healthy || st.MirrorForks != 0 {
 		t.Fatalf("after ResolveForks: %+v", st)
 	}
-	if got := gaugeValue(t, reader, "meterstore.mirror.forks"); got != 0 {
-		t.Errorf("meterstore.mirror.forks = %d after ResolveForks, want 0", got)
+	if got := gaugeValue(t, reader, "meterstore.table.mirror_forks"); got != 0 {
+		t.Errorf("meterstore.table.mirror_forks = %d after ResolveForks, want 0", got)
 	}
 	if vs := s.Verify(ctx); !vs[0].OK() {
 		t.Fatalf("verify after ResolveForks: %v %v", vs[0].Problems, vs[0].Err)

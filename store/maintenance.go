@@ -194,6 +194,9 @@ func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *MaintenanceOutc
 		r.Removed, r.Err = m.s.opts.Registry.Sweep(ctx, now, m.retention, m.legalBasis, m.actor)
 		m.s.metrics.RetentionRemoved(ctx, r.Removed)
 	}
+	if r.Err != nil {
+		m.s.metrics.RetentionFailed(ctx)
+	}
 	out.Retention = r
 	return out
 }
@@ -204,6 +207,7 @@ func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableO
 	if _, _, err := m.s.ready(ctx, t); err != nil {
 		// The table fails alone; the next cycle tries to open it again.
 		to.Archive = ArchiveOutcome{Table: name, Status: archive.Failed}
+		m.s.metrics.ArchivalFailed(ctx, name, failureReason(to.Archive.Status, err))
 		to.Status = m.s.statusOf(ctx, t, now)
 		to.Err = fmt.Errorf("store: maintain %s: %w", name, err)
 		return to

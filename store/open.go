@@ -15,6 +15,7 @@ import (
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/internal/pgcluster"
 	"github.com/meterstore/meterstore/privacy"
 )
@@ -61,10 +62,14 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with 
 		return nil, err
 	}
 	closers = append(closers, func() { wh.Bucket.Close() })
-	cat, closeCat, err := OpenCatalog(ctx, CatalogOptions{
+	// The meters come with the options, which run once the catalog is
+	// open; its log's compare-and-sets are recorded from before the first
+	// commit, which Open makes.
+	lm := &logMeter{}
+	cat, closeCat, err := openCatalog(ctx, CatalogOptions{
 		Type: cfg.Catalog.Type, Log: cfg.Catalog.Log, URI: cfg.Catalog.URI,
 		Warehouse: wh, Postgres: pcfg, LogOptions: logOptions(cfg), Logger: log,
-	})
+	}, lm)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +86,9 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with 
 	opts.Pool, opts.Catalog, opts.Registry, opts.Logger = pool, cat, reg, log
 	for _, f := range with {
 		f(&opts)
+	}
+	if lm.m, err = metrics.New(opts.Meters); err != nil {
+		return nil, fmt.Errorf("store: metrics: %w", err)
 	}
 	s, err := Open(ctx, opts)
 	if err != nil {

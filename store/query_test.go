@@ -92,7 +92,7 @@ func TestMetricsRecorded(t *testing.T) {
 		t.Errorf("write metrics %v", sums)
 	}
 	for _, name := range []string{"meterstore.archival.rows", "meterstore.archival.duration", "meterstore.query.duration",
-		"meterstore.watermark.lag", "meterstore.partitions.ahead", "meterstore.invariant.violations", "meterstore.scan.rows"} {
+		"meterstore.table.watermark_lag", "meterstore.table.partitions_ahead", "meterstore.table.invariant_violations", "meterstore.table.healthy", "meterstore.scan.rows"} {
 		if !seen[name] {
 			t.Errorf("%s was not recorded; recorded: %v", name, seen)
 		}

@@ -76,6 +76,7 @@ func (s *Store) statusOf(ctx context.Context, t *table, now time.Time) TableStat
 	st := s.status(ctx, t, now)
 	s.metrics.PartitionsAhead(ctx, st.Table, st.PartitionsAhead)
 	s.metrics.InvariantViolations(ctx, st.Table, st.InvariantViolations)
+	s.metrics.Healthy(ctx, st.Table, st.Healthy)
 	if st.mirrored {
 		s.metrics.MirrorForks(ctx, st.Table, st.MirrorForks)
 	}

@@ -81,18 +81,37 @@ func newArchive() *cobra.Command {
 
 func newMaintain() *cobra.Command {
 	var (
-		d    deployment
-		once bool
+		d             deployment
+		once          bool
+		metricsListen string
 	)
 	cmd := &cobra.Command{
 		Use:   "maintain",
 		Short: "Run the maintenance loop: archival, optional snapshot expiry, health, the retention sweep",
 		Long: `Runs one cycle per [maintenance] interval until interrupted, or one cycle with
 --once (at --now, if given). Every replica may run it: one wins each table's
-archive lease, the others report lease_contended.`,
+archive lease, the others report lease_contended.
+
+With --metrics-listen ADDR it serves, while it runs, GET /metrics: the
+Prometheus exposition of the store's metrics (docs/metrics.md), for a
+[[server.token]] with scope admin, as meterstore serve does, over TLS when
+server.tls_cert is set; and GET /healthz without a token.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, cfg, err := d.open(cmd.Context())
+			var with []store.ConfigOption
+			if metricsListen != "" {
+				cfg, err := d.load()
+				if err != nil {
+					return err
+				}
+				meters, stop, err := serveTelemetry(cmd.OutOrStdout(), logger(), cfg.Server, metricsListen)
+				if err != nil {
+					return err
+				}
+				defer stop()
+				with = append(with, store.WithMeters(meters))
+			}
+			s, cfg, err := d.open(cmd.Context(), with...)
 			if err != nil {
 				return err
 			}
@@ -130,6 +149,8 @@ archive lease, the others report lease_contended.`,
 	}
 	d.flags(cmd, true)
 	cmd.Flags().BoolVar(&once, "once", false, "run one cycle and exit")
+	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "",
+		"serve GET /metrics (Prometheus; a token with scope admin) and GET /healthz at this address while it runs, such as 127.0.0.1:9464")
 	return cmd
 }
 

@@ -91,13 +91,9 @@ func serve(cmd *cobra.Command, d *deployment) error {
 		}
 	}()
 	sc := cfg.Server
-	var tlsConfig *tls.Config
-	if sc.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(sc.TLSCert, sc.TLSKey)
-		if err != nil {
-			return fmt.Errorf("serve: server.tls_cert and server.tls_key: %w", err)
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	tlsConfig, err := serverTLS(sc)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	if len(sc.Tokens) == 0 {
 		log.Warn("no [[server.token]] configured: every endpoint but /healthz refuses every request; make one with meterstore token")
@@ -186,6 +182,19 @@ func serve(cmd *cobra.Command, d *deployment) error {
 	flightStopped := stopFlight(sc.ShutdownTimeout)
 	err = shutdown(srv, maint.Stop, sc.ShutdownTimeout, serveErr)
 	return errors.Join(err, <-flightStopped)
+}
+
+// serverTLS returns the TLS configuration of server.tls_cert and
+// server.tls_key, nil when the server speaks plain HTTP.
+func serverTLS(sc config.Server) (*tls.Config, error) {
+	if sc.TLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(sc.TLSCert, sc.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("server.tls_cert and server.tls_key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // shutdown stops the server and the maintenance loop, each allowed to

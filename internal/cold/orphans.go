@@ -40,8 +40,10 @@ type OrphanReport struct {
 	// Orphans are the files no metadata references, older than the
 	// safety line, by location.
 	Orphans []OrphanFile
-	// Deleted counts the orphans deleted (or found gone meanwhile).
-	Deleted int
+	// Deleted counts the orphans deleted (or found gone meanwhile), and
+	// DeletedBytes their size.
+	Deleted      int
+	DeletedBytes int64
 	// Young counts the unreferenced files kept for being newer than the
 	// safety line.
 	Young int
@@ -138,6 +140,7 @@ func (c *Tier) Orphans(ctx context.Context, t *Table, opts OrphanOptions) (Orpha
 			continue
 		}
 		out.Deleted++
+		out.DeletedBytes += o.Size
 	}
 	if len(errs) > 0 {
 		return out, fmt.Errorf("cold: orphan files of %s: %d of %d not deleted: %w", name, len(errs), len(out.Orphans), errors.Join(errs...))

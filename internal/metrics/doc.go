@@ -6,34 +6,21 @@
 // to New; with none, recording is a no-op. Nothing reads the global
 // provider.
 //
-// Every instrument carries the attribute table, and the scan counter adds
-// tier ("hot" or "cold"). The retention counter carries neither: a sweep
+// Every instrument is named meterstore.<area>.<what> with a unit, so that
+// the Prometheus exporter shows it as meterstore_<area>_<what>_<unit>
+// (seconds, bytes, and _total after every counter). docs/metrics.md is
+// the table of every instrument as /metrics shows it, with its type, unit,
+// labels and meaning; a test holds it to what the exporter produces.
+//
+// Every instrument about a table carries the attribute table; the scan
+// counter adds tier. The retention instruments carry none: a sweep
 // destroys a subject's link across the whole deployment at once, so
 // attributing it to a table would invite a sum that counts it twice. The
-// HTTP server's refusals carry reason ("missing", "invalid" or
-// "forbidden") and no table: a refused request may name none. The HTTP
-// server's requests carry route (the pattern that took the request,
-// "unmatched" for none), method (one of the standard methods, else
-// "_OTHER") and status (the response's status code), a bounded set.
-//
-//	name                                unit         kind       attributes
-//	meterstore.archival.rows            {reading}    counter    table
-//	meterstore.archival.duration        s            histogram  table
-//	meterstore.archival.deferred        {cycle}      counter    table
-//	meterstore.archival.lease_contended {cycle}      counter    table
-//	meterstore.watermark.lag            s            gauge      table
-//	meterstore.partitions.ahead         {partition}  gauge      table
-//	meterstore.invariant.violations     {violation}  gauge      table
-//	meterstore.mirror.forks             {file}       gauge      table
-//	meterstore.write.rows               {reading}    counter    table
-//	meterstore.write.duplicates         {reading}    counter    table
-//	meterstore.write.late_corrections   {reading}    counter    table
-//	meterstore.query.duration           s            histogram  table
-//	meterstore.scan.rows                {reading}    counter    table, tier
-//	meterstore.retention.removed        {reference}  counter    (none)
-//	meterstore.http.auth_failures       {request}    counter    reason
-//	meterstore.http.requests            {request}    counter    route, method, status
-//	meterstore.http.request.duration    s            histogram  route, method, status
+// log's compare-and-set latency carries backend and outcome, not table:
+// every table shares the log, and its latency is the log's. The HTTP
+// server's instruments carry the bounded attributes of the request
+// (reason; route, method and status) and no table: a request may name
+// none.
 //
 // Counters only go up, so the recording methods ignore a negative count
 // or duration. Gauges record what they are given, including -1 for a

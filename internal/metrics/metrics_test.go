@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,6 +96,21 @@ func TestInstruments(t *testing.T) {
 	m.Deferred(ctx, "lastgang")
 	m.Deferred(ctx, "lastgang")
 	m.LeaseContended(ctx, "gas")
+	m.ArchivalFailed(ctx, "lastgang", FailureConflict)
+	m.ArchivalFailed(ctx, "lastgang", FailureConflict)
+	m.ArchivalFailed(ctx, "gas", FailureQuarantine)
+	m.PartitionsDropped(ctx, "lastgang", 3)
+	m.PartitionsDropped(ctx, "lastgang", 0)
+	m.Healthy(ctx, "lastgang", true)
+	m.Healthy(ctx, "gas", false)
+	m.CompareAndSet(ctx, BackendPostgres, "lastgang", CASCommitted, 2*time.Millisecond)
+	m.CompareAndSet(ctx, BackendPostgres, "lastgang", CASMismatch, 3*time.Millisecond)
+	m.CompareAndSet(ctx, BackendPostgres, RegistryTable, CASMismatch, 5*time.Millisecond)
+	m.Compacted(ctx, "lastgang", CompactionCompacted, 8, 8000, 2, 7000)
+	m.Compacted(ctx, "lastgang", CompactionSkipped, 5, 5, 5, 5)
+	m.Orphans(ctx, "lastgang", 4, 400, 0, 0)
+	m.Orphans(ctx, "lastgang", 3, 300, 3, 300)
+	m.RetentionFailed(ctx)
 	m.Watermark(ctx, "lastgang", 36*time.Hour)
 	m.PartitionsAhead(ctx, "lastgang", 3)
 	m.InvariantViolations(ctx, "lastgang", 0)
@@ -121,29 +137,50 @@ func TestInstruments(t *testing.T) {
 	m.Queried(ctx, "lastgang", -time.Second)
 	m.RetentionRemoved(ctx, -1)
 
+	m.PartitionsDropped(ctx, "lastgang", -1)
+	m.CompareAndSet(ctx, BackendPostgres, "lastgang", CASCommitted, -time.Second)
+
 	table := func(name string) string { return "table=" + name }
 	scan := func(name, tier string) string { return "table=" + name + ",tier=" + tier }
 	req := func(route, method, status string) string {
 		return "method=" + method + ",route=" + route + ",status=" + status
 	}
 	want := map[string]instrument{
-		"meterstore.archival.rows":            {"{reading}", "counter", []point{{table("lastgang"), 96_000, 0}}},
-		"meterstore.archival.duration":        {"s", "histogram", []point{{table("lastgang"), 1.5, 1}}},
-		"meterstore.archival.deferred":        {"{cycle}", "counter", []point{{table("lastgang"), 2, 0}}},
-		"meterstore.archival.lease_contended": {"{cycle}", "counter", []point{{table("gas"), 1, 0}}},
-		"meterstore.watermark.lag":            {"s", "gauge", []point{{table("lastgang"), 36 * 3600, 0}}},
-		"meterstore.partitions.ahead":         {"{partition}", "gauge", []point{{table("lastgang"), 3, 0}}},
-		"meterstore.invariant.violations":     {"{violation}", "gauge", []point{{table("gas"), -1, 0}, {table("lastgang"), 0, 0}}},
-		"meterstore.mirror.forks":             {"{file}", "gauge", []point{{table("lastgang"), 2, 0}}},
-		"meterstore.write.rows":               {"{reading}", "counter", []point{{table("lastgang"), 90, 0}}},
-		"meterstore.write.duplicates":         {"{reading}", "counter", []point{{table("lastgang"), 6, 0}}},
-		"meterstore.write.late_corrections":   {"{reading}", "counter", []point{{table("lastgang"), 4, 0}}},
-		"meterstore.query.duration":           {"s", "histogram", []point{{table("lastgang"), 0.25, 1}}},
-		"meterstore.scan.rows":                {"{reading}", "counter", []point{{scan("lastgang", "cold"), 20, 0}, {scan("lastgang", "hot"), 15, 0}}},
-		"meterstore.retention.removed":        {"{reference}", "counter", []point{{"", 7, 0}}},
-		"meterstore.http.auth_failures":       {"{request}", "counter", []point{{"reason=invalid", 2, 0}, {"reason=missing", 1, 0}}},
-		"meterstore.http.requests":            {"{request}", "counter", []point{{req("/v1/status", "GET", "200"), 2, 0}, {req("unmatched", "_OTHER", "404"), 1, 0}}},
-		"meterstore.http.request.duration":    {"s", "histogram", []point{{req("/v1/status", "GET", "200"), 0.05, 2}}},
+		"meterstore.archival.rows":               {"{reading}", "counter", []point{{table("lastgang"), 96_000, 0}}},
+		"meterstore.archival.duration":           {"s", "histogram", []point{{table("lastgang"), 1.5, 1}}},
+		"meterstore.archival.deferred":           {"{cycle}", "counter", []point{{table("lastgang"), 2, 0}}},
+		"meterstore.archival.lease_contended":    {"{cycle}", "counter", []point{{table("gas"), 1, 0}}},
+		"meterstore.archival.failures":           {"{cycle}", "counter", []point{{"reason=conflict,table=lastgang", 2, 0}, {"reason=quarantine,table=gas", 1, 0}}},
+		"meterstore.archival.partitions_dropped": {"{partition}", "counter", []point{{table("lastgang"), 3, 0}}},
+		"meterstore.table.watermark_lag":         {"s", "gauge", []point{{table("lastgang"), 36 * 3600, 0}}},
+		"meterstore.table.partitions_ahead":      {"{partition}", "gauge", []point{{table("lastgang"), 3, 0}}},
+		"meterstore.table.invariant_violations":  {"{violation}", "gauge", []point{{table("gas"), -1, 0}, {table("lastgang"), 0, 0}}},
+		"meterstore.table.mirror_forks":          {"{file}", "gauge", []point{{table("lastgang"), 2, 0}}},
+		"meterstore.table.healthy":               {"", "gauge", []point{{table("gas"), 0, 0}, {table("lastgang"), 1, 0}}},
+		"meterstore.log.cas.duration": {"s", "histogram", []point{
+			{"backend=postgres,outcome=committed", 0.002, 1}, {"backend=postgres,outcome=mismatch", 0.008, 2}}},
+		"meterstore.log.cas.mismatches": {"{conflict}", "counter", []point{
+			{"backend=postgres,table=<registry>", 1, 0}, {"backend=postgres,table=lastgang", 1, 0}}},
+		"meterstore.compaction.runs": {"{run}", "counter", []point{
+			{"outcome=compacted,table=lastgang", 1, 0}, {"outcome=skipped,table=lastgang", 1, 0}}},
+		"meterstore.compaction.rewritten_files": {"{file}", "counter", []point{{table("lastgang"), 8, 0}}},
+		"meterstore.compaction.rewritten_bytes": {"By", "counter", []point{{table("lastgang"), 8000, 0}}},
+		"meterstore.compaction.written_files":   {"{file}", "counter", []point{{table("lastgang"), 2, 0}}},
+		"meterstore.compaction.written_bytes":   {"By", "counter", []point{{table("lastgang"), 7000, 0}}},
+		"meterstore.orphans.found_files":        {"{file}", "gauge", []point{{table("lastgang"), 3, 0}}},
+		"meterstore.orphans.found_bytes":        {"By", "gauge", []point{{table("lastgang"), 300, 0}}},
+		"meterstore.orphans.removed_files":      {"{file}", "counter", []point{{table("lastgang"), 3, 0}}},
+		"meterstore.orphans.removed_bytes":      {"By", "counter", []point{{table("lastgang"), 300, 0}}},
+		"meterstore.retention.failures":         {"{sweep}", "counter", []point{{"", 1, 0}}},
+		"meterstore.write.rows":                 {"{reading}", "counter", []point{{table("lastgang"), 90, 0}}},
+		"meterstore.write.duplicates":           {"{reading}", "counter", []point{{table("lastgang"), 6, 0}}},
+		"meterstore.write.late_corrections":     {"{reading}", "counter", []point{{table("lastgang"), 4, 0}}},
+		"meterstore.query.duration":             {"s", "histogram", []point{{table("lastgang"), 0.25, 1}}},
+		"meterstore.scan.rows":                  {"{reading}", "counter", []point{{scan("lastgang", "cold"), 20, 0}, {scan("lastgang", "hot"), 15, 0}}},
+		"meterstore.retention.removed":          {"{reference}", "counter", []point{{"", 7, 0}}},
+		"meterstore.http.auth_failures":         {"{request}", "counter", []point{{"reason=invalid", 2, 0}, {"reason=missing", 1, 0}}},
+		"meterstore.http.requests":              {"{request}", "counter", []point{{req("/v1/status", "GET", "200"), 2, 0}, {req("unmatched", "_OTHER", "404"), 1, 0}}},
+		"meterstore.http.request.duration":      {"s", "histogram", []point{{req("/v1/status", "GET", "200"), 0.05, 2}}},
 	}
 	got := collect(t, reader)
 	for name, w := range want {
@@ -161,6 +198,42 @@ func TestInstruments(t *testing.T) {
 			t.Errorf("unexpected instrument %s", name)
 		}
 	}
+
+	// Sample records on every instrument the attributes its methods
+	// record, which is what the documentation lists.
+	sampled := sdkmetric.NewManualReader()
+	ms, err := New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sampled)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms.Sample(ctx)
+	samples := collect(t, sampled)
+	for name, w := range want {
+		s, ok := samples[name]
+		if !ok || len(s.points) != 1 {
+			t.Errorf("Sample: %s recorded %+v", name, s.points)
+			continue
+		}
+		if got, want := keys(s.points[0].attrs), keys(w.points[0].attrs); got != want {
+			t.Errorf("Sample: %s has attributes %q, its method records %q", name, got, want)
+		}
+	}
+	if len(samples) != len(want) {
+		t.Errorf("Sample recorded %d instruments, want %d", len(samples), len(want))
+	}
+}
+
+// keys returns the keys of an encoded attribute set.
+func keys(enc string) string {
+	if enc == "" {
+		return ""
+	}
+	var out []string
+	for kv := range strings.SplitSeq(enc, ",") {
+		k, _, _ := strings.Cut(kv, "=")
+		out = append(out, k)
+	}
+	return strings.Join(out, ",")
 }
 
 // Without a provider, or without Metrics, recording does nothing and
@@ -174,6 +247,14 @@ func TestNoProvider(t *testing.T) {
 		ctx := context.Background()
 		m.Archived(ctx, "t", 1, time.Second)
 		m.Deferred(ctx, "t")
+		m.ArchivalFailed(ctx, "t", FailureOther)
+		m.PartitionsDropped(ctx, "t", 1)
+		m.Healthy(ctx, "t", true)
+		m.CompareAndSet(ctx, BackendObjectStore, "t", CASMismatch, time.Millisecond)
+		m.Compacted(ctx, "t", CompactionCompacted, 1, 1, 1, 1)
+		m.Orphans(ctx, "t", 1, 1, 1, 1)
+		m.RetentionFailed(ctx)
+		m.Sample(ctx)
 		m.LeaseContended(ctx, "t")
 		m.Watermark(ctx, "t", time.Hour)
 		m.PartitionsAhead(ctx, "t", 1)

@@ -41,6 +41,26 @@ func (m *Metrics) LeaseContended(ctx context.Context, table string) {
 	m.leaseContended.Add(ctx, 1, tableAttr(table))
 }
 
+// ArchivalFailed records an archival cycle of table that failed, or found
+// the table quarantined, for reason: FailureQuarantine or another Failure
+// value.
+func (m *Metrics) ArchivalFailed(ctx context.Context, table, reason string) {
+	if m == nil {
+		return
+	}
+	m.archivalFailures.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(
+		attribute.String(AttrTable, table), attribute.String(AttrReason, reason))))
+}
+
+// PartitionsDropped records n detached partitions of table that an
+// archival cycle dropped.
+func (m *Metrics) PartitionsDropped(ctx context.Context, table string, n int64) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.partitionsDropped.Add(ctx, n, tableAttr(table))
+}
+
 // Watermark records how far the watermark of table trails now.
 func (m *Metrics) Watermark(ctx context.Context, table string, lag time.Duration) {
 	if m == nil {
@@ -79,6 +99,18 @@ func (m *Metrics) MirrorForks(ctx context.Context, table string, n int64) {
 		return
 	}
 	m.mirrorForks.Record(ctx, n, tableAttr(table))
+}
+
+// Healthy records whether a status check found table healthy.
+func (m *Metrics) Healthy(ctx context.Context, table string, healthy bool) {
+	if m == nil {
+		return
+	}
+	var v int64
+	if healthy {
+		v = 1
+	}
+	m.healthy.Record(ctx, v, tableAttr(table))
 }
 
 // Written records a write to table: inserted readings stored and
@@ -121,6 +153,74 @@ func (m *Metrics) Queried(ctx context.Context, table string, d time.Duration) {
 		return
 	}
 	m.queryDuration.Record(ctx, d.Seconds(), tableAttr(table))
+}
+
+// CompareAndSet records a compare-and-set on the log of backend
+// (BackendPostgres or BackendObjectStore) for table (RegistryTable for the
+// catalog's registry) that ended with outcome, a CAS value, after d. A
+// CASMismatch is counted apart too, by table: it is the race a writer of
+// the table lost.
+func (m *Metrics) CompareAndSet(ctx context.Context, backend, table, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if d >= 0 {
+		m.casDuration.Record(ctx, d.Seconds(), metric.WithAttributeSet(attribute.NewSet(
+			attribute.String(AttrBackend, backend), attribute.String(AttrOutcome, outcome))))
+	}
+	if outcome == CASMismatch {
+		m.casMismatches.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(
+			attribute.String(AttrBackend, backend), attribute.String(AttrTable, table))))
+	}
+}
+
+// Compacted records a compaction of table that ended with outcome, a
+// Compaction value; one that committed (CompactionCompacted) also records
+// the data files and bytes it replaced and wrote.
+func (m *Metrics) Compacted(ctx context.Context, table, outcome string, rewritten, rewrittenBytes, written, writtenBytes int64) {
+	if m == nil {
+		return
+	}
+	m.compactions.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(
+		attribute.String(AttrTable, table), attribute.String(AttrOutcome, outcome))))
+	if outcome != CompactionCompacted {
+		return
+	}
+	attrs := tableAttr(table)
+	for _, c := range []struct {
+		counter metric.Int64Counter
+		n       int64
+	}{{m.compactRewritten, rewritten}, {m.compactRewrittenSize, rewrittenBytes}, {m.compactWritten, written}, {m.compactWrittenSize, writtenBytes}} {
+		if c.n > 0 {
+			c.counter.Add(ctx, c.n, attrs)
+		}
+	}
+}
+
+// Orphans records an orphan run over table: the orphan files it found and
+// their size, and of them the files it deleted and their size.
+func (m *Metrics) Orphans(ctx context.Context, table string, found, foundBytes, removed, removedBytes int64) {
+	if m == nil {
+		return
+	}
+	attrs := tableAttr(table)
+	m.orphansFound.Record(ctx, found, attrs)
+	m.orphansFoundSize.Record(ctx, foundBytes, attrs)
+	if removed > 0 {
+		m.orphansRemoved.Add(ctx, removed, attrs)
+	}
+	if removedBytes > 0 {
+		m.orphansRemovedSize.Add(ctx, removedBytes, attrs)
+	}
+}
+
+// RetentionFailed records a retention sweep that failed. Like
+// RetentionRemoved it carries no table.
+func (m *Metrics) RetentionFailed(ctx context.Context) {
+	if m == nil {
+		return
+	}
+	m.retentionFailures.Add(ctx, 1)
 }
 
 // RetentionRemoved records n subject references a retention sweep

@@ -4,13 +4,16 @@ package httpapi
 // admin and serves the Prometheus text exposition of Options.Metrics, and
 // the middleware that counts every request and its duration by route,
 // method and status (meterstore.http.requests and
-// meterstore.http.request.duration).
+// meterstore.http.request.duration); and NewTelemetry, the same two
+// endpoints alone, for a process that serves no API.
 //
 // The library records through the OpenTelemetry API only; the Prometheus
 // exporter lives here, in the server, which is the one program that
 // chooses where measurements go.
 
 import (
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -22,6 +25,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/metrics"
 )
 
 // metricsPath is the path of the exposition.
@@ -47,6 +51,34 @@ func Prometheus() (*sdkmetric.MeterProvider, http.Handler, error) {
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	return mp, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}), nil
+}
+
+// NewTelemetry returns the endpoints of a process that serves its
+// telemetry and no API, such as meterstore maintain --metrics-listen:
+// GET /healthz without a token, and GET /metrics (o.Metrics) for a token
+// with scope admin, guarded, refused, logged and counted as New does
+// them. Of o it uses Tokens, Meters, Metrics and Logger.
+func NewTelemetry(o Options) (http.Handler, error) {
+	m, err := metrics.New(o.Meters)
+	if err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{o: o, log: log, metrics: m, mux: newRouteMux()}
+	h.mux.HandleFunc("GET /healthz", h.healthz)
+	h.handleMetrics()
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == metricsPath {
+			w.Header().Set("Allow", "GET")
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s takes GET, not %s", r.URL.Path, r.Method))
+			return
+		}
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.URL.Path+"; this process serves /healthz and /metrics")
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serveCounted(w, r, h.mux) }), nil
 }
 
 // handleMetrics routes GET /metrics, for tokens with scope admin.
