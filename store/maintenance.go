@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/privacy"
 )
 
@@ -87,6 +88,10 @@ type TableOutcome struct {
 	Orphans *OrphanReport
 	// Compacted is what compaction did, when it committed.
 	Compacted *Compaction
+	// PartitionsDeferred reports that creating the partitions ahead gave
+	// up on a lock another session held (see HotOptions.DDLLockTimeout):
+	// a benign no-op that the next cycle tries again.
+	PartitionsDeferred bool
 	// Status is the table's health after the cycle.
 	Status TableStatus
 	// Err is the first error of the table's cycle; the cycle went on with
@@ -148,7 +153,7 @@ func (o *MaintenanceOutcome) Failures() []MaintenanceFailure {
 func (o *MaintenanceOutcome) Healthy() bool { return len(o.Unhealthy()) == 0 && len(o.Failures()) == 0 }
 
 // Cycle runs one maintenance cycle at now. Per table, in order: create the
-// partitions ahead, archive the due windows (bounded), compact the cold
+// partitions ahead (deferred, not failed, when a lock is held), archive the due windows (bounded), compact the cold
 // tier if it crossed a threshold and expire snapshots if enabled, both if
 // the lease was won, remove orphan files if enabled and due, and compute
 // the table's health; then
@@ -215,7 +220,14 @@ func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableO
 		to.Err = fmt.Errorf("store: maintain %s: %w", name, err)
 		return to
 	}
-	if _, err := m.s.hot.EnsurePartitions(ctx, t.decl, now); err != nil {
+	// A creation that gave up on a held lock changed nothing and is
+	// tried again next cycle: benign, like a deferred detach. The
+	// partitions ahead in the status say when it is not.
+	switch _, err := m.s.hot.EnsurePartitions(ctx, t.decl, now); {
+	case errors.Is(err, hot.ErrDeferred):
+		to.PartitionsDeferred = true
+		m.s.log.Info("store: maintenance: partition creation deferred by a held lock; the next cycle tries again", "table", name, "err", err)
+	case err != nil:
 		errs = append(errs, fmt.Errorf("partitions: %w", err))
 	}
 	var err error

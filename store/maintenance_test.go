@@ -225,3 +225,54 @@ func TestMaintenanceRefreshesSystemTables(t *testing.T) {
 		t.Errorf("system.tables after a cycle: %v; the cycle's status %+v", got, st)
 	}
 }
+
+// TestMaintenanceCreationDeferred holds a lock on the hot parent that
+// conflicts with attaching a partition, as a VACUUM or an operator's
+// LOCK TABLE does: the cycle's partition creation gives up within the lock
+// timeout, and the cycle reports it deferred, with the table healthy and
+// no failure. Once the lock is gone, the next cycle creates the partition.
+func TestMaintenanceCreationDeferred(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	s := e.open(t, Options{Hot: HotOptions{DDLLockTimeout: 200 * time.Millisecond}})
+	m := s.Maintenance()
+	if out := m.Cycle(ctx, dayN(0)); !out.Healthy() || out.Tables[0].PartitionsDeferred {
+		t.Fatalf("first cycle: %+v", out.Tables[0])
+	}
+	partition := func(d int) bool {
+		var ok bool
+		if err := e.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, "meterstore.power_p"+dayN(d).Format("20060102")).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !partition(2) || partition(3) {
+		t.Fatal("fixture: the first cycle should create the partitions of days 0 to 2")
+	}
+
+	holder, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `LOCK TABLE meterstore.power IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	out := m.Cycle(ctx, dayN(1))
+	to := out.Tables[0]
+	if !to.PartitionsDeferred || to.Err != nil || !to.Healthy() || !out.Healthy() {
+		t.Fatalf("cycle under a held lock: deferred %v, healthy %v, err %v, status %+v",
+			to.PartitionsDeferred, to.Healthy(), to.Err, to.Status)
+	}
+	if partition(3) {
+		t.Fatal("the partition of day 3 was created under the held lock")
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out = m.Cycle(ctx, dayN(1))
+	if to := out.Tables[0]; to.PartitionsDeferred || !out.Healthy() || !partition(3) {
+		t.Fatalf("cycle after the lock is gone: deferred %v, healthy %v, %v; partition of day 3: %v",
+			to.PartitionsDeferred, out.Healthy(), out.Failures(), partition(3))
+	}
+}
