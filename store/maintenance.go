@@ -107,7 +107,10 @@ func (t *TableOutcome) Healthy() bool {
 // A RetentionOutcome reports the retention sweep of a cycle.
 type RetentionOutcome struct {
 	Removed int64
-	Err     error
+	// LeaseContended reports that another replica held the sweep's lease:
+	// this cycle swept nothing and recorded nothing, which is no failure.
+	LeaseContended bool
+	Err            error
 }
 
 // A MaintenanceOutcome reports one maintenance cycle: a row per table, and the
@@ -159,7 +162,7 @@ func (o *MaintenanceOutcome) Healthy() bool { return len(o.Unhealthy()) == 0 && 
 // the table's health; then
 // the system tables are refreshed with those healths, so that a long-lived
 // process's queries see them as of its last cycle; then the retention
-// sweep, if enabled. A failing table does not end the cycle.
+// sweep, if enabled, by the replica that wins its lease. A failing table does not end the cycle.
 // A now that cannot be the time (see CheckNow), or is before a table's
 // watermark, is refused with ErrNowOutOfRange: nothing is done with it.
 func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *MaintenanceOutcome {
@@ -196,11 +199,29 @@ func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *MaintenanceOutc
 	} else if m.s.opts.Registry == nil {
 		r.Err = errors.New("store: retention sweep: no subject registry configured")
 	} else {
-		r.Removed, r.Err = m.s.opts.Registry.Sweep(ctx, now, m.retention, m.legalBasis, m.actor)
-		m.s.metrics.RetentionRemoved(ctx, r.Removed)
+		m.sweep(ctx, now, r)
 	}
 	out.Retention = r
 	return out
+}
+
+// sweep runs the retention sweep into r under the deployment's sweep
+// lease: it destroys links and writes an audit row, mutations that belong
+// to one replica, as archival and expiry do. A replica that finds the
+// lease held sweeps nothing and reports it contended.
+func (m *Maintenance) sweep(ctx context.Context, now time.Time, r *RetentionOutcome) {
+	err := m.s.arch.WithLease(ctx, RetentionName, func(ctx context.Context) error {
+		var err error
+		r.Removed, err = m.s.opts.Registry.Sweep(ctx, now, m.retention, m.legalBasis, m.actor)
+		m.s.metrics.RetentionRemoved(ctx, r.Removed)
+		return err
+	})
+	if errors.Is(err, ErrLeaseHeld) {
+		r.LeaseContended = true
+		m.s.log.Info("store: maintenance: retention sweep lease held by another replica; it sweeps")
+		return
+	}
+	r.Err = err
 }
 
 func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableOutcome {

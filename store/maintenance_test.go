@@ -276,3 +276,56 @@ func TestMaintenanceCreationDeferred(t *testing.T) {
 			to.PartitionsDeferred, out.Healthy(), out.Failures(), partition(3))
 	}
 }
+
+// TestMaintenanceRetentionLease runs the cycle of two replicas of one
+// deployment with the retention sweep on: while one holds the sweep's
+// lease, the other's cycle reports the sweep contended, removes nothing
+// and writes no audit row; the lease's winner sweeps and records it.
+func TestMaintenanceRetentionLease(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	reg, err := privacy.Open(ctx, e.pool, privacy.Options{Schema: "meterstore"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	old, err := reg.Register(ctx, "customer-1", time.Date(2022, 1, 2, 12, 0, 0, 0, berlin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	audits := func() int {
+		var n int
+		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.retention_log`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	now := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+	winner, contended := e.open(t, Options{Registry: reg}), e.open(t, Options{Registry: reg})
+	sweep := func(s *Store) *MaintenanceOutcome {
+		return s.Maintenance().AnonymiseAfter(privacy.CalendarYears(3), "§ 60 Abs. 6 MsbG", "test").Cycle(ctx, now)
+	}
+	err = winner.arch.WithLease(ctx, RetentionName, func(context.Context) error {
+		out := sweep(contended)
+		if r := out.Retention; r == nil || !r.LeaseContended || r.Removed != 0 || r.Err != nil || !out.Healthy() {
+			t.Errorf("the contended replica's sweep: %+v, healthy %v; want lease contended, nothing removed, no failure", r, out.Healthy())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := audits(); n != 0 {
+		t.Fatalf("%d audit rows after the contended replica's cycle, want 0", n)
+	}
+	if _, _, ok, err := reg.Resolve(ctx, old); err != nil || !ok {
+		t.Fatalf("the contended replica swept: resolvable %v (%v)", ok, err)
+	}
+	out := sweep(winner)
+	if r := out.Retention; r == nil || r.LeaseContended || r.Removed != 1 || r.Err != nil {
+		t.Fatalf("the winner's sweep: %+v", r)
+	}
+	if n := audits(); n != 1 {
+		t.Fatalf("%d audit rows after the winner's cycle, want 1", n)
+	}
+}

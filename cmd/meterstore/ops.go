@@ -175,9 +175,12 @@ func printOutcome(w io.Writer, out *store.MaintenanceOutcome) {
 	}
 	tw.Flush()
 	if r := out.Retention; r != nil {
-		if r.Err != nil {
+		switch {
+		case r.Err != nil:
 			fmt.Fprintf(w, "retention sweep failed: %v\n", r.Err)
-		} else {
+		case r.LeaseContended:
+			fmt.Fprintln(w, "retention sweep: another replica holds its lease and sweeps")
+		default:
 			fmt.Fprintf(w, "retention sweep: %d subject links removed\n", r.Removed)
 		}
 	}
