@@ -224,18 +224,27 @@ func TestEvolveConverges(t *testing.T) {
 }
 
 // TestEvolveQuarantinesAlone declares changes series.Evolve refuses: the
-// table is quarantined alone (Status and system.tables say why, writes and
-// archival are refused) and nothing of it changes, while another table of
-// the same store ingests and archives.
+// table is quarantined alone (Status and system.tables say why, archival
+// is refused and W stays), its relation and declaration stay as they
+// were, and it goes on taking every delivery its stored columns can hold
+// into PostgreSQL and answering it. A delivery they cannot hold is refused
+// as retryable, never as permanent, so a producer keeps it until an
+// operator resolves the quarantine. Another table of the same store
+// ingests and archives.
 func TestEvolveQuarantinesAlone(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t)
 	other := power()
 	other.Name = "other"
-	base := withColumns(series.Column{Name: "note"})
+	tariff := series.Column{Name: "tariff", Values: []string{"HT", "NT"}}
+	base := withColumns(series.Column{Name: "note"}, tariff)
 	s1 := e.open(t, Options{Tables: []Table{base, other}})
 	mustWrite(t, s1, []Reading{qh(1, 0, 1, "A", 1, 1000), qh(1, 3, 1, "A", 1, 1000)})
 	if _, err := s1.Archive(ctx, "power", dayN(3)); err != nil {
+		t.Fatal(err)
+	}
+	w0, _, err := s1.Watermark(ctx, "power")
+	if err != nil {
 		t.Fatal(err)
 	}
 	hotBefore, coldBefore := hotColumns(t, e, "power"), coldColumns(t, e, "power")
@@ -243,30 +252,72 @@ func TestEvolveQuarantinesAlone(t *testing.T) {
 	if err := e.pool.QueryRow(ctx, `SELECT definition::text FROM meterstore.hot_tables WHERE name = 'power'`).Scan(&defBefore); err != nil {
 		t.Fatal(err)
 	}
-	day := 3
-	for _, tc := range []struct {
+	withExtra := func(r Reading, kv ...string) Reading {
+		for i := 0; i < len(kv); i += 2 {
+			r.Extra[kv[i]] = kv[i+1]
+		}
+		return r
+	}
+	readings, day := 2, 3
+	for i, tc := range []struct {
 		name, reason string
 		decl         Table
+		// held is a delivery the declaration accepts and the stored
+		// columns hold; refused one they cannot hold; either may be unset.
+		held, refused []Reading
 	}{
-		{"type change", "type text before, bigint now", withColumns(series.Column{Name: "note", Type: series.BigInt})},
-		{"new identity", "new identity column", withColumns(series.Column{Name: "note"}, series.Column{Name: "phase", Identity: true})},
+		{"type change", "type text before, bigint now",
+			withColumns(series.Column{Name: "note", Type: series.BigInt}, tariff),
+			[]Reading{withExtra(qh(2, 3, 2, "A", 1, 1000), "note", "17")}, nil},
+		{"values widened", "values (HT, NT) before, (HT, NT, ST) now",
+			withColumns(series.Column{Name: "note"}, series.Column{Name: "tariff", Values: []string{"HT", "NT", "ST"}}),
+			[]Reading{withExtra(qh(3, 3, 2, "A", 1, 1000), "tariff", "HT")}, []Reading{withExtra(qh(3, 3, 3, "A", 1, 1000), "tariff", "ST")}},
+		{"new identity", "new identity column",
+			withColumns(series.Column{Name: "note"}, tariff, series.Column{Name: "phase", Identity: true}),
+			nil, []Reading{withExtra(qh(4, 3, 2, "A", 1, 1000), "phase", "L1")}},
 		{"identity dropped", "identity column \"channel\" is dropped", func() Table {
 			t := base
-			t.Columns = []series.Column{{Name: "note"}}
+			t.Columns = []series.Column{{Name: "note"}, tariff}
 			return t
+		}(), nil, func() []Reading {
+			r := qh(5, 3, 2, "A", 1, 1000)
+			r.Extra = map[string]string{"note": "n"}
+			return []Reading{r}
 		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := e.open(t, Options{Tables: []Table{tc.decl, other}})
-			var q *QuarantineError
-			if _, err := s.Write(ctx, "power", []Reading{qh(2, 3, 2, "A", 1, 1000)}); !errors.As(err, &q) || IsRetryable(err) {
-				t.Fatalf("write into the quarantined table: %v", err)
+			if tc.held != nil {
+				if _, err := s.Write(ctx, "power", tc.held); err != nil {
+					t.Fatalf("a delivery the stored columns hold, into the quarantined table: %v", err)
+				}
+				readings++
+				res := mustQuery(t, s, `SELECT count(*) FROM readings WHERE malo_id = '`+tc.held[0].MaLo+`'`)
+				if res.Rows[0][0] != int64(len(tc.held)) {
+					t.Fatalf("the quarantined table answers %v of the delivery's readings, want %d", res.Rows[0][0], len(tc.held))
+				}
 			}
-			if out, err := s.Archive(ctx, "power", dayN(5)); !errors.As(err, &q) || out.Status != ArchiveQuarantined {
+			if tc.refused != nil {
+				_, err := s.Write(ctx, "power", tc.refused)
+				var q *QuarantineError
+				if !errors.As(err, &q) || !IsRetryable(err) || !strings.Contains(err.Error(), "quarantined") {
+					t.Fatalf("a delivery the stored columns cannot hold: %v, want a retryable refusal naming the quarantine", err)
+				}
+			}
+			if out, err := s.Archive(ctx, "power", dayN(6+i)); !errors.As(err, new(*QuarantineError)) || out.Status != ArchiveQuarantined || len(out.Windows) != 0 {
 				t.Fatalf("archive of the quarantined table: %+v, %v", out, err)
 			}
+			// A maintenance cycle keeps its partitions ahead all the same.
+			for _, to := range s.Maintenance().Cycle(ctx, dayN(6+i)).Tables {
+				if to.Table == "power" && (to.Archive.Status != ArchiveQuarantined || to.Err == nil || strings.Contains(to.Err.Error(), "partitions:")) {
+					t.Fatalf("maintenance of the quarantined table: %v, %v", to.Archive.Status, to.Err)
+				}
+			}
+			if w, _, err := s.Watermark(ctx, "power"); err != nil || !w.Equal(w0) {
+				t.Fatalf("W of the quarantined table %v (%v), want %v", w, err, w0)
+			}
 			var st TableStatus
-			for _, x := range s.Status(ctx, dayN(5)) {
+			for _, x := range s.Status(ctx, dayN(6)) {
 				if x.Table == "power" {
 					st = x
 				}
@@ -274,8 +325,7 @@ func TestEvolveQuarantinesAlone(t *testing.T) {
 			if st.Healthy || st.Err == nil || !strings.Contains(st.Err.Error(), tc.reason) {
 				t.Fatalf("status of the quarantined table: healthy %v, %v; want a reason saying %q", st.Healthy, st.Err, tc.reason)
 			}
-			// system.tables, read through the table that opens.
-			if err := s.RefreshSystemTables(ctx, dayN(5)); err != nil && !strings.Contains(err.Error(), "power") {
+			if err := s.RefreshSystemTables(ctx, dayN(6)); err != nil && !strings.Contains(err.Error(), "power") {
 				t.Fatal(err)
 			}
 			res := mustQueryOn(t, s, "other", `SELECT healthy, error FROM system.tables WHERE "table" = 'power'`)
@@ -295,7 +345,8 @@ func TestEvolveQuarantinesAlone(t *testing.T) {
 				t.Fatalf("the other table has %v readings, want %d", n, day-3)
 			}
 
-			// Nothing of the quarantined table changed.
+			// Its relation and declaration are as they were; it holds what
+			// it took.
 			var def string
 			if err := e.pool.QueryRow(ctx, `SELECT definition::text FROM meterstore.hot_tables WHERE name = 'power'`).Scan(&def); err != nil {
 				t.Fatal(err)
@@ -303,10 +354,94 @@ func TestEvolveQuarantinesAlone(t *testing.T) {
 			if def != defBefore || !slices.Equal(hotColumns(t, e, "power"), hotBefore) || !slices.Equal(coldColumns(t, e, "power"), coldBefore) {
 				t.Fatalf("the quarantined table changed: %s, hot %v, cold %v", def, hotColumns(t, e, "power"), coldColumns(t, e, "power"))
 			}
-			if n := mustQuery(t, s1, `SELECT count(*) FROM readings`).Rows[0][0]; n != int64(2) {
-				t.Fatalf("the quarantined table has %v readings, want 2", n)
+			if n := mustQuery(t, s1, `SELECT count(*) FROM readings`).Rows[0][0]; n != int64(readings) {
+				t.Fatalf("the quarantined table has %v readings, want %d", n, readings)
 			}
 		})
+	}
+}
+
+// TestQuarantineLifts quarantines a table whose declaration widens a
+// column's coded values, which is an operator's change: the next
+// maintenance cycle after the operator has made it applies the declaration,
+// without a restart, and the delivery refused before goes in.
+func TestQuarantineLifts(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	e.open(t, Options{Tables: []Table{withColumns(series.Column{Name: "tariff", Values: []string{"HT", "NT"}})}})
+	s := e.open(t, Options{Tables: []Table{withColumns(series.Column{Name: "tariff", Values: []string{"HT", "NT", "ST"}})}})
+	st := withTariff(qh(1, 0, 1, "A", 1, 1000), "ST")
+	if _, err := s.Write(ctx, "power", []Reading{st}); !IsRetryable(err) || !errors.As(err, new(*QuarantineError)) {
+		t.Fatalf("a tariff the stored CHECK refuses: %v, want a retryable refusal", err)
+	}
+	m := s.Maintenance()
+	if out := m.Cycle(ctx, dayN(0)); out.Tables[0].Archive.Status != ArchiveQuarantined {
+		t.Fatalf("cycle before the migration: %+v", out.Tables[0])
+	}
+	for _, stmt := range []string{
+		`ALTER TABLE meterstore.power DROP CONSTRAINT tariff_check`,
+		`ALTER TABLE meterstore.power ADD CONSTRAINT tariff_check CHECK (tariff IN ('HT', 'NT', 'ST'))`,
+		`UPDATE meterstore.hot_tables SET definition = jsonb_set(definition, '{columns,1,values}', '["HT", "NT", "ST"]') WHERE name = 'power'`,
+	} {
+		if _, err := e.pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("the operator's migration: %s: %v", stmt, err)
+		}
+	}
+	out := m.Cycle(ctx, dayN(0))
+	if to := out.Tables[0]; to.Archive.Status == ArchiveQuarantined || !to.Healthy() {
+		t.Fatalf("cycle after the migration: %v, %v, status %+v", to.Archive.Status, to.Err, to.Status)
+	}
+	mustWrite(t, s, []Reading{st})
+	if got := tariffs(t, s); !slices.Equal(got, []string{"0302T0015|ST"}) {
+		t.Fatalf("tariffs after the quarantine lifted: %v", got)
+	}
+}
+
+// TestQuarantinedColdTier quarantines a table's cold tier out of band (a
+// foreign tool adds a NOT NULL column): deliveries at or above W still go
+// to PostgreSQL and are answered; a late correction below W, which needs
+// the cold tier, is refused as retryable, naming the quarantine; archival
+// is refused and W stays.
+func TestQuarantinedColdTier(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	s := e.open(t, Options{})
+	mustWrite(t, s, []Reading{qh(1, 0, 1, "A", 1, 1000), qh(1, 3, 1, "A", 1, 1000)})
+	if _, err := s.Archive(ctx, "power", dayN(3)); err != nil {
+		t.Fatal(err)
+	}
+	w0, _, err := s.Watermark(ctx, "power")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ice, err := e.cat.LoadTable(ctx, icetable.Identifier{"meterstore", "power"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := ice.NewTransaction()
+	if err := tx.UpdateSchema(true, true).AddColumn([]string{"audit"}, iceberg.PrimitiveTypes.String, "", true, nil).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q := e.open(t, Options{})
+	if _, err := q.Write(ctx, "power", []Reading{qh(2, 3, 1, "A", 1, 1000)}); err != nil {
+		t.Fatalf("a delivery above W into the quarantined table: %v", err)
+	}
+	if n := mustQuery(t, q, `SELECT count(*) FROM readings`).Rows[0][0]; n != int64(3) {
+		t.Fatalf("%v readings answered, want 3", n)
+	}
+	_, err = q.Write(ctx, "power", []Reading{qh(1, 0, 1, "A", 2, 2000)})
+	var qe *QuarantineError
+	if !errors.As(err, &qe) || !IsRetryable(err) || !strings.Contains(err.Error(), "quarantined") {
+		t.Fatalf("a late correction into the quarantined cold tier: %v, want a retryable refusal naming the quarantine", err)
+	}
+	if out, err := q.Archive(ctx, "power", dayN(6)); !errors.As(err, &qe) || out.Status != ArchiveQuarantined {
+		t.Fatalf("archive of the quarantined table: %+v, %v", out, err)
+	}
+	if w, _, err := q.Watermark(ctx, "power"); err != nil || !w.Equal(w0) {
+		t.Fatalf("W %v (%v), want %v", w, err, w0)
 	}
 }
 

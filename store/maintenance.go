@@ -244,7 +244,8 @@ func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableO
 	// A creation that gave up on a held lock changed nothing and is
 	// tried again next cycle: benign, like a deferred detach. The
 	// partitions ahead in the status say when it is not.
-	switch _, err := m.s.hot.EnsurePartitions(ctx, t.decl, now); {
+	decl, _ := t.running()
+	switch _, err := m.s.hot.EnsurePartitions(ctx, decl, now); {
 	case errors.Is(err, hot.ErrDeferred):
 		to.PartitionsDeferred = true
 		m.s.log.Info("store: maintenance: partition creation deferred by a held lock; the next cycle tries again", "table", name, "err", err)

@@ -53,6 +53,36 @@ func columnCheck(c series.Column) string {
 	return ""
 }
 
+// Stored returns t as its stored definition records it: t with the extra
+// columns the definition declares, undeclared ones left out, and its
+// integrity. A table whose declaration Ensure quarantined runs on it, so
+// that it takes into its relation every reading that fits there.
+func (h *Tier) Stored(ctx context.Context, t *series.Table) (*series.Table, error) {
+	const op = "stored definition"
+	var stored []byte
+	if err := h.pool.QueryRow(ctx, `SELECT definition FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name).Scan(&stored); err != nil {
+		return nil, classify(op, t.Name, err)
+	}
+	var d definition
+	err := json.Unmarshal(stored, &d)
+	var i series.Integrity
+	if err == nil {
+		d = d.normalize()
+		i, err = d.integrity()
+	}
+	if err != nil {
+		return nil, &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+	}
+	out := *t
+	out.Integrity, out.Columns = i, nil
+	for k, c := range d.columns() {
+		if !d.Columns[k].Undeclared {
+			out.Columns = append(out.Columns, c)
+		}
+	}
+	return &out, nil
+}
+
 // undeclared returns the definitions of cs, columns no longer declared,
 // marked so.
 func undeclared(cs []series.Column) []columnDef {
