@@ -193,6 +193,12 @@ func (c *Checker) Align(t time.Time, r metering.Resolution, com metering.Commodi
 }
 
 // checkExtra checks the declared extra columns of r.
+// CheckColumns reports why the extra columns of r do not fit t's
+// declared columns, or nil: every column r sets is declared, every identity
+// column is set, and every value passes its column's check. It is the part
+// of Check that depends on the columns alone.
+func (t *Table) CheckColumns(r *Reading) error { return checkExtra(t, r) }
+
 func checkExtra(t *Table, r *Reading) error {
 	for k := range r.Extra {
 		if !slices.ContainsFunc(t.Columns, func(c Column) bool { return c.Name == k }) {

@@ -7,22 +7,27 @@ import (
 )
 
 // An Evolution is a change of a table's declared extra columns that both
-// tiers apply in place: nullable attribute columns added and dropped. Rows
-// stored before read NULL in an added column; a dropped column's values
-// stay in the files and history of the cold tier but no query shows them.
+// tiers apply in place: nullable attribute columns added, or no longer
+// declared. Rows stored before read NULL in an added column. A column no
+// longer declared stays in both tiers, undeclared: no query of this
+// declaration shows it, rows it writes hold NULL there, and the values
+// others wrote stay, so that declaring it again, or a process on the other
+// declaration, reads them. No declaration change makes stored values
+// unreadable.
 type Evolution struct {
-	Add  []Column // declared now and not before, in declaration order
-	Drop []Column // declared before and not now, in their former order
+	Add        []Column // declared now and not before, in declaration order
+	Undeclared []Column // declared before and not now, in their former order
 }
 
 // Empty reports whether the evolution changes nothing.
-func (e Evolution) Empty() bool { return len(e.Add) == 0 && len(e.Drop) == 0 }
+func (e Evolution) Empty() bool { return len(e.Add) == 0 && len(e.Undeclared) == 0 }
 
 // Evolve classifies the change of table's extra columns from have, as
 // stored rows were written, to want, as declared now. It is the one rule
 // both tiers follow, seed 004's drift rules for the columns a declaration
 // can express:
-//   - a nullable attribute column added or dropped is an Evolution;
+//   - a nullable attribute column added or no longer declared is an
+//     Evolution;
 //   - an identity column added or dropped, or an attribute column made an
 //     identity column or the reverse, quarantines: identity columns are
 //     required and belong to the merge key, and changing the key merges or
@@ -34,7 +39,8 @@ func (e Evolution) Empty() bool { return len(e.Add) == 0 && len(e.Drop) == 0 }
 //     rows, and widening it swaps a CHECK on every partition, an
 //     operator's job. Iceberg has no CHECK, so only the hot tier sees it.
 //
-// A rename is a drop plus an add, so it passes for attribute columns only.
+// A rename is an add (the old name stays, undeclared), so it passes for
+// attribute columns only.
 // The error is a *QuarantineError with one reason per unsafe change.
 func Evolve(table string, have, want []Column) (Evolution, error) {
 	var (
@@ -72,7 +78,7 @@ func Evolve(table string, have, want []Column) (Evolution, error) {
 			reasons = append(reasons, fmt.Sprintf("identity column %q is dropped: dropping a required column narrows the merge key", h.Name))
 			continue
 		}
-		ev.Drop = append(ev.Drop, h)
+		ev.Undeclared = append(ev.Undeclared, h)
 	}
 	if len(reasons) > 0 {
 		return Evolution{}, &QuarantineError{Table: table, Reasons: reasons}

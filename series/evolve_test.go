@@ -20,7 +20,7 @@ func TestEvolve(t *testing.T) {
 		}
 		return out
 	}
-	if !slices.Equal(names(ev.Add), []string{"tariff", "seq"}) || !slices.Equal(names(ev.Drop), []string{"note"}) || ev.Empty() {
+	if !slices.Equal(names(ev.Add), []string{"tariff", "seq"}) || !slices.Equal(names(ev.Undeclared), []string{"note"}) || ev.Empty() {
 		t.Fatalf("evolution %+v", ev)
 	}
 	if ev, err := Evolve("t", have, have); err != nil || !ev.Empty() {

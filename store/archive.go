@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/meterstore/meterstore/internal/archive"
@@ -41,12 +42,18 @@ func (s *Store) Archive(ctx context.Context, name string, now time.Time) (out Ar
 			s.metrics.ArchivalFailed(ctx, name, failureReason(out.Status, err))
 		}
 	}()
-	t, ct, _, err := s.opened(ctx, name)
-	var q *QuarantineError
-	if errors.As(err, &q) {
-		// The hot tier refused the declaration's change of columns.
-		return ArchiveOutcome{Table: name, Status: archive.Quarantined}, err
+	t, err := s.table(name)
+	if err != nil {
+		return ArchiveOutcome{Table: name, Status: archive.Failed}, err
 	}
+	var q *QuarantineError
+	if err := s.lift(ctx, t); errors.As(err, &q) {
+		// The hot tier refuses the declaration's change of columns still.
+		return ArchiveOutcome{Table: name, Status: archive.Quarantined}, err
+	} else if err != nil {
+		return ArchiveOutcome{Table: name, Status: archive.Failed}, err
+	}
+	_, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return ArchiveOutcome{Table: name, Status: archive.Failed}, err
 	}
@@ -94,4 +101,29 @@ func failureReason(status ArchiveStatus, err error) string {
 		return metrics.FailureTransient
 	}
 	return metrics.FailureOther
+}
+
+// lift applies t's declaration in the hot tier again if the tier
+// quarantined it, as an operator may have resolved the cause since: once it
+// takes it, the table is opened anew on its declaration. It returns the
+// quarantine that remains, if any. An archival tries it first, so a
+// resolved quarantine lifts within a maintenance cycle, without a restart.
+func (s *Store) lift(ctx context.Context, t *table) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.quarantine == nil {
+		return nil
+	}
+	err := s.hot.Ensure(ctx, t.decl)
+	var q *QuarantineError
+	switch {
+	case errors.As(err, &q):
+		t.quarantine = err
+		return err
+	case err != nil:
+		return fmt.Errorf("store: declare %s: %w", t.decl.Name, err)
+	}
+	s.log.Info("store: quarantine lifted: the table runs on its declaration", "table", t.decl.Name, "was", t.quarantine)
+	t.quarantine, t.stored, t.cold, t.engine = nil, nil, nil, nil
+	return nil
 }

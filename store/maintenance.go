@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/privacy"
 )
 
@@ -87,6 +88,10 @@ type TableOutcome struct {
 	Orphans *OrphanReport
 	// Compacted is what compaction did, when it committed.
 	Compacted *Compaction
+	// PartitionsDeferred reports that creating the partitions ahead gave
+	// up on a lock another session held (see HotOptions.DDLLockTimeout):
+	// a benign no-op that the next cycle tries again.
+	PartitionsDeferred bool
 	// Status is the table's health after the cycle.
 	Status TableStatus
 	// Err is the first error of the table's cycle; the cycle went on with
@@ -102,7 +107,10 @@ func (t *TableOutcome) Healthy() bool {
 // A RetentionOutcome reports the retention sweep of a cycle.
 type RetentionOutcome struct {
 	Removed int64
-	Err     error
+	// LeaseContended reports that another replica held the sweep's lease:
+	// this cycle swept nothing and recorded nothing, which is no failure.
+	LeaseContended bool
+	Err            error
 }
 
 // A MaintenanceOutcome reports one maintenance cycle: a row per table, and the
@@ -148,13 +156,13 @@ func (o *MaintenanceOutcome) Failures() []MaintenanceFailure {
 func (o *MaintenanceOutcome) Healthy() bool { return len(o.Unhealthy()) == 0 && len(o.Failures()) == 0 }
 
 // Cycle runs one maintenance cycle at now. Per table, in order: create the
-// partitions ahead, archive the due windows (bounded), compact the cold
+// partitions ahead (deferred, not failed, when a lock is held), archive the due windows (bounded), compact the cold
 // tier if it crossed a threshold and expire snapshots if enabled, both if
 // the lease was won, remove orphan files if enabled and due, and compute
 // the table's health; then
 // the system tables are refreshed with those healths, so that a long-lived
 // process's queries see them as of its last cycle; then the retention
-// sweep, if enabled. A failing table does not end the cycle.
+// sweep, if enabled, by the replica that wins its lease. A failing table does not end the cycle.
 // A now that cannot be the time (see CheckNow), or is before a table's
 // watermark, is refused with ErrNowOutOfRange: nothing is done with it.
 func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *MaintenanceOutcome {
@@ -191,14 +199,32 @@ func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *MaintenanceOutc
 	} else if m.s.opts.Registry == nil {
 		r.Err = errors.New("store: retention sweep: no subject registry configured")
 	} else {
-		r.Removed, r.Err = m.s.opts.Registry.Sweep(ctx, now, m.retention, m.legalBasis, m.actor)
-		m.s.metrics.RetentionRemoved(ctx, r.Removed)
+		m.sweep(ctx, now, r)
 	}
 	if r.Err != nil {
 		m.s.metrics.RetentionFailed(ctx)
 	}
 	out.Retention = r
 	return out
+}
+
+// sweep runs the retention sweep into r under the deployment's sweep
+// lease: it destroys links and writes an audit row, mutations that belong
+// to one replica, as archival and expiry do. A replica that finds the
+// lease held sweeps nothing and reports it contended.
+func (m *Maintenance) sweep(ctx context.Context, now time.Time, r *RetentionOutcome) {
+	err := m.s.arch.WithLease(ctx, RetentionName, func(ctx context.Context) error {
+		var err error
+		r.Removed, err = m.s.opts.Registry.Sweep(ctx, now, m.retention, m.legalBasis, m.actor)
+		m.s.metrics.RetentionRemoved(ctx, r.Removed)
+		return err
+	})
+	if errors.Is(err, ErrLeaseHeld) {
+		r.LeaseContended = true
+		m.s.log.Info("store: maintenance: retention sweep lease held by another replica; it sweeps")
+		return
+	}
+	r.Err = err
 }
 
 func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableOutcome {
@@ -219,7 +245,15 @@ func (m *Maintenance) table(ctx context.Context, t *table, now time.Time) TableO
 		to.Err = fmt.Errorf("store: maintain %s: %w", name, err)
 		return to
 	}
-	if _, err := m.s.hot.EnsurePartitions(ctx, t.decl, now); err != nil {
+	// A creation that gave up on a held lock changed nothing and is
+	// tried again next cycle: benign, like a deferred detach. The
+	// partitions ahead in the status say when it is not.
+	decl, _ := t.running()
+	switch _, err := m.s.hot.EnsurePartitions(ctx, decl, now); {
+	case errors.Is(err, hot.ErrDeferred):
+		to.PartitionsDeferred = true
+		m.s.log.Info("store: maintenance: partition creation deferred by a held lock; the next cycle tries again", "table", name, "err", err)
+	case err != nil:
 		errs = append(errs, fmt.Errorf("partitions: %w", err))
 	}
 	var err error

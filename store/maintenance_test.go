@@ -229,3 +229,107 @@ func TestMaintenanceRefreshesSystemTables(t *testing.T) {
 		t.Errorf("system.tables after a cycle: %v; the cycle's status %+v", got, st)
 	}
 }
+
+// TestMaintenanceCreationDeferred holds a lock on the hot parent that
+// conflicts with attaching a partition, as a VACUUM or an operator's
+// LOCK TABLE does: the cycle's partition creation gives up within the lock
+// timeout, and the cycle reports it deferred, with the table healthy and
+// no failure. Once the lock is gone, the next cycle creates the partition.
+func TestMaintenanceCreationDeferred(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	s := e.open(t, Options{Hot: HotOptions{DDLLockTimeout: 200 * time.Millisecond}})
+	m := s.Maintenance()
+	if out := m.Cycle(ctx, dayN(0)); !out.Healthy() || out.Tables[0].PartitionsDeferred {
+		t.Fatalf("first cycle: %+v", out.Tables[0])
+	}
+	partition := func(d int) bool {
+		var ok bool
+		if err := e.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, "meterstore.power_p"+dayN(d).Format("20060102")).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !partition(2) || partition(3) {
+		t.Fatal("fixture: the first cycle should create the partitions of days 0 to 2")
+	}
+
+	holder, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `LOCK TABLE meterstore.power IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	out := m.Cycle(ctx, dayN(1))
+	to := out.Tables[0]
+	if !to.PartitionsDeferred || to.Err != nil || !to.Healthy() || !out.Healthy() {
+		t.Fatalf("cycle under a held lock: deferred %v, healthy %v, err %v, status %+v",
+			to.PartitionsDeferred, to.Healthy(), to.Err, to.Status)
+	}
+	if partition(3) {
+		t.Fatal("the partition of day 3 was created under the held lock")
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out = m.Cycle(ctx, dayN(1))
+	if to := out.Tables[0]; to.PartitionsDeferred || !out.Healthy() || !partition(3) {
+		t.Fatalf("cycle after the lock is gone: deferred %v, healthy %v, %v; partition of day 3: %v",
+			to.PartitionsDeferred, out.Healthy(), out.Failures(), partition(3))
+	}
+}
+
+// TestMaintenanceRetentionLease runs the cycle of two replicas of one
+// deployment with the retention sweep on: while one holds the sweep's
+// lease, the other's cycle reports the sweep contended, removes nothing
+// and writes no audit row; the lease's winner sweeps and records it.
+func TestMaintenanceRetentionLease(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	reg, err := privacy.Open(ctx, e.pool, privacy.Options{Schema: "meterstore"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	old, err := reg.Register(ctx, "customer-1", time.Date(2022, 1, 2, 12, 0, 0, 0, berlin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	audits := func() int {
+		var n int
+		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM meterstore.retention_log`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	now := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+	winner, contended := e.open(t, Options{Registry: reg}), e.open(t, Options{Registry: reg})
+	sweep := func(s *Store) *MaintenanceOutcome {
+		return s.Maintenance().AnonymiseAfter(privacy.CalendarYears(3), "§ 60 Abs. 6 MsbG", "test").Cycle(ctx, now)
+	}
+	err = winner.arch.WithLease(ctx, RetentionName, func(context.Context) error {
+		out := sweep(contended)
+		if r := out.Retention; r == nil || !r.LeaseContended || r.Removed != 0 || r.Err != nil || !out.Healthy() {
+			t.Errorf("the contended replica's sweep: %+v, healthy %v; want lease contended, nothing removed, no failure", r, out.Healthy())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := audits(); n != 0 {
+		t.Fatalf("%d audit rows after the contended replica's cycle, want 0", n)
+	}
+	if _, _, ok, err := reg.Resolve(ctx, old); err != nil || !ok {
+		t.Fatalf("the contended replica swept: resolvable %v (%v)", ok, err)
+	}
+	out := sweep(winner)
+	if r := out.Retention; r == nil || r.LeaseContended || r.Removed != 1 || r.Err != nil {
+		t.Fatalf("the winner's sweep: %+v", r)
+	}
+	if n := audits(); n != 1 {
+		t.Fatalf("%d audit rows after the winner's cycle, want 1", n)
+	}
+}

@@ -103,6 +103,24 @@ type table struct {
 	engine   *query.Engine // nil until opened
 	openErr  error         // why the last attempt to open failed
 	forks    string        // the mirror forks last logged, so each is logged once
+	// quarantine is the hot tier's refusal of decl's change of columns (a
+	// *QuarantineError), nil if it took it. The table then runs on
+	// stored, decl with the columns its relation was declared with: it
+	// ingests into PostgreSQL what those hold and answers, and archives
+	// nothing (see Store.Write).
+	quarantine error
+	stored     *series.Table
+}
+
+// running returns the declaration t runs on, and the hot tier's quarantine
+// of its own, if any.
+func (t *table) running() (*series.Table, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stored != nil {
+		return t.stored, t.quarantine
+	}
+	return t.decl, nil
 }
 
 // A TableOpenError reports a declared table that cannot be opened, such as
@@ -197,9 +215,10 @@ func declarationRefused(err error) bool {
 }
 
 // ready opens t unless it is open: it ensures the table in both tiers and
-// builds its query engine. A table whose cold schema is quarantined is
-// open (it ingests and answers, the archiver refuses it). An error is a
-// *TableOpenError; the next call tries again.
+// builds its query engine. A quarantined table is open: whether its cold
+// schema cannot take its rows or its hot tier refused its change of
+// columns, it ingests and answers, and the archiver refuses it. An error
+// is a *TableOpenError; the next call tries again.
 func (s *Store) ready(ctx context.Context, t *table) (*cold.Table, *query.Engine, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -220,12 +239,26 @@ func (s *Store) ready(ctx context.Context, t *table) (*cold.Table, *query.Engine
 
 // open does the work of ready; t.mu is held.
 func (s *Store) open(ctx context.Context, t *table) error {
-	decl := t.decl
 	if !t.hotReady {
-		if err := s.hot.Ensure(ctx, decl); err != nil {
-			return fmt.Errorf("store: declare %s: %w", decl.Name, err)
+		err := s.hot.Ensure(ctx, t.decl)
+		var q *QuarantineError
+		switch {
+		case errors.As(err, &q):
+			stored, serr := s.hot.Stored(ctx, t.decl)
+			if serr != nil {
+				return fmt.Errorf("store: declare %s: %w (and its stored declaration cannot be read: %w)", t.decl.Name, err, serr)
+			}
+			t.stored, t.quarantine = stored, err
+			s.log.Error("store: table quarantined: it ingests what its stored columns hold and answers, archival is refused",
+				"table", t.decl.Name, "err", err)
+		case err != nil:
+			return fmt.Errorf("store: declare %s: %w", t.decl.Name, err)
 		}
 		t.hotReady = true
+	}
+	decl := t.decl
+	if t.stored != nil {
+		decl = t.stored
 	}
 	ct, err := s.cold.Ensure(ctx, decl)
 	var q *cold.QuarantineError
@@ -326,7 +359,8 @@ func (s *Store) EnsurePartitions(ctx context.Context, now time.Time) error {
 			errs = append(errs, err)
 			continue
 		}
-		if _, err := s.hot.EnsurePartitions(ctx, t.decl, now); err != nil {
+		decl, _ := t.running()
+		if _, err := s.hot.EnsurePartitions(ctx, decl, now); err != nil {
 			errs = append(errs, fmt.Errorf("store: partitions of %s: %w", t.decl.Name, err))
 		}
 	}
@@ -338,7 +372,8 @@ func (s *Store) EnsurePartitions(ctx context.Context, now time.Time) error {
 func (s *Store) CreatePartitions(ctx context.Context, from, to time.Time) error {
 	var errs []error
 	for _, t := range s.tables {
-		if _, err := s.hot.CreatePartitions(ctx, t.decl, from, to); err != nil {
+		decl, _ := t.running()
+		if _, err := s.hot.CreatePartitions(ctx, decl, from, to); err != nil {
 			errs = append(errs, fmt.Errorf("store: partitions of %s: %w", t.decl.Name, err))
 		}
 	}

@@ -109,10 +109,12 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 	}
 	var err error
 	ct, _, err := s.ready(ctx, t)
-	var hq *cold.QuarantineError
-	if errors.As(err, &hq) {
+	decl, quarantine := t.running()
+	if quarantine != nil {
 		// The hot tier refused the declaration's change of columns: the
-		// table is closed until an operator resolves it.
+		// table ingests and answers on its stored columns, and archives
+		// nothing, until an operator resolves it.
+		errs = append(errs, quarantine)
 		st.quarantined = true
 	}
 	if err == nil {
@@ -131,7 +133,7 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 	if err == nil {
 		// A quarantined table ingests and answers, and archives nothing.
 		var q *cold.QuarantineError
-		if derr := s.cold.CheckDrift(ctx, t.decl); errors.As(derr, &q) {
+		if derr := s.cold.CheckDrift(ctx, decl); errors.As(derr, &q) {
 			errs = append(errs, derr)
 			st.quarantined = true
 		}
@@ -339,12 +341,14 @@ func (s *Store) resolutionRelation() query.Relation {
 		{Name: "table", Type: "VARCHAR"}, {Name: "setting", Type: "VARCHAR"}, {Name: "value", Type: "VARCHAR"},
 	}}
 	for _, t := range s.tables {
-		key := quoteAll(t.decl.MergeKey())
+		// A quarantined table's files are keyed as it is stored.
+		decl, _ := t.running()
+		key := quoteAll(decl.MergeKey())
 		r.Rows = append(r.Rows,
-			[]any{t.decl.Name, "resolution_sql", ResolutionSQL(t.decl)},
-			[]any{t.decl.Name, "marked_resolution_sql", MarkedResolutionSQL(t.decl)},
-			[]any{t.decl.Name, "merge_key", strings.Join(key, ", ")},
-			[]any{t.decl.Name, "balancing_day_column", "balancing_day"},
+			[]any{decl.Name, "resolution_sql", ResolutionSQL(decl)},
+			[]any{decl.Name, "marked_resolution_sql", MarkedResolutionSQL(decl)},
+			[]any{decl.Name, "merge_key", strings.Join(key, ", ")},
+			[]any{decl.Name, "balancing_day_column", "balancing_day"},
 		)
 	}
 	return r

@@ -183,18 +183,25 @@ func printOutcome(w io.Writer, out *store.MaintenanceOutcome) {
 		if t.Orphans != nil {
 			orphans = fmt.Sprint(t.Orphans.Deleted)
 		}
+		ahead := fmt.Sprint(t.Status.PartitionsAhead)
+		if t.PartitionsDeferred {
+			ahead += " (creation deferred)"
+		}
 		msg := ""
 		if t.Err != nil {
 			msg = t.Err.Error()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%v\t%s\n", t.Table, t.Archive.Status, len(t.Archive.Windows),
-			stamp(t.Status.Watermark), t.Status.PartitionsAhead, t.Status.InvariantViolations, compacted, expired, orphans, t.Healthy(), msg)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%v\t%s\n", t.Table, t.Archive.Status, len(t.Archive.Windows),
+			stamp(t.Status.Watermark), ahead, t.Status.InvariantViolations, compacted, expired, orphans, t.Healthy(), msg)
 	}
 	tw.Flush()
 	if r := out.Retention; r != nil {
-		if r.Err != nil {
+		switch {
+		case r.Err != nil:
 			fmt.Fprintf(w, "retention sweep failed: %v\n", r.Err)
-		} else {
+		case r.LeaseContended:
+			fmt.Fprintln(w, "retention sweep: another replica holds its lease and sweeps")
+		default:
 			fmt.Fprintf(w, "retention sweep: %d subject links removed\n", r.Removed)
 		}
 	}

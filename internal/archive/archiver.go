@@ -180,6 +180,13 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 				archivedNow[p.From.Unix()] = true
 			}
 		}
+		var q *series.QuarantineError
+		if errors.As(err, &q) {
+			// Values in a column this process does not declare: the rest
+			// of the window waits, attached, for a process that does.
+			out.Status = Quarantined
+			return out, err
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -285,15 +292,31 @@ var errStop = errors.New("stop")
 // rows the partitions do. If a detach is deferred after others succeeded,
 // the window shrinks to the detached ones, which no writer can reach any
 // more, and deferred is true; if the first is deferred, nothing happened.
+// A detach refused for values the declaration lacks (a
+// *series.QuarantineError) shrinks the window alike, and the refusal is
+// returned after the shrunk window is archived.
 func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table, win window, now time.Time) (_ *Window, deferred bool, _ error) {
+	var refused error
 	for i, p := range win.parts {
-		if !p.Attached {
-			continue
+		if p.Attached {
+			if err := a.ledger.detaching(ctx, t.Name, p.From, now); err != nil {
+				return nil, false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+			}
 		}
-		if err := a.ledger.detaching(ctx, t.Name, p.From, now); err != nil {
-			return nil, false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
-		}
+		// A partition detached before, by an archival cut short, is
+		// checked for values this declaration cannot carry as a fresh
+		// detach is.
 		err := a.hot.Detach(ctx, t, p.From)
+		var q *series.QuarantineError
+		if errors.As(err, &q) {
+			a.log.Warn("archive: partition refused: it holds values this declaration lacks", "table", t.Name, "partition", p.Name, "err", err)
+			refused = fmt.Errorf("archive %s: %w", t.Name, err)
+			if i == 0 {
+				return nil, false, refused
+			}
+			win.to, win.parts = p.From, win.parts[:i]
+			break
+		}
 		if errors.Is(err, hot.ErrDeferred) {
 			a.log.Info("archive: detach deferred", "table", t.Name, "partition", p.Name)
 			if i == 0 {
@@ -357,7 +380,7 @@ func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table,
 	}
 	a.log.Info("archive: window archived", "table", t.Name, "from", win.from, "to", win.to,
 		"rows", commit.Rows, "partitions", len(win.parts), "recovered", win.recovered)
-	return done, deferred, nil
+	return done, deferred, refused
 }
 
 // count returns the rows of each partition and their sum.

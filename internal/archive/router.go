@@ -132,7 +132,8 @@ type WriteResult struct {
 // caller completes it. While the cold tier is unreachable, the rows at or
 // above the last watermark read are stored as usual, and a batch with rows
 // below it fails with a retryable error wrapping ErrColdUnreachable before
-// anything is written.
+// anything is written; so does one while the cold table is quarantined,
+// wrapping the *series.QuarantineError.
 //
 // A hot row without a partition gets one, created on the spot, unless it
 // would start more than AcceptAhead after now (an InvalidInput error
@@ -174,6 +175,14 @@ func (rt *Router) Write(ctx context.Context, t *series.Table, ct *cold.Table, ro
 						late[0], cold.FormatTime(rows[late[0]].From), cold.FormatTime(m.w), coldErr)}
 			}
 			lr, err := rt.cold.AppendLate(ctx, ct, rt.stamp(t, pick(rows, late)))
+			var q *series.QuarantineError
+			if errors.As(err, &q) {
+				// Not the delivery's fault, and not for good: it goes in
+				// once an operator has resolved the quarantine.
+				return res, &series.Error{Kind: series.Unavailable, Op: "write", Table: t.Name,
+					Err: fmt.Errorf("row %d starts at %s, below the watermark %s, and needs the cold tier, which is quarantined until an operator resolves it; retry then: %w",
+						late[0], cold.FormatTime(rows[late[0]].From), cold.FormatTime(m.w), err)}
+			}
 			if err != nil {
 				return res, coldError("write", t.Name, remap(err, late))
 			}

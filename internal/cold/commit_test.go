@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -100,44 +102,108 @@ func (e *env) unreferenced(t *testing.T, h *Table) []string {
 	return out
 }
 
+// failingCommits is a catalog whose commits report a failure that says
+// nothing definite, as a connection lost while the answer was on its way
+// does. With land set the commit reaches the catalog first and lands;
+// without it the commit never reaches the catalog.
+type failingCommits struct {
+	*catalog.Catalog
+	land bool
+}
+
+func (f *failingCommits) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	if f.land {
+		if _, _, err := f.Catalog.CommitTable(ctx, ident, reqs, updates); err != nil {
+			return nil, "", err
+		}
+	}
+	return nil, "", errors.New("connection reset by peer")
+}
+
+// TestCommitThatLandedDespiteAnErrorCounts archives through a catalog whose
+// commits report a failure whatever they did. A commit that landed is found
+// by re-reading the table: the archival counts, every data file its
+// snapshot adds is still there and the rows read back. A commit whose
+// outcome is unknown fails, retryably, and keeps every file it wrote, since
+// it may still land and a snapshot naming a deleted file loses its rows.
 func TestCommitThatLandedDespiteAnErrorCounts(t *testing.T) {
-	// A commit whose outcome the catalog reports as failed after it landed
-	// is settled by re-reading the table: the snapshot with our commit id
-	// is there, so the files stay and the commit is returned.
-	e := newEnv(t, Options{})
-	h := e.ensure(t, loadProfile("power"))
-	ice, err := e.tier.Iceberg(t.Context(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := quarterHours(0, jan2026, 10)
-	enc, err := newEncoder(&h.decl, e.tier.cal, "archive", ice.Schema(), 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recordingFS{}
-	// Land a snapshot carrying the id, as if the commit had gone through,
-	// then ask settle about a failure that says nothing definite.
-	c, err := e.tier.commit(t.Context(), h, ice, write{op: "archive", enc: enc, rows: Readings(rows),
-		summary: iceberg.Properties{SummaryWatermark: FormatTime(feb2026)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	landed, err := e.tier.Iceberg(t.Context(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := landed.CurrentSnapshot().Summary.Properties[SummaryCommitID]
-	meta, err := e.tier.settle(t.Context(), h, "archive", rec, id, errors.New("connection reset"))
-	if err != nil || findCommit(meta, id).SnapshotID != c.SnapshotID {
-		t.Fatalf("settle of a landed commit: %v", err)
-	}
-	// An indefinite failure of a commit that did not land keeps the files.
-	_, err = e.tier.settle(t.Context(), h, "archive", rec, "not-ours", errors.New("connection reset"))
-	if err == nil || !strings.Contains(err.Error(), "may still") {
-		t.Fatalf("settle of an unknown outcome: %v", err)
-	}
+	tab := loadProfile("power")
+	t.Run("landed", func(t *testing.T) {
+		e := newEnv(t, Options{BatchRows: 4})
+		h, tier := e.failingTier(t, tab, true)
+		rows := quarterHours(0, jan2026, 10)
+		c, err := tier.Archive(t.Context(), h, feb2026, jan2026, feb2026, Readings(rows))
+		if err != nil {
+			t.Fatalf("archive whose commit landed but reported a failure: %v", err)
+		}
+		if c.Rows != int64(len(rows)) || c.Files == 0 {
+			t.Fatalf("commit %+v, want %d rows in at least one file", c, len(rows))
+		}
+		ice, err := e.tier.Iceberg(t.Context(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ice.CurrentSnapshot() == nil || ice.CurrentSnapshot().SnapshotID != c.SnapshotID {
+			t.Fatalf("current snapshot %v, want the landed one %d", ice.CurrentSnapshot(), c.SnapshotID)
+		}
+		// The table had no files before: the current snapshot's are the
+		// commit's.
+		added := slices.Compact(slices.Sorted(slices.Values(dataFilesOf(t, ice, 0))))
+		if len(added) != c.Files {
+			t.Fatalf("the snapshot adds %d data files, the commit wrote %d", len(added), c.Files)
+		}
+		for _, f := range added {
+			if _, err := os.Stat(strings.TrimPrefix(f, "file://")); err != nil {
+				t.Errorf("data file of the landed commit: %v", err)
+			}
+		}
+		sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), rows)
+	})
+
+	t.Run("unknown", func(t *testing.T) {
+		e := newEnv(t, Options{BatchRows: 4})
+		h, tier := e.failingTier(t, tab, false)
+		before := e.files(t, ".parquet")
+		var written []string
+		tier.beforeCommit = func(context.Context, string) {
+			for _, f := range e.files(t, ".parquet") {
+				if !slices.Contains(before, f) {
+					written = append(written, f)
+				}
+			}
+		}
+		_, err := tier.Archive(t.Context(), h, mar2026, feb2026, mar2026, Readings(quarterHours(1, feb2026, 10)))
+		if err == nil || !strings.Contains(err.Error(), "may still") {
+			t.Fatalf("archive whose commit outcome is unknown: %v, want an error saying it may still land", err)
+		}
+		if len(written) == 0 {
+			t.Fatal("fixture: the archival wrote no data file before its commit")
+		}
+		after := e.files(t, ".parquet")
+		for _, f := range written {
+			if !slices.Contains(after, f) {
+				t.Errorf("data file %s of a commit that may still land was deleted", f)
+			}
+		}
+	})
+
 	if definite(fmt.Errorf("x: %w", errors.New("connection reset"))) || !definite(fmt.Errorf("x: %w", table.ErrCommitFailed)) {
 		t.Fatal("definite misclassifies")
 	}
+}
+
+// failingTier declares tab and returns a Tier on e's warehouse whose
+// commits go through failingCommits, and tab's handle in it.
+func (e *env) failingTier(t *testing.T, tab *series.Table, land bool) (*Table, *Tier) {
+	t.Helper()
+	e.ensure(t, tab)
+	tier, err := New(&failingCommits{Catalog: e.cat, land: land}, Options{BatchRows: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := tier.Ensure(t.Context(), tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, tier
 }

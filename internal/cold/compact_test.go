@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/series"
 )
@@ -420,4 +421,49 @@ func TestCompactThenExpireAndOrphans(t *testing.T) {
 		t.Fatalf("%d data files left, want %d", len(after), len(before)-got.Rewritten+got.Written)
 	}
 	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), all)
+}
+
+// TestCompactUndeclaredColumns re-marks a month with late corrections on a
+// table whose schema has columns the declaration lacks: a column no file
+// holds a value in (added by a foreign tool) does not stop it; one whose
+// values are in the month's files (declared by another process) does,
+// since re-encoding the rows from readings of this declaration would lose
+// them, and they stay.
+func TestCompactUndeclaredColumns(t *testing.T) {
+	t.Run("no values", func(t *testing.T) {
+		e := newEnv(t, Options{})
+		tab := loadProfile("power")
+		h := e.ensure(t, tab)
+		all := compactFixture(t, e, h, 6)
+		ice, err := e.foreign.LoadTable(t.Context(), h.Identifier())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := ice.NewTransaction()
+		if err := tx.UpdateSchema(true, false).AddColumn([]string{"spark_tag"}, iceberg.PrimitiveTypes.String, "", false, nil).Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Commit(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.tier.Compact(t.Context(), h, CompactOptions{ManifestsOver: 9})
+		if err != nil || got.Resettled != 15 {
+			t.Fatalf("compaction with an empty undeclared column: %+v, %v; want 15 files re-marked", got, err)
+		}
+		sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), all)
+	})
+	t.Run("values", func(t *testing.T) {
+		e := newEnv(t, Options{})
+		tab := loadProfile("power")
+		h := e.ensure(t, tab)
+		all := compactFixture(t, e, h, 6)
+		narrow := *tab
+		narrow.Columns = slices.DeleteFunc(slices.Clone(tab.Columns), func(c series.Column) bool { return c.Name == "source" })
+		hn := e.ensure(t, &narrow)
+		got, err := e.tier.Compact(t.Context(), hn, CompactOptions{ManifestsOver: 9})
+		if err != nil || got.Resettled != 0 || got.SnapshotID == 0 {
+			t.Fatalf("compaction without source declared: %+v, %v; want a compaction that re-marks nothing", got, err)
+		}
+		sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), all)
+	})
 }

@@ -24,11 +24,15 @@ import (
 //     same scale and an integer that widened to a long;
 //   - a schema that cannot be read.
 //
-// Nullable columns may be added and dropped: before it writes, the Tier
-// adds a declared one the table lacks and drops one the declaration no
-// longer has, so that the cold schema follows the declaration as the hot
-// one does. A rename is a drop plus an add, and passes for nullable
-// columns only.
+// Nullable columns may be added; none is ever dropped. Before it writes,
+// the Tier adds a declared one the table lacks, and keeps one the
+// declaration does not have (a replica on an older declaration, a column a
+// foreign tool added): files written without it read NULL there, and the
+// values others wrote stay readable. A column declared again after it was
+// dropped (by an older MeterStore, or a foreign tool) gets its former
+// field back when a former schema has it with a type the declaration
+// takes, so its archived values read again. A rename is an add, and
+// passes for nullable columns only.
 func (c *Tier) CheckDrift(ctx context.Context, t *series.Table) error {
 	if err := t.Validate(); err != nil {
 		return err
@@ -46,18 +50,18 @@ func (c *Tier) CheckDrift(ctx context.Context, t *series.Table) error {
 
 // drift compares the declared schema of t with the current schema of meta.
 // It returns the declared nullable columns meta lacks and the nullable
-// columns of meta t does not declare.
-func drift(t *series.Table, meta table.Metadata) (add, drop []iceberg.NestedField, err error) {
+// columns of meta t does not declare, which stay.
+func drift(t *series.Table, meta table.Metadata) (add, undeclared []iceberg.NestedField, err error) {
 	have := meta.CurrentSchema()
 	if have == nil {
 		return nil, nil, &QuarantineError{Table: t.Name, Reasons: []string{"the cold table's schema cannot be read"},
 			Err: errors.New("the metadata has no current schema")}
 	}
-	add, drop, reasons := compareSchemas(Schema(t), have)
+	add, undeclared, reasons := compareSchemas(Schema(t), have)
 	if len(reasons) > 0 {
 		return nil, nil, &QuarantineError{Table: t.Name, Reasons: reasons}
 	}
-	return add, drop, nil
+	return add, undeclared, nil
 }
 
 // compareSchemas applies the drift rules to a wanted (declared) and an
@@ -65,7 +69,7 @@ func drift(t *series.Table, meta table.Metadata) (add, drop []iceberg.NestedFiel
 // from have, the nullable columns of have not wanted, and one reason per
 // unsafe difference. For the columns a declaration can express its
 // verdict is series.Evolve's (TestEvolveAgrees).
-func compareSchemas(want, have *iceberg.Schema) (add, drop []iceberg.NestedField, reasons []string) {
+func compareSchemas(want, have *iceberg.Schema) (add, undeclared []iceberg.NestedField, reasons []string) {
 	for _, w := range want.Fields() {
 		h, ok := have.FindFieldByName(w.Name)
 		switch {
@@ -90,10 +94,10 @@ func compareSchemas(want, have *iceberg.Schema) (add, drop []iceberg.NestedField
 		if h.Required {
 			reasons = append(reasons, fmt.Sprintf("column %q is NOT NULL in the cold table and not declared: dropping a required column is not safe", h.Name))
 		} else {
-			drop = append(drop, h)
+			undeclared = append(undeclared, h)
 		}
 	}
-	return add, drop, reasons
+	return add, undeclared, reasons
 }
 
 // compareTypes says why the declared type want cannot be written into a
@@ -118,8 +122,8 @@ func compareTypes(name string, want, have iceberg.Type) string {
 	return fmt.Sprintf("column %q: type %s in the cold table, %s declared", name, have, want)
 }
 
-// prepare runs the drift check before a write and evolves the table's
-// schema to the declaration (evolveColumns), so that no declared value is
+// prepare runs the drift check before a write and adds the declared
+// columns the table lacks (evolveColumns), so that no declared value is
 // dropped on the way into the tier, and adds the superseded partition
 // field a table created before it lacks. It returns the table to write to.
 func (c *Tier) prepare(ctx context.Context, h *Table, ice *table.Table) (*table.Table, error) {
@@ -156,39 +160,73 @@ func (c *Tier) partitionSuperseded(ctx context.Context, h *Table, ice *table.Tab
 	return next, nil
 }
 
-// evolveColumns adds the declared nullable columns the table lacks and
-// drops the nullable columns it no longer declares, in one metadata-only
-// commit that creates no snapshot and so leaves the watermark as it is.
-// Dropping a column removes it from the current schema only: the files
-// and older schemas keep its values, so time travel still reads them.
+// evolveColumns adds the declared nullable columns the table lacks, in one
+// metadata-only commit that creates no snapshot and so leaves the
+// watermark as it is. A column a former schema had under that name, with
+// a field id the current one does not use and a type the declaration
+// takes, is added back with that field, so the values files hold under it
+// read again; any other is a new field. No column is dropped: see
+// CheckDrift.
 func (c *Tier) evolveColumns(ctx context.Context, h *Table, ice *table.Table) (*table.Table, error) {
-	add, drop, err := drift(&h.decl, ice.Metadata())
-	if err != nil || len(add)+len(drop) == 0 {
-		return ice, err
+	for attempt := 1; ; attempt++ {
+		add, _, err := drift(&h.decl, ice.Metadata())
+		if err != nil || len(add) == 0 {
+			return ice, err
+		}
+		meta := ice.Metadata()
+		cur := meta.CurrentSchema()
+		fields := cur.Fields()
+		next := meta.LastColumnID()
+		var restored, added []string
+		for _, w := range add {
+			if f, ok := formerField(meta, cur, w); ok {
+				fields = append(fields, f)
+				restored = append(restored, f.Name)
+				continue
+			}
+			next++
+			w.ID, w.Required = next, false
+			fields = append(fields, w)
+			added = append(added, w.Name)
+		}
+		sc := iceberg.NewSchemaWithIdentifiers(cur.ID, cur.IdentifierFieldIDs, fields...)
+		reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID()),
+			table.AssertCurrentSchemaID(cur.ID), table.AssertLastAssignedFieldID(meta.LastColumnID())}
+		updates := []table.Update{table.NewAddSchemaUpdate(sc), table.NewSetCurrentSchemaUpdate(-1)}
+		_, _, err = c.cat.CommitTable(ctx, h.ident, reqs, updates)
+		if err == nil {
+			c.log.Info("cold: schema evolved as declared", "table", h.decl.Name, "added", added, "restored", restored)
+			return c.load(ctx, h)
+		}
+		// Another process evolved the schema first: compare again.
+		if !errors.Is(err, table.ErrCommitFailed) || attempt == evolveAttempts {
+			return nil, fmt.Errorf("cold: %s: evolve the schema: %w", h.decl.Name, err)
+		}
+		if ice, err = c.load(ctx, h); err != nil {
+			return nil, err
+		}
 	}
-	tx := ice.NewTransaction()
-	up := tx.UpdateSchema(true, false)
-	for _, f := range drop {
-		up.DeleteColumn([]string{f.Name})
-	}
-	for _, f := range add {
-		up.AddColumn([]string{f.Name}, f.Type, f.Doc, false, nil)
-	}
-	if err := up.Commit(); err != nil {
-		return nil, fmt.Errorf("cold: %s: evolve the schema: %w", h.decl.Name, err)
-	}
-	next, err := tx.Commit(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cold: %s: evolve the schema: %w", h.decl.Name, err)
-	}
-	c.log.Info("cold: schema evolved as declared", "table", h.decl.Name, "added", fieldNames(add), "dropped", fieldNames(drop))
-	return next, nil
 }
 
-func fieldNames(fs []iceberg.NestedField) []string {
-	names := make([]string, len(fs))
-	for i, f := range fs {
-		names[i] = f.Name
+// evolveAttempts bounds how often evolveColumns compares and commits again
+// after another commit changed the schema first.
+const evolveAttempts = 3
+
+// formerField returns the field of the newest former schema of meta named
+// as w, if the current schema cur uses neither its name nor its id and its
+// type takes w's values: the column w declares again.
+func formerField(meta table.Metadata, cur *iceberg.Schema, w iceberg.NestedField) (iceberg.NestedField, bool) {
+	schemas := meta.Schemas()
+	for i := len(schemas) - 1; i >= 0; i-- {
+		f, ok := schemas[i].FindFieldByName(w.Name)
+		if !ok {
+			continue
+		}
+		if _, used := cur.FindFieldByID(f.ID); used || compareTypes(w.Name, w.Type, f.Type) != "" {
+			return iceberg.NestedField{}, false
+		}
+		f.Required = false
+		return f, true
 	}
-	return names
+	return iceberg.NestedField{}, false
 }

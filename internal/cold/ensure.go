@@ -17,7 +17,7 @@ import (
 // handle. It verifies that the table is in format version 2, sets the write
 // properties from the Tier's options, and compares the schemas: nullable
 // columns the declaration has and the table lacks are added, and nullable
-// ones the table has and the declaration lacks are dropped. If
+// ones the table has and the declaration lacks stay (see CheckDrift). If
 // the table's schema cannot take the declared rows, Ensure returns the handle
 // together with a *QuarantineError: scans work, archiving is refused.
 func (c *Tier) Ensure(ctx context.Context, t *series.Table) (*Table, error) {

@@ -35,10 +35,10 @@ var evolveCases = []struct {
 }
 
 // A verdict is what a rule says of a change: quarantine, or the columns
-// to add and drop.
+// to add and those no longer declared.
 type verdict struct {
-	quarantine bool
-	add, drop  []string
+	quarantine      bool
+	add, undeclared []string
 }
 
 func ruleVerdict(have, want []series.Column) verdict {
@@ -51,8 +51,8 @@ func ruleVerdict(have, want []series.Column) verdict {
 	for _, c := range ev.Add {
 		v.add = append(v.add, c.Name)
 	}
-	for _, c := range ev.Drop {
-		v.drop = append(v.drop, c.Name)
+	for _, c := range ev.Undeclared {
+		v.undeclared = append(v.undeclared, c.Name)
 	}
 	return v
 }
@@ -63,7 +63,7 @@ func coldVerdict(have, want []series.Column) verdict {
 		t.Columns = cs
 		return t
 	}
-	add, drop, reasons := compareSchemas(Schema(decl(want)), Schema(decl(have)))
+	add, undeclared, reasons := compareSchemas(Schema(decl(want)), Schema(decl(have)))
 	if len(reasons) > 0 {
 		return verdict{quarantine: true}
 	}
@@ -71,14 +71,14 @@ func coldVerdict(have, want []series.Column) verdict {
 	for _, f := range add {
 		v.add = append(v.add, f.Name)
 	}
-	for _, f := range drop {
-		v.drop = append(v.drop, f.Name)
+	for _, f := range undeclared {
+		v.undeclared = append(v.undeclared, f.Name)
 	}
 	return v
 }
 
 func (v verdict) equal(w verdict) bool {
-	return v.quarantine == w.quarantine && slices.Equal(v.add, w.add) && slices.Equal(v.drop, w.drop)
+	return v.quarantine == w.quarantine && slices.Equal(v.add, w.add) && slices.Equal(v.undeclared, w.undeclared)
 }
 
 // disagreements returns the cases on which two rules differ.
@@ -145,9 +145,10 @@ func TestEvolveValues(t *testing.T) {
 }
 
 // TestEvolveColdTable declares a table with rows anew with one nullable
-// column dropped and one added: Ensure evolves the Iceberg schema in one
-// commit that makes no snapshot, so W stays; old rows scan without either
-// column, new ones carry the added one.
+// column no longer declared and one added: Ensure evolves the Iceberg
+// schema in one commit that makes no snapshot, so W stays, and keeps the
+// undeclared column with its field; old rows scan without either column,
+// new ones carry the added one.
 func TestEvolveColdTable(t *testing.T) {
 	e := newEnv(t, Options{})
 	tab := loadProfile("power")
@@ -159,6 +160,7 @@ func TestEvolveColdTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	snapshots, schemas := len(ice.Metadata().Snapshots()), len(ice.Metadata().Schemas())
+	source, _ := ice.Schema().FindFieldByName("source")
 
 	evolved := *tab
 	evolved.Columns = []series.Column{{Name: "channel", Identity: true, Values: []string{"A", "B"}}, {Name: "seq", Type: series.BigInt}, {Name: "note"}}
@@ -169,8 +171,8 @@ func TestEvolveColdTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := ice.Schema().FindFieldByName("source"); ok {
-		t.Fatal("the dropped column source is still in the cold schema")
+	if f, ok := ice.Schema().FindFieldByName("source"); !ok || f.ID != source.ID {
+		t.Fatalf("the undeclared column source in the cold schema: %+v, %v; want it kept as %+v", f, ok, source)
 	}
 	if f, ok := ice.Schema().FindFieldByName("note"); !ok || f.Required {
 		t.Fatalf("column note: %+v, %v", f, ok)

@@ -29,15 +29,16 @@ type settleUnit struct {
 
 // settleUnits returns the files of the units of g that hold late
 // corrections and can be re-marked: in the table's current partition spec,
-// of at most limit rows, on a table whose columns are all declared (the
-// rows are re-encoded from readings, which carry the declared columns
-// only).
+// of at most limit rows, none of whose files holds a value in a column t
+// does not declare (the rows are re-encoded from readings, which carry the
+// declared columns only).
 func settleUnits(t *Table, ice *table.Table, g *fileGroups, limit int64) []iceberg.DataFile {
 	sc := ice.Schema()
 	declared := Schema(&t.decl)
+	var undeclared []int
 	for _, f := range sc.Fields() {
 		if _, ok := declared.FindFieldByName(f.Name); !ok {
-			return nil
+			undeclared = append(undeclared, f.ID)
 		}
 	}
 	supCol, ok := sc.FindFieldByName(series.ColumnSuperseded)
@@ -66,7 +67,7 @@ func settleUnits(t *Table, ice *table.Table, g *fileGroups, limit int64) []icebe
 				units[key] = u
 				order = append(order, key)
 			}
-			if int(f.SpecID()) != spec.ID() {
+			if int(f.SpecID()) != spec.ID() || slices.ContainsFunc(undeclared, func(id int) bool { return holdsValues(f, id) }) {
 				bad[key] = true
 			}
 			u.files = append(u.files, f)
@@ -81,6 +82,21 @@ func settleUnits(t *Table, ice *table.Table, g *fileGroups, limit int64) []icebe
 		}
 	}
 	return out
+}
+
+// holdsValues reports whether data file f may hold a non-null value in the
+// column with field id: its metrics say so, or say nothing of the file.
+func holdsValues(f iceberg.DataFile, id int) bool {
+	counts := f.ValueCounts()
+	if len(counts) == 0 {
+		return true
+	}
+	values, ok := counts[id]
+	if !ok {
+		return false // a file written without the column
+	}
+	nulls, ok := f.NullValueCounts()[id]
+	return !ok || values > nulls
 }
 
 // unitKey names the settle unit of f: its spec and its partition values

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/meterstore/meterstore/series"
@@ -14,7 +15,8 @@ import (
 // the lock timeout gave up on before it reports ErrDeferred.
 const evolveAttempts = 3
 
-// columns returns the extra columns a stored definition records.
+// columns returns the extra columns a stored definition records, the
+// undeclared ones too: declaring one again is held to what it is.
 func (d definition) columns() []series.Column {
 	cs := make([]series.Column, len(d.Columns))
 	for i, c := range d.Columns {
@@ -51,10 +53,57 @@ func columnCheck(c series.Column) string {
 	return ""
 }
 
-// evolve applies ev to t's relations in tx and records want as t's
-// definition, so that the relation and its record change together or not
-// at all. Each ALTER waits for its locks no longer than the lock timeout
-// of tx.
+// Stored returns t as its stored definition records it: t with the extra
+// columns the definition declares, undeclared ones left out, and its
+// integrity. A table whose declaration Ensure quarantined runs on it, so
+// that it takes into its relation every reading that fits there.
+func (h *Tier) Stored(ctx context.Context, t *series.Table) (*series.Table, error) {
+	const op = "stored definition"
+	var stored []byte
+	if err := h.pool.QueryRow(ctx, `SELECT definition FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name).Scan(&stored); err != nil {
+		return nil, classify(op, t.Name, err)
+	}
+	var d definition
+	err := json.Unmarshal(stored, &d)
+	var i series.Integrity
+	if err == nil {
+		d = d.normalize()
+		i, err = d.integrity()
+	}
+	if err != nil {
+		return nil, &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+	}
+	out := *t
+	out.Integrity, out.Columns = i, nil
+	for k, c := range d.columns() {
+		if !d.Columns[k].Undeclared {
+			out.Columns = append(out.Columns, c)
+		}
+	}
+	return &out, nil
+}
+
+// undeclared returns the definitions of cs, columns no longer declared,
+// marked so.
+func undeclared(cs []series.Column) []columnDef {
+	out := make([]columnDef, len(cs))
+	for i, c := range cs {
+		vs := slices.Clone(c.Values)
+		if vs == nil {
+			vs = []string{}
+		}
+		out[i] = columnDef{Name: c.Name, Type: c.ColumnType().String(), Identity: c.Identity, Values: vs, Undeclared: true}
+	}
+	return out
+}
+
+// evolve adds the columns of ev to t's relations in tx and records want as
+// t's definition, so that the relation and its record change together or
+// not at all. Each ALTER waits for its locks no longer than the lock
+// timeout of tx. The columns ev no longer declares stay as they are: a
+// process on the declaration that has them writes and reads them still,
+// and an archival by this one refuses a partition that holds values in
+// them (see Detach), so none of those values is lost.
 //
 // The parent's ALTER reaches every attached partition. An added column's
 // CHECK is added NOT VALID there: checking it would scan every row under
@@ -70,19 +119,11 @@ func (h *Tier) evolve(ctx context.Context, tx pgx.Tx, t *series.Table, ev series
 		return err
 	}
 	parent := h.ident(t.Name)
-	if err := h.checkDropEmpty(ctx, tx, t, ev.Drop); err != nil {
-		return err
-	}
 	exec := func(stmt string) error {
 		if _, err := tx.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("%s: %w", stmt, err)
 		}
 		return nil
-	}
-	for _, c := range ev.Drop {
-		if err := exec(`ALTER TABLE ` + parent + ` DROP COLUMN ` + quote(c.Name)); err != nil {
-			return err
-		}
 	}
 	for _, c := range ev.Add {
 		if err := exec(`ALTER TABLE ` + parent + ` ADD COLUMN ` + quote(c.Name) + " " + c.ColumnType().String()); err != nil {
@@ -96,11 +137,6 @@ func (h *Tier) evolve(ctx context.Context, tx pgx.Tx, t *series.Table, ev series
 	}
 	for _, name := range detached {
 		rel := h.ident(name)
-		for _, c := range ev.Drop {
-			if err := exec(`ALTER TABLE ` + rel + ` DROP COLUMN IF EXISTS ` + quote(c.Name)); err != nil {
-				return err
-			}
-		}
 		for _, c := range ev.Add {
 			if err := exec(`ALTER TABLE ` + rel + ` ADD COLUMN IF NOT EXISTS ` + columnDDL(c)); err != nil {
 				return err
@@ -111,30 +147,42 @@ func (h *Tier) evolve(ctx context.Context, tx pgx.Tx, t *series.Table, ev series
 	if _, err := tx.Exec(ctx, `UPDATE `+h.ident(metaTable)+` SET definition = $2 WHERE name = $1`, t.Name, def); err != nil {
 		return fmt.Errorf("record the evolved definition: %w", err)
 	}
-	h.log.Info("hot: schema evolved as declared", "table", t.Name, "added", columnNames(ev.Add), "dropped", columnNames(ev.Drop))
+	h.log.Info("hot: schema evolved as declared", "table", t.Name, "added", columnNames(ev.Add), "undeclared", columnNames(ev.Undeclared))
 	return nil
 }
 
-// checkDropEmpty quarantines the table rather than drop a column that holds a value in a row of
-// t's attached partitions: those readings are not archived yet, and DROP
-// COLUMN would delete the values with no copy anywhere. An older
-// declaration is the usual cause, such as a process started with a
-// configuration from before the column was added. Once the readings are
-// archived, their values stay in the cold tier's older snapshots and the
-// drop goes ahead. Detached partitions are not looked at: they are
-// archived and wait for the reader grace, or their archival, cut short,
-// resumes with the declared columns, without the dropped one in any case.
-func (h *Tier) checkDropEmpty(ctx context.Context, tx pgx.Tx, t *series.Table, drop []series.Column) error {
-	for _, c := range drop {
+// checkDeclared refuses, with a *series.QuarantineError, to let partition
+// name of t be archived under t's declaration while it holds a value in a
+// column t does not declare: the archival reads the declared columns only,
+// and the partition is dropped after it, so the value would be lost. A
+// process whose declaration has the column archives it. It reads the
+// definition in tx, whose locks keep writers out of the partition.
+func (h *Tier) checkDeclared(ctx context.Context, tx pgx.Tx, t *series.Table, name string) error {
+	var stored []byte
+	if err := tx.QueryRow(ctx, `SELECT definition FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name).Scan(&stored); err != nil {
+		return fmt.Errorf("read the definition of %s: %w", t.Name, err)
+	}
+	var d definition
+	if err := json.Unmarshal(stored, &d); err != nil {
+		return &series.Error{Kind: series.InvariantViolation, Op: "archive", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+	}
+	var reasons []string
+	for _, c := range d.Columns {
+		if slices.ContainsFunc(t.Columns, func(x series.Column) bool { return x.Name == c.Name }) {
+			continue
+		}
 		var held bool
-		q := `SELECT EXISTS (SELECT 1 FROM ` + h.ident(t.Name) + ` WHERE ` + quote(c.Name) + ` IS NOT NULL)`
+		q := `SELECT EXISTS (SELECT 1 FROM ` + h.ident(name) + ` WHERE ` + quote(c.Name) + ` IS NOT NULL)`
 		if err := tx.QueryRow(ctx, q).Scan(&held); err != nil {
-			return fmt.Errorf("check column %s before dropping it: %w", c.Name, err)
+			return fmt.Errorf("check column %s of %s: %w", c.Name, name, err)
 		}
 		if held {
-			return &series.QuarantineError{Table: t.Name, Reasons: []string{fmt.Sprintf(
-				"column %q is no longer declared, but readings not yet archived hold values in it; dropping it would delete them: declare it again, or drop it once they are archived", c.Name)}}
+			reasons = append(reasons, fmt.Sprintf("readings of partition %s hold values in column %q, which this process does not declare: "+
+				"archiving them here would lose those values; a process that declares it archives them, or declare it here", name, c.Name))
 		}
+	}
+	if len(reasons) > 0 {
+		return &series.QuarantineError{Table: t.Name, Reasons: reasons}
 	}
 	return nil
 }

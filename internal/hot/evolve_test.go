@@ -47,11 +47,13 @@ func storedDefinition(t *testing.T, pool *pgxpool.Pool, name string) string {
 	return def
 }
 
-// TestEvolveAddDrop adds a nullable column to a table with rows and drops
-// another, under each integrity: attached and detached partitions and
-// partitions made later all follow, the added column gets its CHECK, and
-// writes and scans use the new columns.
-func TestEvolveAddDrop(t *testing.T) {
+// TestEvolveAddUndeclare adds a nullable column to a table with rows and
+// undeclares another, under each integrity: attached and detached
+// partitions and partitions made later all follow, the added column gets
+// its CHECK, writes and scans use the new columns, and the undeclared one
+// stays with its values, which no detach under the declaration without it
+// takes away.
+func TestEvolveAddUndeclare(t *testing.T) {
 	for _, integrity := range []series.Integrity{series.IntegrityStatement, series.IntegrityExclusion, series.IntegrityWrite} {
 		t.Run(integrity.String(), func(t *testing.T) {
 			h, pool := newTier(t, Options{})
@@ -134,46 +136,74 @@ FROM pg_constraint WHERE conname = 'tariff_check'`).Scan(&checks, &valid, &def);
 				t.Fatalf("the detached partition's columns differ from the parent's: %v", err)
 			}
 
-			dropped := added
-			dropped.Columns = []series.Column{{Name: "channel", Identity: true}, {Name: "tariff", Values: []string{"HT", "NT"}}, {Name: "seq", Type: series.BigInt}}
-			// The first day's readings hold notes and are not archived:
-			// dropping the column would delete them, so it is refused and
-			// nothing changes.
-			err := h.Ensure(ctx, &dropped)
-			var q *series.QuarantineError
-			if !errors.As(err, &q) || !strings.Contains(err.Error(), `"note"`) {
-				t.Fatalf("dropping a column unarchived readings hold values in: %v", err)
-			}
-			if cols := columnsOf(t, pool, "lastgang"); !slices.Contains(cols, "note") {
-				t.Fatalf("a refused drop dropped: %v", cols)
-			}
-			// Gone, as archival takes them away.
-			if _, err := pool.Exec(ctx, `DELETE FROM meterstore.lastgang WHERE note IS NOT NULL`); err != nil {
-				t.Fatal(err)
-			}
-			if err := h.Ensure(ctx, &dropped); err != nil {
+			undeclared := added
+			undeclared.Columns = []series.Column{{Name: "channel", Identity: true}, {Name: "tariff", Values: []string{"HT", "NT"}}, {Name: "seq", Type: series.BigInt}}
+			// The first day's readings hold notes and are not archived: the
+			// column stays, and so do they.
+			if err := h.Ensure(ctx, &undeclared); err != nil {
 				t.Fatal(err)
 			}
 			for _, rel := range []string{"lastgang", "lastgang_p20260302", "lastgang_p20260301", "lastgang_p20260304"} {
-				if cols := columnsOf(t, pool, rel); slices.Contains(cols, "note") {
-					t.Fatalf("%s still has note: %v", rel, cols)
+				if cols := columnsOf(t, pool, rel); !slices.Contains(cols, "note") {
+					t.Fatalf("%s lost the undeclared column note: %v", rel, cols)
 				}
+			}
+			if def := storedDefinition(t, pool, "lastgang"); !strings.Contains(def, `"undeclared": true`) {
+				t.Fatalf("the stored definition does not mark note undeclared: %s", def)
 			}
 			third := meterDay(3, 1)
 			for i := range third {
 				third[i].Extra = map[string]string{"channel": "A"}
 			}
-			mustWrite(t, h, &dropped, third)
-			if got := scanAll(t, h, &dropped); len(got) != 192 {
-				t.Fatalf("scanned %d rows after the drop, want 192", len(got))
+			mustWrite(t, h, &undeclared, third)
+			got = scanAll(t, h, &undeclared)
+			if len(got) != 288 {
+				t.Fatalf("scanned %d rows with note undeclared, want 288", len(got))
+			}
+			for _, r := range got {
+				if _, ok := r.Extra["note"]; ok {
+					t.Fatalf("row %s %v: the undeclared note is scanned: %v", r.MaLo, r.From, r.Extra)
+				}
+			}
+			var notes int
+			if err := pool.QueryRow(ctx, `SELECT count(note) FROM meterstore.lastgang`).Scan(&notes); err != nil || notes != 96 {
+				t.Fatalf("%d notes after the column was undeclared (%v), want 96", notes, err)
 			}
 			var n int
-			err = h.ScanPartition(ctx, &dropped, Partition{Name: "lastgang_p20260301", From: day.AddDate(0, 0, -1), To: day}, 100, func(rs []series.Reading) error {
+			err := h.ScanPartition(ctx, &undeclared, Partition{Name: "lastgang_p20260301", From: day.AddDate(0, 0, -1), To: day}, 100, func(rs []series.Reading) error {
 				n += len(rs)
 				return nil
 			})
 			if err != nil {
 				t.Fatalf("scan of the detached partition with the evolved columns: %v", err)
+			}
+			// Archiving the notes' partition without note declared would
+			// lose them: the detach is refused and changes nothing; with
+			// note declared it goes ahead. The detached partition holds no
+			// note and passes.
+			var q *series.QuarantineError
+			if err := h.Detach(ctx, &undeclared, day); !errors.As(err, &q) || !strings.Contains(err.Error(), `"note"`) {
+				t.Fatalf("detach of a partition with values in an undeclared column: %v", err)
+			}
+			parts, err := h.Partitions(ctx, &undeclared)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := slices.IndexFunc(parts, func(p Partition) bool { return p.Name == "lastgang_p20260302" }); i < 0 || !parts[i].Attached {
+				t.Fatalf("the refused detach detached: %+v", parts)
+			}
+			if err := h.Detach(ctx, &undeclared, day.AddDate(0, 0, -1)); err != nil {
+				t.Fatalf("detach of a detached partition without notes: %v", err)
+			}
+			// Declared again, the column is taken back as it is.
+			if err := h.Ensure(ctx, &added); err != nil {
+				t.Fatal(err)
+			}
+			if def := storedDefinition(t, pool, "lastgang"); strings.Contains(def, `"undeclared"`) {
+				t.Fatalf("note declared again is still marked undeclared: %s", def)
+			}
+			if err := h.Detach(ctx, &added, day); err != nil {
+				t.Fatalf("detach with note declared: %v", err)
 			}
 		})
 	}

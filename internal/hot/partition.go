@@ -247,6 +247,12 @@ SELECT to_regclass($1) IS NOT NULL,
 // and otherwise gives up having changed nothing (ErrDeferred). Detaching a
 // partition that is detached already does nothing, so an interrupted
 // archival can resume.
+//
+// Either way the partition is then refused, with a *series.QuarantineError
+// and nothing changed, if it holds a value in a column t does not declare
+// (a column another process's declaration added): the archival would not
+// carry the value over. Once detached no writer reaches the partition, so
+// the check sees every row the archival will read.
 func (h *Tier) Detach(ctx context.Context, t *series.Table, start time.Time) error {
 	const op = "detach partition"
 	if err := t.Validate(); err != nil {
@@ -264,12 +270,16 @@ func (h *Tier) Detach(ctx context.Context, t *series.Table, start time.Time) err
 			return err
 		case !exists:
 			return &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: fmt.Errorf("no partition %s", name)}
-		case !attached:
-			return nil
+		case attached:
+			if _, err := tx.Exec(ctx, `ALTER TABLE `+h.ident(t.Name)+` DETACH PARTITION `+h.ident(name)); err != nil {
+				return err
+			}
 		}
-		_, err = tx.Exec(ctx, `ALTER TABLE `+h.ident(t.Name)+` DETACH PARTITION `+h.ident(name))
-		detached = err == nil
-		return err
+		if err := h.checkDeclared(ctx, tx, t, name); err != nil {
+			return err
+		}
+		detached = attached
+		return nil
 	})
 	if detached && err == nil {
 		h.log.Info("hot: partition detached", "table", t.Name, "partition", name)

@@ -68,6 +68,9 @@ type columnDef struct {
 	Type     string   `json:"type"`
 	Identity bool     `json:"identity"`
 	Values   []string `json:"values"`
+	// Undeclared marks a column the last declaration no longer has: the
+	// relation keeps it, with the values others wrote (see series.Evolution).
+	Undeclared bool `json:"undeclared,omitempty"`
 }
 
 // definitionOf returns the definition of t declared with integrity i,
@@ -104,10 +107,12 @@ const metaTable = "hot_tables"
 // partitioned parent if they do not exist, and records the declaration.
 // Declaring a table again with the same definition does nothing. Its
 // extra columns may evolve by series.Evolve's rule: nullable columns added
-// or dropped are added to or dropped from the relation in the transaction
-// that records the new definition, each ALTER waiting for its locks no
-// longer than the DDL lock timeout; after evolveAttempts deferrals Ensure
-// fails with ErrDeferred (retryable) and nothing changed. A change the
+// are added to the relation in the transaction that records the new
+// definition, each ALTER waiting for its locks no longer than the DDL lock
+// timeout; after evolveAttempts deferrals Ensure fails with ErrDeferred
+// (retryable) and nothing changed. A nullable column no longer declared
+// is never dropped: the definition records it undeclared, and declaring
+// it again takes it back as it is. A change the
 // rule refuses fails with a *series.QuarantineError, and a different
 // time model, width, resolutions or merge key order with InvalidConfig,
 // since the stored rows were written under the first; neither changes
@@ -202,6 +207,7 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 		if err != nil {
 			return err // a *series.QuarantineError: nothing changes
 		}
+		want.Columns = append(want.Columns, undeclared(ev.Undeclared)...)
 		if !slices.Equal(have.MergeKey, want.MergeKey) {
 			return &series.Error{Kind: series.InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("declared differently before: merge key (%s), now (%s)",
 				strings.Join(have.MergeKey, ", "), strings.Join(want.MergeKey, ", "))}
@@ -209,7 +215,7 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 		if !exists {
 			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("declared, but relation %s is missing", h.ident(t.Name))}
 		}
-		if !ev.Empty() {
+		if !reflect.DeepEqual(have.Columns, want.Columns) {
 			evolved := have
 			evolved.Columns = want.Columns
 			if err := h.evolve(ctx, tx, t, ev, evolved); err != nil {
