@@ -72,11 +72,8 @@ func (s *Store) ReassertWatermark(ctx context.Context, name string) (bool, error
 // lower watermark than the archival ledger recorded: its log lost entries,
 // and a commit would build on the shortened history.
 func (s *Store) vetWatermark(ctx context.Context, name string, ct *cold.Table) error {
-	w, ok, err := s.cold.Watermark(ctx, ct)
-	if err != nil {
-		return err
-	}
-	return s.arch.CheckWatermark(ctx, name, w, ok)
+	_, _, err := s.arch.VetWatermark(ctx, name, func(ctx context.Context) (time.Time, bool, error) { return s.cold.Watermark(ctx, ct) })
+	return err
 }
 
 // DefaultOrphanAge is the safety age of Orphans when OrphanOptions.OlderThan

@@ -1,12 +1,14 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
 )
@@ -155,5 +157,45 @@ func TestFaultLogLostNewestEntry(t *testing.T) {
 	}
 	for _, name := range []string{"power", "gas"} {
 		a.check(t, s, name)
+	}
+}
+
+// TestWatermarkReadDuringArchival: a reader that reads W while an archival
+// commits the next window is not told the log lost entries. Read first, W
+// is day 3; the archival then commits day 4 and records it in the ledger.
+// Vetting W after its read (CheckWatermark, the order every reader used)
+// takes the ledger's day 4 for a regression; VetWatermark reads the ledger
+// first and passes the day 3 it then reads.
+func TestWatermarkReadDuringArchival(t *testing.T) {
+	ctx := t.Context()
+	s := newEnv(t).open(t, Options{})
+	if err := s.CreatePartitions(ctx, dayN(0), dayN(10)); err != nil {
+		t.Fatal(err)
+	}
+	for d := range 6 {
+		mustWrite(t, s, []Reading{qh(1, d, 4, "A", 1, 1000)})
+	}
+	if out, err := s.Archive(ctx, "power", dayN(5)); err != nil || !out.Watermark.Equal(dayN(3)) {
+		t.Fatalf("archive: %+v, %v", out, err)
+	}
+	ct := s.tables[0].cold
+	day := 5
+	readThenArchive := func(ctx context.Context) (time.Time, bool, error) {
+		w, ok, err := s.cold.Watermark(ctx, ct)
+		if err != nil {
+			return w, ok, err
+		}
+		day++
+		if out, err := s.Archive(ctx, "power", dayN(day)); err != nil || !out.Watermark.Equal(dayN(day-2)) {
+			t.Fatalf("archive at day %d: %+v, %v", day, out, err)
+		}
+		return w, ok, nil
+	}
+	w, ok, err := readThenArchive(ctx)
+	if err := s.arch.CheckWatermark(ctx, "power", w, ok); !errors.As(err, new(*WatermarkRegression)) {
+		t.Fatalf("W read before a commit, vetted after it: %v; want the false regression this test guards against", err)
+	}
+	if w, _, err = s.arch.VetWatermark(ctx, "power", readThenArchive); err != nil || !w.Equal(dayN(4)) {
+		t.Fatalf("VetWatermark across an archival: W %v, %v; want day 4 and no error", w, err)
 	}
 }

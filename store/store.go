@@ -176,7 +176,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.router = archive.NewRouter(s.hot, s.cold)
-	s.router.Check = s.arch.CheckWatermark
+	s.router.Vet = s.arch.VetWatermark
 	s.router.Recorded = s.arch.RecordedWatermark
 	s.router.AcceptAhead = opts.Hot.AcceptAhead
 	seen := map[string]bool{}
@@ -271,8 +271,8 @@ func (s *Store) open(ctx context.Context, t *table) error {
 	engine, err := query.New(decl, &query.TableSource{
 		HotTier: s.hot, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
 		Scanned: func(ctx context.Context, n int64) { s.metrics.Scanned(ctx, decl.Name, metrics.TierHot, n) },
-		Check: func(ctx context.Context, w time.Time, ok bool) error {
-			return s.arch.CheckWatermark(ctx, decl.Name, w, ok)
+		Vet: func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error) {
+			return s.arch.VetWatermark(ctx, decl.Name, read)
 		},
 	}, s.opts.Query.settings())
 	if err != nil {
@@ -387,10 +387,8 @@ func (s *Store) Watermark(ctx context.Context, name string) (w time.Time, ok boo
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	if w, ok, err = s.cold.Watermark(ctx, ct); err != nil {
-		return time.Time{}, false, err
-	}
-	if err := s.arch.CheckWatermark(ctx, name, w, ok); err != nil {
+	w, ok, err = s.arch.VetWatermark(ctx, name, func(ctx context.Context) (time.Time, bool, error) { return s.cold.Watermark(ctx, ct) })
+	if err != nil {
 		return time.Time{}, false, err
 	}
 	return w, ok, nil

@@ -118,12 +118,11 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 		st.quarantined = true
 	}
 	if err == nil {
-		st.Watermark, st.HasWatermark, err = s.cold.Watermark(ctx, ct)
-	}
-	if err == nil {
 		// A log that lost its newest entries shows a W that went back:
 		// report the one found, and the one the ledger vouches for.
-		err = s.arch.CheckWatermark(ctx, t.decl.Name, st.Watermark, st.HasWatermark)
+		st.Watermark, st.HasWatermark, err = s.arch.VetWatermark(ctx, t.decl.Name, func(ctx context.Context) (time.Time, bool, error) {
+			return s.cold.Watermark(ctx, ct)
+		})
 	}
 	if ct != nil {
 		if ferr := s.checkMirror(ctx, t, ct, &st); ferr != nil {

@@ -249,7 +249,9 @@ func strayReason(p hot.Partition, w string) string {
 
 // CheckWatermark compares the watermark w of table (ok is false for none),
 // as a reader found it in the catalog, with the highest one the archival
-// ledger recorded as committed. A lower one, or none where the ledger has
+// ledger recorded as committed. A reader that reads w while archivals may
+// commit uses VetWatermark, which reads the ledger first; this one is for
+// a caller no archival can overtake, such as the archival under its lease. A lower one, or none where the ledger has
 // one, is an *InvariantError wrapping a *WatermarkRegression: the catalog's
 // log lost its newest entries. A ledger that was never created, or that
 // has no record of table, vouches for nothing and passes every w.
@@ -263,6 +265,28 @@ func (a *Archiver) CheckWatermark(ctx context.Context, table string, w time.Time
 	}
 	reg := &WatermarkRegression{Table: table, Expected: lw, Found: w, HasFound: ok}
 	return &InvariantError{Table: table, Reason: reg.Error(), Err: reg}
+}
+
+// VetWatermark reads the watermark of table with read and vets it as
+// CheckWatermark does, but reads the archival ledger first: a commit the
+// ledger records has landed before read looks, so an archival that commits
+// between the two reads is never mistaken for a log that lost entries, as
+// it would be by a reader that read W first. A failure of read is returned
+// as it is.
+func (a *Archiver) VetWatermark(ctx context.Context, table string, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error) {
+	lw, lok, err := a.ledger.highestW(ctx, table)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("archive %s: ledger: %w", table, err)
+	}
+	w, ok, err := read(ctx)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if !lok || (ok && !w.Before(lw)) {
+		return w, ok, nil
+	}
+	reg := &WatermarkRegression{Table: table, Expected: lw, Found: w, HasFound: ok}
+	return w, ok, &InvariantError{Table: table, Reason: reg.Error(), Err: reg}
 }
 
 // RecordedWatermark returns the highest watermark of table the archival
@@ -355,7 +379,23 @@ func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table,
 		}
 		a.crash("after-stream")
 	}
-	commit, err := a.cold.Archive(ctx, ct, win.to, win.from, win.to, rows)
+	// Under the lease only a late correction commits beside an archival:
+	// a lost race wrote nothing, and the detached rows read again as they
+	// were, so the window is committed again at once rather than a cycle
+	// later.
+	var (
+		commit cold.Commit
+		err    error
+	)
+	for attempt := 1; ; attempt++ {
+		read.Store(0)
+		commit, err = a.cold.Archive(ctx, ct, win.to, win.from, win.to, rows)
+		if !errors.Is(err, cold.ErrCommitConflict) || attempt == commitAttempts || ctx.Err() != nil {
+			break
+		}
+		a.log.Info("archive: the window's commit lost a race; committing it again", "table", t.Name,
+			"from", win.from, "to", win.to, "attempt", attempt, "err", err)
+	}
 	if err != nil {
 		return nil, false, coldError("archive", t.Name,
 			fmt.Errorf("archive %s: window [%s, %s): %w", t.Name, cold.FormatTime(win.from), cold.FormatTime(win.to), err))
@@ -382,6 +422,10 @@ func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table,
 		"rows", commit.Rows, "partitions", len(win.parts), "recovered", win.recovered)
 	return done, deferred, refused
 }
+
+// commitAttempts bounds how often a window's commit is tried when it loses
+// a race to a concurrent commit.
+const commitAttempts = 4
 
 // count returns the rows of each partition and their sum.
 func (a *Archiver) count(ctx context.Context, parts []hot.Partition) ([]int64, int64, error) {

@@ -45,9 +45,9 @@ type Router struct {
 	// clock gives the transaction time of late corrections, which the hot
 	// tier would take from the database, and the now of AcceptAhead.
 	clock func() time.Time
-	// Check, if set, vets every watermark Write reads before it routes by
-	// it; Archiver.CheckWatermark is the one to install.
-	Check func(ctx context.Context, table string, w time.Time, ok bool) error
+	// Vet, if set, reads every watermark Write routes by with read and
+	// vets it; Archiver.VetWatermark is the one to install.
+	Vet func(ctx context.Context, table string, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error)
 	// Recorded, if set, returns the watermark the archival ledger recorded
 	// as committed for a table; Write routes by it while the cold tier
 	// cannot be read and no watermark of the table was read yet.
@@ -240,9 +240,22 @@ func (rt *Router) watermark(ctx context.Context, t *series.Table, ct *cold.Table
 	if known && !reread {
 		return m, false, nil, nil
 	}
-	w, ok, rerr := rt.cold.Watermark(ctx, ct)
+	var (
+		w, rerr = time.Time{}, error(nil)
+		ok      bool
+		vetErr  error
+	)
+	look := func(ctx context.Context) (time.Time, bool, error) {
+		w, ok, rerr = rt.cold.Watermark(ctx, ct)
+		return w, ok, rerr
+	}
+	if rt.Vet != nil {
+		_, _, vetErr = rt.Vet(ctx, t.Name, look)
+	} else {
+		look(ctx)
+	}
 	if rerr == nil {
-		m, err := rt.vet(ctx, t, w, ok)
+		m, err := rt.vet(t, w, ok, vetErr)
 		if err != nil {
 			return mark{}, true, nil, err
 		}
@@ -277,16 +290,13 @@ func split(rows []series.Reading, idx []int, m mark) (late, fresh []int) {
 	return late, fresh
 }
 
-// vet runs Check on the watermark wm read from the catalog. When the
-// catalog's log lost entries (a *WatermarkRegression), rows at or above the
-// watermark the ledger recorded belong to the hot tier whatever the log
-// says, and are routed by it; a row below it would need the cold tier, and
-// the write is refused before anything is written.
-func (rt *Router) vet(ctx context.Context, t *series.Table, wm time.Time, hasW bool) (mark, error) {
-	if rt.Check == nil {
-		return mark{w: wm, ok: hasW}, nil
-	}
-	err := rt.Check(ctx, t.Name, wm, hasW)
+// vet returns the mark of the watermark wm read from the catalog, which
+// Vet judged err. When the catalog's log lost entries (a
+// *WatermarkRegression), rows at or above the watermark the ledger
+// recorded belong to the hot tier whatever the log says, and are routed by
+// it; a row below it would need the cold tier, and the write is refused
+// before anything is written.
+func (rt *Router) vet(t *series.Table, wm time.Time, hasW bool, err error) (mark, error) {
 	if err == nil {
 		return mark{w: wm, ok: hasW}, nil
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -38,3 +40,8 @@ type QuarantineError = series.QuarantineError
 // IsRetryable reports false: the history stays broken until an operator
 // restores it.
 func (e *MissingAncestorError) IsRetryable() bool { return false }
+
+// ErrCommitConflict is wrapped by a commit that lost a race to another
+// commit of the same table: nothing of it was written, and it may be tried
+// again on the new state. It is iceberg-go's table.ErrCommitFailed.
+var ErrCommitConflict = table.ErrCommitFailed

@@ -68,20 +68,22 @@ type TableSource struct {
 	CacheDir string
 	// Scanned, if set, is told the rows each hot scan returned.
 	Scanned func(ctx context.Context, rows int64)
-	// Check, if set, vets every watermark read from the cold tier, of the
-	// current snapshot and of a planned one; an error fails the read as
-	// if the cold tier were unreachable.
-	Check func(ctx context.Context, w time.Time, ok bool) error
+	// Vet, if set, reads every watermark of the cold tier with read, of
+	// the current snapshot and of a planned one, and vets it (the archival
+	// ledger first, then read); an error fails the read as if the cold
+	// tier were unreachable.
+	Vet func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error)
 }
 
 var _ Source = (*TableSource)(nil)
 
 // Watermark returns the cold table's W.
 func (s *TableSource) Watermark(ctx context.Context) (time.Time, bool, error) {
-	w, ok, err := s.ColdTier.Watermark(ctx, s.ColdTable)
-	if err == nil && s.Check != nil {
-		err = s.Check(ctx, w, ok)
+	read := func(ctx context.Context) (time.Time, bool, error) { return s.ColdTier.Watermark(ctx, s.ColdTable) }
+	if s.Vet == nil {
+		return read(ctx)
 	}
+	w, ok, err := s.Vet(ctx, read)
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -112,9 +114,17 @@ func (s *TableSource) HotFloor(ctx context.Context) (Floor, error) {
 
 // Cold plans the cold files q selects and makes them local.
 func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error) {
-	p, err := s.ColdTier.Plan(ctx, s.ColdTable, q)
-	if err == nil && s.Check != nil {
-		err = s.Check(ctx, p.Watermark, p.HasWatermark)
+	var p cold.Plan
+	plan := func(ctx context.Context) (time.Time, bool, error) {
+		var err error
+		p, err = s.ColdTier.Plan(ctx, s.ColdTable, q)
+		return p.Watermark, p.HasWatermark, err
+	}
+	var err error
+	if s.Vet == nil {
+		_, _, err = plan(ctx)
+	} else {
+		_, _, err = s.Vet(ctx, plan)
 	}
 	if err != nil {
 		return cold.Plan{}, err
