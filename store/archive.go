@@ -95,7 +95,7 @@ func failureReason(status ArchiveStatus, err error) string {
 		return metrics.FailureInvariant
 	case errors.Is(err, ErrCommitConflict), errors.Is(err, ErrWatermarkBackwards):
 		return metrics.FailureConflict
-	case errors.Is(err, ErrColdTierUnreachable):
+	case errors.Is(err, ErrColdUnreachable):
 		return metrics.FailureColdUnreachable
 	case IsRetryable(err):
 		return metrics.FailureTransient

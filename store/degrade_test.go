@@ -140,8 +140,8 @@ func coldUnreachable(t *testing.T, log string) {
 				mu.Unlock()
 			case !IsRetryable(err):
 				t.Errorf("batch %d: %v is not retryable", b, err)
-			case b%5 == 0 && wantAll && !errors.Is(err, ErrColdTierUnreachable):
-				t.Errorf("batch %d with a late correction: %v; want ErrColdTierUnreachable", b, err)
+			case b%5 == 0 && wantAll && !errors.Is(err, ErrColdUnreachable):
+				t.Errorf("batch %d with a late correction: %v; want ErrColdUnreachable", b, err)
 			case b%5 != 0 && wantAll:
 				t.Errorf("hot batch %d with the warehouse away: %v", b, err)
 			default:
@@ -157,8 +157,8 @@ func coldUnreachable(t *testing.T, log string) {
 			switch {
 			case err != nil && !IsRetryable(err):
 				t.Errorf("archival: %v is not retryable", err)
-			case wantFail && (err == nil || !errors.Is(err, ErrColdTierUnreachable) || out.Status != ArchiveFailed):
-				t.Errorf("archival with the warehouse away: %+v, %v; want failed, ErrColdTierUnreachable", out, err)
+			case wantFail && (err == nil || !errors.Is(err, ErrColdUnreachable) || out.Status != ArchiveFailed):
+				t.Errorf("archival with the warehouse away: %+v, %v; want failed, ErrColdUnreachable", out, err)
 			case err != nil && !strings.Contains(err.Error(), "cold tier is unreachable"):
 				t.Errorf("archival error %v does not name the cold tier", err)
 			}

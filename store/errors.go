@@ -68,13 +68,15 @@ var (
 	// ErrMemoryLimit fails a statement that needs more memory than
 	// QueryOptions.MemoryLimit allows.
 	ErrMemoryLimit = query.ErrMemoryLimit
-	// ErrColdUnreachable fails a query that needs the cold tier when its
-	// watermark or files cannot be read.
-	ErrColdUnreachable = query.ErrColdUnreachable
-	// ErrColdTierUnreachable is wrapped by the retryable error of a write
-	// with late corrections, or of an archival, while the cold tier's
-	// warehouse or catalog cannot be reached.
-	ErrColdTierUnreachable = archive.ErrColdUnreachable
+	// ErrColdUnreachable is wrapped by the error of every operation that
+	// needs the cold tier while its warehouse, catalog or files cannot be
+	// read: a query, a write with late corrections, an archival. A write's
+	// and an archival's are retryable; a query's as its cause says.
+	ErrColdUnreachable = cold.ErrUnreachable
+	// ErrColdTierUnreachable is ErrColdUnreachable, by its former name.
+	//
+	// Deprecated: use ErrColdUnreachable.
+	ErrColdTierUnreachable = ErrColdUnreachable
 	// ErrInFlight fails a query whose rows an archival is moving between
 	// the tiers; it is retryable.
 	ErrInFlight = query.ErrInFlight

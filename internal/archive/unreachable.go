@@ -14,11 +14,12 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
-// ErrColdUnreachable is wrapped by the error of a write or an archival
-// that needs the cold tier while its warehouse or catalog cannot be
-// reached. Nothing of the refused part was written; retrying once the
-// warehouse is back succeeds.
-var ErrColdUnreachable = series.NewSentinel("the cold tier is unreachable", true)
+// ErrColdUnreachable is wrapped by the retryable error of a write or an
+// archival that needs the cold tier while its warehouse or catalog cannot
+// be reached. Nothing of the refused part was written; retrying once the
+// warehouse is back succeeds. It is cold.ErrUnreachable, the one sentinel
+// of every tier.
+var ErrColdUnreachable = cold.ErrUnreachable
 
 // unreachable reports whether err, from the cold tier, says that the
 // warehouse or the catalog could not be reached, rather than that what it

@@ -45,3 +45,9 @@ func (e *MissingAncestorError) IsRetryable() bool { return false }
 // commit of the same table: nothing of it was written, and it may be tried
 // again on the new state. It is iceberg-go's table.ErrCommitFailed.
 var ErrCommitConflict = table.ErrCommitFailed
+
+// ErrUnreachable is wrapped by the error of every operation that needs the
+// cold tier while its warehouse or catalog cannot be reached: a query, a
+// late correction, an archival. Whether it is worth retrying is the
+// cause's to say: a log that lost entries is not, a warehouse away is.
+var ErrUnreachable = errors.New("the cold tier is unreachable")

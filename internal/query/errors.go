@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 
+	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -12,8 +13,9 @@ import (
 var ErrNotReadOnly = errors.New("query: only a single SELECT statement may run")
 
 // ErrColdUnreachable is wrapped by the error of a query that needs the cold
-// tier when its watermark or its files cannot be read.
-var ErrColdUnreachable = errors.New("query: the cold tier is unreachable")
+// tier when its watermark or its files cannot be read. It is
+// cold.ErrUnreachable, the one sentinel of every tier.
+var ErrColdUnreachable = cold.ErrUnreachable
 
 // ErrInFlight is wrapped by the error of a query whose range holds rows an
 // archival has detached from the hot tier and not yet committed to the cold
