@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/internal/cold"
 )
 
 // A Verification is what Verify found of one table.
@@ -53,7 +54,7 @@ func (s *Store) Verify(ctx context.Context) []Verification {
 	for i, t := range s.tables {
 		v := Verification{Table: t.decl.Name}
 		var errs []error
-		fc, err := s.cold.VerifyFiles(ctx, t.cold)
+		fc, err := s.cold.VerifyFiles(ctx, t.cold, cold.VerifyOptions{})
 		if err != nil {
 			errs = append(errs, err)
 		} else {
