@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
@@ -72,6 +73,14 @@ type TableSource struct {
 	// current snapshot and of a planned one; an error fails the read as
 	// if the cold tier were unreachable.
 	Check func(ctx context.Context, w time.Time, ok bool) error
+	// Vet, if set, vets every cold plan, current or past, before a file
+	// of it is read: it refuses one holding a file known not to be the
+	// one its commit recorded (an error wrapping cold.ErrAltered).
+	Vet func(ctx context.Context, p cold.Plan) error
+	// Altered, if set, is told of a planned file found, as it was made
+	// local, not to be the one its commit recorded (its size differs from
+	// the manifest's); the read fails with that error all the same.
+	Altered func(ctx context.Context, err *cold.AlteredFileError)
 }
 
 var _ Source = (*TableSource)(nil)
@@ -110,7 +119,7 @@ func (s *TableSource) HotFloor(ctx context.Context) (Floor, error) {
 	return Floor{Detached: detached, Attached: attached, HasAttached: !attached.IsZero()}, nil
 }
 
-// Cold plans the cold files q selects and makes them local.
+// Cold plans the cold files q selects, vets them and makes them local.
 func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error) {
 	p, err := s.ColdTier.Plan(ctx, s.ColdTable, q)
 	if err == nil && s.Check != nil {
@@ -119,16 +128,32 @@ func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, erro
 	if err != nil {
 		return cold.Plan{}, err
 	}
-	return p.Local(ctx, s.CacheDir)
+	return s.local(ctx, p)
 }
 
-// ColdAt plans the cold files q selects in the snapshot ref names and makes
-// them local. Check does not vet its watermark: a past W lies below the
-// current one by nature.
+// ColdAt plans the cold files q selects in the snapshot ref names, vets
+// them and makes them local. Check does not vet its watermark: a past W
+// lies below the current one by nature.
 func (s *TableSource) ColdAt(ctx context.Context, q series.Range, ref cold.SnapshotRef) (cold.Plan, error) {
 	p, err := s.ColdTier.PlanAt(ctx, s.ColdTable, q, ref)
 	if err != nil {
 		return cold.Plan{}, err
 	}
-	return p.Local(ctx, s.CacheDir)
+	return s.local(ctx, p)
+}
+
+// local vets p with Vet and makes its files local, telling Altered of a
+// file found altered meanwhile.
+func (s *TableSource) local(ctx context.Context, p cold.Plan) (cold.Plan, error) {
+	if s.Vet != nil && len(p.Files) > 0 {
+		if err := s.Vet(ctx, p); err != nil {
+			return cold.Plan{}, err
+		}
+	}
+	lp, err := p.Local(ctx, s.CacheDir)
+	var altered *cold.AlteredFileError
+	if errors.As(err, &altered) && s.Altered != nil {
+		s.Altered(ctx, altered)
+	}
+	return lp, err
 }
