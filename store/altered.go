@@ -39,6 +39,10 @@ type AlteredFile struct {
 	// ByDigest: only its SHA-256 differs, so only a deep verification
 	// clears the finding.
 	ByDigest bool
+	// Metadata: File vouches for the data files (a digest index, a
+	// metadata file); while it is altered no data file of the table is
+	// read.
+	Metadata bool
 }
 
 func (s *Store) alteredFileIdent() string {
@@ -55,6 +59,7 @@ func (s *Store) ensureAlteredFiles(ctx context.Context) error {
 	file       text NOT NULL,
 	reason     text NOT NULL,
 	by_digest  boolean NOT NULL,
+	metadata   boolean NOT NULL,
 	found_at   timestamptz NOT NULL,
 	PRIMARY KEY (table_name, file))`)
 	if err != nil {
@@ -65,13 +70,13 @@ func (s *Store) ensureAlteredFiles(ctx context.Context) error {
 
 // alteredFiles returns the findings of table name, by file.
 func (s *Store) alteredFiles(ctx context.Context, name string) ([]AlteredFile, error) {
-	rows, err := s.opts.Pool.Query(ctx, `SELECT file, reason, by_digest, found_at FROM `+s.alteredFileIdent()+
+	rows, err := s.opts.Pool.Query(ctx, `SELECT file, reason, by_digest, metadata, found_at FROM `+s.alteredFileIdent()+
 		` WHERE table_name = $1 ORDER BY file`, name)
 	if err == nil {
 		var out []AlteredFile
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (AlteredFile, error) {
 			var a AlteredFile
-			err := r.Scan(&a.File, &a.Reason, &a.ByDigest, &a.FoundAt)
+			err := r.Scan(&a.File, &a.Reason, &a.ByDigest, &a.Metadata, &a.FoundAt)
 			return a, err
 		})
 		if err == nil {
@@ -95,9 +100,9 @@ func (s *Store) recordAltered(ctx context.Context, name string, found []*cold.Al
 	}
 	b := &pgx.Batch{}
 	for _, f := range found {
-		b.Queue(`INSERT INTO `+s.alteredFileIdent()+` (table_name, file, reason, by_digest, found_at) VALUES ($1, $2, $3, $4, now())
-ON CONFLICT (table_name, file) DO UPDATE SET reason = excluded.reason, by_digest = excluded.by_digest`,
-			name, f.File, f.Reason, f.ByDigest)
+		b.Queue(`INSERT INTO `+s.alteredFileIdent()+` (table_name, file, reason, by_digest, metadata, found_at) VALUES ($1, $2, $3, $4, $5, now())
+ON CONFLICT (table_name, file) DO UPDATE SET reason = excluded.reason, by_digest = excluded.by_digest, metadata = excluded.metadata`,
+			name, f.File, f.Reason, f.ByDigest, f.Metadata)
 	}
 	if err := s.opts.Pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("store: record altered files of %s: %w", name, err)
@@ -129,7 +134,8 @@ func (s *Store) settleAltered(ctx context.Context, name string, found []*cold.Al
 }
 
 // vetPlan refuses a cold plan of table name that holds a file found
-// altered, with an *cold.AlteredFileError naming it.
+// altered, or any plan while what vouches for its files is, with an
+// *cold.AlteredFileError naming the file.
 func (s *Store) vetPlan(ctx context.Context, name string, p cold.Plan) error {
 	found, err := s.alteredFiles(ctx, name)
 	if err != nil || len(found) == 0 {
@@ -140,8 +146,8 @@ func (s *Store) vetPlan(ctx context.Context, name string, p cold.Plan) error {
 		planned[f] = true
 	}
 	for _, a := range found {
-		if planned[a.File] {
-			return &cold.AlteredFileError{Table: name, File: a.File, ByDigest: a.ByDigest,
+		if planned[a.File] || a.Metadata {
+			return &cold.AlteredFileError{Table: name, File: a.File, ByDigest: a.ByDigest, Metadata: a.Metadata,
 				Reason: fmt.Sprintf("%s (found %s)", a.Reason, a.FoundAt.UTC().Format(time.RFC3339))}
 		}
 	}
@@ -169,7 +175,7 @@ func (s *Store) alteredStatus(ctx context.Context, name string) (int64, error) {
 	}
 	errs := make([]error, len(found))
 	for i, a := range found {
-		errs[i] = &cold.AlteredFileError{Table: name, File: a.File, Reason: a.Reason, ByDigest: a.ByDigest}
+		errs[i] = &cold.AlteredFileError{Table: name, File: a.File, Reason: a.Reason, ByDigest: a.ByDigest, Metadata: a.Metadata}
 	}
 	return int64(len(found)), errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -179,6 +180,62 @@ func TestResizedFileIsRefusedBeforeVerify(t *testing.T) {
 	}
 	if st := s.Status(ctx, dayN(4))[0]; !st.Healthy {
 		t.Fatalf("status after the restore: %+v", st)
+	}
+	if got := mustQuery(t, s, `SELECT count(*) FROM readings`).Rows[0][0]; got != int64(8) {
+		t.Fatalf("after the restore: %v readings, want 8", got)
+	}
+}
+
+// TestAlteredMetadataIsCaught: the log records the SHA-256 of every
+// metadata file it commits, so a current metadata file edited in place
+// (here the digest of its digest index, as a forger who rewrote a data file
+// and the index would) is reported by a verification, naming it; while it
+// is, every read of the table's cold files is refused and status reports
+// it; restored, the next verification clears it.
+func TestAlteredMetadataIsCaught(t *testing.T) {
+	ctx := t.Context()
+	s, e, _, _ := tamperFixture(t)
+	var current string
+	for _, f := range warehouseFiles(t, e.dir, "meterstore/power/metadata") {
+		if strings.HasSuffix(f, ".metadata.json") && !strings.HasPrefix(filepath.Base(f), "v") && f > current {
+			current = f
+		}
+	}
+	path := filepath.Join(e.dir, current)
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := `"meterstore.digests-sha256":"`
+	i := strings.LastIndex(string(orig), key)
+	if i < 0 {
+		t.Fatalf("fixture: %s names no digest index", current)
+	}
+	forged := []byte(string(orig))
+	forged[i+len(key)] ^= 1 // one hex digit for another: same size, valid JSON
+	if err := os.WriteFile(path, forged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	v := s.Verify(ctx, VerifyOptions{})[0]
+	t.Logf("verification: %q", v.Problems)
+	if v.OK() || !slices.ContainsFunc(v.AlteredFiles, func(f string) bool { return strings.HasSuffix(f, filepath.Base(current)) }) {
+		t.Fatalf("verification of an altered metadata file: %+v", v)
+	}
+	st := s.Status(ctx, dayN(4))[0]
+	if st.Healthy || !errors.Is(st.Err, ErrAlteredFile) || !strings.Contains(st.Err.Error(), filepath.Base(current)) {
+		t.Fatalf("status with an altered metadata file: %+v", st)
+	}
+	res, err := s.Query(ctx, "power", `SELECT count(*) FROM readings WHERE "from" >= `+ts(dayN(1))+` AND "from" < `+ts(dayN(2)))
+	if !errors.Is(err, ErrAlteredFile) || !strings.Contains(err.Error(), filepath.Base(current)) {
+		t.Fatalf("a read with an altered metadata file: %v, %v", res, err)
+	}
+
+	if err := os.WriteFile(path, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Verify(ctx, VerifyOptions{}); !v[0].OK() {
+		t.Fatalf("verification after the restore: %+v", v[0])
 	}
 	if got := mustQuery(t, s, `SELECT count(*) FROM readings`).Rows[0][0]; got != int64(8) {
 		t.Fatalf("after the restore: %v readings, want 8", got)

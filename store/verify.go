@@ -25,8 +25,9 @@ type Verification struct {
 	// recorded digests (see AdoptDigests), or written by a foreign engine.
 	// HashedFiles counts those a deep verification read whole and compared.
 	DigestedFiles, UndigestedFiles, HashedFiles int
-	// AlteredFiles are the data files found not to be the files their
-	// commits recorded (each in Problems too): reads refuse them, and
+	// AlteredFiles are the files found not to be the files their commits
+	// recorded (each in Problems too): reads refuse a data file, or every
+	// data file while a digest index or metadata file is altered, and
 	// Status reports the table unhealthy, until a verification finds them
 	// intact again.
 	AlteredFiles []string
@@ -36,7 +37,9 @@ type Verification struct {
 	AttachedPartitions, DetachedPartitions, AwaitingDrop, InFlight int
 	// Problems describes every invariant violation found: a data file
 	// missing, or of another size, footer row count or (deep) SHA-256
-	// than its commit recorded, a digest index altered, an attached
+	// than its commit recorded, a digest index or the current metadata
+	// file altered (on the meterstore catalog, whose log records the
+	// metadata file's SHA-256), an attached
 	// partition below the watermark, a detached partition that neither the
 	// watermark covers nor an archival recorded, a commit MeterStore did
 	// not make in the table's metadata mirror (also in Forks).
@@ -78,55 +81,85 @@ type VerifyOptions struct {
 func (s *Store) Verify(ctx context.Context, opts VerifyOptions) []Verification {
 	out := make([]Verification, len(s.tables))
 	for i, t := range s.tables {
-		v := Verification{Table: t.decl.Name}
-		var errs []error
-		fc, err := s.cold.VerifyFiles(ctx, t.cold, cold.VerifyOptions{Deep: opts.Deep})
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			v.SnapshotID, v.Watermark, v.HasWatermark = fc.SnapshotID, fc.Watermark, fc.HasWatermark
-			v.DataFiles, v.DataBytes = fc.Files, fc.Bytes
-			v.DigestedFiles, v.UndigestedFiles, v.HashedFiles = fc.Digested, fc.Undigested, fc.Hashed
-			v.Problems = append(v.Problems, fc.Problems...)
-			for _, a := range fc.Altered {
-				v.AlteredFiles = append(v.AlteredFiles, a.File)
-				s.log.Error("store: a cold data file is not the file its commit recorded; reads refuse it",
-					"table", t.decl.Name, "file", a.File, "reason", a.Reason)
-			}
-			if err := s.settleAltered(ctx, t.decl.Name, fc.Altered, opts.Deep); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		pc, err := s.arch.CheckPartitions(ctx, t.decl, t.cold)
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			v.AttachedPartitions, v.DetachedPartitions = pc.Attached, pc.Detached
-			v.AwaitingDrop, v.InFlight = pc.AwaitingDrop, pc.InFlight
-			v.Problems = append(v.Problems, pc.Problems...)
-		}
-		t.mu.Lock()
-		ct := t.cold
-		t.mu.Unlock()
-		if mc := catalog.MirrorOf(s.opts.Catalog); mc != nil && ct != nil {
-			var fe *catalog.ForkError
-			err := mc.VerifyMirror(ctx, ct.Identifier())
-			switch {
-			case errors.As(err, &fe):
-				v.Forks = fe.Forks
-				for _, f := range fe.Forks {
-					v.Problems = append(v.Problems, "a commit MeterStore did not make in the metadata mirror: "+f.String())
-				}
-			case err != nil:
-				errs = append(errs, err)
-			}
-		}
-		if len(errs) > 0 {
-			v.Err = fmt.Errorf("store: verify %s: %w", t.decl.Name, errors.Join(errs...))
-		}
-		out[i] = v
+		out[i] = s.verify(ctx, t, opts)
 	}
 	return out
+}
+
+// verify verifies t.
+func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verification {
+	v := Verification{Table: t.decl.Name}
+	var (
+		errs    []error
+		altered []*cold.AlteredFileError
+	)
+	t.mu.Lock()
+	ct := t.cold
+	t.mu.Unlock()
+	mc := catalog.MirrorOf(s.opts.Catalog)
+	if mc != nil && ct != nil {
+		// The log vouches for the metadata file, which vouches for the
+		// digests of the data files.
+		_, err := mc.VerifyMetadata(ctx, ct.Identifier())
+		var me *catalog.MetadataAlteredError
+		switch {
+		case errors.As(err, &me):
+			altered = append(altered, &cold.AlteredFileError{Table: t.decl.Name, File: me.Location, Reason: me.Error(), Metadata: true})
+			v.Problems = append(v.Problems, "the current metadata file is not the one committed: "+me.Error())
+		case err != nil:
+			errs = append(errs, err)
+		}
+	}
+	fc, err := s.cold.VerifyFiles(ctx, t.cold, cold.VerifyOptions{Deep: opts.Deep})
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		v.SnapshotID, v.Watermark, v.HasWatermark = fc.SnapshotID, fc.Watermark, fc.HasWatermark
+		v.DataFiles, v.DataBytes = fc.Files, fc.Bytes
+		v.DigestedFiles, v.UndigestedFiles, v.HashedFiles = fc.Digested, fc.Undigested, fc.Hashed
+		v.Problems = append(v.Problems, fc.Problems...)
+		altered = append(altered, fc.Altered...)
+	}
+	for _, a := range altered {
+		v.AlteredFiles = append(v.AlteredFiles, a.File)
+		s.log.Error("store: a cold file is not the file its commit recorded; reads refuse it",
+			"table", t.decl.Name, "file", a.File, "reason", a.Reason)
+	}
+	// What was not looked at is not cleared.
+	settle := s.settleAltered
+	if len(errs) > 0 {
+		settle = func(ctx context.Context, name string, found []*cold.AlteredFileError, _ bool) error {
+			return s.recordAltered(ctx, name, found)
+		}
+	}
+	if err := settle(ctx, t.decl.Name, altered, opts.Deep); err != nil {
+		errs = append(errs, err)
+	}
+	pc, err := s.arch.CheckPartitions(ctx, t.decl, t.cold)
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		v.AttachedPartitions, v.DetachedPartitions = pc.Attached, pc.Detached
+		v.AwaitingDrop, v.InFlight = pc.AwaitingDrop, pc.InFlight
+		v.Problems = append(v.Problems, pc.Problems...)
+	}
+	if mc != nil && ct != nil {
+		var fe *catalog.ForkError
+		err := mc.VerifyMirror(ctx, ct.Identifier())
+		switch {
+		case errors.As(err, &fe):
+			v.Forks = fe.Forks
+			for _, f := range fe.Forks {
+				v.Problems = append(v.Problems, "a commit MeterStore did not make in the metadata mirror: "+f.String())
+			}
+		case err != nil:
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		v.Err = fmt.Errorf("store: verify %s: %w", t.decl.Name, errors.Join(errs...))
+	}
+	return v
 }
 
 // ResolveForks moves the commits MeterStore did not make out of the

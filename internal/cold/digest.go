@@ -57,10 +57,17 @@ type AlteredFileError struct {
 	// ByDigest tells that only the file's SHA-256 differs, which only a
 	// deep verification, reading the file whole, sees.
 	ByDigest bool
+	// Metadata tells that File is no data file but what vouches for them
+	// all (a digest index, a metadata file): none of the table's files
+	// can be proven while it is altered.
+	Metadata bool
 }
 
 // Error names the table, the file and what differs.
 func (e *AlteredFileError) Error() string {
+	if e.Metadata {
+		return fmt.Sprintf("cold: %s: %s, which vouches for the data files, is not the file its commit recorded, so no data file is read: %s", e.Table, e.File, e.Reason)
+	}
 	return fmt.Sprintf("cold: %s: data file %s is not the file its commit recorded, so it is not read: %s", e.Table, e.File, e.Reason)
 }
 

@@ -92,7 +92,7 @@ func (c *Tier) VerifyFiles(ctx context.Context, t *Table, opts VerifyOptions) (F
 		// Nothing the index says can be trusted, or found: every file
 		// counts as without a digest, and the index is reported.
 		loc := digestCarrier(meta, snap).Summary.Properties[SummaryDigests]
-		e := &AlteredFileError{Table: name, File: loc, Reason: err.Error()}
+		e := &AlteredFileError{Table: name, File: loc, Reason: err.Error(), Metadata: true}
 		out.Altered = append(out.Altered, e)
 		out.Problems = append(out.Problems, fmt.Sprintf("the digest index of snapshot %d is not the one committed: %v", snap.SnapshotID, err))
 		d = digests{}
