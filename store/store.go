@@ -238,8 +238,9 @@ func (s *Store) open(ctx context.Context, t *table) error {
 		Check: func(ctx context.Context, w time.Time, ok bool) error {
 			return s.arch.CheckWatermark(ctx, decl.Name, w, ok)
 		},
-		Vet:     func(ctx context.Context, p cold.Plan) error { return s.vetPlan(ctx, decl.Name, p) },
-		Altered: func(ctx context.Context, e *cold.AlteredFileError) { s.readFoundAltered(ctx, decl.Name, e) },
+		Vet:          func(ctx context.Context, p cold.Plan) error { return s.vetPlan(ctx, decl.Name, p) },
+		CheckDigests: s.opts.Query.VerifyDigests,
+		Altered:      func(ctx context.Context, e *cold.AlteredFileError) { s.readFoundAltered(ctx, decl.Name, e) },
 	}, s.opts.Query.settings())
 	if err != nil {
 		return fmt.Errorf("store: query engine of %s: %w", decl.Name, err)

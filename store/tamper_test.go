@@ -241,3 +241,34 @@ func TestAlteredMetadataIsCaught(t *testing.T) {
 		t.Fatalf("after the restore: %v readings, want 8", got)
 	}
 }
+
+// TestDigestCheckOnRead: with QueryOptions.VerifyDigests a query reads
+// every planned file whole first, so the same-size altered file of day 0
+// is refused before any verification ran, and recorded: status reports it
+// and a store without the setting refuses it from then on. Day 1 still
+// answers.
+func TestDigestCheckOnRead(t *testing.T) {
+	ctx := t.Context()
+	s, e, day0, _ := tamperFixture(t)
+	checking := e.open(t, Options{Query: QueryOptions{VerifyDigests: true}})
+	if got := mustQuery(t, checking, countBig).Rows[0][0]; got != int64(0) {
+		t.Fatalf("fixture: %v readings above 1", got)
+	}
+	if n := tampertest.SetDecimal(t, day0, "value", 1000, 1_000_001_000, true); n != 1 {
+		t.Fatalf("changed %d values, want 1", n)
+	}
+	res, err := checking.Query(ctx, "power", countBig)
+	if !errors.Is(err, ErrAlteredFile) || !strings.Contains(err.Error(), filepath.Base(day0)) || !strings.Contains(err.Error(), "SHA-256") {
+		t.Fatalf("a query over the altered file with digests checked: %v, %v", res, err)
+	}
+	if st := s.Status(ctx, dayN(4))[0]; st.Healthy || st.AlteredFiles != 1 || !strings.Contains(st.Err.Error(), filepath.Base(day0)) {
+		t.Fatalf("status after the read found the file: %+v", st)
+	}
+	if res, err := s.Query(ctx, "power", countBig); !errors.Is(err, ErrAlteredFile) {
+		t.Fatalf("a store without the setting, after the finding: %v, %v", res, err)
+	}
+	day1 := `SELECT count(*) FROM readings WHERE "from" >= ` + ts(dayN(1)) + ` AND "from" < ` + ts(dayN(2))
+	if got := mustQuery(t, checking, day1).Rows[0][0]; got != int64(4) {
+		t.Fatalf("day 1: %v readings, want 4", got)
+	}
+}

@@ -137,21 +137,30 @@ func readDigests(fs icebergio.IO, meta table.Metadata, s *table.Snapshot) (diges
 	if c == nil {
 		return digests{files: map[string]FileDigest{}}, nil
 	}
-	d := digests{loc: c.Summary.Properties[SummaryDigests], sum: c.Summary.Properties[SummaryDigestsSHA256]}
-	data, err := readFile(fs, d.loc)
+	d, err := readDigestIndex(fs, c.Summary.Properties[SummaryDigests], c.Summary.Properties[SummaryDigestsSHA256])
 	if err != nil {
-		return digests{}, fmt.Errorf("digest index %s of snapshot %d: %w", d.loc, c.SnapshotID, err)
+		return digests{}, fmt.Errorf("%w (snapshot %d)", err, c.SnapshotID)
 	}
-	if got := sha256Hex(data); got != d.sum {
-		return digests{}, fmt.Errorf("%w: digest index %s of snapshot %d has SHA-256 %s, the snapshot committed %s",
-			ErrAltered, d.loc, c.SnapshotID, got, d.sum)
+	return d, nil
+}
+
+// readDigestIndex reads the digest index at loc, whose SHA-256 a snapshot
+// committed as sum.
+func readDigestIndex(fs icebergio.IO, loc, sum string) (digests, error) {
+	d := digests{loc: loc, sum: sum}
+	data, err := readFile(fs, loc)
+	if err != nil {
+		return digests{}, fmt.Errorf("digest index %s: %w", loc, err)
+	}
+	if got := sha256Hex(data); got != sum {
+		return digests{}, fmt.Errorf("%w: digest index %s has SHA-256 %s, its snapshot committed %s", ErrAltered, loc, got, sum)
 	}
 	var idx DigestIndex
 	if err := json.Unmarshal(data, &idx); err != nil {
-		return digests{}, fmt.Errorf("digest index %s of snapshot %d: %w", d.loc, c.SnapshotID, err)
+		return digests{}, fmt.Errorf("digest index %s: %w", loc, err)
 	}
 	if idx.Format != DigestFormat {
-		return digests{}, fmt.Errorf("digest index %s of snapshot %d: format %q, want %q", d.loc, c.SnapshotID, idx.Format, DigestFormat)
+		return digests{}, fmt.Errorf("digest index %s: format %q, want %q", loc, idx.Format, DigestFormat)
 	}
 	d.files = make(map[string]FileDigest, len(idx.Files))
 	for _, f := range idx.Files {
@@ -221,10 +230,14 @@ func hashFile(fs icebergio.IO, loc string) (int64, string, error) {
 		return 0, "", err
 	}
 	defer f.Close()
+	return hashReader(loc, f)
+}
+
+func hashReader(name string, r io.Reader) (int64, string, error) {
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, r)
 	if err != nil {
-		return 0, "", fmt.Errorf("read %s: %w", loc, err)
+		return 0, "", fmt.Errorf("read %s: %w", name, err)
 	}
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
@@ -233,6 +246,12 @@ func hashFile(fs icebergio.IO, loc string) (int64, string, error) {
 // digest; a difference is an *AlteredFileError.
 func checkDigest(fs icebergio.IO, name, loc string, want FileDigest) error {
 	n, sum, err := hashFile(fs, loc)
+	return compareDigest(name, loc, want, n, sum, err)
+}
+
+// compareDigest compares size n and SHA-256 sum, read from the file at loc
+// with err, with the digest recorded of it.
+func compareDigest(name, loc string, want FileDigest, n int64, sum string, err error) error {
 	switch {
 	case err != nil:
 		return err

@@ -50,6 +50,8 @@ type Plan struct {
 	Bytes   int64 // total size of Files
 
 	table string                                      // the table's name
+	index string                                      // the digest index of the snapshot, "" if none
+	isum  string                                      // its SHA-256, as the snapshot committed it
 	sizes map[string]int64                            // file size by location, from the manifests
 	fs    func(context.Context) (icebergio.IO, error) // the table's IO
 }
@@ -80,6 +82,9 @@ func plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot,
 		return p, nil
 	}
 	p.SnapshotID = snap.SnapshotID
+	if c := digestCarrier(ice.Metadata(), snap); c != nil {
+		p.index, p.isum = c.Summary.Properties[SummaryDigests], c.Summary.Properties[SummaryDigestsSHA256]
+	}
 	if p.Committed, err = committed(snap); err != nil {
 		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
 	}
@@ -239,6 +244,51 @@ func (p Plan) checkSize(loc, path string, want int64, known bool) error {
 		return &AlteredFileError{Table: p.table, File: loc, Reason: fmt.Sprintf("it has %d bytes, its manifest records %d", fi.Size(), want)}
 	}
 	return nil
+}
+
+// CheckDigests reads every file of local, which is p made local (see
+// Local), whole and compares its SHA-256 with the digest its commit
+// recorded; a file without one is passed over. A file that differs is an
+// *AlteredFileError naming it, a digest index that is not the one
+// committed one naming the index. It reads every file once more.
+func (p Plan) CheckDigests(ctx context.Context, local Plan) error {
+	if p.index == "" || len(p.Files) == 0 {
+		return nil
+	}
+	if p.fs == nil || len(local.Files) != len(p.Files) {
+		return fmt.Errorf("cold: %s: check digests: the plan has no IO, or another local plan", p.table)
+	}
+	fsys, err := p.fs(ctx)
+	if err != nil {
+		return fmt.Errorf("cold: open the IO of %s: %w", p.table, err)
+	}
+	d, err := readDigestIndex(fsys, p.index, p.isum)
+	if errors.Is(err, ErrAltered) {
+		return &AlteredFileError{Table: p.table, File: p.index, Reason: err.Error(), Metadata: true}
+	}
+	if err != nil {
+		return fmt.Errorf("cold: %s: %w", p.table, err)
+	}
+	for i, loc := range p.Files {
+		want, ok := d.of(loc)
+		if !ok {
+			continue
+		}
+		if err := p.checkLocal(ctx, loc, local.Files[i], want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p Plan) checkLocal(ctx context.Context, loc, path string, want FileDigest) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cold: %w", err)
+	}
+	defer f.Close()
+	n, sum, err := hashReader(path, ctxReader{ctx, f})
+	return compareDigest(p.table, loc, want, n, sum, err)
 }
 
 // Localize returns a local path of the data file at location. A file://

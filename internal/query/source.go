@@ -77,9 +77,15 @@ type TableSource struct {
 	// of it is read: it refuses one holding a file known not to be the
 	// one its commit recorded (an error wrapping cold.ErrAltered).
 	Vet func(ctx context.Context, p cold.Plan) error
+	// CheckDigests reads every planned file whole before a query reads
+	// it, and compares its SHA-256 with the digest its commit recorded
+	// (see cold.Plan.CheckDigests): an altered file of the same size is
+	// then refused too, at the cost of reading every file twice.
+	CheckDigests bool
 	// Altered, if set, is told of a planned file found, as it was made
 	// local, not to be the one its commit recorded (its size differs from
-	// the manifest's); the read fails with that error all the same.
+	// the manifest's, or with CheckDigests its SHA-256); the read fails
+	// with that error all the same.
 	Altered func(ctx context.Context, err *cold.AlteredFileError)
 }
 
@@ -151,6 +157,9 @@ func (s *TableSource) local(ctx context.Context, p cold.Plan) (cold.Plan, error)
 		}
 	}
 	lp, err := p.Local(ctx, s.CacheDir)
+	if err == nil && s.CheckDigests {
+		err = p.CheckDigests(ctx, lp)
+	}
 	var altered *cold.AlteredFileError
 	if errors.As(err, &altered) && s.Altered != nil {
 		s.Altered(ctx, altered)
