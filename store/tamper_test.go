@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,24 +60,41 @@ func tamperFixture(t *testing.T) (*Store, *testEnv, string, string) {
 const countBig = `SELECT count(*) FROM readings WHERE value > 1`
 
 // TestTamperedFileIsCaughtAndRefused replaces the data file of day 0 with
-// a valid Parquet file of the same size and row count in which 0.001 reads
-// 1000.001. The sizes and footers match, so only the digest tells: a deep
-// verification names the file, the table turns unhealthy naming it (a
-// cheap verification does not clear that), every read that would use the
-// file fails naming it, in another process too, while day 1 still
-// answers; once restored, a deep verification clears it.
+// a valid Parquet file of the same size and row count with one value
+// changed: once as the probe did, 0.001 to 1000.001, which moves the
+// value column's bounds, so that a cheap verification sees it in the
+// footer, and once within the bounds (0.002001 to 0.002002), which only
+// the digest tells. Either way a deep verification names the file, the
+// table turns unhealthy naming it (a cheap verification does not clear
+// that), every read that would use the file fails naming it, in another
+// process too, while day 1 still answers; once restored, a deep
+// verification clears it.
 func TestTamperedFileIsCaughtAndRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		from, to int64
+		bounds   bool // the footer's bounds show it
+	}{
+		{"out of bounds", 1000, 1_000_001_000, true},
+		{"within bounds", 2001, 2002, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testTampered(t, tc.from, tc.to, tc.bounds) })
+	}
+}
+
+func testTampered(t *testing.T, from, to int64, bounds bool) {
 	ctx := t.Context()
 	s, e, day0, _ := tamperFixture(t)
 	orig, err := os.ReadFile(day0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := mustQuery(t, s, countBig).Rows[0][0]; got != int64(0) {
-		t.Fatalf("fixture: %d readings above 1", got)
+	probe := `SELECT count(*) FROM readings WHERE value = ` + decimalText(to)
+	if got := mustQuery(t, s, probe).Rows[0][0]; got != int64(0) {
+		t.Fatalf("fixture: %v readings of %s", got, decimalText(to))
 	}
 
-	if n := tampertest.SetDecimal(t, day0, "value", 1000, 1_000_001_000, true); n != 1 {
+	if n := tampertest.SetDecimal(t, day0, "value", from, to, true); n != 1 {
 		t.Fatalf("changed %d values, want 1", n)
 	}
 	fi, err := os.Stat(day0)
@@ -84,11 +102,17 @@ func TestTamperedFileIsCaughtAndRefused(t *testing.T) {
 		t.Fatalf("the altered file has %d bytes (%v), the original %d", fi.Size(), err, len(orig))
 	}
 	// Before anything looked at the file a read cannot tell it from the
-	// original: its size and footer are the committed ones.
-	t.Logf("before a verification, %s answers %v", countBig, mustQuery(t, s, countBig).Rows[0][0])
+	// original: its size is the committed one.
+	t.Logf("before a verification, %s answers %v", probe, mustQuery(t, s, probe).Rows[0][0])
 
-	vs := s.Verify(ctx, VerifyOptions{Deep: true})
-	v := vs[0]
+	if bounds {
+		v := s.Verify(ctx, VerifyOptions{})[0]
+		t.Logf("cheap verification: %q", v.Problems)
+		if v.OK() || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], filepath.Base(day0)) || !strings.Contains(v.Problems[0], "column value") {
+			t.Fatalf("cheap verification of a file whose bounds moved: %+v", v)
+		}
+	}
+	v := s.Verify(ctx, VerifyOptions{Deep: true})[0]
 	t.Logf("deep verification: %q", v.Problems)
 	if v.OK() || len(v.AlteredFiles) != 1 || !strings.HasSuffix(v.AlteredFiles[0], filepath.Base(day0)) ||
 		len(v.Problems) != 1 || !strings.Contains(v.Problems[0], filepath.Base(day0)) || !strings.Contains(v.Problems[0], "SHA-256") {
@@ -110,20 +134,20 @@ func TestTamperedFileIsCaughtAndRefused(t *testing.T) {
 			t.Fatalf("%s reading the tampered file: %v, %v", sql, res, err)
 		}
 	}
-	refused(s, countBig)
+	refused(s, probe)
 	refused(s, `SELECT count(*) FROM readings_versions WHERE "from" < `+ts(dayN(1)))
-	refused(e.open(t, Options{}), countBig) // another process sees the finding
+	refused(e.open(t, Options{}), probe) // another process sees the finding
 	if got := mustQuery(t, s, `SELECT count(*) FROM readings WHERE "from" >= `+ts(dayN(1))+` AND "from" < `+ts(dayN(2))).Rows[0][0]; got != int64(4) {
 		t.Fatalf("day 1, in another file: %v readings, want 4", got)
 	}
 
-	// A cheap verification does not see the digest, so it does not clear
-	// what a deep one found.
-	if vs := s.Verify(ctx, VerifyOptions{}); !vs[0].OK() {
+	// A cheap verification sees no more than the footer, so it does not
+	// clear what a deep one found.
+	if vs := s.Verify(ctx, VerifyOptions{}); vs[0].OK() == bounds {
 		t.Fatalf("cheap verification: %+v", vs[0])
 	}
 	unhealthy("after a cheap verification")
-	refused(s, countBig)
+	refused(s, probe)
 
 	if err := os.WriteFile(day0, orig, fi.Mode().Perm()); err != nil {
 		t.Fatal(err)
@@ -134,10 +158,13 @@ func TestTamperedFileIsCaughtAndRefused(t *testing.T) {
 	if st := s.Status(ctx, dayN(4))[0]; !st.Healthy || st.AlteredFiles != 0 {
 		t.Fatalf("status after the restore: %+v", st)
 	}
-	if got := mustQuery(t, s, `SELECT count(*) FROM readings WHERE value = 0.001`).Rows[0][0]; got != int64(1) {
-		t.Fatalf("after the restore: %v readings of 0.001, want 1", got)
+	if got := mustQuery(t, s, `SELECT count(*) FROM readings WHERE value = `+decimalText(from)).Rows[0][0]; got != int64(1) {
+		t.Fatalf("after the restore: %v readings of %s, want 1", got, decimalText(from))
 	}
 }
+
+// decimalText spells the unscaled value v of a reading as SQL.
+func decimalText(v int64) string { return fmt.Sprintf("%d.%06d", v/1_000_000, v%1_000_000) }
 
 // TestResizedFileIsRefusedBeforeVerify replaces the data file of day 1 with
 // a valid Parquet file of another size: the first query that plans it

@@ -308,9 +308,11 @@ func newVerify() *cobra.Command {
 		Use:   "verify",
 		Short: "Check every cold data file and every partition; exit 1 when something is missing, altered or unaccounted for",
 		Long: `Checks, per table, that every data file the current Iceberg snapshot
-references exists with the size its manifest records and the row count in
-its Parquet footer, and with --deep that its SHA-256 is the digest its
-commit recorded (every file is read whole); that every partition in
+references exists with the size its manifest records, and the row count
+and the bounds of integer, timestamp and decimal columns in its Parquet
+footer, and with --deep that its SHA-256 is the digest its commit recorded
+(every file is read whole); that the current metadata file is the one the
+log committed; that every partition in
 PostgreSQL is accounted for: attached at or above the watermark, or
 detached and either covered by the watermark (awaiting its drop) or
 recorded by the archival ledger as an archival under way; and that every

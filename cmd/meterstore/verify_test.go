@@ -82,10 +82,10 @@ func TestVerify(t *testing.T) {
 }
 
 // TestVerifyDeep: a data file replaced by a valid Parquet file of the same
-// size and row count in which 1.001 reads 1000.001 passes verify, which
-// reads sizes and footers; verify --deep names it, then status exits 1
-// naming it and a query that would read it fails naming it. Restored, verify
-// --deep clears it.
+// size and row count in which 1.001 reads 1000.001: verify finds the value
+// column's bounds in its footer moved, verify --deep its SHA-256, naming
+// it; then status exits 1 naming it and a query that would read it fails
+// naming it. Restored, verify --deep clears it.
 func TestVerifyDeep(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath, _ := deploymentConfig(t, dir)
@@ -123,7 +123,10 @@ func TestVerifyDeep(t *testing.T) {
 		t.Fatalf("the altered file: %v, %v; the original has %d bytes", fi, err, len(orig))
 	}
 	out, code := run(t, append([]string{"verify"}, c...)...)
-	t.Logf("verify (sizes and footers) of the altered file: exit %d\n%s", code, out)
+	t.Logf("verify (sizes and footers) of the altered file:\n%s", out)
+	if code != exitPermanent || !strings.Contains(out, filepath.Base(victim)) || !strings.Contains(out, "column value") {
+		t.Fatalf("verify of the altered file: exit %d\n%s", code, out)
+	}
 
 	out, code = run(t, append([]string{"verify", "--deep"}, c...)...)
 	t.Logf("verify --deep:\n%s", out)

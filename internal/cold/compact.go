@@ -233,9 +233,11 @@ func checkRewrite(ctx context.Context, t *Table, ice *table.Table, snap *table.S
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := checkFile(fsys, t.decl.Name, f)
-		if want, ok := d.of(f.FilePath()); ok && err == nil {
+		var err error
+		if want, ok := d.of(f.FilePath()); ok {
 			err = checkDigest(fsys, t.decl.Name, f.FilePath(), want)
+		} else {
+			err = checkFile(fsys, t.decl.Name, f)
 		}
 		if err != nil {
 			return err

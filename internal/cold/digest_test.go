@@ -15,11 +15,14 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
-// deepVerify verifies h deeply and fails the test unless every live data
-// file has a digest, was hashed, and nothing is wrong; it returns the
-// check.
+// deepVerify verifies h, by sizes and footers and deeply, and fails the
+// test unless every live data file has a digest, was hashed, and nothing
+// is wrong; it returns the deep check.
 func deepVerify(t *testing.T, e *env, h *Table, when string) FileCheck {
 	t.Helper()
+	if fc, err := e.tier.VerifyFiles(t.Context(), h, VerifyOptions{}); err != nil || len(fc.Problems) > 0 {
+		t.Fatalf("%s: verification by sizes and footers %+v, %v", when, fc, err)
+	}
 	fc, err := e.tier.VerifyFiles(t.Context(), h, VerifyOptions{Deep: true})
 	if err != nil {
 		t.Fatalf("%s: %v", when, err)
@@ -219,8 +222,9 @@ func TestCompactionRefusesAnAlteredFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim := strings.TrimPrefix(dataFilesOf(t, ice, 0)[0], "file://")
-	// A valid file of the same size and row count, one value changed.
-	if n := tampertest.SetDecimal(t, victim, "value", 1_000_003, 9_000_003, true); n != 1 {
+	// A valid file of the same size, row count and bounds, one value
+	// changed: only its digest tells.
+	if n := tampertest.SetDecimal(t, victim, "value", 1_000_003, 1_000_004, true); n != 1 {
 		t.Fatalf("fixture: changed %d values", n)
 	}
 	_, err = e.tier.Compact(t.Context(), h, CompactOptions{})

@@ -110,10 +110,13 @@ func (c *Tier) VerifyFiles(ctx context.Context, t *Table, opts VerifyOptions) (F
 		} else {
 			out.Undigested++
 		}
-		err := checkFile(fsys, name, f)
-		if err == nil && opts.Deep && digested {
+		var err error
+		if opts.Deep && digested {
+			// The digest proves the whole file, footer included.
 			out.Hashed++
 			err = checkDigest(fsys, name, loc, want)
+		} else {
+			err = checkFile(fsys, name, f)
 		}
 		var ae *AlteredFileError
 		switch {
@@ -130,8 +133,8 @@ func (c *Tier) VerifyFiles(ctx context.Context, t *Table, opts VerifyOptions) (F
 }
 
 // checkFile compares the data file f with its manifest entry: its size,
-// and the row count of its Parquet footer. A difference is an
-// *AlteredFileError.
+// and the row count and integer column bounds of its Parquet footer (see
+// checkBounds). A difference is an *AlteredFileError.
 func checkFile(fsys icebergio.IO, name string, f iceberg.DataFile) error {
 	loc := f.FilePath()
 	r, err := fsys.Open(loc)
@@ -152,6 +155,9 @@ func checkFile(fsys icebergio.IO, name string, f iceberg.DataFile) error {
 	}
 	if n := pr.NumRows(); n != f.Count() {
 		return &AlteredFileError{Table: name, File: loc, Reason: fmt.Sprintf("its footer counts %d rows, its manifest records %d", n, f.Count())}
+	}
+	if diff := checkBounds(pr.MetaData(), f); diff != "" {
+		return &AlteredFileError{Table: name, File: loc, Reason: diff}
 	}
 	return nil
 }
