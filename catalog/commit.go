@@ -3,6 +3,8 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,7 +156,8 @@ func (c *Catalog) commit(ctx context.Context, ident table.Identifier, expected i
 	if err := c.wh.Bucket.PutIfAbsent(ctx, key, data); err != nil {
 		return "", 0, fmt.Errorf("catalog: commit %s.%s: write metadata: %w", ns, name, err)
 	}
-	seq, err := c.append(ctx, c.tableShard(ns, name), expected, Commit{MetadataLocation: loc})
+	sum := sha256.Sum256(data)
+	seq, err := c.append(ctx, c.tableShard(ns, name), expected, Commit{MetadataLocation: loc, MetadataSHA256: hex.EncodeToString(sum[:])})
 	if errors.Is(err, errNotWritten) {
 		if derr := c.wh.Bucket.Delete(ctx, key); derr != nil {
 			c.logger.Warn("catalog: remove the metadata of a lost commit", "key", key, "err", derr)

@@ -15,10 +15,15 @@ import (
 
 // Commit is one entry of a table's log: a metadata version, or a drop.
 type Commit struct {
-	Seq              int64     `json:"-"`
-	MetadataLocation string    `json:"metadata_location,omitempty"`
-	Dropped          bool      `json:"dropped,omitempty"`
-	CommittedAt      time.Time `json:"committed_at"`
+	Seq              int64  `json:"-"`
+	MetadataLocation string `json:"metadata_location,omitempty"`
+	// MetadataSHA256 is the SHA-256 of the metadata file's bytes, in hex:
+	// the log vouches for the metadata, whose snapshots vouch for their
+	// files (see VerifyMetadata). Empty in entries written before it was
+	// recorded.
+	MetadataSHA256 string    `json:"metadata_sha256,omitempty"`
+	Dropped        bool      `json:"dropped,omitempty"`
+	CommittedAt    time.Time `json:"committed_at"`
 }
 
 // Version is the N of the v<N>.metadata.json that mirrors this commit.

@@ -156,4 +156,7 @@ type Query struct {
 	// CacheDir is where remote Parquet files are cached, absolute
 	// (query.cache_dir).
 	CacheDir string
+	// VerifyDigests compares every cold data file's SHA-256 with its
+	// recorded digest before a query reads it (query.verify_digests).
+	VerifyDigests bool
 }

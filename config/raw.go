@@ -71,6 +71,7 @@ type rawConfig struct {
 		MaxRows     value `toml:"max_rows"`
 		MaxResult   value `toml:"max_result_bytes"`
 		Timeout     value `toml:"timeout"`
+		Digests     value `toml:"verify_digests"`
 	} `toml:"query"`
 	Server rawServer  `toml:"server"`
 	Table  []rawTable `toml:"table"`

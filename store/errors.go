@@ -28,6 +28,9 @@ type (
 	// InvariantError reports that something already is true that must not
 	// be, such as rows below the watermark in PostgreSQL.
 	InvariantError = archive.InvariantError
+	// AlteredFileError reports a cold data file that is not the file its
+	// commit recorded; it wraps ErrAlteredFile.
+	AlteredFileError = cold.AlteredFileError
 	// WatermarkRegression is the violation an *InvariantError carries
 	// when a catalog shows a lower watermark than the archival ledger
 	// recorded as committed: its log lost its newest entries.
@@ -89,6 +92,10 @@ var (
 	// ErrNotConfirmed refuses a purge whose confirmation does not repeat
 	// the table's name.
 	ErrNotConfirmed = series.ErrNotConfirmed
+	// ErrAlteredFile is wrapped by the refusal to read a cold data file
+	// that is not the file its commit recorded (another size, or found so
+	// by Verify), and by the status of its table.
+	ErrAlteredFile = cold.ErrAltered
 	// ErrLeaseHeld is wrapped by the refusal of snapshot expiry or a
 	// watermark re-stamp while another session holds the table's archive
 	// lease; it is retryable.

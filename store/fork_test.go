@@ -158,7 +158,7 @@ func TestForeignMirrorCommit(t *testing.T) {
 		t.Fatalf("watermark %v, %v; want %v", w, err, dayN(4))
 	}
 
-	vs := s.Verify(ctx)
+	vs := s.Verify(ctx, VerifyOptions{})
 	if len(vs[0].Forks) != 1 || vs[0].Forks[0].File != file || vs[0].OK() {
 		t.Fatalf("verify: forks %v, problems %v", vs[0].Forks, vs[0].Problems)
 	}
@@ -181,7 +181,7 @@ func TestForeignMirrorCommit(t *testing.T) {
 	if got := gaugeValue(t, reader, "meterstore.table.mirror_forks"); got != 0 {
 		t.Errorf("meterstore.table.mirror_forks = %d after ResolveForks, want 0", got)
 	}
-	if vs := s.Verify(ctx); !vs[0].OK() {
+	if vs := s.Verify(ctx, VerifyOptions{}); !vs[0].OK() {
 		t.Fatalf("verify after ResolveForks: %v %v", vs[0].Problems, vs[0].Err)
 	}
 }

@@ -90,6 +90,12 @@ type QueryOptions struct {
 	// the query fails with ErrQueryTimeout. Zero means 5 minutes,
 	// NoQueryTimeout none.
 	Timeout time.Duration
+	// VerifyDigests reads every cold data file a query plans whole, before
+	// the query reads it, and compares its SHA-256 with the digest its
+	// commit recorded, so that an altered file of the same size is refused
+	// (ErrAlteredFile) before any verification ran. Every file is read
+	// twice; off, only a file's size is compared.
+	VerifyDigests bool
 }
 
 // DefaultQueryTimeout is QueryOptions.Timeout when it is zero.

@@ -146,7 +146,7 @@ func TestOrphans(t *testing.T) {
 	if got := read(); !reflect.DeepEqual(got, want) {
 		t.Errorf("the table reads differently after cleanup:\n got %v\nwant %v", got, want)
 	}
-	for _, v := range s.Verify(ctx) {
+	for _, v := range s.Verify(ctx, VerifyOptions{}) {
 		if !v.OK() {
 			t.Errorf("verify after cleanup: %v %v", v.Problems, v.Err)
 		}

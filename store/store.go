@@ -271,9 +271,12 @@ func (s *Store) open(ctx context.Context, t *table) error {
 	engine, err := query.New(decl, &query.TableSource{
 		HotTier: s.hot, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
 		Scanned: func(ctx context.Context, n int64) { s.metrics.Scanned(ctx, decl.Name, metrics.TierHot, n) },
-		Vet: func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error) {
+		VetWatermark: func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error) {
 			return s.arch.VetWatermark(ctx, decl.Name, read)
 		},
+		VetPlan:      func(ctx context.Context, p cold.Plan) error { return s.vetPlan(ctx, decl.Name, p) },
+		CheckDigests: s.opts.Query.VerifyDigests,
+		Altered:      func(ctx context.Context, e *cold.AlteredFileError) { s.readFoundAltered(ctx, decl.Name, e) },
 	}, s.opts.Query.settings())
 	if err != nil {
 		return fmt.Errorf("store: query engine of %s: %w", decl.Name, err)

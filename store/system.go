@@ -32,8 +32,14 @@ type TableStatus struct {
 	// by Err; -1 when the check could not run; 0 for a catalog that
 	// writes no mirror.
 	MirrorForks int64
+	// AlteredFiles counts the cold data files found not to be the files
+	// their commits recorded (see Verify, and a read that found one of
+	// another size), each named by Err; reads refuse them. -1 when they
+	// could not be looked up.
+	AlteredFiles int64
 	// Healthy is false when a count is -1, a row lies below the
-	// watermark, the mirror holds a fork, a partition the watermark does
+	// watermark, the mirror holds a fork, a data file is altered, a
+	// partition the watermark does
 	// not cover was detached other than by an archival, or the table has
 	// partitions and none ahead of now. A
 	// table without any partition is exempt from the last rule: "not
@@ -45,7 +51,9 @@ type TableStatus struct {
 	// or its catalog shows a lower watermark than the archival ledger
 	// recorded (an *InvariantError naming both), or its mirror holds a
 	// fork (a *catalog.ForkError naming the files), or a partition above
-	// the watermark was detached by hand (an *InvariantError naming it).
+	// the watermark was detached by hand (an *InvariantError naming it),
+	// or a data file is altered (an *AlteredFileError naming it, wrapping
+	// ErrAlteredFile).
 	Err error
 
 	quarantined bool
@@ -68,7 +76,7 @@ func (s *Store) Status(ctx context.Context, now time.Time) []TableStatus {
 
 // refusedStatus is the status of table name at a now that was refused.
 func refusedStatus(name string, err error) TableStatus {
-	return TableStatus{Table: name, HotPartitions: -1, PartitionsAhead: -1, InvariantViolations: -1, MirrorForks: -1, Err: err}
+	return TableStatus{Table: name, HotPartitions: -1, PartitionsAhead: -1, InvariantViolations: -1, MirrorForks: -1, AlteredFiles: -1, Err: err}
 }
 
 // statusOf computes the status of t and records it in the metrics.
@@ -162,10 +170,16 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 		errs = append(errs, found...)
 		stray = len(found) > 0
 	}
+	// A data file found altered is refused by every read: the table
+	// cannot answer for its rows until an operator restores the file.
+	var aerr error
+	if st.AlteredFiles, aerr = s.alteredStatus(ctx, t.decl.Name); aerr != nil {
+		errs = append(errs, aerr)
+	}
 	// A table without any partition has not started; it is not exhausted.
 	notStarted := perr == nil && len(parts) == 0
 	st.Healthy = st.HotPartitions >= 0 && st.InvariantViolations == 0 && !stray &&
-		(st.PartitionsAhead > 0 || notStarted) && !st.quarantined && st.MirrorForks == 0
+		(st.PartitionsAhead > 0 || notStarted) && !st.quarantined && st.MirrorForks == 0 && st.AlteredFiles == 0
 	if len(errs) > 0 {
 		st.Err = fmt.Errorf("store: status of %s: %w", t.decl.Name, errors.Join(errs...))
 	}
@@ -287,6 +301,7 @@ func (s *Store) tablesRelation(sts []TableStatus) query.Relation {
 		{Name: "watermark_lag_seconds", Type: "BIGINT"}, {Name: "hot_partitions", Type: "BIGINT"},
 		{Name: "partitions_ahead", Type: "BIGINT"}, {Name: "invariant_violations", Type: "BIGINT"},
 		{Name: "healthy", Type: "BOOLEAN"}, {Name: "error", Type: "VARCHAR"},
+		{Name: "altered_files", Type: "BIGINT"},
 	}}
 	for _, st := range sts {
 		var w, lag, msg any
@@ -297,7 +312,7 @@ func (s *Store) tablesRelation(sts []TableStatus) query.Relation {
 			msg = st.Err.Error()
 		}
 		r.Rows = append(r.Rows, []any{st.Table, w, lag, st.HotPartitions, st.PartitionsAhead,
-			st.InvariantViolations, st.Healthy, msg})
+			st.InvariantViolations, st.Healthy, msg, st.AlteredFiles})
 	}
 	return r
 }

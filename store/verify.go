@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/internal/cold"
 )
 
 // A Verification is what Verify found of one table.
@@ -19,12 +20,26 @@ type Verification struct {
 	HasWatermark bool
 	DataFiles    int
 	DataBytes    int64
+	// DigestedFiles counts the data files whose SHA-256 a commit recorded,
+	// UndigestedFiles those without one: archived before MeterStore
+	// recorded digests (see AdoptDigests), or written by a foreign engine.
+	// HashedFiles counts those a deep verification read whole and compared.
+	DigestedFiles, UndigestedFiles, HashedFiles int
+	// AlteredFiles are the files found not to be the files their commits
+	// recorded (each in Problems too): reads refuse a data file, or every
+	// data file while a digest index or metadata file is altered, and
+	// Status reports the table unhealthy, until a verification finds them
+	// intact again.
+	AlteredFiles []string
 	// AttachedPartitions and DetachedPartitions count the table's
 	// partitions in PostgreSQL; of the detached, AwaitingDrop are covered
 	// by the watermark and InFlight are archivals under way.
 	AttachedPartitions, DetachedPartitions, AwaitingDrop, InFlight int
 	// Problems describes every invariant violation found: a data file
-	// missing or of another size than its manifest records, an attached
+	// missing, or of another size, footer row count or (deep) SHA-256
+	// than its commit recorded, a digest index or the current metadata
+	// file altered (on the meterstore catalog, whose log records the
+	// metadata file's SHA-256), an attached
 	// partition below the watermark, a detached partition that neither the
 	// watermark covers nor an archival recorded, a commit MeterStore did
 	// not make in the table's metadata mirror (also in Forks).
@@ -40,57 +55,111 @@ type Verification struct {
 // OK reports whether the table was verified and nothing was found.
 func (v Verification) OK() bool { return v.Err == nil && len(v.Problems) == 0 }
 
+// VerifyOptions say how closely Verify looks at the cold data files.
+type VerifyOptions struct {
+	// Deep reads every data file whole and compares its SHA-256 with the
+	// digest its commit recorded; without it, a file's size and Parquet
+	// footer are read, which an altered file of the same size and row
+	// count passes.
+	Deep bool
+}
+
 // Verify checks every table more deeply than Status: every data file the
-// current snapshot references exists with the size its manifest records,
-// and every partition in PostgreSQL is accounted for: an attached one at
-// or above the watermark, a detached one covered by it (awaiting its drop)
-// or recorded by the archival ledger as an archival under way; and every
-// file of the table's metadata mirror is MeterStore's (catalog.VerifyMirror).
-// It reads no data file's contents and changes nothing. A missing file is
-// otherwise noticed only by a query that needs it.
-func (s *Store) Verify(ctx context.Context) []Verification {
+// current snapshot references exists with the size and footer row count its
+// commit recorded (and, with opts.Deep, the SHA-256), and every partition
+// in PostgreSQL is accounted for: an attached one at or above the
+// watermark, a detached one covered by it (awaiting its drop) or recorded
+// by the archival ledger as an archival under way; and every file of the
+// table's metadata mirror is MeterStore's (catalog.VerifyMirror). A missing
+// file is otherwise noticed only by a query that needs it.
+//
+// The data files found altered are recorded in the hot tier's database:
+// from then on every process of the deployment refuses to read them and
+// reports the table unhealthy, naming them, until a verification finds
+// them intact again (a finding by digest is cleared only by a deep one).
+// Verify changes nothing else.
+func (s *Store) Verify(ctx context.Context, opts VerifyOptions) []Verification {
 	out := make([]Verification, len(s.tables))
 	for i, t := range s.tables {
-		v := Verification{Table: t.decl.Name}
-		var errs []error
-		fc, err := s.cold.VerifyFiles(ctx, t.cold)
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			v.SnapshotID, v.Watermark, v.HasWatermark = fc.SnapshotID, fc.Watermark, fc.HasWatermark
-			v.DataFiles, v.DataBytes = fc.Files, fc.Bytes
-			v.Problems = append(v.Problems, fc.Problems...)
-		}
-		pc, err := s.arch.CheckPartitions(ctx, t.decl, t.cold)
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			v.AttachedPartitions, v.DetachedPartitions = pc.Attached, pc.Detached
-			v.AwaitingDrop, v.InFlight = pc.AwaitingDrop, pc.InFlight
-			v.Problems = append(v.Problems, pc.Problems...)
-		}
-		t.mu.Lock()
-		ct := t.cold
-		t.mu.Unlock()
-		if mc := catalog.MirrorOf(s.opts.Catalog); mc != nil && ct != nil {
-			var fe *catalog.ForkError
-			err := mc.VerifyMirror(ctx, ct.Identifier())
-			switch {
-			case errors.As(err, &fe):
-				v.Forks = fe.Forks
-				for _, f := range fe.Forks {
-					v.Problems = append(v.Problems, "a commit MeterStore did not make in the metadata mirror: "+f.String())
-				}
-			case err != nil:
-				errs = append(errs, err)
-			}
-		}
-		if len(errs) > 0 {
-			v.Err = fmt.Errorf("store: verify %s: %w", t.decl.Name, errors.Join(errs...))
-		}
-		out[i] = v
+		out[i] = s.verify(ctx, t, opts)
 	}
 	return out
+}
+
+// verify verifies t.
+func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verification {
+	v := Verification{Table: t.decl.Name}
+	var (
+		errs    []error
+		altered []*cold.AlteredFileError
+	)
+	t.mu.Lock()
+	ct := t.cold
+	t.mu.Unlock()
+	mc := catalog.MirrorOf(s.opts.Catalog)
+	if mc != nil && ct != nil {
+		// The log vouches for the metadata file, which vouches for the
+		// digests of the data files.
+		_, err := mc.VerifyMetadata(ctx, ct.Identifier())
+		var me *catalog.MetadataAlteredError
+		switch {
+		case errors.As(err, &me):
+			altered = append(altered, &cold.AlteredFileError{Table: t.decl.Name, File: me.Location, Reason: me.Error(), Metadata: true})
+			v.Problems = append(v.Problems, "the current metadata file is not the one committed: "+me.Error())
+		case err != nil:
+			errs = append(errs, err)
+		}
+	}
+	fc, err := s.cold.VerifyFiles(ctx, t.cold, cold.VerifyOptions{Deep: opts.Deep})
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		v.SnapshotID, v.Watermark, v.HasWatermark = fc.SnapshotID, fc.Watermark, fc.HasWatermark
+		v.DataFiles, v.DataBytes = fc.Files, fc.Bytes
+		v.DigestedFiles, v.UndigestedFiles, v.HashedFiles = fc.Digested, fc.Undigested, fc.Hashed
+		v.Problems = append(v.Problems, fc.Problems...)
+		altered = append(altered, fc.Altered...)
+	}
+	for _, a := range altered {
+		v.AlteredFiles = append(v.AlteredFiles, a.File)
+		s.log.Error("store: a cold file is not the file its commit recorded; reads refuse it",
+			"table", t.decl.Name, "file", a.File, "reason", a.Reason)
+	}
+	// What was not looked at is not cleared.
+	settle := s.settleAltered
+	if len(errs) > 0 {
+		settle = func(ctx context.Context, name string, found []*cold.AlteredFileError, _ bool) error {
+			return s.recordAltered(ctx, name, found)
+		}
+	}
+	if err := settle(ctx, t.decl.Name, altered, opts.Deep); err != nil {
+		errs = append(errs, err)
+	}
+	pc, err := s.arch.CheckPartitions(ctx, t.decl, t.cold)
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		v.AttachedPartitions, v.DetachedPartitions = pc.Attached, pc.Detached
+		v.AwaitingDrop, v.InFlight = pc.AwaitingDrop, pc.InFlight
+		v.Problems = append(v.Problems, pc.Problems...)
+	}
+	if mc != nil && ct != nil {
+		var fe *catalog.ForkError
+		err := mc.VerifyMirror(ctx, ct.Identifier())
+		switch {
+		case errors.As(err, &fe):
+			v.Forks = fe.Forks
+			for _, f := range fe.Forks {
+				v.Problems = append(v.Problems, "a commit MeterStore did not make in the metadata mirror: "+f.String())
+			}
+		case err != nil:
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		v.Err = fmt.Errorf("store: verify %s: %w", t.decl.Name, errors.Join(errs...))
+	}
+	return v
 }
 
 // ResolveForks moves the commits MeterStore did not make out of the
@@ -117,4 +186,32 @@ func (s *Store) ResolveForks(ctx context.Context, name string) ([]catalog.Fork, 
 		return forks, fmt.Errorf("store: resolve forks of %s: %w", name, err)
 	}
 	return forks, nil
+}
+
+// Adoption reports what AdoptDigests did with one table.
+type Adoption = cold.Adoption
+
+// AdoptDigests records the SHA-256 of every live data file of table name
+// that has none, having been archived before MeterStore recorded digests
+// (see cold.Tier.AdoptDigests): each must first have the size and footer
+// row count its manifest records. From then on `Verify` with Deep proves
+// every file. An adopted digest vouches for the file as it is now; run a
+// verification first. It runs under the table's archive lease.
+func (s *Store) AdoptDigests(ctx context.Context, name string) (Adoption, error) {
+	_, ct, _, err := s.opened(ctx, name)
+	if err != nil {
+		return Adoption{}, err
+	}
+	var out Adoption
+	err = s.arch.WithLease(ctx, name, func(ctx context.Context) error {
+		if err := s.vetWatermark(ctx, name, ct); err != nil {
+			return err
+		}
+		out, err = s.cold.AdoptDigests(ctx, ct)
+		return err
+	})
+	if err != nil {
+		return Adoption{}, fmt.Errorf("store: adopt digests of %s: %w", name, err)
+	}
+	return out, nil
 }

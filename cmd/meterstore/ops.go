@@ -331,19 +331,31 @@ func stamp(t time.Time) string {
 
 func newVerify() *cobra.Command {
 	var d deployment
-	var resolve bool
+	var resolve, deep, adopt bool
 	cmd := &cobra.Command{
 		Use:   "verify",
-		Short: "Check every cold data file and every partition; exit 1 when something is missing or unaccounted for",
+		Short: "Check every cold data file and every partition; exit 1 when something is missing, altered or unaccounted for",
 		Long: `Checks, per table, that every data file the current Iceberg snapshot
-references exists with the size its manifest records, and that every
-partition in PostgreSQL is accounted for: attached at or above the
-watermark, or detached and either covered by the watermark (awaiting its
-drop) or recorded by the archival ledger as an archival under way; and that
-every file of the table's Hadoop-layout metadata mirror (v<N>.metadata.json,
+references exists with the size its manifest records, and the row count
+and the bounds of integer, timestamp and decimal columns in its Parquet
+footer, and with --deep that its SHA-256 is the digest its commit recorded
+(every file is read whole); that the current metadata file is the one the
+log committed; that every partition in
+PostgreSQL is accounted for: attached at or above the watermark, or
+detached and either covered by the watermark (awaiting its drop) or
+recorded by the archival ledger as an archival under way; and that every
+file of the table's Hadoop-layout metadata mirror (v<N>.metadata.json,
 version-hint.text) is MeterStore's, naming each commit another writer made
-there (a fork). It reads no data file's contents and changes nothing, unless
---resolve-forks: then each fork is moved to metadata/forked/ (kept, never
+there (a fork).
+
+A data file found altered is recorded in PostgreSQL: every query that
+would read it fails naming it, and status reports its table unhealthy,
+until a verify finds it intact again (a digest mismatch is cleared only by
+verify --deep). Files archived before digests were recorded are counted
+as without digest; --adopt-digests records theirs first, once each has the
+size and row count its manifest records.
+
+With --resolve-forks each fork is moved to metadata/forked/ (kept, never
 deleted; its snapshot and record count are printed) and the mirror is
 pointed at the log's head again. Exit 1 when a problem is found, 75 when a
 tier could not be reached.`,
@@ -367,12 +379,23 @@ tier could not be reached.`,
 					}
 				}
 			}
-			vs := s.Verify(cmd.Context())
+			if adopt {
+				for _, name := range s.Tables() {
+					a, err := s.AdoptDigests(cmd.Context(), name)
+					if err != nil {
+						return err
+					}
+					if a.Files > 0 {
+						fmt.Fprintf(w, "%s: adopted the digests of %d files (%d bytes) in snapshot %d\n", name, a.Files, a.Bytes, a.SnapshotID)
+					}
+				}
+			}
+			vs := s.Verify(cmd.Context(), store.VerifyOptions{Deep: deep})
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "table\tsnapshot\twatermark\tdata files\tbytes\tattached\tdetached\tawaiting drop\tin flight\tproblems\tok")
+			fmt.Fprintln(tw, "table\tsnapshot\twatermark\tdata files\tbytes\twithout digest\thashed\tattached\tdetached\tawaiting drop\tin flight\tproblems\tok")
 			for _, v := range vs {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\n", v.Table, v.SnapshotID, stamp(v.Watermark),
-					v.DataFiles, v.DataBytes, v.AttachedPartitions, v.DetachedPartitions, v.AwaitingDrop, v.InFlight, len(v.Problems), v.OK())
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\n", v.Table, v.SnapshotID, stamp(v.Watermark),
+					v.DataFiles, v.DataBytes, v.UndigestedFiles, v.HashedFiles, v.AttachedPartitions, v.DetachedPartitions, v.AwaitingDrop, v.InFlight, len(v.Problems), v.OK())
 			}
 			tw.Flush()
 			var errs []error
@@ -395,6 +418,8 @@ tier could not be reached.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&deep, "deep", false, "read every data file whole and compare its SHA-256 with the digest its commit recorded")
+	cmd.Flags().BoolVar(&adopt, "adopt-digests", false, "first record the digests of data files archived before digests were recorded")
 	cmd.Flags().BoolVar(&resolve, "resolve-forks", false, "move the commits another writer made in the metadata mirror aside, then verify")
 	d.flags(cmd, false)
 	return cmd

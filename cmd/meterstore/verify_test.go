@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/meterstore/meterstore/internal/tampertest"
 )
 
 // TestVerify: verify exits 0 on an intact archived deployment, and 1 when a
@@ -76,5 +78,78 @@ func TestVerify(t *testing.T) {
 	t.Logf("verify with a partition detached by hand:\n%s", out)
 	if code != exitPermanent || !strings.Contains(out, "power_p20260505") || !strings.Contains(out, "nor recorded by an archival") {
 		t.Errorf("verify with a partition detached by hand: exit %d\n%s", code, out)
+	}
+}
+
+// TestVerifyDeep: a data file replaced by a valid Parquet file of the same
+// size and row count in which 1.001 reads 1000.001: verify finds the value
+// column's bounds in its footer moved, verify --deep its SHA-256, naming
+// it; then status exits 1 naming it and a query that would read it fails
+// naming it. Restored, verify --deep clears it.
+func TestVerifyDeep(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath, _ := deploymentConfig(t, dir)
+	c := []string{"-c", cfgPath}
+	const now = "2026-05-01T00:00:00Z"
+	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+	deliv := filepath.Join(dir, "day.csv")
+	os.WriteFile(deliv, []byte(deliveryCSV(1, -1)), 0o644)
+	mustRun(t, append([]string{"ingest", "--table", "power", deliv}, c...)...)
+	mustRun(t, append([]string{"maintain", "--once", "--now", now}, c...)...)
+	if out := mustRun(t, append([]string{"verify", "--deep"}, c...)...); !strings.Contains(out, "power") {
+		t.Fatalf("verify --deep of an intact deployment:\n%s", out)
+	}
+
+	query := append([]string{"query", "--table", "power", "SELECT count(*) AS n FROM readings WHERE value > 100"}, c...)
+	before := mustRun(t, query...)
+	var victim string
+	filepath.WalkDir(filepath.Join(dir, "wh"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".parquet") && tampertest.Holds(t, path, "value", 1_001_000) {
+			victim = path
+		}
+		return nil
+	})
+	if victim == "" {
+		t.Fatal("no data file holds 1.001")
+	}
+	orig, err := os.ReadFile(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tampertest.SetDecimal(t, victim, "value", 1_001_000, 1_000_001_000, true); n != 1 {
+		t.Fatalf("changed %d values", n)
+	}
+	if fi, err := os.Stat(victim); err != nil || fi.Size() != int64(len(orig)) {
+		t.Fatalf("the altered file: %v, %v; the original has %d bytes", fi, err, len(orig))
+	}
+	out, code := run(t, append([]string{"verify"}, c...)...)
+	t.Logf("verify (sizes and footers) of the altered file:\n%s", out)
+	if code != exitPermanent || !strings.Contains(out, filepath.Base(victim)) || !strings.Contains(out, "column value") {
+		t.Fatalf("verify of the altered file: exit %d\n%s", code, out)
+	}
+
+	out, code = run(t, append([]string{"verify", "--deep"}, c...)...)
+	t.Logf("verify --deep:\n%s", out)
+	if code != exitPermanent || !strings.Contains(out, filepath.Base(victim)) || !strings.Contains(out, "SHA-256") {
+		t.Fatalf("verify --deep of the altered file: exit %d\n%s", code, out)
+	}
+	out, code = run(t, append([]string{"status", "--now", now}, c...)...)
+	t.Logf("status:\n%s", out)
+	if code != exitPermanent || !strings.Contains(out, filepath.Base(victim)) {
+		t.Fatalf("status with an altered file: exit %d\n%s", code, out)
+	}
+	out, code = run(t, query...)
+	t.Logf("query:\n%s", out)
+	if code == 0 || !strings.Contains(out, filepath.Base(victim)) || !strings.Contains(out, "not the file its commit recorded") {
+		t.Fatalf("a query reading the altered file: exit %d\n%s", code, out)
+	}
+
+	if err := os.WriteFile(victim, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, append([]string{"verify", "--deep"}, c...)...)
+	mustRun(t, append([]string{"status", "--now", now}, c...)...)
+	if out := mustRun(t, query...); out != before {
+		t.Fatalf("the query after the restore:\n%s\nbefore the file was altered:\n%s", out, before)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -49,6 +50,9 @@ type write struct {
 	// merge merges the table's manifests after the snapshot is staged:
 	// see stageMerge.
 	merge bool
+	// adopt are digests the snapshot records of files of the table
+	// written before digests were: see AdoptDigests.
+	adopt []FileDigest
 }
 
 // records are Arrow record batches in the table's current schema, or a
@@ -66,8 +70,16 @@ type records struct {
 const commitTimeout = time.Minute
 
 // commit writes w's data files and commits them as one append snapshot of
-// ice. A commit that did not land deletes every file it wrote before it
-// returns the error; one whose outcome is unknown keeps them and says so.
+// ice, with the digest index that records their SHA-256 (see
+// SummaryDigests), computed as they were written. A commit that did not
+// land deletes every file it wrote before it returns the error; one whose
+// outcome is unknown keeps them and says so.
+//
+// iceberg-go never replays the snapshot onto a newer head: the index is
+// built on the snapshot it replaces, and a replay would commit an index
+// that lacks the files of the commits in between. A write that is not
+// pinned is staged again on the new head instead, with the data files
+// written once, as often as the table's commit.retry.num-retries allows.
 func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) (Commit, error) {
 	fs, err := ice.FS(ctx)
 	if err != nil {
@@ -78,13 +90,14 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 		return Commit{}, fmt.Errorf("cold: %s %s: %w", w.op, h.decl.Name, table.ErrWriteIORequired)
 	}
 	rec := &recordingFS{WriteFileIO: wfs}
-	wt := table.New(ice.Identifier(), ice.Metadata(), ice.MetadataLocation(),
-		func(context.Context) (icebergio.IO, error) { return rec, nil }, c.cat)
+	on := func(ice *table.Table) *table.Table {
+		return table.New(ice.Identifier(), ice.Metadata(), ice.MetadataLocation(),
+			func(context.Context) (icebergio.IO, error) { return rec, nil }, c.cat)
+	}
+	wt := on(ice)
 
-	id := uuid.NewString()
 	began := time.Now() // the wall clock, for SummaryWriteMillis: a cost, not a time of the data
 	summary := maps.Clone(w.summary)
-	summary[SummaryCommitID] = id
 
 	streams := w.records
 	if w.enc != nil {
@@ -123,15 +136,95 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 		summary[w.rowsKey] = strconv.FormatInt(rows, 10)
 		summary[SummaryWriteMillis] = strconv.FormatInt(time.Since(began).Milliseconds(), 10)
 	}
+	added := slices.Clone(w.adopt)
+	for _, f := range files {
+		d, ok := rec.digest(f.FilePath())
+		if !ok || d.Size != f.FileSizeBytes() {
+			return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: data file %s of %d bytes: its digest was not recorded as it was written (%d bytes hashed)",
+				w.op, h.decl.Name, f.FilePath(), f.FileSizeBytes(), d.Size))
+		}
+		d.Path = f.FilePath()
+		added = append(added, d)
+	}
 
+	retries := ice.Properties().GetInt(table.CommitNumRetriesKey, table.CommitNumRetriesDefault)
+	for attempt := 0; ; attempt++ {
+		id := uuid.NewString()
+		staged := len(rec.created())
+		tx, err := c.stage(ctx, h, wt, rec, w, files, added, id, maps.Clone(summary))
+		if err != nil {
+			return Commit{}, c.discard(h, w.op, rec, err)
+		}
+		if c.beforeCommit != nil {
+			c.beforeCommit(ctx, h.decl.Name)
+		}
+		next, err := tx.Commit(ctx)
+		if next == nil && !w.pin && attempt < retries && errors.Is(err, table.ErrCommitFailed) {
+			// Another commit came first and nothing of this attempt
+			// landed: its manifests and index go, its data files stay
+			// for the next.
+			if _, rerr := rec.removeSince(staged); rerr != nil {
+				c.log.Warn("cold: files of a lost commit attempt could not be removed", "table", h.decl.Name, "op", w.op, "err", rerr)
+			}
+			cur, lerr := c.load(ctx, h)
+			if lerr != nil {
+				return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: commit: %w (and reading the table again: %w)", w.op, h.decl.Name, err, lerr))
+			}
+			wt = on(cur)
+			continue
+		}
+		var meta table.Metadata
+		switch {
+		case next != nil:
+			// Landed; an error now comes from cleanup after the commit.
+			if err != nil {
+				c.log.Warn("cold: after a commit", "table", h.decl.Name, "op", w.op, "err", err)
+			}
+			meta = next.Metadata()
+		default:
+			if meta, err = c.settle(ctx, h, w.op, rec, id, err); err != nil {
+				return Commit{}, err
+			}
+		}
+		s := findCommit(meta, id)
+		if s == nil {
+			return Commit{}, fmt.Errorf("cold: %s %s: the committed metadata lacks snapshot %s=%s", w.op, h.decl.Name, SummaryCommitID, id)
+		}
+		out := Commit{SnapshotID: s.SnapshotID, Rows: rows, Files: len(files)}
+		out.Watermark, _ = parseTime(s.Summary.Properties[SummaryWatermark])
+		for _, f := range files {
+			out.Bytes += f.FileSizeBytes()
+		}
+		return out, nil
+	}
+}
+
+// stage stages the snapshot of w on wt, the table as of the attempt: the
+// data files, the files w replaces, and the digest index built on wt's
+// current snapshot, written through rec for commit id. Pinned to wt's
+// current snapshot, the transaction fails rather than replay.
+func (c *Tier) stage(ctx context.Context, h *Table, wt *table.Table, rec *recordingFS, w write, files []iceberg.DataFile, added []FileDigest, id string, summary iceberg.Properties) (*table.Transaction, error) {
+	fail := func(err error) (*table.Transaction, error) {
+		return nil, fmt.Errorf("cold: %s %s: stage snapshot: %w", w.op, h.decl.Name, err)
+	}
+	summary[SummaryCommitID] = id
+	base, err := readDigests(rec, wt.Metadata(), wt.CurrentSnapshot())
+	if err != nil {
+		return fail(err)
+	}
+	if len(added) > 0 || len(w.replace) > 0 {
+		if err := writeDigests(rec, wt.Location(), id, nextDigests(base, w.replace, added), summary); err != nil {
+			return fail(err)
+		}
+	} else {
+		carryDigests(base, summary)
+	}
 	// Stamped last before staging, after the files are written: every
 	// write acknowledged by now is in the tiers the snapshot sees.
 	summary[SummaryKnownAt] = FormatTime(time.Now())
 	tx := wt.NewTransaction()
-	if w.pin {
-		if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-			return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: %w", w.op, h.decl.Name, err))
-		}
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return fail(err)
 	}
 	switch {
 	case len(w.replace) > 0:
@@ -149,35 +242,9 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 		err = stageMerge(ctx, tx, wt.Properties(), summary)
 	}
 	if err != nil {
-		return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: stage snapshot: %w", w.op, h.decl.Name, err))
+		return fail(err)
 	}
-	if c.beforeCommit != nil {
-		c.beforeCommit(ctx, h.decl.Name)
-	}
-	next, err := tx.Commit(ctx)
-	var meta table.Metadata
-	switch {
-	case next != nil:
-		// Landed; an error now comes from cleanup after the commit.
-		if err != nil {
-			c.log.Warn("cold: after a commit", "table", h.decl.Name, "op", w.op, "err", err)
-		}
-		meta = next.Metadata()
-	default:
-		if meta, err = c.settle(ctx, h, w.op, rec, id, err); err != nil {
-			return Commit{}, err
-		}
-	}
-	s := findCommit(meta, id)
-	if s == nil {
-		return Commit{}, fmt.Errorf("cold: %s %s: the committed metadata lacks snapshot %s=%s", w.op, h.decl.Name, SummaryCommitID, id)
-	}
-	out := Commit{SnapshotID: s.SnapshotID, Rows: rows, Files: len(files)}
-	out.Watermark, _ = parseTime(s.Summary.Properties[SummaryWatermark])
-	for _, f := range files {
-		out.Bytes += f.FileSizeBytes()
-	}
-	return out, nil
+	return tx, nil
 }
 
 // settle decides what a failed commit leaves behind. It re-reads the table,

@@ -74,8 +74,8 @@ func TestLostCommitRemovesItsFiles(t *testing.T) {
 	}
 }
 
-// unreferenced returns the data files, manifests and manifest lists in the
-// warehouse that no snapshot of h references.
+// unreferenced returns the data files, manifests, manifest lists and
+// digest indexes in the warehouse that no snapshot of h references.
 func (e *env) unreferenced(t *testing.T, h *Table) []string {
 	t.Helper()
 	ice, err := e.tier.Iceberg(t.Context(), h)
@@ -94,7 +94,10 @@ func (e *env) unreferenced(t *testing.T, h *Table) []string {
 		refs[i] = strings.TrimPrefix(r, "file://"+e.dir+"/")
 	}
 	var out []string
-	for _, f := range append(e.files(t, ".parquet"), e.files(t, ".avro")...) {
+	for _, f := range append(e.files(t, ".parquet"), append(e.files(t, ".avro"), e.files(t, ".json")...)...) {
+		if strings.HasSuffix(f, ".json") && !strings.Contains(f, "/digests-") {
+			continue // metadata files
+		}
 		if !slices.Contains(refs, f) {
 			out = append(out, f)
 		}

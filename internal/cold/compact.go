@@ -161,6 +161,9 @@ func (c *Tier) Compact(ctx context.Context, t *Table, opts CompactOptions) (Comp
 		out.BytesRead += f.FileSizeBytes()
 	}
 	out.Rewritten = len(replace)
+	if err := checkRewrite(ctx, t, ice, snap, replace); err != nil {
+		return Compaction{}, fmt.Errorf("cold: compact %s: %w", t.decl.Name, err)
+	}
 
 	wr := write{
 		op:      op,
@@ -211,6 +214,36 @@ func (c *Tier) Compact(ctx context.Context, t *Table, opts CompactOptions) (Comp
 		"files_before", out.FilesBefore, "files_after", out.FilesAfter,
 		"manifests_before", out.ManifestsBefore, "manifests_after", out.ManifestsAfter, "rows", out.Rows)
 	return out, nil
+}
+
+// checkRewrite makes sure that every file a compaction of snapshot snap
+// would rewrite is the file its commit recorded, by its digest or, for a
+// file without one, by its size and footer: the rewritten rows get a fresh
+// digest, which must not vouch for an altered file's.
+func checkRewrite(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot, files []iceberg.DataFile) error {
+	fsys, err := ice.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("file IO: %w", err)
+	}
+	d, err := readDigests(fsys, ice.Metadata(), snap)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		if want, ok := d.of(f.FilePath()); ok {
+			err = checkDigest(fsys, t.decl.Name, f.FilePath(), want)
+		} else {
+			err = checkFile(fsys, t.decl.Name, f)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // A fileGroups holds the data files of a snapshot by partition, with the

@@ -89,6 +89,9 @@ func newOrphanFixture(t *testing.T) *orphanFixture {
 	for _, s := range ice.Metadata().Snapshots() {
 		f.snaps[s.SnapshotID] = countAt(t, ice, s.SnapshotID)
 		live[strings.TrimPrefix(s.ManifestList, "file://"+e.dir+"/")] = true
+		if s.Summary != nil {
+			live[strings.TrimPrefix(s.Summary.Properties[SummaryDigests], "file://"+e.dir+"/")] = true
+		}
 	}
 	if !slices.Contains(referencedBy(t, e, f.h), f.oldOnly) || slices.Contains(dataFilesOf(t, ice, 0), "file://"+e.dir+"/"+f.oldOnly) {
 		t.Fatalf("fixture: %s is not referenced by an old snapshot only", f.oldOnly)
@@ -100,6 +103,15 @@ func newOrphanFixture(t *testing.T) *orphanFixture {
 	}
 	if len(f.orphans) != 2 {
 		t.Fatalf("fixture: expiry left %d manifest lists, want 2: %v", len(f.orphans), f.orphans)
+	}
+	// And the digest indexes only they named.
+	for _, l := range e.files(t, ".json") {
+		if strings.Contains(l, "/digests-") && !live[l] {
+			f.orphans = append(f.orphans, l)
+		}
+	}
+	if len(f.orphans) != 4 {
+		t.Fatalf("fixture: expiry left %d manifest lists and digest indexes, want 4: %v", len(f.orphans), f.orphans)
 	}
 
 	dir := filepath.Join(e.dir, "meterstore", "power")

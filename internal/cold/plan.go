@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -48,6 +49,9 @@ type Plan struct {
 	Columns [][]string
 	Bytes   int64 // total size of Files
 
+	table string                                      // the table's name
+	index string                                      // the digest index of the snapshot, "" if none
+	isum  string                                      // its SHA-256, as the snapshot committed it
 	sizes map[string]int64                            // file size by location, from the manifests
 	fs    func(context.Context) (icebergio.IO, error) // the table's IO
 }
@@ -73,11 +77,14 @@ func plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot,
 	if err != nil {
 		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
 	}
-	p := Plan{Watermark: w, HasWatermark: ok, sizes: map[string]int64{}, fs: ice.FS}
+	p := Plan{Watermark: w, HasWatermark: ok, table: t.decl.Name, sizes: map[string]int64{}, fs: ice.FS}
 	if snap == nil {
 		return p, nil
 	}
 	p.SnapshotID = snap.SnapshotID
+	if c := digestCarrier(ice.Metadata(), snap); c != nil {
+		p.index, p.isum = c.Summary.Properties[SummaryDigests], c.Summary.Properties[SummaryDigestsSHA256]
+	}
 	if p.Committed, err = committed(snap); err != nil {
 		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
 	}
@@ -176,13 +183,21 @@ func columns(f iceberg.DataFile, sc *iceberg.Schema) []string {
 // Local returns p with every file a path a local engine can read: a local
 // warehouse's files as they are, any other copied into dir (see Localize)
 // through the table's IO. A copy whose size differs from the manifest's is
-// made again.
+// made again. A file whose size still differs from the manifest's, a local
+// one included, is not the file its commit recorded: Local refuses the
+// plan with an *AlteredFileError naming it, rather than let a query
+// answer from it. That costs a stat per local file.
 func (p Plan) Local(ctx context.Context, dir string) (Plan, error) {
 	var fsys icebergio.IO
 	out := p
 	out.Files = make([]string, len(p.Files))
 	for i, loc := range p.Files {
+		size, known := p.sizes[loc]
 		if path, ok := localPath(loc); ok {
+			if err := p.checkSize(loc, path, size, known); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				// A missing file fails the read that needs it.
+				return Plan{}, err
+			}
 			out.Files[i] = path
 			continue
 		}
@@ -195,15 +210,15 @@ func (p Plan) Local(ctx context.Context, dir string) (Plan, error) {
 				return Plan{}, fmt.Errorf("cold: open the IO of %s: %w", loc, err)
 			}
 		}
-		size, known := p.sizes[loc]
 		path, err := Localize(ctx, fsys, loc, dir)
-		if err == nil && known {
-			err = checkSize(path, size)
-			if err != nil {
+		if err == nil {
+			err = p.checkSize(loc, path, size, known)
+			var altered *AlteredFileError
+			if errors.As(err, &altered) {
 				// Not ours to keep: copy it once more.
 				os.Remove(path)
 				if path, err = Localize(ctx, fsys, loc, dir); err == nil {
-					err = checkSize(path, size)
+					err = p.checkSize(loc, path, size, known)
 				}
 			}
 		}
@@ -215,15 +230,65 @@ func (p Plan) Local(ctx context.Context, dir string) (Plan, error) {
 	return out, nil
 }
 
-func checkSize(path string, want int64) error {
+// checkSize compares the size of path, the local file or copy of loc, with
+// want, the manifest's, if known.
+func (p Plan) checkSize(loc, path string, want int64, known bool) error {
+	if !known {
+		return nil
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("cold: %w", err)
 	}
 	if fi.Size() != want {
-		return fmt.Errorf("cold: copy %s has %d bytes, the manifest says %d", path, fi.Size(), want)
+		return &AlteredFileError{Table: p.table, File: loc, Reason: fmt.Sprintf("it has %d bytes, its manifest records %d", fi.Size(), want)}
 	}
 	return nil
+}
+
+// CheckDigests reads every file of local, which is p made local (see
+// Local), whole and compares its SHA-256 with the digest its commit
+// recorded; a file without one is passed over. A file that differs is an
+// *AlteredFileError naming it, a digest index that is not the one
+// committed one naming the index. It reads every file once more.
+func (p Plan) CheckDigests(ctx context.Context, local Plan) error {
+	if p.index == "" || len(p.Files) == 0 {
+		return nil
+	}
+	if p.fs == nil || len(local.Files) != len(p.Files) {
+		return fmt.Errorf("cold: %s: check digests: the plan has no IO, or another local plan", p.table)
+	}
+	fsys, err := p.fs(ctx)
+	if err != nil {
+		return fmt.Errorf("cold: open the IO of %s: %w", p.table, err)
+	}
+	d, err := readDigestIndex(fsys, p.index, p.isum)
+	if errors.Is(err, ErrAltered) {
+		return &AlteredFileError{Table: p.table, File: p.index, Reason: err.Error(), Metadata: true}
+	}
+	if err != nil {
+		return fmt.Errorf("cold: %s: %w", p.table, err)
+	}
+	for i, loc := range p.Files {
+		want, ok := d.of(loc)
+		if !ok {
+			continue
+		}
+		if err := p.checkLocal(ctx, loc, local.Files[i], want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p Plan) checkLocal(ctx context.Context, loc, path string, want FileDigest) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cold: %w", err)
+	}
+	defer f.Close()
+	n, sum, err := hashReader(path, ctxReader{ctx, f})
+	return compareDigest(p.table, loc, want, n, sum, err)
 }
 
 // Localize returns a local path of the data file at location. A file://

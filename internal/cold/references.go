@@ -21,7 +21,7 @@ type references struct {
 	data      []string // data and delete files
 	manifests []string
 	lists     []string // manifest lists
-	other     []string // statistics files and earlier metadata files
+	other     []string // statistics files, digest indexes and earlier metadata files
 	current   string   // the current metadata file
 }
 
@@ -42,8 +42,9 @@ func (r references) all() []string {
 
 // collectReferences returns the files meta, the metadata at location loc,
 // references: of every snapshot it still holds, not only the current one,
-// the manifest list, its manifests and their data and delete files; the
-// statistics files; and the metadata files of its metadata log. With
+// the manifest list, its manifests and their data and delete files, and
+// the digest index its summary names (SummaryDigests); the statistics
+// files; and the metadata files of its metadata log. With
 // missingOK, a manifest list or manifest that is gone is passed over (what
 // it named was deleted before it, see all); otherwise it is an error.
 func collectReferences(meta table.Metadata, loc string, fs icebergio.IO, missingOK bool) (references, error) {
@@ -57,6 +58,9 @@ func collectReferences(meta table.Metadata, loc string, fs icebergio.IO, missing
 	}
 	gone := func(err error) bool { return missingOK && errors.Is(err, iofs.ErrNotExist) }
 	for _, s := range meta.Snapshots() {
+		if s.Summary != nil {
+			add(&r.other, s.Summary.Properties[SummaryDigests])
+		}
 		if s.ManifestList == "" || seen[s.ManifestList] {
 			continue
 		}

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
@@ -68,11 +69,25 @@ type TableSource struct {
 	CacheDir string
 	// Scanned, if set, is told the rows each hot scan returned.
 	Scanned func(ctx context.Context, rows int64)
-	// Vet, if set, reads every watermark of the cold tier with read, of
-	// the current snapshot and of a planned one, and vets it (the archival
-	// ledger first, then read); an error fails the read as if the cold
-	// tier were unreachable.
-	Vet func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error)
+	// VetWatermark, if set, reads every watermark of the cold tier with
+	// read, of the current snapshot and of a planned one, and vets it (the
+	// archival ledger first, then read); an error fails the read as if the
+	// cold tier were unreachable.
+	VetWatermark func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error)
+	// VetPlan, if set, vets every cold plan, current or past, before a
+	// file of it is read: it refuses one holding a file known not to be
+	// the one its commit recorded (an error wrapping cold.ErrAltered).
+	VetPlan func(ctx context.Context, p cold.Plan) error
+	// CheckDigests reads every planned file whole before a query reads
+	// it, and compares its SHA-256 with the digest its commit recorded
+	// (see cold.Plan.CheckDigests): an altered file of the same size is
+	// then refused too, at the cost of reading every file twice.
+	CheckDigests bool
+	// Altered, if set, is told of a planned file found, as it was made
+	// local, not to be the one its commit recorded (its size differs from
+	// the manifest's, or with CheckDigests its SHA-256); the read fails
+	// with that error all the same.
+	Altered func(ctx context.Context, err *cold.AlteredFileError)
 }
 
 var _ Source = (*TableSource)(nil)
@@ -80,10 +95,10 @@ var _ Source = (*TableSource)(nil)
 // Watermark returns the cold table's W.
 func (s *TableSource) Watermark(ctx context.Context) (time.Time, bool, error) {
 	read := func(ctx context.Context) (time.Time, bool, error) { return s.ColdTier.Watermark(ctx, s.ColdTable) }
-	if s.Vet == nil {
+	if s.VetWatermark == nil {
 		return read(ctx)
 	}
-	w, ok, err := s.Vet(ctx, read)
+	w, ok, err := s.VetWatermark(ctx, read)
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -112,7 +127,7 @@ func (s *TableSource) HotFloor(ctx context.Context) (Floor, error) {
 	return Floor{Detached: detached, Attached: attached, HasAttached: !attached.IsZero()}, nil
 }
 
-// Cold plans the cold files q selects and makes them local.
+// Cold plans the cold files q selects, vets them and makes them local.
 func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error) {
 	var p cold.Plan
 	plan := func(ctx context.Context) (time.Time, bool, error) {
@@ -121,24 +136,43 @@ func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, erro
 		return p.Watermark, p.HasWatermark, err
 	}
 	var err error
-	if s.Vet == nil {
+	if s.VetWatermark == nil {
 		_, _, err = plan(ctx)
 	} else {
-		_, _, err = s.Vet(ctx, plan)
+		_, _, err = s.VetWatermark(ctx, plan)
 	}
 	if err != nil {
 		return cold.Plan{}, err
 	}
-	return p.Local(ctx, s.CacheDir)
+	return s.local(ctx, p)
 }
 
-// ColdAt plans the cold files q selects in the snapshot ref names and makes
-// them local. Check does not vet its watermark: a past W lies below the
-// current one by nature.
+// ColdAt plans the cold files q selects in the snapshot ref names, vets
+// them and makes them local. VetWatermark does not vet its watermark: a
+// past W lies below the current one by nature.
 func (s *TableSource) ColdAt(ctx context.Context, q series.Range, ref cold.SnapshotRef) (cold.Plan, error) {
 	p, err := s.ColdTier.PlanAt(ctx, s.ColdTable, q, ref)
 	if err != nil {
 		return cold.Plan{}, err
 	}
-	return p.Local(ctx, s.CacheDir)
+	return s.local(ctx, p)
+}
+
+// local vets p with VetPlan and makes its files local, telling Altered of a
+// file found altered meanwhile.
+func (s *TableSource) local(ctx context.Context, p cold.Plan) (cold.Plan, error) {
+	if s.VetPlan != nil && len(p.Files) > 0 {
+		if err := s.VetPlan(ctx, p); err != nil {
+			return cold.Plan{}, err
+		}
+	}
+	lp, err := p.Local(ctx, s.CacheDir)
+	if err == nil && s.CheckDigests {
+		err = p.CheckDigests(ctx, lp)
+	}
+	var altered *cold.AlteredFileError
+	if errors.As(err, &altered) && s.Altered != nil {
+		s.Altered(ctx, altered)
+	}
+	return lp, err
 }
