@@ -1,6 +1,7 @@
 package edifact
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 )
@@ -68,32 +69,57 @@ func (c *segmentCounter) begin(head []byte) int {
 }
 
 // count follows the bytes b, the next ones of the interchange, and
-// returns a *SyntaxError for a segment past MaxSegmentBytes.
+// returns a *SyntaxError for a segment past MaxSegmentBytes. It looks
+// for terminators and release characters with bytes.IndexByte, so that
+// following costs little beside the parse.
 func (c *segmentCounter) count(b []byte) error {
-	for _, x := range b {
-		switch {
-		case c.released:
+	for len(b) > 0 {
+		if c.released { // the byte after a release character is data
 			c.released = false
-		case x == c.d.Segment:
+			if err := c.add(b[:1]); err != nil {
+				return err
+			}
+			b = b[1:]
+			continue
+		}
+		if c.length == 0 { // line breaks between segments, as the scanner skips them
+			for len(b) > 0 && (b[0] == '\r' || b[0] == '\n') && b[0] != c.d.Segment {
+				b = b[1:]
+			}
+		}
+		data := b
+		end := bytes.IndexByte(b, c.d.Segment)
+		if end >= 0 {
+			data = b[:end]
+		}
+		if r := bytes.IndexByte(data, c.d.Release); r >= 0 {
+			data, end, c.released = data[:r+1], -1, true
+		}
+		if err := c.add(data); err != nil {
+			return err
+		}
+		b = b[len(data):]
+		if end >= 0 {
+			b = b[1:]
 			c.position++
 			c.length = 0
-			continue
-		case c.length == 0 && (x == '\r' || x == '\n'):
-			continue // between segments, as the scanner skips them
-		case x == c.d.Release:
-			c.released = true
-		}
-		if c.length < len(c.head) {
-			c.head[c.length] = x
-		}
-		c.length++
-		if c.length > MaxSegmentBytes {
-			tag := string(c.head[:3])
-			if c.head[3] != c.d.Element || !isTag([]string{tag}) {
-				tag = ""
-			}
-			return &SyntaxError{Position: c.position, Tag: tag, Err: errSegmentTooLong}
 		}
 	}
 	return nil
+}
+
+// add counts data as bytes of the segment being read.
+func (c *segmentCounter) add(data []byte) error {
+	if c.length < len(c.head) {
+		copy(c.head[c.length:], data)
+	}
+	c.length += len(data)
+	if c.length <= MaxSegmentBytes {
+		return nil
+	}
+	tag := string(c.head[:3])
+	if c.head[3] != c.d.Element || !isTag([]string{tag}) {
+		tag = ""
+	}
+	return &SyntaxError{Position: c.position, Tag: tag, Err: errSegmentTooLong}
 }
