@@ -9,7 +9,9 @@ import (
 // do, and connection strings are parsed, so that `meterstore check`
 // refuses what would break a command later: a headroom of 20000d (3,883
 // partitions in 120 s and counting), a memory limit no query fits in, a
-// row group no machine can buffer, a PostgreSQL URL that fails at open.
+// row group no machine can buffer, a PostgreSQL URL that fails at open; and
+// that a deployment's schema and directories are its own, not PostgreSQL's
+// or the operating system's.
 func TestBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -42,6 +44,17 @@ func TestBounds(t *testing.T) {
 		{"malformed postgres DSN", "[postgres]\nurl = \"host=db port=notanumber\"\n", "postgres.url", "cannot parse"},
 		{"not a postgres URL", "[postgres]\nurl = \"http://db/meters\"\n", "postgres.url", "cannot parse"},
 		{"malformed sql catalog URI", "[catalog]\ntype = \"sql\"\nuri = \"postgres://ms@db:port/catalog\"\n", "catalog.uri", "cannot parse"},
+		{"settlement lag of centuries", "[archive]\nsettlement_lag = \"100000d\"\n", "archive.settlement_lag", "at most 1096d"},
+		{"shutdown of a century", "[server]\nshutdown_timeout = \"1000000h\"\n", "server.shutdown_timeout", "at most 1h"},
+		{"the system catalog as schema", "[postgres]\nschema = \"pg_catalog\"\n", "postgres.schema", "PostgreSQL system schema"},
+		{"a pg_ schema", "[postgres]\nschema = \"pg_meters\"\n", "postgres.schema", "PostgreSQL system schema"},
+		{"the information schema", "[postgres]\nschema = \"information_schema\"\n", "postgres.schema", "PostgreSQL system schema"},
+		{"the root as data directory", "[postgres]\ndata_dir = \"/\"\n", "postgres.data_dir", "filesystem root"},
+		{"a data directory in /usr", "[postgres]\ndata_dir = \"/usr/local/meterstore\"\n", "postgres.data_dir", `"/usr/local/meterstore" is in /usr`},
+		{"the root, spelt otherwise", "[postgres]\ndata_dir = \"../../..\"\n", "postgres.data_dir", "filesystem root"},
+		{"/etc as cache", "[query]\ncache_dir = \"/etc\"\n", "query.cache_dir", `"/etc" is in /etc, which holds the system's configuration`},
+		{"a cache in /proc", "[query]\ncache_dir = \"/proc/self\"\n", "query.cache_dir", "is in /proc"},
+		{"a warehouse in /boot", "[warehouse]\nurl = \"file:///boot/wh\"\n", "warehouse.url", "is in /boot"},
 		{"URI of the log catalog", "[catalog]\ntype = \"log\"\nuri = \"http://cat:8181\"\n", "catalog.uri", "only a rest or sql catalog"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,16 +69,22 @@ func TestBounds(t *testing.T) {
 	}
 }
 
-// TestBoundsAccepted: the bounds themselves, and the connection strings a
-// deployment writes, pass.
+// TestBoundsAccepted: the bounds themselves, the connection strings a
+// deployment writes, and directories of its own (a top-level volume, /tmp
+// for the cache) pass.
 func TestBoundsAccepted(t *testing.T) {
 	mustParse(t, `
 [postgres]
 url = "postgres://ms:secret@db.example:5432/meters?sslmode=disable"
+schema = "public"
+data_dir = "/data"
+[warehouse]
+url = "file:///var/lib/meterstore/warehouse"
 [catalog]
 type = "sql"
 uri = "host=db.example port=5432 dbname=catalog user=ms sslmode=disable"
 [archive]
+settlement_lag = "1096d"
 max_windows_per_cycle = 1000
 chunk_rows = 1000000
 [cold]
@@ -75,9 +94,12 @@ target_file_size = "16GiB"
 bloom_bytes = "128MiB"
 batch_rows = 1048576
 [query]
+cache_dir = "/tmp"
 memory_limit = "64MiB"
 threads = 1024
 max_rows = 100000000
+[server]
+shutdown_timeout = "1h"
 [maintenance]
 min_snapshots = 1000000
 max_clock_skew = "366d"

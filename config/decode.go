@@ -29,10 +29,16 @@ func (r *reader) config(raw *rawConfig) *Config {
 		r.connString("postgres.url", c.Postgres.URL)
 	}
 	c.Postgres.Schema = r.str("postgres.schema", p.Schema, defaultSchema)
-	if !schemaName.MatchString(c.Postgres.Schema) {
-		r.errorf("postgres.schema", "%q: want a lowercase letter, then lowercase letters, digits and underscores, at most 63 bytes", c.Postgres.Schema)
+	switch s := c.Postgres.Schema; {
+	case !schemaName.MatchString(s):
+		r.errorf("postgres.schema", "%q: want a lowercase letter, then lowercase letters, digits and underscores, at most 63 bytes", s)
+	case strings.HasPrefix(s, "pg_") || s == "information_schema":
+		// PostgreSQL's own: the hot tables and the log would sit beside
+		// its catalogs, and CREATE SCHEMA refuses the pg_ prefix.
+		r.errorf("postgres.schema", "%q is a PostgreSQL system schema (pg_* and information_schema are): name a schema of the deployment's own", s)
 	}
 	c.Postgres.DataDir = r.path("postgres.data_dir", p.DataDir, defaultDataDir)
+	r.ownDir("postgres.data_dir", c.Postgres.DataDir)
 
 	w := &raw.Warehouse
 	c.Warehouse.URL = r.warehouseURL("warehouse.url", r.str("warehouse.url", w.URL, defaultWarehouse))
@@ -84,6 +90,11 @@ func (r *reader) config(raw *rawConfig) *Config {
 		ReaderGrace:        r.duration("archive.reader_grace", a.ReaderGrace, defaultReaderGrace, "h"),
 		ChunkRows:          r.integer("archive.chunk_rows", a.ChunkRows, defaultChunkRows, 1, maxChunkRows),
 	}
+	if k := c.Archive.SettlementLag; k > maxSettlementLag && r.ok("archive.settlement_lag") {
+		// The hot tier keeps a partition for every day of the lag.
+		r.errorf("archive.settlement_lag", "%v: want at most %v, three years of partitions in PostgreSQL before a window is archived",
+			Duration(k), Duration(maxSettlementLag))
+	}
 
 	k := &raw.Cold
 	c.Cold = Cold{
@@ -131,6 +142,7 @@ func (r *reader) config(raw *rawConfig) *Config {
 	c.Query.VerifyDigests = r.boolean("query.verify_digests", q.Digests, false)
 	if dir := r.str("query.cache_dir", q.CacheDir, ""); dir != "" {
 		c.Query.CacheDir = r.abs(dir)
+		r.ownDir("query.cache_dir", c.Query.CacheDir)
 	} else {
 		c.Query.CacheDir = filepath.Join(c.Postgres.DataDir, defaultCacheDir)
 	}

@@ -80,6 +80,7 @@ const (
 	maxCompactAt       = 100_000     // manifests or small files before a compaction
 	maxClockSkew       = 366 * day   // how far past the wall clock now may lie
 	maxAcceptAhead     = 1096 * day  // hot.accept_ahead: three years of partitions
+	maxSettlementLag   = 1096 * day  // archive.settlement_lag: three years of partitions
 	minBodyBytes       = 1 << 10     // server.max_body_bytes: below it no request fits
 	maxBodyBytes       = 64 << 30    // 64 GiB, one delivery
 )

@@ -102,6 +102,7 @@ const (
 	defaultCatalogTokenLifetime  = time.Hour
 	minCatalogTokenLifetime      = time.Minute
 	maxCatalogTokenLifetime      = day
+	maxShutdownTimeout           = time.Hour
 )
 
 // HashPrefix starts a token's hash in the file.
@@ -156,6 +157,14 @@ func (r *reader) server(raw *rawServer) Server {
 		IdempotencyRetention: r.duration("server.idempotency_retention", raw.IdemRetention, defaultIdempotencyRetention, "h"),
 		CatalogWritable:      r.boolean("server.catalog_writable", raw.CatalogWritable, false),
 		CatalogTokenLifetime: r.duration("server.catalog_token_lifetime", raw.CatalogTokenTTL, defaultCatalogTokenLifetime, "m"),
+	}
+	if d := s.ShutdownTimeout; d > maxShutdownTimeout && r.ok("server.shutdown_timeout") {
+		// Supervisors stop waiting long before (systemd after 90s,
+		// Kubernetes after 30s by default), and a maintenance cycle
+		// cut short is resumed by the next: a longer wait only hides a
+		// shutdown that hangs.
+		r.errorf("server.shutdown_timeout", "%v: want at most %v", Duration(d), Duration(maxShutdownTimeout))
+		s.ShutdownTimeout = defaultShutdownTimeout
 	}
 	if d := s.CatalogTokenLifetime; (d < minCatalogTokenLifetime || d > maxCatalogTokenLifetime) && r.ok("server.catalog_token_lifetime") {
 		// An access token cannot be revoked before it expires, short of

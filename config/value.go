@@ -205,7 +205,9 @@ func (r *reader) warehouseURL(key, s string) string {
 			r.errorf(key, "%q: want file:// and a path, without query or fragment", s)
 			return ""
 		}
-		return (&url.URL{Scheme: "file", Path: filepath.ToSlash(r.abs(filepath.FromSlash(rest)))}).String()
+		dir := r.abs(filepath.FromSlash(rest))
+		r.ownDir(key, dir)
+		return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
 	case "s3", "gs", "azblob":
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" {

@@ -7,9 +7,9 @@ import (
 )
 
 // TestAccessTokens: a token recorded by one store is found by another on
-// the same database until it expires; an unknown token is not found,
-// before any was recorded too; expired ones are deleted by the next
-// record.
+// the same database, with its issuer, until it expires; an unknown token
+// is not found, before any was recorded too; expired ones are deleted by
+// the next record.
 func TestAccessTokens(t *testing.T) {
 	e := newEnv(t)
 	s1 := e.open(t, Options{})
@@ -17,30 +17,84 @@ func TestAccessTokens(t *testing.T) {
 	ctx := t.Context()
 	t0 := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	a, b := sha256.Sum256([]byte("token-a")), sha256.Sum256([]byte("token-b"))
+	spark := TokenIssuer{Name: "spark", Hash: sha256.Sum256([]byte("spark's token"))}
+	duckdb := TokenIssuer{Name: "duckdb", Hash: sha256.Sum256([]byte("duckdb's token"))}
 
-	if c, ok, err := s2.AccessTokenClient(ctx, a, t0); err != nil || ok || c != "" {
-		t.Fatalf("before any token: %q %v %v", c, ok, err)
+	if c, ok, err := s2.AccessTokenIssuer(ctx, a, t0); err != nil || ok || c != (TokenIssuer{}) {
+		t.Fatalf("before any token: %+v %v %v", c, ok, err)
 	}
-	if err := s1.RecordAccessToken(ctx, a, "spark", t0, t0.Add(time.Hour)); err != nil {
+	if err := s1.RecordAccessToken(ctx, a, spark, t0, t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if c, ok, err := s2.AccessTokenClient(ctx, a, t0.Add(59*time.Minute)); err != nil || !ok || c != "spark" {
-		t.Fatalf("a recorded token on the other store: %q %v %v", c, ok, err)
+	if c, ok, err := s2.AccessTokenIssuer(ctx, a, t0.Add(59*time.Minute)); err != nil || !ok || c != spark {
+		t.Fatalf("a recorded token on the other store: %+v %v %v; want %+v", c, ok, err, spark)
 	}
-	if _, ok, err := s2.AccessTokenClient(ctx, b, t0); err != nil || ok {
+	if _, ok, err := s2.AccessTokenIssuer(ctx, b, t0); err != nil || ok {
 		t.Fatalf("an unknown token: %v %v", ok, err)
 	}
-	if _, ok, err := s1.AccessTokenClient(ctx, a, t0.Add(time.Hour)); err != nil || ok {
+	if _, ok, err := s1.AccessTokenIssuer(ctx, a, t0.Add(time.Hour)); err != nil || ok {
 		t.Fatalf("a token at its expiry: %v %v", ok, err)
 	}
-	if err := s2.RecordAccessToken(ctx, b, "duckdb", t0.Add(2*time.Hour), t0.Add(3*time.Hour)); err != nil {
+	if err := s2.RecordAccessToken(ctx, b, duckdb, t0.Add(2*time.Hour), t0.Add(3*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	var n int
 	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM `+s1.accessTokenIdent()).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d tokens recorded after the expired one was pruned (%v), want 1", n, err)
 	}
-	if err := s2.RecordAccessToken(ctx, b, "duckdb", t0, t0.Add(time.Hour)); err == nil {
+	if err := s2.RecordAccessToken(ctx, b, duckdb, t0, t0.Add(time.Hour)); err == nil {
 		t.Error("the same token recorded twice")
+	}
+}
+
+// TestAccessTokensOfAnOlderVersion: a table of access tokens created by a
+// version that recorded no issuer gets the issuer column when a token is
+// next recorded, in a database in use; its tokens, which cannot be bound
+// to a hash, are refused before and after, and new ones are found.
+func TestAccessTokensOfAnOlderVersion(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t, Options{})
+	ctx := t.Context()
+	t0 := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	old, fresh := sha256.Sum256([]byte("issued by an older version")), sha256.Sum256([]byte("issued now"))
+	// The table as the older version created it, with one of its tokens.
+	for _, stmt := range []string{
+		`CREATE TABLE ` + s.accessTokenIdent() + ` (
+	token_sha256 bytea PRIMARY KEY CHECK (length(token_sha256) = 32),
+	client       text NOT NULL,
+	expires_at   timestamptz NOT NULL)`,
+		`CREATE INDEX access_tokens_expiry ON ` + s.accessTokenIdent() + ` (expires_at)`,
+	} {
+		if _, err := e.pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.pool.Exec(ctx, `INSERT INTO `+s.accessTokenIdent()+` VALUES ($1, 'spark', $2)`, old[:], t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok, err := s.AccessTokenIssuer(ctx, old, t0); err != nil || ok {
+		t.Fatalf("an older version's token before the upgrade: %+v %v %v; want not found", c, ok, err)
+	}
+	spark := TokenIssuer{Name: "spark", Hash: sha256.Sum256([]byte("spark's token"))}
+	for range 2 { // the second finds the column and adds nothing
+		if err := s.RecordAccessToken(ctx, fresh, spark, t0, t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.pool.Exec(ctx, `DELETE FROM `+s.accessTokenIdent()+` WHERE token_sha256 = $1`, fresh[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordAccessToken(ctx, fresh, spark, t0, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok, err := s.AccessTokenIssuer(ctx, old, t0); err != nil || ok {
+		t.Errorf("an older version's token after the upgrade: %+v %v %v; want not found", c, ok, err)
+	}
+	if c, ok, err := s.AccessTokenIssuer(ctx, fresh, t0); err != nil || !ok || c != spark {
+		t.Errorf("a token recorded after the upgrade: %+v %v %v; want %+v", c, ok, err, spark)
+	}
+	var rows int
+	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.accessTokenIdent()).Scan(&rows); err != nil || rows != 2 {
+		t.Errorf("%d rows (%v); want the older token kept until it expires, and the new one", rows, err)
 	}
 }

@@ -91,6 +91,19 @@ func TestCommandLine(t *testing.T) {
 	if out, code := run(t, "check", "-c", bad); code != exitPermanent || !strings.Contains(out, "archive.settlement_lag") {
 		t.Errorf("check of a unitless duration: exit %d\n%s", code, out)
 	}
+	// What a deployment cannot do or must not touch, each refused by name.
+	for _, tc := range []struct{ old, new, key string }{
+		{`settlement_lag = "45d"`, `settlement_lag = "100000d"`, "archive.settlement_lag"},
+		{fmt.Sprintf("data_dir = %q", dir), `data_dir = "/"`, "postgres.data_dir"},
+		{`schema = "meterstore"`, `schema = "pg_catalog"`, "postgres.schema"},
+		{`cache_dir = ""`, `cache_dir = "/etc"`, "query.cache_dir"},
+		{`shutdown_timeout = "30s"`, `shutdown_timeout = "1000000h"`, "server.shutdown_timeout"},
+	} {
+		os.WriteFile(bad, []byte(strings.Replace(text, tc.old, tc.new, 1)), 0o644)
+		if out, code := run(t, "check", "-c", bad); code != exitPermanent || !strings.Contains(out, tc.key) {
+			t.Errorf("check of %s: exit %d\n%s", tc.new, code, out)
+		}
+	}
 
 	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
 

@@ -5,11 +5,27 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/meterstore/meterstore/metering"
 )
+
+// maxCompletenessDays bounds the balancing days one completeness report
+// covers: ten years of 366 days. The report has a row per series and day
+// for every series seen from its first delivery to --to, so its size grows
+// with the days asked for, not with the data stored; ten years is the span
+// settlement data is commonly kept (§ 257 HGB, § 147 AO), and a longer one
+// is a typo or a probe that would run until the statement timeout.
+const maxCompletenessDays = 10 * 366
+
+// daysBetween returns the days from lo to hi, in Unix seconds: a
+// time.Duration holds only 292 years.
+func daysBetween(lo, hi metering.Date) int64 {
+	unix := func(d metering.Date) int64 { return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC).Unix() }
+	return (unix(hi) - unix(lo)) / (24 * 60 * 60)
+}
 
 func newCompleteness() *cobra.Command {
 	var (
@@ -28,7 +44,8 @@ those present in readings (versions resolved, both tiers), the missing and
 the surplus ones (off the grid, outside the day or of another resolution).
 A series that delivered in the 31 days before --from and nothing since is
 missing on every day; one that first delivers within the range is expected
-from that day. The same relation is "completeness" in meterstore query.`,
+from that day. The same relation is "completeness" in meterstore query.
+A report covers at most 3660 days (ten years).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			lo, err := metering.ParseDate(from)
@@ -41,6 +58,10 @@ from that day. The same relation is "completeness" in meterstore query.`,
 			}
 			if hi.Compare(lo) < 0 {
 				return fmt.Errorf("--to %s is before --from %s", hi, lo)
+			}
+			if n := daysBetween(lo, hi) + 1; n > maxCompletenessDays {
+				return fmt.Errorf("--from %s to --to %s are %d balancing days: completeness reports at most %d (ten years) at once; ask for a shorter range",
+					lo, hi, n, maxCompletenessDays)
 			}
 			if !slices.Contains([]string{"table", "csv", "json"}, format) {
 				return fmt.Errorf("--format %q: want table, csv or json", format)

@@ -164,6 +164,18 @@ func TestCompletenessCommand(t *testing.T) {
 		strings.Join(strings.Fields(lines[2])[4:], " ") != "2026-03-28 2026-03-28T05:00:00Z 2026-03-29T04:00:00Z 23 22 1 0" {
 		t.Errorf("--format table: %q", out)
 	}
+	// Ten years of days are reported, series seen before them too; a day
+	// more is refused before the deployment is asked.
+	if got := report("--table", "power", "--from", "2016-03-26", "--to", "2026-04-02", "--incomplete"); len(got) == 0 ||
+		!strings.HasPrefix(got[len(got)-1], id(4)+" 2026-04-02 96 0 96 0") {
+		t.Errorf("completeness over 3660 days: %d rows, ending %q", len(got), got[len(got)-1:])
+	}
+	for _, span := range [][2]string{{"2016-03-25", "2026-04-02"}, {"0001-01-01", "9999-12-31"}} {
+		out, code := run(t, append([]string{"completeness", "--table", "power", "--from", span[0], "--to", span[1]}, c...)...)
+		if code != exitPermanent || !strings.Contains(out, "at most 3660 (ten years)") {
+			t.Errorf("completeness from %s to %s: exit %d\n%s", span[0], span[1], code, out)
+		}
+	}
 	for _, args := range [][]string{
 		{"--table", "power", "--from", "2026-03-30", "--to", "2026-03-28"},
 		{"--table", "power", "--from", "2026-03-32", "--to", "2026-04-01"},

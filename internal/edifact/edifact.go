@@ -63,5 +63,16 @@ func (e *SyntaxError) Error() string {
 // Unwrap returns the cause.
 func (e *SyntaxError) Unwrap() error { return e.Err }
 
+// MaxSegmentBytes bounds a segment, from its tag to its terminator, which
+// is not counted. A real one stays far below: the longest segment of the
+// directory MSCONS uses, FTX with five texts of 512 characters, has about
+// 2.6 KB, twice that if every character were released. A segment past the
+// bound refuses the interchange, and ReadAll stops reading at it, so that
+// memory holds no more of it than this.
+const MaxSegmentBytes = 64 << 10
+
+// errSegmentTooLong is the reason of a segment past MaxSegmentBytes.
+var errSegmentTooLong = fmt.Errorf("longer than %d bytes, the most a segment may have", MaxSegmentBytes)
+
 // ErrNotEDIFACT means the input does not start with UNA or UNB.
 var ErrNotEDIFACT = errors.New("edifact: the input does not start with UNA or UNB")

@@ -61,8 +61,9 @@ func (m *Message) Fail(seg *Segment, format string, args ...any) *MessageError {
 }
 
 // Parse reads an interchange. An error in its envelope (UNA, UNB, UNZ, a
-// segment outside every message) is returned and refuses everything; an
-// error within a message is that message's Err.
+// segment outside every message) or a segment longer than MaxSegmentBytes
+// is returned and refuses everything; another error within a message is
+// that message's Err.
 func Parse(data []byte) (*Interchange, error) {
 	s, err := newScanner(data)
 	if err != nil {
@@ -97,7 +98,7 @@ func Parse(data []byte) (*Interchange, error) {
 	for s.more() {
 		seg, err := s.next()
 		if err != nil {
-			if msg == nil {
+			if msg == nil || errors.Is(err, errSegmentTooLong) {
 				return nil, err
 			}
 			if msg.Err == nil {

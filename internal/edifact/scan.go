@@ -50,6 +50,13 @@ func newScanner(data []byte) (*scanner, error) {
 	return s, nil
 }
 
+// isTag reports whether the first element of a segment is a tag: one
+// component of three upper-case letters or digits.
+func isTag(e []string) bool {
+	return len(e) == 1 && len(e[0]) == 3 && isAlnum(e[0][0]) && isAlnum(e[0][1]) && isAlnum(e[0][2]) &&
+		strings.ToUpper(e[0]) == e[0]
+}
+
 func isAlnum(c byte) bool {
 	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 }
@@ -85,7 +92,9 @@ func (s *scanner) next() (Segment, error) {
 	}
 	ended := false
 	i := s.pos
-	for ; i < len(s.data); i++ {
+	// The terminator of a segment of MaxSegmentBytes lies at end-1.
+	end := min(len(s.data), s.pos+MaxSegmentBytes+1)
+	for ; i < end; i++ {
 		c := s.data[i]
 		switch c {
 		case d.Release:
@@ -122,14 +131,16 @@ func (s *scanner) next() (Segment, error) {
 			break
 		}
 	}
+	if !ended && i < len(s.data) {
+		return seg, s.skipLong(seg, i)
+	}
 	s.pos = i + 1
 	if len(seg.Elements) == 0 {
 		return seg, s.fail(seg, "the input ends inside a segment without its terminator")
 	}
 	tag := seg.Elements[0]
 	seg.Elements = seg.Elements[1:]
-	if len(tag) != 1 || len(tag[0]) != 3 || !isAlnum(tag[0][0]) || !isAlnum(tag[0][1]) || !isAlnum(tag[0][2]) ||
-		strings.ToUpper(tag[0]) != tag[0] {
+	if !isTag(tag) {
 		return seg, s.fail(seg, fmt.Sprintf("%q is not a segment tag", strings.Join(tag, string(d.Component))))
 	}
 	seg.Tag = tag[0]
@@ -137,6 +148,21 @@ func (s *scanner) next() (Segment, error) {
 		return seg, s.fail(seg, "the input ends inside the segment, without its terminator")
 	}
 	return seg, nil
+}
+
+// skipLong refuses seg, longer than MaxSegmentBytes, and moves the
+// scanner past its terminator, which it looks for from i on.
+func (s *scanner) skipLong(seg Segment, i int) error {
+	for ; i < len(s.data) && s.data[i] != s.d.Segment; i++ {
+		if s.data[i] == s.d.Release {
+			i++
+		}
+	}
+	s.pos = i + 1
+	if len(seg.Elements) > 0 && isTag(seg.Elements[0]) {
+		seg.Tag = seg.Elements[0][0]
+	}
+	return &SyntaxError{Position: seg.Position, Tag: seg.Tag, Err: errSegmentTooLong}
 }
 
 func (s *scanner) fail(seg Segment, reason string) error {

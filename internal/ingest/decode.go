@@ -59,12 +59,32 @@ type LineError struct {
 	Err    error
 }
 
-// Error names the line and, if known, the column.
+// Error names the line and, if known, the column: as written if it is
+// plain text, else quoted with its control characters escaped, and cut
+// short if it is long, for it may be anything a delivery holds.
 func (e *LineError) Error() string {
 	if e.Column == "" {
 		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
 	}
-	return fmt.Sprintf("line %d: %s: %v", e.Line, e.Column, e.Err)
+	return fmt.Sprintf("line %d: %s: %v", e.Line, columnName(e.Column), e.Err)
+}
+
+// maxShownName bounds the bytes of a column's name an error shows.
+const maxShownName = 64
+
+// columnName returns name as an error shows it.
+func columnName(name string) string {
+	cut := len(name) > maxShownName
+	if cut {
+		name = strings.ToValidUTF8(name[:maxShownName], "")
+	}
+	if q := strconv.Quote(name); q[1:len(q)-1] != name || cut {
+		if cut {
+			return q + "..."
+		}
+		return q
+	}
+	return name
 }
 
 // Unwrap returns the cause.
@@ -94,7 +114,7 @@ func NewDecoder(r io.Reader, f Format, t *series.Table) (*Decoder, error) {
 	if b, _ := br.Peek(len(bom)); string(b) == bom {
 		br.Discard(len(bom))
 	}
-	r = br
+	r = crLines{br}
 	switch f {
 	case CSV:
 		d.csv = csv.NewReader(r)
@@ -132,6 +152,30 @@ func NewDecoder(r io.Reader, f Format, t *series.Table) (*Decoder, error) {
 		return nil, fmt.Errorf("ingest: unknown format %d", f)
 	}
 	return d, nil
+}
+
+// crLines reads a delivery with every carriage return that is not
+// followed by a line feed turned into one: a CR alone ends a line, as on
+// classic Mac OS and in the CSV of older Excel for Mac, as a CR LF or an
+// LF does. Neither format has a lone CR as data: JSON escapes it in
+// strings, and no column of a reading holds one.
+type crLines struct{ r *bufio.Reader }
+
+func (c crLines) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for i, b := range p[:n] {
+		if b != '\r' {
+			continue
+		}
+		if i+1 < n {
+			if p[i+1] != '\n' {
+				p[i] = '\n'
+			}
+		} else if next, _ := c.r.Peek(1); len(next) == 0 || next[0] != '\n' {
+			p[i] = '\n'
+		}
+	}
+	return n, err
 }
 
 // Next returns the next record, or io.EOF after the last. A record that

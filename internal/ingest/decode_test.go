@@ -3,9 +3,11 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/meterstore/meterstore/metering"
@@ -217,6 +219,90 @@ func TestDecodeJSONObjects(t *testing.T) {
 		var le *LineError
 		if _, err := d.Next(); !errors.As(err, &le) || le.Line != 2 {
 			t.Errorf("%s: %v", in, err)
+		}
+	}
+}
+
+// TestDecodeLineEnds: a delivery reads the same, records and lines, with
+// LF, CR LF or CR alone (classic Mac OS, older Excel for Mac) as line ends,
+// and with a mix of them; a bad record is named by its line.
+func TestDecodeLineEnds(t *testing.T) {
+	lines := []string{
+		"malo_id,from,value,unit,quality,version",
+		"50000000005,2026-03-01T00:00:00Z,1,kWh,220,1",
+		"",
+		"50000000005,2026-03-01T00:15:00Z,x,kWh,220,1",
+		"50000000005,2026-03-01T00:30:00Z,3,kWh,220,1",
+	}
+	jsonLines := []string{
+		`{"malo_id":"50000000005","from":"2026-03-01T00:00:00Z","value":"1","unit":"kWh","quality":"220","version":1}`,
+		"",
+		`{"malo_id":"50000000005","from":"2026-03-01T00:15:00Z","value":"x","unit":"kWh","quality":"220","version":1}`,
+		`{"malo_id":"50000000005","from":"2026-03-01T00:30:00Z","value":"3","unit":"kWh","quality":"220","version":1}`,
+	}
+	for _, c := range []struct {
+		name string
+		f    Format
+		in   string
+		want string
+	}{
+		{"CSV, LF", CSV, strings.Join(lines, "\n") + "\n", "2 ok; 4 line 4: value; 5 ok"},
+		{"CSV, CR LF", CSV, strings.Join(lines, "\r\n") + "\r\n", "2 ok; 4 line 4: value; 5 ok"},
+		{"CSV, CR", CSV, strings.Join(lines, "\r") + "\r", "2 ok; 4 line 4: value; 5 ok"},
+		{"CSV, CR without a last line end", CSV, strings.Join(lines, "\r"), "2 ok; 4 line 4: value; 5 ok"},
+		{"CSV, mixed", CSV, lines[0] + "\r" + lines[1] + "\r\n" + lines[2] + "\n" + lines[3] + "\r" + lines[4], "2 ok; 4 line 4: value; 5 ok"},
+		{"JSON lines, CR", JSONLines, strings.Join(jsonLines, "\r") + "\r", "1 ok; 3 line 3: value; 4 ok"},
+	} {
+		// A byte at a time, every CR is the last byte of a read.
+		for _, r := range []io.Reader{strings.NewReader(c.in), iotest.OneByteReader(strings.NewReader(c.in))} {
+			d, err := NewDecoder(r, c.f, table)
+			if err != nil {
+				t.Fatalf("%s: %q", c.name, err)
+			}
+			var got []string
+			for range 10 {
+				rec, err := d.Next()
+				if err == io.EOF {
+					break
+				}
+				s := fmt.Sprint(rec.Line, " ok")
+				if le := (*LineError)(nil); errors.As(err, &le) {
+					s = fmt.Sprintf("%d line %d: %s", rec.Line, le.Line, le.Column)
+				} else if err != nil {
+					s = fmt.Sprintf("%d %q", rec.Line, err)
+				}
+				got = append(got, s)
+			}
+			if strings.Join(got, "; ") != c.want {
+				t.Errorf("%s, %T: got %q; want %q", c.name, r, strings.Join(got, "; "), c.want)
+			}
+		}
+	}
+}
+
+// TestDecodeErrorsEscapeNames: a column a delivery names is shown in an
+// error as written if it is plain text, else quoted with its control
+// characters escaped, and cut short if it is long: an error never carries
+// a raw carriage return or a whole delivery.
+func TestDecodeErrorsEscapeNames(t *testing.T) {
+	long := strings.Repeat("y", 10_000)
+	for _, c := range []struct {
+		f          Format
+		in, column string
+	}{
+		{CSV, "malo_id,colour\n", "colour"},
+		{CSV, "malo_id,col\x01our\n", `"col\x01our"`},
+		{CSV, "malo_id,\"col\rour\"\n", `"col\nour"`}, // a CR alone ends a line, in quotes too
+		{CSV, "malo_id," + long + "\n", `"` + long[:64] + `"...`},
+		{JSONLines, `{"col\u000dour":"red"}` + "\n", `"col\rour"`},
+		{JSONLines, `{"col\"our":"red"}` + "\n", `"col\"our"`},
+	} {
+		d, err := NewDecoder(strings.NewReader(c.in), c.f, table)
+		if err == nil {
+			_, err = d.Next()
+		}
+		if want := "line 1: " + c.column + ": no such column"; err == nil || err.Error() != want {
+			t.Errorf("%q: %q; want %q", c.in[:min(len(c.in), 40)], err, want)
 		}
 	}
 }

@@ -18,13 +18,22 @@ const (
 // namesALine matches an error message that names a line.
 var namesALine = regexp.MustCompile(`\bline [1-9][0-9]*\b`)
 
+// controlChar matches a control character, which an error message must
+// not carry raw: a carriage return from a delivery would overwrite the
+// message on a terminal.
+var controlChar = regexp.MustCompile(`[\x00-\x1f\x7f]`)
+
 // decodeAll decodes in to the end and fails t if decoding panics, does
-// not end, or refuses anything without naming its line.
+// not end, or refuses anything without naming its line or with a control
+// character in the message.
 func decodeAll(t *testing.T, in string, f Format) {
 	d, err := NewDecoder(strings.NewReader(in), f, table)
 	if err != nil {
 		if !namesALine.MatchString(err.Error()) {
 			t.Fatalf("NewDecoder: %v: names no line", err)
+		}
+		if controlChar.MatchString(err.Error()) {
+			t.Fatalf("NewDecoder: %q: a control character in the message", err)
 		}
 		return
 	}
@@ -34,6 +43,9 @@ func decodeAll(t *testing.T, in string, f Format) {
 		rec, err := d.Next()
 		if err == io.EOF {
 			return
+		}
+		if err != nil && controlChar.MatchString(err.Error()) {
+			t.Fatalf("%q: a control character in the message", err)
 		}
 		var le *LineError
 		switch {
@@ -71,6 +83,9 @@ func FuzzDecodeCSV(f *testing.F) {
 		"\ufeffmalo_id,\ufeffcolour\n",
 		fuzzHeader + strings.Replace(fuzzRow, "1.250", "1.0000001", 1),
 		fuzzHeader + strings.Replace(fuzzRow, "2026-03-29T01:45:00+01:00", "2026-03-29 01:45", 1),
+		strings.ReplaceAll(fuzzHeader+fuzzRow+fuzzRow, "\n", "\r"),                                      // classic Mac OS line ends
+		strings.ReplaceAll(fuzzHeader+fuzzRow, "\n", "\r\n") + strings.TrimSuffix(fuzzRow, "\n") + "\r", // CR LF, then a CR at the end
+		"malo_id,\x01colour\x7f,from\n" + fuzzRow,
 	} {
 		f.Add(s)
 	}
@@ -92,6 +107,8 @@ func FuzzDecodeJSONLines(f *testing.F) {
 		`{"value":{"a":1,"a":2}}` + "\n",
 		`{"colour":"red"}` + "\n",
 		strings.Replace(fuzzObject, "1.250", "1e400", 1),
+		strings.ReplaceAll(fuzzObject+fuzzObject, "\n", "\r"),
+		`{"col\u000dour":"red"}` + "\n",
 	} {
 		f.Add(s)
 	}

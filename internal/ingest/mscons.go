@@ -70,14 +70,21 @@ const groupRows = DefaultBatchRows
 // are written again one at a time, so that the refusal falls on the
 // message at fault alone.
 func RunMSCONS(ctx context.Context, r io.Reader, t *series.Table, write WriteFunc, opts MSCONSOptions) ([]MessageReport, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxInterchangeBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("ingest: read interchange: %w", err)
+	br := bufio.NewReader(r)
+	if b, _ := br.Peek(len(bom)); string(b) == bom {
+		br.Discard(len(bom))
 	}
-	if len(data) > MaxInterchangeBytes {
+	data, err := edifact.ReadAll(io.LimitReader(br, MaxInterchangeBytes+1))
+	var se *edifact.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return nil, fmt.Errorf("interchange refused, nothing written: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("ingest: read interchange: %w", err)
+	case len(data) > MaxInterchangeBytes:
 		return nil, fmt.Errorf("ingest: an interchange of more than %d bytes; split it", MaxInterchangeBytes)
 	}
-	ic, err := edifact.Parse(bytes.TrimPrefix(data, []byte(bom)))
+	ic, err := edifact.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("interchange refused, nothing written: %w", err)
 	}

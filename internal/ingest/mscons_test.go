@@ -1,13 +1,16 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/meterstore/meterstore/internal/edifact"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
@@ -97,6 +100,44 @@ func TestRunMSCONSRefusals(t *testing.T) {
 		!strings.Contains(err.Error(), "interchange refused, nothing written") {
 		t.Fatalf("bad UNZ: %v", err)
 	}
+}
+
+// TestRunMSCONSLongSegment: an interchange whose BGM never ends, as a
+// delivery of 64 MiB would have it, is refused naming the segment before
+// anything is written, and read no further than a few times
+// edifact.MaxSegmentBytes; a byte order mark before it does not shift the
+// count.
+func TestRunMSCONSLongSegment(t *testing.T) {
+	one := interchangeOf(t, 1)
+	head := one[:strings.Index(one, "BGM+7+")+len("BGM+7+")]
+	for _, prefix := range []string{"", bom} {
+		r := &countingReader{r: io.MultiReader(strings.NewReader(prefix+head), bytes.NewReader(bytes.Repeat([]byte("X"), 64<<20)))}
+		written := 0
+		write := func(_ context.Context, rows []series.Reading) ([]series.Status, int, error) {
+			written += len(rows)
+			return make([]series.Status, len(rows)), 0, nil
+		}
+		reps, err := RunMSCONS(t.Context(), r, msconsTable, write, MSCONSOptions{MaLoOf: rel})
+		if err == nil || err.Error() != "interchange refused, nothing written: segment 3 (BGM): longer than 65536 bytes, the most a segment may have" ||
+			len(reps) != 0 || written != 0 {
+			t.Errorf("%q: %v, %d reports, %d rows written", prefix, err, len(reps), written)
+		}
+		if r.n > 4*edifact.MaxSegmentBytes {
+			t.Errorf("%q: %d bytes read; want at most %d", prefix, r.n, 4*edifact.MaxSegmentBytes)
+		}
+	}
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }
 
 // TestRunMSCONSGroups: messages are written together, each reported with

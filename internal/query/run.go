@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -135,7 +136,11 @@ func fetch(ctx context.Context, conn *sql.Conn, h *Header, start func(*Header) e
 	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM `+resultTable).Scan(&total); err != nil {
 		return fmt.Errorf("query: count the result: %w", err)
 	}
-	page, err := conn.PrepareContext(ctx, `SELECT * FROM `+resultTable+` WHERE rowid >= ? AND rowid < ?`)
+	list, err := guardedColumns(ctx, conn)
+	if err != nil {
+		return err
+	}
+	page, err := conn.PrepareContext(ctx, `SELECT `+list+` FROM `+resultTable+` WHERE rowid >= ? AND rowid < ?`)
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
@@ -154,7 +159,7 @@ func fetch(ctx context.Context, conn *sql.Conn, h *Header, start func(*Header) e
 		}
 		rows, err := page.QueryContext(ctx, lo, hi)
 		if err != nil {
-			return fmt.Errorf("query: %w", err)
+			return valueError(fmt.Errorf("query: %w", err), h.Columns)
 		}
 		if !started {
 			started = true
@@ -174,7 +179,7 @@ func fetch(ctx context.Context, conn *sql.Conn, h *Header, start func(*Header) e
 		}
 		held, n, err := pageRows(ctx, rows, dest, vals, row)
 		if err != nil {
-			return err
+			return valueError(err, h.Columns)
 		}
 		if n > 0 {
 			// Size the next page to about pageBytes.
@@ -182,6 +187,70 @@ func fetch(ctx context.Context, conn *sql.Conn, h *Header, start func(*Header) e
 		}
 	}
 	return nil
+}
+
+// maxValueBytes bounds one string, blob or bit string of a result. A
+// value is copied whole into Go, and once more by a renderer that escapes
+// it, while a page holds about pageBytes; without the bound a single
+// value of repeat('x', 1500000000) took 6 GB at a memory limit of 2 GB.
+const maxValueBytes = 64 << 20
+
+// tooLargeMark starts the message of the error a page raises at a value
+// past maxValueBytes, followed by the column's index and the value's
+// bytes, for valueError to read.
+const tooLargeMark = "meterstore: value too large: "
+
+// guardedColumns returns the select list of a page of resultTable: every
+// column, with a string, blob or bit string past maxValueBytes raising an
+// error inside DuckDB instead of being handed to Go. The result's nested
+// values (lists, structs, maps) are not measured.
+func guardedColumns(ctx context.Context, conn *sql.Conn) (string, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT name, type FROM pragma_table_info(`+quote(resultTable)+`) ORDER BY cid`)
+	if err != nil {
+		return "", fmt.Errorf("query: the result's columns: %w", err)
+	}
+	defer rows.Close()
+	var list []string
+	for i := 0; rows.Next(); i++ {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			return "", fmt.Errorf("query: the result's columns: %w", err)
+		}
+		col := ident(name)
+		size := ""
+		switch typ {
+		case "VARCHAR", "JSON":
+			size = `strlen(` + col + `)`
+		case "BLOB":
+			size = `octet_length(` + col + `)`
+		case "BIT":
+			size = `bit_length(` + col + `) // 8`
+		}
+		if size != "" {
+			col = fmt.Sprintf(`CASE WHEN %s > %d THEN error('%s%d ' || %s) ELSE %s END`, size, maxValueBytes, tooLargeMark, i, size, col)
+		}
+		list = append(list, col)
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("query: the result's columns: %w", err)
+	}
+	return strings.Join(list, ", "), nil
+}
+
+// valueError returns err unchanged, or for the error a page raised at a
+// value past maxValueBytes, one wrapping ErrResultTooLarge that names the
+// column of columns it was in.
+func valueError(err error, columns []string) error {
+	_, rest, ok := strings.Cut(err.Error(), tooLargeMark)
+	if !ok {
+		return err
+	}
+	var i, n int64
+	if _, serr := fmt.Sscanf(rest, "%d %d", &i, &n); serr != nil || i < 0 || i >= int64(len(columns)) {
+		return err
+	}
+	return fmt.Errorf("%w: a value of column %q has %d bytes, more than the %d one value may have; select a part of it (left, substr)",
+		ErrResultTooLarge, columns[i], n, maxValueBytes)
 }
 
 // pageRows hands the rows of one page to row, and returns the bytes and

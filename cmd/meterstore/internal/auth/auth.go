@@ -29,6 +29,19 @@ func Match(tokens []config.Token, presented string) (config.Token, bool) {
 	return tokens[match], true
 }
 
+// Issuer returns the configured token that obtained a credential (an
+// access token, a session) recorded for name and hash: the token of that
+// name, if it still has that hash. A credential is honoured only while its
+// issuer is, so removing a token, or rotating its hash under the same
+// name, revokes the credentials it obtained.
+func Issuer(tokens []config.Token, name string, hash [32]byte) (config.Token, bool) {
+	i := slices.IndexFunc(tokens, func(t config.Token) bool { return t.Name == name })
+	if i < 0 || subtle.ConstantTimeCompare(tokens[i].Hash[:], hash[:]) != 1 {
+		return config.Token{}, false
+	}
+	return tokens[i], true
+}
+
 // HasScope reports whether t holds one of scopes; every token does when
 // scopes is empty.
 func HasScope(t config.Token, scopes ...string) bool {

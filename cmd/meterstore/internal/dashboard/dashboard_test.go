@@ -145,11 +145,19 @@ func TestSessions(t *testing.T) {
 		t.Errorf("the page with a session after logout: %d; want 303", w.Code)
 	}
 
-	// A session expires, and ends with its token's admin scope.
+	// A session expires, and ends with its token's hash and admin scope.
 	c2 := login(d, adminTok).Result().Cookies()[0]
 	later := New(s, Options{Tokens: []config.Token{admin}, Clock: func() time.Time { return time.Now().Add(DefaultSessionLifetime + time.Minute) }})
 	if w := page(later, c2, ""); w.Code != http.StatusSeeOther {
 		t.Errorf("an expired session: %d; want 303", w.Code)
+	}
+	rotated := admin
+	rotated.Hash[0] ^= 1
+	if w := page(New(s, Options{Tokens: []config.Token{rotated}}), c2, ""); w.Code != http.StatusSeeOther {
+		t.Errorf("a session of a token whose hash was rotated: %d; want 303", w.Code)
+	}
+	if w := page(New(s, Options{Tokens: []config.Token{admin}}), c2, ""); w.Code != 200 {
+		t.Errorf("the session with its token unchanged: %d; want 200", w.Code)
 	}
 	admin.Scopes = []string{config.ScopeQuery}
 	narrowed := New(s, Options{Tokens: []config.Token{admin}})

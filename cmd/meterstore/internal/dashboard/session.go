@@ -14,6 +14,7 @@ import (
 
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/store"
 )
 
 // CookieName is the name of the session cookie.
@@ -41,8 +42,9 @@ func (r *refusal) Error() string { return r.msg }
 // authenticate returns the admin token a request carries: a bearer token
 // in its Authorization header, for programs, or the session of its cookie.
 // It returns ErrNoSession when the request carries neither (or a session
-// that expired, was revoked or whose token is gone) and a *refusal for a
-// bearer token that is wrong or lacks the admin scope.
+// that expired, was revoked, or whose token is gone or has another hash)
+// and a *refusal for a bearer token that is wrong or lacks the admin
+// scope.
 func (d *Dashboard) authenticate(ctx context.Context, r *http.Request) (config.Token, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, presented, ok := strings.Cut(h, " ")
@@ -63,22 +65,22 @@ func (d *Dashboard) authenticate(ctx context.Context, r *http.Request) (config.T
 	if err != nil || c.Value == "" {
 		return config.Token{}, ErrNoSession
 	}
-	client, ok, err := d.s.AccessTokenClient(ctx, sha256.Sum256([]byte(c.Value)), d.o.Clock())
+	issuer, ok, err := d.s.AccessTokenIssuer(ctx, sha256.Sum256([]byte(c.Value)), d.o.Clock())
 	if err != nil {
 		return config.Token{}, err
 	}
-	name, isSession := strings.CutPrefix(client, sessionClientPrefix)
+	name, isSession := strings.CutPrefix(issuer.Name, sessionClientPrefix)
 	if !ok || !isSession {
 		return config.Token{}, ErrNoSession
 	}
 	// The token is looked up again on every request, so that removing it
-	// from the configuration, or taking its admin scope, ends its sessions.
-	for _, t := range d.o.Tokens {
-		if t.Name == name && auth.HasScope(t, config.ScopeAdmin) {
-			return t, nil
-		}
+	// from the configuration, rotating its hash or taking its admin scope
+	// ends its sessions.
+	t, ok := auth.Issuer(d.o.Tokens, name, issuer.Hash)
+	if !ok || !auth.HasScope(t, config.ScopeAdmin) {
+		return config.Token{}, ErrNoSession
 	}
-	return config.Token{}, ErrNoSession
+	return t, nil
 }
 
 // newSession records a session for token t and returns the cookie's
@@ -91,7 +93,7 @@ func (d *Dashboard) newSession(ctx context.Context, t config.Token) (string, tim
 	v := base64.RawURLEncoding.EncodeToString(b)
 	now := d.o.Clock()
 	expires := now.Add(d.o.SessionLifetime)
-	if err := d.s.RecordAccessToken(ctx, sha256.Sum256([]byte(v)), sessionClientPrefix+t.Name, now, expires); err != nil {
+	if err := d.s.RecordAccessToken(ctx, sha256.Sum256([]byte(v)), store.TokenIssuer{Name: sessionClientPrefix + t.Name, Hash: t.Hash}, now, expires); err != nil {
 		return "", time.Time{}, fmt.Errorf("dashboard: record session: %w", err)
 	}
 	return v, expires, nil

@@ -34,8 +34,10 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/metrics"
+	"github.com/meterstore/meterstore/store"
 )
 
 // The catalog's routes on the API's mux.
@@ -180,8 +182,9 @@ func copyAnswer(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
 
 // authenticate returns the token of the request's bearer if it holds the
 // catalog scope: a configured token, or an access token issued to one
-// that still holds the scope (so that removing or narrowing the
-// [[server.token]] revokes its access tokens at once). Else it answers
+// that still has the same hash and holds the scope (so that removing,
+// rotating or narrowing the [[server.token]] revokes its access tokens at
+// once). Else it answers
 // 401 or 403 and returns false.
 func (c *catalogAPI) authenticate(w http.ResponseWriter, r *http.Request) (config.Token, bool) {
 	h := c.h
@@ -194,14 +197,14 @@ func (c *catalogAPI) authenticate(w http.ResponseWriter, r *http.Request) (confi
 	sum := sha256.Sum256([]byte(presented))
 	t, found := h.tokenOfHash(sum)
 	if !found {
-		name, ok, err := h.s.AccessTokenClient(r.Context(), sum, h.o.Clock())
+		issuer, ok, err := h.s.AccessTokenIssuer(r.Context(), sum, h.o.Clock())
 		if err != nil {
 			h.log.Error("catalog: access token lookup", "err", err)
 			catalogError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "the access token could not be checked: retry")
 			return config.Token{}, false
 		}
 		if ok {
-			t, found = h.tokenNamed(name)
+			t, found = auth.Issuer(h.o.Tokens, issuer.Name, issuer.Hash)
 		}
 	}
 	if !found {
@@ -317,7 +320,7 @@ func (c *catalogAPI) tokens(w http.ResponseWriter, r *http.Request) {
 	rand.Read(b) // never fails
 	access := base64.RawURLEncoding.EncodeToString(b)
 	now := h.o.Clock()
-	if err := h.s.RecordAccessToken(r.Context(), sha256.Sum256([]byte(access)), t.Name, now, now.Add(c.lifetime)); err != nil {
+	if err := h.s.RecordAccessToken(r.Context(), sha256.Sum256([]byte(access)), store.TokenIssuer{Name: t.Name, Hash: t.Hash}, now, now.Add(c.lifetime)); err != nil {
 		h.log.Error("catalog: record access token", "client_id", t.Name, "err", err)
 		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the access token could not be recorded: retry")
 		return

@@ -170,8 +170,9 @@ func TestCatalogAuth(t *testing.T) {
 
 // TestCatalogOAuth: the token endpoint exchanges a token's name and text
 // for an access token that every handler on the database accepts until
-// it expires, and that dies with its [[server.token]]; wrong credentials
-// get RFC 6749's errors, and no secret reaches the log.
+// it expires, and that dies with its [[server.token]] or with a change of
+// its hash; wrong credentials get RFC 6749's errors, and no secret reaches
+// the log.
 func TestCatalogOAuth(t *testing.T) {
 	s, cat := catalogStore(t)
 	reader, readerTok := token(t, "spark", config.ScopeCatalog)
@@ -256,6 +257,17 @@ func TestCatalogOAuth(t *testing.T) {
 	}
 	if a := catalogCall(t, revoked, "GET", "/iceberg/v1/namespaces", access, nil); a.code != 401 || a.errType() != "NotAuthorizedException" {
 		t.Errorf("the access token of a removed token: %d %s", a.code, a.raw)
+	}
+	// Nor after its [[server.token]] was rotated: the same name with
+	// another hash.
+	rotated := reader
+	rotated.Hash[0] ^= 1
+	afterRotation, err := New(s, Options{Tokens: []config.Token{rotated, query}, Catalog: cat, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := catalogCall(t, afterRotation, "GET", "/iceberg/v1/namespaces", access, nil); a.code != 401 || a.errType() != "NotAuthorizedException" {
+		t.Errorf("the access token of a rotated token: %d %s", a.code, a.raw)
 	}
 	// At its expiry it is refused.
 	clock.Advance(30*time.Minute - time.Second)

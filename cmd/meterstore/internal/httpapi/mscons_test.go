@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -47,7 +48,11 @@ func TestIngestMSCONS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	send := func(body string) (int, map[string]any) {
+	small, err := New(s, Options{Tokens: []config.Token{loader}, MaxBodyBytes: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendTo := func(h http.Handler, body string) (int, map[string]any) {
 		t.Helper()
 		r := httptest.NewRequest("POST", "/v1/tables/power/readings", strings.NewReader(body))
 		r.Header.Set("Authorization", "Bearer "+tok)
@@ -61,6 +66,7 @@ func TestIngestMSCONS(t *testing.T) {
 		}
 		return w.Code, out
 	}
+	send := func(body string) (int, map[string]any) { t.Helper(); return sendTo(h, body) }
 	good := msconsMessage("M1", day, 4, "220")
 	code, out := send(msconsInterchange(good, msconsMessage("M2", day.Add(time.Hour), 4, "999")))
 	msgs, _ := out["messages"].([]any)
@@ -88,5 +94,23 @@ func TestIngestMSCONS(t *testing.T) {
 	}
 	if n := countRows(t, s); n != "4" {
 		t.Errorf("%s readings stored after the broken envelope, want 4", n)
+	}
+	// A segment past edifact.MaxSegmentBytes refuses the interchange; a
+	// body past server.max_body_bytes is too large, whatever it holds.
+	long := msconsMessage("M4", day.Add(3*time.Hour), 4, "220")
+	long = strings.Replace(long, "BGM+7+DOCM4", "BGM+7+DOC"+strings.Repeat("4", 70_000), 1)
+	code, out = send(msconsInterchange(long))
+	if code != 422 || !strings.Contains(fmt.Sprint(out["error"]), "segment 3 (BGM): longer than 65536 bytes") {
+		t.Errorf("a segment of 70 kB: %d %v", code, out)
+	}
+	code, out = sendTo(small, msconsInterchange(msconsMessage("M5", day.Add(4*time.Hour), 40, "220")))
+	if code != 413 || out["code"] != "too_large" {
+		t.Errorf("an interchange past max_body_bytes: %d %v", code, out)
+	}
+	if code, out = sendTo(small, msconsInterchange(msconsMessage("M6", day.Add(5*time.Hour), 4, "220"))); code != 200 {
+		t.Errorf("an interchange within max_body_bytes: %d %v", code, out)
+	}
+	if n := countRows(t, s); n != "8" {
+		t.Errorf("%s readings stored, want 8", n)
 	}
 }
