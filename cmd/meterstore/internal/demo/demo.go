@@ -90,6 +90,14 @@ func prepare(dir string) error {
 		if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
 			return fmt.Errorf("demo: %s is not empty and holds no earlier demo; choose another --dir", dir)
 		}
+		inUse, err := pgcluster.InUse(filepath.Join(dir, "pg"))
+		if err != nil {
+			return err
+		}
+		if inUse {
+			return fmt.Errorf("demo: the earlier demo's PostgreSQL in %s is in use by another command, such as meterstore serve; "+
+				"stop it first, or choose another --dir", filepath.Join(dir, "pg"))
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			return err
 		}
