@@ -83,9 +83,26 @@ func runBin(t *testing.T, bin string, args ...string) (string, int) {
 // verify at once, each as a process of its own on the same data_dir: each
 // joins the server serve started and exits 0 with the right answer. When
 // serve stops, the last to use the server, the server stops with it.
+// The binary is built with VCS stamping, and --version names its commit.
 func TestCommandsBesideServe(t *testing.T) {
 	cfgPath, dir := privateDeployment(t)
-	bin := buildBinary(t, t.TempDir())
+	bin := filepath.Join(t.TempDir(), "meterstore")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	head, err := exec.CommandContext(t.Context(), "git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v", err)
+	}
+	// Go stamps a build only where .git is a directory: a clone, not a
+	// git worktree, whose .git is a file. There the build says so.
+	want := "commit " + strings.TrimSpace(string(head))
+	if fi, err := os.Stat("../../.git"); err != nil || !fi.IsDir() {
+		want = "commit unknown (built without VCS stamping)"
+	}
+	if out, code := runBin(t, bin, "--version"); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("--version: exit %d, want %q\n%s", code, want, out)
+	}
 	c := []string{"-c", cfgPath}
 	if out, code := runBin(t, bin, append([]string{"create"}, c...)...); code != 0 {
 		t.Fatalf("create: exit %d\n%s", code, out)
