@@ -156,4 +156,8 @@ type Query struct {
 	// CacheDir is where remote Parquet files are cached, absolute
 	// (query.cache_dir).
 	CacheDir string
+	// DeliveryLag is how long after a balancing day ends its deliveries
+	// are due: the relation completeness counts a day's missing intervals
+	// only from then (query.delivery_lag).
+	DeliveryLag time.Duration
 }

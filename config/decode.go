@@ -128,6 +128,7 @@ func (r *reader) config(raw *rawConfig) *Config {
 	c.Query.MaxRows = r.integer("query.max_rows", q.MaxRows, defaultMaxRows, 1, maxMaxRows)
 	c.Query.MaxResultBytes = r.boundedSize("query.max_result_bytes", q.MaxResult, defaultMaxResultBytes, minResultBytes, maxMemoryLimit)
 	c.Query.Timeout = r.duration("query.timeout", q.Timeout, defaultQueryTimeout, "s")
+	c.Query.DeliveryLag = r.duration("query.delivery_lag", q.DeliveryLag, 0, "s")
 	if dir := r.str("query.cache_dir", q.CacheDir, ""); dir != "" {
 		c.Query.CacheDir = r.abs(dir)
 	} else {

@@ -71,6 +71,7 @@ type rawConfig struct {
 		MaxRows     value `toml:"max_rows"`
 		MaxResult   value `toml:"max_result_bytes"`
 		Timeout     value `toml:"timeout"`
+		DeliveryLag value `toml:"delivery_lag"`
 	} `toml:"query"`
 	Server rawServer  `toml:"server"`
 	Table  []rawTable `toml:"table"`

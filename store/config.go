@@ -42,6 +42,7 @@ func OptionsFrom(cfg *config.Config) Options {
 			MemoryLimit: cfg.Query.MemoryLimit, Threads: cfg.Query.Threads,
 			CacheDir: cfg.Query.CacheDir, MaxRows: cfg.Query.MaxRows,
 			MaxResultBytes: cfg.Query.MaxResultBytes, Timeout: queryTimeout,
+			DeliveryLag: cfg.Query.DeliveryLag,
 		},
 		Snapshots: SnapshotRetention{MaxAge: cfg.Maintenance.SnapshotRetention, KeepLast: cfg.Maintenance.MinSnapshots},
 		Now:       NowOptions{MaxClockSkew: cfg.Maintenance.MaxClockSkew},

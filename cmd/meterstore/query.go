@@ -66,6 +66,7 @@ for "@FILE".`,
 					fmt.Fprintf(os.Stderr, "meterstore: system tables: %v\n", err)
 				}
 			}
+			opts.Now = now // the relation completeness judges due days at --now
 			res, err := s.QueryAt(cmd.Context(), table, sql, opts)
 			if err != nil {
 				return err

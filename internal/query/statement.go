@@ -166,7 +166,8 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		}
 		h.own(tr)
 		if !a.skipCompleteness {
-			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days); err != nil {
+			dueBy := st.opts.now().Add(-e.set.DeliveryLag)
+			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days, dueBy); err != nil {
 				return err
 			}
 		}

@@ -141,6 +141,8 @@ reader_grace = "1d"
 
 [query]
 cache_dir = %[6]q
+# A day's deliveries arrive at 06:00 the morning after.
+delivery_lag = "6h"
 `, filepath.Join(dir, configName), pgURL, schema, dir, "file://"+filepath.Join(dir, "warehouse"), filepath.Join(dir, "cache"))
 	for _, t := range tables() {
 		res := make([]string, len(t.Resolutions))
