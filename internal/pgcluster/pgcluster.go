@@ -49,8 +49,8 @@ import (
 
 // ErrNoBinaries means initdb or pg_ctl could not be found.
 var ErrNoBinaries = errors.New("PostgreSQL server binaries (initdb, pg_ctl) not found: " +
-	"install the PostgreSQL server (Debian/Ubuntu: apt-get install postgresql; PostgreSQL >= 14), " +
-	"put its bin directory on PATH, or point MS_TEST_PG_URL at a running server")
+	"install the PostgreSQL server (Debian/Ubuntu: apt-get install postgresql; macOS: brew install postgresql; PostgreSQL >= 14), " +
+	"put its bin directory on PATH or in MS_PG_BIN_DIRS, or use a running server (postgres.url; tests: MS_TEST_PG_URL)")
 
 // ErrBusy means another process has been starting or stopping the
 // cluster in the directory for longer than Start would wait. Retrying
@@ -344,10 +344,22 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 	return nil
 }
 
+// serverUsers are the unprivileged OS users the server runs as when the
+// caller is root, the first that exists: the one the server package
+// installs, else one made for MeterStore.
+var serverUsers = []string{"postgres", "meterstore"}
+
 func postgresUser() (*syscall.Credential, error) {
-	u, err := user.Lookup("postgres")
+	var u *user.User
+	var err error
+	for _, name := range serverUsers {
+		if u, err = user.Lookup(name); err == nil {
+			break
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("pgcluster: running as root needs the postgres OS user (installed with the server package): %w", err)
+		return nil, fmt.Errorf("pgcluster: PostgreSQL refuses to run as root, and there is no OS user postgres (installed with the server package) "+
+			"or meterstore to run it as: make one (useradd --system --user-group --no-create-home meterstore) or run meterstore as another user: %w", err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
