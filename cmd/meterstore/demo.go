@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/demo"
@@ -23,6 +24,8 @@ made (listening on --listen), and PyIceberg reading the cold tier.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Out = cmd.OutOrStdout()
 			cfg.Progress = os.Stderr
+			// Warnings only: such as the fetch of the packaged PostgreSQL.
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			_, err := demo.Run(cmd.Context(), cfg)
 			return err
 		},
