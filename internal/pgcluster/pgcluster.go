@@ -258,7 +258,9 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		c.cleanup()
 		return err
 	}
-	lock, err := lockDir(ctx, c.dir, c.lockWait)
+	// However short a caller's Start would wait, its Stop waits for a
+	// start or stop under way: leaving without the lock strands the server.
+	lock, err := lockDir(ctx, c.dir, max(c.lockWait, DefaultLockWait))
 	if err != nil {
 		c.cleanup()
 		return fmt.Errorf("pgcluster: left the server in %s running: %w", c.dir, err)

@@ -58,11 +58,16 @@ func readRecord(dir string) (record, error) {
 // connections find it again.
 func (c *Cluster) join(ctx context.Context, settings map[string]string) error {
 	r, err := readRecord(c.dir)
-	if err != nil {
-		c.logger.Warn("the private server's record is unreadable; starting it as new", "dir", c.dir, "err", err)
-		return c.boot(ctx, settings, 0)
+	if err == nil {
+		c.bin, c.version = r.Bin, r.Version
+	} else {
+		// Never a reason to stop the others' server: take the binaries
+		// this process would start it with.
+		c.logger.Warn("the private server's record is unreadable; using the binaries found", "dir", c.dir, "err", err)
+		if err := c.pickBinaries(ctx); err != nil {
+			return err
+		}
 	}
-	c.bin, c.version = r.Bin, r.Version
 	if err := c.placeHome(); err != nil {
 		return err
 	}
