@@ -79,8 +79,8 @@ func runBin(t *testing.T, bin string, args ...string) (string, int) {
 }
 
 // TestCommandsBesideServe runs meterstore serve on a deployment with a
-// private PostgreSQL and, while it runs, ingest, then query, status and
-// verify at once, each as a process of its own on the same data_dir: each
+// private PostgreSQL and, while it runs, ingest, then query, status,
+// verify, completeness and snapshots at once, each as a process of its own on the same data_dir: each
 // joins the server serve started and exits 0 with the right answer. When
 // serve stops, the last to use the server, the server stops with it.
 // The binary is built with VCS stamping, and --version names its commit.
@@ -138,6 +138,9 @@ func TestCommandsBesideServe(t *testing.T) {
 		"query":  {"query", "--table", "power", "--format", "csv", `SELECT count(*) AS n, sum(value) AS total FROM readings`},
 		"status": {"status"},
 		"verify": {"verify"},
+		"completeness": {"completeness", "--table", "power", "--format", "csv",
+			"--from", day.Format(time.DateOnly), "--to", day.Format(time.DateOnly)},
+		"snapshots": {"snapshots", "--table", "power"},
 	}
 	results := make(map[string]result)
 	var mu sync.Mutex
@@ -160,6 +163,14 @@ func TestCommandsBesideServe(t *testing.T) {
 	}
 	if r := results["verify"]; r.code != 0 || !strings.Contains(r.out, "power") {
 		t.Errorf("verify beside serve: exit %d\n%s", r.code, r.out)
+	}
+	// The day is a UTC day, the balancing day Berlin's: both meters are
+	// there with the hours they delivered of it.
+	if r := results["completeness"]; r.code != 0 || strings.Count(r.out, "\n3") != 2 {
+		t.Errorf("completeness beside serve: exit %d\n%s", r.code, r.out)
+	}
+	if r := results["snapshots"]; r.code != 0 || !strings.Contains(r.out, "snapshot_id") {
+		t.Errorf("snapshots beside serve: exit %d\n%s", r.code, r.out)
 	}
 	if now, err := os.ReadFile(pidFile); err != nil || string(now) != string(pid) {
 		t.Errorf("the server serve uses changed under it: %v\nbefore:\n%s\nafter:\n%s", err, pid, now)
