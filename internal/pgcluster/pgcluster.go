@@ -4,8 +4,9 @@
 // packaged.go).
 //
 // When the calling process runs as root, the server runs as the "postgres"
-// operating-system user, because PostgreSQL refuses to run as root. If that
-// user cannot enter the directory the cluster is asked to live in (such as a
+// operating-system user, because PostgreSQL refuses to run as root; where
+// there is none, as a system user "meterstore", made the first time (see
+// user.go). If that user cannot enter the directory the cluster is asked to live in (such as a
 // directory under /root), the cluster's files are kept in
 // /var/lib/meterstore/<name>-<hash of the directory's path> instead, and
 // <dir>/data is a symbolic link to them: the link is how the next Start
@@ -36,7 +37,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -220,7 +220,7 @@ func (c *Cluster) placeHome() error {
 		return nil
 	}
 	var err error
-	if c.cred, err = postgresUser(); err != nil {
+	if c.cred, err = serverUser(c.logger); err != nil {
 		return err
 	}
 	return c.relocate()
@@ -344,28 +344,6 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 		return fmt.Errorf("pgcluster: %s %s: %w\n%s", name, args[0], err, tail(out.Bytes(), 2000))
 	}
 	return nil
-}
-
-// serverUsers are the unprivileged OS users the server runs as when the
-// caller is root, the first that exists: the one the server package
-// installs, else one made for MeterStore.
-var serverUsers = []string{"postgres", "meterstore"}
-
-func postgresUser() (*syscall.Credential, error) {
-	var u *user.User
-	var err error
-	for _, name := range serverUsers {
-		if u, err = user.Lookup(name); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pgcluster: PostgreSQL refuses to run as root, and there is no OS user postgres (installed with the server package) "+
-			"or meterstore to run it as: make one (useradd --system --user-group --no-create-home meterstore) or run meterstore as another user: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 func freePort() (int, error) {
