@@ -115,7 +115,7 @@ func TestStatementInputStatusJSONExplain(t *testing.T) {
 
 	// explain before any archival: the hot tier alone, its partition of
 	// March 1.
-	ex := []string{"explain", "--table", "power", "--now", "2026-05-01T00:00:00Z"}
+	ex := []string{"explain", "--table", "power"}
 	day := `SELECT count(*) FROM readings WHERE "from" >= '2026-03-01' AND "from" < '2026-03-02' AND malo_id IN ('20000000008', '20000000016')`
 	out = mustRun(t, append(append(ex, day), c...)...)
 	for _, want := range []string{"power: from [2026-03-01T00:00:00Z, 2026-03-02T00:00:00Z)",

@@ -34,7 +34,7 @@ of the tiers builds.`,
 			if err != nil {
 				return err
 			}
-			s, _, err := d.openAt(cmd.Context())
+			s, _, err := d.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -47,7 +47,7 @@ of the tiers builds.`,
 			return nil
 		},
 	}
-	d.flags(cmd, true)
+	d.flags(cmd, false)
 	cmd.Flags().StringVar(&table, "table", "", "the table whose readings the SQL reads (required)")
 	cmd.Flags().BoolVar(&files, "files", false, "list the cold data files")
 	cmd.MarkFlagRequired("table")
