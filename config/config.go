@@ -159,4 +159,8 @@ type Query struct {
 	// VerifyDigests compares every cold data file's SHA-256 with its
 	// recorded digest before a query reads it (query.verify_digests).
 	VerifyDigests bool
+	// DeliveryLag is how long after a balancing day ends its deliveries
+	// are due: the relation completeness counts a day's missing intervals
+	// only from then (query.delivery_lag).
+	DeliveryLag time.Duration
 }

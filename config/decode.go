@@ -140,6 +140,7 @@ func (r *reader) config(raw *rawConfig) *Config {
 	c.Query.MaxResultBytes = r.boundedSize("query.max_result_bytes", q.MaxResult, defaultMaxResultBytes, minResultBytes, maxMemoryLimit)
 	c.Query.Timeout = r.duration("query.timeout", q.Timeout, defaultQueryTimeout, "s")
 	c.Query.VerifyDigests = r.boolean("query.verify_digests", q.Digests, false)
+	c.Query.DeliveryLag = r.duration("query.delivery_lag", q.DeliveryLag, 0, "s")
 	if dir := r.str("query.cache_dir", q.CacheDir, ""); dir != "" {
 		c.Query.CacheDir = r.abs(dir)
 		r.ownDir("query.cache_dir", c.Query.CacheDir)

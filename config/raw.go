@@ -72,6 +72,7 @@ type rawConfig struct {
 		MaxResult   value `toml:"max_result_bytes"`
 		Timeout     value `toml:"timeout"`
 		Digests     value `toml:"verify_digests"`
+		DeliveryLag value `toml:"delivery_lag"`
 	} `toml:"query"`
 	Server rawServer  `toml:"server"`
 	Table  []rawTable `toml:"table"`

@@ -43,6 +43,7 @@ func OptionsFrom(cfg *config.Config) Options {
 			CacheDir: cfg.Query.CacheDir, MaxRows: cfg.Query.MaxRows,
 			MaxResultBytes: cfg.Query.MaxResultBytes, Timeout: queryTimeout,
 			VerifyDigests: cfg.Query.VerifyDigests,
+			DeliveryLag:   cfg.Query.DeliveryLag,
 		},
 		Snapshots: SnapshotRetention{MaxAge: cfg.Maintenance.SnapshotRetention, KeepLast: cfg.Maintenance.MinSnapshots},
 		Now:       NowOptions{MaxClockSkew: cfg.Maintenance.MaxClockSkew},

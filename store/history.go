@@ -16,7 +16,11 @@ import (
 type ArchivalCommit struct {
 	CommittedAt time.Time
 	Operation   string
-	Watermark   time.Time
+	// Kind names what the commit did: CommitArchival, CommitLate,
+	// CommitCompaction, CommitRestamp, or CommitOther (another engine's,
+	// or one this version does not know).
+	Kind      string
+	Watermark time.Time
 	// From and To bound the archived window, [From, To); both zero for a
 	// commit that archived none (late corrections, a re-stamp).
 	From, To time.Time
@@ -24,8 +28,36 @@ type ArchivalCommit struct {
 	// corrections below the watermark; -1 when the summary has no count.
 	Rows, LateRows int64
 	// Duration is how long writing the files took; -1 when the commit
-	// predates its recording (cold.SummaryWriteMillis).
+	// predates its recording (cold.SummaryWriteMillis) or wrote no
+	// readings.
 	Duration time.Duration
+	// Compacted is the number of data files a compaction rewrote, -1 for
+	// another kind of commit.
+	Compacted int64
+}
+
+// The kinds of ArchivalCommit.
+const (
+	CommitArchival   = "archival"         // archived a window and moved the watermark
+	CommitLate       = "late corrections" // added late corrections below the watermark
+	CommitCompaction = "compaction"       // rewrote small files, the rows unchanged
+	CommitRestamp    = "re-stamp"         // re-stamped the watermark onto the current snapshot (before an expiry, or reassert)
+	CommitOther      = "other"
+)
+
+// commitKind classifies a snapshot by the summary keys its commit wrote.
+func commitKind(p map[string]string) string {
+	switch {
+	case p[cold.SummaryArchivedTo] != "":
+		return CommitArchival
+	case p[cold.SummaryCompacted] != "":
+		return CommitCompaction
+	case p[cold.SummaryReasserted] != "":
+		return CommitRestamp
+	case summaryInt(p[cold.SummaryLateRows]) > 0:
+		return CommitLate
+	}
+	return CommitOther
 }
 
 // ArchivalHistory returns the commits of table name's cold tier that
@@ -47,8 +79,9 @@ func (s *Store) ArchivalHistory(ctx context.Context, name string, since time.Tim
 			continue
 		}
 		p := sn.Summary.Properties
-		c := ArchivalCommit{CommittedAt: at, Operation: string(sn.Summary.Operation),
-			Rows: summaryInt(p[cold.SummaryRows]), LateRows: summaryInt(p[cold.SummaryLateRows]), Duration: -1}
+		c := ArchivalCommit{CommittedAt: at, Operation: string(sn.Summary.Operation), Kind: commitKind(p),
+			Rows: summaryInt(p[cold.SummaryRows]), LateRows: summaryInt(p[cold.SummaryLateRows]), Duration: -1,
+			Compacted: summaryInt(p[cold.SummaryCompacted])}
 		c.Watermark, _ = time.Parse(time.RFC3339Nano, p[cold.SummaryWatermark])
 		c.From, _ = time.Parse(time.RFC3339Nano, p[cold.SummaryArchivedFrom])
 		c.To, _ = time.Parse(time.RFC3339Nano, p[cold.SummaryArchivedTo])

@@ -21,10 +21,12 @@ import (
 )
 
 // OpenConfig opens the deployment cfg describes: the PostgreSQL server at
-// postgres.url, or a private one it starts from the installed binaries in
-// data_dir/pg; the warehouse; the catalog's log in PostgreSQL or on the
-// warehouse; the subject registry; and every declared table. Close
-// releases what it started. Each of with adjusts the options after they
+// postgres.url, or the private one in data_dir/pg, which it starts (from
+// the installed binaries, or packaged ones where none are installed) or
+// joins when another process runs it; the warehouse; the catalog's log in
+// PostgreSQL or on the warehouse; the subject registry; and every
+// declared table. Close releases what it started, and the private server
+// if no other process uses it. Each of with adjusts the options after they
 // are derived from cfg, such as WithMeters.
 func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with ...ConfigOption) (_ *Store, err error) {
 	if log == nil {
@@ -37,6 +39,7 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with 
 		}
 	}()
 	pgURL := cfg.Postgres.URL
+	var private *privateServer
 	if pgURL == "" {
 		cl, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(cfg.Postgres.DataDir, "pg"), Logger: log})
 		if err != nil {
@@ -44,6 +47,7 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with 
 		}
 		closers = append(closers, func() { cl.Stop(context.WithoutCancel(ctx)) })
 		pgURL = cl.URL("postgres")
+		private = &privateServer{bin: cl.BinDir(), packaged: cl.Packaged()}
 	}
 	pcfg, err := pgxpool.ParseConfig(pgURL)
 	if err != nil {
@@ -94,7 +98,7 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with 
 	if err != nil {
 		return nil, err
 	}
-	s.closers = closers
+	s.closers, s.private = closers, private
 	return s, nil
 }
 

@@ -96,6 +96,10 @@ type QueryOptions struct {
 	// (ErrAlteredFile) before any verification ran. Every file is read
 	// twice; off, only a file's size is compared.
 	VerifyDigests bool
+	// DeliveryLag is how long after a balancing day ends its deliveries
+	// are due; the relation completeness counts missing intervals only on
+	// days that are due at the query's ReadOptions.Now.
+	DeliveryLag time.Duration
 }
 
 // DefaultQueryTimeout is QueryOptions.Timeout when it is zero.
@@ -141,7 +145,7 @@ func (o QueryOptions) settings() query.Settings {
 		timeout = 0
 	}
 	return query.Settings{MemoryLimit: o.MemoryLimit, Threads: o.Threads, CacheDir: o.CacheDir, MaxRows: o.MaxRows,
-		MaxResultBytes: o.MaxResultBytes, Timeout: timeout}
+		MaxResultBytes: o.MaxResultBytes, Timeout: timeout, DeliveryLag: o.DeliveryLag}
 }
 
 func (r SnapshotRetention) retention() cold.Retention {

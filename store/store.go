@@ -80,8 +80,9 @@ type Store struct {
 	arch    *archive.Archiver
 	router  *archive.Router
 	metrics *metrics.Metrics
-	tables  []*table // in declaration order
-	closers []func() // what OpenConfig started, for Close
+	tables  []*table       // in declaration order
+	closers []func()       // what OpenConfig started, for Close
+	private *privateServer // the private server OpenConfig started or joined
 
 	mu       sync.Mutex
 	system   []query.Relation // the system tables, as last refreshed

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/store"
 )
 
 // maxCompletenessDays bounds the balancing days one completeness report
@@ -44,7 +45,9 @@ those present in readings (versions resolved, both tiers), the missing and
 the surplus ones (off the grid, outside the day or of another resolution).
 A series that delivered in the 31 days before --from and nothing since is
 missing on every day; one that first delivers within the range is expected
-from that day. The same relation is "completeness" in meterstore query.
+from that day. A day counts missing intervals only once its deliveries are
+due, query.delivery_lag after it ends (today never is); column due says
+which days are. The same relation is "completeness" in meterstore query.
 A report covers at most 3660 days (ten years).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,12 +74,12 @@ A report covers at most 3660 days (ten years).`,
 				sql += ` AND (missing > 0 OR surplus > 0)`
 			}
 			sql += ` ORDER BY ALL`
-			s, _, err := d.open(cmd.Context())
+			s, now, err := d.openAt(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			res, err := s.Query(cmd.Context(), table, sql)
+			res, err := s.QueryAt(cmd.Context(), table, sql, store.ReadOptions{Now: now})
 			if err != nil {
 				return err
 			}
@@ -84,12 +87,16 @@ A report covers at most 3660 days (ten years).`,
 				return err
 			}
 			missing, surplus := sumColumn(res.Columns, res.Rows, "missing"), sumColumn(res.Columns, res.Rows, "surplus")
-			fmt.Fprintf(os.Stderr, "%d series-days; %d intervals missing, %d surplus; watermark %s; tiers %s\n",
-				len(res.Rows), missing, surplus, stamp(res.Watermark), strings.Join(res.Tiers, ", "))
+			notDue := ""
+			if n := countFalse(res.Columns, res.Rows, "due"); n > 0 {
+				notDue = fmt.Sprintf(" (%d not yet due at %s, whose missing intervals are not counted)", n, stamp(now))
+			}
+			fmt.Fprintf(os.Stderr, "%d series-days%s; %d intervals missing, %d surplus; watermark %s; tiers %s\n",
+				len(res.Rows), notDue, missing, surplus, stamp(res.Watermark), strings.Join(res.Tiers, ", "))
 			return nil
 		},
 	}
-	d.flags(cmd, false)
+	d.flags(cmd, true)
 	f := cmd.Flags()
 	f.StringVar(&table, "table", "", "the interval table to report on (required)")
 	f.StringVar(&from, "from", "", "the first balancing day, YYYY-MM-DD (required)")
@@ -100,6 +107,21 @@ A report covers at most 3660 days (ten years).`,
 	cmd.MarkFlagRequired("from")
 	cmd.MarkFlagRequired("to")
 	return cmd
+}
+
+// countFalse returns the rows whose BOOLEAN column name is false.
+func countFalse(cols []string, rows [][]any, name string) int {
+	i := slices.Index(cols, name)
+	if i < 0 {
+		return 0
+	}
+	n := 0
+	for _, r := range rows {
+		if v, ok := r[i].(bool); ok && !v {
+			n++
+		}
+	}
+	return n
 }
 
 // sumColumn returns the sum of the BIGINT column name over rows.

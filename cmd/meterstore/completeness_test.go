@@ -121,7 +121,7 @@ func TestCompletenessCommand(t *testing.T) {
 		if err != nil || len(rows) == 0 {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
-		want := []string{"malo_id", "obis_code", "sparte", "resolution", "balancing_day", "from", "to", "expected", "present", "missing", "surplus"}
+		want := []string{"malo_id", "obis_code", "sparte", "resolution", "balancing_day", "from", "to", "expected", "present", "missing", "surplus", "due"}
 		if !slices.Equal(rows[0], want) {
 			t.Fatalf("columns %v, want %v", rows[0], want)
 		}
@@ -143,6 +143,29 @@ func TestCompletenessCommand(t *testing.T) {
 	}; !slices.Equal(got, want) {
 		t.Errorf("power\n got %v\nwant %v", got, want)
 	}
+	// At noon of the 30th, the 30th is not due yet: nothing of it is
+	// missing, though nothing of it is there for most locations; the
+	// 29th, which ended at midnight, is due. With a delivery lag of a
+	// day, the 29th is not due either.
+	notDue := func(i int, d metering.Date, expected, present, surplus int) string {
+		return fmt.Sprintf("%s %s %d %d %d %d", id(i), d, expected, present, 0, surplus)
+	}
+	if got, want := report("--table", "power", "--from", "2026-03-29", "--to", "2026-03-30", "--now", "2026-03-30T12:00:00+02:00"), []string{
+		row(0, d29, 92, 92, 0), notDue(0, d30, 96, 96, 0),
+		row(1, d29, 92, 91, 0), notDue(1, d30, 96, 0, 0),
+		row(2, d29, 92, 0, 0), notDue(2, d30, 96, 0, 0),
+		row(3, d29, 92, 0, 0), notDue(3, d30, 96, 0, 0),
+		row(4, d29, 92, 0, 0), notDue(4, d30, 96, 0, 0),
+	}; !slices.Equal(got, want) {
+		t.Errorf("power at noon of the 30th\n got %v\nwant %v", got, want)
+	}
+	lagged := filepath.Join(dir, "lagged.toml")
+	os.WriteFile(lagged, []byte(strings.Replace(text, `delivery_lag = "0s"`, `delivery_lag = "1d"`, 1)), 0o644)
+	out := mustRun(t, "completeness", "-c", lagged, "--table", "power", "--from", "2026-03-29", "--to", "2026-03-29",
+		"--now", "2026-03-30T12:00:00+02:00", "--incomplete", "--format", "csv")
+	if lines := strings.Count(out, "\n"); lines != 1 {
+		t.Errorf("with a delivery lag of a day, the 29th at noon of the 30th is incomplete:\n%s", out)
+	}
 	if got, want := report("--table", "power", "--from", "2026-03-29", "--to", "2026-03-29", "--incomplete"), []string{
 		row(1, d29, 92, 91, 0), row(2, d29, 92, 0, 0), row(3, d29, 92, 0, 0), row(4, d29, 92, 0, 0),
 	}; !slices.Equal(got, want) {
@@ -154,14 +177,14 @@ func TestCompletenessCommand(t *testing.T) {
 	}; !slices.Equal(got, want) {
 		t.Errorf("gas\n got %v\nwant %v", got, want)
 	}
-	out := mustRun(t, append([]string{"completeness", "--table", "gas", "--from", "2026-03-28", "--to", "2026-03-28", "--format", "json"}, c...)...)
+	out = mustRun(t, append([]string{"completeness", "--table", "gas", "--from", "2026-03-28", "--to", "2026-03-28", "--format", "json"}, c...)...)
 	if want := `{"malo_id":"` + id(0) + `","obis_code":"7-20:99.33.17","sparte":"GAS","resolution":"PT1H","balancing_day":"2026-03-28",` +
-		`"from":"2026-03-28T05:00:00Z","to":"2026-03-29T04:00:00Z","expected":23,"present":23,"missing":0,"surplus":0}`; !strings.HasPrefix(out, want+"\n") {
+		`"from":"2026-03-28T05:00:00Z","to":"2026-03-29T04:00:00Z","expected":23,"present":23,"missing":0,"surplus":0,"due":true}`; !strings.HasPrefix(out, want+"\n") {
 		t.Errorf("--format json: got %q, want it to begin with %q", out, want)
 	}
 	out = mustRun(t, append([]string{"completeness", "--table", "gas", "--from", "2026-03-28", "--to", "2026-03-28"}, c...)...)
-	if lines := strings.Split(out, "\n"); len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "malo_id obis_code sparte resolution balancing_day from to expected present missing surplus" ||
-		strings.Join(strings.Fields(lines[2])[4:], " ") != "2026-03-28 2026-03-28T05:00:00Z 2026-03-29T04:00:00Z 23 22 1 0" {
+	if lines := strings.Split(out, "\n"); len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "malo_id obis_code sparte resolution balancing_day from to expected present missing surplus due" ||
+		strings.Join(strings.Fields(lines[2])[4:], " ") != "2026-03-28 2026-03-28T05:00:00Z 2026-03-29T04:00:00Z 23 22 1 0 true" {
 		t.Errorf("--format table: %q", out)
 	}
 	// Ten years of days are reported, series seen before them too; a day

@@ -113,15 +113,26 @@ func (d *deployment) clock() (time.Time, error) {
 }
 
 func newInit() *cobra.Command {
-	var force bool
+	var (
+		force bool
+		to    string
+	)
 	cmd := &cobra.Command{
 		Use:   "init [file]",
 		Short: "Write a commented configuration template (default meterstore.toml)",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `Writes a commented configuration template to the file given as the
+argument or with -c, as every other command names it (default
+meterstore.toml). An existing file is kept unless --force.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := "meterstore.toml"
-			if len(args) == 1 {
+			switch {
+			case len(args) == 1 && to != "" && args[0] != to:
+				return fmt.Errorf("init: the file is named twice, %s and -c %s; name it once", args[0], to)
+			case len(args) == 1:
 				path = args[0]
+			case to != "":
+				path = to
 			}
 			flag := os.O_WRONLY | os.O_CREATE | os.O_EXCL
 			if force {
@@ -146,6 +157,7 @@ func newInit() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite an existing file")
+	cmd.Flags().StringVarP(&to, "config", "c", "", "the file to write, as the argument names it")
 	return cmd
 }
 

@@ -27,12 +27,15 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "meterstore",
 		Short:         "Tiered storage for metering time series: PostgreSQL and Apache Iceberg",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("meterstore {{.Version}}\n")
 	root.AddCommand(newBench(), newDemo(), newInit(), newCheck(), newCreate(), newIngest(),
 		newArchive(), newMaintain(), newQuery(), newStatus(), newVerify(), newSnapshots(), newPurge(),
-		newServe(), newToken(), newCompleteness(), newErase(), newOrphans(), newExpire(), newReassert(), newCompact())
+		newServe(), newToken(), newCompleteness(), newErase(), newOrphans(), newExpire(), newReassert(), newCompact(), newExplain())
+	addCompletions(root)
 	return root
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
 	"github.com/meterstore/meterstore/store"
 )
 
@@ -208,19 +210,43 @@ func printOutcome(w io.Writer, out *store.MaintenanceOutcome) {
 }
 
 func newStatus() *cobra.Command {
-	var d deployment
+	var (
+		d      deployment
+		format string
+	)
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show system.tables; exit 1 when a table is unhealthy",
-		Args:  cobra.NoArgs,
+		Short: "Show system.tables and the PostgreSQL server; exit 1 when a table is unhealthy",
+		Long: `Prints system.tables at --now and, after it, the PostgreSQL server's
+version and, for the private server, the binaries it runs on. --format json
+prints the body GET /v1/status answers instead. Exit 1 when a table is
+unhealthy.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if format != "table" && format != "json" {
+				return fmt.Errorf("--format %q: want table or json", format)
+			}
 			s, now, err := d.openAt(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer s.Close()
 			sts := s.Status(cmd.Context(), now)
-			printStatus(cmd.OutOrStdout(), sts)
+			w := cmd.OutOrStdout()
+			if format == "json" {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(httpapi.NewStatusBody(now, sts, nil)); err != nil {
+					return err
+				}
+			} else {
+				printStatus(w, sts)
+				ps, err := s.PostgresServer(cmd.Context())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(w, describeServer(ps))
+			}
 			for _, st := range sts {
 				if !st.Healthy {
 					return errUnhealthy
@@ -230,7 +256,19 @@ func newStatus() *cobra.Command {
 		},
 	}
 	d.flags(cmd, true)
+	cmd.Flags().StringVar(&format, "format", "table", "table, or json (the body of GET /v1/status)")
 	return cmd
+}
+
+// describeServer says which PostgreSQL server a deployment uses.
+func describeServer(ps store.PostgresServer) string {
+	switch {
+	case !ps.Private:
+		return "PostgreSQL " + ps.Version + " at postgres.url"
+	case ps.Packaged:
+		return "PostgreSQL " + ps.Version + ", private, on packaged binaries in " + ps.Binaries
+	}
+	return "PostgreSQL " + ps.Version + ", private, on the installed binaries in " + ps.Binaries
 }
 
 func printStatus(w io.Writer, sts []store.TableStatus) {

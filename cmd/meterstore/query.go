@@ -24,7 +24,7 @@ func newQuery() *cobra.Command {
 		asOf, knownAt string
 	)
 	cmd := &cobra.Command{
-		Use:   "query [--table T] SQL",
+		Use:   "query [--table T] (SQL | - | @FILE)",
 		Short: "Run one read-only SQL statement over the deployment's tables in both tiers",
 		Long: `Runs a SELECT over the deployment: every declared table is a schema holding
 "readings" (per merge key the highest version, then the latest recorded_at),
@@ -43,10 +43,17 @@ are now; --as-of TIME does so for the snapshot current at TIME (see
 "meterstore snapshots"). --known-at TIME hides every row recorded after TIME,
 in both tiers (--as-of-snapshot only in a statement of --table alone). The
 line after the result names the snapshot, watermark and ceiling read, and
-each other table's watermark and tiers.`,
+each other table's watermark and tiers.
+
+The statement is the argument, or standard input for "-", or the file FILE
+for "@FILE".`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := readOptions(snapshot, asOf, knownAt)
+			if err != nil {
+				return err
+			}
+			sql, err := statementArg(cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -60,7 +67,8 @@ each other table's watermark and tiers.`,
 					fmt.Fprintf(os.Stderr, "meterstore: system tables: %v\n", err)
 				}
 			}
-			res, err := s.QueryAt(cmd.Context(), table, args[0], opts)
+			opts.Now = now // the relation completeness judges due days at --now
+			res, err := s.QueryAt(cmd.Context(), table, sql, opts)
 			if err != nil {
 				return err
 			}
@@ -85,6 +93,38 @@ each other table's watermark and tiers.`,
 	f.StringVar(&knownAt, "known-at", "", "hide the rows recorded after this time (RFC 3339), in both tiers")
 	cmd.MarkFlagsMutuallyExclusive("as-of-snapshot", "as-of")
 	return cmd
+}
+
+// statementArg returns the SQL an argument gives: the argument itself,
+// standard input for "-", or the content of FILE for "@FILE". An empty
+// statement is refused here, before anything is opened.
+func statementArg(cmd *cobra.Command, arg string) (string, error) {
+	sql := arg
+	switch {
+	case arg == "-":
+		b, err := io.ReadAll(cmd.InOrStdin())
+		if err != nil {
+			return "", fmt.Errorf("reading the statement from standard input: %w", err)
+		}
+		sql = string(b)
+	case strings.HasPrefix(arg, "@"):
+		b, err := os.ReadFile(arg[1:])
+		if err != nil {
+			return "", fmt.Errorf("reading the statement: %w", err)
+		}
+		sql = string(b)
+	}
+	if strings.TrimSpace(sql) == "" {
+		what := "the argument"
+		switch {
+		case arg == "-":
+			what = "standard input"
+		case strings.HasPrefix(arg, "@"):
+			what = arg[1:]
+		}
+		return "", fmt.Errorf("no SQL statement in %s", what)
+	}
+	return sql, nil
 }
 
 // readOptions returns the read options of the flags.

@@ -28,8 +28,8 @@ func newServe() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API and run the maintenance loop until SIGTERM",
-		Long: `Opens the deployment once (with postgres.url empty, its private PostgreSQL
-for the life of the process), runs the maintenance loop and serves the
+		Long: `Opens the deployment once (with postgres.url empty, its private PostgreSQL,
+which other commands on the same data_dir use beside it), runs the maintenance loop and serves the
 HTTP API of the [server] section: GET /healthz, /readyz and /v1/status,
 and POST /v1/tables/{table}/readings (a CSV or JSON lines delivery, in
 atomic batches) and POST /v1/query (a SELECT, answered as CSV or JSON

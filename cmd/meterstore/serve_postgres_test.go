@@ -39,10 +39,7 @@ func startPrivatePostgres(t *testing.T) *privatePostgres {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Stop(context.Background()) })
-	pp := &privatePostgres{t: t, cluster: c}
-	if pp.bin, err = pgcluster.FindBinaries(); err != nil {
-		t.Fatal(err)
-	}
+	pp := &privatePostgres{t: t, cluster: c, bin: c.BinDir()}
 	conn, err := pgx.Connect(t.Context(), c.URL("postgres"))
 	if err != nil {
 		t.Fatal(err)

@@ -15,12 +15,12 @@ import (
 	"time"
 )
 
-// placeHome decides, as root, where the cluster's files live: in c.dir if
+// relocate decides, as root, where the cluster's files live: in c.dir if
 // the postgres OS user can enter it, else in a directory of its own under
 // relocateRoot, named after c.dir, that c.dir/data links to. An existing
 // link always wins, so the data is found again by every later Start even
 // if c.dir moves.
-func (c *Cluster) placeHome() error {
+func (c *Cluster) relocate() error {
 	link := filepath.Join(c.dir, "data")
 	fi, err := os.Lstat(link)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -12,12 +12,25 @@ import (
 	"time"
 )
 
+// The files in Options.Dir that coordinate the processes sharing a
+// cluster. Both are flocks: the kernel releases them when the file is
+// closed or its process ends, however it ends, so no stale lock outlives
+// its owner. Go opens files close-on-exec, so the server and pg_ctl do
+// not inherit them.
+const (
+	// lockName is taken exclusively, and briefly, to start, join, leave,
+	// stop or take over the server; it holds the pid of its last taker
+	// for the next one's error message.
+	lockName = "pgcluster.lock"
+	// usersName is held shared by every process that uses the server,
+	// from Start to Stop. Taking it exclusively, without waiting and
+	// while holding lockName, tells that no other process uses it.
+	usersName = "pgcluster.users"
+)
+
 // lockDir takes the exclusive lock on dir's lock file, waiting up to wait
 // (not at all if negative) while another process holds it, and writes the
-// caller's pid into the file for the next one's error message. The lock
-// is an flock: the kernel releases it when the file is closed or the
-// process ends, however it ends, so no stale lock outlives its owner. The
-// file is opened close-on-exec, so the server and pg_ctl do not inherit it.
+// caller's pid into the file.
 func lockDir(ctx context.Context, dir string, wait time.Duration) (*os.File, error) {
 	path := filepath.Join(dir, lockName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
@@ -26,13 +39,13 @@ func lockDir(ctx context.Context, dir string, wait time.Duration) (*os.File, err
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+		ok, err := tryFlock(f, syscall.LOCK_EX)
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("pgcluster: lock %s: %w", path, err)
+		}
+		if ok {
+			break
 		}
 		if !time.Now().Before(deadline) {
 			holder := "another process"
@@ -42,7 +55,7 @@ func lockDir(ctx context.Context, dir string, wait time.Duration) (*os.File, err
 				}
 			}
 			f.Close()
-			return nil, fmt.Errorf("pgcluster: the private PostgreSQL server in %s is in use by %s (waited %v): %w",
+			return nil, fmt.Errorf("pgcluster: the private PostgreSQL server in %s is being started or stopped by %s (waited %v): %w",
 				dir, holder, max(wait, 0), ErrBusy)
 		}
 		select {
@@ -61,4 +74,32 @@ func lockDir(ctx context.Context, dir string, wait time.Duration) (*os.File, err
 		return nil, fmt.Errorf("pgcluster: lock %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// openUsers opens dir's users file, unlocked.
+func openUsers(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, usersName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("pgcluster: users: %w", err)
+	}
+	return f, nil
+}
+
+// tryFlock takes (or converts to) the flock how on f without waiting and
+// reports whether it got it. On Linux a conversion that fails has dropped
+// the lock f held: callers convert only while holding the lock file, or
+// when they are about to let go anyway.
+func tryFlock(f *os.File, how int) (bool, error) {
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return false, nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		}
+		return false, err
+	}
 }

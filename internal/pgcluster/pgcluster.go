@@ -1,9 +1,12 @@
-// Package pgcluster starts a private PostgreSQL server from the installed
-// server binaries (initdb, pg_ctl), listening only on 127.0.0.1.
+// Package pgcluster starts a private PostgreSQL server, listening only on
+// 127.0.0.1, from the installed server binaries (initdb, pg_ctl) or, where
+// none are installed, from PostgreSQL binaries fetched as a package (see
+// packaged.go).
 //
 // When the calling process runs as root, the server runs as the "postgres"
-// operating-system user, because PostgreSQL refuses to run as root. If that
-// user cannot enter the directory the cluster is asked to live in (such as a
+// operating-system user, because PostgreSQL refuses to run as root; where
+// there is none, as a system user "meterstore", made the first time (see
+// user.go). If that user cannot enter the directory the cluster is asked to live in (such as a
 // directory under /root), the cluster's files are kept in
 // /var/lib/meterstore/<name>-<hash of the directory's path> instead, and
 // <dir>/data is a symbolic link to them: the link is how the next Start
@@ -11,13 +14,18 @@
 // pointed to are moved aside (to <that directory>.removed-<time>, with a
 // warning), neither brought back nor deleted.
 //
-// A cluster in a given directory has one owner at a time: Start takes an
-// exclusive lock on <dir>/pgcluster.lock and holds it until Stop, or until
-// the owning process ends, however it ends. A second Start in the same
-// directory waits a bounded time for the lock and then fails with ErrBusy.
-// Because the owner of the lock owns the server, a server that runs while
-// Start holds the lock was left behind by a process that ended without
-// stopping it; Start stops it cleanly and starts it again.
+// Any number of processes use the cluster in a directory at once. Each
+// holds a shared lock on <dir>/pgcluster.users from Start to Stop; the
+// first to start finds the server stopped and starts it, the others join
+// it, and the last to Stop stops it. Starting, joining, leaving, stopping
+// and taking over are done under the exclusive lock <dir>/pgcluster.lock,
+// held for as long as one of them takes (a start, seconds), never for a
+// process's lifetime. Both are flocks, which the kernel releases however
+// a process ends: a process killed while it uses the server never blocks
+// the others, and the server is stopped only when no process holds the
+// shared lock. A server that runs while no process holds it was left
+// behind by processes that ended without stopping it; the next Start
+// stops it cleanly and starts it again (takeover.go).
 package pgcluster
 
 import (
@@ -29,7 +37,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -42,22 +49,19 @@ import (
 
 // ErrNoBinaries means initdb or pg_ctl could not be found.
 var ErrNoBinaries = errors.New("PostgreSQL server binaries (initdb, pg_ctl) not found: " +
-	"install the PostgreSQL server (Debian/Ubuntu: apt-get install postgresql; PostgreSQL >= 14), " +
-	"put its bin directory on PATH, or point MS_TEST_PG_URL at a running server")
+	"install the PostgreSQL server (Debian/Ubuntu: apt-get install postgresql; macOS: brew install postgresql; PostgreSQL >= 14), " +
+	"put its bin directory on PATH or in MS_PG_BIN_DIRS, or use a running server (postgres.url; tests: MS_TEST_PG_URL)")
 
-// ErrBusy means another process owns the cluster in the directory: it
-// runs a command on it now. Retrying once that command has finished
-// succeeds.
+// ErrBusy means another process has been starting or stopping the
+// cluster in the directory for longer than Start would wait. Retrying
+// once it has finished succeeds.
 var ErrBusy = series.NewSentinel("busy, retry when the other command has finished", true)
 
-// DefaultLockWait is how long Start waits for another process to release
-// a cluster before it fails with ErrBusy: long enough to ride over a
-// short command that is finishing, short enough not to hang behind a
-// long one.
-const DefaultLockWait = 10 * time.Second
-
-// lockName is the lock file in Options.Dir.
-const lockName = "pgcluster.lock"
+// DefaultLockWait is how long Start and Stop wait for another process to
+// finish starting, stopping or taking over the cluster: a start on a
+// loaded machine takes seconds, a take-over after a crash up to two
+// minutes of pg_ctl's own timeouts.
+const DefaultLockWait = 3 * time.Minute
 
 // defaultRelocateRoot holds, as root, the clusters of directories the
 // postgres OS user cannot enter.
@@ -69,130 +73,157 @@ var relocateRoot = defaultRelocateRoot
 // Options configure a cluster.
 type Options struct {
 	// Dir holds the data directory and the server log (or, as root, a link
-	// to them when the postgres user cannot enter Dir) and the lock file.
-	// An existing cluster in Dir is reused; empty means a new temporary
-	// directory, removed by Stop.
+	// to them when the postgres user cannot enter Dir) and the lock files.
+	// An existing cluster in Dir is reused, and a server other processes
+	// run there is joined; empty means a new temporary directory, removed
+	// by Stop.
 	Dir string
 	// Settings are server parameters passed with -c, such as fsync=off.
+	// They apply when this process starts the server; a process that
+	// joins a running server gets the settings it was started with.
 	Settings map[string]string
 	// Logger receives progress messages; nil discards them.
 	Logger *slog.Logger
-	// LockWait bounds how long Start waits for another process to
-	// release the cluster in Dir before it fails with ErrBusy: zero means
-	// DefaultLockWait, a negative value not to wait.
+	// LockWait bounds how long Start and Stop wait for another process to
+	// finish starting, stopping or taking over the cluster in Dir before
+	// they fail with ErrBusy: zero means DefaultLockWait, a negative value
+	// not to wait.
 	LockWait time.Duration
 }
 
-// Cluster is a running private PostgreSQL server.
+// Cluster is a private PostgreSQL server this process uses.
 type Cluster struct {
-	bin string
-	dir string // Options.Dir: the lock, and the link to home if relocated
+	bin     string // the directory of the server's binaries
+	version string // the server's version, as postgres --version says it
+	dir     string // Options.Dir: the locks, and the link to home if relocated
 	// home holds the data directory, the server log and the socket: dir,
 	// or a directory under relocateRoot the postgres OS user can enter.
-	home    string
-	lock    *os.File
-	temp    bool
-	port    int
-	cred    *syscall.Credential
-	logger  *slog.Logger
-	stopped bool
+	home     string
+	users    *os.File // the shared lock on usersName, from Start to Stop
+	temp     bool
+	port     int
+	cred     *syscall.Credential
+	logger   *slog.Logger
+	lockWait time.Duration
+	joined   bool
+	stopped  bool
 }
 
 // Start initializes the data directory if needed and starts the server on a
-// free port of 127.0.0.1, trusting local connections for the user postgres.
+// free port of 127.0.0.1, trusting local connections for the user postgres,
+// or joins the server other processes run in Options.Dir.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	bin, err := FindBinaries()
-	if err != nil {
-		return nil, err
-	}
-	c := &Cluster{bin: bin, dir: opts.Dir, logger: opts.Logger}
+	c := &Cluster{dir: opts.Dir, logger: opts.Logger, lockWait: opts.LockWait}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
+	if c.lockWait == 0 {
+		c.lockWait = DefaultLockWait
+	}
+	var err error
 	if c.dir == "" {
 		if c.dir, err = os.MkdirTemp("", "meterstore-pg-"); err != nil {
 			return nil, fmt.Errorf("pgcluster: %w", err)
 		}
 		c.temp = true
-	} else {
-		if err := os.MkdirAll(c.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("pgcluster: %w", err)
+		if err := c.boot(ctx, opts.Settings, 0); err != nil {
+			c.cleanup()
+			return nil, err
 		}
-		// One spelling per directory, so that the name of a relocated
-		// home does not depend on how Dir is written.
-		if c.dir, err = filepath.Abs(c.dir); err == nil {
-			c.dir, err = filepath.EvalSymlinks(c.dir)
+		return c, nil
+	}
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pgcluster: %w", err)
+	}
+	// One spelling per directory, so that the name of a relocated home
+	// does not depend on how Dir is written.
+	if c.dir, err = filepath.Abs(c.dir); err == nil {
+		c.dir, err = filepath.EvalSymlinks(c.dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgcluster: %w", err)
+	}
+	lock, err := lockDir(ctx, c.dir, c.lockWait)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	if c.users, err = openUsers(c.dir); err != nil {
+		return nil, err
+	}
+	alone, err := tryFlock(c.users, syscall.LOCK_EX)
+	if err == nil {
+		if alone {
+			err = c.boot(ctx, opts.Settings, 0)
+		} else {
+			err = c.join(ctx, opts.Settings)
+		}
+	}
+	if err == nil {
+		// Under the lock file nobody else holds or tries the users file
+		// exclusively, so this cannot fail for want of the lock.
+		var ok bool
+		if ok, err = tryFlock(c.users, syscall.LOCK_SH); err == nil && !ok {
+			err = errors.New("the users lock is held exclusively")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("pgcluster: %w", err)
-		}
-		wait := opts.LockWait
-		if wait == 0 {
-			wait = DefaultLockWait
-		}
-		if c.lock, err = lockDir(ctx, c.dir, wait); err != nil {
-			return nil, err
+			err = fmt.Errorf("pgcluster: users %s: %w", c.dir, err)
 		}
 	}
-	c.home = c.dir
-	if os.Geteuid() == 0 {
-		if c.cred, err = postgresUser(); err != nil {
-			c.cleanup()
-			return nil, err
-		}
-		if err := c.placeHome(); err != nil {
-			c.cleanup()
-			return nil, err
-		}
+	if err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	return c, nil
+}
+
+// boot starts the server of the cluster: it picks the binaries, places
+// and initializes the data directory, takes over a server left running
+// and starts the server, on port if that is free, else on a free port.
+func (c *Cluster) boot(ctx context.Context, settings map[string]string, port int) error {
+	if err := c.pickBinaries(ctx); err != nil {
+		return err
+	}
+	if err := c.placeHome(); err != nil {
+		return err
 	}
 	if err := c.initdb(ctx); err != nil {
-		c.cleanup()
-		return nil, err
+		return err
 	}
 	if err := c.takeOver(ctx); err != nil {
-		c.cleanup()
-		return nil, err
+		return err
 	}
+	c.logger.Info("PostgreSQL server binaries", "version", c.version, "dir", c.bin)
 	// A free port can be taken between our probe and the server's bind;
 	// a few attempts make that race harmless.
+	var err error
 	for attempt := 0; ; attempt++ {
-		if c.port, err = freePort(); err == nil {
-			if err = c.start(ctx, opts.Settings); err == nil {
-				return c, nil
+		c.port = port
+		if attempt > 0 || port == 0 || !portFree(port) {
+			c.port, err = freePort()
+		}
+		if err == nil {
+			if err = c.start(ctx, settings); err == nil {
+				return c.writeRecord()
 			}
 		}
 		if attempt == 2 || ctx.Err() != nil {
-			c.cleanup()
-			return nil, err
+			return err
 		}
 	}
 }
 
-// FindBinaries returns the directory holding initdb and pg_ctl: PATH first,
-// then the newest /usr/lib/postgresql/<version>/bin.
-func FindBinaries() (string, error) {
-	if p, err := exec.LookPath("pg_ctl"); err == nil {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-		}
-		dir := filepath.Dir(p)
-		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
-			return dir, nil
-		}
+// placeHome sets c.home, and c.cred as root.
+func (c *Cluster) placeHome() error {
+	c.home = c.dir
+	if os.Geteuid() != 0 {
+		return nil
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	slices.SortFunc(dirs, func(a, b string) int { return majorOf(b) - majorOf(a) })
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "pg_ctl")); err == nil {
-			return d, nil
-		}
+	var err error
+	if c.cred, err = serverUser(c.logger); err != nil {
+		return err
 	}
-	return "", ErrNoBinaries
-}
-
-func majorOf(binDir string) int {
-	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
-	return n
+	return c.relocate()
 }
 
 // URL returns a connection string for database db as the user postgres.
@@ -203,31 +234,68 @@ func (c *Cluster) URL(db string) string {
 // Port returns the server's TCP port on 127.0.0.1.
 func (c *Cluster) Port() int { return c.port }
 
-// Stop shuts the server down, removes a temporary data directory and
-// releases the directory to the next Start.
+// BinDir returns the directory of the server's binaries (pg_ctl, initdb).
+func (c *Cluster) BinDir() string { return c.bin }
+
+// Version returns the server's version, such as "PostgreSQL 17.11".
+func (c *Cluster) Version() string { return c.version }
+
+// Joined reports whether Start joined a server another process had
+// started, rather than starting it.
+func (c *Cluster) Joined() bool { return c.joined }
+
+// Stop releases the cluster: the last process using it shuts the server
+// down, and a temporary data directory is removed. A process that cannot
+// get the lock file in time leaves without stopping the server, which is
+// then left for the other users or for the next Start to take over.
 func (c *Cluster) Stop(ctx context.Context) error {
 	if c.stopped {
 		return nil
 	}
 	c.stopped = true
-	err := c.run(ctx, "pg_ctl", "stop", "-D", c.dataDir(), "-m", "fast", "-w")
-	c.cleanup()
+	if c.temp {
+		err := c.stopServer(ctx)
+		c.cleanup()
+		return err
+	}
+	// However short a caller's Start would wait, its Stop waits for a
+	// start or stop under way: leaving without the lock strands the server.
+	lock, err := lockDir(ctx, c.dir, max(c.lockWait, DefaultLockWait))
+	if err != nil {
+		c.cleanup()
+		return fmt.Errorf("pgcluster: left the server in %s running: %w", c.dir, err)
+	}
+	defer lock.Close()
+	// Other users hold the users file shared; nobody can join while we
+	// hold the lock file. A failed conversion drops our shared lock,
+	// which we are letting go of anyway.
+	last, err := tryFlock(c.users, syscall.LOCK_EX)
+	if err == nil && last {
+		err = c.stopServer(ctx)
+		os.Remove(filepath.Join(c.dir, recordName))
+	}
+	c.cleanup() // before the lock file: the next Start sees us gone
 	return err
+}
+
+func (c *Cluster) stopServer(ctx context.Context) error {
+	c.logger.Info("stopping PostgreSQL", "dir", c.dataDir())
+	return c.run(ctx, "pg_ctl", "stop", "-D", c.dataDir(), "-m", "fast", "-w", "-t", "120")
 }
 
 func (c *Cluster) dataDir() string { return filepath.Join(c.home, "data") }
 
-// cleanup removes a temporary cluster and releases the lock.
+// cleanup removes a temporary cluster and releases the users lock.
 func (c *Cluster) cleanup() {
 	if c.temp {
 		os.RemoveAll(c.dir)
-		if c.home != c.dir {
+		if c.home != "" && c.home != c.dir {
 			os.RemoveAll(c.home)
 		}
 	}
-	if c.lock != nil {
-		c.lock.Close() // releases the flock
-		c.lock = nil
+	if c.users != nil {
+		c.users.Close() // releases the flock
+		c.users = nil
 	}
 }
 
@@ -276,16 +344,6 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 		return fmt.Errorf("pgcluster: %s %s: %w\n%s", name, args[0], err, tail(out.Bytes(), 2000))
 	}
 	return nil
-}
-
-func postgresUser() (*syscall.Credential, error) {
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("pgcluster: running as root needs the postgres OS user (installed with the server package): %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 func freePort() (int, error) {

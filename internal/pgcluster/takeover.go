@@ -13,9 +13,9 @@ import (
 )
 
 // takeOver deals with the postmaster.pid a server of the cluster may have
-// left. Start holds the cluster's lock, and the holder of the lock owns
-// the server, so a server that runs now was left behind by a process that
-// ended without stopping it (killed, or crashed). takeOver stops it
+// left. Start holds the lock file, and no other process holds the users
+// file, so a server that runs now was left behind by the processes that
+// used it and ended without stopping it (killed, or crashed). takeOver stops it
 // cleanly rather than adopt it: that server runs with the settings, port,
 // log and binaries of the process that is gone and may be half way through
 // a start or a shutdown; a fast shutdown ends its sessions, rolls back

@@ -1,7 +1,9 @@
 // Package pgtest gives tests a real PostgreSQL server: one private cluster
 // per test binary, started by Main, and a fresh database per test.
 //
-// If MS_TEST_PG_URL is set, that server is used instead of a private one.
+// The private cluster runs on the installed server binaries or, where none
+// are installed, on packaged ones (see pgcluster). If MS_TEST_PG_URL is
+// set, that server is used instead of a private one.
 // There is no skip: a test that needs PostgreSQL fails when none can be had.
 package pgtest
 

@@ -22,8 +22,9 @@ import (
 //	from, to TIMESTAMPTZ                     where the day begins and ends
 //	expected BIGINT                          92, 96 or 100 quarter hours; 23, 24 or 25 hours; 1 for P1D
 //	present BIGINT                           intervals of the expected resolution on its grid within the day
-//	missing BIGINT                           expected - present
+//	missing BIGINT                           expected - present, on a day that is due; else 0
 //	surplus BIGINT                           the day's other intervals: off the grid, outside the day, another resolution
+//	due BOOLEAN                              the day's deliveries are due: it ended Settings.DeliveryLag before ReadOptions.Now
 //
 // The range is the balancing days the statement bounds: top-level
 // conjuncts comparing balancing_day with a constant, if the statement
@@ -150,20 +151,22 @@ var countedResolutions = []metering.Resolution{
 }
 
 // createCompleteness creates the view main.completeness over readings and
-// readings_versions for the days d, if the table is an interval table.
-func createCompleteness(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, d dayRange) error {
+// readings_versions for the days d, if the table is an interval table; a
+// day that ends at or before dueBy is due.
+func createCompleteness(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, d dayRange, dueBy time.Time) error {
 	if t.TimeModel != series.Interval {
 		return nil
 	}
-	if _, err := conn.ExecContext(ctx, `CREATE VIEW main.completeness AS `+completenessSQL(l, d)); err != nil {
+	if _, err := conn.ExecContext(ctx, `CREATE VIEW main.completeness AS `+completenessSQL(l, d, dueBy)); err != nil {
 		return fmt.Errorf("query: create the view completeness: %w", err)
 	}
 	return nil
 }
 
 // completenessSQL returns the SELECT of the relation completeness over the
-// days d; see the comment at the top of this file.
-func completenessSQL(l layout, d dayRange) string {
+// days d, a day due if it ends at or before dueBy; see the comment at the
+// top of this file.
+func completenessSQL(l layout, d dayRange, dueBy time.Time) string {
 	var keys []string
 	for _, k := range l.key {
 		if k != "from" {
@@ -277,6 +280,6 @@ WITH bounds AS (
 	JOIN cal AS c ON c.balancing_day = g.balancing_day AND c.sparte = k.sparte
 )
 SELECT ` + list("") + `, sparte, resolution, balancing_day, day_from AS "from", day_to AS "to",
-	expected, present, expected - present AS missing, surplus
-FROM rows`
+	expected, present, CASE WHEN due THEN expected - present ELSE 0 END AS missing, surplus, due
+FROM (SELECT *, day_to <= ` + timestamptz(dueBy) + ` AS due FROM rows)`
 }

@@ -160,7 +160,7 @@ func TestCompletenessElectricity(t *testing.T) {
 	if got := values(t, e, `SELECT column_name, column_type FROM (DESCRIBE completeness)`); !slices.Equal(got, []string{
 		"malo_id VARCHAR", "obis_code VARCHAR", "channel VARCHAR", "sparte VARCHAR", "resolution VARCHAR",
 		"balancing_day DATE", "from TIMESTAMP WITH TIME ZONE", "to TIMESTAMP WITH TIME ZONE",
-		"expected BIGINT", "present BIGINT", "missing BIGINT", "surplus BIGINT",
+		"expected BIGINT", "present BIGINT", "missing BIGINT", "surplus BIGINT", "due BOOLEAN",
 	}) {
 		t.Errorf("columns: %v", got)
 	}

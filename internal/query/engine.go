@@ -37,6 +37,9 @@ type Settings struct {
 	// it passes, DuckDB is interrupted and the query fails with an error
 	// wrapping ErrTimeout and context.DeadlineExceeded. Zero means none.
 	Timeout time.Duration
+	// DeliveryLag is how long after a balancing day ends its deliveries
+	// are due; see the relation completeness.
+	DeliveryLag time.Duration
 }
 
 // DefaultMaxRows is the largest result a query returns when

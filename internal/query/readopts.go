@@ -21,6 +21,17 @@ type ReadOptions struct {
 	// KnownAt, if not zero, is a recorded_at ceiling: rows recorded after
 	// it are invisible, in both tiers.
 	KnownAt time.Time
+	// Now is the time the relation completeness judges which balancing
+	// days are due at; zero means the clock.
+	Now time.Time
+}
+
+// now returns Now, or the clock.
+func (o ReadOptions) now() time.Time {
+	if o.Now.IsZero() {
+		return time.Now()
+	}
+	return o.Now
 }
 
 // ErrNoSnapshot is wrapped by the error of a read as of a snapshot the

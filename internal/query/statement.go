@@ -246,7 +246,8 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 			rels = append(rels, "readings_versions")
 		}
 		if !a.skipCompleteness && e.table.TimeModel == series.Interval {
-			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days); err != nil {
+			dueBy := st.opts.now().Add(-e.set.DeliveryLag)
+			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days, dueBy); err != nil {
 				return err
 			}
 			rels = append(rels, "completeness")

@@ -37,12 +37,15 @@ type tableView struct {
 	Windows                             []windowRow
 	HistoryError, CompletenessError     string
 	Expected, Present, Missing, Surplus int64
+	// NotDue counts the series-days shown whose deliveries are not due
+	// yet (query.delivery_lag), whose missing intervals are not counted.
+	NotDue int64
 }
 
 // windowRow is one archival commit of the table below the charts.
 type windowRow struct {
-	CommittedAt, Window, Watermark, Duration string
-	Rows, LateRows                           string
+	CommittedAt, Kind, Window, Watermark, Duration string
+	Rows, LateRows                                 string
 }
 
 // maxWindowRows bounds the commits listed below the charts; the charts
@@ -80,7 +83,7 @@ func (d *Dashboard) collect(ctx context.Context, tok config.Token) view {
 			tv.Lag = days(st.WatermarkLag)
 		}
 		d.history(ctx, &tv, from)
-		d.completeness(ctx, &tv, from, today)
+		d.completeness(ctx, &tv, from, today, now)
 		v.Tables = append(v.Tables, tv)
 	}
 	return v
@@ -127,12 +130,19 @@ func (d *Dashboard) history(ctx context.Context, tv *tableView, from time.Time) 
 	tv.DurationChart = barChart("write duration per window", "seconds", dur, colorDuration)
 	for i := len(commits) - 1; i >= 0 && len(tv.Windows) < maxWindowRows; i-- {
 		c := commits[i]
-		row := windowRow{CommittedAt: c.CommittedAt.Format(time.RFC3339), Rows: count(c.Rows), LateRows: count(c.LateRows), Duration: "not recorded"}
+		row := windowRow{CommittedAt: c.CommittedAt.Format(time.RFC3339), Kind: c.Kind, Window: "–",
+			Rows: count(c.Rows), LateRows: count(c.LateRows), Duration: "–"}
 		if !c.Watermark.IsZero() {
 			row.Watermark = c.Watermark.Format(time.RFC3339)
 		}
-		if !c.To.IsZero() {
+		switch c.Kind {
+		case store.CommitArchival:
 			row.Window = c.From.Format(time.RFC3339) + " – " + c.To.Format(time.RFC3339)
+			row.Duration = "not recorded"
+		case store.CommitLate:
+			row.Duration = "not recorded"
+		case store.CommitCompaction:
+			row.Kind = fmt.Sprintf("compaction: %d files rewritten", c.Compacted)
 		}
 		if c.Duration >= 0 {
 			row.Duration = c.Duration.String()
@@ -142,12 +152,13 @@ func (d *Dashboard) history(ctx context.Context, tv *tableView, from time.Time) 
 }
 
 // completeness charts the intervals expected and present per balancing
-// day from the completeness relation, the Berlin calendar's own count.
-func (d *Dashboard) completeness(ctx context.Context, tv *tableView, from, to time.Time) {
-	sql := fmt.Sprintf(`SELECT balancing_day, sum(expected), sum(present), sum(missing), sum(surplus)
+// day from the completeness relation, the Berlin calendar's own count; a
+// day whose deliveries are not due at now counts no missing intervals.
+func (d *Dashboard) completeness(ctx context.Context, tv *tableView, from, to, now time.Time) {
+	sql := fmt.Sprintf(`SELECT balancing_day, sum(expected), sum(present), sum(missing), sum(surplus), count(*) FILTER (WHERE NOT due)
 FROM completeness WHERE balancing_day BETWEEN DATE '%s' AND DATE '%s' GROUP BY 1 ORDER BY 1`,
 		from.Format(time.DateOnly), to.Format(time.DateOnly))
-	res, err := d.s.Query(ctx, tv.Name, sql)
+	res, err := d.s.QueryAt(ctx, tv.Name, sql, store.ReadOptions{Now: now})
 	if err != nil {
 		tv.CompletenessError = err.Error()
 		return
@@ -155,12 +166,13 @@ FROM completeness WHERE balancing_day BETWEEN DATE '%s' AND DATE '%s' GROUP BY 1
 	var expected, present []point
 	for _, row := range res.Rows {
 		day, ok := row[0].(time.Time)
-		if !ok || len(row) < 5 {
+		if !ok || len(row) < 6 {
 			tv.CompletenessError = fmt.Sprintf("unexpected row %v", row)
 			return
 		}
 		e, p, m, s := toInt(row[1]), toInt(row[2]), toInt(row[3]), toInt(row[4])
 		tv.Expected, tv.Present, tv.Missing, tv.Surplus = tv.Expected+e, tv.Present+p, tv.Missing+m, tv.Surplus+s
+		tv.NotDue += toInt(row[5])
 		expected = append(expected, point{day, float64(e)})
 		present = append(present, point{day, float64(p)})
 	}

@@ -45,15 +45,15 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!doctype 
 <dt>invariant violations</dt><dd{{if ne .InvariantViolations 0}} class="bad"{{end}}>{{.InvariantViolations}}</dd>
 <dt>mirror forks</dt><dd{{if gt .MirrorForks 0}} class="bad"{{end}}>{{.MirrorForks}}</dd>
 <dt>intervals expected / present</dt><dd>{{.Expected}} / {{.Present}}</dd>
-<dt>missing / surplus</dt><dd{{if gt .Missing 0}} class="bad"{{end}}>{{.Missing}} / {{.Surplus}}</dd>
+<dt>missing / surplus</dt><dd{{if gt .Missing 0}} class="bad"{{end}}>{{.Missing}} / {{.Surplus}}{{if gt .NotDue 0}} <span class="note" data-not-due="{{.NotDue}}">({{.NotDue}} series-days not due yet, not counted)</span>{{end}}</dd>
 </dl>
 <div class="charts">
 {{if .HistoryError}}<p class="err">history: {{.HistoryError}}</p>{{else}}{{.LagChart}}{{.RowsChart}}{{.DurationChart}}{{end}}
 {{if .CompletenessError}}<p class="err">completeness: {{.CompletenessError}}</p>{{else}}{{.CompletenessChart}}{{end}}
 </div>
 {{if .Windows}}<table class="windows"><caption>latest commits of the cold tier</caption>
-<tr><th>committed</th><th>window</th><th>watermark after</th><th>rows</th><th>late rows</th><th>write duration</th></tr>
-{{range .Windows}}<tr><td>{{.CommittedAt}}</td><td>{{.Window}}</td><td>{{.Watermark}}</td><td>{{.Rows}}</td><td>{{.LateRows}}</td><td>{{.Duration}}</td></tr>
+<tr><th>committed</th><th>commit</th><th>window</th><th>watermark after</th><th>rows</th><th>late rows</th><th>write duration</th></tr>
+{{range .Windows}}<tr><td>{{.CommittedAt}}</td><td class="kind">{{.Kind}}</td><td>{{.Window}}</td><td>{{.Watermark}}</td><td>{{.Rows}}</td><td>{{.LateRows}}</td><td>{{.Duration}}</td></tr>
 {{end}}</table>{{end}}
 </section>
 {{else}}<p>No tables are declared.</p>

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
 	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/pgcluster"
 	"github.com/meterstore/meterstore/metering"
@@ -41,6 +42,10 @@ type Config struct {
 	// Now is the time the demo ends at; zero means the clock. Tests set
 	// it to stay deterministic.
 	Now time.Time
+	// Listen is the address meterstore serve listens on in the
+	// configuration the demo leaves; the commands it prints to try next
+	// use it.
+	Listen string
 	// Out receives the report, Progress the progress display.
 	Out, Progress io.Writer
 	Logger        *slog.Logger
@@ -55,6 +60,7 @@ func DefaultConfig() Config {
 		Dir:    "meterstore-demo",
 		Meters: 1000,
 		Days:   90,
+		Listen: "127.0.0.1:8080",
 	}
 }
 
@@ -89,6 +95,14 @@ func prepare(dir string) error {
 	default:
 		if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
 			return fmt.Errorf("demo: %s is not empty and holds no earlier demo; choose another --dir", dir)
+		}
+		inUse, err := pgcluster.InUse(filepath.Join(dir, "pg"))
+		if err != nil {
+			return err
+		}
+		if inUse {
+			return fmt.Errorf("demo: the earlier demo's PostgreSQL in %s is in use by another command, such as meterstore serve; "+
+				"stop it first, or choose another --dir", filepath.Join(dir, "pg"))
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			return err
@@ -241,14 +255,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := r.queries(ctx); err != nil {
 		return nil, err
 	}
-	cfgPath, err := writeConfig(dir, cfg.PGURL)
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultConfig().Listen
+	}
+	tok, hash, err := httpapi.NewToken()
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(cfg.Out, "\nThe data is in %s: PostgreSQL in pg/, the Iceberg warehouse in warehouse/.\n", dir)
-	fmt.Fprintf(cfg.Out, "Query both tiers again with the deployment's configuration:\n"+
-		"  go run ./cmd/meterstore query -c %s --table power \"SELECT count(*) FROM readings\"\n", cfgPath)
-	fmt.Fprintf(cfg.Out, "Read the cold tier with PyIceberg without MeterStore:\n"+
+	cfgPath, err := writeConfig(dir, cfg.PGURL, cfg.Listen, hash)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "\nThe data is in %s: PostgreSQL in pg/, the Iceberg warehouse in warehouse/,\n"+
+		"the deployment's configuration in %s. Try next, from this directory:\n", dir, configName)
+	fmt.Fprintf(cfg.Out, "\n1. Query both tiers (the SQL may also come from - or @file.sql):\n"+
+		"  go run ./cmd/meterstore query -c %s --table power \"SELECT malo_id, sum(value) AS kwh FROM readings GROUP BY malo_id ORDER BY kwh DESC LIMIT 5\"\n", cfgPath)
+	fmt.Fprintf(cfg.Out, "\n2. Serve the HTTP API, the dashboard and the maintenance loop (Ctrl-C stops it) with the\n"+
+		"demo's token %s (the configuration keeps only its hash); then, in\n"+
+		"another terminal, ask for the status, or open http://%s/ and log in with the token:\n"+
+		"  go run ./cmd/meterstore serve -c %s\n"+
+		"  curl -sS -H 'Authorization: Bearer %s' http://%s/v1/status\n", tok, cfg.Listen, cfgPath, tok, cfg.Listen)
+	fmt.Fprintf(cfg.Out, "\n3. Read the cold tier without MeterStore, with PyIceberg (pip install pyiceberg pyarrow):\n"+
 		"  python3 -c \"from pyiceberg.table import StaticTable; t = StaticTable.from_metadata('%s'); print(t.scan().to_arrow().num_rows)\"\n",
 		filepath.Join(dir, "warehouse", "meterstore", "power"))
 	return rep, nil

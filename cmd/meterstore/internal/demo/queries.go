@@ -121,7 +121,7 @@ func cell(v any) string {
 
 // writeConfig writes the configuration of the demo's deployment into its
 // directory, so that the command line opens it again.
-func writeConfig(dir, pgURL string) (string, error) {
+func writeConfig(dir, pgURL, listen, tokenHash string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# The demo's deployment, written by meterstore demo. Use it with any command:
 #   meterstore query -c %[1]s --table power "SELECT count(*) FROM readings"
@@ -141,7 +141,19 @@ reader_grace = "1d"
 
 [query]
 cache_dir = %[6]q
-`, filepath.Join(dir, configName), pgURL, schema, dir, "file://"+filepath.Join(dir, "warehouse"), filepath.Join(dir, "cache"))
+# A day's deliveries arrive at 06:00 the morning after.
+delivery_lag = "6h"
+
+[server]
+listen = %[7]q
+
+# The demo's token, which it printed: queries, status and the dashboard.
+[[server.token]]
+name = "demo"
+hash = %[8]q
+scopes = ["query", "admin"]
+`, filepath.Join(dir, configName), pgURL, schema, dir, "file://"+filepath.Join(dir, "warehouse"), filepath.Join(dir, "cache"),
+		listen, tokenHash)
 	for _, t := range tables() {
 		res := make([]string, len(t.Resolutions))
 		for i, r := range t.Resolutions {

@@ -305,48 +305,12 @@ type notReady struct {
 	Tables []string `json:"unhealthy_tables,omitempty"`
 }
 
-// tableStatus is one table of GET /v1/status, a row of system.tables.
-type tableStatus struct {
-	Table               string     `json:"table"`
-	Watermark           *time.Time `json:"watermark"` // null before the first archival
-	WatermarkLagSeconds *float64   `json:"watermark_lag_seconds"`
-	HotPartitions       int64      `json:"hot_partitions"`
-	PartitionsAhead     int64      `json:"partitions_ahead"`
-	InvariantViolations int64      `json:"invariant_violations"`
-	Healthy             bool       `json:"healthy"`
-	Error               string     `json:"error,omitempty"`
-}
-
-// statusBody is the body of GET /v1/status.
-type statusBody struct {
-	Now     time.Time     `json:"now"`
-	Healthy bool          `json:"healthy"`
-	Tables  []tableStatus `json:"tables"`
-}
-
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	now := h.o.Clock().UTC()
 	tok, _ := r.Context().Value(tokenKey{}).(config.Token)
-	body := statusBody{Now: now, Healthy: true, Tables: []tableStatus{}}
-	for _, st := range h.s.Status(r.Context(), now) {
-		if !auth.MayTouch(tok, st.Table) {
-			continue // a table-limited token sees its own tables alone
-		}
-		ts := tableStatus{
-			Table: st.Table, HotPartitions: st.HotPartitions, PartitionsAhead: st.PartitionsAhead,
-			InvariantViolations: st.InvariantViolations, Healthy: st.Healthy,
-		}
-		if st.HasWatermark {
-			wm, lag := st.Watermark.UTC(), st.WatermarkLag.Seconds()
-			ts.Watermark, ts.WatermarkLagSeconds = &wm, &lag
-		}
-		if st.Err != nil {
-			ts.Error = st.Err.Error()
-		}
-		body.Healthy = body.Healthy && st.Healthy
-		body.Tables = append(body.Tables, ts)
-	}
-	writeJSON(w, http.StatusOK, body)
+	// A table-limited token sees its own tables alone.
+	mayTouch := func(table string) bool { return auth.MayTouch(tok, table) }
+	writeJSON(w, http.StatusOK, NewStatusBody(now, h.s.Status(r.Context(), now), mayTouch))
 }
 
 // unknown answers every request no route took: 405 for a known path
