@@ -14,8 +14,8 @@ import (
 // A Kind is what a failed query is, as its client is told.
 type Kind int
 
-// The kinds of failure. Every kind but Internal is the client's doing or
-// a state worth retrying; only Internal is the server's fault.
+// The kinds of failure. Every kind but Internal and Altered is the
+// client's doing or a state worth retrying.
 const (
 	Internal     Kind = iota
 	NotReadOnly       // not a single SELECT
@@ -25,6 +25,8 @@ const (
 	NotFound          // no such table
 	Timeout           // past query.timeout
 	MemoryLimit       // past query.memory_limit
+	TooLarge          // a value or result past what a query may hand over
+	Altered           // a cold file is not the one its commit recorded
 	Unavailable       // worth retrying unchanged
 	Canceled          // the client went away
 )
@@ -38,9 +40,10 @@ type Failure struct {
 }
 
 // Client reports whether the failure is the client's doing, or a state it
-// may retry: everything but Internal. Such failures are logged at INFO at
-// most and without the error's text, which may quote the statement.
-func (f Failure) Client() bool { return f.Kind != Internal }
+// may retry: everything but Internal and Altered. Such failures are logged
+// at INFO at most and without the error's text, which may quote the
+// statement.
+func (f Failure) Client() bool { return f.Kind != Internal && f.Kind != Altered }
 
 // Query classifies the error of a query run under ctx. An internal error's
 // message is "internal error": the error itself is logged, not answered.
@@ -61,6 +64,12 @@ func Query(ctx context.Context, err error) Failure {
 		return Failure{Timeout, "timeout", err.Error()}
 	case errors.Is(err, store.ErrMemoryLimit):
 		return Failure{MemoryLimit, "memory_limit", err.Error()}
+	case errors.Is(err, store.ErrResultTooLarge), errors.Is(err, store.ErrTooManyRows):
+		return Failure{TooLarge, "too_large", err.Error()}
+	case errors.Is(err, store.ErrAlteredFile):
+		// Before ErrColdUnreachable, which wraps it: the operator needs
+		// the file's name, and the client to know it is no outage.
+		return Failure{Altered, "altered_file", err.Error()}
 	case errors.Is(err, store.ErrNoTable):
 		return Failure{NotFound, "not_found", err.Error()}
 	case store.IsRetryable(err):

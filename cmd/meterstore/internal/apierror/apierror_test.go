@@ -26,6 +26,8 @@ func TestQuery(t *testing.T) {
 		{t.Context(), fmt.Errorf("%w after 1s: %w", store.ErrQueryTimeout, context.DeadlineExceeded), Timeout, "timeout"},
 		{t.Context(), fmt.Errorf("%w: Out of Memory Error", store.ErrMemoryLimit), MemoryLimit, "memory_limit"},
 		{t.Context(), fmt.Errorf("x: %w", store.ErrNoTable), NotFound, "not_found"},
+		{t.Context(), fmt.Errorf("%w: column s holds 100000000 bytes", store.ErrResultTooLarge), TooLarge, "too_large"},
+		{t.Context(), fmt.Errorf("%w: %w", store.ErrColdUnreachable, fmt.Errorf("file x: %w", store.ErrAlteredFile)), Altered, "altered_file"},
 		{t.Context(), fmt.Errorf("query: %w", store.ErrInFlight), Unavailable, "unavailable"},
 		{canceled, fmt.Errorf("query: %w", context.Canceled), Canceled, "canceled"},
 		{t.Context(), fmt.Errorf("binder error"), Internal, "internal"},
@@ -34,7 +36,7 @@ func TestQuery(t *testing.T) {
 		if f.Kind != tc.kind || f.Code != tc.code || f.Message == "" {
 			t.Errorf("%v: %+v; want kind %d code %s", tc.err, f, tc.kind, tc.code)
 		}
-		if f.Client() != (tc.kind != Internal) {
+		if f.Client() != (tc.kind != Internal && tc.kind != Altered) {
 			t.Errorf("%v: Client() = %v", tc.err, f.Client())
 		}
 		if tc.kind == Internal && f.Message != "internal error" {

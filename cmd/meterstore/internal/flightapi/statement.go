@@ -214,6 +214,8 @@ var queryCode = map[apierror.Kind]codes.Code{
 	apierror.NotFound:     codes.NotFound,
 	apierror.Timeout:      codes.DeadlineExceeded,
 	apierror.MemoryLimit:  codes.ResourceExhausted,
+	apierror.TooLarge:     codes.ResourceExhausted,
+	apierror.Altered:      codes.DataLoss,
 	apierror.Unavailable:  codes.Unavailable,
 	apierror.Canceled:     codes.Canceled,
 }

@@ -34,7 +34,11 @@ package httpapi
 //	404  no such table
 //	406  an Accept this route cannot answer (code not_acceptable)
 //	413  a body past server.max_body_bytes (too_large)
-//	422  the statement needs more than query.memory_limit (memory_limit)
+//	422  the statement needs more than query.memory_limit (memory_limit),
+//	     or a value of its result is larger than a query hands over
+//	     (too_large)
+//	500  an internal failure (internal), or a cold file that is not the
+//	     one its commit recorded (altered_file, naming it)
 //	503  worth retrying unchanged (code unavailable), with Retry-After
 //	504  past query.timeout (code timeout)
 //
@@ -232,6 +236,8 @@ var queryStatus = map[apierror.Kind]int{
 	apierror.NotFound:     http.StatusNotFound,
 	apierror.Timeout:      http.StatusGatewayTimeout,
 	apierror.MemoryLimit:  http.StatusUnprocessableEntity,
+	apierror.TooLarge:     http.StatusUnprocessableEntity,
+	apierror.Altered:      http.StatusInternalServerError,
 	apierror.Unavailable:  http.StatusServiceUnavailable,
 	apierror.Canceled:     statusClientClosed,
 }

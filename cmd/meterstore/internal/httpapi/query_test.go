@@ -190,9 +190,9 @@ func TestQueryStatus(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("kind %d has no status", k)
-		case k == apierror.Internal && status != 500, k == apierror.Unavailable && status != 503:
+		case (k == apierror.Internal || k == apierror.Altered) && status != 500, k == apierror.Unavailable && status != 503:
 			t.Errorf("kind %d: status %d", k, status)
-		case k != apierror.Internal && k != apierror.Unavailable && k != apierror.Timeout && (status < 400 || status >= 500):
+		case k != apierror.Internal && k != apierror.Altered && k != apierror.Unavailable && k != apierror.Timeout && (status < 400 || status >= 500):
 			t.Errorf("kind %d, the client's doing: status %d", k, status)
 		}
 	}
