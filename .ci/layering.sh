@@ -26,5 +26,16 @@ for p in $(go list ./internal/...); do
 		echo "layering: $p imports store"; fail=1
 	fi
 done
+# The server wing (cmd/meterstore/internal/server/...) is imported by the
+# command that runs it alone: store, the library, the demo and the
+# benchmark drivers stand below it. The result encoders (internal/resultfmt,
+# internal/arrowrows) import no store, as every package under internal/.
+wing="$mod/cmd/meterstore/internal/server/"
+for p in $(go list ./...); do
+	case "$p" in "$mod/cmd/meterstore" | "$wing"*) continue ;; esac
+	if go list -f '{{join .Imports "\n"}}{{"\n"}}{{join .TestImports "\n"}}{{"\n"}}{{join .XTestImports "\n"}}' "$p" | grep -q "^$wing"; then
+		echo "layering: $p imports the server wing"; fail=1
+	fi
+done
 [ "$fail" = 0 ] && echo "layering: ok"
 exit "$fail"

@@ -202,9 +202,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			log.Error("store: table cannot be opened; it fails alone until it can", "table", decl.Name, "err", err)
 		}
 	}
-	if err := s.ensureIdempotency(ctx); err != nil { // idempotency.go
-		return nil, err
-	}
 	return s, nil
 }
 

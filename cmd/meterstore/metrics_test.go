@@ -16,7 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/httpapi"
+	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/metrics"
 )
 
@@ -29,11 +30,11 @@ import (
 func TestMaintainMetricsListen(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath, _ := deploymentConfig(t, dir)
-	adminTok, adminHash, err := httpapi.NewToken()
+	adminTok, adminHash, err := config.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
-	queryTok, queryHash, err := httpapi.NewToken()
+	queryTok, queryHash, err := config.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}

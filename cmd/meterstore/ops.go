@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/httpapi"
 	"github.com/meterstore/meterstore/store"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/resultfmt"
+	"github.com/meterstore/meterstore/internal/resultfmt"
 	"github.com/meterstore/meterstore/store"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/httpapi"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/store"
 )
@@ -241,7 +241,7 @@ the token's SHA-256. The token is shown this once: give it to the client.`,
 			if name == "" {
 				name = "token-" + strconv.FormatInt(time.Now().Unix(), 10)
 			}
-			tok, hash, err := httpapi.NewToken()
+			tok, hash, err := config.NewToken()
 			if err != nil {
 				return err
 			}

@@ -10,7 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/flightapi"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/flightapi"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/store"
 )

@@ -12,7 +12,7 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/httpapi"
 	"github.com/meterstore/meterstore/config"
 )
 

@@ -76,3 +76,9 @@ func Undefined(code string) bool {
 	}
 	return false
 }
+
+// SQLSTATEs that callers decide on by name.
+const (
+	UndefinedTable  = "42P01"
+	UndefinedColumn = "42703"
+)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
+	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/pgcluster"
 	"github.com/meterstore/meterstore/metering"
@@ -258,7 +258,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultConfig().Listen
 	}
-	tok, hash, err := httpapi.NewToken()
+	tok, hash, err := config.NewToken()
 	if err != nil {
 		return nil, err
 	}

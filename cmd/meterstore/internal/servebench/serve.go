@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
 	"github.com/meterstore/meterstore/config"
 )
 
@@ -36,7 +35,7 @@ type deployment struct {
 // the PostgreSQL server at pgURL: its own schema, a warehouse in dir, a
 // listener on a free port of 127.0.0.1, one token, and the two tables.
 func writeDeployment(dir, pgURL, schema string, maxRows int) (*deployment, error) {
-	tok, hash, err := httpapi.NewToken()
+	tok, hash, err := config.NewToken()
 	if err != nil {
 		return nil, err
 	}

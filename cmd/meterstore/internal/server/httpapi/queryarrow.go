@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/arrowrows"
+	"github.com/meterstore/meterstore/internal/arrowrows"
 )
 
 // arrowAnswer writes rows as an Arrow IPC stream, a record batch at a

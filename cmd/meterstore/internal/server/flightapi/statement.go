@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/apierror"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/arrowrows"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/apierror"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
+	"github.com/meterstore/meterstore/internal/arrowrows"
 	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/store"
 )

@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/accesstoken"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/store"
 )
@@ -69,9 +70,10 @@ type Options struct {
 
 // A Dashboard serves the page over one store.
 type Dashboard struct {
-	s   *store.Store
-	o   Options
-	log *slog.Logger
+	s        *store.Store
+	sessions *accesstoken.Table
+	o        Options
+	log      *slog.Logger
 }
 
 // New returns the dashboard of s.
@@ -89,7 +91,7 @@ func New(s *store.Store, o Options) *Dashboard {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Dashboard{s: s, o: o, log: log}
+	return &Dashboard{s: s, sessions: accesstoken.New(s.ServiceDB()), o: o, log: log}
 }
 
 // Page serves the dashboard to an admin; a request without a session is

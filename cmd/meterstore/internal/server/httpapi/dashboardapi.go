@@ -7,7 +7,7 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/dashboard"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/dashboard"
 )
 
 // routeDashboard mounts the dashboard. The page is served by unknown,

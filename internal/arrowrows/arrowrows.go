@@ -38,7 +38,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/duckdb/duckdb-go/v2"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/resultfmt"
+	"github.com/meterstore/meterstore/internal/resultfmt"
 )
 
 // A batch is due when a Builder holds BatchRows rows or about BatchBytes

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/arrowrows"
+	"github.com/meterstore/meterstore/internal/arrowrows"
 	"github.com/meterstore/meterstore/store"
 )
 

@@ -30,7 +30,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/httpapi"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/httpapi"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
@@ -108,7 +108,7 @@ resolutions = ["PT15M"]
 // its text.
 func token(t *testing.T, name string, scopes []string, tables ...string) (config.Token, string) {
 	t.Helper()
-	text, _, err := httpapi.NewToken()
+	text, _, err := config.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/idempotency"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/ingest"
 	"github.com/meterstore/meterstore/internal/pgtest"
@@ -405,7 +406,7 @@ func TestIngestIdempotency(t *testing.T) {
 	if a := postKeyed(hh, loaderTok, strings.NewReader(later), "k-1"); a.code != 200 || counts(a.json(t)) != "inserted=4 present=0 late=0 batches=1" {
 		t.Errorf("another body under k-1 past retention: %+v; want it run", a)
 	}
-	if n, err := s.PruneIdempotency(t.Context(), clock.Now().Add(-time.Hour)); err != nil || n != 0 {
+	if n, err := idempotency.New(s.ServiceDB()).Prune(t.Context(), clock.Now().Add(-time.Hour)); err != nil || n != 0 {
 		t.Errorf("records past retention left: %d %v; want the handler to have pruned them", n, err)
 	}
 	if a := postKeyed(hh, loaderTok, strings.NewReader(bad), "k-bad"); a.code != 422 || a.hdr.Get(replayedHeader) != "" {

@@ -21,7 +21,7 @@ import (
 	"strings"
 
 	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
 	"github.com/meterstore/meterstore/config"
 )
 

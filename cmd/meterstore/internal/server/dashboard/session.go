@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/accesstoken"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
 	"github.com/meterstore/meterstore/config"
-	"github.com/meterstore/meterstore/store"
 )
 
 // CookieName is the name of the session cookie.
@@ -65,7 +65,7 @@ func (d *Dashboard) authenticate(ctx context.Context, r *http.Request) (config.T
 	if err != nil || c.Value == "" {
 		return config.Token{}, ErrNoSession
 	}
-	issuer, ok, err := d.s.AccessTokenIssuer(ctx, sha256.Sum256([]byte(c.Value)), d.o.Clock())
+	issuer, ok, err := d.sessions.Issuer(ctx, sha256.Sum256([]byte(c.Value)), d.o.Clock())
 	if err != nil {
 		return config.Token{}, err
 	}
@@ -93,7 +93,7 @@ func (d *Dashboard) newSession(ctx context.Context, t config.Token) (string, tim
 	v := base64.RawURLEncoding.EncodeToString(b)
 	now := d.o.Clock()
 	expires := now.Add(d.o.SessionLifetime)
-	if err := d.s.RecordAccessToken(ctx, sha256.Sum256([]byte(v)), store.TokenIssuer{Name: sessionClientPrefix + t.Name, Hash: t.Hash}, now, expires); err != nil {
+	if err := d.sessions.Record(ctx, sha256.Sum256([]byte(v)), accesstoken.Issuer{Name: sessionClientPrefix + t.Name, Hash: t.Hash}, now, expires); err != nil {
 		return "", time.Time{}, fmt.Errorf("dashboard: record session: %w", err)
 	}
 	return v, expires, nil
@@ -132,7 +132,7 @@ func (d *Dashboard) Login(w http.ResponseWriter, r *http.Request) {
 // and sends the browser to the login page.
 func (d *Dashboard) Logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
-		if err := d.s.RevokeAccessToken(r.Context(), sha256.Sum256([]byte(c.Value))); err != nil {
+		if err := d.sessions.Revoke(r.Context(), sha256.Sum256([]byte(c.Value))); err != nil {
 			d.log.Error("dashboard: logout", "err", err)
 			d.loginPage(w, http.StatusServiceUnavailable, "The session could not be ended; try again.")
 			return

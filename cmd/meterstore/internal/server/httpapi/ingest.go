@@ -42,7 +42,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/idempotency"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/ingest"
 	"github.com/meterstore/meterstore/internal/metrics"
@@ -129,7 +130,7 @@ func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 		return h.runIngest(r.Context(), tok.Name, table, &decl, format, body)
 	}
 	if key != "" {
-		h.ingestOnce(w, r, store.IdempotencyKey{Token: tok.Name, Key: key, Table: table}, run) // idempotency.go
+		h.ingestOnce(w, r, idempotency.Key{Token: tok.Name, Key: key, Table: table}, run) // idempotency.go
 		return
 	}
 	run(r.Body).write(w)

@@ -6,7 +6,7 @@ package httpapi
 // the delivery had (the counts inserted, or the lines refused) instead of
 // "every reading already present".
 //
-// Records live in PostgreSQL (store.ClaimIdempotency), keyed by the
+// Records live in PostgreSQL (package idempotency), keyed by the
 // token's name, the key and the table, so they survive a restart and are
 // shared by every serve process on the database. Only final answers are
 // recorded, 200 and 422; any other leaves the key to be retried. A request
@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/idempotency"
 	"github.com/meterstore/meterstore/store"
 )
 
@@ -75,11 +76,11 @@ func idempotencyKey(hdr http.Header) (string, error) {
 
 // ingestOnce runs an ingest under the key k: it answers a retry of a
 // request that ended with the recorded answer, and runs any other.
-func (h *handler) ingestOnce(w http.ResponseWriter, r *http.Request, k store.IdempotencyKey, run func(io.Reader) ingestAnswer) {
+func (h *handler) ingestOnce(w http.ResponseWriter, r *http.Request, k idempotency.Key, run func(io.Reader) ingestAnswer) {
 	ctx := r.Context()
-	claim, done, err := h.s.ClaimIdempotency(ctx, k, h.o.Clock(), idempotencyLease, h.retention)
+	claim, done, err := h.records.Claim(ctx, k, h.o.Clock(), idempotencyLease, h.retention)
 	switch {
-	case errors.Is(err, store.ErrIdempotencyInFlight):
+	case errors.Is(err, idempotency.ErrInFlight):
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 		writeError(w, http.StatusConflict, "in_flight",
 			fmt.Sprintf("a request with %s %q is in flight: retry once it has ended", idempotencyHeader, k.Key))
@@ -127,7 +128,7 @@ func (h *handler) ingestOnce(w http.ResponseWriter, r *http.Request, k store.Ide
 		return
 	}
 	b = append(b, '\n')
-	o := store.IdempotencyOutcome{Status: a.status, Body: b, At: h.o.Clock()}
+	o := idempotency.Outcome{Status: a.status, Body: b, At: h.o.Clock()}
 	sum.Sum(o.BodySHA256[:0])
 	// Recorded before it is answered: a crash in between leaves a
 	// record a retry is answered with, never an answer without one.
@@ -143,7 +144,7 @@ func (h *handler) ingestOnce(w http.ResponseWriter, r *http.Request, k store.Ide
 
 // replay answers a retry with the recorded outcome done, once its body
 // proves to be the same.
-func (h *handler) replay(w http.ResponseWriter, r *http.Request, k store.IdempotencyKey, done *store.IdempotencyOutcome) {
+func (h *handler) replay(w http.ResponseWriter, r *http.Request, k idempotency.Key, done *idempotency.Outcome) {
 	sum := sha256.New()
 	if _, err := io.Copy(sum, r.Body); err != nil {
 		status, body := ingestFailure(err)
@@ -164,7 +165,7 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request, k store.Idempot
 
 // keepLease renews claim's lease while the request runs; the function it
 // returns stops it.
-func (h *handler) keepLease(ctx context.Context, claim *store.IdempotencyClaim) (stop func()) {
+func (h *handler) keepLease(ctx context.Context, claim *idempotency.Claim) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() {
@@ -196,7 +197,7 @@ func (h *handler) prune(ctx context.Context) {
 	if now.UnixNano()-last < int64(pruneEvery) || !h.pruned.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	n, err := h.s.PruneIdempotency(ctx, now.Add(-h.retention))
+	n, err := h.records.Prune(ctx, now.Add(-h.retention))
 	if err != nil {
 		h.log.Warn("idempotency: pruning expired records", "err", err)
 		return

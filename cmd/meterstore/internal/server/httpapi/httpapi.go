@@ -28,9 +28,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -43,8 +40,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/dashboard"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/accesstoken"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/dashboard"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/idempotency"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/store"
@@ -95,6 +94,8 @@ type Options struct {
 // handler serves the API over one store.
 type handler struct {
 	s       *store.Store
+	tokens  *accesstoken.Table   // the catalog's access tokens
+	records *idempotency.Records // of idempotent ingests
 	o       Options
 	log     *slog.Logger
 	metrics *metrics.Metrics
@@ -131,7 +132,9 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{s: s, o: o, log: log, metrics: m, mux: newRouteMux(), retention: o.IdempotencyRetention}
+	db := s.ServiceDB()
+	h := &handler{s: s, tokens: accesstoken.New(db), records: idempotency.New(db), o: o, log: log, metrics: m,
+		mux: newRouteMux(), retention: o.IdempotencyRetention}
 	if h.retention <= 0 {
 		h.retention = DefaultIdempotencyRetention
 	}
@@ -343,21 +346,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v) // the status is sent; a failed write has no one to tell
-}
-
-// NewToken returns a new bearer token, 32 bytes from crypto/rand in
-// unpadded base64url, and its hash as [[server.token]] writes it.
-func NewToken() (token, hash string, err error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", "", fmt.Errorf("httpapi: a random token: %w", err)
-	}
-	token = base64.RawURLEncoding.EncodeToString(b)
-	return token, HashToken(token), nil
-}
-
-// HashToken returns the hash of token as [[server.token]] writes it:
-// "sha256:" and the hex digits of its SHA-256.
-func HashToken(token string) string {
-	return fmt.Sprintf("%s%x", config.HashPrefix, sha256.Sum256([]byte(token)))
 }

@@ -40,7 +40,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/store"

@@ -34,10 +34,10 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/accesstoken"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/metrics"
-	"github.com/meterstore/meterstore/store"
 )
 
 // The catalog's routes on the API's mux.
@@ -197,7 +197,7 @@ func (c *catalogAPI) authenticate(w http.ResponseWriter, r *http.Request) (confi
 	sum := sha256.Sum256([]byte(presented))
 	t, found := h.tokenOfHash(sum)
 	if !found {
-		issuer, ok, err := h.s.AccessTokenIssuer(r.Context(), sum, h.o.Clock())
+		issuer, ok, err := h.tokens.Issuer(r.Context(), sum, h.o.Clock())
 		if err != nil {
 			h.log.Error("catalog: access token lookup", "err", err)
 			catalogError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "the access token could not be checked: retry")
@@ -320,7 +320,7 @@ func (c *catalogAPI) tokens(w http.ResponseWriter, r *http.Request) {
 	rand.Read(b) // never fails
 	access := base64.RawURLEncoding.EncodeToString(b)
 	now := h.o.Clock()
-	if err := h.s.RecordAccessToken(r.Context(), sha256.Sum256([]byte(access)), store.TokenIssuer{Name: t.Name, Hash: t.Hash}, now, now.Add(c.lifetime)); err != nil {
+	if err := h.tokens.Record(r.Context(), sha256.Sum256([]byte(access)), accesstoken.Issuer{Name: t.Name, Hash: t.Hash}, now, now.Add(c.lifetime)); err != nil {
 		h.log.Error("catalog: record access token", "client_id", t.Name, "err", err)
 		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the access token could not be recorded: retry")
 		return

@@ -2,7 +2,7 @@ package httpapi
 
 // POST /v1/query: one read-only SQL statement over a table's readings in
 // both tiers, as meterstore query runs it, its rows rendered as that
-// command renders them (cmd/meterstore/internal/resultfmt), streamed.
+// command renders them (internal/resultfmt), streamed.
 //
 //	body   {"sql": "...", "table": "..."}: every declared table is a
 //	       schema of the statement (power.readings, gas.completeness);
@@ -72,11 +72,11 @@ import (
 	"time"
 	"unicode/utf16"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/apierror"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/auth"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/resultfmt"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/apierror"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/metrics"
+	"github.com/meterstore/meterstore/internal/resultfmt"
 	"github.com/meterstore/meterstore/store"
 )
 

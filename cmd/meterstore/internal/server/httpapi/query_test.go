@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/apierror"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/apierror"
 	"io"
 	"log/slog"
 	"net/http"
@@ -25,7 +25,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/duckdb/duckdb-go/v2"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/resultfmt"
+	"github.com/meterstore/meterstore/internal/resultfmt"
 
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/metering"
