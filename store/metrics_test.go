@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -16,75 +15,15 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/metrics"
+	"github.com/meterstore/meterstore/internal/metrics/metricstest"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/privacy"
 	"github.com/meterstore/meterstore/series"
 )
-
-// newMeter returns a meter provider and the reader that collects it.
-func newMeter(t *testing.T) (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
-	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { mp.Shutdown(context.Background()) })
-	return mp, reader
-}
-
-// metricValue returns what reader holds of instrument name over the data
-// points whose attributes include want: the sum of a counter's or a
-// gauge's values, or of a histogram's counts.
-func metricValue(t *testing.T, reader *sdkmetric.ManualReader, name string, want ...attribute.KeyValue) int64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	match := func(s attribute.Set) bool {
-		for _, kv := range want {
-			if v, ok := s.Value(kv.Key); !ok || v != kv.Value {
-				return false
-			}
-		}
-		return true
-	}
-	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
-			}
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					if match(p.Attributes) {
-						n += p.Value
-					}
-				}
-			case metricdata.Gauge[int64]:
-				for _, p := range d.DataPoints {
-					if match(p.Attributes) {
-						n += p.Value
-					}
-				}
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					if match(p.Attributes) {
-						n += int64(p.Count)
-					}
-				}
-			default:
-				t.Fatalf("%s: unexpected data %T", name, m.Data)
-			}
-		}
-	}
-	return n
-}
 
 func tableIs(name string) attribute.KeyValue { return attribute.String(metrics.AttrTable, name) }
 
@@ -144,7 +83,7 @@ func TestMetricsLogMismatch(t *testing.T) {
 				}
 				raced.Add(1)
 			}
-			mp, reader := newMeter(t)
+			mp, reader := metricstest.New(t)
 			opts.Meters = mp
 			cat, closeCat, err := OpenCatalog(ctx, opts)
 			if err != nil {
@@ -157,17 +96,17 @@ func TestMetricsLogMismatch(t *testing.T) {
 			backend := attribute.String(metrics.AttrBackend, log)
 			mismatch := attribute.String(metrics.AttrOutcome, metrics.CASMismatch)
 			committed := attribute.String(metrics.AttrOutcome, metrics.CASCommitted)
-			if n := metricValue(t, reader, "meterstore.log.cas.duration", backend, committed); n == 0 {
+			if n := metricstest.Value(t, reader, "meterstore.log.cas.duration", backend, committed); n == 0 {
 				t.Fatal("opening the store created a table, and no committed compare-and-set was recorded")
 			}
-			if n := metricValue(t, reader, "meterstore.log.cas.mismatches"); n != 0 {
+			if n := metricstest.Value(t, reader, "meterstore.log.cas.mismatches"); n != 0 {
 				t.Fatalf("%d mismatches before any race", n)
 			}
 			if err := s.CreatePartitions(ctx, dayN(0), dayN(4)); err != nil {
 				t.Fatal(err)
 			}
 			mustWrite(t, s, []Reading{qh(1, 0, 3, "A", 1, 1000)})
-			commitsBefore := metricValue(t, reader, "meterstore.log.cas.duration", backend, committed)
+			commitsBefore := metricstest.Value(t, reader, "meterstore.log.cas.duration", backend, committed)
 
 			const races = 5
 			armed.Store(races)
@@ -185,23 +124,23 @@ func TestMetricsLogMismatch(t *testing.T) {
 			if raced.Load() != races || failed != 1 {
 				t.Fatalf("the other replica committed %d times, %d archivals failed; want %d and 1", raced.Load(), failed, races)
 			}
-			if n := metricValue(t, reader, "meterstore.log.cas.mismatches", backend, tableIs("power")); n != races {
+			if n := metricstest.Value(t, reader, "meterstore.log.cas.mismatches", backend, tableIs("power")); n != races {
 				t.Errorf("meterstore.log.cas.mismatches{table=power} = %d, want the %d races lost", n, races)
 			}
-			if n := metricValue(t, reader, "meterstore.log.cas.mismatches"); n != races {
+			if n := metricstest.Value(t, reader, "meterstore.log.cas.mismatches"); n != races {
 				t.Errorf("meterstore.log.cas.mismatches = %d over every attribute, want %d", n, races)
 			}
-			if n := metricValue(t, reader, "meterstore.log.cas.duration", backend, mismatch); n != races {
+			if n := metricstest.Value(t, reader, "meterstore.log.cas.duration", backend, mismatch); n != races {
 				t.Errorf("meterstore.log.cas.duration{outcome=mismatch} counts %d, want %d", n, races)
 			}
-			if n := metricValue(t, reader, "meterstore.log.cas.duration", backend, committed) - commitsBefore; n != 1 {
+			if n := metricstest.Value(t, reader, "meterstore.log.cas.duration", backend, committed) - commitsBefore; n != 1 {
 				t.Errorf("meterstore.log.cas.duration{outcome=committed} grew by %d, want the 1 archival commit", n)
 			}
 			conflict := attribute.String(metrics.AttrReason, metrics.FailureConflict)
-			if n := metricValue(t, reader, "meterstore.archival.failures", tableIs("power"), conflict); n != 1 {
+			if n := metricstest.Value(t, reader, "meterstore.archival.failures", tableIs("power"), conflict); n != 1 {
 				t.Errorf("meterstore.archival.failures{reason=conflict} = %d, want 1", n)
 			}
-			if n := metricValue(t, reader, "meterstore.archival.rows", tableIs("power")); n != 1 {
+			if n := metricstest.Value(t, reader, "meterstore.archival.rows", tableIs("power")); n != 1 {
 				t.Errorf("meterstore.archival.rows = %d, want 1", n)
 			}
 		})
@@ -221,7 +160,7 @@ func TestMetricsQuarantine(t *testing.T) {
 	if _, err := s1.Archive(ctx, "power", dayN(3)); err != nil {
 		t.Fatal(err)
 	}
-	mp, reader := newMeter(t)
+	mp, reader := metricstest.New(t)
 	s := e.open(t, Options{Meters: mp, Tables: []Table{withColumns(series.Column{Name: "note", Type: series.BigInt}), other}})
 	for range 3 {
 		if out, _ := s.Archive(ctx, "power", dayN(5)); out.Status != ArchiveQuarantined {
@@ -232,14 +171,14 @@ func TestMetricsQuarantine(t *testing.T) {
 		t.Fatal(err)
 	}
 	quarantine := attribute.String(metrics.AttrReason, metrics.FailureQuarantine)
-	if n := metricValue(t, reader, "meterstore.archival.failures", tableIs("power"), quarantine); n != 3 {
+	if n := metricstest.Value(t, reader, "meterstore.archival.failures", tableIs("power"), quarantine); n != 3 {
 		t.Errorf("meterstore.archival.failures{table=power,reason=quarantine} = %d, want 3", n)
 	}
-	if n := metricValue(t, reader, "meterstore.archival.failures"); n != 3 {
+	if n := metricstest.Value(t, reader, "meterstore.archival.failures"); n != 3 {
 		t.Errorf("meterstore.archival.failures = %d over every table and reason, want 3", n)
 	}
 	s.Status(ctx, dayN(5))
-	if h, o := gaugeValue(t, reader, "meterstore.table.healthy"), metricValue(t, reader, "meterstore.table.healthy", tableIs("other")); h != 0 || o != 1 {
+	if h, o := gaugeValue(t, reader, "meterstore.table.healthy"), metricstest.Value(t, reader, "meterstore.table.healthy", tableIs("other")); h != 0 || o != 1 {
 		t.Errorf("meterstore.table.healthy: power %d, other %d; want 0 and 1", h, o)
 	}
 }
@@ -248,7 +187,7 @@ func TestMetricsQuarantine(t *testing.T) {
 // are counted, as many as their outcomes report.
 func TestMetricsPartitionsDropped(t *testing.T) {
 	ctx := t.Context()
-	mp, reader := newMeter(t)
+	mp, reader := metricstest.New(t)
 	s := newEnv(t).open(t, Options{Meters: mp})
 	if err := s.CreatePartitions(ctx, dayN(0), dayN(10)); err != nil {
 		t.Fatal(err)
@@ -267,7 +206,7 @@ func TestMetricsPartitionsDropped(t *testing.T) {
 	if dropped < 5 {
 		t.Fatalf("fixture: the cycles dropped %d partitions, want the 5 archived at least", dropped)
 	}
-	if n := metricValue(t, reader, "meterstore.archival.partitions_dropped", tableIs("power")); n != dropped {
+	if n := metricstest.Value(t, reader, "meterstore.archival.partitions_dropped", tableIs("power")); n != dropped {
 		t.Errorf("meterstore.archival.partitions_dropped = %d, want %d", n, dropped)
 	}
 }
@@ -277,7 +216,7 @@ func TestMetricsPartitionsDropped(t *testing.T) {
 // nothing left to do counts a skipped run and nothing else.
 func TestMetricsCompaction(t *testing.T) {
 	ctx := t.Context()
-	mp, reader := newMeter(t)
+	mp, reader := metricstest.New(t)
 	s := newEnv(t).open(t, Options{Meters: mp})
 	compactDays(t, s, &oracle{rows: map[oracleKey]int64{}}, rand.New(rand.NewPCG(3, 4)), 4)
 	c, err := s.Compact(ctx, "power", CompactOptions{})
@@ -297,21 +236,21 @@ func TestMetricsCompaction(t *testing.T) {
 		{"meterstore.compaction.written_files", int64(c.Written)},
 		{"meterstore.compaction.written_bytes", c.BytesWritten},
 	} {
-		if n := metricValue(t, reader, x.name, tableIs("power")); n != x.want {
+		if n := metricstest.Value(t, reader, x.name, tableIs("power")); n != x.want {
 			t.Errorf("%s = %d, want %d", x.name, n, x.want)
 		}
 	}
-	if n := metricValue(t, reader, "meterstore.compaction.runs", tableIs("power"), outcome(metrics.CompactionCompacted)); n != 1 {
+	if n := metricstest.Value(t, reader, "meterstore.compaction.runs", tableIs("power"), outcome(metrics.CompactionCompacted)); n != 1 {
 		t.Errorf("meterstore.compaction.runs{outcome=compacted} = %d, want 1", n)
 	}
 	again, err := s.Compact(ctx, "power", CompactOptions{})
 	if err != nil || again.SnapshotID != 0 {
 		t.Fatalf("a second compaction: %+v, %v; want nothing to do", again, err)
 	}
-	if n := metricValue(t, reader, "meterstore.compaction.runs", tableIs("power"), outcome(metrics.CompactionSkipped)); n != 1 {
+	if n := metricstest.Value(t, reader, "meterstore.compaction.runs", tableIs("power"), outcome(metrics.CompactionSkipped)); n != 1 {
 		t.Errorf("meterstore.compaction.runs{outcome=skipped} = %d, want 1", n)
 	}
-	if n := metricValue(t, reader, "meterstore.compaction.rewritten_files"); n != int64(c.Rewritten) {
+	if n := metricstest.Value(t, reader, "meterstore.compaction.rewritten_files"); n != int64(c.Rewritten) {
 		t.Errorf("meterstore.compaction.rewritten_files = %d after a skipped run, want %d", n, c.Rewritten)
 	}
 }
@@ -322,7 +261,7 @@ func TestMetricsCompaction(t *testing.T) {
 func TestMetricsOrphans(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t)
-	mp, reader := newMeter(t)
+	mp, reader := metricstest.New(t)
 	wall := time.Now().Add(48 * time.Hour)
 	s := e.open(t, Options{Meters: mp, Now: NowOptions{WallClock: func() time.Time { return wall }}})
 	if err := s.CreatePartitions(ctx, dayN(0), dayN(6)); err != nil {
@@ -342,10 +281,10 @@ func TestMetricsOrphans(t *testing.T) {
 	const files, bytes = 2, 1234 + 567
 	values := func() [4]int64 {
 		return [4]int64{
-			metricValue(t, reader, "meterstore.orphans.found_files", tableIs("power")),
-			metricValue(t, reader, "meterstore.orphans.found_bytes", tableIs("power")),
-			metricValue(t, reader, "meterstore.orphans.removed_files", tableIs("power")),
-			metricValue(t, reader, "meterstore.orphans.removed_bytes", tableIs("power")),
+			metricstest.Value(t, reader, "meterstore.orphans.found_files", tableIs("power")),
+			metricstest.Value(t, reader, "meterstore.orphans.found_bytes", tableIs("power")),
+			metricstest.Value(t, reader, "meterstore.orphans.removed_files", tableIs("power")),
+			metricstest.Value(t, reader, "meterstore.orphans.removed_bytes", tableIs("power")),
 		}
 	}
 	if _, err := s.Orphans(ctx, "power", OrphanOptions{}); err != nil {
@@ -372,7 +311,7 @@ func TestMetricsOrphans(t *testing.T) {
 // subject registry) is counted as failed in every cycle.
 func TestMetricsRetentionFailure(t *testing.T) {
 	ctx := t.Context()
-	mp, reader := newMeter(t)
+	mp, reader := metricstest.New(t)
 	s := newEnv(t).open(t, Options{Meters: mp})
 	m := s.Maintenance().AnonymiseAfter(privacy.CalendarYears(3), "§ 60 Abs. 6 MsbG", "test")
 	for range 2 {
@@ -380,7 +319,7 @@ func TestMetricsRetentionFailure(t *testing.T) {
 			t.Fatalf("a sweep without a registry: %+v", out.Retention)
 		}
 	}
-	if n := metricValue(t, reader, "meterstore.retention.failures"); n != 2 {
+	if n := metricstest.Value(t, reader, "meterstore.retention.failures"); n != 2 {
 		t.Errorf("meterstore.retention.failures = %d, want 2", n)
 	}
 }

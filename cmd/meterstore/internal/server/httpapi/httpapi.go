@@ -29,6 +29,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -260,6 +261,27 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, status int, rea
 		code = "forbidden"
 	}
 	writeError(w, status, code, msg)
+}
+
+// touch returns the declaration of table name for a request of token tok,
+// or answers the request, 403 when tok may not touch the table and 404
+// when no such table is declared, and returns false: the preamble of every
+// route that names a table.
+func (h *handler) touch(w http.ResponseWriter, r *http.Request, tok config.Token, name string) (store.Table, bool) {
+	if !auth.MayTouch(tok, name) {
+		h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, tok.Name,
+			fmt.Sprintf("token %q may not touch table %q", tok.Name, name))
+		return store.Table{}, false
+	}
+	decl, err := h.s.Declaration(name)
+	if errors.Is(err, store.ErrNoTable) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no such table: %q", name))
+		return store.Table{}, false
+	} else if err != nil {
+		h.internal(w, r, err)
+		return store.Table{}, false
+	}
+	return decl, true
 }
 
 // refusalLevel is the level a refusal is logged at: WARN for a request

@@ -42,11 +42,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/idempotency"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/ingest"
-	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
 )
@@ -103,17 +101,8 @@ type lineReason struct {
 func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 	table := r.PathValue("table")
 	tok, _ := r.Context().Value(tokenKey{}).(config.Token)
-	if !auth.MayTouch(tok, table) {
-		h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, tok.Name,
-			fmt.Sprintf("token %q may not touch table %q", tok.Name, table))
-		return
-	}
-	decl, err := h.s.Declaration(table)
-	if errors.Is(err, store.ErrNoTable) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no such table: %q", table))
-		return
-	} else if err != nil {
-		h.internal(w, r, err)
+	decl, ok := h.touch(w, r, tok, table)
+	if !ok {
 		return
 	}
 	format, err := bodyFormat(r.Header.Get("Content-Type"))

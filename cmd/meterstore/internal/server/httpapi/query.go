@@ -151,17 +151,10 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok, _ := r.Context().Value(tokenKey{}).(config.Token)
-	if req.Table != "" && !auth.MayTouch(tok, req.Table) {
-		h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, tok.Name,
-			fmt.Sprintf("token %q may not touch table %q", tok.Name, req.Table))
-		return
-	}
-	if _, err := h.s.Declaration(req.Table); req.Table != "" && errors.Is(err, store.ErrNoTable) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no such table: %q", req.Table))
-		return
-	} else if req.Table != "" && err != nil {
-		h.internal(w, r, err)
-		return
+	if req.Table != "" {
+		if _, ok := h.touch(w, r, tok, req.Table); !ok {
+			return
+		}
 	}
 	media, err := negotiate(r.Header.Values("Accept"))
 	if err != nil {

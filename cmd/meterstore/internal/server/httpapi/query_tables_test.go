@@ -8,13 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/metrics"
+	"github.com/meterstore/meterstore/internal/metrics/metricstest"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // openTwoTables opens a store with the tables power and feedin, and
@@ -169,23 +172,5 @@ func TestQueryBisectionRefused(t *testing.T) {
 // as the store's metrics count them.
 func scannedRows(t *testing.T, reader *sdkmetric.ManualReader, table string) int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(t.Context(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			d, ok := m.Data.(metricdata.Sum[int64])
-			if m.Name != "meterstore.scan.rows" || !ok {
-				continue
-			}
-			for _, p := range d.DataPoints {
-				if v, ok := p.Attributes.Value("table"); ok && v.AsString() == table {
-					n += p.Value
-				}
-			}
-		}
-	}
-	return n
+	return metricstest.Value(t, reader, "meterstore.scan.rows", attribute.String(metrics.AttrTable, table))
 }
