@@ -233,7 +233,7 @@ func (s *Store) open(ctx context.Context, t *table) error {
 		return fmt.Errorf("store: declare %s: %w", decl.Name, err)
 	}
 	engine, err := query.New(decl, &query.TableSource{
-		HotTier: s.hot, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
+		HotTier: hotTier{s.hot}, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
 		Scanned: func(ctx context.Context, n int64) { s.metrics.Scanned(ctx, decl.Name, metrics.TierHot, n) },
 		Check: func(ctx context.Context, w time.Time, ok bool) error {
 			return s.arch.CheckWatermark(ctx, decl.Name, w, ok)

@@ -100,20 +100,20 @@ func (s *memSource) Watermark(ctx context.Context) (time.Time, bool, error) {
 	return s.w, s.hasW, s.wmErr
 }
 
-func (s *memSource) Hot(ctx context.Context, q series.Range, fn func(series.Reading) error) error {
+// HotRead reads the hot rows of q as they are now, whatever happens to
+// the hot tier before they are scanned: a snapshot.
+func (s *memSource) HotRead(ctx context.Context, q series.Range, conns int) (HotRead, error) {
 	lo, hi := q.From, q.To
 	defer s.record("hot", lo, hi)()
 	s.mu.Lock()
-	rows := slices.Clone(s.hot)
-	s.mu.Unlock()
-	for _, r := range rows {
+	var rows []series.Reading
+	for _, r := range s.hot {
 		if inRange(r.From, lo, hi) {
-			if err := fn(r); err != nil {
-				return err
-			}
+			rows = append(rows, r)
 		}
 	}
-	return nil
+	s.mu.Unlock()
+	return newReadingRows(s.tab, rows)
 }
 
 func (s *memSource) HotFloor(ctx context.Context) (Floor, error) {
@@ -256,7 +256,11 @@ func writeParquet(t testing.TB, tab *series.Table, path string, rows []series.Re
 		for _, r := range rows {
 			vals := make([]driver.Value, len(l.cols))
 			for i, c := range l.cols {
-				if vals[i], err = c.get(tab, &r); err != nil {
+				get, err := getter(tab, c.name)
+				if err != nil {
+					return err
+				}
+				if vals[i], err = get(tab, &r); err != nil {
 					return err
 				}
 			}
