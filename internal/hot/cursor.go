@@ -30,13 +30,16 @@ type Cursor struct {
 	row   int // rows of the batch read
 	rows  int // rows in the batch
 	last  bool
-	// keys, if not zero, is how many columns of the merge key follow the
-	// columns asked for, in primary key order: of each run of rows with
-	// the same key, only the last, the newest version, is handed over.
-	// The row whose successor is not known yet waits in pending.
-	keys    int
-	pending [][]byte
-	held    bool
+	// keys, if any, are the positions in a fetched row of the merge
+	// key's columns, which come in primary key order: of each run of rows
+	// with the same key only the last, the newest version, is handed
+	// over. hidden is how many of them follow the columns asked for. The
+	// batch's last row is tentative until the next row's key is known;
+	// key holds its key.
+	keys      []int
+	hidden    int
+	key       [][]byte
+	tentative bool
 	// The current row's values.
 	ints  []int64
 	uints []uint64
@@ -51,9 +54,9 @@ func (c *Cursor) fetch(ctx context.Context) error {
 	start := time.Now()
 	c.conn.mu.Lock()
 	declared := c.first != ""
-	mrr := c.conn.c.Conn().PgConn().Exec(ctx, c.first+fmt.Sprintf("FETCH FORWARD %d FROM %s", batchRows, c.name))
+	mrr := c.conn.c.Conn().PgConn().Exec(ctx, c.first+fmt.Sprintf("FETCH FORWARD %d FROM %s", c.r.batch, c.name))
 	c.first = ""
-	c.arena, c.spans, c.row, c.rows = c.arena[:0], c.spans[:0], 0, 0
+	c.carry()
 	var (
 		err     error
 		fetched int
@@ -74,14 +77,14 @@ func (c *Cursor) fetch(ctx context.Context) error {
 		for rr.NextRow() {
 			fetched++
 			vals := rr.Values()
-			if c.keys == 0 {
-				c.add(vals)
-				continue
+			if c.keys != nil {
+				if c.tentative && c.sameKey(vals) {
+					// A newer version of the same key replaces it.
+					c.drop()
+				}
+				c.keep(vals)
 			}
-			if c.held && !sameKey(c.pending[len(c.kinds):], vals[len(c.kinds):]) {
-				c.add(c.pending)
-			}
-			c.hold(vals)
+			c.add(vals)
 		}
 		if _, cerr := rr.Close(); cerr != nil {
 			err = cerr
@@ -105,11 +108,66 @@ func (c *Cursor) fetch(ctx context.Context) error {
 	}
 	r.rows.Add(int64(fetched))
 	r.bytes.Add(int64(len(c.arena)))
-	if c.last = fetched < batchRows; c.last && c.held {
-		c.add(c.pending)
-		c.held = false
+	if c.last = fetched < c.r.batch; c.last {
+		c.tentative = false
+	}
+	if c.tentative {
+		c.rows--
 	}
 	return nil
+}
+
+// carry starts the next batch with the tentative row of the last one, if
+// any: only its successor tells whether it is the newest version.
+func (c *Cursor) carry() {
+	n := len(c.kinds)
+	if !c.tentative {
+		c.arena, c.spans, c.row, c.rows = c.arena[:0], c.spans[:0], 0, 0
+		return
+	}
+	spans := c.spans[2*n*c.rows : 2*n*(c.rows+1)]
+	base := spans[0]
+	tail := c.arena[base:]
+	copy(c.arena, tail)
+	c.arena = c.arena[:len(tail)]
+	copy(c.spans, spans)
+	c.spans = c.spans[:2*n]
+	for i := 0; i < len(c.spans); i += 2 {
+		c.spans[i] -= base
+	}
+	c.row, c.rows = 0, 1
+}
+
+// drop removes the batch's last row.
+func (c *Cursor) drop() {
+	n := len(c.kinds)
+	c.rows--
+	c.arena = c.arena[:c.spans[2*n*c.rows]]
+	c.spans = c.spans[:2*n*c.rows]
+}
+
+// keep copies the key of a fetched row as the tentative row's.
+func (c *Cursor) keep(vals [][]byte) {
+	if c.key == nil {
+		c.key = make([][]byte, len(c.keys))
+	}
+	for i, k := range c.keys {
+		c.key[i] = append(c.key[i][:0], vals[k]...)
+		if vals[k] == nil {
+			c.key[i] = nil
+		}
+	}
+	c.tentative = true
+}
+
+// sameKey reports whether a fetched row has the tentative row's key.
+func (c *Cursor) sameKey(vals [][]byte) bool {
+	for i, k := range c.keys {
+		if (c.key[i] == nil) != (vals[k] == nil) || !bytes.Equal(c.key[i], vals[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 // add appends a row's values, those asked for, to the batch.
@@ -125,39 +183,11 @@ func (c *Cursor) add(vals [][]byte) {
 	c.rows++
 }
 
-// hold keeps a copy of a row's values, all of them, as the pending row.
-func (c *Cursor) hold(vals [][]byte) {
-	if c.pending == nil {
-		c.pending = make([][]byte, len(vals))
-	}
-	for i, v := range vals {
-		if v == nil {
-			c.pending[i] = nil
-			continue
-		}
-		c.pending[i] = append(c.pending[i][:0:cap(c.pending[i])], v...)
-		if c.pending[i] == nil {
-			c.pending[i] = []byte{}
-		}
-	}
-	c.held = true
-}
-
-// sameKey reports whether two rows' merge key values are equal.
-func sameKey(a, b [][]byte) bool {
-	for i := range a {
-		if (a[i] == nil) != (b[i] == nil) || !bytes.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
 // check makes sure the batch's columns have the types and the format the
 // kinds decode.
 func (c *Cursor) check(fds []pgconn.FieldDescription) error {
-	if len(fds) != len(c.kinds)+c.keys {
-		return fmt.Errorf("%d columns, want %d", len(fds), len(c.kinds)+c.keys)
+	if len(fds) != len(c.kinds)+c.hidden {
+		return fmt.Errorf("%d columns, want %d", len(fds), len(c.kinds)+c.hidden)
 	}
 	for i, fd := range fds[:len(c.kinds)] {
 		if fd.DataTypeOID != kindOID[c.kinds[i]] || fd.Format != 1 {

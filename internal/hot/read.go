@@ -47,6 +47,7 @@ type Read struct {
 	cancel context.CancelFunc
 	grow   sync.WaitGroup
 	max    int
+	batch  int // rows a cursor fetches at once
 
 	mu      sync.Mutex
 	conns   []*readConn // in the snapshot; the first opened it
@@ -88,7 +89,7 @@ func (h *Tier) OpenRead(ctx context.Context, t *series.Table, q series.Range, co
 		return nil, classify(op, t.Name, err)
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &Read{h: h, t: t, q: q, lay: lay, shape: shapeOf(t, lay), ctx: rctx, cancel: cancel, max: max(conns, 1),
+	r := &Read{h: h, t: t, q: q, lay: lay, shape: shapeOf(t, lay), ctx: rctx, cancel: cancel, max: max(conns, 1), batch: batchRows,
 		conns: []*readConn{{c: holder}}}
 	if err := r.begin(ctx, holder); err != nil {
 		r.Close()
@@ -307,10 +308,17 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 		if r.lay == layoutDictionary {
 			key = []string{"series", "from"}
 		}
+		// The key's columns, those not asked for after the others.
 		for _, k := range key {
-			list = append(list, quote(k))
+			at := slices.Index(list, quote(k))
+			if at < 0 {
+				at = len(list)
+				list = append(list, quote(k))
+				c.hidden++
+			}
+			c.keys = append(c.keys, at)
 		}
-		c.keys, order = len(key), ` ORDER BY `+primaryKey(r.t, r.lay)
+		order = ` ORDER BY ` + primaryKey(r.t, r.lay)
 	}
 	sql := `SELECT ` + strings.Join(list, ", ") + ` FROM ` + source
 	if len(where) > 0 {

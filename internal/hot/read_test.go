@@ -243,11 +243,16 @@ func TestReadMatchesScan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := readAll(t, r, false); !slices.Equal(got, every) {
-				t.Errorf("%s %v: every version: %d rows, want %d\n got %.300v\nwant %.300v", i, q, len(got), len(every), got, every)
-			}
-			if got := readAll(t, r, true); !slices.Equal(got, winners) {
-				t.Errorf("%s %v: winners: %d rows, want %d\n got %.300v\nwant %.300v", i, q, len(got), len(winners), got, winners)
+			// Batches of the default size, and small ones: a key's
+			// versions then span batches.
+			for _, batch := range []int{batchRows, 1, 2, 7} {
+				r.batch = batch
+				if got := readAll(t, r, false); !slices.Equal(got, every) {
+					t.Errorf("%s %v, batches of %d: every version: %d rows, want %d\n got %.300v\nwant %.300v", i, q, batch, len(got), len(every), got, every)
+				}
+				if got := readAll(t, r, true); !slices.Equal(got, winners) {
+					t.Errorf("%s %v, batches of %d: winners: %d rows, want %d\n got %.300v\nwant %.300v", i, q, batch, len(got), len(winners), got, winners)
+				}
 			}
 			if n, _, _ := r.Moved(); n < int64(len(every)+len(winners)) {
 				t.Errorf("%s %v: moved %d rows, read %d", i, q, n, len(every)+len(winners))
