@@ -256,6 +256,7 @@ func (e *Engine) stream(ctx context.Context, sql string, opts ReadOptions, start
 	if err != nil {
 		return err
 	}
+	inst.columns = a.columns
 	others, err := e.others(ctx, a.Tables, opts)
 	if err != nil {
 		return err

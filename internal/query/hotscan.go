@@ -27,6 +27,10 @@ type hotScan struct {
 	fns     []string // the function of each relation: rows, then each dictionary
 	winners string   // the function of the rows' winning versions, if the read resolves
 	threads int
+	// columns are the names the statement may read columns by, nil for
+	// every column: a dictionary none of whose columns it names is not
+	// joined.
+	columns map[string]bool
 
 	mu     sync.Mutex
 	err    error // the first a cursor failed with
@@ -35,8 +39,8 @@ type hotScan struct {
 
 // registerHot makes read's relations table functions of conn, named after
 // prefix.
-func registerHot(conn *sql.Conn, read HotRead, table, prefix string, threads int) (*hotScan, error) {
-	s := &hotScan{read: read, shape: read.Shape(), table: table, threads: max(threads, 1)}
+func registerHot(conn *sql.Conn, read HotRead, table, prefix string, threads int, columns map[string]bool) (*hotScan, error) {
+	s := &hotScan{read: read, shape: read.Shape(), table: table, threads: max(threads, 1), columns: columns}
 	rels := []HotRelation{s.shape.Rows}
 	for _, d := range s.shape.Dicts {
 		rels = append(rels, d.HotRelation)
@@ -298,6 +302,16 @@ func (s *hotScan) relation(l layout, where []string, resolve, ceiling bool) (str
 		source[name] = `r.` + ident(name)
 	}
 	for i, d := range sh.Dicts {
+		if !s.needs(d) {
+			// The statement reads none of its columns, whose values
+			// fail the statement if the analysis missed one.
+			for _, c := range d.Columns {
+				if c.Name != d.ID {
+					source[c.Name] = `error(` + quote("query: column "+c.Name+" of the hot tier was not read for this statement") + `)`
+				}
+			}
+			continue
+		}
 		alias := `d` + strconv.Itoa(i)
 		inner := make([]string, len(d.Columns))
 		for j, c := range d.Columns {
@@ -318,6 +332,19 @@ func (s *hotScan) relation(l layout, where []string, resolve, ceiling bool) (str
 		sel[i] = `CAST(` + src + ` AS ` + c.typ + `) AS ` + ident(c.name)
 	}
 	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + from, nil
+}
+
+// needs reports whether the statement may read a column of dictionary d.
+func (s *hotScan) needs(d HotDict) bool {
+	if s.columns == nil {
+		return true
+	}
+	for _, c := range d.Columns {
+		if c.Name != d.ID && s.columns[strings.ToLower(c.Name)] {
+			return true
+		}
+	}
+	return false
 }
 
 // hotValue returns the expression that turns column x of a table

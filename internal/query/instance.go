@@ -25,6 +25,9 @@ type instance struct {
 	// closed when it has run; funcs counts the functions registered.
 	hot   []*hotScan
 	funcs int
+	// columns are the names the statement may read columns by, nil for
+	// every column (see analysis.columns).
+	columns map[string]bool
 }
 
 // nextFunc returns a prefix for the names of new table functions.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/meterstore/meterstore/series"
@@ -12,35 +14,50 @@ import (
 
 // readingRows are in-memory readings as a HotRead: a relation of rows
 // with the layout's columns, in one unit, read as they were when it
-// opened. The tests' sources serve their hot tier so.
+// opened, or with some of them in a dictionary the rows refer to by a
+// column attr. The tests' sources serve their hot tier so.
 type readingRows struct {
 	shape HotShape
-	gets  []func(*series.Table, *series.Reading) (driver.Value, error)
 	tab   *series.Table
 	rows  []series.Reading
+	ids   []int32 // of each row's dictionary entry
+	gets  []func(*series.Table, *series.Reading) (driver.Value, error) // of the rows' columns
+	dict  [][]driver.Value // the dictionary's rows' values by column
+	mu    sync.Mutex
+	scans []int // cursors opened, by relation
 	moved int64
 }
 
-func newReadingRows(tab *series.Table, rows []series.Reading) (*readingRows, error) {
+// newReadingRows returns rows as a HotRead, the columns dict in a
+// dictionary.
+func newReadingRows(tab *series.Table, rows []series.Reading, dict ...string) (*readingRows, error) {
 	l, err := layoutOf(tab)
 	if err != nil {
 		return nil, err
 	}
-	r := &readingRows{tab: tab, rows: rows, shape: HotShape{Rows: HotRelation{Rows: int64(len(rows))}}}
+	r := &readingRows{tab: tab, rows: rows, scans: make([]int, 1+min(len(dict), 1))}
+	var (
+		moved []func(*series.Table, *series.Reading) (driver.Value, error)
+		d     = HotDict{HotRelation: HotRelation{Columns: []HotColumn{{"id", KindInt32}}}, ID: "id", Ref: "attr"}
+	)
+	if len(dict) > 0 {
+		r.shape.Rows.Columns = append(r.shape.Rows.Columns, HotColumn{"attr", KindInt32})
+		r.gets = append(r.gets, nil) // the row's id
+	}
 	for _, c := range l.cols {
 		var k HotKind
-		switch {
-		case c.typ == "VARCHAR":
+		switch c.typ {
+		case "VARCHAR":
 			k = KindText
-		case c.typ == "TIMESTAMPTZ":
+		case "TIMESTAMPTZ":
 			k = KindTime
-		case c.typ == "DATE":
+		case "DATE":
 			k = KindDate
-		case c.typ == "BIGINT":
+		case "BIGINT":
 			k = KindInt64
-		case c.typ == "DECIMAL(18,6)":
+		case "DECIMAL(18,6)":
 			k = KindDecimal
-		case c.typ == "DECIMAL(20,0)":
+		case "DECIMAL(20,0)":
 			k = KindUint64
 		default:
 			return nil, fmt.Errorf("column %s: no kind for %s", c.name, c.typ)
@@ -49,67 +66,127 @@ func newReadingRows(tab *series.Table, rows []series.Reading) (*readingRows, err
 		if err != nil {
 			return nil, err
 		}
-		r.shape.Rows.Columns = append(r.shape.Rows.Columns, HotColumn{Name: c.name, Kind: k})
-		r.gets = append(r.gets, get)
+		if slices.Contains(dict, c.name) {
+			d.Columns = append(d.Columns, HotColumn{c.name, k})
+			moved = append(moved, get)
+		} else {
+			r.shape.Rows.Columns = append(r.shape.Rows.Columns, HotColumn{c.name, k})
+			r.gets = append(r.gets, get)
+		}
 	}
+	if len(dict) > 0 {
+		ids := map[string]int32{}
+		for _, row := range rows {
+			entry := []driver.Value{nil}
+			for _, get := range moved {
+				v, err := get(tab, &row)
+				if err != nil {
+					return nil, err
+				}
+				entry = append(entry, v)
+			}
+			key := fmt.Sprintf("%v", entry[1:])
+			id, ok := ids[key]
+			if !ok {
+				id = int32(len(ids)) * 7 // ids need not be dense
+				ids[key] = id
+				entry[0] = int64(id)
+				r.dict = append(r.dict, entry)
+			}
+			r.ids = append(r.ids, id)
+		}
+		r.shape.Dicts = []HotDict{d}
+	}
+	r.shape.Rows.Rows = int64(len(rows))
 	return r, nil
 }
 
-func (r *readingRows) Shape() HotShape   { return r.shape }
-func (r *readingRows) Units(rel int) int { return 1 }
-func (r *readingRows) Close() error      { return nil }
+func (r *readingRows) Shape() HotShape { return r.shape }
+func (r *readingRows) Units(int) int   { return 1 }
+func (r *readingRows) Close() error    { return nil }
 
-func (r *readingRows) Moved() (int64, int64, time.Duration) { return r.moved, 0, 0 }
+func (r *readingRows) Moved() (int64, int64, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.moved, 0, time.Microsecond
+}
+
+// Scans returns how many cursors were opened on each relation.
+func (r *readingRows) Scans() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.scans)
+}
 
 func (r *readingRows) Scan(ctx context.Context, rel, unit int, cols []int, winners bool) (HotCursor, error) {
-	if rel != 0 || unit != 0 || winners {
+	if rel < 0 || rel >= len(r.scans) || unit != 0 || winners {
 		return nil, fmt.Errorf("no unit %d of relation %d", unit, rel)
 	}
-	return &readingCursor{r: r, cols: cols, vals: make([]driver.Value, len(cols)), row: -1}, nil
+	r.mu.Lock()
+	r.scans[rel]++
+	r.mu.Unlock()
+	c := &readingCursor{r: r, rel: rel, cols: cols, vals: make([]driver.Value, len(cols)), row: -1, n: len(r.rows), columns: r.shape.Rows.Columns}
+	if rel > 0 {
+		c.n, c.columns = len(r.dict), r.shape.Dicts[0].Columns
+	}
+	return c, nil
 }
 
 type readingCursor struct {
-	r    *readingRows
-	cols []int
-	vals []driver.Value
-	row  int
-	err  error
+	r       *readingRows
+	rel     int
+	columns []HotColumn
+	cols    []int
+	vals    []driver.Value
+	row, n  int
+	err     error
 }
 
 func (c *readingCursor) Next(ctx context.Context) bool {
-	if c.err != nil || c.row+1 >= len(c.r.rows) {
+	if c.err != nil || c.row+1 >= c.n {
 		return false
 	}
 	c.row++
+	c.r.mu.Lock()
 	c.r.moved++
+	c.r.mu.Unlock()
 	for i, col := range c.cols {
-		v, err := c.r.gets[col](c.r.tab, &c.r.rows[c.row])
-		if err != nil {
-			c.err = err
-			return false
+		switch {
+		case c.rel > 0:
+			c.vals[i] = c.r.dict[c.row][col]
+		case c.r.gets[col] == nil:
+			c.vals[i] = int64(c.r.ids[c.row])
+		default:
+			v, err := c.r.gets[col](c.r.tab, &c.r.rows[c.row])
+			if err != nil {
+				c.err = err
+				return false
+			}
+			c.vals[i] = v
 		}
-		c.vals[i] = v
 	}
 	return true
 }
 
-func (c *readingCursor) Null(i int) bool { return c.vals[i] == nil }
+func (c *readingCursor) value(i int) driver.Value { return c.vals[i] }
+
+func (c *readingCursor) Null(i int) bool { return c.value(i) == nil }
 
 func (c *readingCursor) Int64(i int) int64 {
-	switch v := c.vals[i].(type) {
+	switch v := c.value(i).(type) {
 	case int64:
 		return v
 	case time.Time:
-		if c.r.shape.Rows.Columns[c.cols[i]].Kind == KindDate {
+		if c.columns[c.cols[i]].Kind == KindDate {
 			return v.Unix() / 86400
 		}
 		return v.UnixMicro()
 	}
-	panic(fmt.Sprintf("no int64 in %T", c.vals[i]))
+	panic(fmt.Sprintf("no int64 in %T", c.value(i)))
 }
 
-func (c *readingCursor) Uint64(i int) uint64 { return c.vals[i].(uint64) }
-func (c *readingCursor) Bytes(i int) []byte  { return []byte(c.vals[i].(string)) }
+func (c *readingCursor) Uint64(i int) uint64 { return c.value(i).(uint64) }
+func (c *readingCursor) Bytes(i int) []byte  { return []byte(c.value(i).(string)) }
 func (c *readingCursor) Err() error          { return c.err }
 func (c *readingCursor) Close() error        { return nil }
 

@@ -39,6 +39,10 @@ type memSource struct {
 	calls   []call
 	// after runs after each call, with the call's name.
 	after func(op string)
+	// dict names the columns the hot reads keep in a dictionary; read is
+	// the last hot read.
+	dict []string
+	read *readingRows
 }
 
 type coldFile struct {
@@ -112,8 +116,10 @@ func (s *memSource) HotRead(ctx context.Context, q series.Range, conns int) (Hot
 			rows = append(rows, r)
 		}
 	}
+	r, err := newReadingRows(s.tab, rows, s.dict...)
+	s.read = r
 	s.mu.Unlock()
-	return newReadingRows(s.tab, rows)
+	return r, err
 }
 
 func (s *memSource) HotFloor(ctx context.Context) (Floor, error) {

@@ -178,7 +178,7 @@ func (e *Engine) openHot(ctx context.Context, inst *instance, q series.Range) (*
 	if err != nil {
 		return nil, fmt.Errorf("query: hot tier: %w", err)
 	}
-	hot, err := registerHot(inst.conn, hr, e.table.Name, inst.nextFunc(), threads)
+	hot, err := registerHot(inst.conn, hr, e.table.Name, inst.nextFunc(), threads, inst.columns)
 	if err != nil {
 		hr.Close()
 		return nil, err
