@@ -20,9 +20,9 @@ type readingRows struct {
 	shape HotShape
 	tab   *series.Table
 	rows  []series.Reading
-	ids   []int32 // of each row's dictionary entry
+	ids   []int32                                                      // of each row's dictionary entry
 	gets  []func(*series.Table, *series.Reading) (driver.Value, error) // of the rows' columns
-	dict  [][]driver.Value // the dictionary's rows' values by column
+	dict  [][]driver.Value                                             // the dictionary's rows' values by column
 	mu    sync.Mutex
 	scans []int // cursors opened, by relation
 	moved int64
