@@ -73,8 +73,9 @@ const batchRows = 8192
 
 // OpenRead opens a Read of t's rows that q selects (its from range, market
 // locations and OBIS codes) on one connection of the pool, which it holds
-// until Close. It reads with up to conns connections at once: those beyond
-// the first it acquires as the pool has them, and never waits for.
+// until Close. It reads with up to conns connections at once, at most half
+// the pool's: those beyond the first it acquires as the pool has them, and
+// never waits for.
 func (h *Tier) OpenRead(ctx context.Context, t *series.Table, q series.Range, conns int) (*Read, error) {
 	const op = "read"
 	if err := t.Validate(); err != nil {
@@ -89,6 +90,7 @@ func (h *Tier) OpenRead(ctx context.Context, t *series.Table, q series.Range, co
 		return nil, classify(op, t.Name, err)
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	conns = min(conns, int(h.pool.Config().MaxConns)/2)
 	r := &Read{h: h, t: t, q: q, lay: lay, shape: shapeOf(t, lay), ctx: rctx, cancel: cancel, max: max(conns, 1), batch: batchRows,
 		conns: []*readConn{{c: holder}}}
 	if err := r.begin(ctx, holder); err != nil {
