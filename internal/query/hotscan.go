@@ -302,7 +302,7 @@ func (s *hotScan) relation(l layout, where []string, resolve, ceiling bool) (str
 		source[name] = `r.` + ident(name)
 	}
 	for i, d := range sh.Dicts {
-		if !s.needs(d) {
+		if !s.needs(l, d) {
 			// The statement reads none of its columns, whose values
 			// fail the statement if the analysis missed one.
 			for _, c := range d.Columns {
@@ -334,13 +334,16 @@ func (s *hotScan) relation(l layout, where []string, resolve, ceiling bool) (str
 	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + from, nil
 }
 
-// needs reports whether the statement may read a column of dictionary d.
-func (s *hotScan) needs(d HotDict) bool {
+// needs reports whether the statement may read a column of dictionary d,
+// or d has the layout's first column: where a statement needs no column of
+// a union, such as count(*) of readings_versions, DuckDB still reads the
+// union's first one.
+func (s *hotScan) needs(l layout, d HotDict) bool {
 	if s.columns == nil {
 		return true
 	}
 	for _, c := range d.Columns {
-		if c.Name != d.ID && s.columns[strings.ToLower(c.Name)] {
+		if c.Name != d.ID && (s.columns[strings.ToLower(c.Name)] || c.Name == l.cols[0].name) {
 			return true
 		}
 	}

@@ -87,6 +87,21 @@ func TestHotDictionaries(t *testing.T) {
 		}
 		dict.read = nil
 	}
+	// A dictionary with the first column is read for every statement:
+	// where a statement needs no column of a union, DuckDB reads the
+	// first one.
+	first := threeMonths(t)
+	first.dict = []string{"malo_id", "obis_code", "channel"}
+	e3 := newEngine(t, first)
+	for _, sql := range []string{`SELECT count(*) FROM readings_versions`, `SELECT count(*) FROM readings`, `SELECT sum(value) FROM readings`,
+		`SELECT malo_id, channel, "from", version FROM readings ORDER BY ALL`} {
+		if got, want := values(t, e3, sql), values(t, e1, sql); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", sql, got, want)
+		}
+		if first.read.Scans()[1] == 0 {
+			t.Errorf("%s: the dictionary of the first column was not read", sql)
+		}
+	}
 }
 
 // TestHotColumnNotRead makes sure that a dictionary column left out for a

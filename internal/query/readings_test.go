@@ -29,7 +29,8 @@ type readingRows struct {
 }
 
 // newReadingRows returns rows as a HotRead, the columns dict in a
-// dictionary.
+// dictionary; if they are the merge key's but from, in its order, the
+// dictionary's ids stand for the merge key with from.
 func newReadingRows(tab *series.Table, rows []series.Reading, dict ...string) (*readingRows, error) {
 	l, err := layoutOf(tab)
 	if err != nil {
@@ -96,6 +97,10 @@ func newReadingRows(tab *series.Table, rows []series.Reading, dict ...string) (*
 			r.ids = append(r.ids, id)
 		}
 		r.shape.Dicts = []HotDict{d}
+		// A dictionary of the merge key but from is a series dictionary.
+		if slices.Equal(dict, slices.DeleteFunc(slices.Clone(l.key), func(k string) bool { return k == "from" })) {
+			r.shape.Series = "attr"
+		}
 	}
 	r.shape.Rows.Rows = int64(len(rows))
 	return r, nil
