@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/query"
@@ -12,21 +13,32 @@ import (
 // the tiers do not import each other.
 type hotTier struct{ *hot.Tier }
 
-func (h hotTier) Read(ctx context.Context, t *series.Table, q series.Range, conns int) (query.HotRead, error) {
-	r, err := h.OpenRead(ctx, t, q, conns)
+func (h hotTier) Snapshot(ctx context.Context, conns int) (query.HotSnapshot, error) {
+	return h.OpenSnapshot(ctx, conns)
+}
+
+func (h hotTier) Read(ctx context.Context, snap query.HotSnapshot, t *series.Table, q series.Range) (query.HotRead, error) {
+	s, ok := snap.(*hot.Snapshot)
+	if !ok {
+		return nil, fmt.Errorf("store: a snapshot of another hot tier: %T", snap)
+	}
+	r, err := s.Read(ctx, t, q)
 	if err != nil {
 		return nil, err
 	}
 	return hotRead{Read: r, shape: shapeOf(r.Shape())}, nil
 }
 
-// hotRead is a hot.Read as a query.HotRead; its cursors are one already.
+// hotRead is a hot.Read as a query.HotRead; its cursors are one already,
+// and its snapshot ends it.
 type hotRead struct {
 	*hot.Read
 	shape query.HotShape
 }
 
 func (r hotRead) Shape() query.HotShape { return r.shape }
+
+func (r hotRead) Close() error { return nil }
 
 func (r hotRead) Scan(ctx context.Context, rel, unit int, cols []int, winners bool) (query.HotCursor, error) {
 	c, err := r.Read.Scan(ctx, rel, unit, cols, winners)

@@ -11,15 +11,16 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
-// hookTier runs *hook, once, right after a hot read opens: between the
-// snapshot and the moment its rows cross, as a concurrent client would.
+// hookTier runs *hook, once, right after a hot read opens, after its
+// snapshot: between the snapshot and the moment its rows cross, as a
+// concurrent client would.
 type hookTier struct {
 	hotTier
 	hook *func()
 }
 
-func (h hookTier) Read(ctx context.Context, t *series.Table, q series.Range, conns int) (query.HotRead, error) {
-	r, err := h.hotTier.Read(ctx, t, q, conns)
+func (h hookTier) Read(ctx context.Context, snap query.HotSnapshot, t *series.Table, q series.Range) (query.HotRead, error) {
+	r, err := h.hotTier.Read(ctx, snap, t, q)
 	if f := *h.hook; err == nil && f != nil {
 		*h.hook = nil
 		f()

@@ -260,9 +260,7 @@ func (c *Cursor) finish() {
 	}
 	c.done = true
 	c.arena, c.spans = nil, nil
-	c.r.mu.Lock()
-	c.conn.open--
-	c.r.mu.Unlock()
+	c.r.s.done(c.conn)
 }
 
 // Null reports whether column i of the row is NULL.

@@ -1,6 +1,8 @@
 package hot
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -239,7 +241,11 @@ func TestReadMatchesScan(t *testing.T) {
 			}
 			slices.Sort(every)
 			slices.Sort(winners)
-			r, err := h.OpenRead(ctx, tab, q, 3)
+			snap, err := h.OpenSnapshot(ctx, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := snap.Read(ctx, tab, q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -257,7 +263,7 @@ func TestReadMatchesScan(t *testing.T) {
 			if n, _, _ := r.Moved(); n < int64(len(every)+len(winners)) {
 				t.Errorf("%s %v: moved %d rows, read %d", i, q, n, len(every)+len(winners))
 			}
-			if err := r.Close(); err != nil {
+			if err := snap.Close(); err != nil {
 				t.Fatal(err)
 			}
 			if q.From.IsZero() && q.MaLo == nil && len(every) != len(rows) {
@@ -274,11 +280,15 @@ func TestReadColumns(t *testing.T) {
 	ctx := t.Context()
 	tab := readTable(t, h, "cols", series.IntegrityStatement)
 	mustWrite(t, h, tab, readRows(2, 1, 3))
-	r, err := h.OpenRead(ctx, tab, series.Range{}, 2)
+	snap, err := h.OpenSnapshot(ctx, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer snap.Close()
+	r, err := snap.Read(ctx, tab, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	idx := map[string]int{}
 	for i, c := range r.Shape().Rows.Columns {
 		idx[c.Name] = i
@@ -315,5 +325,69 @@ func TestReadColumns(t *testing.T) {
 	}
 	if c.Err() != nil || n != len(readRows(2, 1, 3)) {
 		t.Fatalf("no columns: %d rows, %v", n, c.Err())
+	}
+}
+
+// TestSnapshotTables reads two tables in one snapshot: rows written to
+// either after it was taken are in neither read.
+func TestSnapshotTables(t *testing.T) {
+	h, _ := newTier(t, Options{})
+	ctx := t.Context()
+	a := readTable(t, h, "snap_a", series.IntegrityStatement)
+	b := readTable(t, h, "snap_b", series.IntegrityWrite)
+	first := readRows(2, 3, 1)
+	mustWrite(t, h, a, first)
+	mustWrite(t, h, b, first)
+	want := map[string][]string{}
+	for _, tab := range []*series.Table{a, b} {
+		for _, r := range scanAll(t, h, tab) {
+			want[tab.Name] = append(want[tab.Name], natural(r))
+		}
+		slices.Sort(want[tab.Name])
+	}
+	snap, err := h.OpenSnapshot(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	later := readRows(3, 3, 5) // another meter, and corrections
+	mustWrite(t, h, a, later)
+	mustWrite(t, h, b, later)
+	for _, tab := range []*series.Table{a, b} {
+		r, err := snap.Read(ctx, tab, series.Range{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, r, false); len(want[tab.Name]) != len(first) || !slices.Equal(got, want[tab.Name]) {
+			t.Errorf("%s: %d rows, want the %d written before the snapshot", tab.Name, len(got), len(want[tab.Name]))
+		}
+	}
+}
+
+// TestSnapshotsHalfThePool lets at most half the pool's connections hold
+// snapshots: one more waits until one closes.
+func TestSnapshotsHalfThePool(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	var open []*Snapshot
+	for range pool.Config().MaxConns / 2 {
+		s, err := h.OpenSnapshot(t.Context(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, s)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if s, err := h.OpenSnapshot(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a snapshot beyond half the pool: %v, %v", s, err)
+	}
+	open[0].Close()
+	s, err := h.OpenSnapshot(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, s := range open[1:] {
+		s.Close()
 	}
 }

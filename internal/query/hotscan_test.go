@@ -115,7 +115,7 @@ func TestHotColumnNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inst.close()
-	hr, err := s.HotRead(t.Context(), series.Range{}, 1)
+	hr, err := s.HotRead(t.Context(), memSnapshot{}, series.Range{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ type instance struct {
 	// hot are the hot reads whose table functions the statement scans,
 	// closed when it has run; funcs counts the functions registered.
 	hot   []*hotScan
+	snap  HotSnapshot // of the hot tier, for every table read; nil if none
 	funcs int
 	// columns are the names the statement may read columns by, nil for
 	// every column (see analysis.columns).
@@ -68,6 +69,12 @@ func (inst *instance) finish(h *Header, err error) error {
 		}
 	}
 	inst.hot = nil
+	if inst.snap != nil {
+		if cerr := inst.snap.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("query: hot tier: %w", cerr)
+		}
+		inst.snap = nil
+	}
 	return err
 }
 
@@ -172,6 +179,9 @@ func (inst *instance) close() error {
 	var errs []error
 	for _, s := range inst.hot {
 		errs = append(errs, s.close())
+	}
+	if inst.snap != nil {
+		errs = append(errs, inst.snap.Close())
 	}
 	if inst.conn != nil {
 		errs = append(errs, inst.conn.Close())

@@ -14,10 +14,14 @@ type Source interface {
 	// Watermark returns W (ok=false: nothing archived yet). It reads the
 	// cold tier.
 	Watermark(ctx context.Context) (w time.Time, ok bool, err error)
+	// HotSnapshot takes a snapshot of the hot tier for one query, to be
+	// read with up to conns connections at once; every HotRead of the
+	// query, of any table, reads in it.
+	HotSnapshot(ctx context.Context, conns int) (HotSnapshot, error)
 	// HotRead opens a read of the rows in PostgreSQL that q selects, from
-	// the partitions attached when it opens, as of that moment (see
-	// HotRead), with up to conns connections at once.
-	HotRead(ctx context.Context, q series.Range, conns int) (HotRead, error)
+	// the partitions attached when snap was taken, as of that moment (see
+	// HotRead). snap is one a Source of the same hot tier took.
+	HotRead(ctx context.Context, snap HotSnapshot, q series.Range) (HotRead, error)
 	// HotFloor tells where the hot tier's attached partitions vouch for
 	// its rows; see Floor. The engine reads it after the hot scan, to make
 	// sure that no partition the scan needed was detached before it, and
@@ -51,9 +55,11 @@ type Floor struct {
 // HotTier is what a TableSource reads of the hot tier; the hot tier's Tier
 // provides it.
 type HotTier interface {
+	// Snapshot takes a snapshot of the hot tier (see Source.HotSnapshot).
+	Snapshot(ctx context.Context, conns int) (HotSnapshot, error)
 	// Read opens a HotRead of the rows of t in attached partitions that q
-	// selects.
-	Read(ctx context.Context, t *series.Table, q series.Range, conns int) (HotRead, error)
+	// selects, in snap.
+	Read(ctx context.Context, snap HotSnapshot, t *series.Table, q series.Range) (HotRead, error)
 	// Floor returns where t's attached partitions vouch for its rows:
 	// Floor.Detached and Floor.Attached, zero for none.
 	Floor(ctx context.Context, t *series.Table) (detached, attached time.Time, err error)
@@ -91,9 +97,14 @@ func (s *TableSource) Watermark(ctx context.Context) (time.Time, bool, error) {
 	return w, ok, nil
 }
 
-// HotRead opens a read of the hot rows q selects.
-func (s *TableSource) HotRead(ctx context.Context, q series.Range, conns int) (HotRead, error) {
-	r, err := s.HotTier.Read(ctx, s.Table, q, conns)
+// HotSnapshot takes a snapshot of the hot tier.
+func (s *TableSource) HotSnapshot(ctx context.Context, conns int) (HotSnapshot, error) {
+	return s.HotTier.Snapshot(ctx, conns)
+}
+
+// HotRead opens a read of the hot rows q selects in snap.
+func (s *TableSource) HotRead(ctx context.Context, snap HotSnapshot, q series.Range) (HotRead, error) {
+	r, err := s.HotTier.Read(ctx, snap, s.Table, q)
 	if err != nil || s.Scanned == nil {
 		return r, err
 	}
@@ -146,13 +157,19 @@ func (s *TableSource) ColdAt(ctx context.Context, q series.Range, ref cold.Snaps
 	return p.Local(ctx, s.CacheDir)
 }
 
-// A HotRead is one consistent read of a table's hot tier, as of the
-// moment it opened: the rows of the partitions then attached, in one
-// snapshot of PostgreSQL that every connection reading for it shares, so
-// that its relations may be read in parallel and still agree with each
-// other and with the watermark read before it. Its rows cross column by
-// column, only the columns a cursor asks for. Close ends it once no
-// cursor is used any more.
+// A HotSnapshot is one consistent state of the hot tier for a query: one
+// snapshot of PostgreSQL that every connection reading for the query
+// shares, so that the tables' partitions may be read in parallel and
+// still agree with each other and with the watermarks read around it.
+// Close ends it, and every HotRead in it, once no cursor is used any more.
+type HotSnapshot interface {
+	Close() error
+}
+
+// A HotRead is one table's rows in a HotSnapshot: the rows of the
+// partitions attached when it was taken. Its rows cross column by column,
+// only the columns a cursor asks for. Close says it is no longer used; its
+// snapshot's Close ends it.
 type HotRead interface {
 	// Shape says how the read presents the table's readings.
 	Shape() HotShape

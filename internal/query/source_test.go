@@ -104,9 +104,22 @@ func (s *memSource) Watermark(ctx context.Context) (time.Time, bool, error) {
 	return s.w, s.hasW, s.wmErr
 }
 
+// memSnapshot is the snapshot of a memSource: each read takes the rows
+// when it opens.
+type memSnapshot struct{}
+
+func (memSnapshot) Close() error { return nil }
+
+func (s *memSource) HotSnapshot(ctx context.Context, conns int) (HotSnapshot, error) {
+	return memSnapshot{}, nil
+}
+
 // HotRead reads the hot rows of q as they are now, whatever happens to
 // the hot tier before they are scanned: a snapshot.
-func (s *memSource) HotRead(ctx context.Context, q series.Range, conns int) (HotRead, error) {
+func (s *memSource) HotRead(ctx context.Context, snap HotSnapshot, q series.Range) (HotRead, error) {
+	if _, ok := snap.(memSnapshot); !ok {
+		return nil, fmt.Errorf("a snapshot of another source: %T", snap)
+	}
 	lo, hi := q.From, q.To
 	defer s.record("hot", lo, hi)()
 	s.mu.Lock()

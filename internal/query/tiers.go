@@ -168,13 +168,22 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 }
 
 // openHot opens a read of the hot rows of q and makes its relations
-// table functions of inst, which closes it with the query.
+// table functions of inst, which closes it with the query. The first
+// takes the query's snapshot of the hot tier, in which every table is
+// read: a query holds one connection however many tables it reads.
 func (e *Engine) openHot(ctx context.Context, inst *instance, q series.Range) (*hotScan, error) {
 	threads := e.set.Threads
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	hr, err := e.src.HotRead(ctx, q, threads)
+	if inst.snap == nil {
+		snap, err := e.src.HotSnapshot(ctx, threads)
+		if err != nil {
+			return nil, fmt.Errorf("query: hot tier: %w", err)
+		}
+		inst.snap = snap
+	}
+	hr, err := e.src.HotRead(ctx, inst.snap, q)
 	if err != nil {
 		return nil, fmt.Errorf("query: hot tier: %w", err)
 	}
