@@ -249,4 +249,3 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 	}
 	return c, nil
 }
-
