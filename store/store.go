@@ -267,7 +267,7 @@ func (s *Store) open(ctx context.Context, t *table) error {
 		return fmt.Errorf("store: declare %s: %w", decl.Name, err)
 	}
 	engine, err := query.New(decl, &query.TableSource{
-		HotTier: s.hot, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
+		HotTier: hotTier{s.hot}, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
 		Scanned: func(ctx context.Context, n int64) { s.metrics.Scanned(ctx, decl.Name, metrics.TierHot, n) },
 		VetWatermark: func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error) {
 			return s.arch.VetWatermark(ctx, decl.Name, read)

@@ -25,8 +25,12 @@ and runs, --runs times each after a warm-up, interleaved:
   (a) one meter's resolved daily totals for a year spanning both tiers,
   (b) every meter's resolved total for the first (cold) month,
   (c) the floor: (b) run by DuckDB directly on that month's Parquet files,
-      with the same version resolution, without MeterStore.
-It checks that (b) and (c) agree and prints p50/p99 and (b)/(c).
+      with the same version resolution, without MeterStore,
+  (d) (c) without resolving versions,
+  (e) every meter's resolved total over the hot days,
+  (f) (e) computed by PostgreSQL alone over the same rows (its SQL printed).
+It checks that (b) and (c) agree, and (e) and (f), and prints p50/p99,
+(b)/(c), (b)/(d) and (e)/(f).
 Without --pg-url it starts a private PostgreSQL server with default settings.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -59,6 +63,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 	f.IntVar(&c.Threads, "threads", c.Threads, "DuckDB threads, for MeterStore and the floor")
 	f.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "DuckDB memory_limit, for MeterStore and the floor")
 	f.StringVar(&c.Dir, "dir", "", "keep the warehouse here (default: a temporary directory)")
+	f.StringVar(&c.Integrity, "integrity", c.Integrity, "the table's integrity (auto: the dictionary layout)")
 	return cmd
 }
 
@@ -67,7 +72,7 @@ func printQuery(w io.Writer, r *querybench.Result) {
 		r.Readings, r.ColdRows, r.HotRows, stamp(r.Watermark), r.Config.Runs, r.Config.Threads)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "query\trows\ttiers\tp50 ms\tp99 ms")
-	for _, q := range []querybench.Case{r.MeterYear, r.ColdMonth, r.Floor, r.Plain} {
+	for _, q := range []querybench.Case{r.MeterYear, r.ColdMonth, r.Floor, r.Plain, r.HotDays, r.Postgres} {
 		tiers := strings.Join(q.Tiers, "+")
 		if tiers == "" {
 			tiers = "-"
@@ -75,10 +80,15 @@ func printQuery(w io.Writer, r *querybench.Result) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%.1f\n", q.Name, q.Rows, tiers, q.P50, q.P99)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n(b)/(c) at p50: %.2f\n(b)/(d) at p50: %.2f   (goal: at most 1.5)\n", r.Ratio, r.PlainRatio)
+	fmt.Fprintf(w, "\n(b)/(c) at p50: %.2f\n(b)/(d) at p50: %.2f   (goal: at most 1.5)\n(e)/(f) at p50: %.2f   (goal: at most 1.0)\n",
+		r.Ratio, r.PlainRatio, r.HotRatio)
+	fmt.Fprintf(w, "(f): %s\n", r.Postgres.SQL)
 	t := r.Timing
-	for _, q := range []string{"a", "b"} {
-		fmt.Fprintf(w, "(%s) at p50, ms: DuckDB start %.1f, hot copy %.1f, cold planning %.1f, views %.1f, computing %.1f, rest %.1f\n",
-			q, t[q+".open"], t[q+".hot_copy"], t[q+".cold_plan"], t[q+".views"], t[q+".run"], t[q+".rest"])
+	for _, q := range []string{"a", "b", "e"} {
+		fmt.Fprintf(w, "(%s) at p50, ms: DuckDB start %.1f, hot snapshot %.1f, cold planning %.1f, views %.1f, computing %.1f (hot rows crossing %.1f), rest %.1f\n",
+			q, t[q+".open"], t[q+".hot_open"], t[q+".cold_plan"], t[q+".views"], t[q+".run"], t[q+".hot_scan"], t[q+".rest"])
+	}
+	if s := t["e.hot_scan"]; s > 0 {
+		fmt.Fprintf(w, "(e) moved %d hot rows from PostgreSQL, %.0f rows/s at p50\n", r.HotMoved, float64(r.HotMoved)/s*1000)
 	}
 }

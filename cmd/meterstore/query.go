@@ -76,9 +76,9 @@ for "@FILE".`,
 				return err
 			}
 			if table == "" {
-				fmt.Fprintf(os.Stderr, "%d rows%s%s\n", len(res.Rows), readLine(&res.Header), othersLine("", &res.Header))
+				fmt.Fprintf(os.Stderr, "%d rows%s%s%s\n", len(res.Rows), readLine(&res.Header), othersLine("", &res.Header), hotLine(&res.Header))
 			} else {
-				fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.Header), othersLine(table, &res.Header))
+				fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s%s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.Header), othersLine(table, &res.Header), hotLine(&res.Header))
 			}
 			return nil
 		},
@@ -168,6 +168,16 @@ func othersLine(table string, h *store.ResultHeader) string {
 		}
 	}
 	return b.String()
+}
+
+// hotLine says how many rows the hot tier sent and at what rate, for the
+// line after a result; empty when it sent none.
+func hotLine(h *store.ResultHeader) string {
+	t := h.Timing
+	if t.HotRows == 0 || t.HotScan <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d hot rows in %s (%.0f rows/s)", t.HotRows, t.HotScan.Round(time.Millisecond), float64(t.HotRows)/t.HotScan.Seconds())
 }
 
 // readLine describes the snapshot and ceiling a result read, for the line

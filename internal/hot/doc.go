@@ -106,6 +106,14 @@
 // whether it was inserted or already present. Tier.Scan streams the rows of the
 // attached partitions in primary key order.
 //
+// A query reads through a Snapshot (Tier.OpenSnapshot): one exported
+// PostgreSQL snapshot that every connection reading for it imports, in
+// which Snapshot.Read lists a table's partitions and its cursors fetch
+// them, in parallel, in batches of only the columns asked for, in binary,
+// and in the dictionary layout with the dictionaries as relations of
+// their own; a cursor of winners reads a partition in primary key order
+// and hands over only the newest version of each merge key.
+//
 // # Errors
 //
 // Every error is an *Error whose Kind says who is at fault; IsRetryable

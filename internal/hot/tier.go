@@ -46,6 +46,9 @@ type Tier struct {
 	lockTimeout time.Duration
 	cal         *metering.Calendar
 	log         *slog.Logger
+	// snapshots has a token per open Snapshot, at most half the pool's
+	// connections.
+	snapshots chan struct{}
 }
 
 // schemaPattern is what a schema name must look like: it is spliced into
@@ -75,7 +78,12 @@ func New(pool *pgxpool.Pool, opts Options) (*Tier, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Tier{pool: pool, schema: opts.Schema, lockTimeout: opts.DDLLockTimeout, cal: cal, log: opts.Logger}, nil
+	tokens := 1
+	if pool != nil {
+		tokens = max(1, int(pool.Config().MaxConns)/2)
+	}
+	return &Tier{pool: pool, schema: opts.Schema, lockTimeout: opts.DDLLockTimeout, cal: cal, log: opts.Logger,
+		snapshots: make(chan struct{}, tokens)}, nil
 }
 
 // Schema returns the schema holding the tier's tables.

@@ -111,3 +111,82 @@ func qualify(v any) bool {
 	}
 	return found
 }
+
+// columnNames returns the names by which the statement stmt may read a
+// column, lowercase: every part of every column reference and every USING
+// column. It returns nil, every column, where the statement reads columns
+// it does not name: a star (*, t.*, COLUMNS(...)) or a positional
+// reference but in ORDER BY or GROUP BY (ORDER BY ALL), where they name
+// the select list's columns, a NATURAL join, or a reference to a whole row
+// by its relation's name or alias.
+func columnNames(stmt any) map[string]bool {
+	var (
+		names    = map[string]bool{}
+		rows     = map[string]bool{} // names of relations
+		last     []string            // the last part of each column reference
+		everyCol bool
+	)
+	// listed: v is in an ORDER BY or GROUP BY, whose stars and positions
+	// are the select list's.
+	var walk func(v any, listed bool)
+	walk = func(v any, listed bool) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["type"] == "SELECT_NODE" {
+				listed = false
+			}
+			switch str(v["class"]) {
+			case "STAR", "POSITIONAL_REFERENCE":
+				everyCol = everyCol || !listed
+			case "COLUMN_REF":
+				parts, _ := v["column_names"].([]any)
+				for _, p := range parts {
+					names[strings.ToLower(str(p))] = true
+				}
+				if len(parts) > 0 {
+					last = append(last, strings.ToLower(str(parts[len(parts)-1])))
+				}
+			}
+			if v["type"] == "JOIN" && v["ref_type"] == "NATURAL" {
+				everyCol = true
+			}
+			if using, ok := v["using_columns"].([]any); ok {
+				for _, u := range using {
+					names[strings.ToLower(str(u))] = true
+				}
+			}
+			// A table reference's alias and name; an expression (which has
+			// a class) has an alias too, of the select list.
+			for _, k := range []string{"alias", "table_name"} {
+				if s := str(v[k]); s != "" && v["class"] == nil {
+					rows[strings.ToLower(s)] = true
+				}
+			}
+			if ctes, ok := v["cte_map"].(map[string]any); ok {
+				entries, _ := ctes["map"].([]any)
+				for _, e := range entries {
+					if m, ok := e.(map[string]any); ok {
+						rows[strings.ToLower(str(m["key"]))] = true
+					}
+				}
+			}
+			for k, c := range v {
+				walk(c, listed || k == "modifiers" || k == "group_expressions")
+			}
+		case []any:
+			for _, c := range v {
+				walk(c, listed)
+			}
+		}
+	}
+	walk(stmt, false)
+	for _, l := range last {
+		if rows[l] {
+			everyCol = true
+		}
+	}
+	if everyCol {
+		return nil
+	}
+	return names
+}

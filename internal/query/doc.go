@@ -40,15 +40,28 @@
 //
 // Each query runs in a DuckDB instance of its own, in memory. The range of
 // "from" the statement can read (see Extract) bounds what is fetched: the
-// watermark W0 is read first, then the hot rows of [max(lo, W0), hi) are
-// copied into the instance, then the cold tier is planned for [lo, hi),
-// and the planned snapshot's W splits the union. Hot before cold is what
-// makes an archival that commits in between harmless: rows that left the
-// hot tier after its scan are in the snapshot planned after it. An archival
-// that detached rows before the hot scan and has not committed them is
-// caught by Source.HotFloor; the query retries, and fails with an error
-// wrapping ErrInFlight if the archival does not land in time. A range at or
-// above W0 needs no cold plan and one below it no hot scan.
+// watermark W0 is read first, then a read of the hot tier's rows of
+// [max(lo, W0), hi) opens (Source.HotRead: one PostgreSQL snapshot, which
+// every connection reading for it shares), then the cold tier is planned
+// for [lo, hi), and the planned snapshot's W splits the union. The hot
+// snapshot before the cold plan is what makes an archival that commits in
+// between harmless: rows that left the hot tier after the snapshot are in
+// the snapshot planned after it, and the hot rows at or above its W are
+// read as of the snapshot whenever they cross. An archival that detached
+// rows before the snapshot and has not committed them is caught by
+// Source.HotFloor; the query retries, and fails with an error wrapping
+// ErrInFlight if the archival does not land in time. A range at or above
+// W0 needs no cold plan and one below it no hot read.
+//
+// The hot rows cross while the statement runs, never copied into a table
+// first: the read's relations are table functions of the query's DuckDB
+// (hotscan.go), which its threads scan in parallel, a partition each, a
+// batch at a time, with only the columns the statement needs (DuckDB's
+// projection pushdown). readings takes the hot tier's rows resolved by the
+// read itself where it can (in PostgreSQL's primary key order, the newest
+// version of each key kept), and resolves them with the window rule
+// otherwise and under a recorded_at ceiling. Header.Timing reports the hot
+// rows that crossed and the time they took.
 //
 // An unreachable cold tier fails the query with an error wrapping
 // ErrColdUnreachable, unless the range lies at or above the hot tier's

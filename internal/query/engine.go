@@ -167,12 +167,19 @@ type Header struct {
 // Timing splits the time a query took before its first row.
 type Timing struct {
 	Open time.Duration // starting DuckDB, analysing the statement, the system relations
-	Hot  time.Duration // copying the hot rows into DuckDB, of every table read
+	Hot  time.Duration // opening the hot tier's snapshot, of every table read; its rows cross during Run
 	Plan time.Duration // planning the cold files, copying remote ones, of every table read
 	// Read is the whole of reading the tiers: Hot and Plan, and creating
 	// the relations over the rows and files, of every table read.
 	Read time.Duration
 	Run  time.Duration // computing the result: the scans of both tiers' rows
+	// HotRows is the rows the hot tier sent during Run, HotBytes their
+	// values' bytes, and HotScan the time from the first batch asked for
+	// to the last one received (the longest of the tables read):
+	// HotRows/HotScan is the rate they crossed at.
+	HotRows  int64
+	HotBytes int64
+	HotScan  time.Duration
 }
 
 // A Result is the answer to a query, held in memory.

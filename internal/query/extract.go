@@ -87,6 +87,10 @@ type analysis struct {
 	completenessOf []string
 	// system is true when it names a relation in the schema system.
 	system bool
+	// columns are the names by which the statement may read a column of
+	// any relation, lowercase; nil if it may read every column (see
+	// columnNames).
+	columns map[string]bool
 }
 
 // A querier is a DuckDB connection or database.
@@ -187,6 +191,9 @@ func analyze(ctx context.Context, q querier, text, self string) (analysis, error
 		return a, nil
 	}
 	a.skipCompleteness = len(refs.completeness) == 0 && !refs.opaque
+	if !refs.opaque && a.skipCompleteness {
+		a.columns = columnNames(stmt)
+	}
 	a.skipVersions = a.skipCompleteness && !slices.ContainsFunc(refs.readings, func(r map[string]any) bool {
 		return strings.EqualFold(str(r["table_name"]), "readings_versions")
 	})

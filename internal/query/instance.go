@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,61 @@ type instance struct {
 	db    *sql.DB
 	conn  *sql.Conn
 	spill string // the directory DuckDB spills to, removed on close
+	// hot are the hot reads whose table functions the statement scans,
+	// closed when it has run; funcs counts the functions registered.
+	hot   []*hotScan
+	snap  HotSnapshot // of the hot tier, for every table read; nil if none
+	funcs int
+	// columns are the names the statement may read columns by, nil for
+	// every column (see analysis.columns).
+	columns map[string]bool
+}
+
+// nextFunc returns a prefix for the names of new table functions.
+func (inst *instance) nextFunc() string {
+	inst.funcs++
+	return "meterstore_hot_" + strconv.Itoa(inst.funcs)
+}
+
+// dropHot closes the hot read of s, which a read of the tiers tried and
+// gave up; its functions stay, unused.
+func (inst *instance) dropHot(s *hotScan) {
+	s.close()
+	inst.hot = slices.DeleteFunc(inst.hot, func(x *hotScan) bool { return x == s })
+}
+
+// finish ends the hot reads once the statement has run, giving their
+// connections back, and adds what they moved to h: to the table read of
+// each and to h's Timing. A failed statement's error is the first a hot
+// read failed with, if any: DuckDB has only its text.
+func (inst *instance) finish(h *Header, err error) error {
+	for _, s := range inst.hot {
+		if ferr := s.failed(); ferr != nil && err != nil {
+			err = fmt.Errorf("query: hot tier: %w", ferr)
+		}
+		if cerr := s.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("query: hot tier: %w", cerr)
+		}
+		rows, bytes, span := s.read.Moved()
+		h.Timing.HotRows += rows
+		h.Timing.HotBytes += bytes
+		h.Timing.HotScan = max(h.Timing.HotScan, span)
+		for i := range h.Tables {
+			if t := &h.Tables[i]; t.Name == s.table {
+				t.Timing.HotRows += rows
+				t.Timing.HotBytes += bytes
+				t.Timing.HotScan = max(t.Timing.HotScan, span)
+			}
+		}
+	}
+	inst.hot = nil
+	if inst.snap != nil {
+		if cerr := inst.snap.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("query: hot tier: %w", cerr)
+		}
+		inst.snap = nil
+	}
+	return err
 }
 
 // open starts an in-memory DuckDB configured by s, spilling into a
@@ -125,6 +181,12 @@ func (inst *instance) lockdown(ctx context.Context, files []string) error {
 
 func (inst *instance) close() error {
 	var errs []error
+	for _, s := range inst.hot {
+		errs = append(errs, s.close())
+	}
+	if inst.snap != nil {
+		errs = append(errs, inst.snap.Close())
+	}
 	if inst.conn != nil {
 		errs = append(errs, inst.conn.Close())
 	}

@@ -35,10 +35,11 @@ const (
 // start and each row to row, reading the table a page at a time.
 // analyze has made sure it is one statement: the driver would run every
 // statement before the last on Prepare, and so would CREATE TABLE AS.
-func run(ctx context.Context, conn *sql.Conn, query string, h *Header, start func(*Header) error, row func([]any) error) error {
+func run(ctx context.Context, inst *instance, query string, h *Header, start func(*Header) error, row func([]any) error) error {
+	conn := inst.conn
 	names, err := check(ctx, conn, query)
 	if err != nil {
-		return err
+		return inst.finish(h, err)
 	}
 	// The statement is last, so that a trailing semicolon or comment of it
 	// stays harmless; a repeated column name is renamed in the table, and
@@ -50,10 +51,14 @@ func run(ctx context.Context, conn *sql.Conn, query string, h *Header, start fun
 	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeParser {
 		// DESCRIBE and SUMMARIZE, which CREATE TABLE AS does not take:
 		// their results are small enough to run as they are.
-		return direct(ctx, conn, query, h, start, row)
+		err := direct(ctx, conn, query, h, start, row)
+		return inst.finish(h, err)
 	}
 	if err != nil {
-		return classify(err)
+		err = classify(err)
+	}
+	if err := inst.finish(h, err); err != nil {
+		return err
 	}
 	h.Columns = names
 	return fetch(ctx, conn, h, start, row)

@@ -15,9 +15,14 @@ type Source interface {
 	// Watermark returns W (ok=false: nothing archived yet). It reads the
 	// cold tier.
 	Watermark(ctx context.Context) (w time.Time, ok bool, err error)
-	// Hot streams the rows in PostgreSQL that q selects, from the attached
-	// partitions, in one snapshot.
-	Hot(ctx context.Context, q series.Range, fn func(series.Reading) error) error
+	// HotSnapshot takes a snapshot of the hot tier for one query, to be
+	// read with up to conns connections at once; every HotRead of the
+	// query, of any table, reads in it.
+	HotSnapshot(ctx context.Context, conns int) (HotSnapshot, error)
+	// HotRead opens a read of the rows in PostgreSQL that q selects, from
+	// the partitions attached when snap was taken, as of that moment (see
+	// HotRead). snap is one a Source of the same hot tier took.
+	HotRead(ctx context.Context, snap HotSnapshot, q series.Range) (HotRead, error)
 	// HotFloor tells where the hot tier's attached partitions vouch for
 	// its rows; see Floor. The engine reads it after the hot scan, to make
 	// sure that no partition the scan needed was detached before it, and
@@ -51,8 +56,11 @@ type Floor struct {
 // HotTier is what a TableSource reads of the hot tier; the hot tier's Tier
 // provides it.
 type HotTier interface {
-	// Scan streams the rows of t in attached partitions that q selects.
-	Scan(ctx context.Context, t *series.Table, q series.Range, fn func(series.Reading) error) error
+	// Snapshot takes a snapshot of the hot tier (see Source.HotSnapshot).
+	Snapshot(ctx context.Context, conns int) (HotSnapshot, error)
+	// Read opens a HotRead of the rows of t in attached partitions that q
+	// selects, in snap.
+	Read(ctx context.Context, snap HotSnapshot, t *series.Table, q series.Range) (HotRead, error)
 	// Floor returns where t's attached partitions vouch for its rows:
 	// Floor.Detached and Floor.Attached, zero for none.
 	Floor(ctx context.Context, t *series.Table) (detached, attached time.Time, err error)
@@ -67,7 +75,8 @@ type TableSource struct {
 	ColdTable *cold.Table
 	// CacheDir holds the local copies of a remote warehouse's files.
 	CacheDir string
-	// Scanned, if set, is told the rows each hot scan returned.
+	// Scanned, if set, is told the rows each hot read moved, when it
+	// closes.
 	Scanned func(ctx context.Context, rows int64)
 	// VetWatermark, if set, reads every watermark of the cold tier with
 	// read, of the current snapshot and of a planned one, and vets it (the
@@ -105,16 +114,31 @@ func (s *TableSource) Watermark(ctx context.Context) (time.Time, bool, error) {
 	return w, ok, nil
 }
 
-// Hot streams the hot rows q selects.
-func (s *TableSource) Hot(ctx context.Context, q series.Range, fn func(series.Reading) error) error {
-	var n int64
-	err := s.HotTier.Scan(ctx, s.Table, q, func(r series.Reading) error {
-		n++
-		return fn(r)
-	})
-	if s.Scanned != nil {
-		s.Scanned(ctx, n)
+// HotSnapshot takes a snapshot of the hot tier.
+func (s *TableSource) HotSnapshot(ctx context.Context, conns int) (HotSnapshot, error) {
+	return s.HotTier.Snapshot(ctx, conns)
+}
+
+// HotRead opens a read of the hot rows q selects in snap.
+func (s *TableSource) HotRead(ctx context.Context, snap HotSnapshot, q series.Range) (HotRead, error) {
+	r, err := s.HotTier.Read(ctx, snap, s.Table, q)
+	if err != nil || s.Scanned == nil {
+		return r, err
 	}
+	return scanned{HotRead: r, ctx: context.WithoutCancel(ctx), fn: s.Scanned}, nil
+}
+
+// scanned tells fn the rows a read moved when it closes.
+type scanned struct {
+	HotRead
+	ctx context.Context
+	fn  func(ctx context.Context, rows int64)
+}
+
+func (s scanned) Close() error {
+	err := s.HotRead.Close()
+	n, _, _ := s.Moved()
+	s.fn(s.ctx, n)
 	return err
 }
 
@@ -176,3 +200,97 @@ func (s *TableSource) local(ctx context.Context, p cold.Plan) (cold.Plan, error)
 	}
 	return lp, err
 }
+
+// A HotSnapshot is one consistent state of the hot tier for a query: one
+// snapshot of PostgreSQL that every connection reading for the query
+// shares, so that the tables' partitions may be read in parallel and
+// still agree with each other and with the watermarks read around it.
+// Close ends it, and every HotRead in it, once no cursor is used any more.
+type HotSnapshot interface {
+	Close() error
+}
+
+// A HotRead is one table's rows in a HotSnapshot: the rows of the
+// partitions attached when it was taken. Its rows cross column by column,
+// only the columns a cursor asks for. Close says it is no longer used; its
+// snapshot's Close ends it.
+type HotRead interface {
+	// Shape says how the read presents the table's readings.
+	Shape() HotShape
+	// Units returns in how many parts relation rel is read: the rows
+	// (rel 0), a dictionary (rel i, Shape().Dicts[i-1]).
+	Units(rel int) int
+	// Scan opens a cursor over part unit of relation rel with the
+	// relation's columns cols, in that order; with winners, one over the
+	// rows hands over only the newest version of each merge key (see
+	// HotShape.Resolves).
+	Scan(ctx context.Context, rel, unit int, cols []int, winners bool) (HotCursor, error)
+	// Moved returns the rows the cursors received, their bytes, and the
+	// time from the first batch asked for to the last one received.
+	Moved() (rows, bytes int64, span time.Duration)
+	Close() error
+}
+
+// A HotCursor hands over the rows of one part of a relation of a
+// HotRead, column by column: after Next, the current row's values by
+// their column's position among those asked for, as the column's
+// HotKind says. Bytes is valid until the next call of Next.
+type HotCursor interface {
+	Next(ctx context.Context) bool
+	Null(i int) bool
+	Int64(i int) int64
+	Uint64(i int) uint64
+	Bytes(i int) []byte
+	// Err returns the error that ended the cursor, if any.
+	Err() error
+	Close() error
+}
+
+// A HotShape is how a HotRead presents a table's readings: a relation of
+// rows and the dictionaries whose ids the rows carry, if any. Each of the
+// table's columns is a column of the same name of one of the relations.
+type HotShape struct {
+	Rows  HotRelation
+	Dicts []HotDict
+	// Series names the column of the rows whose value, with from, stands
+	// for the merge key; "" if none: the merge key's columns are the
+	// rows' own.
+	Series string
+	// Resolves is true if Scan can hand over the winning versions alone,
+	// and versions are unique per merge key: no recorded_at decides.
+	Resolves bool
+}
+
+// A HotRelation is a relation of a HotRead: its columns and an estimate
+// of its rows, negative if unknown.
+type HotRelation struct {
+	Columns []HotColumn
+	Rows    int64
+}
+
+// A HotDict is a dictionary of a HotShape: its id column ID, and the
+// column of the rows holding an id of it, Ref.
+type HotDict struct {
+	HotRelation
+	ID, Ref string
+}
+
+// A HotColumn is a column of a HotRelation.
+type HotColumn struct {
+	Name string
+	Kind HotKind
+}
+
+// A HotKind says how a HotCursor hands over a column's values.
+type HotKind uint8
+
+// The kinds of values. All but KindText and KindUint64 come as Int64.
+const (
+	KindText    HotKind = iota + 1 // Bytes
+	KindInt32                      // an int32
+	KindInt64                      // an int64
+	KindTime                       // microseconds since the Unix epoch
+	KindDate                       // days since the Unix epoch
+	KindDecimal                    // the unscaled value of a DECIMAL(18,6)
+	KindUint64                     // Uint64
+)

@@ -39,6 +39,10 @@ type memSource struct {
 	calls   []call
 	// after runs after each call, with the call's name.
 	after func(op string)
+	// dict names the columns the hot reads keep in a dictionary; read is
+	// the last hot read.
+	dict []string
+	read *readingRows
 }
 
 type coldFile struct {
@@ -100,20 +104,35 @@ func (s *memSource) Watermark(ctx context.Context) (time.Time, bool, error) {
 	return s.w, s.hasW, s.wmErr
 }
 
-func (s *memSource) Hot(ctx context.Context, q series.Range, fn func(series.Reading) error) error {
+// memSnapshot is the snapshot of a memSource: each read takes the rows
+// when it opens.
+type memSnapshot struct{}
+
+func (memSnapshot) Close() error { return nil }
+
+func (s *memSource) HotSnapshot(ctx context.Context, conns int) (HotSnapshot, error) {
+	return memSnapshot{}, nil
+}
+
+// HotRead reads the hot rows of q as they are now, whatever happens to
+// the hot tier before they are scanned: a snapshot.
+func (s *memSource) HotRead(ctx context.Context, snap HotSnapshot, q series.Range) (HotRead, error) {
+	if _, ok := snap.(memSnapshot); !ok {
+		return nil, fmt.Errorf("a snapshot of another source: %T", snap)
+	}
 	lo, hi := q.From, q.To
 	defer s.record("hot", lo, hi)()
 	s.mu.Lock()
-	rows := slices.Clone(s.hot)
-	s.mu.Unlock()
-	for _, r := range rows {
+	var rows []series.Reading
+	for _, r := range s.hot {
 		if inRange(r.From, lo, hi) {
-			if err := fn(r); err != nil {
-				return err
-			}
+			rows = append(rows, r)
 		}
 	}
-	return nil
+	r, err := newReadingRows(s.tab, rows, s.dict...)
+	s.read = r
+	s.mu.Unlock()
+	return r, err
 }
 
 func (s *memSource) HotFloor(ctx context.Context) (Floor, error) {
@@ -256,7 +275,11 @@ func writeParquet(t testing.TB, tab *series.Table, path string, rows []series.Re
 		for _, r := range rows {
 			vals := make([]driver.Value, len(l.cols))
 			for i, c := range l.cols {
-				if vals[i], err = c.get(tab, &r); err != nil {
+				get, err := getter(tab, c.name)
+				if err != nil {
+					return err
+				}
+				if vals[i], err = get(tab, &r); err != nil {
 					return err
 				}
 			}

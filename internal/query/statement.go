@@ -135,6 +135,7 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 		return ErrUnqualified
 	}
 	st.a = a
+	st.inst.columns = a.columns
 	if err := st.authorise(st.Tables(), o.May); err != nil {
 		return err
 	}
@@ -278,7 +279,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		return err
 	}
 	h.Timing.Read = time.Since(begin)
-	return run(ctx, inst.conn, a.sql, h, start, row)
+	return run(ctx, inst, a.sql, h, start, row)
 }
 
 // visibleRelations returns rels with only the rows of the tables may

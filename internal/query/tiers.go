@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -29,13 +30,13 @@ type split struct {
 // and creates the views over them in p. It returns the Parquet files the
 // views read.
 func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Range, o ReadOptions, versions bool, res *TableRead) ([]string, error) {
-	if err := createTierTables(ctx, inst.conn, e.layout, p); err != nil {
+	if err := createSchemas(ctx, inst.conn, p); err != nil {
 		return nil, err
 	}
 	v := view{knownAt: o.KnownAt, ceiling: o.KnownAt, broken: e.broken, noVersions: !versions}
 	res.Name, res.Range, res.Ceiling = e.table.Name, r, o.KnownAt
 	if r.Empty() {
-		return nil, createViews(ctx, inst.conn, e.layout, p, fileSet{}, split{}, v)
+		return nil, createViews(ctx, inst.conn, e.layout, p, nil, fileSet{}, split{}, v)
 	}
 	if o.asOf() {
 		pl, err := e.src.ColdAt(ctx, r, o.ref())
@@ -63,7 +64,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 		}()
 		if r.Empty() {
 			res.Tiers = nil
-			return pl.Files, createViews(ctx, inst.conn, e.layout, p, fileSet{}, split{}, v)
+			return pl.Files, createViews(ctx, inst.conn, e.layout, p, nil, fileSet{}, split{}, v)
 		}
 	}
 	var err error
@@ -78,8 +79,9 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 		var (
 			files fileSet
 			s     split
+			hot   *hotScan
 		)
-		files, s, err = e.attempt(ctx, inst, p, r, res)
+		files, s, hot, err = e.attempt(ctx, inst, p, r, res)
 		if err == nil && v.asOf != nil && v.asOf.s.hasW && s.hasW && s.w.Before(v.asOf.s.w) {
 			return nil, fmt.Errorf("query: the cold tier's watermark %s is below the watermark %s of the snapshot read as of",
 				stamp(s.w), stamp(v.asOf.s.w))
@@ -89,7 +91,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 			if v.asOf != nil {
 				all = append(all, v.asOf.files.all()...)
 			}
-			return all, createViews(ctx, inst.conn, e.layout, p, files, s, v)
+			return all, createViews(ctx, inst.conn, e.layout, p, hot, files, s, v)
 		}
 		if !errors.Is(err, ErrInFlight) {
 			return nil, err
@@ -98,28 +100,34 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 	return nil, err
 }
 
-// attempt reads the tiers once: W0, then the hot rows, then the cold plan,
-// then the hot floor that vouches for the hot scan.
-func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead) (fileSet, split, error) {
-	if err := clearHot(ctx, inst.conn, p); err != nil {
-		return fileSet{}, split{}, err
-	}
+// attempt reads the tiers once: W0, then opens the hot read (its
+// snapshot), then plans the cold tier, then reads the hot floor that
+// vouches for the hot read. The hot rows themselves cross while the
+// statement runs, from the snapshot opened before the cold plan.
+func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead) (fileSet, split, *hotScan, error) {
 	res.Snapshot = 0
 	lo, hi := r.From, r.To
 	w0, ok0, err := e.src.Watermark(ctx)
 	if err != nil {
-		return e.hotOnly(ctx, inst, p, r, res, err)
+		return e.hotOnly(ctx, inst, r, res, err)
 	}
 	// W only grows: a range below W0 needs no hot row, one at or above it
 	// no cold file.
 	needHot := !ok0 || hi.IsZero() || hi.After(w0)
 	needCold := ok0 && (lo.IsZero() || lo.Before(w0))
+	var hot *hotScan
 	if needHot {
 		begin := time.Now()
-		if err := e.scanHot(ctx, inst.conn, p, series.Range{From: later(lo, w0, ok0), To: hi, MaLo: r.MaLo}); err != nil {
-			return fileSet{}, split{}, err
+		if hot, err = e.openHot(ctx, inst, series.Range{From: later(lo, w0, ok0), To: hi, MaLo: r.MaLo}); err != nil {
+			return fileSet{}, split{}, nil, err
 		}
 		res.Timing.Hot += time.Since(begin)
+	}
+	fail := func(err error) (fileSet, split, *hotScan, error) {
+		if hot != nil {
+			inst.dropHot(hot)
+		}
+		return fileSet{}, split{}, nil, err
 	}
 	s := split{w: w0, hasW: ok0}
 	var files fileSet
@@ -128,21 +136,24 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 		pl, err := e.src.Cold(ctx, series.Range{From: lo, To: hi, MaLo: r.MaLo})
 		res.Timing.Plan += time.Since(begin)
 		if err != nil {
-			return e.hotOnly(ctx, inst, p, r, res, err)
+			if hot != nil {
+				inst.dropHot(hot)
+			}
+			return e.hotOnly(ctx, inst, r, res, err)
 		}
 		if !pl.HasWatermark || pl.Watermark.Before(w0) {
-			return fileSet{}, split{}, fmt.Errorf("query: the cold tier's watermark went back from %s to %s (%v)",
-				stamp(w0), stamp(pl.Watermark), pl.HasWatermark)
+			return fail(fmt.Errorf("query: the cold tier's watermark went back from %s to %s (%v)",
+				stamp(w0), stamp(pl.Watermark), pl.HasWatermark))
 		}
 		if err := checkLocal(pl.Files); err != nil {
-			return fileSet{}, split{}, err
+			return fail(err)
 		}
 		s, files = split{w: pl.Watermark, hasW: true}, filesOf(pl)
 		res.Snapshot = pl.SnapshotID
 	}
 	if needHot {
 		if err := e.checkFloor(ctx, later(lo, s.w, s.hasW), hi); err != nil {
-			return fileSet{}, split{}, err
+			return fail(err)
 		}
 	}
 	res.Tiers = nil
@@ -153,7 +164,36 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 		res.Tiers = append(res.Tiers, "hot")
 	}
 	res.Watermark, res.HasWatermark = s.w, s.hasW
-	return files, s, nil
+	return files, s, hot, nil
+}
+
+// openHot opens a read of the hot rows of q and makes its relations
+// table functions of inst, which closes it with the query. The first
+// takes the query's snapshot of the hot tier, in which every table is
+// read: a query holds one connection however many tables it reads.
+func (e *Engine) openHot(ctx context.Context, inst *instance, q series.Range) (*hotScan, error) {
+	threads := e.set.Threads
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	if inst.snap == nil {
+		snap, err := e.src.HotSnapshot(ctx, threads)
+		if err != nil {
+			return nil, fmt.Errorf("query: hot tier: %w", err)
+		}
+		inst.snap = snap
+	}
+	hr, err := e.src.HotRead(ctx, inst.snap, q)
+	if err != nil {
+		return nil, fmt.Errorf("query: hot tier: %w", err)
+	}
+	hot, err := registerHot(inst.conn, hr, e.table.Name, inst.nextFunc(), threads, inst.columns)
+	if err != nil {
+		hr.Close()
+		return nil, err
+	}
+	inst.hot = append(inst.hot, hot)
+	return hot, nil
 }
 
 // checkLocal makes sure that files are local paths, which DuckDB reads and
@@ -188,8 +228,8 @@ func (e *Engine) checkFloor(ctx context.Context, from, hi time.Time) error {
 
 // hotOnly answers from the hot tier alone when the cold tier failed with
 // cause: if the range lies at or above the hot floor, read both before and
-// after the scan; otherwise the query fails.
-func (e *Engine) hotOnly(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead, cause error) (fileSet, split, error) {
+// after the hot read opens; otherwise the query fails.
+func (e *Engine) hotOnly(ctx context.Context, inst *instance, r series.Range, res *TableRead, cause error) (fileSet, split, *hotScan, error) {
 	unreachable := fmt.Errorf("%w: %w", ErrColdUnreachable, cause)
 	covered := func() error {
 		f, err := e.src.HotFloor(ctx)
@@ -203,20 +243,19 @@ func (e *Engine) hotOnly(ctx context.Context, inst *instance, p place, r series.
 		return nil
 	}
 	if err := covered(); err != nil {
-		return fileSet{}, split{}, err
+		return fileSet{}, split{}, nil, err
 	}
-	if err := clearHot(ctx, inst.conn, p); err != nil {
-		return fileSet{}, split{}, err
-	}
-	if err := e.scanHot(ctx, inst.conn, p, series.Range{From: r.From, To: r.To, MaLo: r.MaLo}); err != nil {
-		return fileSet{}, split{}, err
+	hot, err := e.openHot(ctx, inst, series.Range{From: r.From, To: r.To, MaLo: r.MaLo})
+	if err != nil {
+		return fileSet{}, split{}, nil, err
 	}
 	if err := covered(); err != nil {
-		return fileSet{}, split{}, err
+		inst.dropHot(hot)
+		return fileSet{}, split{}, nil, err
 	}
 	res.Tiers = []string{"hot"}
 	res.Watermark, res.HasWatermark = time.Time{}, false
-	return fileSet{}, split{}, nil
+	return fileSet{}, split{}, hot, nil
 }
 
 // later returns the later of lo and w, when there is a w.

@@ -3,20 +3,19 @@ package query
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/duckdb/duckdb-go/v2"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/series"
 )
 
 // The tiers' rows of the engine's own table live in the schema tiers: the
-// table tiers.hot, filled from the hot tier, and the views tiers.cold_*
-// over the planned Parquet files. readings_versions and readings are views
+// views tiers.hot and tiers.hot_resolved over the hot tier's table
+// functions (hotscan.go), and the views tiers.cold_* over the planned
+// Parquet files. readings_versions and readings are views
 // over both, in main. Another table a statement names has the same
 // relations in schemas of its own (see placeOf).
 
@@ -35,59 +34,17 @@ func placeOf(name string) place { return place{tiers: "tiers:" + name, out: name
 // rel returns the qualified name of relation name in schema.
 func rel(schema, name string) string { return ident(schema) + "." + ident(name) }
 
-func createTierTables(ctx context.Context, conn *sql.Conn, l layout, p place) error {
-	defs := make([]string, len(l.cols))
-	for i, c := range l.cols {
-		defs[i] = ident(c.name) + " " + c.typ
-	}
+// createSchemas creates the schemas of p's relations.
+func createSchemas(ctx context.Context, conn *sql.Conn, p place) error {
 	for _, stmt := range []string{
 		`CREATE SCHEMA ` + ident(p.tiers),
-		`CREATE TABLE ` + rel(p.tiers, "hot") + ` (` + strings.Join(defs, ", ") + `)`,
 		`CREATE SCHEMA IF NOT EXISTS ` + database + `.` + ident(p.out),
 	} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("query: create the tier tables: %w", err)
+			return fmt.Errorf("query: create the tier relations: %w", err)
 		}
 	}
 	return nil
-}
-
-func clearHot(ctx context.Context, conn *sql.Conn, p place) error {
-	if _, err := conn.ExecContext(ctx, `DELETE FROM `+rel(p.tiers, "hot")); err != nil {
-		return fmt.Errorf("query: clear the hot rows: %w", err)
-	}
-	return nil
-}
-
-// scanHot appends the hot rows q selects to the hot table of p.
-func (e *Engine) scanHot(ctx context.Context, conn *sql.Conn, p place, q series.Range) error {
-	return conn.Raw(func(dc any) error {
-		a, err := duckdb.NewAppender(dc.(driver.Conn), "", p.tiers, "hot")
-		if err != nil {
-			return fmt.Errorf("query: append the hot rows: %w", err)
-		}
-		row := make([]driver.Value, len(e.layout.cols))
-		err = e.src.Hot(ctx, q, func(r series.Reading) error {
-			for i, c := range e.layout.cols {
-				v, err := c.get(e.table, &r)
-				if err != nil {
-					return err
-				}
-				row[i] = v
-			}
-			if err := a.AppendRow(row...); err != nil {
-				return fmt.Errorf("query: append a hot row: %w", err)
-			}
-			return nil
-		})
-		if cerr := a.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("query: append the hot rows: %w", cerr)
-		}
-		if err != nil {
-			return fmt.Errorf("query: hot tier: %w", err)
-		}
-		return nil
-	})
 }
 
 // A view says what readings_versions shows of the tiers besides their
@@ -211,7 +168,7 @@ func (x part) marked() bool { return !x.hot && x.kind != cold.Open && x.marks }
 // not read at all), except those whose merge key a late correction (an open
 // file's row) has, which are resolved with the open files and the hot
 // tier's rows. Without open files, no cold row is compared with another.
-func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files fileSet, s split, v view) error {
+func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *hotScan, files fileSet, s split, v view) error {
 	coldWhere, hotWhere := []string{"false"}, []string{"true"}
 	if s.hasW {
 		w := timestamptz(s.w)
@@ -262,9 +219,33 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files f
 	if err := addCold("cold", files, coldWhere, v.ceiling.IsZero()); err != nil {
 		return err
 	}
-	parts = append(parts, part{rel: rel(p.tiers, "hot"), where: hotWhere, hot: true})
-
+	// The hot tier's rows are resolved on their own, the split and the
+	// ceiling applied first: their merge keys lie at or above W, where no
+	// cold row's does. Without a hot read, its relation is empty.
+	hotRel := rel(p.tiers, "hot")
 	cols := l.names()
+	hotResolved := `SELECT ` + cols + ` FROM ` + hotRel + ` WHERE ` + strings.Join(hotWhere, " AND ")
+	if hot == nil {
+		defs := make([]string, len(l.cols))
+		for i, c := range l.cols {
+			defs[i] = ident(c.name) + " " + c.typ
+		}
+		stmts = append([]string{`CREATE TABLE ` + hotRel + ` (` + strings.Join(defs, ", ") + `)`}, stmts...)
+	} else {
+		every, err := hot.relation(l, nil, false, false)
+		if err != nil {
+			return err
+		}
+		resolved, err := hot.relation(l, hotWhere, true, !v.ceiling.IsZero())
+		if err != nil {
+			return err
+		}
+		res := rel(p.tiers, "hot_resolved")
+		stmts = append([]string{`CREATE VIEW ` + hotRel + ` AS ` + every, `CREATE VIEW ` + res + ` AS ` + resolved}, stmts...)
+		hotResolved = `SELECT ` + cols + ` FROM ` + res
+	}
+	parts = append(parts, part{rel: hotRel, where: hotWhere, hot: true})
+
 	key := make([]string, len(l.key))
 	for i, k := range l.key {
 		key[i] = ident(k)
@@ -282,6 +263,9 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files f
 	for _, x := range parts {
 		sel := `SELECT ` + cols + ` FROM ` + x.rel + ` WHERE ` + strings.Join(x.where, " AND ")
 		switch {
+		case x.hot:
+			fast = append(fast, hotResolved)
+			continue
 		case !x.marked():
 			rest = append(rest, sel)
 			continue
@@ -301,7 +285,10 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, files f
 	if len(open) > 0 {
 		stmts = append(stmts, `CREATE VIEW `+openKeys+` AS SELECT DISTINCT `+keys+` FROM (`+strings.Join(open, ` UNION ALL `)+`)`)
 	}
-	resolved := append(fast, ResolutionSQL(`(`+strings.Join(rest, ` UNION ALL `)+`)`, l.key))
+	resolved := fast
+	if len(rest) > 0 {
+		resolved = append(resolved, ResolutionSQL(`(`+strings.Join(rest, ` UNION ALL `)+`)`, l.key))
+	}
 	if !v.noVersions {
 		stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings_versions")+` AS `+strings.Join(versions, ` UNION ALL `))
 	}

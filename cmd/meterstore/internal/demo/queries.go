@@ -89,7 +89,11 @@ func (r *runner) queries(ctx context.Context) error {
 		if len(res.Tiers) > 0 {
 			tiers = strings.Join(res.Tiers, "+")
 		}
-		fmt.Fprintf(out, "\n%s (%s; W %s; tiers read: %s; %s)\n", q.title, q.table, w, tiers, time.Since(start).Round(time.Millisecond))
+		hot := ""
+		if t := res.Timing; t.HotRows > 0 && t.HotScan > 0 {
+			hot = fmt.Sprintf("; %d hot rows at %.0f/s", t.HotRows, float64(t.HotRows)/t.HotScan.Seconds())
+		}
+		fmt.Fprintf(out, "\n%s (%s; W %s; tiers read: %s%s; %s)\n", q.title, q.table, w, tiers, hot, time.Since(start).Round(time.Millisecond))
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  "+strings.Join(res.Columns, "\t"))
 		for _, row := range res.Rows {

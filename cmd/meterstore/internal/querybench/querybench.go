@@ -17,6 +17,7 @@ import (
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2" // the floor's engine
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/meterstore/meterstore/catalog"
@@ -41,6 +42,9 @@ type Config struct {
 	// Threads and MemoryLimit are DuckDB's, for MeterStore and the floor.
 	Threads     int    `json:"threads"`
 	MemoryLimit string `json:"memory_limit"`
+	// Integrity is the table's (see series.ParseIntegrity); auto, the
+	// default, gives a new table of quarter hours the dictionary layout.
+	Integrity string `json:"integrity"`
 	// Dir holds the warehouse and the query cache; empty means a
 	// temporary directory.
 	Dir      string       `json:"-"`
@@ -48,12 +52,14 @@ type Config struct {
 	Logger   *slog.Logger `json:"-"`
 }
 
-// DefaultConfig is the archival benchmark's fixture, 10,000 meters for 30
-// days from 1 February, with the last day in PostgreSQL, so that
-// February is cold and a year spans both tiers.
+// DefaultConfig is 2,000 meters' quarter hours for 36 Berlin days from 1
+// February, with the last 7 days' settlement lag: February is cold, 1
+// March to 8 March 23:00 UTC stays in PostgreSQL (1.53M readings and their
+// corrections, in the dictionary layout a new table gets), and a year
+// spans both tiers.
 func DefaultConfig() Config {
-	return Config{Meters: 10_000, Start: metering.Date{Year: 2026, Month: time.February, Day: 1}, Days: 30,
-		HotDays: 1, Runs: 20, Threads: 2, MemoryLimit: "4GB"}
+	return Config{Meters: 2_000, Start: metering.Date{Year: 2026, Month: time.February, Day: 1}, Days: 36,
+		HotDays: 7, Runs: 20, Threads: 2, MemoryLimit: "4GB", Integrity: "auto"}
 }
 
 // A Case is one query measured.
@@ -85,10 +91,19 @@ type Result struct {
 	FloorFiles int     `json:"floor_files"`
 	Ratio      float64 `json:"cold_month_vs_floor"`
 	PlainRatio float64 `json:"cold_month_vs_plain"`
-	// Timing is where (a)'s and (b)'s time goes, p50 of each part in
-	// milliseconds, by "a." or "b." and the part: DuckDB start and
-	// analysis, the hot copy, cold planning, the views over them,
-	// computing the result (the scans), and the rest (reading the result,
+	// HotDays is (e), every meter's resolved total over the hot days
+	// through MeterStore, and Postgres (f) the same aggregate computed by
+	// PostgreSQL alone over the same rows; HotRatio is (e)/(f) at p50.
+	HotDays  Case    `json:"hot_days"`
+	Postgres Case    `json:"postgres"`
+	HotRatio float64 `json:"hot_vs_postgres"`
+	// HotMoved is the hot rows (e) moved from PostgreSQL into DuckDB.
+	HotMoved int64 `json:"hot_rows_moved"`
+	// Timing is where (a)'s, (b)'s and (e)'s time goes, p50 of each part
+	// in milliseconds, by "a.", "b." or "e." and the part: DuckDB start
+	// and analysis, opening the hot snapshot, cold planning, the views
+	// over the tiers, computing the result (the scans; the hot rows cross
+	// meanwhile, for hot_scan of it), and the rest (reading the result,
 	// closing DuckDB).
 	Timing map[string]float64 `json:"timing_ms"`
 }
@@ -116,7 +131,7 @@ func Run(ctx context.Context, url string, c Config) (*Result, error) {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	s, done, err := open(ctx, url, dir, c)
+	s, pool, done, err := open(ctx, url, dir, c)
 	if err != nil {
 		return nil, err
 	}
@@ -146,20 +161,28 @@ func Run(ctx context.Context, url string, c Config) (*Result, error) {
 		return nil, err
 	}
 	res.ColdRows, res.HotRows = st.ColdRows, st.HotRows
-	if err := measure(ctx, s, dir, c, res); err != nil {
+	if err := measure(ctx, s, pool, dir, c, res); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-func open(ctx context.Context, url, dir string, c Config) (*store.Store, func(), error) {
+func open(ctx context.Context, url, dir string, c Config) (*store.Store, *pgxpool.Pool, func(), error) {
+	integrity := series.IntegrityAuto
+	if c.Integrity != "" {
+		i, err := series.ParseIntegrity(c.Integrity)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("querybench: %w", err)
+		}
+		integrity = i
+	}
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg.Copy())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	closers := []func(){pool.Close}
 	done := func() {
@@ -167,9 +190,9 @@ func open(ctx context.Context, url, dir string, c Config) (*store.Store, func(),
 			closers[i]()
 		}
 	}
-	fail := func(err error) (*store.Store, func(), error) {
+	fail := func(err error) (*store.Store, *pgxpool.Pool, func(), error) {
 		done()
-		return nil, nil, fmt.Errorf("querybench: %w", err)
+		return nil, nil, nil, fmt.Errorf("querybench: %w", err)
 	}
 	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
 		return fail(err)
@@ -194,7 +217,7 @@ func open(ctx context.Context, url, dir string, c Config) (*store.Store, func(),
 		Tables: []store.Table{{
 			Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity,
 			Resolutions: []metering.Resolution{metering.QuarterHour},
-			Width:       series.Daily, Headroom: 24 * time.Hour, Integrity: series.IntegrityWrite,
+			Width:       series.Daily, Headroom: 24 * time.Hour, Integrity: integrity,
 		}},
 		Hot: store.HotOptions{Schema: schema},
 		Archive: store.ArchiveOptions{
@@ -208,7 +231,7 @@ func open(ctx context.Context, url, dir string, c Config) (*store.Store, func(),
 	if err != nil {
 		return fail(err)
 	}
-	return s, done, nil
+	return s, pool, done, nil
 }
 
 // load writes the fleet's days through the store, as deliveries would
@@ -244,7 +267,7 @@ func load(ctx context.Context, s *store.Store, cal *metering.Calendar, c Config)
 
 // measure runs (a), (b) and the floor (c), interleaved run by run so that
 // the machine's state changes affect them alike.
-func measure(ctx context.Context, s *store.Store, dir string, c Config, res *Result) error {
+func measure(ctx context.Context, s *store.Store, pool *pgxpool.Pool, dir string, c Config, res *Result) error {
 	cal, _ := metering.NewCalendar()
 	first, err := firstMeter(ctx, s)
 	if err != nil {
@@ -277,6 +300,12 @@ func measure(ctx context.Context, s *store.Store, dir string, c Config, res *Res
 	res.Floor = Case{Name: "(c) the floor: (b) by DuckDB directly on the same Parquet files", SQL: fmt.Sprintf(monthSQL, resolved, lit(month), lit(monthEnd))}
 	plain := `read_parquet([` + strings.Join(quoted, ", ") + `], hive_partitioning = false)`
 	res.Plain = Case{Name: "(d) (c) without resolving versions: every row", SQL: fmt.Sprintf(monthSQL, plain, lit(month), lit(monthEnd))}
+	res.HotDays = Case{Name: "(e) every meter's total over the hot days", SQL: fmt.Sprintf(
+		`SELECT malo_id, sum(value) AS kwh, count(*) AS n FROM readings WHERE "from" >= %s GROUP BY malo_id`, lit(res.Watermark))}
+	if res.Postgres.SQL, err = postgresSQL(ctx, pool, res.Watermark); err != nil {
+		return err
+	}
+	res.Postgres.Name = "(f) (e) by PostgreSQL alone on the same rows"
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return err
@@ -287,32 +316,45 @@ func measure(ctx context.Context, s *store.Store, dir string, c Config, res *Res
 			return fmt.Errorf("querybench: floor: %s: %w", set, err)
 		}
 	}
-	times := make([][]float64, 4)
+	times := make([][]float64, 6)
 	parts := map[string][]float64{}
 	var sums [2]string
+	var hotSums [2]string
 	for run := range c.Runs + 1 {
 		fmt.Fprintf(c.Progress, "\r  run %d/%d   ", run, c.Runs)
-		for i, q := range []*Case{&res.MeterYear, &res.ColdMonth} {
+		for i, q := range []*Case{&res.MeterYear, &res.ColdMonth, &res.HotDays} {
+			name := []string{"a", "b", "e"}[i]
 			start := time.Now()
 			r, err := s.Query(ctx, "power", q.SQL)
 			if err != nil {
 				return fmt.Errorf("querybench: %s: %w", q.Name, err)
 			}
 			el := time.Since(start)
-			times[i] = append(times[i], ms(el))
+			times[[]int{0, 1, 4}[i]] = append(times[[]int{0, 1, 4}[i]], ms(el))
 			q.Rows, q.Tiers = len(r.Rows), r.Tiers
 			if run > 0 {
 				tm := r.Timing
-				for k, d := range map[string]time.Duration{"open": tm.Open, "hot_copy": tm.Hot, "cold_plan": tm.Plan,
+				for k, d := range map[string]time.Duration{"open": tm.Open, "hot_open": tm.Hot, "hot_scan": tm.HotScan, "cold_plan": tm.Plan,
 					"views": tm.Read - tm.Hot - tm.Plan, "run": tm.Run, "rest": el - tm.Open - tm.Read - tm.Run} {
-					parts[[]string{"a", "b"}[i]+"."+k] = append(parts[[]string{"a", "b"}[i]+"."+k], ms(d))
+					parts[name+"."+k] = append(parts[name+"."+k], ms(d))
 				}
 			}
-			if i == 1 {
+			switch name {
+			case "b":
 				sums[0] = total(r.Rows)
+			case "e":
+				hotSums[0] = total(r.Rows) + "/" + count(r.Rows)
+				res.HotMoved = r.Timing.HotRows
 			}
 		}
 		start := time.Now()
+		prows, err := postgresRows(ctx, pool, res.Postgres.SQL)
+		if err != nil {
+			return fmt.Errorf("querybench: %s: %w", res.Postgres.Name, err)
+		}
+		times[5] = append(times[5], ms(time.Since(start)))
+		res.Postgres.Rows, hotSums[1] = len(prows), total(prows)+"/"+count(prows)
+		start = time.Now()
 		rows, n, err := floorRows(ctx, db, res.Floor.SQL)
 		if err != nil {
 			return fmt.Errorf("querybench: floor: %w", err)
@@ -330,7 +372,11 @@ func measure(ctx context.Context, s *store.Store, dir string, c Config, res *Res
 		return fmt.Errorf("querybench: MeterStore and the floor disagree: %d rows totalling %s against %d totalling %s",
 			res.ColdMonth.Rows, sums[0], res.Floor.Rows, sums[1])
 	}
-	for i, q := range []*Case{&res.MeterYear, &res.ColdMonth, &res.Floor, &res.Plain} {
+	if hotSums[0] != hotSums[1] || res.HotDays.Rows != res.Postgres.Rows {
+		return fmt.Errorf("querybench: MeterStore and PostgreSQL disagree on the hot days: %d rows totalling %s against %d totalling %s",
+			res.HotDays.Rows, hotSums[0], res.Postgres.Rows, hotSums[1])
+	}
+	for i, q := range []*Case{&res.MeterYear, &res.ColdMonth, &res.Floor, &res.Plain, &res.HotDays, &res.Postgres} {
 		t := times[i][1:] // the first run warms the caches
 		q.P50, q.P99 = percentile(t, 0.50), percentile(t, 0.99)
 	}
@@ -340,7 +386,68 @@ func measure(ctx context.Context, s *store.Store, dir string, c Config, res *Res
 	}
 	res.Ratio = res.ColdMonth.P50 / res.Floor.P50
 	res.PlainRatio = res.ColdMonth.P50 / res.Plain.P50
+	res.HotRatio = res.HotDays.P50 / res.Postgres.P50
 	return nil
+}
+
+// postgresSQL returns (f): the resolved aggregate of (e) as PostgreSQL
+// computes it alone, from the table's relations in the hot tier. In the
+// dictionary layout, the newest version per (series, from) comes out of
+// the primary key's order and the series' market locations from their
+// dictionary; in the rows layout, per merge key.
+func postgresSQL(ctx context.Context, pool *pgxpool.Pool, w time.Time) (string, error) {
+	var dict bool
+	err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, schema+".power_series").Scan(&dict)
+	if err != nil {
+		return "", fmt.Errorf("querybench: %w", err)
+	}
+	if dict {
+		return fmt.Sprintf(`SELECT s.malo_id, sum(r.value) AS kwh, count(*) AS n FROM (SELECT DISTINCT ON (series, "from") series, value FROM %[1]s.power WHERE "from" >= %[2]s ORDER BY series, "from", version DESC) r JOIN %[1]s.power_series s ON s.id = r.series GROUP BY s.malo_id`,
+			schema, lit(w)), nil
+	}
+	return fmt.Sprintf(`SELECT malo_id, sum(value) AS kwh, count(*) AS n FROM (SELECT DISTINCT ON (malo_id, obis_code, "from") malo_id, value FROM %s.power WHERE "from" >= %s ORDER BY malo_id, obis_code, "from", version DESC, recorded_at DESC) r GROUP BY malo_id`,
+		schema, lit(w)), nil
+}
+
+// postgresRows runs q on PostgreSQL and returns its rows: market
+// location, total as text, count.
+func postgresRows(ctx context.Context, pool *pgxpool.Pool, q string) ([][]any, error) {
+	rows, err := pool.Query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		var (
+			m string
+			v pgtype.Numeric
+			n int64
+		)
+		if err := rows.Scan(&m, &v, &n); err != nil {
+			return nil, err
+		}
+		text, err := v.Value()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, []any{m, text, n})
+	}
+	return out, rows.Err()
+}
+
+// count sums the third column of rows.
+func count(rows [][]any) string {
+	var n int64
+	for _, r := range rows {
+		switch v := r[2].(type) {
+		case int64:
+			n += v
+		default:
+			return fmt.Sprintf("not a count: %T", r[2])
+		}
+	}
+	return fmt.Sprint(n)
 }
 
 func firstMeter(ctx context.Context, s *store.Store) (string, error) {

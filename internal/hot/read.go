@@ -1,0 +1,251 @@
+package hot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/meterstore/meterstore/series"
+)
+
+// A Read is one table's rows in a Snapshot: the rows of the partitions
+// attached when the snapshot was taken that a range selects. A partition
+// detached since is read by its name as the snapshot saw it.
+//
+// A cursor is a server-side cursor fetched a batch at a time in
+// PostgreSQL's binary format and decoded column by column (see Cursor):
+// only the columns asked for cross, and memory holds a batch per cursor,
+// never a relation. A connection is busy only while a batch crosses, so
+// that cursors share the snapshot's connections whatever their consumer
+// does between batches, and a cursor its consumer abandons holds none.
+//
+// A Read is safe for concurrent use; its snapshot's Close ends it.
+type Read struct {
+	s     *Snapshot
+	t     *series.Table
+	q     series.Range
+	lay   layout
+	shape Shape
+	parts []Partition
+	batch int // rows a cursor fetches at once
+
+	rows, bytes atomic.Int64
+	first, last atomic.Int64 // unix nanoseconds of the first and last batch
+}
+
+// batchRows is how many rows a cursor fetches at once: a few of DuckDB's
+// vectors of 2,048.
+const batchRows = 8192
+
+// Read returns t's rows in the snapshot that q selects (its from range,
+// market locations and OBIS codes): it lists the partitions then attached
+// that q meets, and estimates the rows of its relations, in one round trip
+// on the snapshot's first connection.
+func (s *Snapshot) Read(ctx context.Context, t *series.Table, q series.Range) (*Read, error) {
+	const op = "read"
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	h := s.h
+	lay, err := h.layoutOf(ctx, h.pool, t)
+	if err != nil {
+		return nil, classify(op, t.Name, err)
+	}
+	r := &Read{s: s, t: t, q: q, lay: lay, shape: shapeOf(t, lay), batch: batchRows}
+	est := func(name string) string {
+		return `(SELECT reltuples::int8 FROM pg_catalog.pg_class WHERE oid = ` + lit(h.ident(name)) + `::regclass)`
+	}
+	dicts := `NULL::int8, NULL::int8`
+	if lay == layoutDictionary {
+		dicts = est(seriesName(t)) + `, ` + est(attrsName(t))
+	}
+	sql := `SELECT c.relname, c.reltuples::int8, ` + dicts + ` FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass AND NOT i.inhdetachpending`
+	holder := s.conns[0]
+	holder.mu.Lock()
+	res, err := holder.c.Conn().PgConn().Exec(ctx, sql).ReadAll()
+	holder.mu.Unlock()
+	if err == nil && len(res) != 1 {
+		err = fmt.Errorf("list the partitions: %d results", len(res))
+	}
+	if err != nil {
+		return nil, classify(op, t.Name, err)
+	}
+	var total int64
+	for _, row := range res[0].Rows {
+		for i := range r.shape.Dicts {
+			if row[i+2] != nil {
+				r.shape.Dicts[i].Rows, _ = strconv.ParseInt(string(row[i+2]), 10, 64)
+			}
+		}
+		start, ok := partitionStart(t, string(row[0]))
+		if !ok {
+			continue
+		}
+		p := Partition{Name: string(row[0]), From: start, To: t.Width.Next(start), Attached: true}
+		if (!q.To.IsZero() && !p.From.Before(q.To)) || (!q.From.IsZero() && !q.From.Before(p.To)) {
+			continue
+		}
+		if n, err := strconv.ParseInt(string(row[1]), 10, 64); err == nil && n > 0 {
+			total += n
+		}
+		r.parts = append(r.parts, p)
+	}
+	slices.SortFunc(r.parts, func(a, b Partition) int { return a.From.Compare(b.From) })
+	r.shape.Rows.Rows = total
+	return r, nil
+}
+
+// lit returns s as a string literal whatever standard_conforming_strings.
+func lit(s string) string {
+	return `E'` + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + `'`
+}
+
+// timeLit returns t as a timestamptz literal, to the microsecond.
+func timeLit(t time.Time) string {
+	return lit(t.UTC().Format("2006-01-02 15:04:05.999999")+"+00") + `::timestamptz`
+}
+
+// textArray returns vs as a text[] literal.
+func textArray(vs []string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = lit(v)
+	}
+	return `ARRAY[` + strings.Join(q, ", ") + `]::text[]`
+}
+
+// Shape returns how the read presents the table's readings.
+func (r *Read) Shape() Shape { return r.shape }
+
+// Partitions returns the attached partitions the read covers, by start.
+func (r *Read) Partitions() []Partition { return slices.Clone(r.parts) }
+
+// Units returns in how many parts relation rel is read: the rows (rel 0)
+// a partition at a time, a dictionary (rel i, Shape.Dicts[i-1]) at once.
+func (r *Read) Units(rel int) int {
+	if rel == 0 {
+		return len(r.parts)
+	}
+	return 1
+}
+
+// Moved returns the rows the read's cursors have received, their bytes on
+// the wire (the values, without the protocol's framing), and the time
+// from the first batch's request to the last one's arrival.
+func (r *Read) Moved() (rows, bytes int64, span time.Duration) {
+	if f := r.first.Load(); f != 0 {
+		span = time.Duration(r.last.Load() - f)
+	}
+	return r.rows.Load(), r.bytes.Load(), span
+}
+
+// Scan opens a cursor over part unit of relation rel (see Units), with the
+// columns cols of that relation, in that order. With winners, a cursor
+// over the rows hands over only the newest version of each merge key: the
+// partition is read in primary key order, an index-ordered scan, and of
+// each run of a key's versions only the last crosses into the cursor's
+// batch; PostgreSQL sorts nothing.
+func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool) (*Cursor, error) {
+	const op = "read"
+	var (
+		from   Relation
+		source string
+		where  []string
+	)
+	keys := func() []string {
+		var conds []string
+		if len(r.q.MaLo) > 0 {
+			conds = append(conds, `malo_id = ANY (`+textArray(r.q.MaLo)+`)`)
+		}
+		if len(r.q.OBIS) > 0 {
+			conds = append(conds, `obis_code = ANY (`+textArray(r.q.OBIS)+`)`)
+		}
+		return conds
+	}
+	switch {
+	case rel == 0 && unit >= 0 && unit < len(r.parts):
+		p := r.parts[unit]
+		from, source = r.shape.Rows, r.s.h.ident(p.Name)
+		// Bounds only where the range cuts the partition: none to check
+		// per row otherwise.
+		if !r.q.From.IsZero() && r.q.From.After(p.From) {
+			where = append(where, `"from" >= `+timeLit(r.q.From))
+		}
+		if !r.q.To.IsZero() && r.q.To.Before(p.To) {
+			where = append(where, `"from" < `+timeLit(r.q.To))
+		}
+		if r.lay != layoutDictionary {
+			where = append(where, keys()...)
+		} else if len(r.q.MaLo)+len(r.q.OBIS) > 0 {
+			sub := append([]string{`bucket = ` + timeLit(p.From)}, keys()...)
+			where = append(where, `series = ANY (ARRAY(SELECT id FROM `+r.s.h.ident(seriesName(r.t))+` WHERE `+strings.Join(sub, " AND ")+`))`)
+		}
+	case rel > 0 && rel <= len(r.shape.Dicts) && unit == 0:
+		from = r.shape.Dicts[rel-1].Relation
+		name := seriesName(r.t)
+		if rel == 2 {
+			name = attrsName(r.t)
+		}
+		source = r.s.h.ident(name)
+		buckets := make([]string, len(r.parts))
+		for i, p := range r.parts {
+			buckets[i] = timeLit(p.From)
+		}
+		where = append(where, `bucket = ANY (ARRAY[`+strings.Join(buckets, ", ")+`]::timestamptz[])`)
+		if rel == 1 {
+			where = append(where, keys()...)
+		}
+	default:
+		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("no unit %d of relation %d", unit, rel)}
+	}
+	if winners && rel != 0 {
+		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("relation %d has no versions", rel)}
+	}
+	c := &Cursor{r: r, kinds: make([]Kind, len(cols)), ints: make([]int64, len(cols)), uints: make([]uint64, len(cols)), vals: make([][]byte, len(cols))}
+	list := make([]string, len(cols))
+	for i, col := range cols {
+		if col < 0 || col >= len(from.Columns) {
+			return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("no column %d of relation %d", col, rel)}
+		}
+		c.kinds[i], list[i] = from.Columns[col].Kind, quote(from.Columns[col].Name)
+	}
+	var order string
+	if winners {
+		key := r.t.MergeKey()
+		if r.lay == layoutDictionary {
+			key = []string{"series", "from"}
+		}
+		// The key's columns, those not asked for after the others.
+		for _, k := range key {
+			at := slices.Index(list, quote(k))
+			if at < 0 {
+				at = len(list)
+				list = append(list, quote(k))
+				c.hidden++
+			}
+			c.keys = append(c.keys, at)
+		}
+		order = ` ORDER BY ` + primaryKey(r.t, r.lay)
+	}
+	sql := `SELECT ` + strings.Join(list, ", ") + ` FROM ` + source
+	if len(where) > 0 {
+		sql += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	sql += order
+	var ok bool
+	if c.conn, c.name, ok = r.s.assign(); !ok {
+		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: errors.New("the snapshot is closed")}
+	}
+	c.first = `DECLARE ` + c.name + ` BINARY NO SCROLL CURSOR FOR ` + sql + `; `
+	if err := c.fetch(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}

@@ -1,0 +1,393 @@
+package hot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/series"
+)
+
+// readTable declares a table of quarter hours with an identity column and
+// two attributes, in the dictionary layout (IntegrityStatement) or the
+// rows layout (IntegrityWrite), with partitions for day and the two days
+// after.
+func readTable(t *testing.T, h *Tier, name string, i series.Integrity) *series.Table {
+	t.Helper()
+	tab := lastgang(name)
+	tab.Integrity = i
+	tab.Columns = []series.Column{{Name: "channel", Identity: true, Values: []string{"A", "B"}}, {Name: "source"}, {Name: "seq", Type: series.BigInt}}
+	if err := h.Ensure(t.Context(), tab); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.CreatePartitions(t.Context(), tab, day, day.AddDate(0, 0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+// readRows returns meters' quarter hours on channels A and B for d days
+// from day, with attributes, version v, and corrections: every seventh
+// reading again under version v+1.
+func readRows(meters, days int, v uint64) []series.Reading {
+	var out []series.Reading
+	for d := range days {
+		for i := range meters {
+			for _, ch := range []string{"A", "B"} {
+				for n, r := range meterDay(i, v) {
+					r.From, r.To = r.From.AddDate(0, 0, d), r.To.AddDate(0, 0, d)
+					r.Extra = map[string]string{"channel": ch}
+					if n%3 == 0 {
+						r.Extra["source"] = fmt.Sprintf("src%d", n%2)
+						r.Extra["seq"] = fmt.Sprint(n * 1000)
+					}
+					if i == 1 {
+						r.MeLo = "DE000000000000000000000000000000" + fmt.Sprint(d)
+						r.Subject = "subject-1"
+					}
+					out = append(out, r)
+					if n%7 == 0 {
+						c := r
+						c.Version, c.Value = v+1, r.Value+1
+						out = append(out, c)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// natural returns a reading as a line of its natural columns, as a Read
+// hands them over.
+func natural(r series.Reading) string {
+	opt := func(s string) string {
+		if s == "" {
+			return "NULL"
+		}
+		return s
+	}
+	extra := func(name string) string {
+		v, ok := r.Extra[name]
+		if !ok {
+			return "NULL"
+		}
+		return v
+	}
+	day := time.Date(r.BalancingDay.Year, r.BalancingDay.Month, r.BalancingDay.Day, 0, 0, 0, 0, time.UTC)
+	return strings.Join([]string{r.MaLo, opt(r.MeLo), r.OBIS, r.Commodity.String(), fmt.Sprint(r.From.UnixMicro()), fmt.Sprint(r.To.UnixMicro()),
+		fmt.Sprint(int64(r.Value)), r.Unit.String(), r.Quality.String(), r.Resolution.String(), fmt.Sprint(r.Version), r.VersionScope,
+		fmt.Sprint(r.RecordedAt.UnixMicro()), fmt.Sprint(day.Unix() / 86400), opt(r.Subject), extra("channel"), extra("source"), extra("seq")}, "|")
+}
+
+// readAll reads every relation of r through cursors, unit by unit on
+// goroutines of their own, joins the rows to their dictionaries and
+// returns the natural lines, sorted.
+func readAll(t *testing.T, r *Read, winners bool) []string {
+	t.Helper()
+	ctx := t.Context()
+	sh := r.Shape()
+	rels := []Relation{sh.Rows}
+	for _, d := range sh.Dicts {
+		rels = append(rels, d.Relation)
+	}
+	got := make([][][]string, len(rels)) // by relation: rows of values as text
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	for rel, relation := range rels {
+		cols := make([]int, len(relation.Columns))
+		for i := range cols {
+			cols[i] = i
+		}
+		for u := range r.Units(rel) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := r.Scan(ctx, rel, u, cols, winners && rel == 0)
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				var rows [][]string
+				for c.Next(ctx) {
+					row := make([]string, len(cols))
+					for i, col := range cols {
+						switch k := relation.Columns[col].Kind; {
+						case c.Null(i):
+							row[i] = "NULL"
+						case k == KindText:
+							row[i] = string(c.Bytes(i))
+						case k == KindUint64:
+							row[i] = fmt.Sprint(c.Uint64(i))
+						default:
+							row[i] = fmt.Sprint(c.Int64(i))
+						}
+					}
+					rows = append(rows, row)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if err := c.Err(); err != nil {
+					errs = append(errs, err)
+				}
+				got[rel] = append(got[rel], rows...)
+			}()
+		}
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	value := func(rel int, row []string, name string) (string, bool) {
+		for i, c := range rels[rel].Columns {
+			if c.Name == name {
+				return row[i], true
+			}
+		}
+		return "", false
+	}
+	dicts := make([]map[string][]string, len(sh.Dicts))
+	for i, d := range sh.Dicts {
+		dicts[i] = map[string][]string{}
+		for _, row := range got[i+1] {
+			id, _ := value(i+1, row, d.ID)
+			dicts[i][id] = row
+		}
+	}
+	names := []string{"malo_id", "melo_id", "obis_code", "sparte", "from", "to", "value", "unit", "quality", "resolution", "version",
+		"version_scope", "recorded_at", "balancing_day", "subject_id", "channel", "source", "seq"}
+	var out []string
+	for _, row := range got[0] {
+		line := make([]string, len(names))
+		for i, n := range names {
+			v, ok := value(0, row, n)
+			for j, d := range sh.Dicts {
+				if ok {
+					break
+				}
+				ref, _ := value(0, row, d.Ref)
+				entry, found := dicts[j][ref]
+				if !found {
+					t.Fatalf("row %v: no %s %s in its dictionary", row, d.Ref, ref)
+				}
+				v, ok = value(j+1, entry, n)
+			}
+			if !ok {
+				t.Fatalf("no column %s in the read's shape", n)
+			}
+			line[i] = v
+		}
+		out = append(out, strings.Join(line, "|"))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestReadMatchesScan reads both layouts through a Read, every version and
+// the winners, for ranges and filters, and compares with Scan.
+func TestReadMatchesScan(t *testing.T) {
+	h, _ := newTier(t, Options{})
+	ctx := t.Context()
+	for _, i := range []series.Integrity{series.IntegrityStatement, series.IntegrityWrite} {
+		tab := readTable(t, h, "read_"+i.String(), i)
+		rows := readRows(3, 3, 10)
+		var first, second []series.Reading
+		for _, r := range rows {
+			if r.Version == 10 {
+				first = append(first, r)
+			} else {
+				second = append(second, r)
+			}
+		}
+		mustWrite(t, h, tab, first)
+		mustWrite(t, h, tab, second)
+		if lay, err := h.layoutOf(ctx, h.pool, tab); err != nil || (lay == layoutDictionary) != (i == series.IntegrityStatement) {
+			t.Fatalf("%s: layout %q, %v", i, lay, err)
+		}
+		for _, q := range []series.Range{
+			{},
+			{From: day.AddDate(0, 0, 1)},
+			{From: day.Add(90 * time.Minute), To: day.AddDate(0, 0, 1).Add(3 * time.Hour)},
+			{MaLo: []string{malo(1), malo(2)}},
+			{From: day.AddDate(0, 0, 2), MaLo: []string{malo(0)}, OBIS: []string{"1-1:1.29.0"}},
+			{MaLo: []string{"nobody's"}},
+			{From: day.AddDate(0, 0, 5)},
+		} {
+			var scanned []series.Reading
+			if err := h.Scan(ctx, tab, q, func(r series.Reading) error { scanned = append(scanned, r); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			var every, winners []string
+			best := map[string]series.Reading{}
+			for _, r := range scanned {
+				every = append(every, natural(r))
+				k := r.MaLo + r.OBIS + r.From.String() + r.Extra["channel"]
+				if b, ok := best[k]; !ok || r.Version > b.Version {
+					best[k] = r
+				}
+			}
+			for _, r := range best {
+				winners = append(winners, natural(r))
+			}
+			slices.Sort(every)
+			slices.Sort(winners)
+			snap, err := h.OpenSnapshot(ctx, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := snap.Read(ctx, tab, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Batches of the default size, and small ones: a key's
+			// versions then span batches.
+			for _, batch := range []int{batchRows, 1, 2, 7} {
+				r.batch = batch
+				if got := readAll(t, r, false); !slices.Equal(got, every) {
+					t.Errorf("%s %v, batches of %d: every version: %d rows, want %d\n got %.300v\nwant %.300v", i, q, batch, len(got), len(every), got, every)
+				}
+				if got := readAll(t, r, true); !slices.Equal(got, winners) {
+					t.Errorf("%s %v, batches of %d: winners: %d rows, want %d\n got %.300v\nwant %.300v", i, q, batch, len(got), len(winners), got, winners)
+				}
+			}
+			if n, _, _ := r.Moved(); n < int64(len(every)+len(winners)) {
+				t.Errorf("%s %v: moved %d rows, read %d", i, q, n, len(every)+len(winners))
+			}
+			if err := snap.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if q.From.IsZero() && q.MaLo == nil && len(every) != len(rows) {
+				t.Fatalf("%s: %d rows scanned, %d written", i, len(every), len(rows))
+			}
+		}
+	}
+}
+
+// TestReadColumns reads a projection, in another order than the table's,
+// and no column at all.
+func TestReadColumns(t *testing.T) {
+	h, _ := newTier(t, Options{})
+	ctx := t.Context()
+	tab := readTable(t, h, "cols", series.IntegrityStatement)
+	mustWrite(t, h, tab, readRows(2, 1, 3))
+	snap, err := h.OpenSnapshot(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	r, err := snap.Read(ctx, tab, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := map[string]int{}
+	for i, c := range r.Shape().Rows.Columns {
+		idx[c.Name] = i
+	}
+	c, err := r.Scan(ctx, 0, 0, []int{idx["value"], idx["from"]}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The winners: every reading's newest version.
+	var want, sum int64
+	best := map[string]series.Decimal{}
+	for _, r := range readRows(2, 1, 3) {
+		best[r.MaLo+r.From.String()+r.Extra["channel"]] = r.Value // versions ascend
+	}
+	for _, v := range best {
+		want += int64(v)
+	}
+	n := 0
+	for c.Next(ctx) {
+		if from := time.UnixMicro(c.Int64(1)).UTC(); from.Before(day) || !from.Before(day.AddDate(0, 0, 1)) {
+			t.Fatalf("from %v", from)
+		}
+		sum += c.Int64(0)
+		n++
+	}
+	if c.Err() != nil || n != len(best) || sum != want {
+		t.Fatalf("%d winners summing %d, want %d summing %d: %v", n, sum, len(best), want, c.Err())
+	}
+	c, err = r.Scan(ctx, 0, 0, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n = 0; c.Next(ctx); n++ {
+	}
+	if c.Err() != nil || n != len(readRows(2, 1, 3)) {
+		t.Fatalf("no columns: %d rows, %v", n, c.Err())
+	}
+}
+
+// TestSnapshotTables reads two tables in one snapshot: rows written to
+// either after it was taken are in neither read.
+func TestSnapshotTables(t *testing.T) {
+	h, _ := newTier(t, Options{})
+	ctx := t.Context()
+	a := readTable(t, h, "snap_a", series.IntegrityStatement)
+	b := readTable(t, h, "snap_b", series.IntegrityWrite)
+	first := readRows(2, 3, 1)
+	mustWrite(t, h, a, first)
+	mustWrite(t, h, b, first)
+	want := map[string][]string{}
+	for _, tab := range []*series.Table{a, b} {
+		for _, r := range scanAll(t, h, tab) {
+			want[tab.Name] = append(want[tab.Name], natural(r))
+		}
+		slices.Sort(want[tab.Name])
+	}
+	snap, err := h.OpenSnapshot(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	later := readRows(3, 3, 5) // another meter, and corrections
+	mustWrite(t, h, a, later)
+	mustWrite(t, h, b, later)
+	for _, tab := range []*series.Table{a, b} {
+		r, err := snap.Read(ctx, tab, series.Range{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, r, false); len(want[tab.Name]) != len(first) || !slices.Equal(got, want[tab.Name]) {
+			t.Errorf("%s: %d rows, want the %d written before the snapshot", tab.Name, len(got), len(want[tab.Name]))
+		}
+	}
+}
+
+// TestSnapshotsHalfThePool lets at most half the pool's connections hold
+// snapshots: one more waits until one closes.
+func TestSnapshotsHalfThePool(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	var open []*Snapshot
+	for range pool.Config().MaxConns / 2 {
+		s, err := h.OpenSnapshot(t.Context(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, s)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if s, err := h.OpenSnapshot(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a snapshot beyond half the pool: %v, %v", s, err)
+	}
+	open[0].Close()
+	s, err := h.OpenSnapshot(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, s := range open[1:] {
+		s.Close()
+	}
+}

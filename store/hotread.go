@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/internal/query"
+	"github.com/meterstore/meterstore/series"
+)
+
+// hotTier gives the query engine the hot tier's reads in its own terms:
+// the tiers do not import each other.
+type hotTier struct{ *hot.Tier }
+
+func (h hotTier) Snapshot(ctx context.Context, conns int) (query.HotSnapshot, error) {
+	return h.OpenSnapshot(ctx, conns)
+}
+
+func (h hotTier) Read(ctx context.Context, snap query.HotSnapshot, t *series.Table, q series.Range) (query.HotRead, error) {
+	s, ok := snap.(*hot.Snapshot)
+	if !ok {
+		return nil, fmt.Errorf("store: a snapshot of another hot tier: %T", snap)
+	}
+	r, err := s.Read(ctx, t, q)
+	if err != nil {
+		return nil, err
+	}
+	return hotRead{Read: r, shape: shapeOf(r.Shape())}, nil
+}
+
+// hotRead is a hot.Read as a query.HotRead; its cursors are one already,
+// and its snapshot ends it.
+type hotRead struct {
+	*hot.Read
+	shape query.HotShape
+}
+
+func (r hotRead) Shape() query.HotShape { return r.shape }
+
+func (r hotRead) Close() error { return nil }
+
+func (r hotRead) Scan(ctx context.Context, rel, unit int, cols []int, winners bool) (query.HotCursor, error) {
+	c, err := r.Read.Scan(ctx, rel, unit, cols, winners)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func shapeOf(s hot.Shape) query.HotShape {
+	// The primary key holds the merge key and the version.
+	out := query.HotShape{Rows: relationOf(s.Rows), Series: s.Series, Resolves: true}
+	for _, d := range s.Dicts {
+		out.Dicts = append(out.Dicts, query.HotDict{HotRelation: relationOf(d.Relation), ID: d.ID, Ref: d.Ref})
+	}
+	return out
+}
+
+func relationOf(r hot.Relation) query.HotRelation {
+	out := query.HotRelation{Rows: r.Rows, Columns: make([]query.HotColumn, len(r.Columns))}
+	for i, c := range r.Columns {
+		out.Columns[i] = query.HotColumn{Name: c.Name, Kind: kinds[c.Kind]}
+	}
+	return out
+}
+
+var kinds = map[hot.Kind]query.HotKind{
+	hot.KindText: query.KindText, hot.KindInt32: query.KindInt32, hot.KindInt64: query.KindInt64,
+	hot.KindTime: query.KindTime, hot.KindDate: query.KindDate, hot.KindDecimal: query.KindDecimal,
+	hot.KindUint64: query.KindUint64,
+}
