@@ -56,10 +56,7 @@ func (s *Store) QueryAt(ctx context.Context, name, sql string, opts ReadOptions)
 	if err != nil {
 		return nil, err
 	}
-	begin := time.Now()
-	res, err := st.st.Query(ctx)
-	st.queried(ctx, begin)
-	return res, err
+	return st.Query(ctx)
 }
 
 // QueryStream runs sql as Query does but holds none of its rows: it calls
@@ -99,6 +96,11 @@ type StatementOptions struct {
 	Table string
 	// Read chooses the state of the tiers the statement reads.
 	Read ReadOptions
+	// Params are the values of the statement's placeholders: positional
+	// ones for $1, $2 or ?, sql.Named ones for $name. They are bound when
+	// it runs, never made SQL text; a bound range of "from" or market
+	// location bounds what the tiers are read for as a literal does.
+	Params []any
 	// May, if set, tells which tables the caller may read: a statement
 	// that reads another is refused with a *ForbiddenError before anything
 	// is read, and the system tables show only the rows of the tables it
@@ -127,7 +129,7 @@ func (s *Store) Prepare(ctx context.Context, sql string, o StatementOptions) (*S
 	if err != nil {
 		return nil, err
 	}
-	st, err := engine.Prepare(ctx, sql, query.PrepareOptions{Read: o.Read, May: o.May, Default: o.Table != "", System: s.systemTables})
+	st, err := engine.Prepare(ctx, sql, query.PrepareOptions{Read: o.Read, May: o.May, Default: o.Table != "", Params: o.Params, System: s.systemTables})
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +177,16 @@ func (st *Statement) queried(ctx context.Context, begin time.Time) {
 	for _, name := range st.st.Tables() {
 		st.s.metrics.Queried(ctx, name, time.Since(begin))
 	}
+}
+
+// Query runs the statement as Store.Query does and returns its rows,
+// held in memory within QueryOptions.MaxRows and MaxResultBytes. It
+// releases the statement.
+func (st *Statement) Query(ctx context.Context) (*Result, error) {
+	begin := time.Now()
+	res, err := st.st.Query(ctx)
+	st.queried(ctx, begin)
+	return res, err
 }
 
 // Close releases a statement that will not stream.

@@ -147,6 +147,13 @@ func TestCommandLine(t *testing.T) {
 	if got := count(); got != "n\n192" {
 		t.Fatalf("after ingest: %q", got)
 	}
+	// --param binds placeholders; no table is the default.
+	out = mustRun(t, append([]string{"query", "--format", "csv", "--now", "2026-03-02T00:00:00Z",
+		"--param", "2026-03-01T12:00:00Z", "--param", "20000000008",
+		`SELECT count(*) AS n FROM power.readings WHERE "from" >= $1 AND malo_id = $2`}, c...)...)
+	if strings.TrimSpace(out) != "n\n48" {
+		t.Errorf("query --param: %q", out)
+	}
 	out = mustRun(t, append([]string{"query", "--table", "power", "--format", "json", "--now", "2026-03-02T00:00:00Z",
 		`SELECT 1 AS a, 2 AS a, UUID '0190a5f4-1234-7abc-8def-0123456789ab' AS u, 'infinity'::TIMESTAMPTZ AS t, DATE '2026-04-10' AS d`}, c...)...)
 	if want := `{"a":1,"a_2":2,"u":"0190a5f4-1234-7abc-8def-0123456789ab","t":"infinity","d":"2026-04-10"}` + "\n"; out != want {

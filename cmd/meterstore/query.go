@@ -22,6 +22,7 @@ func newQuery() *cobra.Command {
 		refresh       bool
 		snapshot      int64
 		asOf, knownAt string
+		paramArgs     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "query [--table T] (SQL | - | @FILE)",
@@ -68,7 +69,15 @@ for "@FILE".`,
 				}
 			}
 			opts.Now = now // the relation completeness judges due days at --now
-			res, err := s.QueryAt(cmd.Context(), table, sql, opts)
+			params := make([]any, len(paramArgs))
+			for i, p := range paramArgs {
+				params[i] = p
+			}
+			st, err := s.Prepare(cmd.Context(), sql, store.StatementOptions{Table: table, Read: opts, Params: params})
+			if err != nil {
+				return err
+			}
+			res, err := st.Query(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -86,6 +95,7 @@ for "@FILE".`,
 	d.flags(cmd, true)
 	f := cmd.Flags()
 	f.StringVar(&table, "table", "", "the default table, which an unqualified readings reads")
+	f.StringArrayVar(&paramArgs, "param", nil, "the value of the statement's next placeholder ($1, $2, ... or ?), bound, never made SQL text; repeat for each")
 	f.StringVar(&format, "format", "table", "table, csv or json (an object per row; a repeated column name gets a suffix _2, _3, ...)")
 	f.BoolVar(&refresh, "refresh", true, "compute the system tables before the query")
 	f.Int64Var(&snapshot, "as-of-snapshot", 0, "read as of this cold snapshot id")

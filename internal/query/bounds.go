@@ -14,8 +14,21 @@ import (
 
 // A constraint is a comparison of "from" with a constant: from op x.
 type constraint struct {
-	op string // = < <= > >=
-	x  string // the constant, as an SQL expression
+	op   string // = < <= > >=
+	x    string // the constant, as an SQL expression
+	args []any  // the values of its placeholders (?), bound parameters
+}
+
+// exprs returns the SQL expressions TRY_CAST(x AS typ) of cs, and the
+// values of their placeholders in order.
+func exprs(cs []constraint, typ string) ([]string, []any) {
+	out := make([]string, len(cs))
+	var args []any
+	for i, c := range cs {
+		out[i] = `TRY_CAST(` + c.x + ` AS ` + typ + `)`
+		args = append(args, c.args...)
+	}
+	return out, args
 }
 
 // constraintsOn returns the constraints on the column named column of
@@ -183,9 +196,15 @@ func maloSet(e map[string]any, s subject) []string {
 	return set
 }
 
-// varchar returns the value of a VARCHAR literal.
+// varchar returns the value of a VARCHAR literal, or of a parameter bound
+// to a string.
 func varchar(v any) (string, bool) {
 	e, ok := v.(map[string]any)
+	if ok && e["class"] == "PARAMETER" {
+		b, _ := e[boundKey].(boundValue)
+		s, ok := b.v.(string)
+		return s, ok && b.ok
+	}
 	if !ok || e["class"] != "CONSTANT" {
 		return "", false
 	}
@@ -234,19 +253,19 @@ func comparison(e map[string]any, s subject, column string) []constraint {
 		if is(r) {
 			l, r, op = r, l, flipped[op]
 		}
-		if x, ok := constant(r); ok && is(l) {
-			return []constraint{{op, x}}
+		if x, args, ok := constant(r); ok && is(l) {
+			return []constraint{{op, x, args}}
 		}
 	case "BETWEEN":
 		if e["type"] != "COMPARE_BETWEEN" || !is(e["input"]) {
 			return nil
 		}
 		var out []constraint
-		if x, ok := constant(e["lower"]); ok {
-			out = append(out, constraint{">=", x})
+		if x, args, ok := constant(e["lower"]); ok {
+			out = append(out, constraint{">=", x, args})
 		}
-		if x, ok := constant(e["upper"]); ok {
-			out = append(out, constraint{"<=", x})
+		if x, args, ok := constant(e["upper"]); ok {
+			out = append(out, constraint{"<=", x, args})
 		}
 		return out
 	}
@@ -276,10 +295,10 @@ var castTypes = map[string]bool{"DATE": true, "TIMESTAMP": true, "TIMESTAMP WITH
 // constant returns v as an SQL expression if it is a string literal, cast
 // to castTypes or not. The casts are rendered as TRY_CAST: a cast that
 // fails makes the statement fail, and the constraint bounds nothing.
-func constant(v any) (string, bool) {
+func constant(v any) (string, []any, bool) {
 	e, ok := v.(map[string]any)
 	if !ok {
-		return "", false
+		return "", nil, false
 	}
 	switch e["class"] {
 	case "CONSTANT":
@@ -287,22 +306,30 @@ func constant(v any) (string, bool) {
 		typ, _ := val["type"].(map[string]any)
 		s, ok := val["value"].(string)
 		if !ok || val["is_null"] != false || typ["id"] != "VARCHAR" {
-			return "", false
+			return "", nil, false
 		}
-		return quote(s), true
+		return quote(s), nil, true
+	case "PARAMETER":
+		// A bound parameter is a constant too, but its value never
+		// becomes SQL text: it is bound to a placeholder.
+		b, ok := e[boundKey].(boundValue)
+		if !ok || !b.ok {
+			return "", nil, false
+		}
+		return "?", []any{b.v}, true
 	case "CAST":
 		ct, _ := e["cast_type"].(map[string]any)
 		id := str(ct["id"])
 		if e["try_cast"] != false || !castTypes[id] || ct["type_info"] != nil {
-			return "", false
+			return "", nil, false
 		}
-		child, ok := constant(e["child"])
+		child, args, ok := constant(e["child"])
 		if !ok {
-			return "", false
+			return "", nil, false
 		}
-		return `TRY_CAST(` + child + ` AS ` + id + `)`, true
+		return `TRY_CAST(` + child + ` AS ` + id + `)`, args, true
 	}
-	return "", false
+	return "", nil, false
 }
 
 // Bounds beyond these are ignored: infinities, and instants no tier stores.
@@ -314,14 +341,13 @@ var (
 // evaluate casts every constraint's constant to TIMESTAMPTZ, as comparing
 // it with "from" does, and intersects the constraints.
 func evaluate(ctx context.Context, q querier, cs []constraint) (series.Range, error) {
-	exprs := make([]string, len(cs))
+	xs, args := exprs(cs, "TIMESTAMPTZ")
 	vals := make([]any, len(cs))
 	dest := make([]any, len(cs))
-	for i, c := range cs {
-		exprs[i] = `TRY_CAST(` + c.x + ` AS TIMESTAMPTZ)`
+	for i := range cs {
 		dest[i] = &vals[i]
 	}
-	if err := q.QueryRowContext(ctx, `SELECT `+strings.Join(exprs, ", ")).Scan(dest...); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT `+strings.Join(xs, ", "), args...).Scan(dest...); err != nil {
 		return series.Range{}, fmt.Errorf("query: evaluate the bounds of \"from\": %w", err)
 	}
 	var r series.Range

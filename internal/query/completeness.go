@@ -91,14 +91,13 @@ func (a *analysis) completeness(ctx context.Context, q querier, node map[string]
 // constraints into days. A constant with a time of day bounds the range by
 // its day, a day more than it must: the range is then wider, never narrower.
 func evaluateDays(ctx context.Context, q querier, cs []constraint) (dayRange, error) {
-	exprs := make([]string, len(cs))
+	xs, args := exprs(cs, "TIMESTAMP")
 	vals := make([]any, len(cs))
 	dest := make([]any, len(cs))
-	for i, c := range cs {
-		exprs[i] = `TRY_CAST(` + c.x + ` AS TIMESTAMP)`
+	for i := range cs {
 		dest[i] = &vals[i]
 	}
-	if err := q.QueryRowContext(ctx, `SELECT `+strings.Join(exprs, ", ")).Scan(dest...); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT `+strings.Join(xs, ", "), args...).Scan(dest...); err != nil {
 		return dayRange{}, fmt.Errorf("query: evaluate the bounds of balancing_day: %w", err)
 	}
 	var r dayRange

@@ -242,7 +242,7 @@ func TestCompletenessDays(t *testing.T) {
 		`SELECT * FROM completeness WHERE balancing_day = '2026-03-29' AND balancing_day = '2026-03-30'`:       "2026-03-30 2026-03-29",
 		`SELECT * FROM completeness WHERE "from" >= '2026-03-29'`:                                              "- -",
 	} {
-		a, err := analyze(t.Context(), db, sql, "")
+		a, err := analyze(t.Context(), db, sql, "", nil)
 		if err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
@@ -259,7 +259,7 @@ func TestCompletenessDays(t *testing.T) {
 			t.Errorf("%s reads no readings", sql)
 		}
 	}
-	a, err := analyze(t.Context(), db, `SELECT * FROM completeness WHERE balancing_day BETWEEN '2026-10-24' AND '2026-10-25' AND malo_id = 'x'`, "")
+	a, err := analyze(t.Context(), db, `SELECT * FROM completeness WHERE balancing_day BETWEEN '2026-10-24' AND '2026-10-25' AND malo_id = 'x'`, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

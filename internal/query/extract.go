@@ -39,7 +39,7 @@ func Extract(sql string) (Analysis, error) {
 	if err != nil {
 		return Analysis{}, err
 	}
-	a, err := analyze(context.Background(), db, sql, "")
+	a, err := analyze(context.Background(), db, sql, "", nil)
 	return a.Analysis, err
 }
 
@@ -87,6 +87,8 @@ type analysis struct {
 	completenessOf []string
 	// system is true when it names a relation in the schema system.
 	system bool
+	// unbound are the identifiers of the parameters without a value.
+	unbound []string
 	// columns are the names by which the statement may read a column of
 	// any relation, lowercase; nil if it may read every column (see
 	// columnNames).
@@ -119,7 +121,7 @@ type querier interface {
 // nothing else of self, is bounded by its conjuncts on balancing_day
 // instead, widened by the lookback (see analysis.completeness). DESCRIBE
 // and SHOW get an empty range: they need the relations, not their rows.
-func analyze(ctx context.Context, q querier, text, self string) (analysis, error) {
+func analyze(ctx context.Context, q querier, text, self string, params []any) (analysis, error) {
 	var js string
 	if err := q.QueryRowContext(ctx, `SELECT CAST(json_serialize_sql(CAST(? AS VARCHAR)) AS VARCHAR)`, text).Scan(&js); err != nil {
 		return analysis{}, fmt.Errorf("query: parse: %w", err)
@@ -158,6 +160,8 @@ func analyze(ctx context.Context, q querier, text, self string) (analysis, error
 			return analysis{}, err
 		}
 	}
+	// After the rendering, which keeps the placeholders as they are.
+	a.unbound = bindParams(stmt, params)
 	node, _ := stmt["node"].(map[string]any)
 	var refs references
 	refs.walk(node)

@@ -155,7 +155,7 @@ func TestExtractIsSound(t *testing.T) {
 		from := []string{`"from"`, `r."from"`, `"FROM"`}[r.IntN(3)]
 		pred := randPredicate(r, 1+r.IntN(3), from)
 		sql := `SELECT "from", malo_id FROM readings r WHERE ` + pred
-		a, err := analyze(t.Context(), inst.conn, sql, "")
+		a, err := analyze(t.Context(), inst.conn, sql, "", nil)
 		if err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}

@@ -63,7 +63,7 @@ func TestExtractTables(t *testing.T) {
 		{sql: `DESCRIBE SELECT * FROM gas.readings`,
 			own: series.Range{From: epoch, To: epoch}, tables: map[string]series.Range{"gas": {From: epoch, To: epoch}}},
 	} {
-		got, err := analyze(t.Context(), db, c.sql, "power")
+		got, err := analyze(t.Context(), db, c.sql, "power", nil)
 		if err != nil {
 			t.Errorf("%s: %v", c.sql, err)
 			continue

@@ -38,7 +38,7 @@ func TestColumnNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		an, err := analyze(t.Context(), db, c.sql, "power")
+		an, err := analyze(t.Context(), db, c.sql, "power", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestColumnNames(t *testing.T) {
 	}
 	// A statement that reads completeness reads every column of readings.
 	db, _ := parser()
-	if an, err := analyze(t.Context(), db, `SELECT malo_id FROM completeness`, "power"); err != nil || an.columns != nil {
+	if an, err := analyze(t.Context(), db, `SELECT malo_id FROM completeness`, "power", nil); err != nil || an.columns != nil {
 		t.Errorf("completeness: %v, %v", an.columns, err)
 	}
 }

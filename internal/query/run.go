@@ -35,7 +35,7 @@ const (
 // start and each row to row, reading the table a page at a time.
 // analyze has made sure it is one statement: the driver would run every
 // statement before the last on Prepare, and so would CREATE TABLE AS.
-func run(ctx context.Context, inst *instance, query string, h *Header, start func(*Header) error, row func([]any) error) error {
+func run(ctx context.Context, inst *instance, query string, params []any, h *Header, start func(*Header) error, row func([]any) error) error {
 	conn := inst.conn
 	names, err := check(ctx, conn, query)
 	if err != nil {
@@ -45,13 +45,13 @@ func run(ctx context.Context, inst *instance, query string, h *Header, start fun
 	// stays harmless; a repeated column name is renamed in the table, and
 	// the statement's own names are taken from its preparation.
 	begin := time.Now()
-	_, err = conn.ExecContext(ctx, `CREATE TEMP TABLE `+resultTable+` AS `+query)
+	_, err = conn.ExecContext(ctx, `CREATE TEMP TABLE `+resultTable+` AS `+query, params...)
 	h.Timing.Run = time.Since(begin)
 	var de *duckdb.Error
 	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeParser {
 		// DESCRIBE and SUMMARIZE, which CREATE TABLE AS does not take:
 		// their results are small enough to run as they are.
-		err := direct(ctx, conn, query, h, start, row)
+		err := direct(ctx, conn, query, params, h, start, row)
 		return inst.finish(h, err)
 	}
 	if err != nil {
@@ -66,8 +66,8 @@ func run(ctx context.Context, inst *instance, query string, h *Header, start fun
 
 // direct runs query as duckdb-go runs it, its result held whole by DuckDB,
 // and hands h to start and each row to row.
-func direct(ctx context.Context, conn *sql.Conn, query string, h *Header, start func(*Header) error, row func([]any) error) error {
-	rows, err := conn.QueryContext(ctx, query)
+func direct(ctx context.Context, conn *sql.Conn, query string, params []any, h *Header, start func(*Header) error, row func([]any) error) error {
+	rows, err := conn.QueryContext(ctx, query, params...)
 	if err != nil {
 		return classify(err)
 	}

@@ -22,6 +22,7 @@ type Statement struct {
 	inst     *instance
 	a        analysis
 	opts     ReadOptions
+	params   []any
 	others   []another
 	rels     []Relation
 	deadline time.Time // of Settings.Timeout; zero: none
@@ -58,6 +59,12 @@ type PrepareOptions struct {
 	// Without it, every relation of the tiers must name its table, as
 	// power.readings, and the engine only runs the statement.
 	Default bool
+	// Params are the values of the statement's placeholders: positional
+	// ones for $1, $2 or ?, sql.Named ones for $name. They are bound when
+	// it runs, never made SQL text, and the analysis takes them as the
+	// constants they are, so that a bound range bounds what the tiers
+	// are read for.
+	Params []any
 	// System, if set, gives the in-memory relations (SetRelations' by
 	// default): fresh is set when the statement names the schema system,
 	// so that the caller may compute them anew first.
@@ -111,7 +118,7 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	if o.Default {
 		self = st.e.table.Name
 	}
-	a, err := analyze(ctx, st.inst.conn, sql, self)
+	a, err := analyze(ctx, st.inst.conn, sql, self, o.Params)
 	if err != nil {
 		return err
 	}
@@ -128,13 +135,16 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 			return err
 		}
 		st.e = e
-		if a, err = analyze(ctx, st.inst.conn, sql, name); err != nil {
+		if a, err = analyze(ctx, st.inst.conn, sql, name, o.Params); err != nil {
 			return err
 		}
 	} else if !o.Default && a.unqualified {
 		return ErrUnqualified
 	}
-	st.a = a
+	if len(a.unbound) > 0 && o.Params != nil {
+		return unbound(a.unbound)
+	}
+	st.a, st.params = a, o.Params
 	st.inst.columns = a.columns
 	if err := st.authorise(st.Tables(), o.May); err != nil {
 		return err
@@ -225,6 +235,9 @@ func (st *Statement) within(ctx context.Context, fn func(context.Context) error)
 
 func (st *Statement) stream(ctx context.Context, start func(*Header) error, row func([]any) error) error {
 	e, inst, a := st.e, st.inst, st.a
+	if len(a.unbound) > 0 {
+		return unbound(a.unbound)
+	}
 	h := &Header{Range: a.Range}
 	if err := registerFunctions(inst.conn); err != nil {
 		return err
@@ -279,7 +292,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		return err
 	}
 	h.Timing.Read = time.Since(begin)
-	return run(ctx, inst, a.sql, h, start, row)
+	return run(ctx, inst, a.sql, st.params, h, start, row)
 }
 
 // visibleRelations returns rels with only the rows of the tables may

@@ -91,6 +91,14 @@ def main():
                 got = cur.fetch_arrow_table().to_pylist()
                 assert got == want, f"prepared statement {got} != {want}"
 
+        # Bound parameters: the days from the second on, by a placeholder
+        # whose value is bound, never written into the SQL.
+        with conn.cursor() as cur:
+            cur.execute("SELECT count(DISTINCT strftime(\"from\", '%Y-%m-%d')) AS days FROM power.readings WHERE \"from\" >= ?",
+                        parameters=(want[1]["day"] + "T00:00:00Z",))
+            days = cur.fetch_arrow_table().to_pylist()
+            assert days == [{"days": len(want) - 1}], f"bound parameter: {days}, want {len(want) - 1} days"
+
         # GetTables, through adbc_get_objects: the catalog, power's
         # relations with their columns, and the system tables.
         objects = conn.adbc_get_objects().read_all().to_pylist()
@@ -112,7 +120,7 @@ def main():
     refused(uri, None, "no token")
     refused(uri, "not-a-token", "a wrong token")
     print("ROWS " + json.dumps(rows))
-    print(f"flight sql: {len(rows)} days over {tiers}, prepared statement, get_objects, refusals: ok")
+    print(f"flight sql: {len(rows)} days over {tiers}, prepared statement, bound parameters, get_objects, refusals: ok")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -603,4 +604,58 @@ func tableNames(reads []store.TableRead) string {
 		names[i] = r.Name
 	}
 	return strings.Join(names, ",")
+}
+
+// TestFlightSQLPreparedParams: a prepared statement with placeholders takes
+// parameter batches through DoPut: one row answers as the literals do, two
+// rows run it twice, their rows one after the other, and a value that
+// looks like SQL stays a value.
+func TestFlightSQLPreparedParams(t *testing.T) {
+	s := openStore(t)
+	reporting, tok := token(t, "reporting", []string{config.ScopeQuery})
+	cl := serve(t, s, Options{Tokens: []config.Token{reporting}})
+	ctx := with(t.Context(), tok)
+	_, want, err := query(ctx, cl, `SELECT count(*) AS n FROM power.readings WHERE malo_id = '20000000016' AND "from" >= TIMESTAMPTZ '2026-03-03 00:00:00+00'`)
+	if err != nil || len(want) != 1 || want[0][0] == "0" {
+		t.Fatalf("literals: %v %v", want, err)
+	}
+	prep, err := cl.Prepare(ctx, `SELECT count(*) AS n FROM power.readings WHERE malo_id = $1 AND "from" >= $2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prep.Close(ctx)
+	bind := func(malos []string, froms []time.Time) {
+		t.Helper()
+		sc := arrow.NewSchema([]arrow.Field{{Name: "malo", Type: arrow.BinaryTypes.String}, {Name: "from", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}}}, nil)
+		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+		defer b.Release()
+		for i := range malos {
+			b.Field(0).(*array.StringBuilder).Append(malos[i])
+			ts, err := arrow.TimestampFromTime(froms[i], arrow.Microsecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Field(1).(*array.TimestampBuilder).Append(ts)
+		}
+		rec := b.NewRecordBatch()
+		prep.SetParameters(rec)
+		rec.Release()
+	}
+	from := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
+	bind([]string{"20000000016"}, []time.Time{from})
+	info, err := prep.Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := fetch(ctx, cl, info); err != nil || !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("one parameter set: %v %v; want %v", got, err, want)
+	}
+	bind([]string{"20000000016", "' OR '1'='1"}, []time.Time{from, from})
+	info, err = prep.Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := fetch(ctx, cl, info); err != nil || len(got) != 2 || got[0][0] != want[0][0] || got[1][0] != "0" {
+		t.Errorf("two parameter sets, the second a value that looks like SQL: %v %v; want [%v [0]]", got, err, want[0])
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,18 +28,18 @@ import (
 // (power.readings, meterstore.gas.completeness), there is no default
 // table, and a statement that reads a table the token may not read is
 // refused having read nothing.
-func (s *server) prepare(ctx context.Context, sql string) (*store.Statement, error) {
+func (s *server) prepare(ctx context.Context, sql string, params []any) (*store.Statement, error) {
 	if strings.TrimSpace(sql) == "" {
 		return nil, status.Error(codes.InvalidArgument, "the statement is empty")
 	}
 	tok := tokenOf(ctx)
-	return s.s.Prepare(ctx, sql, store.StatementOptions{May: func(t string) bool { return auth.MayTouch(tok, t) }})
+	return s.s.Prepare(ctx, sql, store.StatementOptions{Params: params, May: func(t string) bool { return auth.MayTouch(tok, t) }})
 }
 
 // check prepares sql as DoGet will and releases it: a statement DoGet
 // would refuse is refused before it gets a ticket.
 func (s *server) check(ctx context.Context, sql string) error {
-	st, err := s.prepare(ctx, sql)
+	st, err := s.prepare(ctx, sql, nil)
 	if err != nil {
 		return s.failure(ctx, err, []slog.Attr{slog.String("token", tokenOf(ctx).Name)})
 	}
@@ -77,14 +78,19 @@ func (s *server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 // DoGetStatement runs the statement of a ticket, which the client holds
 // and so is checked again.
 func (s *server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	return s.run(ctx, string(tkt.GetStatementHandle()))
+	return s.run(ctx, string(tkt.GetStatementHandle()), nil)
 }
 
-// run streams sql: it returns once the store has the result's header, and
-// sends the rows in batches on the channel, which it closes at the end.
-// ctx, the DoGet stream's, bounds the query: the client's cancel or
-// disconnect ends it.
-func (s *server) run(ctx context.Context, sql string) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+// run streams sql, once for each set of parameter values of sets (once
+// without parameters if there is none), the rows of every run one after
+// the other under the first run's schema: it returns once the store has
+// the first result's header, and sends the rows in batches on the
+// channel, which it closes at the end. ctx, the DoGet stream's, bounds
+// the query: the client's cancel or disconnect ends it.
+func (s *server) run(ctx context.Context, sql string, sets [][]any) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	if len(sets) == 0 {
+		sets = [][]any{nil}
+	}
 	if s.slots != nil {
 		select {
 		case s.slots <- struct{}{}:
@@ -95,7 +101,7 @@ func (s *server) run(ctx context.Context, sql string) (*arrow.Schema, <-chan fli
 	}
 	start := time.Now()
 	attrs := []slog.Attr{slog.String("token", tokenOf(ctx).Name)}
-	st, err := s.prepare(ctx, sql)
+	st, err := s.prepare(ctx, sql, sets[0])
 	if err != nil {
 		if s.slots != nil {
 			<-s.slots
@@ -125,7 +131,17 @@ func (s *server) run(ctx context.Context, sql string) (*arrow.Schema, <-chan fli
 				return ctx.Err()
 			}
 		}
+		var first *store.ResultHeader
 		begin := func(hd *store.ResultHeader) error {
+			if first != nil {
+				// A later parameter set's run: its rows join the first's.
+				if !slices.Equal(hd.Columns, first.Columns) || !slices.Equal(hd.Types, first.Types) {
+					return status.Errorf(codes.InvalidArgument, "the parameter sets give results of other columns: %v (%v), then %v (%v)",
+						first.Columns, first.Types, hd.Columns, hd.Types)
+				}
+				return nil
+			}
+			first = hd
 			wm, tiers := readOf(hd)
 			b = arrowrows.NewBuilder(hd.Columns, hd.Types, wm, tiers)
 			header <- b.Schema()
@@ -143,6 +159,14 @@ func (s *server) run(ctx context.Context, sql string) (*arrow.Schema, <-chan fli
 			return nil
 		}
 		err := st.Stream(ctx, begin, row)
+		for _, set := range sets[1:] {
+			if err != nil {
+				break
+			}
+			if st, err = s.prepare(ctx, sql, set); err == nil {
+				err = st.Stream(ctx, begin, row)
+			}
+		}
 		if err == nil && b.Len() > 0 {
 			err = send()
 		}
@@ -226,8 +250,9 @@ const maxPrepared = 256
 
 // A prepared statement, by its handle.
 type prepared struct {
-	token string // the name of the token that made it, the one that may use it
-	query string // as the client sent it; prepared again when run
+	token string  // the name of the token that made it, the one that may use it
+	query string  // as the client sent it; prepared again when run
+	sets  [][]any // the parameter sets bound last, each a run
 }
 
 // preparedStatements are the open prepared statements.
@@ -313,13 +338,31 @@ func (s *server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prepa
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.run(ctx, st.query)
+	return s.run(ctx, st.query, st.sets)
 }
 
-// DoPutPreparedStatementQuery refuses parameters: a prepared statement
-// here is a statement kept, not one with placeholders.
-func (s *server) DoPutPreparedStatementQuery(context.Context, flightsql.PreparedStatementQuery, flight.MessageReader, flight.MetadataWriter) ([]byte, error) {
-	return nil, status.Error(codes.Unimplemented, "prepared statements take no parameters here: write the values into the statement")
+// DoPutPreparedStatementQuery binds parameter batches to a prepared
+// statement: each row is a set of values for its placeholders, in order,
+// and DoGet runs it once per set. The values are bound, never made SQL
+// text.
+func (s *server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, r flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
+	if _, err := s.lookup(ctx, cmd.GetPreparedStatementHandle()); err != nil {
+		return nil, err
+	}
+	sets, err := paramSets(r)
+	if err != nil {
+		return nil, err
+	}
+	p := s.prep
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.byID[string(cmd.GetPreparedStatementHandle())]
+	if !ok {
+		return nil, status.Error(codes.NotFound, "no such prepared statement: it was closed")
+	}
+	st.sets = sets
+	p.byID[string(cmd.GetPreparedStatementHandle())] = st
+	return nil, nil
 }
 
 // errReadOnly refuses every write.

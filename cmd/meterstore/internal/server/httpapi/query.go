@@ -4,10 +4,12 @@ package httpapi
 // both tiers, as meterstore query runs it, its rows rendered as that
 // command renders them (internal/resultfmt), streamed.
 //
-//	body   {"sql": "...", "table": "..."}: every declared table is a
-//	       schema of the statement (power.readings, gas.completeness);
-//	       "table", optional, is the default of an unqualified readings,
-//	       readings_versions or completeness
+//	body   {"sql": "...", "table": "...", "params": [...]}: every
+//	       declared table is a schema of the statement (power.readings,
+//	       gas.completeness); "table", optional, is the default of an
+//	       unqualified readings, readings_versions or completeness;
+//	       "params", optional, binds the statement's placeholders: an
+//	       array $1, $2 or ?, an object $name, never made SQL text
 //	Accept text/csv: a header row, then the rows;
 //	       application/x-ndjson (also application/jsonl, */*, or no
 //	       Accept): one JSON object per row, a repeated column name
@@ -58,6 +60,7 @@ package httpapi
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -136,6 +139,66 @@ func tablesHeader(hd *store.ResultHeader) string {
 type queryRequest struct {
 	Table string `json:"table"`
 	SQL   string `json:"sql"`
+	// Params are the values of the statement's placeholders: an array
+	// for $1, $2 or ?, an object for $name.
+	Params json.RawMessage `json:"params"`
+	params []any
+}
+
+// queryParams returns the values of raw, the body's "params": a JSON
+// array binds $1, $2 (and ?) in order, an object binds $name by name.
+// Numbers stay exact (an integer is an int64, another number a float64),
+// strings are strings, which DuckDB casts where the statement compares
+// them with a typed column, as a timestamp.
+func queryParams(raw json.RawMessage) ([]any, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf(`"params": %v`, err)
+	}
+	value := func(x any) (any, error) {
+		switch x := x.(type) {
+		case json.Number:
+			if i, err := x.Int64(); err == nil {
+				return i, nil
+			}
+			return x.Float64()
+		case string, bool, nil:
+			return x, nil
+		}
+		return nil, fmt.Errorf(`"params": a value is a string, a number, true, false or null, not %T`, x)
+	}
+	var out []any
+	switch v := v.(type) {
+	case []any:
+		for _, x := range v {
+			p, err := value(x)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		}
+	case map[string]any:
+		names := make([]string, 0, len(v))
+		for n := range v {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			p, err := value(v[n])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sql.Named(n, p))
+		}
+	default:
+		return nil, errors.New(`"params" is an array (for $1, $2 or ?) or an object (for $name)`)
+	}
+	return out, nil
 }
 
 func (h *handler) query(w http.ResponseWriter, r *http.Request) {
@@ -171,7 +234,8 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 	// Authorise before reading: the statement is analysed into the tables
 	// it reads and refused, reading nothing, if the token may not read one
 	// of them, so that the refusal is the same whatever their rows hold.
-	st, err := h.s.Prepare(r.Context(), req.SQL, store.StatementOptions{Table: req.Table, May: func(t string) bool { return auth.MayTouch(tok, t) }})
+	st, err := h.s.Prepare(r.Context(), req.SQL, store.StatementOptions{Table: req.Table, Params: req.params,
+		May: func(t string) bool { return auth.MayTouch(tok, t) }})
 	if err == nil {
 		begin := func(hd *store.ResultHeader) error {
 			out = h.beginAnswer(w, media, hd)
@@ -444,7 +508,9 @@ func decodeQuery(body io.Reader) (queryRequest, error) {
 	if strings.TrimSpace(req.SQL) == "" {
 		return req, errors.New(`the body holds no "sql"`)
 	}
-	return req, nil
+	var err error
+	req.params, err = queryParams(req.Params)
+	return req, err
 }
 
 // negotiate returns the media type to answer a request whose Accept

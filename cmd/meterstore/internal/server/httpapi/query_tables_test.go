@@ -174,3 +174,49 @@ func scannedRows(t *testing.T, reader *sdkmetric.ManualReader, table string) int
 	t.Helper()
 	return metricstest.Value(t, reader, "meterstore.scan.rows", attribute.String(metrics.AttrTable, table))
 }
+
+// TestQueryParams: "params" binds a statement's placeholders, in order or
+// by name, with the answer the literals give; a value that looks like SQL
+// stays a value; params of another shape are a bad request.
+func TestQueryParams(t *testing.T) {
+	s := openTwoTables(t)
+	reporting, tok := token(t, "reporting", config.ScopeQuery)
+	h, err := New(s, Options{Tokens: []config.Token{reporting}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(body string) (int, string) {
+		w := queryHTTP(t, h, t.Context(), tok, "text/csv", body)
+		return w.Code, w.Body.String()
+	}
+	day := time.Now().UTC().Truncate(24 * time.Hour)
+	code, want := post(queryBody("", fmt.Sprintf(`SELECT count(*) AS n FROM power.readings WHERE "from" >= TIMESTAMPTZ '%s' AND malo_id = '20000000008'`,
+		day.Add(30*time.Minute).Format("2006-01-02 15:04:05+00"))))
+	if code != 200 || want != "n\n2\n" {
+		t.Fatalf("literals: %d %q", code, want)
+	}
+	from := day.Add(30 * time.Minute).Format(time.RFC3339)
+	for _, body := range []string{
+		`{"sql": "SELECT count(*) AS n FROM power.readings WHERE \"from\" >= $1 AND malo_id = $2", "params": ["` + from + `", "20000000008"]}`,
+		`{"sql": "SELECT count(*) AS n FROM power.readings WHERE \"from\" >= ? AND malo_id = ?", "params": ["` + from + `", "20000000008"]}`,
+		`{"sql": "SELECT count(*) AS n FROM power.readings WHERE \"from\" >= $from AND malo_id = $malo", "params": {"malo": "20000000008", "from": "` + from + `"}}`,
+	} {
+		if code, got := post(body); code != 200 || got != want {
+			t.Errorf("%s: %d %q; want %q", body, code, got, want)
+		}
+	}
+	if code, got := post(`{"sql": "SELECT count(*) AS n FROM power.readings WHERE malo_id = $1", "params": ["' OR '1'='1"]}`); code != 200 || got != "n\n0\n" {
+		t.Errorf("a value that looks like SQL: %d %q; want no row to match", code, got)
+	}
+	for _, body := range []string{
+		`{"sql": "SELECT $1 AS x", "params": [[1]]}`,
+		`{"sql": "SELECT $1 AS x", "params": "x"}`,
+	} {
+		if code, got := post(body); code != 400 || !strings.Contains(got, `"bad_request"`) {
+			t.Errorf("%s: %d %s; want 400 bad_request", body, code, got)
+		}
+	}
+	if code, got := post(`{"sql": "SELECT $1 AS x"}`); code != 400 || !strings.Contains(got, `"invalid_query"`) {
+		t.Errorf("a placeholder without a value: %d %s", code, got)
+	}
+}

@@ -1,0 +1,73 @@
+package query
+
+import (
+	"database/sql"
+	"fmt"
+	"strconv"
+)
+
+// Bound parameters. A statement may hold placeholders ($1, ?, $name) whose
+// values are bound when it runs; they never become SQL text. The analysis
+// sees their values as constants, so that a bound range bounds what the
+// tiers are read for as a literal one does: each parameter node of the
+// statement's syntax tree carries its value under boundKey.
+
+// boundKey is the key of a parameter node that holds its bound value.
+const boundKey = "meterstore_bound"
+
+// A boundValue is the value of one parameter; ok is false for one not bound.
+type boundValue struct {
+	v  any
+	ok bool
+}
+
+// bindParams sets the bound value of every parameter node of v from
+// params: positional values for $1, $2 (and ?, which DuckDB numbers so),
+// sql.NamedArg values for $name. It returns the identifiers of the
+// parameters without a value, which bound nothing: a statement prepared
+// before its values are known (a Flight SQL prepared statement) has them
+// all, and may not run until it gets them.
+func bindParams(v any, params []any) (missing []string) {
+	switch v := v.(type) {
+	case map[string]any:
+		if v["class"] == "PARAMETER" {
+			id := str(v["identifier"])
+			if val, ok := paramValue(id, params); ok {
+				v[boundKey] = boundValue{v: val, ok: true}
+			} else {
+				missing = append(missing, id)
+			}
+		}
+		for _, c := range v {
+			missing = append(missing, bindParams(c, params)...)
+		}
+	case []any:
+		for _, c := range v {
+			missing = append(missing, bindParams(c, params)...)
+		}
+	}
+	return missing
+}
+
+// unbound is the error of a statement run without a value for each of
+// its parameters missing.
+func unbound(missing []string) error {
+	return fmt.Errorf("%w: parameter $%s has no value", ErrInvalidQuery, missing[0])
+}
+
+// paramValue returns the value of the parameter called id in params.
+func paramValue(id string, params []any) (any, bool) {
+	for _, p := range params {
+		if n, ok := p.(sql.NamedArg); ok && n.Name == id {
+			return n.Value, true
+		}
+	}
+	i, err := strconv.Atoi(id)
+	if err != nil || i < 1 || i > len(params) {
+		return nil, false
+	}
+	if _, named := params[i-1].(sql.NamedArg); named {
+		return nil, false
+	}
+	return params[i-1], true
+}

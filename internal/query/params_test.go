@@ -1,0 +1,77 @@
+package query
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestParams: a statement with bound parameters ($1, ?, $name) answers
+// what the same statement with the values written as literals answers,
+// reads the tiers for the same range of "from" and the same market
+// locations (the analysis takes bound values as constants), and a value
+// that looks like SQL stays a value.
+func TestParams(t *testing.T) {
+	s := threeMonths(t)
+	e := newEngine(t, s)
+	run := func(sql string, params ...any) ([]string, []string, error) {
+		st, err := e.Prepare(t.Context(), sql, PrepareOptions{Default: true, Params: params})
+		if err != nil {
+			return nil, nil, err
+		}
+		var rows []string
+		err = st.Stream(t.Context(), func(*Header) error { return nil }, func(v []any) error {
+			rows = append(rows, fmt.Sprint(v))
+			return nil
+		})
+		return rows, s.Calls(), err
+	}
+	lo, hi := time.Date(2026, 2, 28, 23, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC)
+	literal := `SELECT malo_id, count(*), sum(value) FROM readings WHERE "from" >= TIMESTAMPTZ '2026-02-28 23:00:00+00'
+		AND "from" < TIMESTAMPTZ '2026-03-01 01:00:00+00' AND malo_id = '` + malo(1) + `' GROUP BY 1`
+	want, wantCalls, err := run(literal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 1 || len(wantCalls) < 3 {
+		t.Fatalf("literal: %v %v", want, wantCalls)
+	}
+	for _, c := range []struct {
+		sql    string
+		params []any
+	}{
+		{`SELECT malo_id, count(*), sum(value) FROM readings WHERE "from" >= $1 AND "from" < $2 AND malo_id = $3 GROUP BY 1`,
+			[]any{lo, hi, malo(1)}},
+		{`SELECT malo_id, count(*), sum(value) FROM readings WHERE "from" >= ? AND "from" < ? AND malo_id = ? GROUP BY 1`,
+			[]any{lo, hi, malo(1)}},
+		{`SELECT malo_id, count(*), sum(value) FROM readings WHERE "from" >= CAST($lo AS TIMESTAMPTZ) AND "from" < $hi AND malo_id = $malo GROUP BY 1`,
+			[]any{sql.Named("lo", "2026-02-28 23:00:00+00"), sql.Named("hi", hi), sql.Named("malo", malo(1))}},
+	} {
+		got, calls, err := run(c.sql, c.params...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.sql, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", c.sql, got, want)
+		}
+		if !slices.Equal(calls, wantCalls) {
+			t.Errorf("%s: read\n %v\nwant the literal's\n %v", c.sql, calls, wantCalls)
+		}
+	}
+
+	// A value that looks like SQL is a value: it matches no market
+	// location, and nothing runs.
+	for _, evil := range []string{`' OR '1'='1`, `x'; DROP VIEW readings; --`, `') UNION SELECT 1, 1, 1 --`} {
+		got, _, err := run(`SELECT malo_id, count(*), sum(value) FROM readings WHERE malo_id = $1 GROUP BY 1`, evil)
+		if err != nil || len(got) != 0 {
+			t.Errorf("malo_id = %q: %v %v; want no rows", evil, got, err)
+		}
+	}
+	// A placeholder without a value is the statement's mistake.
+	if _, _, err := run(`SELECT count(*) FROM readings WHERE "from" >= $1`); !errors.Is(err, ErrInvalidQuery) {
+		t.Errorf("a placeholder without a value: %v", err)
+	}
+}
