@@ -46,6 +46,24 @@ func (s *Store) Query(ctx context.Context, name, sql string) (*Result, error) {
 // snapshot, watermark and ceiling read.
 type ReadOptions = query.ReadOptions
 
+// A ReadMode chooses the tiers a query reads (ReadOptions.Mode): both
+// (ReadAuto), the cold tier alone with no PostgreSQL connection
+// (ReadHistorical), the hot tier alone with no Iceberg round trip
+// (ReadOperational). The result header says what each table could not
+// see (TableRead.Unseen).
+type ReadMode = query.ReadMode
+
+// The read modes; see ReadMode.
+const (
+	ReadAuto        = query.ReadAuto
+	ReadHistorical  = query.ReadHistorical
+	ReadOperational = query.ReadOperational
+)
+
+// ParseReadMode returns the mode s names: auto (or ""), historical or
+// operational.
+func ParseReadMode(s string) (ReadMode, error) { return query.ParseReadMode(s) }
+
 // ErrNoSnapshot fails a read as of a snapshot the cold tier does not have
 // (any more): an unknown or expired ID, or a time before the first kept.
 var ErrNoSnapshot = query.ErrNoSnapshot
@@ -129,7 +147,13 @@ func (s *Store) Prepare(ctx context.Context, sql string, o StatementOptions) (*S
 	if err != nil {
 		return nil, err
 	}
-	st, err := engine.Prepare(ctx, sql, query.PrepareOptions{Read: o.Read, May: o.May, Default: o.Table != "", Params: o.Params, System: s.systemTables})
+	system := s.systemTables
+	if o.Read.Mode == ReadHistorical {
+		// No PostgreSQL connection at all: the system tables as last
+		// computed, never anew (their status reads the hot tier).
+		system = func(context.Context, bool) []query.Relation { return s.lastSystemTables() }
+	}
+	st, err := engine.Prepare(ctx, sql, query.PrepareOptions{Read: o.Read, May: o.May, Default: o.Table != "", Params: o.Params, System: system})
 	if err != nil {
 		return nil, err
 	}

@@ -269,6 +269,14 @@ func (s *Store) systemTables(ctx context.Context, fresh bool) []query.Relation {
 	return s.system
 }
 
+// lastSystemTables returns the system tables as last computed, nil if
+// they never were.
+func (s *Store) lastSystemTables() []query.Relation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.system
+}
+
 func (s *Store) neverComputed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

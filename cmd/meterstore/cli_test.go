@@ -154,6 +154,15 @@ func TestCommandLine(t *testing.T) {
 	if strings.TrimSpace(out) != "n\n48" {
 		t.Errorf("query --param: %q", out)
 	}
+	// Nothing is archived yet: a historical read sees no row, an
+	// operational one sees them all.
+	for flag, want := range map[string]string{"--historical": "n\n0", "--operational": "n\n192"} {
+		out, code := run(t, append([]string{"query", "--format", "csv", "--now", "2026-03-02T00:00:00Z", flag,
+			`SELECT count(*) AS n FROM power.readings`}, c...)...)
+		if code != 0 || strings.TrimSpace(out) != want {
+			t.Errorf("query %s: exit %d\n%s", flag, code, out)
+		}
+	}
 	out = mustRun(t, append([]string{"query", "--table", "power", "--format", "json", "--now", "2026-03-02T00:00:00Z",
 		`SELECT 1 AS a, 2 AS a, UUID '0190a5f4-1234-7abc-8def-0123456789ab' AS u, 'infinity'::TIMESTAMPTZ AS t, DATE '2026-04-10' AS d`}, c...)...)
 	if want := `{"a":1,"a_2":2,"u":"0190a5f4-1234-7abc-8def-0123456789ab","t":"infinity","d":"2026-04-10"}` + "\n"; out != want {

@@ -23,6 +23,8 @@ func newQuery() *cobra.Command {
 		snapshot      int64
 		asOf, knownAt string
 		paramArgs     []string
+		historical    bool
+		operational   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "query [--table T] (SQL | - | @FILE)",
@@ -69,6 +71,12 @@ for "@FILE".`,
 				}
 			}
 			opts.Now = now // the relation completeness judges due days at --now
+			switch {
+			case historical:
+				opts.Mode = store.ReadHistorical
+			case operational:
+				opts.Mode = store.ReadOperational
+			}
 			params := make([]any, len(paramArgs))
 			for i, p := range paramArgs {
 				params[i] = p
@@ -95,6 +103,8 @@ for "@FILE".`,
 	d.flags(cmd, true)
 	f := cmd.Flags()
 	f.StringVar(&table, "table", "", "the default table, which an unqualified readings reads")
+	f.BoolVar(&historical, "historical", false, "read the cold tier alone, with no PostgreSQL connection: the rows below the watermark")
+	f.BoolVar(&operational, "operational", false, "read the hot tier alone, with no Iceberg round trip: the rows of the attached partitions")
 	f.StringArrayVar(&paramArgs, "param", nil, "the value of the statement's next placeholder ($1, $2, ... or ?), bound, never made SQL text; repeat for each")
 	f.StringVar(&format, "format", "table", "table, csv or json (an object per row; a repeated column name gets a suffix _2, _3, ...)")
 	f.BoolVar(&refresh, "refresh", true, "compute the system tables before the query")
@@ -102,6 +112,7 @@ for "@FILE".`,
 	f.StringVar(&asOf, "as-of", "", "read as of the cold snapshot current at this time (RFC 3339)")
 	f.StringVar(&knownAt, "known-at", "", "hide the rows recorded after this time (RFC 3339), in both tiers")
 	cmd.MarkFlagsMutuallyExclusive("as-of-snapshot", "as-of")
+	cmd.MarkFlagsMutuallyExclusive("historical", "operational")
 	return cmd
 }
 
@@ -205,6 +216,22 @@ func readLine(h *store.ResultHeader) string {
 	}
 	if !h.KnownAt.IsZero() && !h.KnownAt.Equal(h.Ceiling) {
 		fmt.Fprintf(&b, "; known at %s", h.KnownAt.UTC().Format(time.RFC3339Nano))
+	}
+	if h.Mode != store.ReadAuto {
+		fmt.Fprintf(&b, "; %s read", h.Mode)
+		for _, t := range h.Tables {
+			if !t.HasUnseen {
+				continue
+			}
+			switch {
+			case t.Unseen.From.IsZero() && t.Unseen.To.IsZero():
+				fmt.Fprintf(&b, ", %s: no row seen", t.Name)
+			case t.Unseen.To.IsZero():
+				fmt.Fprintf(&b, ", %s: rows from %s not seen", t.Name, stamp(t.Unseen.From))
+			default:
+				fmt.Fprintf(&b, ", %s: rows before %s not seen", t.Name, stamp(t.Unseen.To))
+			}
+		}
 	}
 	return b.String()
 }

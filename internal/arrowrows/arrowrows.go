@@ -50,12 +50,20 @@ const (
 )
 
 // The keys of the schema's metadata: the watermark (RFC 3339, empty when
-// none was read) and the tiers read (comma-separated), as the HTTP headers
-// X-MeterStore-Watermark and X-MeterStore-Tiers have them.
+// none was read), the tiers read (comma-separated) and the read mode (auto,
+// historical or operational), as the HTTP headers X-MeterStore-Watermark,
+// X-MeterStore-Tiers and X-MeterStore-Mode have them.
 const (
 	MetaWatermark = "meterstore.watermark"
 	MetaTiers     = "meterstore.tiers"
+	MetaMode      = "meterstore.mode"
 )
+
+// A Meta is what a schema's metadata says of the read: its watermark,
+// tiers and mode.
+type Meta struct {
+	Watermark, Tiers, Mode string
+}
 
 // arrowColumn is the Arrow type of a column of DuckDB type typ, and how a
 // value of it is appended to the column's builder.
@@ -228,16 +236,19 @@ type Builder struct {
 }
 
 // NewBuilder returns a Builder of rows with columns of the DuckDB types
-// types, and the watermark and tiers in the schema's metadata (see
-// MetaWatermark and MetaTiers). Release it when done.
-func NewBuilder(columns, types []string, watermark, tiers string) *Builder {
+// types, and m in the schema's metadata (see MetaWatermark, MetaTiers and
+// MetaMode; a mode left empty is auto). Release it when done.
+func NewBuilder(columns, types []string, m Meta) *Builder {
 	b := &Builder{cols: make([]arrowColumn, len(columns))}
 	fields := make([]arrow.Field, len(columns))
 	for i, name := range columns {
 		b.cols[i] = arrowType(resultfmt.Type(types, i))
 		fields[i] = arrow.Field{Name: name, Type: b.cols[i].typ, Nullable: true}
 	}
-	md := arrow.NewMetadata([]string{MetaWatermark, MetaTiers}, []string{watermark, tiers})
+	if m.Mode == "" {
+		m.Mode = "auto"
+	}
+	md := arrow.NewMetadata([]string{MetaWatermark, MetaTiers, MetaMode}, []string{m.Watermark, m.Tiers, m.Mode})
 	b.schema = arrow.NewSchema(fields, &md)
 	b.b = array.NewRecordBuilder(memory.NewGoAllocator(), b.schema)
 	return b

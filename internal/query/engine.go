@@ -160,6 +160,10 @@ type Header struct {
 	// fields above are the engine's own table's. A statement that reads
 	// no table has none.
 	Tables []TableRead
+	// Mode is the tiers the query read (ReadOptions.Mode); each of
+	// Tables says what it could not see in a historical or operational
+	// read.
+	Mode ReadMode
 	// Timing says where the time before the first row went.
 	Timing Timing
 }

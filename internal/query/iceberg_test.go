@@ -36,6 +36,10 @@ func (s *icebergSource) Cold(ctx context.Context, q series.Range) (cold.Plan, er
 	return p.Local(ctx, s.cache)
 }
 
+func (s *icebergSource) ColdAlone(ctx context.Context, q series.Range) (cold.Plan, error) {
+	return s.Cold(ctx, q)
+}
+
 func (s *icebergSource) ColdAt(ctx context.Context, q series.Range, ref cold.SnapshotRef) (cold.Plan, error) {
 	defer s.record("cold-at", q.From, q.To)()
 	p, err := s.tier.PlanAt(ctx, s.h, q, ref)

@@ -21,6 +21,10 @@ type ReadOptions struct {
 	// KnownAt, if not zero, is a recorded_at ceiling: rows recorded after
 	// it are invisible, in both tiers.
 	KnownAt time.Time
+	// Mode chooses the tiers read: both (ReadAuto, the zero value), the
+	// cold tier alone (ReadHistorical) or the hot tier alone
+	// (ReadOperational).
+	Mode ReadMode
 	// Now is the time the relation completeness judges which balancing
 	// days are due at; zero means the clock.
 	Now time.Time
@@ -55,6 +59,12 @@ func (o ReadOptions) check() error {
 	if o.AsOfSnapshot != 0 && !o.AsOf.IsZero() {
 		return errors.New("query: as of a snapshot and as of a time: choose one")
 	}
+	if o.Mode < ReadAuto || o.Mode > ReadOperational {
+		return fmt.Errorf("query: read mode %d", o.Mode)
+	}
+	if o.Mode != ReadAuto && o.asOf() {
+		return fmt.Errorf("query: a %s read reads the current state: no as of", o.Mode)
+	}
 	return nil
 }
 
@@ -67,4 +77,48 @@ func earliest(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// A ReadMode chooses which tiers a query reads.
+type ReadMode int
+
+const (
+	// ReadAuto reads both tiers, split at the watermark: every row.
+	ReadAuto ReadMode = iota
+	// ReadHistorical reads the cold tier alone, with no PostgreSQL
+	// connection at all: the rows below the watermark, as a settlement
+	// re-run needs them while the database is down or busy. What is
+	// checked in PostgreSQL (the watermark against the archival ledger,
+	// the files against the record of altered ones) is not; a file's size
+	// is. The rows at or above W are not seen.
+	ReadHistorical
+	// ReadOperational reads the hot tier alone, with no Iceberg round
+	// trip: the rows of the attached partitions, at or above the hot
+	// floor. The rows below it, archived or in flight, are not seen.
+	ReadOperational
+)
+
+// String returns auto, historical or operational.
+func (m ReadMode) String() string {
+	switch m {
+	case ReadHistorical:
+		return "historical"
+	case ReadOperational:
+		return "operational"
+	}
+	return "auto"
+}
+
+// ParseReadMode returns the mode s names: auto (or ""), historical or
+// operational.
+func ParseReadMode(s string) (ReadMode, error) {
+	switch s {
+	case "", "auto":
+		return ReadAuto, nil
+	case "historical":
+		return ReadHistorical, nil
+	case "operational":
+		return ReadOperational, nil
+	}
+	return ReadAuto, fmt.Errorf("query: read mode %q: want auto, historical or operational", s)
 }

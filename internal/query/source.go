@@ -35,6 +35,11 @@ type Source interface {
 	// snapshot ref names (see cold.Tier.PlanAt); an unknown one is an
 	// error wrapping ErrNoSnapshot.
 	ColdAt(ctx context.Context, q series.Range, ref cold.SnapshotRef) (cold.Plan, error)
+	// ColdAlone plans q as Cold does without touching the hot tier's
+	// database, for a historical read (ReadHistorical): what Cold checks
+	// there (the watermark against the archival ledger, the files against
+	// the record of altered ones) is not checked; a file's size is.
+	ColdAlone(ctx context.Context, q series.Range) (cold.Plan, error)
 }
 
 // A Floor describes the hot tier's partitions for Source.HotFloor.
@@ -169,6 +174,20 @@ func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, erro
 		return cold.Plan{}, err
 	}
 	return s.local(ctx, p)
+}
+
+// ColdAlone plans the cold files q selects and makes them local, touching
+// nothing in the hot tier's database.
+func (s *TableSource) ColdAlone(ctx context.Context, q series.Range) (cold.Plan, error) {
+	p, err := s.ColdTier.Plan(ctx, s.ColdTable, q)
+	if err != nil {
+		return cold.Plan{}, err
+	}
+	lp, err := p.Local(ctx, s.CacheDir)
+	if err == nil && s.CheckDigests {
+		err = p.CheckDigests(ctx, lp)
+	}
+	return lp, err
 }
 
 // ColdAt plans the cold files q selects in the snapshot ref names, vets

@@ -159,6 +159,12 @@ func (s *memSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error)
 	return p, nil
 }
 
+// ColdAlone plans as Cold does: the in-memory source keeps nothing
+// elsewhere.
+func (s *memSource) ColdAlone(ctx context.Context, q series.Range) (cold.Plan, error) {
+	return s.Cold(ctx, q)
+}
+
 // ColdAt: the in-memory cold tier keeps no history.
 func (s *memSource) ColdAt(ctx context.Context, q series.Range, ref cold.SnapshotRef) (cold.Plan, error) {
 	return cold.Plan{}, fmt.Errorf("%w: the in-memory cold tier keeps no history", cold.ErrNoSnapshot)

@@ -238,7 +238,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 	if len(a.unbound) > 0 {
 		return unbound(a.unbound)
 	}
-	h := &Header{Range: a.Range}
+	h := &Header{Range: a.Range, Mode: st.opts.Mode}
 	if err := registerFunctions(inst.conn); err != nil {
 		return err
 	}

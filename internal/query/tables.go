@@ -45,6 +45,13 @@ type TableRead struct {
 	SnapshotAt   time.Time
 	Ceiling      time.Time
 	Range        series.Range
+	// Mode is the tiers the table was read in; in a historical or
+	// operational read, Unseen is the range of "from" it could not see
+	// (its zero bounds open), if HasUnseen: at or above W, or below the
+	// hot floor.
+	Mode      ReadMode
+	Unseen    series.Range
+	HasUnseen bool
 	// Timing has the time its hot copy and cold planning took.
 	Timing Timing
 }

@@ -67,6 +67,20 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 			return pl.Files, createViews(ctx, inst.conn, e.layout, p, nil, fileSet{}, split{}, v)
 		}
 	}
+	switch o.Mode {
+	case ReadHistorical:
+		files, s, err := e.historical(ctx, r, res)
+		if err != nil {
+			return nil, err
+		}
+		return files.all(), createViews(ctx, inst.conn, e.layout, p, nil, files, s, v)
+	case ReadOperational:
+		hot, err := e.operational(ctx, inst, r, res)
+		if err != nil {
+			return nil, err
+		}
+		return nil, createViews(ctx, inst.conn, e.layout, p, hot, fileSet{}, split{}, v)
+	}
 	var err error
 	for attempt := range retries + 1 {
 		if attempt > 0 {
@@ -165,6 +179,52 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 	}
 	res.Watermark, res.HasWatermark = s.w, s.hasW
 	return files, s, hot, nil
+}
+
+// historical plans the cold files of r with no PostgreSQL connection at
+// all (Source.ColdAlone): the rows below the planned snapshot's W, split
+// there; the rows at or above it are not seen, and res says so.
+func (e *Engine) historical(ctx context.Context, r series.Range, res *TableRead) (fileSet, split, error) {
+	begin := time.Now()
+	pl, err := e.src.ColdAlone(ctx, series.Range{From: r.From, To: r.To, MaLo: r.MaLo})
+	res.Timing.Plan += time.Since(begin)
+	if err != nil {
+		return fileSet{}, split{}, fmt.Errorf("%w: %w", ErrColdUnreachable, err)
+	}
+	if err := checkLocal(pl.Files); err != nil {
+		return fileSet{}, split{}, err
+	}
+	res.Mode, res.HasUnseen = ReadHistorical, true
+	res.Tiers = nil
+	if pl.HasWatermark {
+		res.Tiers, res.Unseen = []string{"cold"}, series.Range{From: pl.Watermark}
+	}
+	res.Watermark, res.HasWatermark, res.Snapshot = pl.Watermark, pl.HasWatermark, pl.SnapshotID
+	return filesOf(pl), split{w: pl.Watermark, hasW: pl.HasWatermark}, nil
+}
+
+// operational reads the hot rows of r with no Iceberg round trip: every
+// row of the attached partitions, unsplit; the rows below the lowest
+// attached partition (archived, or in flight) are not seen, and res says
+// so.
+func (e *Engine) operational(ctx context.Context, inst *instance, r series.Range, res *TableRead) (*hotScan, error) {
+	begin := time.Now()
+	hot, err := e.openHot(ctx, inst, series.Range{From: r.From, To: r.To, MaLo: r.MaLo})
+	if err != nil {
+		return nil, err
+	}
+	res.Timing.Hot += time.Since(begin)
+	f, err := e.src.HotFloor(ctx)
+	if err != nil {
+		inst.dropHot(hot)
+		return nil, fmt.Errorf("query: hot tier: %w", err)
+	}
+	res.Mode, res.Tiers = ReadOperational, []string{"hot"}
+	res.Watermark, res.HasWatermark = time.Time{}, false
+	if f.HasAttached {
+		res.Unseen, res.HasUnseen = series.Range{To: f.Attached}, true
+	}
+	return hot, nil
 }
 
 // openHot opens a read of the hot rows of q and makes its relations

@@ -224,7 +224,7 @@ func (s *server) describe(ctx context.Context, table, relation string) (*arrow.S
 	if err != nil {
 		return nil, s.failure(ctx, err, nil)
 	}
-	b := arrowrows.NewBuilder(names, types, "", "")
+	b := arrowrows.NewBuilder(names, types, arrowrows.Meta{})
 	defer b.Release()
 	return arrow.NewSchema(b.Schema().Fields(), nil), nil
 }

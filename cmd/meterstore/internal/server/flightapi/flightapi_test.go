@@ -659,3 +659,27 @@ func TestFlightSQLPreparedParams(t *testing.T) {
 		t.Errorf("two parameter sets, the second a value that looks like SQL: %v %v; want [%v [0]]", got, err, want[0])
 	}
 }
+
+// TestFlightSQLModes: the header x-meterstore-mode chooses the tiers read:
+// power's days 0 and 1 are archived, days 2 and 3 hot; historical reads
+// the first two, operational the last two, and the schema says which.
+func TestFlightSQLModes(t *testing.T) {
+	s := openStore(t)
+	reporting, tok := token(t, "reporting", []string{config.ScopeQuery})
+	cl := serve(t, s, Options{Tokens: []config.Token{reporting}})
+	for mode, want := range map[string]string{"historical": "384", "operational": "384", "auto": "768"} {
+		ctx := metadata.AppendToOutgoingContext(with(t.Context(), tok), ModeHeader, mode)
+		sc, rows, err := query(ctx, cl, `SELECT count(*) AS n FROM power.readings`)
+		if err != nil || len(rows) != 1 || rows[0][0] != want {
+			t.Errorf("%s: %v %v; want %s", mode, rows, err, want)
+			continue
+		}
+		if got, _ := sc.Metadata().GetValue("meterstore.mode"); got != mode {
+			t.Errorf("%s: the schema says mode %q", mode, got)
+		}
+	}
+	ctx := metadata.AppendToOutgoingContext(with(t.Context(), tok), ModeHeader, "cold")
+	if _, _, err := query(ctx, cl, `SELECT 1`); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("mode cold: %v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/apierror"
@@ -32,8 +33,31 @@ func (s *server) prepare(ctx context.Context, sql string, params []any) (*store.
 	if strings.TrimSpace(sql) == "" {
 		return nil, status.Error(codes.InvalidArgument, "the statement is empty")
 	}
+	mode, err := modeOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	tok := tokenOf(ctx)
-	return s.s.Prepare(ctx, sql, store.StatementOptions{Params: params, May: func(t string) bool { return auth.MayTouch(tok, t) }})
+	return s.s.Prepare(ctx, sql, store.StatementOptions{Params: params, Read: store.ReadOptions{Mode: mode},
+		May: func(t string) bool { return auth.MayTouch(tok, t) }})
+}
+
+// ModeHeader is the gRPC header that chooses the tiers a call's statement
+// reads: auto (none), historical or operational.
+const ModeHeader = "x-meterstore-mode"
+
+// modeOf returns the read mode the call's ModeHeader asks for.
+func modeOf(ctx context.Context) (store.ReadMode, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get(ModeHeader)
+	if len(vals) == 0 {
+		return store.ReadAuto, nil
+	}
+	m, err := store.ParseReadMode(vals[len(vals)-1])
+	if err != nil {
+		return m, status.Errorf(codes.InvalidArgument, "%s %q: auto, historical or operational", ModeHeader, vals[len(vals)-1])
+	}
+	return m, nil
 }
 
 // check prepares sql as DoGet will and releases it: a statement DoGet
@@ -143,7 +167,7 @@ func (s *server) run(ctx context.Context, sql string, sets [][]any) (*arrow.Sche
 			}
 			first = hd
 			wm, tiers := readOf(hd)
-			b = arrowrows.NewBuilder(hd.Columns, hd.Types, wm, tiers)
+			b = arrowrows.NewBuilder(hd.Columns, hd.Types, arrowrows.Meta{Watermark: wm, Tiers: tiers, Mode: hd.Mode.String()})
 			header <- b.Schema()
 			return nil
 		}
@@ -215,6 +239,11 @@ func readOf(hd *store.ResultHeader) (watermark, tiers string) {
 // error's text may quote the statement and its values, the server's at
 // ERROR with the error.
 func (s *server) failure(ctx context.Context, err error, attrs []slog.Attr) error {
+	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown {
+		// Refused before the store saw it, with its code.
+		s.log.LogAttrs(ctx, slog.LevelInfo, "flight sql query failed", append(attrs, slog.String("code", st.Code().String()))...)
+		return err
+	}
 	f := apierror.Query(ctx, err)
 	code := queryCode[f.Kind]
 	if f.Kind == apierror.Forbidden {

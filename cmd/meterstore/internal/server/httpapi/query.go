@@ -9,7 +9,10 @@ package httpapi
 //	       gas.completeness); "table", optional, is the default of an
 //	       unqualified readings, readings_versions or completeness;
 //	       "params", optional, binds the statement's placeholders: an
-//	       array $1, $2 or ?, an object $name, never made SQL text
+//	       array $1, $2 or ?, an object $name, never made SQL text;
+//	       "mode", optional: auto (both tiers), historical (the cold
+//	       tier alone, no PostgreSQL), operational (the hot tier alone,
+//	       no Iceberg)
 //	Accept text/csv: a header row, then the rows;
 //	       application/x-ndjson (also application/jsonl, */*, or no
 //	       Accept): one JSON object per row, a repeated column name
@@ -78,6 +81,7 @@ import (
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/apierror"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/arrowrows"
 	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/internal/resultfmt"
 	"github.com/meterstore/meterstore/store"
@@ -112,6 +116,15 @@ type tableRead struct {
 	Watermark string   `json:"watermark"` // RFC 3339, empty without one
 	Tiers     []string `json:"tiers"`
 	Snapshot  int64    `json:"snapshot,omitempty"`
+	// Unseen is the range of "from" a historical or operational read
+	// could not see, its bounds RFC 3339, empty where open.
+	Unseen *unseenRange `json:"unseen,omitempty"`
+}
+
+// unseenRange is the range of "from" a read could not see.
+type unseenRange struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // tablesHeader returns X-MeterStore-Tables: a JSON array of the tables
@@ -127,12 +140,23 @@ func tablesHeader(hd *store.ResultHeader) string {
 		if t.HasWatermark {
 			out[i].Watermark = t.Watermark.UTC().Format(time.RFC3339Nano)
 		}
+		if t.HasUnseen {
+			out[i].Unseen = &unseenRange{From: stampOrEmpty(t.Unseen.From), To: stampOrEmpty(t.Unseen.To)}
+		}
 	}
 	js, err := json.Marshal(out)
 	if err != nil {
 		return "[]" // cannot happen: strings and numbers only
 	}
 	return string(js)
+}
+
+// stampOrEmpty returns t in RFC 3339, or "" for the zero time.
+func stampOrEmpty(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 // queryRequest is the body of a query.
@@ -143,6 +167,11 @@ type queryRequest struct {
 	// for $1, $2 or ?, an object for $name.
 	Params json.RawMessage `json:"params"`
 	params []any
+	// Mode is the tiers read: auto (the default, both), historical (the
+	// cold tier alone, no PostgreSQL) or operational (the hot tier
+	// alone, no Iceberg).
+	Mode string `json:"mode"`
+	mode store.ReadMode
 }
 
 // queryParams returns the values of raw, the body's "params": a JSON
@@ -234,7 +263,7 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 	// Authorise before reading: the statement is analysed into the tables
 	// it reads and refused, reading nothing, if the token may not read one
 	// of them, so that the refusal is the same whatever their rows hold.
-	st, err := h.s.Prepare(r.Context(), req.SQL, store.StatementOptions{Table: req.Table, Params: req.params,
+	st, err := h.s.Prepare(r.Context(), req.SQL, store.StatementOptions{Table: req.Table, Params: req.params, Read: store.ReadOptions{Mode: req.mode},
 		May: func(t string) bool { return auth.MayTouch(tok, t) }})
 	if err == nil {
 		begin := func(hd *store.ResultHeader) error {
@@ -322,6 +351,7 @@ func (h *handler) beginAnswer(w http.ResponseWriter, media string, hd *store.Res
 	hdr.Set("X-MeterStore-Watermark", wm)
 	hdr.Set("X-MeterStore-Tiers", tiers)
 	hdr.Set("X-MeterStore-Tables", tablesHeader(hd))
+	hdr.Set("X-MeterStore-Mode", hd.Mode.String())
 	hdr.Set("Cache-Control", "no-store")
 	rc := http.NewResponseController(w)
 	flush := func() error {
@@ -341,7 +371,7 @@ func (h *handler) beginAnswer(w http.ResponseWriter, media string, hd *store.Res
 		out = a
 	case mediaArrow:
 		hdr.Set("Content-Type", mediaArrow)
-		out = newArrowAnswer(cw, hd.Columns, hd.Types, wm, tiers, flush)
+		out = newArrowAnswer(cw, hd.Columns, hd.Types, arrowrows.Meta{Watermark: wm, Tiers: tiers, Mode: hd.Mode.String()}, flush)
 	default:
 		hdr.Set("Content-Type", mediaNDJSON)
 		hdr.Set("Trailer", trailerError)
@@ -509,6 +539,9 @@ func decodeQuery(body io.Reader) (queryRequest, error) {
 		return req, errors.New(`the body holds no "sql"`)
 	}
 	var err error
+	if req.mode, err = store.ParseReadMode(req.Mode); err != nil {
+		return req, fmt.Errorf(`"mode" %q: auto, historical or operational`, req.Mode)
+	}
 	req.params, err = queryParams(req.Params)
 	return req, err
 }

@@ -220,3 +220,36 @@ func TestQueryParams(t *testing.T) {
 		t.Errorf("a placeholder without a value: %d %s", code, got)
 	}
 }
+
+// TestQueryModes: "mode" chooses the tiers read and the answer says so:
+// nothing is archived, so a historical read sees no row and reports every
+// row unseen, an operational one sees every row; another mode is a bad
+// request.
+func TestQueryModes(t *testing.T) {
+	s := openTwoTables(t)
+	reporting, tok := token(t, "reporting", config.ScopeQuery)
+	h, err := New(s, Options{Tokens: []config.Token{reporting}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ mode, rows, unseen string }{
+		{"historical", "n\n0\n", `"unseen":{"from":"","to":""}`},
+		{"operational", "n\n4\n", `"unseen":{"from":"","to":"20`},
+		{"", "n\n4\n", ``},
+	} {
+		body := `{"sql": "SELECT count(*) AS n FROM power.readings", "mode": "` + c.mode + `"}`
+		w := queryHTTP(t, h, t.Context(), tok, "text/csv", body)
+		mode := c.mode
+		if mode == "" {
+			mode = "auto"
+		}
+		tables := w.Header().Get("X-MeterStore-Tables")
+		if w.Code != 200 || w.Body.String() != c.rows || w.Header().Get("X-MeterStore-Mode") != mode ||
+			strings.Contains(tables, "unseen") != (c.unseen != "") || !strings.Contains(tables, c.unseen) {
+			t.Errorf("mode %q: %d %q, mode %q, tables %s", c.mode, w.Code, w.Body, w.Header().Get("X-MeterStore-Mode"), tables)
+		}
+	}
+	if w := queryHTTP(t, h, t.Context(), tok, "text/csv", `{"sql": "SELECT 1", "mode": "cold"}`); w.Code != 400 {
+		t.Errorf("mode cold: %d %s", w.Code, w.Body)
+	}
+}

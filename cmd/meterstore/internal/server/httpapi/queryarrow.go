@@ -21,10 +21,9 @@ type arrowAnswer struct {
 }
 
 // newArrowAnswer returns the Arrow writer of an answer with columns of
-// the DuckDB types types, with the watermark and tiers in the schema's
-// metadata; flush sends what has been written to the client.
-func newArrowAnswer(w io.Writer, columns, types []string, watermark, tiers string, flush func() error) *arrowAnswer {
-	b := arrowrows.NewBuilder(columns, types, watermark, tiers)
+// the DuckDB types types, with m in the schema's metadata; flush sends what has been written to the client.
+func newArrowAnswer(w io.Writer, columns, types []string, m arrowrows.Meta, flush func() error) *arrowAnswer {
+	b := arrowrows.NewBuilder(columns, types, m)
 	return &arrowAnswer{b: b, flush: flush,
 		w: ipc.NewWriter(w, ipc.WithSchema(b.Schema()), ipc.WithAllocator(memory.NewGoAllocator()))}
 }
