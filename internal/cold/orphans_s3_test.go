@@ -35,8 +35,9 @@ func keys(t *testing.T, b *blob.Bucket, prefix string) []string {
 
 // TestOrphansAndPurgeOnS3: on an S3 warehouse, where listings and
 // manifests spell locations as s3:// URIs, cleanup finds exactly the
-// manifest lists expiry left and a planted failed write, keeps everything
-// while the safety line is behind them, deletes them once it is past, and
+// manifest lists and digest indexes expiry left and a planted failed
+// write, keeps everything while the safety line is behind them, deletes
+// them once it is past, and
 // the table reads the same; a purge cut short then run again leaves no
 // object under the table's location.
 func TestOrphansAndPurgeOnS3(t *testing.T) {
@@ -74,7 +75,7 @@ func TestOrphansAndPurgeOnS3(t *testing.T) {
 	all := keys(t, wh.Bucket, loc)
 
 	rep, err := tier.Orphans(t.Context(), h, OrphanOptions{Before: time.Now().Add(-time.Hour), Delete: true})
-	if err != nil || len(rep.Orphans) != 0 || rep.Young != 3 {
+	if err != nil || len(rep.Orphans) != 0 || rep.Young != 5 {
 		t.Fatalf("with the line behind every file: %d orphans, %d young, %v", len(rep.Orphans), rep.Young, err)
 	}
 	if got := keys(t, wh.Bucket, loc); !slices.Equal(got, all) {
@@ -91,14 +92,17 @@ func TestOrphansAndPurgeOnS3(t *testing.T) {
 		}
 		found = append(found, o.Location[strings.Index(o.Location, loc):])
 	}
-	lists := 0
+	lists, digests := 0, 0
 	for _, f := range found {
-		if strings.Contains(f, "/metadata/snap-") {
+		switch {
+		case strings.Contains(f, "/metadata/snap-"):
 			lists++
+		case strings.Contains(f, "/digests-"):
+			digests++
 		}
 	}
-	if rep.Deleted != 3 || !slices.Contains(found, failed) || lists != 2 {
-		t.Fatalf("orphans %v, %d deleted; want the failed write and 2 manifest lists", found, rep.Deleted)
+	if rep.Deleted != 5 || !slices.Contains(found, failed) || lists != 2 || digests != 2 {
+		t.Fatalf("orphans %v, %d deleted; want the failed write, 2 manifest lists and the 2 digest indexes they named", found, rep.Deleted)
 	}
 	sameReadings(t, tab, collect(t, tier.Scan(t.Context(), h, series.Range{})), rows)
 	left := keys(t, wh.Bucket, loc)
