@@ -2,14 +2,17 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/series"
 )
 
-// WriteResult reports per row whether it was inserted or already present,
-// and how many rows went to the cold tier as late corrections.
+// WriteResult reports per row what the write did with it (series.Status:
+// inserted, present, superseded, shadowed, or refused with the reason the
+// error gives), the counts of each, and how many rows went to the cold
+// tier as late corrections.
 type WriteResult = archive.WriteResult
 
 // Write stores rows in table name. Rows whose interval starts below the
@@ -39,15 +42,40 @@ func (s *Store) Write(ctx context.Context, name string, rows []Reading) (WriteRe
 	decl, quarantine := t.running()
 	if quarantine != nil {
 		if err := admit(t.decl, decl, quarantine, rows); err != nil {
-			return WriteResult{}, err
+			res := WriteResult{Result: series.Result{Status: make([]series.Status, len(rows))}}
+			refuse(&res, err)
+			return res, err
 		}
 	}
 	res, err := s.router.Write(ctx, decl, ct, rows)
-	s.metrics.Written(ctx, name, int64(res.Inserted), int64(res.Present))
+	refuse(&res, err)
+	s.metrics.Written(ctx, name, int64(res.Inserted+res.Superseded+res.Shadowed), int64(res.Present))
+	for _, o := range []struct {
+		s series.Status
+		n int
+	}{{series.Inserted, res.Inserted}, {series.Present, res.Present}, {series.Superseded, res.Superseded},
+		{series.Shadowed, res.Shadowed}, {series.Refused, res.Refused}} {
+		s.metrics.WriteOutcomes(ctx, name, o.s.String(), int64(o.n))
+	}
 	if res.Late > 0 {
 		s.metrics.LateCorrections(ctx, name, int64(res.Late))
 	}
 	return res, err
+}
+
+// refuse marks the rows err names as Refused in res: their reasons are
+// the error's Problems.
+func refuse(res *WriteResult, err error) {
+	var e *series.Error
+	if !errors.As(err, &e) {
+		return
+	}
+	for _, i := range e.Rows {
+		if i >= 0 && i < len(res.Status) && res.Status[i] == 0 {
+			res.Status[i] = series.Refused
+			res.Refused++
+		}
+	}
 }
 
 // admit checks the columns of rows for a table quarantined by quarantine,

@@ -201,6 +201,7 @@ type ingestAnswer struct {
 	Inserted           int    `json:"inserted"`
 	Present            int    `json:"present"`
 	Late               int    `json:"late"`
+	Superseded         int    `json:"superseded"`
 	Batches            int    `json:"batches"`
 	WrittenThroughLine int    `json:"written_through_line"`
 	Code               string `json:"code"`

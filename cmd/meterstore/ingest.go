@@ -109,8 +109,8 @@ they are written one by one, so that only the message at fault is refused.`,
 					}
 				}
 				sum, err := ingestFile(ctx, name, f, &decl, write, batch, rep, start)
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d readings in %d batches: %d inserted, %d already present, %d late to the cold tier\n",
-					name, sum.Records, sum.Batches, sum.Inserted, sum.Present, sum.Late)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d readings in %d batches: %d inserted, %d already present, %d late to the cold tier; %d superseded, %d shadowed, %d refused\n",
+					name, sum.Records, sum.Batches, sum.Inserted, sum.Present, sum.Late, sum.Superseded, sum.Shadowed, sum.Refused)
 				if err != nil {
 					if sum.Through > 0 {
 						return fmt.Errorf("%s: lines up to %d are written; %w", name, sum.Through, err)
@@ -202,8 +202,8 @@ func ingestMSCONS(ctx context.Context, out io.Writer, name string, f ingest.Form
 			fmt.Fprintf(out, "%s: message %d %q refused, nothing of it written: %v\n", name, r.Number, r.Ref, r.Err)
 			continue
 		}
-		fmt.Fprintf(out, "%s: message %d %q (document %s): %d readings: %d inserted, %d already present, %d late to the cold tier\n",
-			name, r.Number, r.Ref, r.Document, r.Readings, r.Inserted, r.Present, r.Late)
+		fmt.Fprintf(out, "%s: message %d %q (document %s): %d readings: %d inserted, %d already present, %d late to the cold tier; %d superseded, %d shadowed\n",
+			name, r.Number, r.Ref, r.Document, r.Readings, r.Inserted, r.Present, r.Late, r.Superseded, r.Shadowed)
 	}
 	if err != nil {
 		return refused, true, fmt.Errorf("%s: %w", name, err)

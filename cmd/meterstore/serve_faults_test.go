@@ -253,7 +253,7 @@ func testSigtermDuringIngest(t *testing.T, bin string) {
 	fix := fmt.Sprintf("malo_id,obis_code,from,to,value,unit,quality,resolution,version,version_scope\n"+
 		"%s,1-1:1.29.0,%s,%s,9.999,kWh,220,PT15M,2,9900000000003:%s\n",
 		k.malo, from.Format(time.RFC3339), from.Add(15*time.Minute).Format(time.RFC3339), from.Format("2006-01"))
-	if status, _, ans, err := c.ingest(ctx, "power", strings.NewReader(fix)); err != nil || status != 200 || ans.Inserted != 1 {
+	if status, _, ans, err := c.ingest(ctx, "power", strings.NewReader(fix)); err != nil || status != 200 || ans.Superseded != 1 {
 		t.Fatalf("a correction: %d %+v %v", status, ans, err)
 	}
 	if got, err = c.storedCounts(ctx, "power"); err != nil {

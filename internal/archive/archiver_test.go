@@ -310,8 +310,9 @@ func TestWriterRoutesLateCorrections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Late != 2 || res.Inserted != 4 {
-		t.Fatalf("result %+v, want 2 late of 4 inserted", res)
+	// Day 2 has version 1 of the reading stored: version 2 supersedes it.
+	if res.Late != 2 || res.Inserted != 3 || res.Superseded != 1 || res.Status[1] != series.Superseded {
+		t.Fatalf("result %+v, want 2 late of 4, the second superseding", res)
 	}
 	o.ack(batch)
 	// Redelivery is a no-op in both tiers.

@@ -116,10 +116,8 @@ func (rt *Router) acceptAhead() time.Duration {
 
 // A WriteResult reports what Write did with each row.
 type WriteResult struct {
-	Status   []series.Status // per row, in order: Inserted or Present
-	Inserted int
-	Present  int
-	Late     int // rows routed to the cold tier
+	series.Result     // per row, in order, and counted
+	Late          int // rows routed to the cold tier
 }
 
 // Write stores rows of table t, whose cold table is ct.
@@ -143,7 +141,7 @@ type WriteResult struct {
 // waits, re-reads W and routes the row again, a bounded number of times;
 // if the archival is still not done it returns a retryable error.
 func (rt *Router) Write(ctx context.Context, t *series.Table, ct *cold.Table, rows []series.Reading) (WriteResult, error) {
-	res := WriteResult{Status: make([]series.Status, len(rows))}
+	res := WriteResult{Result: series.Result{Status: make([]series.Status, len(rows))}}
 	pending := make([]int, len(rows))
 	for i := range pending {
 		pending[i] = i
@@ -385,12 +383,7 @@ func days(d time.Duration) string {
 func (r *WriteResult) record(idx []int, status []series.Status) {
 	for k, i := range idx {
 		r.Status[i] = status[k]
-		switch status[k] {
-		case series.Inserted:
-			r.Inserted++
-		case series.Present:
-			r.Present++
-		}
+		r.Count(status[k])
 	}
 }
 

@@ -107,11 +107,18 @@ func TestFastPath(t *testing.T) {
 				fix.Version, fix.Value = 101, 5_000
 				rows := append(insertAt(meterDay(3, 100), 50, stored[40]), fix)
 				res := mustWrite(t, h, tab, rows)
-				if res.Inserted != len(rows)-1 || res.Present != 1 {
+				if res.Inserted != len(rows)-2 || res.Present != 1 || res.Superseded != 1 {
 					t.Fatalf("%+v", res)
 				}
 				for i, s := range res.Status {
-					if want := map[bool]series.Status{true: series.Present, false: series.Inserted}[i == 50]; s != want {
+					want := series.Inserted
+					switch i {
+					case 50:
+						want = series.Present
+					case len(rows) - 1:
+						want = series.Superseded
+					}
+					if s != want {
 						t.Fatalf("row %d: %v, want %v", i, s, want)
 					}
 				}

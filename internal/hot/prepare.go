@@ -11,20 +11,23 @@ import (
 // A staged row is a Reading checked and converted to what the staging
 // table receives, plus what the integrity checks need to know about it.
 type staged struct {
-	src        *series.Reading
-	row        int32 // index in the batch
-	probe      bool  // checked against stored rows before the insert
-	sparte     string
-	unit       string
-	quality    string
-	resolution string
-	from, to   time.Time
-	value      pgnum.Micro
-	version    pgnum.Uint
-	day        time.Time // balancing day, midnight UTC, sent as a date
-	melo       *string   // nil is NULL
-	subject    *string
-	extra      []any // per declared column: *string, *int64 or nil
+	src   *series.Reading
+	row   int32 // index in the batch
+	probe bool  // checked against stored rows before the insert
+	// lower and higher report other versions of the merge key stored
+	// before the write (others).
+	lower, higher bool
+	sparte        string
+	unit          string
+	quality       string
+	resolution    string
+	from, to      time.Time
+	value         pgnum.Micro
+	version       pgnum.Uint
+	day           time.Time // balancing day, midnight UTC, sent as a date
+	melo          *string   // nil is NULL
+	subject       *string
+	extra         []any // per declared column: *string, *int64 or nil
 	// series and attr are the ids of the row's dictionary rows, in a
 	// table of the dictionary layout (resolveIDs).
 	series, attr int32

@@ -43,9 +43,11 @@ const maxAttempts = 4
 // same transaction, holding an advisory lock per partition so concurrent
 // writers cannot slip past each other's checks.
 //
-// A reading whose interval is already stored identically under its version
-// is reported Present; a different value under an existing key and version
-// is an IntegrityViolation. A reading without an attached partition for its
+// Each row's Status says what it did (see outcome.go): Inserted, Present
+// when stored identically under its version already, Superseded or
+// Shadowed when other versions of its merge key are stored, decided by
+// version under per-series locks. A different value under an existing key
+// and version is an IntegrityViolation. A reading without an attached partition for its
 // From is InvalidInput wrapping ErrNoPartition: it belongs to a window not
 // yet created or already archived, and Write will not park it where no
 // query looks; the caller may create the partition (CreatePartitions) and
@@ -64,16 +66,8 @@ func (h *Tier) Write(ctx context.Context, t *series.Table, rows []series.Reading
 			return series.Result{}, classify(op, t.Name, err)
 		}
 	}
-	res := series.Result{Status: b.status}
-	for i, s := range b.status {
-		if s == 0 {
-			b.status[i] = series.Inserted
-			res.Inserted++
-		} else {
-			res.Present++
-		}
-	}
-	return res, nil
+	outcomes(t, b)
+	return series.Tally(b.status), nil
 }
 
 func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
@@ -118,6 +112,16 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 		if err := h.resolveIDs(ctx, tx, t, b); err != nil {
 			return err
 		}
+	}
+	if !probeAll {
+		// The partition locks of probeAll serialise the writers of a
+		// series already.
+		if err := h.lockSeries(ctx, tx, t, b); err != nil {
+			return err
+		}
+	}
+	if err := h.others(ctx, tx, t, lay, b); err != nil {
+		return err
 	}
 	if fastPath(t, integrity, b) {
 		switch done, err := h.copyDirect(ctx, tx, t, integrity, lay, b); {

@@ -158,7 +158,7 @@ func TestWriteIntegrity(t *testing.T) {
 			fix := stored[7]
 			fix.Version, fix.Value = 200, 999_000
 			res := mustWrite(t, h, tab, []series.Reading{fix, stored[8]})
-			if res.Status[0] != series.Inserted || res.Status[1] != series.Present {
+			if res.Status[0] != series.Superseded || res.Status[1] != series.Present {
 				t.Fatalf("statuses %v", res.Status)
 			}
 		})

@@ -39,6 +39,10 @@ type MessageReport struct {
 	// Inserted, Present and Late count the readings written: new, already
 	// stored (a redelivery), and gone to the cold tier as late corrections.
 	Inserted, Present, Late int
+	// Superseded and Shadowed count readings stored beside other versions
+	// of their merge key, winning over lower ones or losing to a higher
+	// one (series.Status).
+	Superseded, Shadowed int
 	// Err, if not nil, refused the message: none of its readings is
 	// written. It is an *edifact.MessageError when the message broke a
 	// rule, or the store's refusal of its readings.
@@ -224,6 +228,10 @@ func count(rep *MessageReport, status []series.Status) {
 			rep.Inserted++
 		case series.Present:
 			rep.Present++
+		case series.Superseded:
+			rep.Superseded++
+		case series.Shadowed:
+			rep.Shadowed++
 		}
 	}
 }

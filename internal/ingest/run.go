@@ -38,6 +38,11 @@ type Options struct {
 // A Summary counts what Run did.
 type Summary struct {
 	Records, Inserted, Present, Late, Batches int
+	// Superseded and Shadowed count readings stored beside other versions
+	// of their merge key: winning over lower ones, or losing to a higher
+	// one (series.Status). Refused counts the readings the store named
+	// when it refused a batch.
+	Superseded, Shadowed, Refused int
 	// Through is the last line of the last batch written: a rerun after a
 	// failure may start after it, or from the top, since redelivering a
 	// written reading is a no-op.
@@ -119,6 +124,11 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 		}
 		status, late, err := write(ctx, rows)
 		if err != nil {
+			for _, s := range status {
+				if s == series.Refused {
+					sum.Refused++
+				}
+			}
 			return sum, batchError(err, recs, first, last)
 		}
 		sum.Batches++
@@ -131,6 +141,10 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 				sum.Inserted++
 			case series.Present:
 				sum.Present++
+			case series.Superseded:
+				sum.Superseded++
+			case series.Shadowed:
+				sum.Shadowed++
 			}
 			if opts.Report != nil {
 				if _, err := fmt.Fprintf(opts.Report, "%d,%s\n", recs[i].Line, s); err != nil {

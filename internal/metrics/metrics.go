@@ -35,7 +35,9 @@ const (
 	AttrBackend = "backend"
 	// AttrOutcome says how a compare-and-set (CASCommitted and the other
 	// CAS values) or a compaction (CompactionCompacted and the other
-	// Compaction values) ended.
+	// Compaction values) ended, or what a write did with a reading (the
+	// series.Status names: inserted, present, superseded, shadowed,
+	// refused).
 	AttrOutcome = "outcome"
 )
 
@@ -117,6 +119,7 @@ type Metrics struct {
 	writtenRows     metric.Int64Counter
 	duplicates      metric.Int64Counter
 	lateCorrections metric.Int64Counter
+	writeOutcomes   metric.Int64Counter
 	queryDuration   metric.Float64Histogram
 	scannedRows     metric.Int64Counter
 
@@ -197,6 +200,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		"Readings a write found already stored, identical, and skipped.", table...)
 	m.lateCorrections = b.counter("meterstore.write.late_corrections", "{reading}",
 		"Readings written below the watermark and routed to the cold tier.", table...)
+	m.writeOutcomes = b.counter("meterstore.write.outcomes", "{reading}",
+		"Readings a write handled, by outcome: inserted, present, superseded, shadowed, refused.", AttrTable, AttrOutcome)
 	m.queryDuration = b.histogram("meterstore.query.duration", queryBuckets,
 		"Duration of a query, from planning to the last row.", table...)
 	m.scannedRows = b.counter("meterstore.scan.rows", "{reading}",

@@ -128,6 +128,16 @@ func (m *Metrics) Written(ctx context.Context, table string, inserted, duplicate
 	}
 }
 
+// WriteOutcomes records n readings of a write to table whose outcome was
+// outcome, a series.Status name such as "superseded".
+func (m *Metrics) WriteOutcomes(ctx context.Context, table, outcome string, n int64) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.writeOutcomes.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(
+		attribute.String(AttrTable, table), attribute.String(AttrOutcome, outcome))))
+}
+
 // LateCorrections records n readings of a write to table that lay below
 // the watermark and went to the cold tier.
 func (m *Metrics) LateCorrections(ctx context.Context, table string, n int64) {

@@ -74,6 +74,12 @@ type ingestCounts struct {
 	Present  int `json:"present"`
 	Late     int `json:"late"`
 	Batches  int `json:"batches"`
+	// Superseded and Shadowed count readings stored beside other
+	// versions of their merge key (series.Status); Refused counts the
+	// readings of refused batches or messages.
+	Superseded int `json:"superseded"`
+	Shadowed   int `json:"shadowed"`
+	Refused    int `json:"refused"`
 	// Messages reports each message of an MSCONS interchange.
 	Messages []messageReport `json:"messages,omitempty"`
 }
@@ -153,9 +159,11 @@ func (h *handler) runIngest(ctx context.Context, token, table string, decl *seri
 	if err == nil {
 		sum, err = ingest.Run(ctx, dec, write, ingest.Options{BatchRows: h.batchRows})
 	}
-	counts := ingestCounts{Inserted: sum.Inserted, Present: sum.Present, Late: sum.Late, Batches: sum.Batches}
+	counts := ingestCounts{Inserted: sum.Inserted, Present: sum.Present, Late: sum.Late, Batches: sum.Batches,
+		Superseded: sum.Superseded, Shadowed: sum.Shadowed, Refused: sum.Refused}
 	attrs := []slog.Attr{slog.String("token", token), slog.String("table", table),
 		slog.Int("inserted", sum.Inserted), slog.Int("present", sum.Present), slog.Int("late", sum.Late),
+		slog.Int("superseded", sum.Superseded), slog.Int("shadowed", sum.Shadowed), slog.Int("refused_readings", sum.Refused),
 		slog.Int("batches", sum.Batches), slog.Int("through_line", sum.Through)}
 	if err != nil {
 		attrs = append(attrs, slog.Any("err", err))

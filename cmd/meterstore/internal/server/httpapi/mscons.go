@@ -23,6 +23,10 @@ type messageReport struct {
 	Inserted int    `json:"inserted"`
 	Present  int    `json:"present"`
 	Late     int    `json:"late"`
+	// Superseded and Shadowed count readings stored beside other
+	// versions of their merge key (series.Status).
+	Superseded int `json:"superseded"`
+	Shadowed   int `json:"shadowed"`
 	// Error, if set, refused the message: nothing of it is written.
 	Error string `json:"error,omitempty"`
 }
@@ -35,21 +39,25 @@ func (h *handler) runMSCONS(ctx context.Context, token, table string, decl *seri
 	refused := 0
 	for _, r := range reps {
 		m := messageReport{Number: r.Number, Ref: r.Ref, Document: r.Document, Readings: r.Readings,
-			Inserted: r.Inserted, Present: r.Present, Late: r.Late}
+			Inserted: r.Inserted, Present: r.Present, Late: r.Late, Superseded: r.Superseded, Shadowed: r.Shadowed}
 		if r.Err != nil {
 			m.Error = r.Err.Error()
 			refused++
+			counts.Refused += r.Readings
 		} else {
 			counts.Batches++
 		}
 		counts.Inserted += r.Inserted
 		counts.Present += r.Present
 		counts.Late += r.Late
+		counts.Superseded += r.Superseded
+		counts.Shadowed += r.Shadowed
 		counts.Messages = append(counts.Messages, m)
 	}
 	attrs := []slog.Attr{slog.String("token", token), slog.String("table", table), slog.String("format", "mscons"),
 		slog.Int("messages", len(reps)), slog.Int("refused", refused),
-		slog.Int("inserted", counts.Inserted), slog.Int("present", counts.Present), slog.Int("late", counts.Late)}
+		slog.Int("inserted", counts.Inserted), slog.Int("present", counts.Present), slog.Int("late", counts.Late),
+		slog.Int("superseded", counts.Superseded), slog.Int("shadowed", counts.Shadowed)}
 	if err != nil {
 		attrs = append(attrs, slog.Any("err", err))
 	}

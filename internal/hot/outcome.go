@@ -1,0 +1,244 @@
+package hot
+
+import (
+	"context"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/meterstore/meterstore/series"
+)
+
+// Outcomes.
+//
+// A write reports per row whether it was new to its merge key (Inserted),
+// displaced the versions stored before it (Superseded), or arrived after a
+// higher version and does not win (Shadowed). The winner is the highest
+// version whatever the order of arrival, so the outcome is decided by
+// version against what was stored when the row went in. Two writers of one
+// series must therefore not both decide against a state without the
+// other's rows: Write takes an advisory lock per series before it looks,
+// and holds it to commit, so concurrent writes of a series get the outcomes
+// of some sequential order.
+//
+// A batch of few series locks each series exclusively, under a shared lock
+// of its coarse bucket; one of many series locks its coarse buckets
+// exclusively, so the locks a transaction takes stay bounded. Every
+// writer takes the coarse locks before the fine ones, each in ascending
+// order, so two writers never wait for each other in a cycle.
+
+const (
+	// coarseBuckets is the number of coarse series buckets of a table.
+	coarseBuckets = 256
+	// fineSeriesLimit is the most series a batch locks one by one.
+	fineSeriesLimit = 64
+)
+
+// seriesHash returns the hash of the series of r: its merge key without
+// from.
+func seriesHash(t *series.Table, r *series.Reading) uint32 {
+	f := fnv.New32a()
+	f.Write([]byte(r.MaLo))
+	f.Write([]byte{0})
+	f.Write([]byte(r.OBIS))
+	for _, c := range t.Identity() {
+		f.Write([]byte{0})
+		f.Write([]byte(r.Extra[c.Name]))
+	}
+	return f.Sum32()
+}
+
+// lockSeries takes the advisory locks of the series of b's rows, held to
+// the end of tx.
+func (h *Tier) lockSeries(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) error {
+	fine := make([]int32, 0, len(b.rows))
+	for i := range b.rows {
+		fine = append(fine, int32(seriesHash(t, b.rows[i].src)))
+	}
+	slices.Sort(fine)
+	fine = slices.Compact(fine)
+	coarse := make([]int32, len(fine))
+	for i, k := range fine {
+		coarse[i] = int32(uint32(k) % coarseBuckets)
+	}
+	slices.Sort(coarse)
+	coarse = slices.Compact(coarse)
+	coarseKey, fineKey := h.lockKey(t.Name+"\x00series-bucket"), h.lockKey(t.Name+"\x00series")
+	if len(fine) > fineSeriesLimit {
+		_, err := tx.Exec(ctx, `SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int4[]) k`, coarseKey, coarse)
+		return err
+	}
+	_, err := tx.Exec(ctx, `SELECT count(pg_advisory_xact_lock_shared($1, k)) FROM unnest($2::int4[]) k;`, coarseKey, coarse)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int4[]) k`, fineKey, fine)
+	return err
+}
+
+// A versionRun is a stretch of b.rows of one series and version whose
+// starts ascend: the stored rows of other versions it needs to know of lie
+// in one index range [lo, hi].
+type versionRun struct {
+	first, n int
+	lo, hi   time.Time
+}
+
+func versionRuns(t *series.Table, l layout, rows []staged) []versionRun {
+	var out []versionRun
+	for i := range rows {
+		s := &rows[i]
+		if len(out) > 0 {
+			r := &out[len(out)-1]
+			p := &rows[r.first+r.n-1]
+			if s.from.After(p.from) && s.version == p.version && (l != layoutDictionary || s.series == p.series) &&
+				t.CompareSeries(p.src, s.src) == 0 {
+				r.n++
+				r.hi = s.from
+				continue
+			}
+		}
+		out = append(out, versionRun{first: i, n: 1, lo: s.from, hi: s.from})
+	}
+	return out
+}
+
+// othersSQL returns the statement that finds, for each run, the stored rows
+// of its series starting in it under another version. The runs arrive as
+// arrays: start, end, version and, in the dictionary layout, the series id,
+// else market location, OBIS code and one array per identity column.
+func (h *Tier) othersSQL(t *series.Table, l layout) string {
+	cols := []string{"lo", "hi", "v"}
+	args := []string{"$1::timestamptz[]", "$2::timestamptz[]", "$3::text[]"}
+	var on string
+	if l == layoutDictionary {
+		cols, args = append(cols, "series"), append(args, "$4::int4[]")
+		on = `p.series = r.series`
+	} else {
+		cols, args = append(cols, "malo_id", "obis_code"), append(args, "$4::text[]", "$5::text[]")
+		on = `p.malo_id = r.malo_id AND p.obis_code = r.obis_code`
+		for i, c := range t.Identity() {
+			name := "c" + strconv.Itoa(i)
+			cols = append(cols, name)
+			args = append(args, "$"+strconv.Itoa(6+i)+"::text[]")
+			v := "r." + name
+			if c.ColumnType() == series.BigInt {
+				v += "::bigint"
+			}
+			on += ` AND p.` + quote(c.Name) + ` = ` + v
+		}
+	}
+	return `SELECT r.i::int4, p."from", (p.version - ` + versionBias + `)::int8
+FROM unnest(` + strings.Join(args, ", ") + `) WITH ORDINALITY AS r(` + strings.Join(cols, ", ") + `, i)
+JOIN ` + h.ident(t.Name) + ` p ON ` + on + ` AND p."from" >= r.lo AND p."from" <= r.hi AND p.version <> r.v::numeric`
+}
+
+// others records, for each row of b, whether a lower or a higher version
+// of its merge key is stored. It runs before the insert, under the series
+// locks.
+func (h *Tier) others(ctx context.Context, tx pgx.Tx, t *series.Table, l layout, b *batch) error {
+	rs := versionRuns(t, l, b.rows)
+	lo := make([]time.Time, len(rs))
+	hi := make([]time.Time, len(rs))
+	v := make([]string, len(rs))
+	args := []any{lo, hi, v}
+	var ids []int32
+	var malo, obis []string
+	ident := t.Identity()
+	extra := make([][]*string, len(ident))
+	if l == layoutDictionary {
+		ids = make([]int32, len(rs))
+		args = append(args, ids)
+	} else {
+		malo, obis = make([]string, len(rs)), make([]string, len(rs))
+		args = append(args, malo, obis)
+		for j := range extra {
+			extra[j] = make([]*string, len(rs))
+			args = append(args, extra[j])
+		}
+	}
+	for i, r := range rs {
+		s := &b.rows[r.first]
+		lo[i], hi[i], v[i] = r.lo, r.hi, strconv.FormatUint(uint64(s.version), 10)
+		if l == layoutDictionary {
+			ids[i] = s.series
+			continue
+		}
+		malo[i], obis[i] = s.src.MaLo, s.src.OBIS
+		for j, c := range ident {
+			e := s.src.Extra[c.Name]
+			extra[j][i] = &e
+		}
+	}
+	rows, err := tx.Query(ctx, h.othersSQL(t, l), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i int32
+		var from time.Time
+		var version int64
+		if err := rows.Scan(&i, &from, &version); err != nil {
+			return err
+		}
+		r := rs[i-1]
+		run := b.rows[r.first : r.first+r.n]
+		k, ok := slices.BinarySearchFunc(run, from, func(s staged, f time.Time) int { return s.from.Compare(f) })
+		if !ok {
+			continue // another resolution's interval: another merge key
+		}
+		s := &run[k]
+		if unbias(version) > uint64(s.version) {
+			s.higher = true
+		} else {
+			s.lower = true
+		}
+	}
+	return rows.Err()
+}
+
+// outcomes sets the status of every row of b not Present: what it did
+// to its merge key, against the versions stored before it and those of
+// earlier rows of the batch.
+func outcomes(t *series.Table, b *batch) {
+	type key struct {
+		series string
+		from   int64
+	}
+	ident := t.Identity()
+	top := make(map[key]uint64, len(b.rows))
+	for i := range b.rows {
+		s := &b.rows[i]
+		var sk strings.Builder
+		sk.WriteString(s.src.MaLo)
+		sk.WriteByte(0)
+		sk.WriteString(s.src.OBIS)
+		for _, c := range ident {
+			sk.WriteByte(0)
+			sk.WriteString(s.src.Extra[c.Name])
+		}
+		k := key{sk.String(), s.from.UnixMicro()}
+		v := uint64(s.version)
+		prev, seen := top[k]
+		higher := s.higher || seen && prev > v
+		lower := s.lower || seen && prev < v
+		if !seen || v > prev {
+			top[k] = v
+		}
+		if b.status[s.row] == series.Present {
+			continue
+		}
+		switch {
+		case higher:
+			b.status[s.row] = series.Shadowed
+		case lower:
+			b.status[s.row] = series.Superseded
+		default:
+			b.status[s.row] = series.Inserted
+		}
+	}
+}
