@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -35,6 +38,32 @@ type WriteResult = archive.WriteResult
 // correction into a quarantined cold tier: either goes through once an
 // operator has resolved the quarantine.
 func (s *Store) Write(ctx context.Context, name string, rows []Reading) (WriteResult, error) {
+	return s.WriteWith(ctx, name, rows, WriteOptions{})
+}
+
+// ColumnSubstitutedBy is the text column a table declares to record who
+// appended a substitute value (WriteOptions.Substitute); recorded_at says
+// when.
+const ColumnSubstitutedBy = "substituted_by"
+
+// WriteOptions change how Write stores a batch.
+type WriteOptions struct {
+	// Substitute appends substitute values (Ersatzwerte) authoritatively:
+	// every row has quality 67 and no version (zero), and is given the
+	// version one above the highest stored for its reading, so it wins
+	// over what is stored (its status is Superseded, or Inserted when
+	// nothing was). Refused, nothing written, for a row whose stored
+	// versions are of another version scope, below the watermark, or in a
+	// table that does not declare ColumnSubstitutedBy.
+	Substitute bool
+	// By names who forms the substitute values, such as the metering
+	// point operator's market partner id; required with Substitute and
+	// recorded in ColumnSubstitutedBy.
+	By string
+}
+
+// WriteWith is Write with options.
+func (s *Store) WriteWith(ctx context.Context, name string, rows []Reading, o WriteOptions) (WriteResult, error) {
 	t, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return WriteResult{}, err
@@ -47,7 +76,12 @@ func (s *Store) Write(ctx context.Context, name string, rows []Reading) (WriteRe
 			return res, err
 		}
 	}
-	res, err := s.router.Write(ctx, decl, ct, rows)
+	if o.Substitute {
+		if rows, err = substitutes(decl, rows, o.By); err != nil {
+			return WriteResult{}, err
+		}
+	}
+	res, err := s.router.WriteWith(ctx, decl, ct, rows, hot.WriteOptions{Substitute: o.Substitute})
 	refuse(&res, err)
 	s.metrics.Written(ctx, name, int64(res.Inserted+res.Superseded+res.Shadowed), int64(res.Present))
 	for _, o := range []struct {
@@ -61,6 +95,30 @@ func (s *Store) Write(ctx context.Context, name string, rows []Reading) (WriteRe
 		s.metrics.LateCorrections(ctx, name, int64(res.Late))
 	}
 	return res, err
+}
+
+// substitutes returns rows with by recorded in ColumnSubstitutedBy, or
+// an error if table t has no such column or by is empty.
+func substitutes(t *series.Table, rows []Reading, by string) ([]Reading, error) {
+	if by == "" {
+		return nil, &series.Error{Kind: series.InvalidInput, Op: "write", Table: t.Name,
+			Err: errors.New("substitute values need WriteOptions.By, who formed them")}
+	}
+	if !slices.ContainsFunc(t.Columns, func(c series.Column) bool {
+		return c.Name == ColumnSubstitutedBy && !c.Identity && c.ColumnType() == series.Text
+	}) {
+		return nil, &series.Error{Kind: series.InvalidInput, Op: "write", Table: t.Name,
+			Err: fmt.Errorf("substitute values are recorded in a text column %s, which the table does not declare", ColumnSubstitutedBy)}
+	}
+	out := make([]Reading, len(rows))
+	for i, r := range rows {
+		extra := make(map[string]string, len(r.Extra)+1)
+		maps.Copy(extra, r.Extra)
+		extra[ColumnSubstitutedBy] = by
+		r.Extra = extra
+		out[i] = r
+	}
+	return out, nil
 }
 
 // refuse marks the rows err names as Refused in res: their reasons are

@@ -16,6 +16,7 @@ import (
 
 	"github.com/meterstore/meterstore/internal/ingest"
 	"github.com/meterstore/meterstore/series"
+	"github.com/meterstore/meterstore/store"
 )
 
 func newIngest() *cobra.Command {
@@ -23,6 +24,7 @@ func newIngest() *cobra.Command {
 		d                     deployment
 		table, format, report string
 		relations             string
+		substituteBy          string
 		batch                 int
 	)
 	cmd := &cobra.Command{
@@ -72,7 +74,7 @@ they are written one by one, so that only the message at fault is refused.`,
 				rep = f
 			}
 			write := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
-				res, err := s.Write(ctx, table, rows)
+				res, err := s.WriteWith(ctx, table, rows, store.WriteOptions{Substitute: substituteBy != "", By: substituteBy})
 				return res.Status, res.Late, err
 			}
 			var maloOf map[string]string
@@ -129,7 +131,8 @@ they are written one by one, so that only the message at fault is refused.`,
 	f.StringVar(&table, "table", "", "the table to write to (required)")
 	f.StringVar(&format, "format", "", "csv, jsonl or mscons (default: from the file name's extension, or MSCONS by content)")
 	f.StringVar(&relations, "melo-malo", "", "a CSV of melo_id,malo_id: the market location of each metering location an MSCONS message names")
-	f.StringVar(&report, "report", "", "write a CSV of line,status (inserted or present) per reading to this file")
+	f.StringVar(&report, "report", "", "write a CSV of line,status (inserted, present, superseded, shadowed) per reading to this file")
+	f.StringVar(&substituteBy, "substitute-by", "", "the readings are substitute values (quality 67, no version) formed by this market partner: each gets the next version of its reading and wins over what is stored (docs/ingest.md)")
 	f.IntVar(&batch, "batch", ingest.DefaultBatchRows, fmt.Sprintf("readings per atomic batch, 1 to %d", ingest.MaxBatchRows))
 	cmd.MarkFlagRequired("table")
 	return cmd

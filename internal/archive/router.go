@@ -141,6 +141,13 @@ type WriteResult struct {
 // waits, re-reads W and routes the row again, a bounded number of times;
 // if the archival is still not done it returns a retryable error.
 func (rt *Router) Write(ctx context.Context, t *series.Table, ct *cold.Table, rows []series.Reading) (WriteResult, error) {
+	return rt.WriteWith(ctx, t, ct, rows, hot.WriteOptions{})
+}
+
+// WriteWith is Write with the hot tier's options. Substitute values are
+// appended in the hot tier only: a batch of them with a row below W is
+// refused, naming the rows, before anything is written.
+func (rt *Router) WriteWith(ctx context.Context, t *series.Table, ct *cold.Table, rows []series.Reading, o hot.WriteOptions) (WriteResult, error) {
 	res := WriteResult{Result: series.Result{Status: make([]series.Status, len(rows))}}
 	pending := make([]int, len(rows))
 	for i := range pending {
@@ -154,6 +161,14 @@ func (rt *Router) Write(ctx context.Context, t *series.Table, ct *cold.Table, ro
 			return res, err
 		}
 		late, fresh := split(rows, pending, m)
+		if len(late) > 0 && o.Substitute {
+			var bad series.Problems
+			for _, i := range late {
+				bad.Add(i, "from %s is below the watermark %s: substitute values are appended in the hot tier only",
+					cold.FormatTime(rows[i].From), cold.FormatTime(m.w))
+			}
+			return res, bad.Err(series.InvalidInput, "write", t.Name)
+		}
 		if len(late) > 0 && !read {
 			// Late rows need the cold tier anyway, and its W vetted: a
 			// log that lost entries must not take a late correction.
@@ -196,7 +211,7 @@ func (rt *Router) Write(ctx context.Context, t *series.Table, ct *cold.Table, ro
 			return res, &series.Error{Kind: series.Unavailable, Op: "write", Table: t.Name,
 				Err: fmt.Errorf("row %d starts at %s, in a window being archived: %w", fresh[0], cold.FormatTime(rows[fresh[0]].From), coldErr)}
 		}
-		hr, err := rt.hot.Write(ctx, t, pick(rows, fresh))
+		hr, err := rt.hot.WriteWith(ctx, t, pick(rows, fresh), o)
 		if err == nil {
 			res.record(fresh, hr.Status)
 			return res, nil

@@ -131,7 +131,11 @@ func (h *Tier) othersSQL(t *series.Table, l layout) string {
 			on += ` AND p.` + quote(c.Name) + ` = ` + v
 		}
 	}
-	return `SELECT r.i::int4, p."from", (p.version - ` + versionBias + `)::int8
+	scope := `p.version_scope`
+	if l == layoutDictionary {
+		scope = `(SELECT a.version_scope FROM ` + h.ident(attrsName(t)) + ` a WHERE a.id = p.attr)`
+	}
+	return `SELECT r.i::int4, p."from", (p.version - ` + versionBias + `)::int8, ` + scope + `
 FROM unnest(` + strings.Join(args, ", ") + `) WITH ORDINALITY AS r(` + strings.Join(cols, ", ") + `, i)
 JOIN ` + h.ident(t.Name) + ` p ON ` + on + ` AND p."from" >= r.lo AND p."from" <= r.hi AND p.version <> r.v::numeric`
 }
@@ -182,7 +186,8 @@ func (h *Tier) others(ctx context.Context, tx pgx.Tx, t *series.Table, l layout,
 		var i int32
 		var from time.Time
 		var version int64
-		if err := rows.Scan(&i, &from, &version); err != nil {
+		var scope string
+		if err := rows.Scan(&i, &from, &version, &scope); err != nil {
 			return err
 		}
 		r := rs[i-1]
@@ -192,6 +197,9 @@ func (h *Tier) others(ctx context.Context, tx pgx.Tx, t *series.Table, l layout,
 			continue // another resolution's interval: another merge key
 		}
 		s := &run[k]
+		if v := unbias(version); v > s.top || s.topScope == "" {
+			s.top, s.topScope = v, scope
+		}
 		if unbias(version) > uint64(s.version) {
 			s.higher = true
 		} else {

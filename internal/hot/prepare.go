@@ -15,8 +15,11 @@ type staged struct {
 	row   int32 // index in the batch
 	probe bool  // checked against stored rows before the insert
 	// lower and higher report other versions of the merge key stored
-	// before the write (others).
+	// before the write (others); top is the highest of them, topScope
+	// its version scope.
 	lower, higher bool
+	top           uint64
+	topScope      string
 	sparte        string
 	unit          string
 	quality       string
@@ -40,6 +43,9 @@ type staged struct {
 type batch struct {
 	rows   []staged // rows to stage: first occurrences, in batch order
 	status []series.Status
+	// substitute has every row given the next version of its merge key
+	// before it is stored (WriteOptions.Substitute).
+	substitute bool
 }
 
 // prepare checks the batch with the table's one definition of a valid

@@ -53,14 +53,34 @@ const maxAttempts = 4
 // query looks; the caller may create the partition (CreatePartitions) and
 // write again.
 func (h *Tier) Write(ctx context.Context, t *series.Table, rows []series.Reading) (series.Result, error) {
+	return h.WriteWith(ctx, t, rows, WriteOptions{})
+}
+
+// WriteOptions change how Write stores a batch.
+type WriteOptions struct {
+	// Substitute appends the rows authoritatively: each must come without
+	// a version (zero) and is given the next version of its merge key,
+	// one above the highest stored, in the write's transaction under the
+	// series locks, so it wins over what is stored (see substitute.go).
+	Substitute bool
+}
+
+// WriteWith is Write with options.
+func (h *Tier) WriteWith(ctx context.Context, t *series.Table, rows []series.Reading, o WriteOptions) (series.Result, error) {
 	const op = "write"
 	if err := t.Validate(); err != nil {
 		return series.Result{}, err
+	}
+	if o.Substitute {
+		if err := checkSubstitutes(t, rows); err != nil {
+			return series.Result{}, err
+		}
 	}
 	b, err := h.prepare(t, rows)
 	if err != nil {
 		return series.Result{}, err
 	}
+	b.substitute = o.Substitute
 	if len(b.rows) > 0 {
 		if err := h.write(ctx, t, b); err != nil {
 			return series.Result{}, classify(op, t.Name, err)
@@ -122,6 +142,11 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 	}
 	if err := h.others(ctx, tx, t, lay, b); err != nil {
 		return err
+	}
+	if b.substitute {
+		if err := nextVersions(t, b); err != nil {
+			return err
+		}
 	}
 	if fastPath(t, integrity, b) {
 		switch done, err := h.copyDirect(ctx, tx, t, integrity, lay, b); {

@@ -121,8 +121,10 @@ func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
+	opts := store.WriteOptions{By: r.URL.Query().Get("substitute_by")}
+	opts.Substitute = opts.By != ""
 	run := func(body io.Reader) ingestAnswer {
-		return h.runIngest(r.Context(), tok.Name, table, &decl, format, body)
+		return h.runIngest(r.Context(), tok.Name, table, &decl, format, body, opts)
 	}
 	if key != "" {
 		h.ingestOnce(w, r, idempotency.Key{Token: tok.Name, Key: key, Table: table}, run) // idempotency.go
@@ -146,9 +148,9 @@ func (a ingestAnswer) write(w http.ResponseWriter) {
 
 // runIngest writes the delivery body to table in batches and returns the
 // answer.
-func (h *handler) runIngest(ctx context.Context, token, table string, decl *series.Table, format ingest.Format, body io.Reader) ingestAnswer {
+func (h *handler) runIngest(ctx context.Context, token, table string, decl *series.Table, format ingest.Format, body io.Reader, opts store.WriteOptions) ingestAnswer {
 	write := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
-		res, err := h.s.Write(ctx, table, rows)
+		res, err := h.s.WriteWith(ctx, table, rows, opts)
 		return res.Status, res.Late, err
 	}
 	if format == ingest.MSCONS {
