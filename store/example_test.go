@@ -176,3 +176,26 @@ func ExampleStore_Query() {
 	// 96 24.050000
 	// 97
 }
+
+// Each reading of a write gets an outcome, decided by version: a
+// correction under a higher version supersedes the stored one, a delivery
+// under a lower version is stored but shadowed.
+func ExampleStore_Write_outcomes() {
+	ctx := context.Background()
+	s, done := open(ctx)
+	defer done()
+	if err := s.CreatePartitions(ctx, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+		log.Fatal(err)
+	}
+	rows := quarterHours()[:3]
+	res, _ := s.Write(ctx, "power", rows)
+	fmt.Println(res.Status)
+	fix, old := rows[0], rows[1]
+	fix.Version, fix.Value = rows[0].Version+1, 300_000
+	old.Version, old.Value = rows[1].Version-1, 200_000
+	res, err := s.Write(ctx, "power", []store.Reading{fix, old, rows[2]})
+	fmt.Println(res.Status, res.Superseded, res.Shadowed, res.Present, err)
+	// Output:
+	// [inserted inserted inserted]
+	// [superseded shadowed present] 1 1 1 <nil>
+}
