@@ -218,7 +218,7 @@ func (e *env) load(ctx context.Context, f Fixture, w io.Writer) (int64, error) {
 			if err != nil {
 				return total, fmt.Errorf("archivebench: write %s: %w", d, err)
 			}
-			total += int64(res.Inserted)
+			total += int64(res.Inserted + res.Superseded + res.Shadowed)
 		}
 		el := time.Since(start)
 		left := time.Duration(float64(el) / float64(i+1) * float64(f.Days-i-1))

@@ -84,7 +84,7 @@ func (r *runner) write(ctx context.Context, name string, rows []series.Reading) 
 	if err != nil {
 		return fmt.Errorf("demo: write %s: %w", name, err)
 	}
-	r.readings += res.Inserted
+	r.readings += res.Inserted + res.Superseded + res.Shadowed
 	r.present += res.Present
 	r.late += res.Late
 	return nil

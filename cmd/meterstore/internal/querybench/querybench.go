@@ -255,7 +255,7 @@ func load(ctx context.Context, s *store.Store, cal *metering.Calendar, c Config)
 			if err != nil {
 				return total, fmt.Errorf("querybench: write %s: %w", d, err)
 			}
-			total += int64(res.Inserted)
+			total += int64(res.Inserted + res.Superseded + res.Shadowed)
 		}
 		el := time.Since(start)
 		fmt.Fprintf(c.Progress, "\r  loaded day %d/%d: %d readings, %.0f readings/s, left ~%s   ", i+1, c.Days, total,
