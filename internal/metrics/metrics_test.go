@@ -117,6 +117,9 @@ func TestInstruments(t *testing.T) {
 	m.InvariantViolations(ctx, "gas", -1)
 	m.MirrorForks(ctx, "lastgang", 2)
 	m.Written(ctx, "lastgang", 90, 6)
+	m.WriteOutcomes(ctx, "lastgang", "superseded", 3)
+	m.WriteOutcomes(ctx, "lastgang", "inserted", 87)
+	m.WriteOutcomes(ctx, "lastgang", "shadowed", 0) // nothing to count
 	m.LateCorrections(ctx, "lastgang", 4)
 	m.Queried(ctx, "lastgang", 250*time.Millisecond)
 	m.Scanned(ctx, "lastgang", TierHot, 10)
@@ -132,6 +135,7 @@ func TestInstruments(t *testing.T) {
 	// Counters ignore what would make them go down.
 	m.Archived(ctx, "lastgang", -1, -time.Second)
 	m.Written(ctx, "lastgang", -1, -1)
+	m.WriteOutcomes(ctx, "lastgang", "inserted", -1)
 	m.LateCorrections(ctx, "lastgang", -1)
 	m.Scanned(ctx, "lastgang", TierHot, -1)
 	m.Queried(ctx, "lastgang", -time.Second)
@@ -175,12 +179,14 @@ func TestInstruments(t *testing.T) {
 		"meterstore.write.rows":                 {"{reading}", "counter", []point{{table("lastgang"), 90, 0}}},
 		"meterstore.write.duplicates":           {"{reading}", "counter", []point{{table("lastgang"), 6, 0}}},
 		"meterstore.write.late_corrections":     {"{reading}", "counter", []point{{table("lastgang"), 4, 0}}},
-		"meterstore.query.duration":             {"s", "histogram", []point{{table("lastgang"), 0.25, 1}}},
-		"meterstore.scan.rows":                  {"{reading}", "counter", []point{{scan("lastgang", "cold"), 20, 0}, {scan("lastgang", "hot"), 15, 0}}},
-		"meterstore.retention.removed":          {"{reference}", "counter", []point{{"", 7, 0}}},
-		"meterstore.http.auth_failures":         {"{request}", "counter", []point{{"reason=invalid", 2, 0}, {"reason=missing", 1, 0}}},
-		"meterstore.http.requests":              {"{request}", "counter", []point{{req("/v1/status", "GET", "200"), 2, 0}, {req("unmatched", "_OTHER", "404"), 1, 0}}},
-		"meterstore.http.request.duration":      {"s", "histogram", []point{{req("/v1/status", "GET", "200"), 0.05, 2}}},
+		"meterstore.write.outcomes": {"{reading}", "counter", []point{
+			{"outcome=inserted,table=lastgang", 87, 0}, {"outcome=superseded,table=lastgang", 3, 0}}},
+		"meterstore.query.duration":        {"s", "histogram", []point{{table("lastgang"), 0.25, 1}}},
+		"meterstore.scan.rows":             {"{reading}", "counter", []point{{scan("lastgang", "cold"), 20, 0}, {scan("lastgang", "hot"), 15, 0}}},
+		"meterstore.retention.removed":     {"{reference}", "counter", []point{{"", 7, 0}}},
+		"meterstore.http.auth_failures":    {"{request}", "counter", []point{{"reason=invalid", 2, 0}, {"reason=missing", 1, 0}}},
+		"meterstore.http.requests":         {"{request}", "counter", []point{{req("/v1/status", "GET", "200"), 2, 0}, {req("unmatched", "_OTHER", "404"), 1, 0}}},
+		"meterstore.http.request.duration": {"s", "histogram", []point{{req("/v1/status", "GET", "200"), 0.05, 2}}},
 	}
 	got := collect(t, reader)
 	for name, w := range want {
