@@ -134,6 +134,23 @@ func printArchiveStorage(w io.Writer, r *archivebench.StorageResult) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nPostgreSQL / cold: %.0fx   (goal: cold <= 4 B/reading: %s; >= 100x: %s)\n",
 		r.Ratio, yes(r.ColdBytesPerRead <= 4), yes(r.Ratio >= 100))
+	fmt.Fprintf(w, "\ncold bytes by column (Parquet footers), B/reading:\n")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	for _, c := range r.ColdColumns {
+		fmt.Fprintf(tw, "%s\t%.3f\t\n", c.Name, c.BytesPerReading)
+	}
+	fmt.Fprintf(tw, "not column data (of which bloom filters %.3f)\t%.3f\t\n",
+		perReading(r.ColdBloomBytes, r.ColdReadings), perReading(r.ColdOverheadBytes, r.ColdReadings))
+	tw.Flush()
+	fmt.Fprintf(w, "value entropy: %.3f B/reading (%d distinct values); cold / entropy: %.2fx   (goal: <= 1.2x: %s)\n",
+		r.ValueEntropy, r.ValueDistinct, r.VsEntropy, yes(r.VsEntropy > 0 && r.VsEntropy <= 1.2))
+}
+
+func perReading(b, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(b) / float64(n)
 }
 
 func printArchiveThroughput(w io.Writer, r *archivebench.ThroughputResult) {

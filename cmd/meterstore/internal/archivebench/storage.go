@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/cold"
 )
 
 // StorageConfig configures a storage run.
@@ -52,9 +53,35 @@ type StorageResult struct {
 	ColdBytes        int64   `json:"cold_bytes"`
 	ColdReadings     int64   `json:"cold_readings"`
 	ColdBytesPerRead float64 `json:"cold_bytes_per_reading"`
+	// From the data files' Parquet footers: each column's compressed
+	// bytes a reading, the bloom filters' bytes, and the value column's
+	// empirical Shannon entropy in bytes a reading (over ValueDistinct
+	// values). VsEntropy is ColdBytesPerRead over it.
+	ColdColumns       []ColumnResult `json:"cold_columns"`
+	ColdBloomBytes    int64          `json:"cold_bloom_bytes"`
+	ColdOverheadBytes int64          `json:"cold_overhead_bytes"`
+	ValueDistinct     int            `json:"value_distinct"`
+	ValueEntropy      float64        `json:"value_entropy_bytes_per_reading"`
+	VsEntropy         float64        `json:"cold_vs_entropy"`
 
 	// Ratio is PostgreSQL bytes per reading over cold bytes per reading.
 	Ratio float64 `json:"ratio"`
+}
+
+// ColumnResult is one cold column's compressed bytes over every file.
+type ColumnResult struct {
+	Name            string  `json:"name"`
+	Bytes           int64   `json:"bytes"`
+	BytesPerReading float64 `json:"bytes_per_reading"`
+}
+
+// FootprintColumns returns fp's columns as results.
+func FootprintColumns(fp cold.Footprint) []ColumnResult {
+	out := make([]ColumnResult, 0, len(fp.Columns))
+	for _, c := range fp.Columns {
+		out = append(out, ColumnResult{Name: c.Name, Bytes: c.Bytes, BytesPerReading: fp.ColumnBytesPerReading(c)})
+	}
+	return out
 }
 
 // RunStorage loads the fixture into a power table on the server at url,
@@ -124,6 +151,13 @@ func RunStorage(ctx context.Context, url string, c StorageConfig) (*StorageResul
 	if st.Readings != res.PGRows {
 		return nil, fmt.Errorf("archivebench: the cold tier holds %d readings, PostgreSQL held %d", st.Readings, res.PGRows)
 	}
+	fp, err := e.cold.Footprint(ctx, e.ctable)
+	if err != nil {
+		return nil, fmt.Errorf("archivebench: %w", err)
+	}
+	res.ColdColumns = FootprintColumns(fp)
+	res.ColdBloomBytes, res.ColdOverheadBytes = fp.BloomBytes, fp.OverheadBytes()
+	res.ValueDistinct, res.ValueEntropy, res.VsEntropy = fp.ValueDistinct, fp.ValueEntropyBytes(), fp.VsEntropy()
 	if res.ColdBytesPerRead > 0 {
 		res.Ratio = res.PGBytesPerRead / res.ColdBytesPerRead
 	}
