@@ -104,8 +104,19 @@ func (r *runner) archive(ctx context.Context, now time.Time) error {
 		if out.Status == archive.Deferred {
 			r.deferred++
 		}
+		// As the maintenance loop does: a month no window reaches again
+		// becomes a few large files.
+		if _, err := r.s.Compact(ctx, name, settledCompaction()); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
 	}
 	return nil
+}
+
+// settledCompaction returns the maintenance loop's default compaction.
+func settledCompaction() store.CompactOptions {
+	return store.CompactOptions{ManifestsOver: store.DefaultCompactManifestsOver,
+		SmallFilesOver: store.DefaultCompactSmallFilesOver, Settled: true}
 }
 
 func (r *runner) progress(i, n int, d metering.Date) {
