@@ -142,8 +142,20 @@ func printArchiveStorage(w io.Writer, r *archivebench.StorageResult) {
 	fmt.Fprintf(tw, "not column data (of which bloom filters %.3f)\t%.3f\t\n",
 		perReading(r.ColdBloomBytes, r.ColdReadings), perReading(r.ColdOverheadBytes, r.ColdReadings))
 	tw.Flush()
-	fmt.Fprintf(w, "value entropy: %.3f B/reading (%d distinct values); cold / entropy: %.2fx   (goal: <= 1.2x: %s)\n",
-		r.ValueEntropy, r.ValueDistinct, r.VsEntropy, yes(r.VsEntropy > 0 && r.VsEntropy <= 1.2))
+	fmt.Fprintf(w, "value entropy: %.3f B/reading (%d distinct values); cold / entropy as archived: %.2fx\n",
+		r.ValueEntropy, r.ValueDistinct, r.VsEntropy)
+	if c := r.Compacted; c != nil {
+		fmt.Fprintf(w, "\nafter compacting the settled months (%d files rewritten in %.1f s): %d files, %.3f B/reading\n",
+			c.Rewritten, c.Seconds, c.Files, c.BytesPerReading)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		for _, col := range c.Columns {
+			fmt.Fprintf(tw, "%s\t%.3f\t\n", col.Name, col.BytesPerReading)
+		}
+		fmt.Fprintf(tw, "not column data (of which bloom filters %.3f)\t%.3f\t\n",
+			perReading(c.BloomBytes, r.ColdReadings), perReading(c.OverheadBytes, r.ColdReadings))
+		tw.Flush()
+		fmt.Fprintf(w, "cold / entropy: %.2fx   (goal: <= 1.2x: %s)\n", c.VsEntropy, yes(c.VsEntropy > 0 && c.VsEntropy <= 1.2))
+	}
 }
 
 func perReading(b, n int64) float64 {

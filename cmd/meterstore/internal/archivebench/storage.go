@@ -64,8 +64,26 @@ type StorageResult struct {
 	ValueEntropy      float64        `json:"value_entropy_bytes_per_reading"`
 	VsEntropy         float64        `json:"cold_vs_entropy"`
 
+	// The same after the maintenance loop's compaction of the settled
+	// months (see cold.CompactOptions.Settled): what the months cost for
+	// the years they stay.
+	Compacted *CompactedResult `json:"compacted,omitempty"`
+
 	// Ratio is PostgreSQL bytes per reading over cold bytes per reading.
 	Ratio float64 `json:"ratio"`
+}
+
+// CompactedResult is the cold tier after the compaction of settled months.
+type CompactedResult struct {
+	Seconds         float64        `json:"seconds"`
+	Rewritten       int            `json:"files_rewritten"`
+	Files           int            `json:"cold_files"`
+	Bytes           int64          `json:"cold_bytes"`
+	BytesPerReading float64        `json:"cold_bytes_per_reading"`
+	Columns         []ColumnResult `json:"cold_columns"`
+	BloomBytes      int64          `json:"cold_bloom_bytes"`
+	OverheadBytes   int64          `json:"cold_overhead_bytes"`
+	VsEntropy       float64        `json:"cold_vs_entropy"`
 }
 
 // ColumnResult is one cold column's compressed bytes over every file.
@@ -158,6 +176,21 @@ func RunStorage(ctx context.Context, url string, c StorageConfig) (*StorageResul
 	res.ColdColumns = FootprintColumns(fp)
 	res.ColdBloomBytes, res.ColdOverheadBytes = fp.BloomBytes, fp.OverheadBytes()
 	res.ValueDistinct, res.ValueEntropy, res.VsEntropy = fp.ValueDistinct, fp.ValueEntropyBytes(), fp.VsEntropy()
+	start = time.Now()
+	cp, err := e.cold.Compact(ctx, e.ctable, cold.CompactOptions{ManifestsOver: 16, SmallFilesOver: 8, Settled: true})
+	if err != nil {
+		return nil, fmt.Errorf("archivebench: compact: %w", err)
+	}
+	secs := time.Since(start).Seconds()
+	if fp, err = e.cold.Footprint(ctx, e.ctable); err != nil {
+		return nil, fmt.Errorf("archivebench: %w", err)
+	}
+	if fp.Readings != res.PGRows {
+		return nil, fmt.Errorf("archivebench: after compaction the cold tier holds %d readings, PostgreSQL held %d", fp.Readings, res.PGRows)
+	}
+	res.Compacted = &CompactedResult{Seconds: secs, Rewritten: cp.Rewritten, Files: fp.Files, Bytes: fp.Bytes,
+		BytesPerReading: fp.BytesPerReading(), Columns: FootprintColumns(fp), BloomBytes: fp.BloomBytes,
+		OverheadBytes: fp.OverheadBytes(), VsEntropy: fp.VsEntropy()}
 	if res.ColdBytesPerRead > 0 {
 		res.Ratio = res.PGBytesPerRead / res.ColdBytesPerRead
 	}
