@@ -135,27 +135,26 @@ func printArchiveStorage(w io.Writer, r *archivebench.StorageResult) {
 	fmt.Fprintf(w, "\nPostgreSQL / cold: %.0fx   (goal: cold <= 4 B/reading: %s; >= 100x: %s)\n",
 		r.Ratio, yes(r.ColdBytesPerRead <= 4), yes(r.Ratio >= 100))
 	fmt.Fprintf(w, "\ncold bytes by column (Parquet footers), B/reading:\n")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	for _, c := range r.ColdColumns {
-		fmt.Fprintf(tw, "%s\t%.3f\t\n", c.Name, c.BytesPerReading)
-	}
-	fmt.Fprintf(tw, "not column data (of which bloom filters %.3f)\t%.3f\t\n",
-		perReading(r.ColdBloomBytes, r.ColdReadings), perReading(r.ColdOverheadBytes, r.ColdReadings))
-	tw.Flush()
+	printColumns(w, r.ColdColumns, r.ColdBloomBytes, r.ColdOverheadBytes, r.ColdReadings)
 	fmt.Fprintf(w, "value entropy: %.3f B/reading (%d distinct values); cold / entropy as archived: %.2fx\n",
 		r.ValueEntropy, r.ValueDistinct, r.VsEntropy)
 	if c := r.Compacted; c != nil {
 		fmt.Fprintf(w, "\nafter compacting the settled months (%d files rewritten in %.1f s): %d files, %.3f B/reading\n",
 			c.Rewritten, c.Seconds, c.Files, c.BytesPerReading)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-		for _, col := range c.Columns {
-			fmt.Fprintf(tw, "%s\t%.3f\t\n", col.Name, col.BytesPerReading)
-		}
-		fmt.Fprintf(tw, "not column data (of which bloom filters %.3f)\t%.3f\t\n",
-			perReading(c.BloomBytes, r.ColdReadings), perReading(c.OverheadBytes, r.ColdReadings))
-		tw.Flush()
+		printColumns(w, c.Columns, c.BloomBytes, c.OverheadBytes, r.ColdReadings)
 		fmt.Fprintf(w, "cold / entropy: %.2fx   (goal: <= 1.2x: %s)\n", c.VsEntropy, yes(c.VsEntropy > 0 && c.VsEntropy <= 1.2))
 	}
+}
+
+// printColumns prints each column's bytes a reading and what is not
+// column data, of n readings.
+func printColumns(w io.Writer, cols []archivebench.ColumnResult, bloom, overhead, n int64) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	for _, c := range cols {
+		fmt.Fprintf(tw, "%s\t%.3f\t\n", c.Name, c.BytesPerReading)
+	}
+	fmt.Fprintf(tw, "not column data (of which bloom filters %.3f)\t%.3f\t\n", perReading(bloom, n), perReading(overhead, n))
+	tw.Flush()
 }
 
 func perReading(b, n int64) float64 {

@@ -161,7 +161,6 @@ func footprintOf(fsys icebergio.IO, loc string, cols map[string]int64, order *[]
 // countValues counts the distinct values of column idx, whatever its
 // physical type, by their bytes.
 func countValues(pr *file.Reader, idx int, counts map[[16]byte]int64) error {
-	const batch = 8192
 	for g := range pr.NumRowGroups() {
 		cr, err := pr.RowGroup(g).Column(idx)
 		if err != nil {
@@ -169,35 +168,43 @@ func countValues(pr *file.Reader, idx int, counts map[[16]byte]int64) error {
 		}
 		switch cr := cr.(type) {
 		case *file.FixedLenByteArrayColumnChunkReader:
-			vals := make([]parquet.FixedLenByteArray, batch)
-			for cr.HasNext() {
-				_, n, err := cr.ReadBatch(batch, vals, nil, nil)
-				if err != nil {
-					return err
-				}
-				for _, v := range vals[:n] {
-					var k [16]byte
-					copy(k[:], v)
-					counts[k]++
-				}
-			}
+			err = countBatches(cr, counts, func(v parquet.FixedLenByteArray) (k [16]byte) {
+				copy(k[:], v)
+				return k
+			})
 		case *file.Int64ColumnChunkReader:
-			vals := make([]int64, batch)
-			for cr.HasNext() {
-				_, n, err := cr.ReadBatch(batch, vals, nil, nil)
-				if err != nil {
-					return err
+			err = countBatches(cr, counts, func(v int64) (k [16]byte) {
+				for i := range 8 {
+					k[i] = byte(v >> (8 * i))
 				}
-				for _, v := range vals[:n] {
-					var k [16]byte
-					for i := range 8 {
-						k[i] = byte(v >> (8 * i))
-					}
-					counts[k]++
-				}
-			}
+				return k
+			})
 		default:
-			return fmt.Errorf("value column of physical type %s", cr.Type())
+			err = fmt.Errorf("value column of physical type %s", cr.Type())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A batchReader reads a column chunk's values in batches.
+type batchReader[T any] interface {
+	HasNext() bool
+	ReadBatch(n int64, values []T, def, rep []int16) (int64, int, error)
+}
+
+// countBatches counts the values cr reads by the key of each.
+func countBatches[T any](cr batchReader[T], counts map[[16]byte]int64, key func(T) [16]byte) error {
+	vals := make([]T, 8192)
+	for cr.HasNext() {
+		_, n, err := cr.ReadBatch(int64(len(vals)), vals, nil, nil)
+		if err != nil {
+			return err
+		}
+		for _, v := range vals[:n] {
+			counts[key(v)]++
 		}
 	}
 	return nil
