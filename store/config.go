@@ -86,7 +86,7 @@ func Retention(cfg *config.Config) privacy.Retention {
 func (s *Store) MaintenanceFor(cfg *config.Config) *Maintenance {
 	m := s.Maintenance().Interval(cfg.Maintenance.Interval).ExpireSnapshots(cfg.Maintenance.ExpireSnapshots).
 		RemoveOrphans(cfg.Maintenance.RemoveOrphansAfter).
-		Compact(cfg.Maintenance.Compact, CompactOptions{ManifestsOver: cfg.Maintenance.CompactManifests, SmallFilesOver: cfg.Maintenance.CompactSmallFiles})
+		Compact(cfg.Maintenance.Compact, CompactOptions{ManifestsOver: cfg.Maintenance.CompactManifests, SmallFilesOver: cfg.Maintenance.CompactSmallFiles, Settled: true})
 	if r := Retention(cfg); !r.IsZero() {
 		m.AnonymiseAfter(r, cfg.Retention.LegalBasis, cfg.Retention.Actor)
 	}

@@ -41,7 +41,7 @@ type Maintenance struct {
 // load spike on the database it exists to relieve.
 func (s *Store) Maintenance() *Maintenance {
 	return &Maintenance{s: s, interval: DefaultMaintenanceInterval, clock: time.Now,
-		compact: &CompactOptions{ManifestsOver: DefaultCompactManifestsOver, SmallFilesOver: DefaultCompactSmallFilesOver}}
+		compact: &CompactOptions{ManifestsOver: DefaultCompactManifestsOver, SmallFilesOver: DefaultCompactSmallFilesOver, Settled: true}}
 }
 
 // Interval sets the time between the starts of two cycles.
@@ -53,9 +53,11 @@ func (m *Maintenance) ExpireSnapshots(on bool) *Maintenance { m.expire = on; ret
 
 // Compact sets when a cycle compacts a table's cold tier (see
 // Store.Compact): when it crosses one of the thresholds of opts, which must
-// set at least one. It is on by default, with DefaultCompactManifestsOver
-// and DefaultCompactSmallFilesOver: the check reads the table's manifests,
-// which compaction keeps few. on false turns it off.
+// set at least one, and, with opts.Settled, when a month partition that no
+// archival window reaches again holds small files. It is on by default,
+// with DefaultCompactManifestsOver, DefaultCompactSmallFilesOver and
+// Settled: the check reads the table's manifests, which compaction keeps
+// few. on false turns it off.
 func (m *Maintenance) Compact(on bool, opts CompactOptions) *Maintenance {
 	m.compact = nil
 	if on {

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/meterstore/meterstore/internal/cold"
 )
 
 // Storage is what one table holds in each tier.
@@ -45,4 +47,22 @@ func (s *Store) Storage(ctx context.Context, name string) (Storage, error) {
 	}
 	st.ColdRows, st.ColdBytes, st.ColdFiles = cs.Readings, cs.Bytes, cs.Files
 	return st, nil
+}
+
+// Footprint is where the bytes of a table's cold data files go, from their
+// Parquet footers, against the value column's empirical entropy.
+type Footprint = cold.Footprint
+
+// ColdFootprint reads the footers and the value column of table name's cold
+// data files. It reads every value, so it costs a scan of the column.
+func (s *Store) ColdFootprint(ctx context.Context, name string) (Footprint, error) {
+	_, ct, _, err := s.opened(ctx, name)
+	if err != nil {
+		return Footprint{}, err
+	}
+	fp, err := s.cold.Footprint(ctx, ct)
+	if err != nil {
+		return Footprint{}, fmt.Errorf("store: %w", err)
+	}
+	return fp, nil
 }

@@ -134,6 +134,34 @@ func printArchiveStorage(w io.Writer, r *archivebench.StorageResult) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nPostgreSQL / cold: %.0fx   (goal: cold <= 4 B/reading: %s; >= 100x: %s)\n",
 		r.Ratio, yes(r.ColdBytesPerRead <= 4), yes(r.Ratio >= 100))
+	fmt.Fprintf(w, "\ncold bytes by column (Parquet footers), B/reading:\n")
+	printColumns(w, r.ColdColumns, r.ColdBloomBytes, r.ColdOverheadBytes, r.ColdReadings)
+	fmt.Fprintf(w, "value entropy: %.3f B/reading (%d distinct values); cold / entropy as archived: %.2fx\n",
+		r.ValueEntropy, r.ValueDistinct, r.VsEntropy)
+	if c := r.Compacted; c != nil {
+		fmt.Fprintf(w, "\nafter compacting the settled months (%d files rewritten in %.1f s): %d files, %.3f B/reading\n",
+			c.Rewritten, c.Seconds, c.Files, c.BytesPerReading)
+		printColumns(w, c.Columns, c.BloomBytes, c.OverheadBytes, r.ColdReadings)
+		fmt.Fprintf(w, "cold / entropy: %.2fx   (goal: <= 1.2x: %s)\n", c.VsEntropy, yes(c.VsEntropy > 0 && c.VsEntropy <= 1.2))
+	}
+}
+
+// printColumns prints each column's bytes a reading and what is not
+// column data, of n readings.
+func printColumns(w io.Writer, cols []archivebench.ColumnResult, bloom, overhead, n int64) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	for _, c := range cols {
+		fmt.Fprintf(tw, "%s\t%.3f\t\n", c.Name, c.BytesPerReading)
+	}
+	fmt.Fprintf(tw, "not column data (of which bloom filters %.3f)\t%.3f\t\n", perReading(bloom, n), perReading(overhead, n))
+	tw.Flush()
+}
+
+func perReading(b, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(b) / float64(n)
 }
 
 func printArchiveThroughput(w io.Writer, r *archivebench.ThroughputResult) {

@@ -59,6 +59,12 @@ type CompactOptions struct {
 	// off.
 	ResettleRows int64
 	KeepOpen     bool
+	// Settled makes a partition of a settled month, one that ends at or
+	// before W so that no archival window writes to it again, due whatever
+	// the thresholds once it holds MinSmallFiles small files: its daily
+	// files become few large ones for the years it is read. While no
+	// threshold is crossed, only such partitions are rewritten.
+	Settled bool
 }
 
 // due reports whether a table with manifests data manifests and at most
@@ -150,7 +156,13 @@ func (c *Tier) Compact(ctx context.Context, t *Table, opts CompactOptions) (Comp
 		g.drop(settle)
 	}
 	replace, read, most := g.small(opts)
-	if len(replace)+len(settle) == 0 && out.ManifestsBefore <= specs || !opts.due(out.ManifestsBefore, most) {
+	due := opts.due(out.ManifestsBefore, most)
+	if !due && opts.Settled {
+		replace, read = settledOnly(replace, read, w)
+		settle = slices.DeleteFunc(settle, func(f iceberg.DataFile) bool { return !settledMonth(f, w) })
+		due = len(replace)+len(settle) > 0
+	}
+	if len(replace)+len(settle) == 0 && out.ManifestsBefore <= specs || !due {
 		out.FilesAfter, out.ManifestsAfter = out.FilesBefore, out.ManifestsBefore
 		return out, nil
 	}
@@ -214,6 +226,34 @@ func (c *Tier) Compact(ctx context.Context, t *Table, opts CompactOptions) (Comp
 		"files_before", out.FilesBefore, "files_after", out.FilesAfter,
 		"manifests_before", out.ManifestsBefore, "manifests_after", out.ManifestsAfter, "rows", out.Rows)
 	return out, nil
+}
+
+// monthField is the partition field id of from_month (see partitionSpec).
+const monthField = 1000
+
+// settledMonth reports whether f lies in a month partition that ends at or
+// before w: no archival window writes to it again.
+func settledMonth(f iceberg.DataFile, w time.Time) bool {
+	var m int64
+	switch v := f.Partition()[monthField].(type) {
+	case int32:
+		m = int64(v)
+	case int64:
+		m = v
+	case int:
+		m = int64(v)
+	default:
+		return false
+	}
+	end := time.Date(1970, time.January+time.Month(m+1), 1, 0, 0, 0, 0, time.UTC)
+	return !end.After(w)
+}
+
+// settledOnly keeps the files and tasks of settled months.
+func settledOnly(files []iceberg.DataFile, tasks []table.FileScanTask, w time.Time) ([]iceberg.DataFile, []table.FileScanTask) {
+	files = slices.DeleteFunc(files, func(f iceberg.DataFile) bool { return !settledMonth(f, w) })
+	tasks = slices.DeleteFunc(tasks, func(t table.FileScanTask) bool { return !settledMonth(t.File, w) })
+	return files, tasks
 }
 
 // checkRewrite makes sure that every file a compaction of snapshot snap

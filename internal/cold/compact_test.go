@@ -467,3 +467,71 @@ func TestCompactUndeclaredColumns(t *testing.T) {
 		sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), all)
 	})
 }
+
+// TestCompactSettled compacts, below every threshold, the month partitions
+// that no archival window reaches again, and only those: January's daily
+// current and superseded files become one of each once W passes February
+// 1st, with the rows, W and every superseded mark as they were, while
+// February's daily files wait.
+func TestCompactSettled(t *testing.T) {
+	e := newEnv(t, Options{})
+	tab := loadProfile("power")
+	h := e.ensure(t, tab)
+	opts := CompactOptions{ManifestsOver: 1000, SmallFilesOver: 1000, Settled: true}
+	var all []series.Reading
+	day := func(from, to time.Time) {
+		t.Helper()
+		var rows []series.Reading
+		for i := range 3 {
+			for k := range 8 {
+				r := quarterHour(i, from, k)
+				rows = append(rows, r)
+				if k%2 == 0 {
+					r2 := r
+					r2.Version += 100
+					r2.Value += 1
+					rows = append(rows, r2)
+				}
+			}
+		}
+		if _, err := e.tier.Archive(t.Context(), h, to, from, to, Readings(rows)); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, rows...)
+	}
+	for d := range 3 {
+		day(jan2026.AddDate(0, 0, d), jan2026.AddDate(0, 0, d+1))
+	}
+	if c, err := e.tier.Compact(t.Context(), h, opts); err != nil || c.SnapshotID != 0 {
+		t.Fatalf("compaction of an unsettled month: %+v, %v; want nothing committed", c, err)
+	}
+	day(jan2026.AddDate(0, 0, 3), feb2026)
+	for d := range 2 {
+		day(feb2026.AddDate(0, 0, d), feb2026.AddDate(0, 0, d+1))
+	}
+	before := e.marks(t, h)
+	w0, _, err := e.tier.Watermark(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.tier.Compact(t.Context(), h, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// January: 4 current and 4 superseded files into one of each;
+	// February: 2 of each, left alone.
+	if got.FilesBefore != 12 || got.Rewritten != 8 || got.Written != 2 || got.FilesAfter != 6 || got.Partitions != 2 {
+		t.Fatalf("compaction %+v: want 12 files, 8 of January rewritten into 2", got)
+	}
+	if w, _, err := e.tier.Watermark(t.Context(), h); err != nil || !w.Equal(w0) || !got.Watermark.Equal(w0) {
+		t.Errorf("W after compaction %s (%v), reported %s, want %s", w, err, got.Watermark, w0)
+	}
+	sameReadings(t, tab, collect(t, e.tier.Scan(t.Context(), h, series.Range{})), all)
+	if after := e.marks(t, h); !maps.Equal(after, before) {
+		t.Errorf("superseded marks:\n got %v\nwant %v", after, before)
+	}
+	checkResolution(t, tab, e.marksOf(t, h))
+	if again, err := e.tier.Compact(t.Context(), h, opts); err != nil || again.SnapshotID != 0 {
+		t.Errorf("second compaction %+v, %v: want nothing committed", again, err)
+	}
+}

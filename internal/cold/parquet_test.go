@@ -12,9 +12,11 @@ import (
 )
 
 // TestParquetLayout opens the data files an archival wrote and checks what
-// the table properties promise: zstd on every column, bloom filters on
-// malo_id and obis_code that know the written ids, statistics on every data
-// page, and the configured row group size.
+// the table properties promise: zstd on every column, a bloom filter on
+// malo_id that knows the written ids and none on obis_code (constant in the
+// file), statistics on every data page, the configured row group size, and
+// rows in key order, so that a market location's lookup reads one or two
+// row groups by their statistics alone.
 func TestParquetLayout(t *testing.T) {
 	e := newEnv(t, Options{RowGroupRows: 1000})
 	h := e.ensure(t, loadProfile("power"))
@@ -40,7 +42,7 @@ func TestParquetLayout(t *testing.T) {
 				t.Fatalf("%d rows in %d row groups, want %d rows in groups of at most 1000", md.NumRows, md.NumRowGroups(), len(rows))
 			}
 			bloomed := map[int]bool{}
-			for _, c := range []string{"malo_id", "obis_code"} {
+			for _, c := range []string{"malo_id"} {
 				bloomed[md.Schema.ColumnIndexByName(c)] = true
 			}
 			for g := range md.NumRowGroups() {
@@ -61,6 +63,11 @@ func TestParquetLayout(t *testing.T) {
 						t.Errorf("row group %d, %s: no chunk statistics (%v)", g, col, err)
 					}
 					checkPageStatistics(t, rdr, g, c, col)
+				}
+			}
+			for _, id := range []string{rows[0].MaLo, rows[len(rows)/2].MaLo, rows[len(rows)-1].MaLo} {
+				if n := rowGroupsHolding(t, md, id); n < 1 || n > 2 {
+					t.Errorf("%d of %d row groups may hold %s by their statistics, want 1 or 2", n, md.NumRowGroups(), id)
 				}
 			}
 			bf, err := rdr.GetBloomFilterReader().RowGroup(0)
@@ -86,6 +93,29 @@ func TestParquetLayout(t *testing.T) {
 		})
 	}
 	t.Logf("%d data files", len(files))
+}
+
+// rowGroupsHolding returns the number of row groups of md whose malo_id
+// statistics admit id: the ones a lookup of id must read.
+func rowGroupsHolding(t *testing.T, md *metadata.FileMetaData, id string) int {
+	t.Helper()
+	col := md.Schema.ColumnIndexByName("malo_id")
+	n := 0
+	for g := range md.NumRowGroups() {
+		cc, err := md.RowGroup(g).ColumnChunk(col)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := cc.Statistics()
+		if err != nil || st == nil || !st.HasMinMax() {
+			t.Fatalf("row group %d: no malo_id statistics (%v)", g, err)
+		}
+		bs := st.(*metadata.ByteArrayStatistics)
+		if string(bs.Min()) <= id && id <= string(bs.Max()) {
+			n++
+		}
+	}
+	return n
 }
 
 // checkPageStatistics fails t unless every data page of column c in row

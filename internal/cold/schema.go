@@ -137,14 +137,23 @@ const (
 	PropTimeModel = "meterstore.time-model"
 )
 
-// bloomColumns are the columns a point lookup filters on.
-var bloomColumns = []string{"malo_id", "obis_code"}
+// bloomColumns are the columns a point lookup filters on whose bloom filter
+// buys something: a file's malo_id spans many market locations, and a
+// superseded file holds few of those in its min/max range. obis_code has
+// none: a table's files hold one or a few codes, which the column's
+// statistics already prune, and iceberg-go's writer allocates every filter
+// whole (BloomBytes a row group), whatever the distinct count.
+var bloomColumns = []string{"malo_id"}
 
 // droppedProperties are properties the Tier once set and now removes:
 // write.parquet.page-version "2" is iceberg-go's spelling, which Iceberg's
 // Java writer refuses ("v2"), so no Spark could write the table; iceberg-go
-// writes version 2 pages without it.
-var droppedProperties = map[string]string{table.ParquetPageVersionKey: "2"}
+// writes version 2 pages without it. The obis_code bloom filter cost
+// BloomBytes a row group and pruned nothing (see bloomColumns).
+var droppedProperties = map[string]string{
+	table.ParquetPageVersionKey:                                   "2",
+	table.ParquetBloomFilterColumnEnabledKeyPrefix + ".obis_code": "true",
+}
 
 // writeProperties returns the table properties that shape the files the
 // Tier writes. No history.expire.* property is among them: snapshot

@@ -1,6 +1,7 @@
 package cold
 
 import (
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ func TestBytesPerReading(t *testing.T) {
 	const locations = 200
 	slots := int(feb2026.Sub(jan2026) / (15 * time.Minute))
 	rng := rand.New(rand.NewPCG(1, 2))
+	counts := map[int64]float64{}
 	rows := func(yield func(series.Reading, error) bool) {
 		for i := range locations {
 			id := malo(i)
@@ -33,6 +35,7 @@ func TestBytesPerReading(t *testing.T) {
 				hour := from.Hour()
 				shape := int64(1 + (hour+18)%24/6)
 				wh := base*shape + rng.Int64N(base/2+1)
+				counts[wh]++
 				r := series.Reading{
 					MaLo: id, OBIS: "1-1:1.29.0", From: from, To: from.Add(15 * time.Minute),
 					Value: series.Decimal(wh * 1000), // kWh with three decimals
@@ -75,9 +78,46 @@ func TestBytesPerReading(t *testing.T) {
 		t.Fatalf("bytes per reading %v, %v", bpr, err)
 	}
 	t.Logf("%d readings in %d files, %d bytes: %.2f bytes per reading", n, s.Files, s.Bytes, bpr)
+	checkFootprint(t, e, h, s, counts)
 	// PostgreSQL needs about 100 bytes per row of this table; the point of
 	// the tier is to need a small fraction of that.
 	if bpr > 8 {
 		t.Fatalf("%.2f bytes per reading, want at most 8", bpr)
+	}
+}
+
+// checkFootprint compares the tier's footprint of h with storage s and
+// with the entropy of the values written, counted in counts.
+func checkFootprint(t *testing.T, e *env, h *Table, s Storage, counts map[int64]float64) {
+	t.Helper()
+	fp, err := e.tier.Footprint(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp.Files != s.Files || fp.Bytes != s.Bytes || fp.Readings != s.Readings {
+		t.Fatalf("footprint %d files, %d bytes, %d readings; storage %+v", fp.Files, fp.Bytes, fp.Readings, s)
+	}
+	var sum int64
+	for _, c := range fp.Columns {
+		if c.Bytes <= 0 {
+			t.Errorf("column %s: %d bytes", c.Name, c.Bytes)
+		}
+		sum += c.Bytes
+	}
+	if len(fp.Columns) != len(Schema(&h.decl).Fields()) || sum >= fp.Bytes || fp.OverheadBytes() != fp.Bytes-sum {
+		t.Fatalf("%d columns of %d bytes in %d bytes of files", len(fp.Columns), sum, fp.Bytes)
+	}
+	want := 0.0
+	for _, n := range counts {
+		p := n / float64(s.Readings)
+		want -= p * math.Log2(p)
+	}
+	if fp.ValueDistinct != len(counts) || math.Abs(fp.ValueEntropyBits-want) > 1e-9 {
+		t.Fatalf("value column: %d distinct, %.6f bits; written %d distinct, %.6f bits", fp.ValueDistinct, fp.ValueEntropyBits, len(counts), want)
+	}
+	t.Logf("value entropy %.3f B/reading (%d distinct), files %.3f B/reading: %.2fx; bloom filters %.3f B/reading",
+		fp.ValueEntropyBytes(), fp.ValueDistinct, fp.BytesPerReading(), fp.VsEntropy(), float64(fp.BloomBytes)/float64(fp.Readings))
+	for _, c := range fp.Columns {
+		t.Logf("  %-14s %.3f B/reading", c.Name, fp.ColumnBytesPerReading(c))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/archive"
+	"github.com/meterstore/meterstore/internal/cold"
 )
 
 // StorageConfig configures a storage run.
@@ -52,9 +53,53 @@ type StorageResult struct {
 	ColdBytes        int64   `json:"cold_bytes"`
 	ColdReadings     int64   `json:"cold_readings"`
 	ColdBytesPerRead float64 `json:"cold_bytes_per_reading"`
+	// From the data files' Parquet footers: each column's compressed
+	// bytes a reading, the bloom filters' bytes, and the value column's
+	// empirical Shannon entropy in bytes a reading (over ValueDistinct
+	// values). VsEntropy is ColdBytesPerRead over it.
+	ColdColumns       []ColumnResult `json:"cold_columns"`
+	ColdBloomBytes    int64          `json:"cold_bloom_bytes"`
+	ColdOverheadBytes int64          `json:"cold_overhead_bytes"`
+	ValueDistinct     int            `json:"value_distinct"`
+	ValueEntropy      float64        `json:"value_entropy_bytes_per_reading"`
+	VsEntropy         float64        `json:"cold_vs_entropy"`
+
+	// The same after the maintenance loop's compaction of the settled
+	// months (see cold.CompactOptions.Settled): what the months cost for
+	// the years they stay.
+	Compacted *CompactedResult `json:"compacted,omitempty"`
 
 	// Ratio is PostgreSQL bytes per reading over cold bytes per reading.
 	Ratio float64 `json:"ratio"`
+}
+
+// CompactedResult is the cold tier after the compaction of settled months.
+type CompactedResult struct {
+	Seconds         float64        `json:"seconds"`
+	Rewritten       int            `json:"files_rewritten"`
+	Files           int            `json:"cold_files"`
+	Bytes           int64          `json:"cold_bytes"`
+	BytesPerReading float64        `json:"cold_bytes_per_reading"`
+	Columns         []ColumnResult `json:"cold_columns"`
+	BloomBytes      int64          `json:"cold_bloom_bytes"`
+	OverheadBytes   int64          `json:"cold_overhead_bytes"`
+	VsEntropy       float64        `json:"cold_vs_entropy"`
+}
+
+// ColumnResult is one cold column's compressed bytes over every file.
+type ColumnResult struct {
+	Name            string  `json:"name"`
+	Bytes           int64   `json:"bytes"`
+	BytesPerReading float64 `json:"bytes_per_reading"`
+}
+
+// FootprintColumns returns fp's columns as results.
+func FootprintColumns(fp cold.Footprint) []ColumnResult {
+	out := make([]ColumnResult, 0, len(fp.Columns))
+	for _, c := range fp.Columns {
+		out = append(out, ColumnResult{Name: c.Name, Bytes: c.Bytes, BytesPerReading: fp.ColumnBytesPerReading(c)})
+	}
+	return out
 }
 
 // RunStorage loads the fixture into a power table on the server at url,
@@ -124,6 +169,28 @@ func RunStorage(ctx context.Context, url string, c StorageConfig) (*StorageResul
 	if st.Readings != res.PGRows {
 		return nil, fmt.Errorf("archivebench: the cold tier holds %d readings, PostgreSQL held %d", st.Readings, res.PGRows)
 	}
+	fp, err := e.cold.Footprint(ctx, e.ctable)
+	if err != nil {
+		return nil, fmt.Errorf("archivebench: %w", err)
+	}
+	res.ColdColumns = FootprintColumns(fp)
+	res.ColdBloomBytes, res.ColdOverheadBytes = fp.BloomBytes, fp.OverheadBytes()
+	res.ValueDistinct, res.ValueEntropy, res.VsEntropy = fp.ValueDistinct, fp.ValueEntropyBytes(), fp.VsEntropy()
+	start = time.Now()
+	cp, err := e.cold.Compact(ctx, e.ctable, cold.CompactOptions{ManifestsOver: 16, SmallFilesOver: 8, Settled: true})
+	if err != nil {
+		return nil, fmt.Errorf("archivebench: compact: %w", err)
+	}
+	secs := time.Since(start).Seconds()
+	if fp, err = e.cold.Footprint(ctx, e.ctable); err != nil {
+		return nil, fmt.Errorf("archivebench: %w", err)
+	}
+	if fp.Readings != res.PGRows {
+		return nil, fmt.Errorf("archivebench: after compaction the cold tier holds %d readings, PostgreSQL held %d", fp.Readings, res.PGRows)
+	}
+	res.Compacted = &CompactedResult{Seconds: secs, Rewritten: cp.Rewritten, Files: fp.Files, Bytes: fp.Bytes,
+		BytesPerReading: fp.BytesPerReading(), Columns: FootprintColumns(fp), BloomBytes: fp.BloomBytes,
+		OverheadBytes: fp.OverheadBytes(), VsEntropy: fp.VsEntropy()}
 	if res.ColdBytesPerRead > 0 {
 		res.Ratio = res.PGBytesPerRead / res.ColdBytesPerRead
 	}

@@ -96,6 +96,13 @@ func TestDemo(t *testing.T) {
 		if tr.ColdRows == 0 || tr.HotRows == 0 || tr.Windows == 0 {
 			t.Errorf("%s: %+v: want rows in both tiers", tr.Name, tr)
 		}
+		// March is settled (W is in April): its daily windows' files
+		// were compacted, so the table has fewer files than windows.
+		fp := tr.Cold
+		if fp.Readings != tr.ColdRows || len(fp.Columns) == 0 || fp.ValueEntropyBits <= 0 || fp.Files >= tr.Windows {
+			t.Errorf("%s: cold footprint %d readings in %d files (%d windows), %d columns, entropy %.2f bits; want %d readings in fewer files than windows",
+				tr.Name, fp.Readings, fp.Files, tr.Windows, len(fp.Columns), fp.ValueEntropyBits, tr.ColdRows)
+		}
 	}
 	// Readings counts every new row, the late ones routed to the cold tier
 	// included; each must be in exactly one tier.
@@ -104,6 +111,9 @@ func TestDemo(t *testing.T) {
 	}
 	if rep.Late == 0 {
 		t.Error("no late correction reached the cold tier")
+	}
+	if !strings.Contains(out.String(), "value entropy") {
+		t.Error("the report does not compare the cold bytes with the value entropy")
 	}
 	if !strings.Contains(out.String(), "StaticTable.from_metadata") {
 		t.Error("the report does not say how to read the data again")

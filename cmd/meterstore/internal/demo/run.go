@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/meterstore/meterstore/internal/archive"
@@ -103,8 +104,19 @@ func (r *runner) archive(ctx context.Context, now time.Time) error {
 		if out.Status == archive.Deferred {
 			r.deferred++
 		}
+		// As the maintenance loop does: a month no window reaches again
+		// becomes a few large files.
+		if _, err := r.s.Compact(ctx, name, settledCompaction()); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
 	}
 	return nil
+}
+
+// settledCompaction returns the maintenance loop's default compaction.
+func settledCompaction() store.CompactOptions {
+	return store.CompactOptions{ManifestsOver: store.DefaultCompactManifestsOver,
+		SmallFilesOver: store.DefaultCompactSmallFilesOver, Settled: true}
 }
 
 func (r *runner) progress(i, n int, d metering.Date) {
@@ -128,6 +140,27 @@ type TableReport struct {
 	HotRows, ColdRows   int64
 	HotBytesPerReading  float64
 	ColdBytesPerReading float64
+	// Cold is where the cold bytes go, from the Parquet footers.
+	Cold store.Footprint
+}
+
+// printFootprint prints where table name's cold bytes go: each column's
+// compressed bytes a reading and the value column's entropy.
+func printFootprint(out io.Writer, name string, fp store.Footprint) {
+	fmt.Fprintf(out, "\n%s cold, %d files, %.2f B/reading; by column (Parquet footers):", name, fp.Files, fp.BytesPerReading())
+	for _, c := range fp.Columns {
+		fmt.Fprintf(out, " %s %.3f", c.Name, fp.ColumnBytesPerReading(c))
+	}
+	fmt.Fprintf(out, "; not column data %.3f (bloom filters %.3f)\n", perReading(fp.OverheadBytes(), fp.Readings), perReading(fp.BloomBytes, fp.Readings))
+	fmt.Fprintf(out, "%s value entropy %.3f B/reading (%d distinct values): cold / entropy %.2fx\n",
+		name, fp.ValueEntropyBytes(), fp.ValueDistinct, fp.VsEntropy())
+}
+
+func perReading(b, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(b) / float64(n)
 }
 
 func (r *runner) report(ctx context.Context) (*Report, error) {
@@ -150,6 +183,15 @@ func (r *runner) report(ctx context.Context) (*Report, error) {
 		rep.Tables = append(rep.Tables, TableReport{Name: name, Watermark: w, Windows: r.windows[name],
 			HotRows: st.HotRows, ColdRows: st.ColdRows, HotBytesPerReading: st.HotBytesPerReading(),
 			ColdBytesPerReading: st.ColdBytesPerReading()})
+	}
+	for i := range rep.Tables {
+		t := &rep.Tables[i]
+		fp, err := r.s.ColdFootprint(ctx, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		t.Cold = fp
+		printFootprint(out, t.Name, fp)
 	}
 	if r.deferred > 0 {
 		fmt.Fprintf(out, "%d cycles deferred (a lock was not had in time)\n", r.deferred)
