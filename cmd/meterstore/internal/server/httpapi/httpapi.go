@@ -83,6 +83,9 @@ type Options struct {
 	// CatalogTokenLifetime is how long an access token of the catalog's
 	// OAuth2 endpoint is accepted; zero means DefaultCatalogTokenLifetime.
 	CatalogTokenLifetime time.Duration
+	// CatalogName, if set, is the readings views' default catalog
+	// (catalog.ViewCatalog).
+	CatalogName string
 	// CatalogVend, if set, is the S3 key pair the catalog vends to tokens
 	// with the scopes catalog and storage that ask for it
 	// (catalogcreds.go); the catalog's warehouse must be on S3.
