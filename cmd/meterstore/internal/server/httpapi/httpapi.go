@@ -240,12 +240,7 @@ func (h *handler) guard(scopes []string, next http.HandlerFunc) http.Handler {
 
 // bearer returns the token of the request's Authorization header.
 func bearer(r *http.Request) (string, bool) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
+	return auth.Bearer(r.Header.Get("Authorization"))
 }
 
 // refuse answers a request the guard turned away, counts it and logs it
