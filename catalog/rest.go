@@ -42,8 +42,8 @@ import (
 //
 // The handler does not authenticate: mount it behind something that does,
 // as meterstore serve does.
-func (c *Catalog) Handler(config map[string]string) http.Handler {
-	return c.handler(config, false)
+func (c *Catalog) Handler(config map[string]string, opts ...RESTOption) http.Handler {
+	return c.handler(config, false, opts)
 }
 
 // WritableHandler serves what Handler serves and the writes of the Iceberg
@@ -77,8 +77,24 @@ func (c *Catalog) Handler(config map[string]string) http.Handler {
 //
 // A write runs to its end even if the client disconnects, so that a dropped
 // connection cannot cut a commit short halfway; it is bounded by a timeout.
-func (c *Catalog) WritableHandler(config map[string]string) http.Handler {
-	return c.handler(config, true)
+func (c *Catalog) WritableHandler(config map[string]string, opts ...RESTOption) http.Handler {
+	return c.handler(config, true, opts)
+}
+
+// A RESTOption sets how Handler and WritableHandler serve.
+type RESTOption func(*restServer)
+
+// ViewCatalog names the catalog, as the engines that read the readings
+// views call it, as each view's default catalog (default-catalog of view
+// spec v1). Trino analyses a view only under a default catalog, and
+// resolves the view's namespace-qualified names in it, so its catalog
+// file must be called name; Spark uses the default catalog instead of its
+// own name for the catalog, so a Spark catalog must be called name too.
+// Without it (or with ""), views carry no default catalog: Spark and
+// PyIceberg read them under whatever name they give the catalog, and
+// Trino refuses them.
+func ViewCatalog(name string) RESTOption {
+	return func(s *restServer) { s.viewCatalog = name }
 }
 
 const (
@@ -115,8 +131,9 @@ var (
 
 // restServer holds what the routes share.
 type restServer struct {
-	c      *Catalog
-	config map[string]string
+	c           *Catalog
+	config      map[string]string
+	viewCatalog string // the views' default catalog; "": none
 }
 
 // routeKind decides how an error maps to a status: the protocol gives a
@@ -130,11 +147,14 @@ const (
 	writeRoute                      // every other write
 )
 
-func (c *Catalog) handler(config map[string]string, writable bool) http.Handler {
+func (c *Catalog) handler(config map[string]string, writable bool, opts []RESTOption) http.Handler {
 	if config == nil {
 		config = map[string]string{}
 	}
 	s := &restServer{c: c, config: config}
+	for _, o := range opts {
+		o(s)
+	}
 	type route struct {
 		method, path string
 		write        bool

@@ -84,6 +84,7 @@ type viewVersion struct {
 	Summary          map[string]string    `json:"summary"`
 	Representations  []viewRepresentation `json:"representations"`
 	DefaultNamespace []string             `json:"default-namespace"`
+	DefaultCatalog   string               `json:"default-catalog,omitempty"`
 }
 
 type viewRepresentation struct {
@@ -109,7 +110,9 @@ type viewLogEntry struct {
 // (schema id + 1), so that it changes when the columns do; its time is
 // the table's last update; its properties carry the watermark of the
 // table's current snapshot, W: the view's rows are the readings below it.
-func readingsView(ident table.Identifier, md table.Metadata) (string, viewMetadata, error) {
+// Its default namespace is the table's, and its default catalog is
+// viewCatalog unless that is empty (see ViewCatalog).
+func readingsView(ident table.Identifier, md table.Metadata, viewCatalog string) (string, viewMetadata, error) {
 	ns, name := ident[0], ident[1]
 	sc := md.CurrentSchema()
 	props := md.Properties()
@@ -169,6 +172,7 @@ func readingsView(ident table.Identifier, md table.Metadata) (string, viewMetada
 			Summary:          map[string]string{"engine-name": "meterstore"},
 			Representations:  reps,
 			DefaultNamespace: []string{ns},
+			DefaultCatalog:   viewCatalog,
 		}},
 		VersionLog: []viewLogEntry{{VersionID: version, TimestampMs: ts}},
 		Schemas:    []*iceberg.Schema{viewSchema},
@@ -248,7 +252,7 @@ func (s *restServer) loadReadingsView(ctx context.Context, ident table.Identifie
 	if err != nil {
 		return "", viewMetadata{}, err
 	}
-	return readingsView(tident, t.Metadata())
+	return readingsView(tident, t.Metadata(), s.viewCatalog)
 }
 
 // listViews answers the protocol's ListTablesResponse with the readings

@@ -184,6 +184,20 @@ func TestReadingsViewREST(t *testing.T) {
 		t.Errorf("after a commit: %v %s", err, moved.raw)
 	}
 
+	// Named by ViewCatalog, the version carries its default catalog, as
+	// Trino needs to analyse it; without, none (v above).
+	if v.DefaultCatalog != "" || bytes.Contains(load.raw, []byte("default-catalog")) {
+		t.Errorf("a default catalog without ViewCatalog: %q", v.DefaultCatalog)
+	}
+	named := httptest.NewServer(c.Handler(nil, catalog.ViewCatalog("meterstore")))
+	defer named.Close()
+	nl := restDo(t, named.URL, "GET", "/v1/namespaces/metering/views/power_readings", "")
+	mustUnmarshal(t, nl.raw, &whole)
+	if nmd, err := view.ParseMetadataBytes(whole.Metadata); err != nil || nmd.CurrentVersion().DefaultCatalog != "meterstore" ||
+		!slices.Equal(nmd.CurrentVersion().DefaultNamespace, []string{"metering"}) {
+		t.Errorf("with ViewCatalog: %v %s", err, nl.raw)
+	}
+
 	// iceberg-go's REST client loads it.
 	rc, _ := restClient(t, c.Handler(nil))
 	got, err := rc.LoadView(t.Context(), table.Identifier{"metering", "power_readings"})

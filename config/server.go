@@ -53,6 +53,11 @@ type Server struct {
 	// CatalogTokenLifetime is how long an access token that the catalog's
 	// OAuth2 endpoint issues is accepted (server.catalog_token_lifetime).
 	CatalogTokenLifetime time.Duration
+	// CatalogName is the name the engines that read the catalog give it,
+	// which each readings view carries as its default catalog (Trino
+	// analyses a view only under one); "" gives the views none
+	// (server.catalog_name).
+	CatalogName string
 	// CatalogVend hands the catalog's readers the key pair of an S3
 	// warehouse (see CatalogVend); off by default (server.catalog_vend_*).
 	CatalogVend CatalogVend
@@ -111,6 +116,9 @@ const HashPrefix = "sha256:"
 // tokenName is a token's name: it appears in logs, so it is plain.
 var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
+// catalogName is a catalog name every engine accepts unquoted.
+var catalogName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
 // rawServer is the shape of the [server] section.
 type rawServer struct {
 	Listen          value      `toml:"listen"`
@@ -126,6 +134,7 @@ type rawServer struct {
 	IdemRetention   value      `toml:"idempotency_retention"`
 	CatalogWritable value      `toml:"catalog_writable"`
 	CatalogTokenTTL value      `toml:"catalog_token_lifetime"`
+	CatalogName     value      `toml:"catalog_name"`
 	VendCredentials value      `toml:"catalog_vend_credentials"`
 	VendKeyID       value      `toml:"catalog_vend_access_key_id"`
 	VendSecret      value      `toml:"catalog_vend_secret_access_key"`
@@ -157,6 +166,14 @@ func (r *reader) server(raw *rawServer) Server {
 		IdempotencyRetention: r.duration("server.idempotency_retention", raw.IdemRetention, defaultIdempotencyRetention, "h"),
 		CatalogWritable:      r.boolean("server.catalog_writable", raw.CatalogWritable, false),
 		CatalogTokenLifetime: r.duration("server.catalog_token_lifetime", raw.CatalogTokenTTL, defaultCatalogTokenLifetime, "m"),
+		CatalogName:          r.str("server.catalog_name", raw.CatalogName, ""),
+	}
+	if n := s.CatalogName; n != "" && !catalogName.MatchString(n) && r.ok("server.catalog_name") {
+		// Trino folds catalog names to lower case and allows no dots
+		// or quotes in them: a name it cannot have would fail every
+		// view at analysis.
+		r.errorf("server.catalog_name", "%q: want lower-case letters, digits and _, starting with a letter", n)
+		s.CatalogName = ""
 	}
 	if d := s.ShutdownTimeout; d > maxShutdownTimeout && r.ok("server.shutdown_timeout") {
 		// Supervisors stop waiting long before (systemd after 90s,

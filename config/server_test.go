@@ -29,6 +29,7 @@ max_concurrent_requests = 3
 idempotency_retention = "2h"
 catalog_writable = true
 catalog_token_lifetime = "15m"
+catalog_name = "meterstore"
 
 [[server.token]]
 name = "billing"
@@ -48,7 +49,7 @@ name = "power"
 		Listen: "0.0.0.0:8443", FlightListen: "0.0.0.0:8444", TLSCert: "/srv/ms/tls/cert.pem", TLSKey: "/etc/ms/key.pem",
 		ReadTimeout: 10 * time.Second, WriteTimeout: time.Hour, ShutdownTimeout: time.Minute, MaxBodyBytes: 1 << 30,
 		MaxConcurrentRequests: 3, IdempotencyRetention: 2 * time.Hour,
-		CatalogWritable: true, CatalogTokenLifetime: 15 * time.Minute,
+		CatalogWritable: true, CatalogTokenLifetime: 15 * time.Minute, CatalogName: "meterstore",
 		Tokens: []Token{
 			{Name: "billing", Hash: sha256.Sum256([]byte("secret-1")), Scopes: []string{"ingest", "query"}, Tables: []string{"power"}},
 			{Name: "ops.admin", Hash: sha256.Sum256([]byte("secret-2")), Scopes: []string{"admin"}},
@@ -105,6 +106,8 @@ func TestServerProblems(t *testing.T) {
 		{"retention of years", "[server]\nidempotency_retention = \"1000d\"\n", "server.idempotency_retention", 2, "want 1m to 366d"},
 		{"catalog token for days", "[server]\ncatalog_token_lifetime = \"7d\"\n", "server.catalog_token_lifetime", 2, "want 1m to 1d"},
 		{"catalog token for seconds", "[server]\ncatalog_token_lifetime = \"5s\"\n", "server.catalog_token_lifetime", 2, "want 1m to 1d"},
+		{"catalog name with a dot", "[server]\ncatalog_name = \"ms.prod\"\n", "server.catalog_name", 2, "want lower-case letters"},
+		{"catalog name in capitals", "[server]\ncatalog_name = \"MeterStore\"\n", "server.catalog_name", 2, "want lower-case letters"},
 		{"catalog writable as text", "[server]\ncatalog_writable = \"yes\"\n", "server.catalog_writable", 2, ""},
 		{"token not an array", "[server.token]\nname = \"a\"\n", "server.token", 1, "[[server.token]]"},
 		{"unknown scope", "[[server.token]]\nname = \"a\"\nhash = \"" + good + "\"\nscopes = [\"query\", \"write\"]\n", "server.token[0].scopes", 4, `"write": want "ingest", "query", "catalog", "storage" or "admin"`},

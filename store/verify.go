@@ -47,6 +47,14 @@ type Verification struct {
 	// Forks are the commits MeterStore did not make found in the table's
 	// Hadoop-layout metadata mirror; ResolveForks moves them aside.
 	Forks []catalog.Fork
+	// Orphans are the files under the table's location that nothing
+	// references and that are older than the safety age (each in
+	// Problems too): the files of a refused foreign write or a failed
+	// archival, metadata snapshot expiry left. Orphans with Delete, or
+	// the maintenance loop's orphan removal, deletes them. YoungOrphans
+	// are the unreferenced files younger than the safety age, which a
+	// commit under way may still reference: notes, not problems.
+	Orphans, YoungOrphans []OrphanFile
 	// Err is why the table could not be verified, or verified only in
 	// part.
 	Err error
@@ -62,7 +70,17 @@ type VerifyOptions struct {
 	// footer are read, which an altered file of the same size and row
 	// count passes.
 	Deep bool
+	// OrphanAge is the safety age of unreferenced files (see
+	// OrphanOptions.OlderThan): an older one is a problem, a younger one
+	// a note. Give it the maintenance loop's orphan age, so that what
+	// verify calls a problem is what the loop removes; zero means
+	// DefaultOrphanAge.
+	OrphanAge time.Duration
 }
+
+// An OrphanFile is a file under a table's location that nothing
+// references: its location, size and modification time.
+type OrphanFile = cold.OrphanFile
 
 // Verify checks every table more deeply than Status: every data file the
 // current snapshot references exists with the size and footer row count its
@@ -70,8 +88,10 @@ type VerifyOptions struct {
 // in PostgreSQL is accounted for: an attached one at or above the
 // watermark, a detached one covered by it (awaiting its drop) or recorded
 // by the archival ledger as an archival under way; and every file of the
-// table's metadata mirror is MeterStore's (catalog.VerifyMirror). A missing
-// file is otherwise noticed only by a query that needs it.
+// table's metadata mirror is MeterStore's (catalog.VerifyMirror); and no
+// file under the table's location that nothing references is older than
+// opts.OrphanAge (see Orphans). A missing file is otherwise noticed only
+// by a query that needs it.
 //
 // The data files found altered are recorded in the hot tier's database:
 // from then on every process of the deployment refuses to read them and
@@ -154,6 +174,25 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 			}
 		case err != nil:
 			errs = append(errs, err)
+		}
+	}
+	// Orphans refuses a table whose mirror holds a fork, already a
+	// problem: its files are listed once the fork is resolved.
+	if ct != nil && len(v.Forks) == 0 {
+		age := opts.OrphanAge
+		if age <= 0 {
+			age = DefaultOrphanAge
+		}
+		wall := s.opts.Now.wall()
+		r, err := s.cold.Orphans(ctx, ct, cold.OrphanOptions{Before: wall.Add(-age)})
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			v.Orphans, v.YoungOrphans = r.Orphans, r.YoungFiles
+			for _, o := range r.Orphans {
+				v.Problems = append(v.Problems, fmt.Sprintf("a file nothing references, older than the safety age %s: %s (%d bytes, modified %s, %s ago)",
+					age, o.Location, o.Size, o.ModTime.UTC().Format(time.RFC3339), wall.Sub(o.ModTime).Round(time.Minute)))
+			}
 		}
 	}
 	if len(errs) > 0 {

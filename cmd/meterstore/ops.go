@@ -370,6 +370,7 @@ func stamp(t time.Time) string {
 func newVerify() *cobra.Command {
 	var d deployment
 	var resolve, deep, adopt bool
+	var orphanAge time.Duration
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check every cold data file and every partition; exit 1 when something is missing, altered or unaccounted for",
@@ -384,7 +385,14 @@ detached and either covered by the watermark (awaiting its drop) or
 recorded by the archival ledger as an archival under way; and that every
 file of the table's Hadoop-layout metadata mirror (v<N>.metadata.json,
 version-hint.text) is MeterStore's, naming each commit another writer made
-there (a fork).
+there (a fork); and that no file under the table's location that nothing
+references (the files of a refused foreign write or a failed archival,
+metadata snapshot expiry left) is older than the safety age, the
+maintenance loop's maintenance.remove_orphans_after (or --orphan-age, or
+a day when removal is off). Each is named with its size and time;
+'meterstore orphans --delete' or the maintenance loop removes them.
+Unreferenced files younger than the safety age may belong to a commit
+under way: they are listed as notes and do not fail the verification.
 
 A data file found altered is recorded in PostgreSQL: every query that
 would read it fails naming it, and status reports its table unhealthy,
@@ -399,11 +407,17 @@ pointed at the log's head again. Exit 1 when a problem is found, 75 when a
 tier could not be reached.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, _, err := d.open(cmd.Context())
+			s, cfg, err := d.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			if orphanAge == 0 {
+				orphanAge = cfg.Maintenance.RemoveOrphansAfter
+			}
+			if orphanAge == 0 {
+				orphanAge = store.DefaultOrphanAge
+			}
 			w := cmd.OutOrStdout()
 			if resolve {
 				for _, name := range s.Tables() {
@@ -428,7 +442,7 @@ tier could not be reached.`,
 					}
 				}
 			}
-			vs := s.Verify(cmd.Context(), store.VerifyOptions{Deep: deep})
+			vs := s.Verify(cmd.Context(), store.VerifyOptions{Deep: deep, OrphanAge: orphanAge})
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "table\tsnapshot\twatermark\tdata files\tbytes\twithout digest\thashed\tattached\tdetached\tawaiting drop\tin flight\tproblems\tok")
 			for _, v := range vs {
@@ -442,6 +456,10 @@ tier could not be reached.`,
 				for _, p := range v.Problems {
 					fmt.Fprintf(w, "%s: %s\n", v.Table, p)
 					bad = true
+				}
+				for _, o := range v.YoungOrphans {
+					fmt.Fprintf(w, "%s: note: a file nothing references yet, younger than the safety age %s (a commit under way, or an orphan once older): %s (%d bytes, modified %s, %s ago)\n",
+						v.Table, orphanAge, o.Location, o.Size, stamp(o.ModTime), time.Since(o.ModTime).Round(time.Second))
 				}
 				if v.Err != nil {
 					errs = append(errs, v.Err)
@@ -459,6 +477,7 @@ tier could not be reached.`,
 	cmd.Flags().BoolVar(&deep, "deep", false, "read every data file whole and compare its SHA-256 with the digest its commit recorded")
 	cmd.Flags().BoolVar(&adopt, "adopt-digests", false, "first record the digests of data files archived before digests were recorded")
 	cmd.Flags().BoolVar(&resolve, "resolve-forks", false, "move the commits another writer made in the metadata mirror aside, then verify")
+	cmd.Flags().DurationVar(&orphanAge, "orphan-age", 0, "the safety age of unreferenced files (default: maintenance.remove_orphans_after, or 24h when that is off)")
 	d.flags(cmd, false)
 	return cmd
 }

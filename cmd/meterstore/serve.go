@@ -135,7 +135,7 @@ func serve(cmd *cobra.Command, d *deployment) error {
 		Meters: meters, Metrics: exposition, MaxConcurrentRequests: sc.MaxConcurrentRequests,
 		IdempotencyRetention: sc.IdempotencyRetention,
 		Catalog:              cat, CatalogWritable: sc.CatalogWritable, CatalogTokenLifetime: sc.CatalogTokenLifetime,
-		CatalogVend: vendKeys(sc.CatalogVend, cat)})
+		CatalogName: sc.CatalogName, CatalogVend: vendKeys(sc.CatalogVend, cat)})
 	if err != nil {
 		return err
 	}

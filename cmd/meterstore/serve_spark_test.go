@@ -261,7 +261,26 @@ func TestServeSpark(t *testing.T) {
 	if after, _ := snapshotList(t, d.cfgPath); !slices.Equal(after, ids) {
 		t.Errorf("snapshots %v, then %v", ids, after)
 	}
-	mustRun(t, append([]string{"verify"}, c...)...)
+	// verify names each as a note while it is younger than the safety
+	// age, and as a problem (exit 1) past it; after orphans --delete it
+	// passes again.
+	out = []byte(mustRun(t, append([]string{"verify"}, c...)...))
+	for _, f := range orphans {
+		if name := filepath.Base(strings.Fields(f)[0]); !strings.Contains(string(out), "note: ") || !strings.Contains(string(out), name) {
+			t.Errorf("verify does not note %s:\n%s", name, out)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond)
+	vout, code := run(t, append([]string{"verify", "--orphan-age", "1s"}, c...)...)
+	for _, f := range orphans {
+		if name := filepath.Base(strings.Fields(f)[0]); code != exitPermanent || !strings.Contains(vout, name) {
+			t.Errorf("verify --orphan-age 1s: exit %d, %s not named:\n%s", code, name, vout)
+		}
+	}
+	mustRun(t, append([]string{"orphans", "--table", "power", "--delete", "--older-than", "1s"}, c...)...)
+	if vout, code := run(t, append([]string{"verify", "--orphan-age", "1s"}, c...)...); code != 0 || len(orphans) > 0 && strings.Contains(vout, filepath.Base(strings.Fields(orphans[0])[0])) {
+		t.Errorf("verify after orphans --delete: exit %d\n%s", code, vout)
+	}
 }
 
 // The files a refused INSERT leaves (see refusedWriteFile): Iceberg

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -151,5 +152,76 @@ func TestVerifyDeep(t *testing.T) {
 	mustRun(t, append([]string{"status", "--now", now}, c...)...)
 	if out := mustRun(t, query...); out != before {
 		t.Fatalf("the query after the restore:\n%s\nbefore the file was altered:\n%s", out, before)
+	}
+}
+
+// TestVerifyOrphans: a file under a table's location that nothing
+// references (what a refused foreign write leaves) fails verify, named
+// with its size, once older than the maintenance loop's safety age (3d by
+// default); a younger one is a note. The maintenance loop removes an old
+// one, as does orphans --delete, and verify passes again.
+func TestVerifyOrphans(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath, _ := deploymentConfig(t, dir)
+	c := []string{"-c", cfgPath}
+	const now = "2026-05-01T00:00:00Z"
+	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+	deliv := filepath.Join(dir, "day.csv")
+	os.WriteFile(deliv, []byte(deliveryCSV(2, -1)), 0o644)
+	mustRun(t, append([]string{"ingest", "--table", "power", deliv}, c...)...)
+	mustRun(t, append([]string{"maintain", "--once", "--now", now}, c...)...)
+	var loc string // the table's location: the directory holding data/ and metadata/
+	filepath.WalkDir(filepath.Join(dir, "wh"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "metadata" && filepath.Base(filepath.Dir(path)) == "power" {
+			loc = filepath.Dir(path)
+		}
+		return nil
+	})
+	if loc == "" {
+		t.Fatal("no location of power in the warehouse")
+	}
+	plant := func(rel string, age time.Duration) string {
+		t.Helper()
+		p := filepath.Join(loc, rel)
+		if err := os.WriteFile(p, []byte("left by a refused write"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		when := time.Now().Add(-age)
+		if err := os.Chtimes(p, when, when); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	young := plant("data/00000-young.parquet", time.Minute)
+	out, code := run(t, append([]string{"verify"}, c...)...)
+	if code != 0 || !strings.Contains(out, "note: ") || !strings.Contains(out, filepath.Base(young)) {
+		t.Errorf("verify with a young unreferenced file: exit %d\n%s", code, out)
+	}
+
+	// An old one in data/: verify fails naming it; the maintenance loop
+	// removes it and leaves the young one.
+	old := plant("data/00000-refused.parquet", 4*24*time.Hour)
+	out, code = run(t, append([]string{"verify"}, c...)...)
+	t.Logf("verify with an old unreferenced file:\n%s", out)
+	if code != exitPermanent || !strings.Contains(out, filepath.Base(old)+" (23 bytes") || !strings.Contains(out, "nothing references") {
+		t.Errorf("verify with an old unreferenced file: exit %d\n%s", code, out)
+	}
+	mustRun(t, append([]string{"maintain", "--once", "--now", now}, c...)...)
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the maintenance loop left %s: %v", old, err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("the maintenance loop took the young file: %v", err)
+	}
+	mustRun(t, append([]string{"verify"}, c...)...)
+
+	// An old one in metadata/: orphans --delete removes it.
+	old = plant("metadata/snap-1-refused.avro", 10*24*time.Hour)
+	if out, code := run(t, append([]string{"verify"}, c...)...); code != exitPermanent || !strings.Contains(out, filepath.Base(old)) {
+		t.Errorf("verify with an old unreferenced metadata file: exit %d\n%s", code, out)
+	}
+	mustRun(t, append([]string{"orphans", "--table", "power", "--delete", "--older-than", "72h"}, c...)...)
+	if out, code := run(t, append([]string{"verify"}, c...)...); code != 0 || strings.Contains(out, filepath.Base(old)) {
+		t.Errorf("verify after orphans --delete: exit %d\n%s", code, out)
 	}
 }

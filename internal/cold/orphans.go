@@ -45,8 +45,10 @@ type OrphanReport struct {
 	Deleted      int
 	DeletedBytes int64
 	// Young counts the unreferenced files kept for being newer than the
-	// safety line.
-	Young int
+	// safety line, and YoungFiles are they: a commit under way, or
+	// orphans once they are older.
+	Young      int
+	YoungFiles []OrphanFile
 	// Live counts the files kept for being referenced, or the catalog's.
 	Live int
 }
@@ -126,6 +128,7 @@ func (c *Tier) Orphans(ctx context.Context, t *Table, opts OrphanOptions) (Orpha
 			out.Live++
 		case !f.mod.Before(opts.Before):
 			out.Young++
+			out.YoungFiles = append(out.YoungFiles, OrphanFile{Location: f.loc, Size: f.size, ModTime: f.mod})
 		default:
 			out.Orphans = append(out.Orphans, OrphanFile{Location: f.loc, Size: f.size, ModTime: f.mod})
 		}

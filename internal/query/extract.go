@@ -140,8 +140,10 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	case doc.Error && doc.ErrorType == "parser":
 		return analysis{}, fmt.Errorf("%w: %s", ErrInvalidQuery, doc.ErrorMessage)
 	case doc.Error:
-		// json_serialize_sql serializes SELECT statements only.
-		return analysis{}, fmt.Errorf("%w: %s", ErrNotReadOnly, doc.ErrorMessage)
+		// json_serialize_sql serializes SELECT statements only; its
+		// message ("Only SELECT statements can be serialized to json!")
+		// speaks of its own job, not of why the statement is refused.
+		return analysis{}, fmt.Errorf("%w: this statement is not a SELECT", ErrNotReadOnly)
 	case len(doc.Statements) != 1:
 		return analysis{}, fmt.Errorf("%w: %d statements", ErrNotReadOnly, len(doc.Statements))
 	}

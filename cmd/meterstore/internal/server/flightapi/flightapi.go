@@ -28,7 +28,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
@@ -144,8 +143,8 @@ func (s *server) authenticate(ctx context.Context, method string) (context.Conte
 	md, _ := metadata.FromIncomingContext(ctx)
 	var presented string
 	for _, v := range md.Get("authorization") {
-		if scheme, tok, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(tok) != "" {
-			presented = strings.TrimSpace(tok)
+		if tok, ok := auth.Bearer(v); ok {
+			presented = tok
 			break
 		}
 	}

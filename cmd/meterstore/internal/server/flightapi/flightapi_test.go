@@ -305,9 +305,19 @@ func TestFlightSQL(t *testing.T) {
 			t.Errorf("%s: %v; want %v", sql, err, code)
 		}
 	}
-	if _, err := cl.ExecuteUpdate(ctx, "DELETE FROM power.readings"); status.Code(err) != codes.Unimplemented ||
-		!strings.Contains(err.Error(), "read-only") {
-		t.Errorf("ExecuteUpdate: %v; want Unimplemented, read-only", err)
+	// A write, as a query or as an update, is told that only SELECT
+	// runs, never DuckDB's words about serializing to JSON.
+	for _, sql := range []string{"DELETE FROM power.readings", "INSERT INTO power.readings SELECT * FROM power.readings",
+		"CREATE TABLE x (i INTEGER)"} {
+		_, _, err := query(ctx, cl, sql)
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "only a single SELECT statement may run: this statement is not a SELECT") ||
+			!strings.Contains(err.Error(), "read-only") || strings.Contains(err.Error(), "json") {
+			t.Errorf("query %s: %v; want InvalidArgument, not a SELECT, read-only", sql, err)
+		}
+		if _, err := cl.ExecuteUpdate(ctx, sql); status.Code(err) != codes.InvalidArgument ||
+			!strings.Contains(err.Error(), "read-only: only SELECT statements are accepted") {
+			t.Errorf("ExecuteUpdate %s: %v; want InvalidArgument, read-only", sql, err)
+		}
 	}
 
 	// GetTables: the relations of each table the token may touch, and the

@@ -394,9 +394,11 @@ func (s *server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 	return nil, nil
 }
 
-// errReadOnly refuses every write.
-var errReadOnly = status.Error(codes.Unimplemented,
-	"meterstore's Flight SQL is read-only: readings are written through POST /v1/tables/{table}/readings or meterstore ingest")
+// errReadOnly refuses every write, with the code a statement that is no
+// SELECT gets on the query path.
+var errReadOnly = status.Error(codes.InvalidArgument,
+	"meterstore's Flight SQL is read-only: only SELECT statements are accepted; "+
+		"readings are written through POST /v1/tables/{table}/readings or meterstore ingest")
 
 // DoPutCommandStatementUpdate refuses a write.
 func (s *server) DoPutCommandStatementUpdate(context.Context, flightsql.StatementUpdate) (int64, error) {

@@ -77,10 +77,14 @@ func (h *handler) routeCatalog() error {
 	if c.lifetime <= 0 {
 		c.lifetime = DefaultCatalogTokenLifetime
 	}
+	var opts []catalog.RESTOption
+	if h.o.CatalogName != "" {
+		opts = append(opts, catalog.ViewCatalog(h.o.CatalogName))
+	}
 	if c.writable {
-		c.inner = h.o.Catalog.WritableHandler(nil)
+		c.inner = h.o.Catalog.WritableHandler(nil, opts...)
 	} else {
-		c.inner = h.o.Catalog.Handler(nil)
+		c.inner = h.o.Catalog.Handler(nil, opts...)
 	}
 	h.mux.HandleFunc("POST "+oauthTokensPath, c.tokens)
 	h.mux.HandleFunc("GET "+catalogConfigPath, c.serve)

@@ -127,6 +127,21 @@ func TestCatalogAuth(t *testing.T) {
 			t.Errorf("%s: 401 without WWW-Authenticate", tc.name)
 		}
 	}
+	// A client without a credential is told so, whatever placeholder it
+	// sends (PyIceberg: "Bearer None"), as curl without a header is; a
+	// wrong token is told it is not valid.
+	for _, tc := range []struct{ tok, want string }{
+		{"", "a bearer token is required"},
+		{"None", "a bearer token is required"},
+		{"null", "a bearer token is required"},
+		{readerTok + "x", "the bearer token is not valid"},
+	} {
+		a := catalogCall(t, h, "GET", "/iceberg/v1/config", tc.tok, nil)
+		msg, _ := a.body["error"].(map[string]any)["message"].(string)
+		if a.code != 401 || !strings.HasPrefix(msg, tc.want) {
+			t.Errorf("bearer %q: %d %s; want 401 %q", tc.tok, a.code, a.raw, tc.want)
+		}
+	}
 	// The endpoints advertised are the reads; the config names no writes.
 	cfg := catalogCall(t, h, "GET", "/iceberg/v1/config", readerTok, nil)
 	eps, _ := cfg.body["endpoints"].([]any)

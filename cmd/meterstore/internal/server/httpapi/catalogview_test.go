@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -97,6 +98,23 @@ func TestCatalogViews(t *testing.T) {
 	}
 	if !slices.Equal(dialects, []string{"spark", "trino", "duckdb"}) || md["format-version"] != float64(1) {
 		t.Errorf("view metadata %s", load.raw)
+	}
+	// Its version names its namespace; with server.catalog_name, its
+	// catalog too, as Trino needs.
+	v0 := versions[0].(map[string]any)
+	if fmt.Sprint(v0["default-namespace"]) != "[meterstore]" || v0["default-catalog"] != nil {
+		t.Errorf("view version without a catalog name: %s", load.raw)
+	}
+	named, err := New(s, Options{Tokens: []config.Token{reader}, Catalog: cat, CatalogName: "lake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl := catalogCall(t, named, "GET", view, readerTok, nil)
+	nmd, _ := nl.body["metadata"].(map[string]any)
+	nv, _ := nmd["versions"].([]any)
+	if len(nv) != 1 || nv[0].(map[string]any)["default-catalog"] != "lake" ||
+		fmt.Sprint(nv[0].(map[string]any)["default-namespace"]) != "[meterstore]" {
+		t.Errorf("view version with catalog name lake: %s", nl.raw)
 	}
 
 	cfg := catalogCall(t, h, "GET", "/iceberg/v1/config", readerTok, nil)

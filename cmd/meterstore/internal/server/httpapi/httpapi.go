@@ -83,6 +83,9 @@ type Options struct {
 	// CatalogTokenLifetime is how long an access token of the catalog's
 	// OAuth2 endpoint is accepted; zero means DefaultCatalogTokenLifetime.
 	CatalogTokenLifetime time.Duration
+	// CatalogName, if set, is the readings views' default catalog
+	// (catalog.ViewCatalog).
+	CatalogName string
 	// CatalogVend, if set, is the S3 key pair the catalog vends to tokens
 	// with the scopes catalog and storage that ask for it
 	// (catalogcreds.go); the catalog's warehouse must be on S3.
@@ -237,12 +240,7 @@ func (h *handler) guard(scopes []string, next http.HandlerFunc) http.Handler {
 
 // bearer returns the token of the request's Authorization header.
 func bearer(r *http.Request) (string, bool) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
+	return auth.Bearer(r.Header.Get("Authorization"))
 }
 
 // refuse answers a request the guard turned away, counts it and logs it
