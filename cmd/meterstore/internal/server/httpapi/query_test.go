@@ -481,7 +481,9 @@ func (w *slowWriter) Flush() {
 // lines with it and a last error line, Arrow without its end-of-stream
 // marker, the connection dropped.
 func TestQueryCutShort(t *testing.T) {
-	const timeout = 300 * time.Millisecond
+	// The first batch must be sent before the timeout: 300 ms was too
+	// short for preparing the statement on two cores under a loaded build.
+	const timeout = 2 * time.Second
 	s := openStore(t, func(o *store.Options) { o.Query.Timeout = timeout })
 	reporting, tok := token(t, "reporting", config.ScopeQuery)
 	h, err := New(s, Options{Tokens: []config.Token{reporting}})
