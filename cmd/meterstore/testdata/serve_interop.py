@@ -54,11 +54,11 @@ def ingest(base, ingest_token):
     path = "/v1/tables/power/readings"
     status, ctype, resp = call(base, path, ingest_token, body, "text/csv")
     assert ctype == "application/json", f"ingest: Content-Type {ctype}"
-    want = {"inserted": 4, "present": 0, "late": 0, "batches": 1}
+    want = {"inserted": 4, "present": 0, "late": 0, "batches": 1, "superseded": 0, "shadowed": 0, "refused": 0}
     assert (status, resp) == (200, want), f"ingest: {status} {resp}"
 
     status, _, resp = call(base, path, ingest_token, body, "text/csv")
-    want = {"inserted": 0, "present": 4, "late": 0, "batches": 1}
+    want = {"inserted": 0, "present": 4, "late": 0, "batches": 1, "superseded": 0, "shadowed": 0, "refused": 0}
     assert (status, resp) == (200, want), f"the same delivery again: {status} {resp}"
 
     # An idempotent retry is answered with the recorded outcome; the key

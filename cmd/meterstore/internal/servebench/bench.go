@@ -117,12 +117,13 @@ type Large struct {
 type Count struct {
 	Table        string `json:"table"`
 	Acknowledged int64  `json:"acknowledged"` // readings in acknowledged batches
-	Inserted     int64  `json:"inserted"`     // readings the acknowledgements call inserted
+	Inserted     int64  `json:"inserted"`     // readings the acknowledgements call stored anew: inserted, superseded or shadowed
 	Stored       int64  `json:"stored"`       // rows in the table at the end
 }
 
 // OK reports whether the table holds exactly the readings acknowledged,
-// each acknowledged as newly inserted.
+// each acknowledged as stored anew (inserted, or a correction that
+// superseded or is shadowed by another version), none as present.
 func (c Count) OK() bool { return c.Stored == c.Acknowledged && c.Inserted == c.Acknowledged }
 
 // A CountError is a run whose count check failed: readings acknowledged

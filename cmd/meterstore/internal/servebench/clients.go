@@ -73,7 +73,7 @@ func writeInProcess(s *store.Store, table string, t *tally) func(context.Context
 			if err != nil {
 				return fmt.Errorf("servebench: Write into %s: %w", table, err)
 			}
-			t.inserted.Add(int64(res.Inserted))
+			t.inserted.Add(int64(res.Inserted + res.Superseded + res.Shadowed))
 		}
 		t.batches.Add(1)
 		t.acked.Add(int64(len(b.rows)))
@@ -86,10 +86,12 @@ const maxRetries = 5
 
 // ingestCounts is the body of a 200 from an ingest.
 type ingestCounts struct {
-	Inserted int `json:"inserted"`
-	Present  int `json:"present"`
-	Late     int `json:"late"`
-	Batches  int `json:"batches"`
+	Inserted   int `json:"inserted"`
+	Superseded int `json:"superseded"`
+	Shadowed   int `json:"shadowed"`
+	Present    int `json:"present"`
+	Late       int `json:"late"`
+	Batches    int `json:"batches"`
 }
 
 // An httpClient asks one serve with one token.
@@ -137,7 +139,7 @@ func (h *httpClient) ingest(table string, t *tally) func(context.Context, *batch
 			}
 			t.batches.Add(1)
 			t.acked.Add(int64(len(b.rows)))
-			t.inserted.Add(int64(c.Inserted))
+			t.inserted.Add(int64(c.Inserted + c.Superseded + c.Shadowed))
 			return nil
 		}
 	}
