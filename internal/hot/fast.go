@@ -129,17 +129,8 @@ func runs(t *series.Table, rows []staged) []run {
 func (h *Tier) operatorSQL(t *series.Table) string {
 	cols := []string{"malo_id", "obis_code", "lo", "hi", "op"}
 	args := []string{"$1::text[]", "$2::text[]", "$3::timestamptz[]", "$4::timestamptz[]", "$5::text[]"}
-	on := `p.malo_id = r.malo_id AND p.obis_code = r.obis_code AND p."from" >= r.lo AND p."from" < r.hi`
-	for i, c := range t.Identity() {
-		name := "c" + strconv.Itoa(i)
-		cols = append(cols, name)
-		args = append(args, "$"+strconv.Itoa(6+i)+"::text[]")
-		v := "r." + name
-		if c.ColumnType() == series.BigInt {
-			v += "::bigint"
-		}
-		on += ` AND p.` + quote(c.Name) + ` = ` + v
-	}
+	idCols, idArgs, on := identityRuns(t, 6, `p.malo_id = r.malo_id AND p.obis_code = r.obis_code AND p."from" >= r.lo AND p."from" < r.hi`)
+	cols, args = append(cols, idCols...), append(args, idArgs...)
 	return `SELECT r.i::int4, p."from", (p.version - ` + versionBias + `)::int8, p.version_scope
 FROM unnest(` + strings.Join(args, ", ") + `) WITH ORDINALITY AS r(` + strings.Join(cols, ", ") + `, i)
 JOIN ` + h.ident(t.Name) + ` p ON ` + on + `
@@ -209,4 +200,21 @@ func (h *Tier) checkOperators(ctx context.Context, tx pgx.Tx, t *series.Table, b
 		return err
 	}
 	return nil
+}
+
+// identityRuns extends a join of runs r (unnested arrays) to stored rows p
+// by t's identity columns: their run columns c0, c1, ..., the array
+// parameters numbered from first, and on with one equality each.
+func identityRuns(t *series.Table, first int, on string) (cols, args []string, _ string) {
+	for i, c := range t.Identity() {
+		name := "c" + strconv.Itoa(i)
+		cols = append(cols, name)
+		args = append(args, "$"+strconv.Itoa(first+i)+"::text[]")
+		v := "r." + name
+		if c.ColumnType() == series.BigInt {
+			v += "::bigint"
+		}
+		on += ` AND p.` + quote(c.Name) + ` = ` + v
+	}
+	return cols, args, on
 }

@@ -120,16 +120,9 @@ func (h *Tier) othersSQL(t *series.Table, l layout) string {
 	} else {
 		cols, args = append(cols, "malo_id", "obis_code"), append(args, "$4::text[]", "$5::text[]")
 		on = `p.malo_id = r.malo_id AND p.obis_code = r.obis_code`
-		for i, c := range t.Identity() {
-			name := "c" + strconv.Itoa(i)
-			cols = append(cols, name)
-			args = append(args, "$"+strconv.Itoa(6+i)+"::text[]")
-			v := "r." + name
-			if c.ColumnType() == series.BigInt {
-				v += "::bigint"
-			}
-			on += ` AND p.` + quote(c.Name) + ` = ` + v
-		}
+		var idCols, idArgs []string
+		idCols, idArgs, on = identityRuns(t, 6, on)
+		cols, args = append(cols, idCols...), append(args, idArgs...)
 	}
 	scope := `p.version_scope`
 	if l == layoutDictionary {
