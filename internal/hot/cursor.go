@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,30 +17,35 @@ import (
 // return the current row's value of a column by its position among the
 // columns asked for, as its Kind says. Values are decoded from the wire
 // without a Go value per row; Bytes is valid until the next call of Next.
-// A Cursor is for one goroutine at a time.
+// While its consumer decodes a batch, the next one is fetched: PostgreSQL
+// and the consumer work at once, and memory holds two batches. A Cursor is
+// for one goroutine at a time.
 type Cursor struct {
 	r     *Read
 	conn  *readConn
 	name  string
 	first string // the DECLARE to send before the first FETCH
 	kinds []Kind
-	// The current batch: its values one after the other in arena, each
-	// as an offset and a length (-1: NULL) in spans.
-	arena []byte
-	spans []int32
-	row   int // rows of the batch read
-	rows  int // rows in the batch
-	last  bool
 	// keys, if any, are the positions in a fetched row of the merge
 	// key's columns, which come in primary key order: of each run of rows
 	// with the same key only the last, the newest version, is handed
-	// over. hidden is how many of them follow the columns asked for. The
+	// over. hidden is how many of them follow the columns asked for. A
 	// batch's last row is tentative until the next row's key is known;
-	// key holds its key.
+	// key holds its key. They are the fetching side's.
 	keys      []int
 	hidden    int
 	key       [][]byte
 	tentative bool
+
+	cur *fetched // the batch being read
+	row int      // rows of cur read
+	// ahead hands over the batches fetched ahead, free takes back those
+	// read; stop ends the fetching early, which wg waits for.
+	ahead chan *fetched
+	free  chan *fetched
+	stop  chan struct{}
+	wg    sync.WaitGroup
+
 	// The current row's values.
 	ints  []int64
 	uints []uint64
@@ -48,18 +54,82 @@ type Cursor struct {
 	done  bool
 }
 
-// fetch reads the next batch into the cursor, holding its connection
-// only while the batch crosses.
-func (c *Cursor) fetch(ctx context.Context) error {
+// A fetched batch is the rows of one FETCH: their values one after the other in
+// arena, each as an offset and a length (-1: NULL) in spans. Of its rows
+// the first rows are handed over; a tentative one may follow them.
+type fetched struct {
+	arena []byte
+	spans []int32
+	rows  int
+	last  bool  // no batch follows
+	err   error // that ended the fetching
+}
+
+// start reads the first batch, then has the next ones fetched ahead of
+// the consumer until the last.
+func (c *Cursor) start(ctx context.Context) error {
+	b := new(fetched)
+	if err := c.fetch(ctx, b, nil); err != nil {
+		return c.fail(err)
+	}
+	c.cur = b
+	if b.last {
+		return nil
+	}
+	c.ahead, c.free, c.stop = make(chan *fetched, 1), make(chan *fetched, 2), make(chan struct{})
+	c.free <- new(fetched)
+	c.wg.Add(1)
+	go c.fetchAhead(ctx, b)
+	return nil
+}
+
+// fetchAhead fetches the batches after prev until the last, an error, or
+// the end of the cursor or of its snapshot.
+func (c *Cursor) fetchAhead(ctx context.Context, prev *fetched) {
+	defer c.wg.Done()
+	// A consumer waiting for a batch that will not come learns it so.
+	defer close(c.ahead)
+	for {
+		var b *fetched
+		select {
+		case b = <-c.free:
+		case <-c.stop:
+			return
+		case <-c.r.s.ctx.Done():
+			return
+		}
+		b.err = c.fetch(ctx, b, prev)
+		select {
+		case c.ahead <- b:
+		case <-c.stop:
+			return
+		case <-c.r.s.ctx.Done():
+			return
+		}
+		if b.err != nil || b.last {
+			return
+		}
+		prev = b
+	}
+}
+
+// fetch reads the next batch into b, after prev, whose tentative row it
+// starts with, holding the cursor's connection only while the batch
+// crosses.
+func (c *Cursor) fetch(ctx context.Context, b *fetched, prev *fetched) error {
 	start := time.Now()
 	c.conn.mu.Lock()
+	if c.conn.released {
+		c.conn.mu.Unlock()
+		return errors.New("the snapshot is closed")
+	}
 	declared := c.first != ""
 	mrr := c.conn.c.Conn().PgConn().Exec(ctx, c.first+fmt.Sprintf("FETCH FORWARD %d FROM %s", c.r.batch, c.name))
 	c.first = ""
-	c.carry()
+	c.carry(b, prev)
 	var (
 		err     error
-		fetched int
+		got     int
 		results int
 	)
 	for mrr.NextResult() {
@@ -75,16 +145,16 @@ func (c *Cursor) fetch(ctx context.Context) error {
 			break
 		}
 		for rr.NextRow() {
-			fetched++
+			got++
 			vals := rr.Values()
 			if c.keys != nil {
 				if c.tentative && c.sameKey(vals) {
 					// A newer version of the same key replaces it.
-					c.drop()
+					c.drop(b)
 				}
 				c.keep(vals)
 			}
-			c.add(vals)
+			c.add(b, vals)
 		}
 		if _, cerr := rr.Close(); cerr != nil {
 			err = cerr
@@ -96,7 +166,7 @@ func (c *Cursor) fetch(ctx context.Context) error {
 	}
 	c.conn.mu.Unlock()
 	if err != nil {
-		return c.fail(err)
+		return err
 	}
 	r := c.r
 	r.first.CompareAndSwap(0, start.UnixNano())
@@ -106,44 +176,41 @@ func (c *Cursor) fetch(ctx context.Context) error {
 			break
 		}
 	}
-	r.rows.Add(int64(fetched))
-	r.bytes.Add(int64(len(c.arena)))
-	if c.last = fetched < c.r.batch; c.last {
+	r.rows.Add(int64(got))
+	r.bytes.Add(int64(len(b.arena)))
+	if b.last = got < c.r.batch; b.last {
 		c.tentative = false
 	}
 	if c.tentative {
-		c.rows--
+		b.rows--
 	}
 	return nil
 }
 
-// carry starts the next batch with the tentative row of the last one, if
-// any: only its successor tells whether it is the newest version.
-func (c *Cursor) carry() {
-	n := len(c.kinds)
-	if !c.tentative {
-		c.arena, c.spans, c.row, c.rows = c.arena[:0], c.spans[:0], 0, 0
+// carry starts b with the tentative row of prev, if any: only its
+// successor tells whether it is the newest version.
+func (c *Cursor) carry(b, prev *fetched) {
+	b.arena, b.spans, b.rows, b.err = b.arena[:0], b.spans[:0], 0, nil
+	if !c.tentative || prev == nil {
 		return
 	}
-	spans := c.spans[2*n*c.rows : 2*n*(c.rows+1)]
+	n := len(c.kinds)
+	spans := prev.spans[2*n*prev.rows : 2*n*(prev.rows+1)]
 	base := spans[0]
-	tail := c.arena[base:]
-	copy(c.arena, tail)
-	c.arena = c.arena[:len(tail)]
-	copy(c.spans, spans)
-	c.spans = c.spans[:2*n]
-	for i := 0; i < len(c.spans); i += 2 {
-		c.spans[i] -= base
+	b.arena = append(b.arena, prev.arena[base:]...)
+	b.spans = append(b.spans, spans...)
+	for i := 0; i < len(b.spans); i += 2 {
+		b.spans[i] -= base
 	}
-	c.row, c.rows = 0, 1
+	b.rows = 1
 }
 
-// drop removes the batch's last row.
-func (c *Cursor) drop() {
+// drop removes b's last row.
+func (c *Cursor) drop(b *fetched) {
 	n := len(c.kinds)
-	c.rows--
-	c.arena = c.arena[:c.spans[2*n*c.rows]]
-	c.spans = c.spans[:2*n*c.rows]
+	b.rows--
+	b.arena = b.arena[:b.spans[2*n*b.rows]]
+	b.spans = b.spans[:2*n*b.rows]
 }
 
 // keep copies the key of a fetched row as the tentative row's.
@@ -170,17 +237,17 @@ func (c *Cursor) sameKey(vals [][]byte) bool {
 	return true
 }
 
-// add appends a row's values, those asked for, to the batch.
-func (c *Cursor) add(vals [][]byte) {
+// add appends a row's values, those asked for, to b.
+func (c *Cursor) add(b *fetched, vals [][]byte) {
 	for _, v := range vals[:len(c.kinds)] {
 		if v == nil {
-			c.spans = append(c.spans, int32(len(c.arena)), -1)
+			b.spans = append(b.spans, int32(len(b.arena)), -1)
 			continue
 		}
-		c.spans = append(c.spans, int32(len(c.arena)), int32(len(v)))
-		c.arena = append(c.arena, v...)
+		b.spans = append(b.spans, int32(len(b.arena)), int32(len(v)))
+		b.arena = append(b.arena, v...)
 	}
-	c.rows++
+	b.rows++
 }
 
 // check makes sure the batch's columns have the types and the format the
@@ -203,16 +270,29 @@ func (c *Cursor) Next(ctx context.Context) bool {
 	if c.done {
 		return false
 	}
-	for c.row == c.rows {
-		if c.last {
+	for c.row == c.cur.rows {
+		if c.cur.last {
 			c.finish()
 			return false
 		}
-		if err := c.fetch(ctx); err != nil {
+		c.free <- c.cur
+		select {
+		case b, ok := <-c.ahead:
+			if !ok {
+				c.fail(errors.New("the snapshot is closed"))
+				return false
+			}
+			c.cur, c.row = b, 0
+			if b.err != nil {
+				c.fail(b.err)
+				return false
+			}
+		case <-ctx.Done():
+			c.fail(context.Cause(ctx))
 			return false
 		}
 	}
-	spans := c.spans[2*len(c.kinds)*c.row:]
+	spans := c.cur.spans[2*len(c.kinds)*c.row:]
 	c.row++
 	for i, k := range c.kinds {
 		off, n := spans[2*i], spans[2*i+1]
@@ -220,7 +300,7 @@ func (c *Cursor) Next(ctx context.Context) bool {
 			c.vals[i] = nil
 			continue
 		}
-		b := c.arena[off : off+n : off+n]
+		b := c.cur.arena[off : off+n : off+n]
 		c.vals[i] = b
 		var err error
 		switch k {
@@ -259,7 +339,11 @@ func (c *Cursor) finish() {
 		return
 	}
 	c.done = true
-	c.arena, c.spans = nil, nil
+	if c.stop != nil {
+		close(c.stop)
+		c.wg.Wait()
+	}
+	c.cur = nil
 	c.r.s.done(c.conn)
 }
 

@@ -243,7 +243,7 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: errors.New("the snapshot is closed")}
 	}
 	c.first = `DECLARE ` + c.name + ` BINARY NO SCROLL CURSOR FOR ` + sql + `; `
-	if err := c.fetch(ctx); err != nil {
+	if err := c.start(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}

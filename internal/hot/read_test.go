@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -389,5 +390,59 @@ func TestSnapshotsHalfThePool(t *testing.T) {
 	s.Close()
 	for _, s := range open[1:] {
 		s.Close()
+	}
+}
+
+// TestCursorAbandoned leaves cursors that fetch ahead in the middle of
+// their rows, as a query that stops early does: closing the snapshot ends
+// their fetching (no goroutine is left), and a cursor asked for more
+// afterwards fails instead of using a connection the snapshot gave back.
+func TestCursorAbandoned(t *testing.T) {
+	h, _ := newTier(t, Options{})
+	ctx := t.Context()
+	tab := readTable(t, h, "abandoned", series.IntegrityStatement)
+	mustWrite(t, h, tab, readRows(3, 3, 10))
+	before := runtime.NumGoroutine()
+	snap, err := h.OpenSnapshot(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := snap.Read(ctx, tab, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.batch = 2
+	var curs []*Cursor
+	for u := range r.Units(0) {
+		c, err := r.Scan(ctx, 0, u, []int{0, 1}, u%2 == 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if !c.Next(ctx) {
+				t.Fatalf("unit %d ended early: %v", u, c.Err())
+			}
+		}
+		curs = append(curs, c)
+	}
+	if len(curs) < 2 {
+		t.Fatalf("%d units; want several", len(curs))
+	}
+	if err := snap.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range curs {
+		for c.Next(ctx) {
+		}
+		if c.Err() == nil {
+			t.Errorf("cursor %d read to its end after the snapshot closed", i)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the snapshot closed, %d before it opened", n, before)
 	}
 }

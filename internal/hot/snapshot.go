@@ -42,9 +42,10 @@ type Snapshot struct {
 // A readConn is a connection of a Snapshot and the cursors declared on it,
 // which only it can fetch.
 type readConn struct {
-	mu   sync.Mutex // held while a statement runs
-	c    *pgxpool.Conn
-	open int // cursors not at their end
+	mu       sync.Mutex // held while a statement runs
+	c        *pgxpool.Conn
+	open     int  // cursors not at their end
+	released bool // by Close: no statement may run
 }
 
 // OpenSnapshot takes a snapshot of the hot tier, to be read with up to
@@ -172,6 +173,7 @@ func (s *Snapshot) Close() error {
 			}
 		}
 		rc.c.Release()
+		rc.released = true
 		rc.mu.Unlock()
 	}
 	if s.token {
