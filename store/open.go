@@ -130,9 +130,19 @@ func localWarehouse(raw string) error {
 	return nil
 }
 
-// Close releases what OpenConfig started: the pool, the log, the
-// warehouse and the private server. A Store from Open owns nothing.
+// Close waits for the DuckDB instances of ended queries, which close in
+// the background, and releases what OpenConfig started: the pool, the
+// log, the warehouse and the private server; a Store from Open owns
+// nothing else.
 func (s *Store) Close() {
+	for _, t := range s.tables {
+		t.mu.Lock()
+		if t.engine != nil {
+			// Its statements' DuckDB instances close in the background.
+			t.engine.Close()
+		}
+		t.mu.Unlock()
+	}
 	closeAll(s.closers)
 	s.closers = nil
 }

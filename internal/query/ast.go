@@ -33,6 +33,10 @@ type references struct {
 	readings     []map[string]any // base table references to readings or readings_versions, of any table
 	completeness []map[string]any // base table references to completeness, which reads readings
 	opaque       bool             // query(...), query_table(...) or a SHOW of a table name
+	// others is whether the statement may read a relation besides the
+	// tiers': another base table (the system tables, a CTE, DuckDB's
+	// catalog views), a table function or a SHOW.
+	others bool
 }
 
 func (r *references) walk(v any) {
@@ -45,13 +49,17 @@ func (r *references) walk(v any) {
 				r.readings = append(r.readings, v)
 			case isCompleteness(name):
 				r.completeness = append(r.completeness, v)
+			default:
+				r.others = true
 			}
 		case "TABLE_FUNCTION":
+			r.others = true
 			f, _ := v["function"].(map[string]any)
 			if name := strings.ToLower(str(f["function_name"])); name == "query" || name == "query_table" {
 				r.opaque = true
 			}
 		case "SHOW_REF":
+			r.others = true
 			if str(v["table_name"]) != "" {
 				r.opaque = true
 			}

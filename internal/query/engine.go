@@ -110,6 +110,11 @@ func New(t *series.Table, src Source, s Settings) (*Engine, error) {
 	return &Engine{table: t, layout: l, src: src, set: s, spare: sp}, nil
 }
 
+// Close waits for the DuckDB instances of ended statements to close and
+// closes the one started ahead, so that no spill directory is left. The
+// engine stays usable.
+func (e *Engine) Close() { e.spare.close() }
+
 // SetRelations replaces the in-memory relations, such as system.tables,
 // that every later query sees. The engine keeps rels; the caller must not
 // modify them afterwards. It is safe for concurrent use with Query.

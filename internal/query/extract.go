@@ -87,6 +87,9 @@ type analysis struct {
 	completenessOf []string
 	// system is true when it names a relation in the schema system.
 	system bool
+	// relations is true when it may read an in-memory relation (see
+	// Relation): only then are they created in its instance.
+	relations bool
 	// unbound are the identifiers of the parameters without a value.
 	unbound []string
 	// columns are the names by which the statement may read a column of
@@ -167,6 +170,7 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	node, _ := stmt["node"].(map[string]any)
 	var refs references
 	refs.walk(node)
+	a.relations = a.system || refs.others
 	// The references of each table, self's under "".
 	byTable := map[string]int{}
 	for _, r := range refs.readings {

@@ -74,6 +74,7 @@ func TestSpillIntoTheCacheDir(t *testing.T) {
 	if n := count(t, e, bigSort); n != 3000000 {
 		t.Fatal(n)
 	}
+	e.Close() // the instances close after their statements, in the background
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("spill directories left: %v", entries)
 	}
@@ -100,10 +101,17 @@ func TestRelations(t *testing.T) {
 	if want := []string{"balancing_day 1.5 192"}; !slices.Equal(got, want) {
 		t.Fatalf("relations with readings: %v", got)
 	}
-	// A relation whose rows do not fit fails every query, loudly.
+	// A relation whose rows do not fit fails every query that may read a
+	// relation, loudly; one that reads only the tiers does not create the
+	// relations, and runs.
 	e.SetRelations([]Relation{{Schema: "system", Name: "bad", Columns: []Column{{"a", "BIGINT"}}, Rows: [][]any{{1, 2}}}})
-	if _, err := e.Query(t.Context(), `SELECT 1`); err == nil || !strings.Contains(err.Error(), "system.bad") {
-		t.Fatalf("bad relation: %v", err)
+	for _, q := range []string{`SELECT * FROM system.bad`, `SELECT * FROM duckdb_tables()`, `WITH x AS (SELECT 1) SELECT * FROM x`} {
+		if _, err := e.Query(t.Context(), q); err == nil || !strings.Contains(err.Error(), "system.bad") {
+			t.Fatalf("bad relation, %s: %v", q, err)
+		}
+	}
+	if got := values(t, e, `SELECT count(*) FROM readings WHERE "from" >= '2026-03-01 00:00:00Z'`); !slices.Equal(got, []string{"192"}) {
+		t.Fatalf("readings beside a bad relation: %v", got)
 	}
 }
 

@@ -20,6 +20,35 @@ type spare struct {
 	inst    *instance
 	timer   *time.Timer
 	filling bool
+	// retiring counts the instances being closed after their statement:
+	// closing DuckDB takes milliseconds no answer needs to wait for.
+	retiring sync.WaitGroup
+}
+
+// retire closes inst, whose statement has ended, in the background.
+func (s *spare) retire(inst *instance) {
+	s.retiring.Add(1)
+	go func() {
+		defer s.retiring.Done()
+		inst.close()
+	}()
+}
+
+// close closes the spare instance, if any, and waits for the instances
+// being retired: afterwards no DuckDB of the engine is open and no spill
+// directory is left. Later queries still work; they start instances anew.
+func (s *spare) close() {
+	s.mu.Lock()
+	inst := s.inst
+	s.inst = nil
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	if inst != nil {
+		inst.close()
+	}
+	s.retiring.Wait()
 }
 
 // take returns the spare instance, or a new one if there is none, made to

@@ -20,6 +20,7 @@ import (
 type Statement struct {
 	e        *Engine
 	inst     *instance
+	sp       *spare // inst's, which retires it
 	a        analysis
 	opts     ReadOptions
 	params   []any
@@ -100,7 +101,7 @@ func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*St
 		if err != nil {
 			return err
 		}
-		st.inst = inst
+		st.inst, st.sp = inst, e.spare
 		return st.prepare(ctx, sql, o)
 	})
 	if err != nil {
@@ -209,10 +210,11 @@ func (st *Statement) Query(ctx context.Context) (*Result, error) {
 	return &c.res, nil
 }
 
-// Close releases the statement's DuckDB instance and spill directory.
+// Close releases the statement's DuckDB instance and spill directory,
+// which are closed in the background (Engine.Close waits for them).
 func (st *Statement) Close() {
 	if st.inst != nil {
-		st.inst.close()
+		st.sp.retire(st.inst)
 		st.inst = nil
 	}
 }
@@ -242,8 +244,10 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 	if err := registerFunctions(inst.conn); err != nil {
 		return err
 	}
-	if err := createRelations(ctx, inst.conn, st.rels); err != nil {
-		return err
+	if a.relations {
+		if err := createRelations(ctx, inst.conn, st.rels); err != nil {
+			return err
+		}
 	}
 	h.Timing.Open = time.Since(st.begin)
 	begin := time.Now()

@@ -117,6 +117,7 @@ func TestStreamStopsEarly(t *testing.T) {
 	if spills != 1 {
 		t.Fatalf("%d spill directories during the stream; want 1", spills)
 	}
+	e.Close() // the instances close after their statements, in the background
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("spill directories left: %v", entries)
 	}
@@ -255,6 +256,7 @@ func TestStreamLargerThanMemory(t *testing.T) {
 	if spilled < 100<<20 {
 		t.Errorf("%d bytes spilled mid-stream; want the result there", spilled)
 	}
+	e.Close() // the instances close after their statements, in the background
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("spill directories left: %v", entries)
 	}

@@ -293,10 +293,9 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 		stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings_versions")+` AS `+strings.Join(versions, ` UNION ALL `))
 	}
 	stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings")+` AS `+strings.Join(resolved, ` UNION ALL `))
-	for _, stmt := range stmts {
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("query: create the views: %w", err)
-		}
+	// One call: the statements are DuckDB's to run one after the other.
+	if _, err := conn.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
+		return fmt.Errorf("query: create the views: %w", err)
 	}
 	return nil
 }
