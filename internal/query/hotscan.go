@@ -142,8 +142,32 @@ type hotFunc struct {
 // relation, its units shared by DuckDB's threads.
 type hotSource struct {
 	*hotFunc
-	ctx  context.Context // the statement's
-	next atomic.Int64    // the next unit to read
+	ctx   context.Context // the statement's
+	next  atomic.Int64    // the next unit to read
+	opens []*opening      // of each unit, once asked for
+}
+
+// An opening is the cursor of one unit, opened by the thread that reads
+// the unit before it, so that PostgreSQL starts on a partition while the
+// one before it is still being read.
+type opening struct {
+	once sync.Once
+	done chan struct{}
+	cur  HotCursor
+	err  error
+}
+
+// open starts opening unit u's cursor with the columns cols, unless it
+// is under way, and returns its opening.
+func (s *hotSource) open(u int, cols []int) *opening {
+	o := s.opens[u]
+	o.once.Do(func() {
+		go func() {
+			defer close(o.done)
+			o.cur, o.err = s.scan.read.Scan(s.ctx, s.rel, u, cols, s.winners)
+		}()
+	})
+	return o
 }
 
 func (s *hotSource) ColumnInfos() []duckdb.ColumnInfo { return s.infos }
@@ -157,6 +181,10 @@ func (s *hotSource) Cardinality() *duckdb.CardinalityInfo {
 
 func (s *hotSource) Init() duckdb.ParallelTableSourceInfo {
 	s.next.Store(0)
+	s.opens = make([]*opening, s.scan.read.Units(s.rel))
+	for i := range s.opens {
+		s.opens[i] = &opening{done: make(chan struct{})}
+	}
 	return duckdb.ParallelTableSourceInfo{MaxThreads: max(1, min(s.scan.threads, s.scan.read.Units(s.rel)))}
 }
 
@@ -188,14 +216,18 @@ func (s *hotSource) FillChunk(local any, chunk duckdb.DataChunk) error {
 	for n < size {
 		if l.cur == nil {
 			u := int(s.next.Add(1) - 1)
-			if u >= s.scan.read.Units(s.rel) {
+			if u >= len(s.opens) {
 				break
 			}
-			cur, err := s.scan.read.Scan(s.ctx, s.rel, u, l.cols, s.winners)
-			if err != nil {
-				return s.scan.fail(err)
+			o := s.open(u, l.cols)
+			if u+1 < len(s.opens) {
+				s.open(u+1, l.cols)
 			}
-			l.cur = cur
+			<-o.done
+			if o.err != nil {
+				return s.scan.fail(o.err)
+			}
+			l.cur = o.cur
 		}
 		if !l.cur.Next(s.ctx) {
 			err := l.cur.Err()

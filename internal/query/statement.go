@@ -292,6 +292,11 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		h.Timing.Hot += tr.Timing.Hot
 		h.Timing.Plan += tr.Timing.Plan
 	}
+	if len(files) == 0 && len(inst.hot) > 0 {
+		if err := inst.oneThread(ctx); err != nil {
+			return err
+		}
+	}
 	if err := inst.lockdown(ctx, files); err != nil {
 		return err
 	}
