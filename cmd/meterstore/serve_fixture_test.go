@@ -11,7 +11,7 @@ import (
 )
 
 // archivedFixture is a deployment whose serve mounts the catalog, with a
-// table the foreign-engine tests read: two meters' quarter hours of
+// table the foreign-engine tests read: meters' quarter hours of
 // catalogDays days from 2026-03-01, a superseded version, two archival
 // cycles and late corrections below W (unmarked, one winning and one
 // losing), so that a resolution, the readings view and time travel can
@@ -27,9 +27,10 @@ type archivedFixture struct {
 	wh     string // the warehouse directory
 }
 
-// newArchivedFixture builds the fixture. With catalogName, serve's views
+// newArchivedFixture builds the fixture with meters market locations
+// (the corrections are of the first two). With catalogName, serve's views
 // name it as their default catalog (server.catalog_name).
-func newArchivedFixture(t *testing.T, catalogName string) *archivedFixture {
+func newArchivedFixture(t *testing.T, meters int, catalogName string) *archivedFixture {
 	t.Helper()
 	d := newCatalogDeployment(t)
 	c := []string{"-c", d.cfgPath}
@@ -54,7 +55,7 @@ func newArchivedFixture(t *testing.T, catalogName string) *archivedFixture {
 	if err := os.WriteFile(d.cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, text := range map[string]string{"days.csv": daysCSV(2, catalogDays), "correction.csv": correctionCSV()} {
+	for name, text := range map[string]string{"days.csv": daysCSV(meters, catalogDays), "correction.csv": correctionCSV()} {
 		p := filepath.Join(d.dir, name)
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
