@@ -144,7 +144,7 @@ func TestServeSpark(t *testing.T) {
 		missing("java is required by Spark", err)
 	}
 
-	f := newArchivedFixture(t, 2, "")
+	f := newArchivedFixture(t, 2, catalogDays, "")
 	d, c, ids, w, wh := f.d, f.c, f.ids, f.w, f.wh
 	before := warehouseFiles(t, wh)
 

@@ -35,7 +35,7 @@ const trinoCatalog = "meterstore"
 // every file as they were, the INSERT's files only, which verify reports.
 // It logs Trino's times beside MeterStore's, the view's monthly total
 // against Trino's plain aggregate over superseded = false, and the view's
-// plan (MS_TRINO_METERS enlarges the table for that). It needs Trino 476 and Java 25
+// plan (MS_TRINO_METERS and MS_TRINO_DAYS enlarge the table for that). It needs Trino 476 and Java 25
 // (.ci/trino.sh); without them it fails in CI and is skipped elsewhere.
 func TestServeTrino(t *testing.T) {
 	in, err := findTrino()
@@ -46,13 +46,16 @@ func TestServeTrino(t *testing.T) {
 		}
 		t.Skip(msg, err)
 	}
-	// MS_TRINO_METERS makes the table larger for measuring the view's
-	// speed by hand; the checks hold for any number of meters.
-	meters := 2
+	// MS_TRINO_METERS and MS_TRINO_DAYS make the table larger for
+	// measuring the view's speed by hand; the checks hold for any size.
+	meters, days := 2, catalogDays
 	if n, err := strconv.Atoi(os.Getenv("MS_TRINO_METERS")); err == nil && n >= 2 {
 		meters = n
 	}
-	f := newArchivedFixture(t, meters, trinoCatalog)
+	if n, err := strconv.Atoi(os.Getenv("MS_TRINO_DAYS")); err == nil && n >= catalogDays {
+		days = n
+	}
+	f := newArchivedFixture(t, meters, days, trinoCatalog)
 	d, c := f.d, f.c
 	before := warehouseFiles(t, f.wh)
 
@@ -70,7 +73,7 @@ func TestServeTrino(t *testing.T) {
 	earlyTotal := msQuery(t, c, asOf, `SELECT count(*) AS n, sum(value) AS s FROM readings_versions WHERE `+earlyBelow)
 	earlyMonthly := msQuery(t, c, asOf, `SELECT malo_id, strftime("from" AT TIME ZONE 'UTC', '%Y-%m') AS month, count(*) AS n, sum(value) AS s
 		FROM readings WHERE `+earlyBelow+` GROUP BY 1, 2`)
-	if len(perDay) != catalogDays || len(rows) == 0 || len(earlyTotal) != 1 {
+	if len(perDay) != days || len(rows) == 0 || len(earlyTotal) != 1 {
 		t.Fatalf("MeterStore answers %d days, %d readings, %v as of snapshot %d", len(perDay), len(rows), earlyTotal, f.early)
 	}
 
