@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,59 +144,8 @@ func TestServeSpark(t *testing.T) {
 		missing("java is required by Spark", err)
 	}
 
-	d := newCatalogDeployment(t)
-	c := []string{"-c", d.cfgPath}
-	text, err := os.ReadFile(d.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// One maintenance cycle in serve's life: the one it starts with, which
-	// compacts nothing: it would merge settled March's files while Spark
-	// compares snapshots (TestMaintenanceInterop reads compacted files).
-	cfg := strings.Replace(string(text), `interval = "15m"`, `interval = "24h"`, 1)
-	cfg = strings.Replace(cfg, "\ncompact = true\n", "\ncompact = false\n", 1)
-	if !strings.Contains(cfg, `interval = "24h"`) || !strings.Contains(cfg, "\ncompact = false\n") {
-		t.Fatal(`the configuration has no line interval = "15m" or compact = true`)
-	}
-	if err := os.WriteFile(d.cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for name, text := range map[string]string{"days.csv": daysCSV(2, catalogDays), "correction.csv": correctionCSV()} {
-		p := filepath.Join(d.dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		mustRun(t, append([]string{"ingest", "--table", "power", p}, c...)...)
-	}
-	// Two archival cycles (the settlement lag is 45 days): March 1 first,
-	// then the rest, so that there is an earlier snapshot to travel to.
-	if out := mustRun(t, append([]string{"archive", "--now", "2026-04-16T00:00:00Z"}, c...)...); !strings.Contains(out, "power: archived") {
-		t.Fatalf("archive: %s", out)
-	}
-	earlyIDs, earlyW := snapshotList(t, d.cfgPath)
-	if out := mustRun(t, append([]string{"archive", "--now", "2026-05-01T00:00:00Z"}, c...)...); !strings.Contains(out, "power: archived") {
-		t.Fatalf("archive: %s", out)
-	}
-	mid, _ := snapshotList(t, d.cfgPath)
-	if len(mid) <= len(earlyIDs) {
-		t.Fatalf("the second archival made no snapshot: %v, then %v", earlyIDs, mid)
-	}
-	// Late corrections below W: unmarked rows the readings view resolves.
-	late := filepath.Join(d.dir, "late.csv")
-	if err := os.WriteFile(late, []byte(lateCSV()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, append([]string{"ingest", "--table", "power", late}, c...)...)
-	// serve's maintenance cycle archives at the wall clock as it starts,
-	// which would commit a snapshot while Spark compares them: archive at
-	// the wall clock now, and check that another cycle commits none.
-	mustRun(t, append([]string{"archive"}, c...)...)
-	ids, w := snapshotList(t, d.cfgPath)
-	mustRun(t, append([]string{"archive"}, c...)...)
-	if again, _ := snapshotList(t, d.cfgPath); !slices.Equal(again, ids) {
-		t.Fatalf("an archival cycle with nothing due committed a snapshot: %v, then %v", ids, again)
-	}
-	wh := filepath.Join(d.dir, "wh")
+	f := newArchivedFixture(t, 2, catalogDays, "")
+	d, c, ids, w, wh := f.d, f.c, f.ids, f.w, f.wh
 	before := warehouseFiles(t, wh)
 
 	p, base := startTLSServe(t, d.bin, d.cfgPath)
@@ -212,7 +160,7 @@ func TestServeSpark(t *testing.T) {
 		"days":        catalogDays,
 		"snapshots":   ids,
 		"watermark":   w,
-		"early":       map[string]any{"snapshot": earlyIDs[len(earlyIDs)-1], "watermark": earlyW},
+		"early":       map[string]any{"snapshot": f.early, "watermark": f.earlyW},
 		"late_rows":   2 * 96,
 	}
 	specPath := filepath.Join(d.dir, "spec.json")
@@ -235,52 +183,7 @@ func TestServeSpark(t *testing.T) {
 	p.stop(t)
 	d.checkLog(t, p.stderr.String(), string(out))
 
-	// The refused INSERT left no snapshot; every file there was is
-	// unchanged, and the only new ones are what it wrote before its
-	// commit was refused, which nothing references (orphans): a data file,
-	// a manifest and a manifest list, and Hadoop's .crc files of them.
-	// No table metadata file and no hint.
-	after := warehouseFiles(t, wh)
-	var orphans []string
-	for _, f := range after {
-		if !slices.Contains(before, f) {
-			orphans = append(orphans, f)
-		}
-	}
-	for _, f := range before {
-		if !slices.Contains(after, f) {
-			t.Errorf("warehouse file %s changed or went", f)
-		}
-	}
-	for _, f := range orphans {
-		if !refusedWriteFile(f) {
-			t.Errorf("the refused writes left %s, which is no data file, manifest or manifest list", f)
-		}
-	}
-	t.Logf("the refused INSERT left %d unreferenced files: %v", len(orphans), orphans)
-	if after, _ := snapshotList(t, d.cfgPath); !slices.Equal(after, ids) {
-		t.Errorf("snapshots %v, then %v", ids, after)
-	}
-	// verify names each as a note while it is younger than the safety
-	// age, and as a problem (exit 1) past it; after orphans --delete it
-	// passes again.
-	out = []byte(mustRun(t, append([]string{"verify"}, c...)...))
-	for _, f := range orphans {
-		if name := filepath.Base(strings.Fields(f)[0]); !strings.Contains(string(out), "note: ") || !strings.Contains(string(out), name) {
-			t.Errorf("verify does not note %s:\n%s", name, out)
-		}
-	}
-	time.Sleep(1100 * time.Millisecond)
-	vout, code := run(t, append([]string{"verify", "--orphan-age", "1s"}, c...)...)
-	for _, f := range orphans {
-		if name := filepath.Base(strings.Fields(f)[0]); code != exitPermanent || !strings.Contains(vout, name) {
-			t.Errorf("verify --orphan-age 1s: exit %d, %s not named:\n%s", code, name, vout)
-		}
-	}
-	mustRun(t, append([]string{"orphans", "--table", "power", "--delete", "--older-than", "1s"}, c...)...)
-	if vout, code := run(t, append([]string{"verify", "--orphan-age", "1s"}, c...)...); code != 0 || len(orphans) > 0 && strings.Contains(vout, filepath.Base(strings.Fields(orphans[0])[0])) {
-		t.Errorf("verify after orphans --delete: exit %d\n%s", code, vout)
-	}
+	checkRefusedWrites(t, c, d.cfgPath, wh, before, ids, refusedWriteFile)
 }
 
 // The files a refused INSERT leaves (see refusedWriteFile): Iceberg
@@ -293,16 +196,21 @@ var (
 )
 
 // refusedWriteFile reports whether f, "path size" as warehouseFiles lists
-// it, is a file a refused INSERT may leave: a data file under data/, a
-// manifest or manifest list under metadata/, or the checksum of one;
+// it, is a file a refused Spark INSERT may leave: a data file under data/,
+// a manifest or manifest list under metadata/, or the checksum of one;
 // never table metadata or a version hint.
-func refusedWriteFile(f string) bool {
+func refusedWriteFile(f string) bool { return writeLeftFile(f, refusedDataFile) }
+
+// writeLeftFile reports whether f ("path size") is a data file under
+// data/ whose name data matches, or a manifest or manifest list under
+// metadata/.
+func writeLeftFile(f string, data *regexp.Regexp) bool {
 	path := f[:strings.LastIndexByte(f, ' ')]
 	dir, name := filepath.Base(filepath.Dir(path)), filepath.Base(path)
 	sep := string(filepath.Separator)
 	switch {
 	case strings.Contains(path, sep+"data"+sep):
-		return refusedDataFile.MatchString(name)
+		return data.MatchString(name)
 	case dir == "metadata":
 		return refusedMetadataFile.MatchString(name)
 	}
