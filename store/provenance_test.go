@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/meterstore/meterstore/series"
@@ -16,7 +17,8 @@ func TestWriteProvenance(t *testing.T) {
 	ctx := t.Context()
 	tab := power()
 	tab.Columns = append(tab.Columns, series.ProvenanceColumns()...)
-	s := newEnv(t).open(t, Options{Tables: []Table{tab}})
+	e := newEnv(t)
+	s := e.open(t, Options{Tables: []Table{tab}})
 	if err := s.CreatePartitions(ctx, dayN(0), dayN(6)); err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +48,11 @@ func TestWriteProvenance(t *testing.T) {
 
 	if out, err := s.Archive(ctx, "power", dayN(5)); err != nil || !out.Watermark.Equal(dayN(3)) {
 		t.Fatalf("archive: %+v, %v", out, err)
+	}
+	for _, name := range []string{series.ColumnSourceKind, series.ColumnSourceRef} {
+		if cols := coldColumns(t, e, "power"); !slices.Contains(cols, name) {
+			t.Fatalf("the Iceberg schema %v has no %s", cols, name)
+		}
 	}
 	// Below W the late path judges the redelivery by the same rule.
 	if res := write(batch(0), tuesday); fmt.Sprint(res.Status) != "[present present]" {
