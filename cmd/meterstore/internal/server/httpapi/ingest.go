@@ -142,7 +142,7 @@ func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 		return h.runIngest(r.Context(), tok.Name, table, &decl, format, body, opts)
 	}
 	if key != "" {
-		h.ingestOnce(w, r, idempotency.Key{Token: tok.Name, Key: key, Table: table}, run) // idempotency.go
+		h.ingestOnce(w, r, idempotency.Key{Token: tok.Name, Key: key, Table: table}, optionsPrefix(opts), run) // idempotency.go
 		return
 	}
 	run(r.Body).write(w)

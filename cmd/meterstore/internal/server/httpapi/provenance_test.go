@@ -88,3 +88,55 @@ provenance = true
 		t.Fatalf("sources %s", got)
 	}
 }
+
+// TestIdempotencyOptions: a retry under an Idempotency-Key is replayed
+// only with the body and the options it was sent with (substitute_by,
+// the source); the same body with other options is another request.
+func TestIdempotencyOptions(t *testing.T) {
+	d := parseOpenAPI(t)
+	s := openStore(t) // power has no substituted_by: substitutes are refused
+	now := time.Now().UTC()
+	if err := s.EnsurePartitions(t.Context(), now); err != nil {
+		t.Fatal(err)
+	}
+	loader, tok := token(t, "loader", config.ScopeIngest)
+	h, err := New(s, Options{Tokens: []config.Token{loader}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readingsCSV(now.Truncate(24*time.Hour), 4, 0)
+	send := func(key, query, source string) (int, string, bool) {
+		t.Helper()
+		r := httptest.NewRequest("POST", "/v1/tables/power/readings"+query, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+tok)
+		r.Header.Set("Content-Type", "text/csv")
+		r.Header.Set(idempotencyHeader, key)
+		if source != "" {
+			r.Header.Set(sourceHeader, source)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		d.conforms(t, "POST", ingestPath, w)
+		var out struct{ Code string }
+		json.Unmarshal(w.Body.Bytes(), &out)
+		return w.Code, out.Code, w.Header().Get(replayedHeader) == "true"
+	}
+	for _, c := range []struct {
+		what, key, query, source string
+		code                     int
+		errCode                  string
+		replayed                 bool
+	}{
+		{"substitutes refused", "k-1", "?substitute_by=9900000000012", "", 422, "refused", false},
+		{"the same without substitute_by", "k-1", "", "", 422, "idempotency_key_reused", false},
+		{"the same again", "k-1", "?substitute_by=9900000000012", "", 422, "refused", true},
+		{"a plain delivery", "k-2", "", "", 200, "", false},
+		{"its retry", "k-2", "", "", 200, "", true},
+		{"with a source", "k-2", "", "monday.csv", 422, "idempotency_key_reused", false},
+		{"with a source as a parameter", "k-2", "?source=monday.csv", "", 422, "idempotency_key_reused", false},
+	} {
+		if code, errCode, replayed := send(c.key, c.query, c.source); code != c.code || errCode != c.errCode || replayed != c.replayed {
+			t.Errorf("%s: %d %q replayed %t; want %d %q %t", c.what, code, errCode, replayed, c.code, c.errCode, c.replayed)
+		}
+	}
+}
