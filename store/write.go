@@ -52,7 +52,8 @@ type WriteOptions struct {
 	// every row has quality 67 and no version (zero), and is given the
 	// version one above the highest stored for its reading, so it wins
 	// over what is stored (its status is Superseded, or Inserted when
-	// nothing was). Refused, nothing written, for a row whose stored
+	// nothing was); WriteResult.Versions holds the version each row was
+	// given. Refused, nothing written, for a row whose stored
 	// versions are of another version scope, below the watermark, or in a
 	// table that does not declare ColumnSubstitutedBy.
 	Substitute bool
