@@ -3,48 +3,30 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/meterstore/meterstore/config"
-	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/store"
 )
 
-// TestIngestProvenance: a table declared with provenance = true records a
-// CSV body as api with the caller's X-MeterStore-Source, keeps it when the
-// same readings come again under another source (present), and records an
-// MSCONS interchange with its UNB and UNH references; every answer
-// conforms to the OpenAPI document.
-func TestIngestProvenance(t *testing.T) {
-	d := parseOpenAPI(t)
-	dir := t.TempDir()
-	src := fmt.Sprintf(`
-[postgres]
-url = %q
-data_dir = %q
-[warehouse]
-url = %q
-[[table]]
-name = "power"
-resolutions = ["PT15M"]
-provenance = true
-`, pgtest.NewDB(t), dir, "file://"+filepath.Join(dir, "wh"))
-	cfg, err := config.Parse([]byte(src), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.OpenConfig(t.Context(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	now := time.Now().UTC()
-	day := now.Truncate(24 * time.Hour)
-	if err := s.EnsurePartitions(t.Context(), now); err != nil {
+// ingestClient posts deliveries to power with a loader's token and checks
+// each answer against the OpenAPI document.
+type ingestClient struct {
+	t   *testing.T
+	h   http.Handler
+	d   *oaDoc
+	tok string
+}
+
+// newIngestClient serves s with a handler that knows one token of scope
+// ingest, with today's partitions created.
+func newIngestClient(t *testing.T, s *store.Store) *ingestClient {
+	t.Helper()
+	if err := s.EnsurePartitions(t.Context(), time.Now().UTC()); err != nil {
 		t.Fatal(err)
 	}
 	loader, tok := token(t, "loader", config.ScopeIngest)
@@ -52,23 +34,45 @@ provenance = true
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &ingestClient{t: t, h: h, d: parseOpenAPI(t), tok: tok}
+}
+
+// post sends body of Content-Type ct to power's readings with query, the
+// source header and the Idempotency-Key key (each "" for none).
+func (c *ingestClient) post(query, ct, source, key, body string) *httptest.ResponseRecorder {
+	c.t.Helper()
+	r := httptest.NewRequest("POST", "/v1/tables/power/readings"+query, strings.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+c.tok)
+	r.Header.Set("Content-Type", ct)
+	if source != "" {
+		r.Header.Set(sourceHeader, source)
+	}
+	if key != "" {
+		r.Header.Set(idempotencyHeader, key)
+	}
+	w := httptest.NewRecorder()
+	c.h.ServeHTTP(w, r)
+	c.d.conforms(c.t, "POST", ingestPath, w)
+	return w
+}
+
+// TestIngestProvenance: a table declared with provenance = true records a
+// CSV body as api with the caller's X-MeterStore-Source, keeps it when the
+// same readings come again under another source (present), and records an
+// MSCONS interchange with its UNB and UNH references.
+func TestIngestProvenance(t *testing.T) {
+	s := openTables(t, "[[table]]\nname = \"power\"\nresolutions = [\"PT15M\"]\nprovenance = true\n")
+	c := newIngestClient(t, s)
 	send := func(query, ct, source, body string) map[string]any {
 		t.Helper()
-		r := httptest.NewRequest("POST", "/v1/tables/power/readings"+query, strings.NewReader(body))
-		r.Header.Set("Authorization", "Bearer "+tok)
-		r.Header.Set("Content-Type", ct)
-		if source != "" {
-			r.Header.Set(sourceHeader, source)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		d.conforms(t, "POST", ingestPath, w)
+		w := c.post(query, ct, source, "", body)
 		var out map[string]any
 		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || w.Code != 200 {
 			t.Fatalf("%d %q: %v", w.Code, w.Body, err)
 		}
 		return out
 	}
+	day := time.Now().UTC().Truncate(24 * time.Hour)
 	csv := readingsCSV(day, 4, 0)
 	if out := send("", "text/csv", "monday.csv", csv); out["inserted"] != 4.0 {
 		t.Fatalf("first delivery: %v", out)
@@ -93,35 +97,9 @@ provenance = true
 // only with the body and the options it was sent with (substitute_by,
 // the source); the same body with other options is another request.
 func TestIdempotencyOptions(t *testing.T) {
-	d := parseOpenAPI(t)
-	s := openStore(t) // power has no substituted_by: substitutes are refused
-	now := time.Now().UTC()
-	if err := s.EnsurePartitions(t.Context(), now); err != nil {
-		t.Fatal(err)
-	}
-	loader, tok := token(t, "loader", config.ScopeIngest)
-	h, err := New(s, Options{Tokens: []config.Token{loader}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := readingsCSV(now.Truncate(24*time.Hour), 4, 0)
-	send := func(key, query, source string) (int, string, bool) {
-		t.Helper()
-		r := httptest.NewRequest("POST", "/v1/tables/power/readings"+query, strings.NewReader(body))
-		r.Header.Set("Authorization", "Bearer "+tok)
-		r.Header.Set("Content-Type", "text/csv")
-		r.Header.Set(idempotencyHeader, key)
-		if source != "" {
-			r.Header.Set(sourceHeader, source)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		d.conforms(t, "POST", ingestPath, w)
-		var out struct{ Code string }
-		json.Unmarshal(w.Body.Bytes(), &out)
-		return w.Code, out.Code, w.Header().Get(replayedHeader) == "true"
-	}
-	for _, c := range []struct {
+	c := newIngestClient(t, openStore(t)) // power has no substituted_by: substitutes are refused
+	body := readingsCSV(time.Now().UTC().Truncate(24*time.Hour), 4, 0)
+	for _, tc := range []struct {
 		what, key, query, source string
 		code                     int
 		errCode                  string
@@ -135,8 +113,11 @@ func TestIdempotencyOptions(t *testing.T) {
 		{"with a source", "k-2", "", "monday.csv", 422, "idempotency_key_reused", false},
 		{"with a source as a parameter", "k-2", "?source=monday.csv", "", 422, "idempotency_key_reused", false},
 	} {
-		if code, errCode, replayed := send(c.key, c.query, c.source); code != c.code || errCode != c.errCode || replayed != c.replayed {
-			t.Errorf("%s: %d %q replayed %t; want %d %q %t", c.what, code, errCode, replayed, c.code, c.errCode, c.replayed)
+		w := c.post(tc.query, "text/csv", tc.source, tc.key, body)
+		var out struct{ Code string }
+		json.Unmarshal(w.Body.Bytes(), &out)
+		if replayed := w.Header().Get(replayedHeader) == "true"; w.Code != tc.code || out.Code != tc.errCode || replayed != tc.replayed {
+			t.Errorf("%s: %d %q replayed %t; want %d %q %t", tc.what, w.Code, out.Code, replayed, tc.code, tc.errCode, tc.replayed)
 		}
 	}
 }
