@@ -135,6 +135,9 @@ exclusion = false
 name = "registers"
 time_model = "point"
 integrity = "exclusion"
+provenance = true
+  [[table.column]]
+  name = "source_ref"
 
 [archive]
 settlement_lag = "62d"
@@ -150,7 +153,9 @@ archival_step = "31d"
 			},
 			Width: series.Monthly, Headroom: 40 * day, Integrity: series.IntegrityWrite,
 		},
-		{Name: "registers", TimeModel: series.Point, Width: series.Daily, Headroom: 7 * day, Integrity: series.IntegrityExclusion},
+		{Name: "registers", TimeModel: series.Point, Width: series.Daily, Headroom: 7 * day, Integrity: series.IntegrityExclusion,
+			// provenance = true adds the column not declared, after those declared.
+			Columns: []series.Column{{Name: series.ColumnSourceRef, Type: series.Text}, {Name: series.ColumnSourceKind, Type: series.Text}}},
 	}
 	got := c.Tables()
 	if !reflect.DeepEqual(got, want) {
@@ -309,5 +314,21 @@ memory_limit = ""
 	}
 	if c.Query.MemoryLimit != "" {
 		t.Errorf("memory_limit \"\" became %q", c.Query.MemoryLimit)
+	}
+}
+
+// TestProvenanceDeclared: a provenance column declared against the rule is
+// refused naming its section.
+func TestProvenanceDeclared(t *testing.T) {
+	es := problems(t, `
+[[table]]
+name = "a"
+provenance = true
+  [[table.column]]
+  name = "source_kind"
+  identity = true
+`)
+	if len(es) != 1 || es[0].Key != "table[0].column[0].name" || !strings.Contains(es[0].Error(), "records provenance") {
+		t.Fatalf("problems %v", es)
 	}
 }

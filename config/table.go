@@ -20,6 +20,7 @@ type rawTable struct {
 	Headroom    value       `toml:"headroom"`
 	Integrity   value       `toml:"integrity"`
 	Exclusion   value       `toml:"exclusion"` // before integrity: false is "write", true "exclusion"
+	Provenance  value       `toml:"provenance"`
 	Column      []rawColumn `toml:"column"`
 }
 
@@ -77,6 +78,15 @@ func (r *reader) table(key string, raw *rawTable) series.Table {
 	t.Integrity = r.integrity(key, raw)
 	for j := range raw.Column {
 		t.Columns = append(t.Columns, r.column(fmt.Sprintf("%s.column[%d]", key, j), &raw.Column[j]))
+	}
+	if r.boolean(key+".provenance", raw.Provenance, false) {
+		// The columns a section declares itself stay as declared, in
+		// its order; Validate says if they cannot record provenance.
+		for _, c := range series.ProvenanceColumns() {
+			if !slices.ContainsFunc(t.Columns, func(d series.Column) bool { return d.Name == c.Name }) {
+				t.Columns = append(t.Columns, c)
+			}
+		}
 	}
 	return t
 }

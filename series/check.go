@@ -374,8 +374,9 @@ func (b *Batch) checkConflicts(t *Table, bad *Problems) {
 
 // Restated names the first column in which two readings of one key and
 // version differ in what they state, with a's value and b's, or returns
-// col "". The transaction time and the derived balancing day are not
-// statements of a reading. This is the one definition of a restated value:
+// col "". The transaction time, the derived balancing day and the
+// provenance columns (where a delivery came from) are not statements of a
+// reading. This is the one definition of a restated value:
 // redelivering a reading is a no-op, restating it differently under the
 // same version is an integrity violation, in either tier.
 func (t *Table) Restated(a, b *Reading) (col, was, is string) {
@@ -400,7 +401,7 @@ func (t *Table) Restated(a, b *Reading) (col, was, is string) {
 		return "subject_id", a.Subject, b.Subject
 	}
 	for _, c := range t.Columns {
-		if c.Identity {
+		if c.Identity || c.Provenance() {
 			continue
 		}
 		x, xok := a.Extra[c.Name]

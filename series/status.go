@@ -51,6 +51,10 @@ type Result struct {
 	Superseded int      // rows with status Superseded
 	Shadowed   int      // rows with status Shadowed
 	Refused    int      // rows with status Refused
+	// Versions, for a write of substitute values, holds per row the
+	// version the write gave it (the next of its reading); zero for a
+	// row repeating an earlier one of the batch. Nil for other writes.
+	Versions []uint64
 }
 
 // Tally returns the Result of the statuses, counted.

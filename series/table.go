@@ -274,6 +274,8 @@ func (t *Table) Validate() error {
 			return bad("column %q is built in", c.Name)
 		case c.Name == ColumnSuperseded:
 			return bad("column %q is reserved: the cold tier marks superseded versions in it", c.Name)
+		case c.Provenance() && (c.Identity || c.ColumnType() != Text || len(c.Values) > 0):
+			return bad("column %q records provenance: declare it as a text attribute column without values", c.Name)
 		case seen[c.Name]:
 			return bad("column %q declared twice", c.Name)
 		case c.Type > BigInt:

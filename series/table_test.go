@@ -41,6 +41,9 @@ func TestTableValidate(t *testing.T) {
 		"bad coded bigint":  func(t *Table) { t.Columns = []Column{{Name: "a", Type: BigInt, Values: []string{"1", "x"}}} },
 		"empty coded":       func(t *Table) { t.Columns = []Column{{Name: "a", Values: []string{""}}} },
 		"point resolutions": func(t *Table) { t.TimeModel = Point },
+		"identity source":   func(t *Table) { t.Columns = []Column{{Name: ColumnSourceRef, Identity: true}} },
+		"bigint source":     func(t *Table) { t.Columns = []Column{{Name: ColumnSourceKind, Type: BigInt}} },
+		"coded source":      func(t *Table) { t.Columns = []Column{{Name: ColumnSourceKind, Values: []string{"csv"}}} },
 	} {
 		tab := lastgang("lastgang")
 		change(tab)

@@ -34,7 +34,9 @@ func TestWriteSubstitutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	const high = 20260402100000 // an MSCONS document time
-	mustWrite(t, s, []Reading{qh(1, 0, 4, "A", high, 100), qh(1, 0, 5, "A", high, 100)})
+	if res := mustWrite(t, s, []Reading{qh(1, 0, 4, "A", high, 100), qh(1, 0, 5, "A", high, 100)}); res.Versions != nil {
+		t.Fatalf("versions of a write without substitutes: %v", res.Versions)
+	}
 	sub := WriteOptions{Substitute: true, By: "9900000000012"}
 	res, err := s.WriteWith(ctx, "power", []Reading{substitute(1, 0, 4, 777), substitute(2, 0, 4, 555)}, sub)
 	if err != nil {
@@ -43,6 +45,10 @@ func TestWriteSubstitutes(t *testing.T) {
 	if fmt.Sprint(res.Status) != "[superseded inserted]" {
 		t.Fatalf("statuses %v", res.Status)
 	}
+	if got, want := fmt.Sprint(res.Versions), fmt.Sprintf("[%d 1]", high+1); got != want {
+		t.Fatalf("versions given %s, want %s", got, want)
+	}
+
 	got := mustQuery(t, s, `SELECT malo_id, value, quality, version, substituted_by FROM readings WHERE "from" = TIMESTAMPTZ '`+
 		dayN(0).Add(time.Hour).Format(time.RFC3339)+`' ORDER BY malo_id`)
 	want := fmt.Sprintf("[[%s 0.000777 67 %d 9900000000012] [%s 0.000555 67 1 9900000000012]]", malo(1), high+1, malo(2))

@@ -52,7 +52,8 @@ type WriteOptions struct {
 	// every row has quality 67 and no version (zero), and is given the
 	// version one above the highest stored for its reading, so it wins
 	// over what is stored (its status is Superseded, or Inserted when
-	// nothing was). Refused, nothing written, for a row whose stored
+	// nothing was); WriteResult.Versions holds the version each row was
+	// given. Refused, nothing written, for a row whose stored
 	// versions are of another version scope, below the watermark, or in a
 	// table that does not declare ColumnSubstitutedBy.
 	Substitute bool
@@ -60,6 +61,20 @@ type WriteOptions struct {
 	// point operator's market partner id; required with Substitute and
 	// recorded in ColumnSubstitutedBy.
 	By string
+	// Source says where the batch came from, recorded in the table's
+	// provenance columns (series.ColumnSourceKind, ColumnSourceRef) for
+	// every row that sets neither itself. A table without them records
+	// nothing; an empty field leaves its column NULL.
+	Source Source
+}
+
+// A Source is where a delivery of readings came from.
+type Source struct {
+	// Kind is the kind of source: series.SourceMSCONS, SourceCSV,
+	// SourceJSON or SourceAPI.
+	Kind string
+	// Ref names the delivery: a file name or the caller's reference.
+	Ref string
 }
 
 // WriteWith is Write with options.
@@ -81,6 +96,7 @@ func (s *Store) WriteWith(ctx context.Context, name string, rows []Reading, o Wr
 			return WriteResult{}, err
 		}
 	}
+	rows = withSource(decl, rows, o.Source)
 	res, err := s.router.WriteWith(ctx, decl, ct, rows, hot.WriteOptions{Substitute: o.Substitute})
 	refuse(&res, err)
 	s.metrics.Written(ctx, name, int64(res.Inserted+res.Superseded+res.Shadowed), int64(res.Present))
@@ -119,6 +135,48 @@ func substitutes(t *series.Table, rows []Reading, by string) ([]Reading, error) 
 		out[i] = r
 	}
 	return out, nil
+}
+
+// withSource returns rows with src recorded in t's provenance columns
+// where a row sets neither; rows itself is left as it is. Rows without
+// extra columns share one map, which the write only reads.
+func withSource(t *series.Table, rows []Reading, src Source) []Reading {
+	fill := map[string]string{}
+	for _, c := range t.Columns {
+		switch {
+		case c.Name == series.ColumnSourceKind && src.Kind != "":
+			fill[c.Name] = src.Kind
+		case c.Name == series.ColumnSourceRef && src.Ref != "":
+			fill[c.Name] = src.Ref
+		}
+	}
+	if len(fill) == 0 {
+		return rows
+	}
+	var out []Reading
+	for i := range rows {
+		e := rows[i].Extra
+		if _, ok := e[series.ColumnSourceKind]; ok {
+			continue
+		}
+		if _, ok := e[series.ColumnSourceRef]; ok {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(rows)
+		}
+		if len(e) == 0 {
+			out[i].Extra = fill
+			continue
+		}
+		extra := maps.Clone(e)
+		maps.Copy(extra, fill)
+		out[i].Extra = extra
+	}
+	if out == nil {
+		return rows
+	}
+	return out
 }
 
 // refuse marks the rows err names as Refused in res: their reasons are

@@ -73,8 +73,12 @@ they are written one by one, so that only the message at fault is refused.`,
 				fmt.Fprintln(f, "line,status")
 				rep = f
 			}
+			// src is the file being read: a table with provenance
+			// columns records it (an MSCONS interchange records its own
+			// references instead of the file name).
+			var src store.Source
 			write := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
-				res, err := s.WriteWith(ctx, table, rows, store.WriteOptions{Substitute: substituteBy != "", By: substituteBy})
+				res, err := s.WriteWith(ctx, table, rows, store.WriteOptions{Substitute: substituteBy != "", By: substituteBy, Source: src})
 				return res.Status, res.Late, err
 			}
 			var maloOf map[string]string
@@ -96,6 +100,10 @@ they are written one by one, so that only the message at fault is refused.`,
 				if err != nil {
 					return err
 				}
+				src = store.Source{Kind: series.SourceMSCONS}
+				if name != "-" {
+					src.Ref = name
+				}
 				if f == 0 || f == ingest.MSCONS {
 					n, done, err := ingestMSCONS(ctx, cmd.OutOrStdout(), name, f, &decl, write, maloOf)
 					if err != nil {
@@ -109,6 +117,10 @@ they are written one by one, so that only the message at fault is refused.`,
 					if err != nil || f == 0 {
 						return fmt.Errorf("%s: cannot tell the format from the name or the content; use --format csv, jsonl or mscons", name)
 					}
+				}
+				src.Kind = series.SourceCSV
+				if f == ingest.JSONLines {
+					src.Kind = series.SourceJSON
 				}
 				sum, err := ingestFile(ctx, name, f, &decl, write, batch, rep, start)
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d readings in %d batches: %d inserted, %d already present, %d late to the cold tier; %d superseded, %d shadowed, %d refused\n",

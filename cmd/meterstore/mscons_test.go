@@ -142,8 +142,9 @@ func TestIngestMSCONS(t *testing.T) {
 	}
 
 	// After archival, a message for an archived day goes to the cold tier
-	// as late corrections while the other of its write stays hot; each
-	// report counts its own (W: May 20 minus the 45 days' lag).
+	// as late corrections, superseding what was stored, while the other
+	// of its write stays hot; each report counts its own (W: May 20 minus
+	// the 45 days' lag).
 	mustRun(t, append([]string{"archive", "--now", "2026-05-20T00:00:00Z"}, c...)...)
 	fresh, err := metering.MaLoFromPrefix("5123456781")
 	if err != nil {
@@ -153,7 +154,7 @@ func TestIngestMSCONS(t *testing.T) {
 		msconsMessage("M1", "DOC8", "202605211000", other, spring, "220", func(int) string { return "3" }),
 		msconsMessage("M2", "DOC9", "202605211000", fresh.String(), autumn, "220", first)))
 	out = mustRun(t, append([]string{"ingest", "--table", "power", late}, c...)...)
-	for _, want := range []string{`message 1 "M1" (document DOC8): 92 readings: 92 inserted, 0 already present, 92 late to the cold tier`,
+	for _, want := range []string{`message 1 "M1" (document DOC8): 92 readings: 0 inserted, 0 already present, 92 late to the cold tier; 92 superseded`,
 		`message 2 "M2" (document DOC9): 100 readings: 100 inserted, 0 already present, 0 late to the cold tier`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("late: want %q in\n%s", want, out)

@@ -3,6 +3,7 @@ package archive
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -310,9 +311,10 @@ func TestWriterRoutesLateCorrections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Day 2 has version 1 of the reading stored: version 2 supersedes it.
-	if res.Late != 2 || res.Inserted != 3 || res.Superseded != 1 || res.Status[1] != series.Superseded {
-		t.Fatalf("result %+v, want 2 late of 4, the second superseding", res)
+	// Days 0 to 2 have version 1 of the readings stored: version 2
+	// supersedes it, below W (late, in the cold tier) as above it.
+	if want := "[superseded superseded superseded inserted]"; res.Late != 2 || res.Inserted != 1 || res.Superseded != 3 || fmt.Sprint(res.Status) != want {
+		t.Fatalf("result %+v, want 2 late of 4, statuses %s", res, want)
 	}
 	o.ack(batch)
 	// Redelivery is a no-op in both tiers.

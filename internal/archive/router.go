@@ -214,6 +214,13 @@ func (rt *Router) WriteWith(ctx context.Context, t *series.Table, ct *cold.Table
 		hr, err := rt.hot.WriteWith(ctx, t, pick(rows, fresh), o)
 		if err == nil {
 			res.record(fresh, hr.Status)
+			if hr.Versions != nil {
+				// Substitutes are hot only: fresh is every row.
+				res.Versions = make([]uint64, len(rows))
+				for k, i := range fresh {
+					res.Versions[i] = hr.Versions[k]
+				}
+			}
 			return res, nil
 		}
 		if !errors.Is(err, hot.ErrNoPartition) {

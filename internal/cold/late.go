@@ -17,10 +17,14 @@ import (
 
 // A LateResult reports what AppendLate did with each reading.
 type LateResult struct {
-	Status   []series.Status // per reading, in order: Inserted or Present
-	Inserted int
-	Present  int
-	Commit   Commit // the snapshot that added the Inserted ones; zero if none
+	// Status is per reading, in order: Inserted, Present, Superseded or
+	// Shadowed, decided by version as the hot tier decides it.
+	Status     []series.Status
+	Inserted   int
+	Present    int
+	Superseded int
+	Shadowed   int
+	Commit     Commit // the snapshot that added the readings not Present; zero if none
 }
 
 // lateAttempts bounds how often AppendLate re-checks a batch that lost a
@@ -101,15 +105,21 @@ func (c *Tier) appendLate(ctx context.Context, t *Table, rows []series.Reading) 
 	if err := bad.Err(series.IntegrityViolation, op, t.decl.Name); err != nil {
 		return LateResult{}, err
 	}
+	outcomes(&t.decl, b, stored, res.Status)
 
 	var fresh []series.Reading
 	for i, s := range res.Status {
-		if s == series.Present {
+		switch s {
+		case series.Present:
 			res.Present++
 			continue
+		case series.Superseded:
+			res.Superseded++
+		case series.Shadowed:
+			res.Shadowed++
+		default:
+			res.Inserted++
 		}
-		res.Status[i] = series.Inserted
-		res.Inserted++
 		fresh = append(fresh, rows[i])
 	}
 	if len(fresh) == 0 {
@@ -220,6 +230,45 @@ func conflicts(t *series.Table, b *series.Batch, stored map[string][]series.Read
 					bad.Add(i, "overlaps the stored %s interval from %s within version %d", p.Resolution, FormatTime(p.From), p.Version)
 				}
 			}
+		}
+	}
+}
+
+// outcomes sets the status of every row of b not Present, as the hot
+// tier's outcomes do: Shadowed if a higher version of its merge key is
+// stored or came earlier in the batch, else Superseded if a lower one
+// is or did, else Inserted.
+func outcomes(t *series.Table, b *series.Batch, stored map[string][]series.Reading, status []series.Status) {
+	type key struct {
+		series string
+		from   int64
+	}
+	top := make(map[key]uint64, len(b.Rows))
+	for i := range b.Rows {
+		r := &b.Rows[i]
+		sk := seriesKey(t, r)
+		var higher, lower bool
+		have := stored[sk]
+		lo, _ := slices.BinarySearchFunc(have, r.From, func(p series.Reading, at time.Time) int { return p.From.Compare(at) })
+		for k := lo; k < len(have) && have[k].From.Equal(r.From); k++ {
+			higher = higher || have[k].Version > r.Version
+			lower = lower || have[k].Version < r.Version
+		}
+		k := key{sk, r.From.UnixMicro()}
+		prev, seen := top[k]
+		higher = higher || seen && prev > r.Version
+		lower = lower || seen && prev < r.Version
+		if !seen || r.Version > prev {
+			top[k] = r.Version
+		}
+		switch {
+		case status[i] == series.Present:
+		case higher:
+			status[i] = series.Shadowed
+		case lower:
+			status[i] = series.Superseded
+		default:
+			status[i] = series.Inserted
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cold
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -33,8 +34,8 @@ func TestAppendLate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []series.Status{series.Inserted, series.Inserted, series.Present, series.Present}
-	if !slices.Equal(res.Status, want) || res.Inserted != 2 || res.Present != 2 || res.Commit.Rows != 2 {
+	want := []series.Status{series.Superseded, series.Inserted, series.Present, series.Present}
+	if !slices.Equal(res.Status, want) || res.Superseded != 1 || res.Inserted != 1 || res.Present != 2 || res.Commit.Rows != 2 {
 		t.Fatalf("result %+v, want statuses %v", res, want)
 	}
 	sum := e.summary(t, h)
@@ -78,6 +79,55 @@ func TestAppendLate(t *testing.T) {
 	// Nothing of the refused batches landed.
 	if n := len(collect(t, e.tier.Scan(t.Context(), h, series.Range{MaLo: []string{malo(7)}}))); n != 0 {
 		t.Fatalf("a refused batch stored %d readings", n)
+	}
+}
+
+// TestAppendLateOutcomes: a late correction is decided by version as a
+// hot write is, against the stored versions and the earlier rows of its
+// batch, whatever the order of arrival.
+func TestAppendLateOutcomes(t *testing.T) {
+	e := newEnv(t, Options{})
+	tab := loadProfile("power")
+	h := e.ensure(t, tab)
+	archived := quarterHours(0, jan2026, 8)
+	e.archive(t, h, jan2026, feb2026, archived)
+	// version returns r under a version d above its own, with another value.
+	version := func(r series.Reading, d uint64) series.Reading {
+		r.Version, r.Value = r.Version+d, r.Value+series.Decimal(d)
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		rows []series.Reading
+		want []series.Status
+	}{
+		{"higher, then lower than it", []series.Reading{version(archived[1], 2), version(archived[1], 1)},
+			[]series.Status{series.Superseded, series.Shadowed}},
+		{"lower, then higher", []series.Reading{version(archived[2], 1), version(archived[2], 2)},
+			[]series.Status{series.Superseded, series.Superseded}},
+		{"a stored version again, a higher one, a redelivery and a new reading", []series.Reading{version(archived[1], 1),
+			version(archived[1], 3), archived[3], quarterHour(9, jan2026, 0)},
+			[]series.Status{series.Present, series.Superseded, series.Present, series.Inserted}},
+	} {
+		res, err := e.tier.AppendLate(t.Context(), h, c.rows)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !slices.Equal(res.Status, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, res.Status, c.want)
+		}
+		if n := res.Inserted + res.Present + res.Superseded + res.Shadowed; n != len(c.rows) {
+			t.Errorf("%s: counts %+v", c.name, res)
+		}
+	}
+	// A version below the highest stored arrives late: shadowed.
+	res, err := e.tier.AppendLate(t.Context(), h, []series.Reading{version(archived[5], 5), version(archived[6], 5)})
+	if err != nil || res.Superseded != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	res, err = e.tier.AppendLate(t.Context(), h, []series.Reading{version(archived[5], 4)})
+	if err != nil || fmt.Sprint(res.Status) != "[shadowed]" || res.Shadowed != 1 {
+		t.Fatalf("an older version after a newer one: %+v %v", res, err)
 	}
 }
 

@@ -87,7 +87,14 @@ func (h *Tier) WriteWith(ctx context.Context, t *series.Table, rows []series.Rea
 		}
 	}
 	outcomes(t, b)
-	return series.Tally(b.status), nil
+	res := series.Tally(b.status)
+	if b.substitute {
+		res.Versions = make([]uint64, len(rows))
+		for i := range b.rows {
+			res.Versions[b.rows[i].row] = b.rows[i].src.Version
+		}
+	}
+	return res, nil
 }
 
 func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 
 	"github.com/meterstore/meterstore/internal/edifact"
@@ -96,6 +97,9 @@ func RunMSCONS(ctx context.Context, r io.Reader, t *series.Table, write WriteFun
 	if err != nil {
 		return nil, err
 	}
+	for i := range msgs {
+		recordSource(t, ic.Ref, &msgs[i])
+	}
 	g := grouper{write: write, reps: make([]MessageReport, 0, len(msgs))}
 	for i := range msgs {
 		m := &msgs[i]
@@ -125,6 +129,35 @@ func RunMSCONS(ctx context.Context, r io.Reader, t *series.Table, write WriteFun
 		return g.reps, err
 	}
 	return g.reps, nil
+}
+
+// recordSource records in t's provenance columns that m's readings came
+// from MSCONS, interchange icRef, message m.Ref: source_ref is
+// "<UNB reference>:<UNH reference>", the pair that names a message among
+// all a market partner sent.
+func recordSource(t *series.Table, icRef string, m *mscons.Message) {
+	src := map[string]string{}
+	for _, c := range t.Columns {
+		switch {
+		case c.Name == series.ColumnSourceKind:
+			src[c.Name] = series.SourceMSCONS
+		case c.Name == series.ColumnSourceRef && icRef+m.Ref != "":
+			src[c.Name] = icRef + ":" + m.Ref
+		}
+	}
+	if len(src) == 0 {
+		return
+	}
+	for i := range m.Readings {
+		r := &m.Readings[i]
+		if len(r.Extra) == 0 {
+			r.Extra = src // shared: a write only reads it
+			continue
+		}
+		extra := maps.Clone(r.Extra)
+		maps.Copy(extra, src)
+		r.Extra = extra
+	}
 }
 
 // A grouper collects messages to write together.

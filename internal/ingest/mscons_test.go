@@ -201,3 +201,30 @@ func TestReadRelations(t *testing.T) {
 		}
 	}
 }
+
+// TestRunMSCONSSource: a table declaring the provenance columns gets each
+// reading's interchange and message reference; one without gets none.
+func TestRunMSCONSSource(t *testing.T) {
+	var got []string
+	record := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
+		for _, r := range rows {
+			got = append(got, fmt.Sprint(r.Extra))
+		}
+		return make([]series.Status, len(rows)), 0, nil
+	}
+	withSource := *msconsTable
+	withSource.Columns = series.ProvenanceColumns()
+	if _, err := RunMSCONS(t.Context(), strings.NewReader(interchangeOf(t, 2)), &withSource, record, MSCONSOptions{MaLoOf: rel}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 16 || got[0] != "map[source_kind:mscons source_ref:IC0001:MSG1]" || got[15] != "map[source_kind:mscons source_ref:IC0001:MSG2]" {
+		t.Fatalf("extra columns %q", got)
+	}
+	got = nil
+	if _, err := RunMSCONS(t.Context(), strings.NewReader(interchangeOf(t, 1)), msconsTable, record, MSCONSOptions{MaLoOf: rel}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 || got[0] != "map[]" {
+		t.Fatalf("a table without provenance columns: %q", got)
+	}
+}

@@ -34,6 +34,12 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // options given.
 func openStore(t *testing.T, with ...store.ConfigOption) *store.Store {
 	t.Helper()
+	return openTables(t, "[[table]]\nname = \"power\"\nresolutions = [\"PT15M\"]\n", with...)
+}
+
+// openTables is openStore with the [[table]] sections tables.
+func openTables(t *testing.T, tables string, with ...store.ConfigOption) *store.Store {
+	t.Helper()
 	dir := t.TempDir()
 	src := fmt.Sprintf(`
 [postgres]
@@ -41,10 +47,7 @@ url = %q
 data_dir = %q
 [warehouse]
 url = %q
-[[table]]
-name = "power"
-resolutions = ["PT15M"]
-`, pgtest.NewDB(t), dir, "file://"+filepath.Join(dir, "wh"))
+`, pgtest.NewDB(t), dir, "file://"+filepath.Join(dir, "wh")) + tables
 	cfg, err := config.Parse([]byte(src), dir, nil)
 	if err != nil {
 		t.Fatal(err)

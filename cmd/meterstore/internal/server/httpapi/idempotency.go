@@ -74,9 +74,23 @@ func idempotencyKey(hdr http.Header) (string, error) {
 	return k, nil
 }
 
+// optionsPrefix returns what precedes the body in the hash a retry is
+// compared with: the options that change what a delivery writes
+// (substitute_by, the source recorded), so that the same body sent under
+// the key with other options is another request. A request without them
+// hashes its body alone, as before there were any, so that the records
+// made then still answer their retries.
+func optionsPrefix(o store.WriteOptions) []byte {
+	if o.By == "" && o.Source.Ref == "" {
+		return nil
+	}
+	return fmt.Appendf(nil, "meterstore ingest options\x00substitute_by=%s\x00source=%s\x00", o.By, o.Source.Ref)
+}
+
 // ingestOnce runs an ingest under the key k: it answers a retry of a
-// request that ended with the recorded answer, and runs any other.
-func (h *handler) ingestOnce(w http.ResponseWriter, r *http.Request, k idempotency.Key, run func(io.Reader) ingestAnswer) {
+// request that ended with the recorded answer, and runs any other. prefix
+// is hashed before the body (optionsPrefix).
+func (h *handler) ingestOnce(w http.ResponseWriter, r *http.Request, k idempotency.Key, prefix []byte, run func(io.Reader) ingestAnswer) {
 	ctx := r.Context()
 	claim, done, err := h.records.Claim(ctx, k, h.o.Clock(), idempotencyLease, h.retention)
 	switch {
@@ -93,12 +107,13 @@ func (h *handler) ingestOnce(w http.ResponseWriter, r *http.Request, k idempoten
 		h.internal(w, r, err)
 		return
 	case done != nil:
-		h.replay(w, r, k, done)
+		h.replay(w, r, k, prefix, done)
 		return
 	}
 
 	// The key is ours: run the request, hashing its body as it streams.
 	sum := sha256.New()
+	sum.Write(prefix)
 	stop := h.keepLease(ctx, claim)
 	a := run(io.TeeReader(r.Body, sum))
 	stop()
@@ -144,8 +159,9 @@ func (h *handler) ingestOnce(w http.ResponseWriter, r *http.Request, k idempoten
 
 // replay answers a retry with the recorded outcome done, once its body
 // proves to be the same.
-func (h *handler) replay(w http.ResponseWriter, r *http.Request, k idempotency.Key, done *idempotency.Outcome) {
+func (h *handler) replay(w http.ResponseWriter, r *http.Request, k idempotency.Key, prefix []byte, done *idempotency.Outcome) {
 	sum := sha256.New()
+	sum.Write(prefix)
 	if _, err := io.Copy(sum, r.Body); err != nil {
 		status, body := ingestFailure(err)
 		ingestAnswer{status, body}.write(w)
@@ -153,7 +169,7 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request, k idempotency.K
 	}
 	if !bytes.Equal(sum.Sum(nil), done.BodySHA256[:]) {
 		writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused",
-			fmt.Sprintf("%s %q was used for another body at %s: send a new delivery under a new key",
+			fmt.Sprintf("%s %q was used for another body or other options (substitute_by, source) at %s: send a new delivery under a new key",
 				idempotencyHeader, k.Key, done.At.UTC().Format(time.RFC3339)))
 		return
 	}

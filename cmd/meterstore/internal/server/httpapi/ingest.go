@@ -14,6 +14,11 @@ package httpapi
 //	     the first bad line, and "lines", each {"line","reason"}
 //	503  worth retrying unchanged (code unavailable), with Retry-After
 //
+// The header X-MeterStore-Source or the query parameter source names the
+// delivery; a table with provenance columns records it in source_ref and
+// "api" in source_kind (an MSCONS interchange records "mscons" and
+// "<UNB reference>:<UNH reference>" instead).
+//
 // With an Idempotency-Key header, a retry of a request that ended 200 or
 // 422 is answered with that answer again instead of being run, and more
 // (see idempotency.go):
@@ -51,6 +56,10 @@ import (
 
 // ingestPath is the route of an ingest.
 const ingestPath = "/v1/tables/{table}/readings"
+
+// sourceHeader names the delivery in the table's provenance column
+// source_ref; the query parameter source says the same and wins.
+const sourceHeader = "X-MeterStore-Source"
 
 // retryAfterSeconds is the Retry-After of a 503 from an ingest.
 const retryAfterSeconds = 5
@@ -123,11 +132,17 @@ func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 	}
 	opts := store.WriteOptions{By: r.URL.Query().Get("substitute_by")}
 	opts.Substitute = opts.By != ""
+	// A table with provenance columns records the delivery as api, with
+	// the caller's reference; an MSCONS interchange records its own.
+	opts.Source = store.Source{Kind: series.SourceAPI, Ref: r.Header.Get(sourceHeader)}
+	if q := r.URL.Query().Get("source"); q != "" {
+		opts.Source.Ref = q
+	}
 	run := func(body io.Reader) ingestAnswer {
 		return h.runIngest(r.Context(), tok.Name, table, &decl, format, body, opts)
 	}
 	if key != "" {
-		h.ingestOnce(w, r, idempotency.Key{Token: tok.Name, Key: key, Table: table}, run) // idempotency.go
+		h.ingestOnce(w, r, idempotency.Key{Token: tok.Name, Key: key, Table: table}, optionsPrefix(opts), run) // idempotency.go
 		return
 	}
 	run(r.Body).write(w)

@@ -2,14 +2,11 @@ package httpapi
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/meterstore/meterstore/config"
-	"github.com/meterstore/meterstore/internal/pgtest"
-	"github.com/meterstore/meterstore/store"
 )
 
 // TestIngestSubstitutes posts substitute values (quality 67, no version)
@@ -17,13 +14,7 @@ import (
 // superseding and win. Without the column substituted_by the same request
 // is refused and writes nothing.
 func TestIngestSubstitutes(t *testing.T) {
-	dir := t.TempDir()
-	src := fmt.Sprintf(`
-[postgres]
-url = %q
-data_dir = %q
-[warehouse]
-url = %q
+	s := openTables(t, `
 [[table]]
 name = "power"
 resolutions = ["PT15M"]
@@ -32,16 +23,7 @@ name = "substituted_by"
 [[table]]
 name = "plain"
 resolutions = ["PT15M"]
-`, pgtest.NewDB(t), dir, "file://"+filepath.Join(dir, "wh"))
-	cfg, err := config.Parse([]byte(src), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.OpenConfig(t.Context(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+`)
 	now := time.Now().UTC()
 	day := now.Truncate(24 * time.Hour)
 	if err := s.EnsurePartitions(t.Context(), now); err != nil {
