@@ -53,9 +53,12 @@ func quarterHours() []store.Reading {
 	return rows
 }
 
-// open opens a store on a fresh test database and a warehouse in a
-// temporary directory; the returned function releases both.
-func open(ctx context.Context) (*store.Store, func()) {
+// open opens a store of powerTable on a fresh test database and a
+// warehouse in a temporary directory; the returned function releases both.
+func open(ctx context.Context) (*store.Store, func()) { return openWith(ctx, powerTable()) }
+
+// openWith opens a store of tables as open does.
+func openWith(ctx context.Context, tables ...store.Table) (*store.Store, func()) {
 	url, drop, err := pgtest.ExampleDB("example")
 	if err != nil {
 		log.Fatal(err)
@@ -85,7 +88,7 @@ func open(ctx context.Context) (*store.Store, func()) {
 	s, err := store.Open(ctx, store.Options{
 		Pool:    pool,
 		Catalog: cat,
-		Tables:  []store.Table{powerTable()},
+		Tables:  tables,
 		Archive: store.ArchiveOptions{SettlementLag: 14 * 24 * time.Hour, Step: 24 * time.Hour},
 		Query:   store.QueryOptions{Threads: 1, MemoryLimit: "512MB", CacheDir: dir},
 	})
