@@ -69,7 +69,7 @@ func TestQueryAsOf(t *testing.T) {
 		corr += strings.Replace(l, ",20260302000000,", ",20260303000000,", 1)
 	}
 	os.WriteFile(day, []byte(corr), 0o644)
-	if out := mustRun(t, append([]string{"ingest", "--table", "power", day}, c...)...); !strings.Contains(out, "10 inserted") {
+	if out := mustRun(t, append([]string{"ingest", "--table", "power", day}, c...)...); !strings.Contains(out, "10 late to the cold tier; 10 superseded") {
 		t.Fatalf("correction: %s", out)
 	}
 
