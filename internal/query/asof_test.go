@@ -81,7 +81,7 @@ func TestReadAsOf(t *testing.T) {
 	after2 := t2.Add(time.Microsecond)
 	waitPast(t, after2)
 	late, err := s.tier.AppendLate(ctx, s.h, versioned(jan[:2], 2, after2))
-	if err != nil || late.Inserted != 2 {
+	if err != nil || late.Superseded != 2 {
 		t.Fatalf("late corrections: %+v %v", late, err)
 	}
 	s.addHot(versioned(mar1[:4], 2, after2)...)
