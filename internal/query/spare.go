@@ -34,17 +34,24 @@ func (s *spare) retire(inst *instance) {
 	}()
 }
 
-// close closes the spare instance, if any, and waits for the instances
-// being retired: afterwards no DuckDB of the engine is open and no spill
-// directory is left. Later queries still work; they start instances anew.
-func (s *spare) close() {
+// detach returns the spare instance, nil if there is none, and leaves
+// none: its idle timer is stopped.
+func (s *spare) detach() *instance {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	inst := s.inst
 	s.inst = nil
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	s.mu.Unlock()
+	return inst
+}
+
+// close closes the spare instance, if any, and waits for the instances
+// being retired: afterwards no DuckDB of the engine is open and no spill
+// directory is left. Later queries still work; they start instances anew.
+func (s *spare) close() {
+	inst := s.detach()
 	if inst != nil {
 		inst.close()
 	}
@@ -54,13 +61,7 @@ func (s *spare) close() {
 // take returns the spare instance, or a new one if there is none, made to
 // spill into a directory of its own, and starts the next spare.
 func (s *spare) take(ctx context.Context) (*instance, error) {
-	s.mu.Lock()
-	inst := s.inst
-	s.inst = nil
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	s.mu.Unlock()
+	inst := s.detach()
 	go s.fill()
 	if inst == nil {
 		return open(ctx, s.set)
