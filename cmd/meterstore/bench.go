@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/consensusbench"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/consensusbench"
 	"github.com/spf13/cobra"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/agebench"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/agebench"
 )
 
 func newBenchAge() *cobra.Command {

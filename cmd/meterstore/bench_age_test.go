@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/agebench"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/agebench"
 	"github.com/meterstore/meterstore/internal/pgtest"
 )
 

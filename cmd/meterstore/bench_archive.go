@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"text/tabwriter"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/archivebench"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/archivebench"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/spf13/cobra"
 )

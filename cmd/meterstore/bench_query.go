@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/querybench"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/querybench"
 	"github.com/meterstore/meterstore/metering"
 )
 

@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/demo"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/demo"
 	"github.com/spf13/cobra"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/hotbench"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/hotbench"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"

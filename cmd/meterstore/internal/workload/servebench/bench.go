@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/hotbench"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/hotbench"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/store"

@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/hotbench"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/hotbench"
 	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"

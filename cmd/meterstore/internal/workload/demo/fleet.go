@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/hotbench"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/hotbench"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )

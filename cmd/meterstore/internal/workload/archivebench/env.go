@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/hotbench"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/hotbench"
 	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/cold"
