@@ -25,6 +25,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -68,6 +69,9 @@ type catalogAPI struct {
 func (h *handler) routeCatalog() error {
 	if h.o.Catalog == nil {
 		return nil
+	}
+	if h.tokens == nil {
+		return errors.New("httpapi: a catalog is served with a table of access tokens")
 	}
 	c := &catalogAPI{h: h, writable: h.o.CatalogWritable, lifetime: h.o.CatalogTokenLifetime}
 	var err error

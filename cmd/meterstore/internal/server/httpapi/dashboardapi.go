@@ -10,11 +10,14 @@ import (
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/dashboard"
 )
 
-// routeDashboard mounts the dashboard. The page is served by unknown,
+// routeDashboard mounts the dashboard newDashboard returns, if any. The page is served by unknown,
 // which takes / because / is also the pattern of every unknown path: a
 // pattern GET / would conflict with the catalog's /iceberg/ on the mux.
-func (h *handler) routeDashboard() {
-	h.dash = dashboard.New(h.s, dashboard.Options{Tokens: h.o.Tokens, Clock: h.o.Clock, Logger: h.log})
+func (h *handler) routeDashboard(newDashboard func(dashboard.Options) *dashboard.Dashboard) {
+	if newDashboard == nil {
+		return
+	}
+	h.dash = newDashboard(dashboard.Options{Tokens: h.o.Tokens, Clock: h.o.Clock, Logger: h.log})
 	h.mux.HandleFunc("GET "+dashboard.LoginPath, h.dash.LoginForm)
 	h.mux.HandleFunc("POST "+dashboard.LoginPath, h.dash.Login)
 	h.mux.HandleFunc("POST "+dashboard.LogoutPath, h.dash.Logout)

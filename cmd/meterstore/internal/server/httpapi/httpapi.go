@@ -97,9 +97,9 @@ type Options struct {
 
 // handler serves the API over one store.
 type handler struct {
-	s       *store.Store
-	tokens  *accesstoken.Table   // the catalog's access tokens
-	records *idempotency.Records // of idempotent ingests
+	s       Store
+	tokens  *accesstoken.Table // the catalog's access tokens; nil without a catalog
+	records records            // of idempotent ingests
 	o       Options
 	log     *slog.Logger
 	metrics *metrics.Metrics
@@ -115,8 +115,18 @@ type handler struct {
 	// ingestSlots and querySlots hold a token per ingest and per query
 	// in flight; nil when unbounded.
 	ingestSlots, querySlots chan struct{}
-	// dash serves the dashboard (dashboardapi.go).
+	// dash serves the dashboard (dashboardapi.go); nil serves none.
 	dash *dashboard.Dashboard
+}
+
+// services are what a handler keeps beside the store, in the hot tier's
+// database: the catalog's access tokens, the idempotency records and the
+// dashboard's sessions. records is required; tokens only with
+// Options.Catalog; without dashboard, no dashboard is served.
+type services struct {
+	tokens    *accesstoken.Table
+	records   records
+	dashboard func(dashboard.Options) *dashboard.Dashboard
 }
 
 // routes are the paths the API serves and their methods, so that a known
@@ -125,6 +135,16 @@ var routes = map[string]string{"/": "GET", dashboard.LogoutPath: "POST", "/healt
 
 // New returns the API over s.
 func New(s *store.Store, o Options) (http.Handler, error) {
+	db := s.ServiceDB()
+	return newHandler(frontDoor{s}, services{
+		tokens:    accesstoken.New(db),
+		records:   pgRecords{idempotency.New(db)},
+		dashboard: func(o dashboard.Options) *dashboard.Dashboard { return dashboard.New(s, o) },
+	}, o)
+}
+
+// newHandler returns the API over s and the services sv.
+func newHandler(s Store, sv services, o Options) (*handler, error) {
 	m, err := metrics.New(o.Meters)
 	if err != nil {
 		return nil, err
@@ -136,8 +156,7 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	db := s.ServiceDB()
-	h := &handler{s: s, tokens: accesstoken.New(db), records: idempotency.New(db), o: o, log: log, metrics: m,
+	h := &handler{s: s, tokens: sv.tokens, records: sv.records, o: o, log: log, metrics: m,
 		mux: newRouteMux(), retention: o.IdempotencyRetention}
 	if h.retention <= 0 {
 		h.retention = DefaultIdempotencyRetention
@@ -157,7 +176,7 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 	if err := h.routeCatalog(); err != nil {
 		return nil, err
 	}
-	h.routeDashboard() // / and /dashboard/..., dashboardapi.go
+	h.routeDashboard(sv.dashboard) // / and /dashboard/..., dashboardapi.go
 	h.mux.HandleFunc("/", h.unknown)
 	return h, nil
 }
@@ -339,7 +358,7 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 // unknown answers every request no route took: 405 for a known path
 // asked with another method, else 404.
 func (h *handler) unknown(w http.ResponseWriter, r *http.Request) {
-	if servesDashboard(r) {
+	if h.dash != nil && servesDashboard(r) {
 		h.dash.Page(w, r)
 		return
 	}

@@ -179,9 +179,9 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request, k idempotency.K
 	writeJSONBytes(w, done.Status, done.Body)
 }
 
-// keepLease renews claim's lease while the request runs; the function it
+// keepLease renews c's lease while the request runs; the function it
 // returns stops it.
-func (h *handler) keepLease(ctx context.Context, claim *idempotency.Claim) (stop func()) {
+func (h *handler) keepLease(ctx context.Context, c claim) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() {
@@ -196,7 +196,7 @@ func (h *handler) keepLease(ctx context.Context, claim *idempotency.Claim) (stop
 				// A renewal that fails lets the lease run out: a retry
 				// may then run beside this request, which costs a second
 				// delivery of the same readings, a no-op.
-				if err := claim.Extend(ctx, h.o.Clock().Add(idempotencyLease)); err != nil && ctx.Err() == nil {
+				if err := c.Extend(ctx, h.o.Clock().Add(idempotencyLease)); err != nil && ctx.Err() == nil {
 					h.log.Warn("idempotency: the lease is not renewed", "err", err)
 				}
 			}
