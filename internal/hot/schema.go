@@ -28,19 +28,13 @@ type definition struct {
 	// write. Format 2 records Integrity instead.
 	Exclusion bool   `json:"exclusion,omitempty"`
 	Integrity string `json:"integrity,omitempty"`
-	// Layout is how the rows are stored: "dictionary" (dictionary.go),
+	// Layout is how the rows are stored: "dictionary" (layout_dictionary.go),
 	// or absent for the rows layout every table had before it.
 	Layout string `json:"layout,omitempty"`
 }
 
 // layout returns the recorded layout.
-func (d definition) layout() (layout, error) {
-	switch l := layout(d.Layout); l {
-	case layoutRows, layoutDictionary:
-		return l, nil
-	}
-	return "", fmt.Errorf("unknown layout %q", d.Layout)
-}
+func (d definition) layout() (layout, error) { return parseLayout(d.Layout) }
 
 // normalize returns d in format 2.
 func (d definition) normalize() definition {
@@ -84,7 +78,7 @@ func definitionOf(t *series.Table, i series.Integrity) definition {
 		Columns:     []columnDef{},
 		Width:       t.Width.String(),
 		Integrity:   i.String(),
-		Layout:      string(newLayout(i)),
+		Layout:      newLayout(i).String(),
 	}
 	for _, r := range t.AcceptedResolutions() {
 		d.Resolutions = append(d.Resolutions, r.String())
@@ -154,7 +148,7 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			}
 			chosen = newIntegrity(t)
 			want := definitionOf(t, chosen)
-			lay = layout(want.Layout)
+			lay = newLayout(chosen)
 			if err := h.refuseTaken(ctx, tx, op, t, chosen, lay); err != nil {
 				return err
 			}
@@ -167,7 +161,7 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			_, err := tx.Exec(ctx, `INSERT INTO `+h.ident(metaTable)+` (name, time_model, merge_key, definition) VALUES ($1, $2, $3, $4)`,
 				t.Name, want.TimeModel, want.MergeKey, def)
 			if err == nil {
-				h.log.Info("hot: table declared", "table", t.Name, "merge_key", want.MergeKey, "integrity", chosen, "layout", lay)
+				h.log.Info("hot: table declared", "table", t.Name, "merge_key", want.MergeKey, "integrity", chosen, "layout", lay.String())
 			}
 			return err
 		case err != nil:
@@ -256,25 +250,12 @@ func newIntegrity(t *series.Table) series.Integrity {
 	return series.IntegrityExclusion
 }
 
-// newLayout returns the layout a new table of integrity i gets: the
-// dictionary layout for IntegrityStatement, whose one fixed resolution it
-// relies on, the rows layout otherwise.
-func newLayout(i series.Integrity) layout {
-	if i == series.IntegrityStatement {
-		return layoutDictionary
-	}
-	return layoutRows
-}
-
 // tableDDL returns the statements that create t's parent, with integrity i,
 // in layout l.
 func (h *Tier) tableDDL(t *series.Table, i series.Integrity, l layout) []string {
-	stmts := []string{h.parentDDL(t, i)}
-	if l == layoutDictionary {
-		stmts = []string{h.dictParentDDL(t)}
-	}
+	stmts := []string{l.parentDDL(h, t, i)}
 	if i == series.IntegrityStatement {
-		stmts = append(stmts, h.statementDDL(t, l)...)
+		stmts = append(stmts, l.statementDDL(h, t)...)
 		stmts = append(stmts, h.triggerDDL(t, h.ident(t.Name), t.Name)...)
 	}
 	return stmts
@@ -377,53 +358,6 @@ func sqlList(vals []string) string {
 		q[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
 	}
 	return "(" + strings.Join(q, ", ") + ")"
-}
-
-// parentDDL returns the CREATE TABLE of the partitioned parent. Partitions
-// copy its columns and CHECK constraints with LIKE, which keeps the names
-// that ATTACH PARTITION matches constraints by. With IntegrityStatement
-// the market location, the OBIS code and the version scope, the same for
-// every reading of a series, are checked once per statement instead of
-// per row (checkFuncDDL).
-func (h *Tier) parentDDL(t *series.Table, i series.Integrity) string {
-	perRow := i != series.IntegrityStatement
-	c := columnDefs(t)
-	var cols []string
-	add := func(format string, args ...any) { cols = append(cols, fmt.Sprintf(format, args...)) }
-	if perRow {
-		add(`malo_id text NOT NULL CONSTRAINT malo_id_check CHECK (%s(malo_id))`, h.ident("malo_valid"))
-	} else {
-		add(`malo_id text NOT NULL`)
-	}
-	cols = append(cols, c["melo_id"])
-	if perRow {
-		add(`obis_code text NOT NULL CONSTRAINT obis_code_check CHECK (%s)`, obisValid("obis_code"))
-	} else {
-		add(`obis_code text NOT NULL`)
-	}
-	cols = append(cols, c["sparte"], c["from"])
-	if t.TimeModel == series.Interval {
-		cols = append(cols, c["to"])
-	}
-	cols = append(cols, c["value"], c["unit"], c["quality"])
-	if t.TimeModel == series.Interval {
-		cols = append(cols, c["resolution"])
-	}
-	cols = append(cols, c["version"])
-	if perRow {
-		cols = append(cols, c["version_scope"])
-	} else {
-		add(`version_scope text NOT NULL`)
-	}
-	cols = append(cols, c["recorded_at"], c["balancing_day"], c["subject_id"])
-	for _, c := range t.Columns {
-		cols = append(cols, columnDDL(c))
-	}
-	if t.TimeModel == series.Interval {
-		cols = append(cols, `CONSTRAINT interval_valid CHECK (`+gridCheck(t)+`)`)
-	}
-	cols = append(cols, fmt.Sprintf(`CONSTRAINT %s PRIMARY KEY (%s)`, quote(t.Name+"_pkey"), keyList(t, true)))
-	return `CREATE TABLE ` + h.ident(t.Name) + " (\n\t" + strings.Join(cols, ",\n\t") + "\n) PARTITION BY RANGE (\"from\")"
 }
 
 // columnDefs returns the definitions of the columns every layout declares
