@@ -219,7 +219,7 @@ func (rowsLayout) stageIDs() (cols, defs []string) { return nil, nil }
 func (rowsLayout) stageIDValues(v []any, _ *staged) []any { return v }
 
 // sameSeries holds: the merge key says all.
-func (rowsLayout) sameSeries(a, b *staged) bool { return true }
+func (rowsLayout) sameSeries(_, _ *staged) bool { return true }
 
 // seriesOn compares the merge key but from.
 func (rowsLayout) seriesOn(t *series.Table, p, s string) string {
