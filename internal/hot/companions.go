@@ -16,10 +16,7 @@ func companions(t *series.Table, i series.Integrity, l layout) []string {
 	if i == series.IntegrityStatement {
 		names = append(names, ownersName(t))
 	}
-	if l == layoutDictionary {
-		names = append(names, seriesName(t), attrsName(t))
-	}
-	return names
+	return append(names, l.dictNames(t)...)
 }
 
 // refuseTaken fails with InvalidConfig if a relation t would own with

@@ -71,12 +71,20 @@
 //
 // # Layouts
 //
-// A new table of IntegrityStatement is stored in the dictionary layout
-// (dictionary.go), every other table, and every table created before, in
-// the rows layout, which its stored definition records and no declaration
-// changes. In the rows layout a row holds every column. In the dictionary
-// layout what many readings share lives once per partition's bucket in
-// two dictionaries, <table>_series (market location, OBIS code, identity
+// A new table of IntegrityStatement is stored in the dictionary layout,
+// every other table, and every table created before, in the rows layout,
+// which its stored definition records and no declaration changes. The
+// layout is a type (layout.go) whose two implementations hold what of the
+// tier's SQL differs between them, the table's DDL, its check function,
+// the columns a write supplies, how a read finds a series and what a
+// dropped partition leaves: rowsLayout (layout_rows.go) and dictLayout
+// (layout_dictionary.go). hot_tables records it as it always has, "" or
+// "dictionary", parsed once (parseLayout); Tier.Ensure creates a table's
+// relations and refreshes its check function through it.
+//
+// In the rows layout a row holds every column. In the dictionary layout
+// what many readings share lives once per partition's bucket in two
+// dictionaries, <table>_series (market location, OBIS code, identity
 // columns) and <table>_attrs (commodity, unit, resolution, version scope,
 // MeLo, subject), and a reading carries their int4 ids, with the primary
 // key (series, from, version): about two thirds of the bytes. A plain

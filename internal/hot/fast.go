@@ -78,7 +78,7 @@ func (h *Tier) copyDirect(ctx context.Context, tx pgx.Tx, t *series.Table, i ser
 	}
 	src := newStageSource(t, l, b.rows)
 	src.direct = true
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{h.schema, t.Name}, writeColumns(t, l, false), src)
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{h.schema, t.Name}, l.writeColumns(t, false), src)
 	if err != nil {
 		if !fastRefusal(err) {
 			return false, err

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -40,7 +38,7 @@ import (
 //     have, so its rows are recorded one span each instead. A span already
 //     recorded for the operator is not recorded again.
 //
-// In the dictionary layout (dictionary.go) the market location, the OBIS
+// In the dictionary layout (layout_dictionary.go) the market location, the OBIS
 // code and the version scope are dictionary columns with CHECKs of their
 // own, checked once per series as they are inserted; the trigger checks
 // instead that every series and attr id of the new rows names a
@@ -90,6 +88,10 @@ func (h *Tier) layoutOf(ctx context.Context, q querier, t *series.Table) (layout
 	return info.layout, err
 }
 
+// notDeclared is what declared returns of a table not declared: the rows
+// layout, as every table had before the dictionary layout.
+func notDeclared() tableInfo { return tableInfo{layout: layoutRows} }
+
 // declared returns what t's stored definition records of its integrity
 // and layout, remembered after the first look; false if t is not
 // declared (or no table is).
@@ -104,19 +106,19 @@ func (h *Tier) declared(ctx context.Context, q querier, t *series.Table) (tableI
 	// the caller's transaction.
 	var meta bool
 	if err := q.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, h.ident(metaTable)).Scan(&meta); err != nil || !meta {
-		return tableInfo{}, false, err
+		return notDeclared(), false, err
 	}
 	var stored []byte
 	err := q.QueryRow(ctx, `SELECT definition FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name).Scan(&stored)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return tableInfo{}, false, nil
+		return notDeclared(), false, nil
 	case err != nil:
-		return tableInfo{}, false, err
+		return notDeclared(), false, err
 	}
 	var d definition
 	if err := json.Unmarshal(stored, &d); err != nil {
-		return tableInfo{}, false, &series.Error{Kind: series.InvariantViolation, Op: "write", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+		return notDeclared(), false, &series.Error{Kind: series.InvariantViolation, Op: "write", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
 	}
 	d = d.normalize()
 	i, err := d.integrity()
@@ -124,7 +126,7 @@ func (h *Tier) declared(ctx context.Context, q querier, t *series.Table) (tableI
 		info.layout, err = d.layout()
 	}
 	if err != nil {
-		return tableInfo{}, false, &series.Error{Kind: series.InvariantViolation, Op: "write", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+		return notDeclared(), false, &series.Error{Kind: series.InvariantViolation, Op: "write", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
 	}
 	info.integrity = i
 	h.remember(t.Name, info)
@@ -169,35 +171,10 @@ func checkFunc(t *series.Table) string { return t.Name + "_rows_check" }
 // immutableFunc is the schema's function that refuses an UPDATE.
 const immutableFunc = "hot_immutable"
 
-// statementDDL returns the statements that give a new table of
-// IntegrityStatement in layout l its ownership relation, its check
-// function and, in the dictionary layout, its dictionaries; the parent's
-// triggers follow from triggerDDL.
-func (h *Tier) statementDDL(t *series.Table, l layout) []string {
-	if l == layoutDictionary {
-		return h.dictStatementDDL(t)
-	}
-	owners := h.ident(ownersName(t))
-	cols := []string{"malo_id int8 NOT NULL", "obis_code int8 NOT NULL"}
-	excl := []string{"malo_id WITH =", "obis_code WITH ="}
-	for _, c := range t.Identity() {
-		cols = append(cols, quote(c.Name)+" "+c.ColumnType().String()+" NOT NULL")
-		excl = append(excl, quote(c.Name)+" WITH =")
-	}
-	cols = append(cols, "operator text NOT NULL", "span tstzrange NOT NULL")
-	excl = append(excl, "span WITH &&", "operator WITH <>")
-	return []string{
-		`CREATE TABLE ` + owners + ` (` + strings.Join(cols, ", ") + `, CONSTRAINT ` +
-			quote(ownersName(t)+"_one") + ` EXCLUDE USING gist (` + strings.Join(excl, ", ") + `))`,
-		`COMMENT ON TABLE ` + owners + ` IS 'MeterStore: the network operator of each span of readings of ` + t.Name + `, one per reading'`,
-		h.checkFuncDDL(t, l),
-	}
-}
-
 // checkFuncDDL returns the CREATE OR REPLACE FUNCTION of t's statement
 // check in layout l.
 func (h *Tier) checkFuncDDL(t *series.Table, l layout) string {
-	return `CREATE OR REPLACE FUNCTION ` + h.ident(checkFunc(t)) + `() RETURNS trigger LANGUAGE plpgsql AS $f$` + h.checkFuncBody(t, l) + `$f$`
+	return `CREATE OR REPLACE FUNCTION ` + h.ident(checkFunc(t)) + `() RETURNS trigger LANGUAGE plpgsql AS $f$` + l.checkBody(h, t) + `$f$`
 }
 
 // refreshCheckFunc replaces t's statement check function in tx if its
@@ -215,7 +192,7 @@ func (h *Tier) refreshCheckFunc(ctx context.Context, tx pgx.Tx, t *series.Table,
 			Err: fmt.Errorf("integrity statement, but its check function %s is missing", h.ident(checkFunc(t)))}
 	case err != nil:
 		return err
-	case have == h.checkFuncBody(t, l):
+	case have == l.checkBody(h, t):
 		return nil
 	}
 	if _, err := tx.Exec(ctx, h.checkFuncDDL(t, l)); err != nil {
@@ -223,113 +200,6 @@ func (h *Tier) refreshCheckFunc(ctx context.Context, tx pgx.Tx, t *series.Table,
 	}
 	h.log.Info("hot: statement check replaced", "table", t.Name)
 	return nil
-}
-
-// checkFuncBody returns the body of t's statement check function in
-// layout l.
-func (h *Tier) checkFuncBody(t *series.Table, l layout) string {
-	if l == layoutDictionary {
-		return h.dictCheckBody(t)
-	}
-	return h.rowsCheckBody(t)
-}
-
-// rowsCheckBody returns the body of the statement check function of a
-// table in the rows layout.
-func (h *Tier) rowsCheckBody(t *series.Table) string {
-	bucket := bucketExpr(t, `"from"`)
-	// Per identity column: the group key, its array, and its element.
-	var key, decl, agg, into, unnestArgs, names, elems, on []string
-	for i, c := range t.Identity() {
-		q := quote(c.Name)
-		a := fmt.Sprintf("c%d", i)
-		key = append(key, q)
-		decl = append(decl, "v_"+a+" "+c.ColumnType().String()+"[];")
-		agg = append(agg, "array_agg("+q+")")
-		into = append(into, "v_"+a)
-		unnestArgs = append(unnestArgs, "v_"+a)
-		names = append(names, a)
-		elems = append(elems, "u."+a)
-		on = append(on, "o."+q+" = u."+a)
-	}
-	join := func(prefix string, xs []string) string {
-		if len(xs) == 0 {
-			return ""
-		}
-		return prefix + strings.Join(xs, ", ")
-	}
-	and := func(xs []string) string {
-		if len(xs) == 0 {
-			return ""
-		}
-		return " AND " + strings.Join(xs, " AND ")
-	}
-	owners := h.ident(ownersName(t))
-	ownerCols := "malo_id, obis_code" + join(", ", key) + ", operator, span"
-	// Spans go in in one order, by their columns: two writers whose spans
-	// collide then wait for each other at the first collision, and the
-	// one that waits is refused once the other commits, instead of each
-	// holding a span the other waits for (a deadlock).
-	var pos []string
-	for i := range 4 + len(key) {
-		pos = append(pos, strconv.Itoa(i+1))
-	}
-	ownerOrder := strings.Join(pos, ", ")
-	groups := `SELECT malo_id, obis_code` + join(", ", key) + `, version_scope, min("from") AS lo, max("to") AS hi, count(*) AS n
-		FROM new_rows GROUP BY malo_id, obis_code` + join(", ", key) + `, version_scope, version, ` + bucket
-	// u is one group: its series, operator and span, and whether it is
-	// whole (no gap, so one span stands for its rows).
-	// Its arrays are the plpgsql variables v_*, named apart from columns.
-	u := `unnest(v_m, v_o` + join(", ", unnestArgs) + `, v_sc, v_lo, v_hi, v_n) AS u(m, o` + join(", ", names) + `, sc, lo, hi, n)`
-	whole := wholeCond(t, "u.")
-	notOwned := func(span string) string {
-		return `NOT EXISTS (SELECT 1 FROM ` + owners + ` o WHERE o.malo_id = u.m::int8 AND o.obis_code = ` + obisKey("u.o") +
-			and(on) + ` AND o.operator = split_part(u.sc, ':', 1) AND o.span @> ` + span + `)`
-	}
-	return `
-DECLARE
-	v_m text[]; v_o text[]; v_sc text[]; v_lo timestamptz[]; v_hi timestamptz[]; v_n int8[]; ` + strings.Join(decl, " ") + `
-	v_bad text; v_check text;
-BEGIN
-	SELECT array_agg(malo_id), array_agg(obis_code)` + join(", ", agg) + `, array_agg(version_scope), array_agg(lo), array_agg(hi), array_agg(n)
-	INTO v_m, v_o` + join(", ", into) + `, v_sc, v_lo, v_hi, v_n
-	FROM (` + groups + `) g;
-	IF v_m IS NULL THEN
-		RETURN NULL;
-	END IF;
-	SELECT CASE
-		WHEN NOT ` + h.ident("malo_valid") + `(u.m) THEN format('malo_id %L: not an 11-digit market location id with a valid check digit', u.m)
-		WHEN NOT (` + obisValid("u.o") + `) THEN format('obis_code %L: not a canonical OBIS code', u.o)
-		ELSE format('version_scope %L: want <network operator>:<YYYY-MM>', u.sc) END,
-		CASE
-		WHEN NOT ` + h.ident("malo_valid") + `(u.m) THEN 'malo_id_check'
-		WHEN NOT (` + obisValid("u.o") + `) THEN 'obis_code_check'
-		ELSE 'version_scope_check' END
-	INTO v_bad, v_check FROM ` + u + `
-	WHERE NOT (` + h.ident("malo_valid") + `(u.m) AND ` + obisValid("u.o") + ` AND ` + scopeValid("u.sc") + `)
-	LIMIT 1;
-	IF v_bad IS NOT NULL THEN
-		-- Named as the per-row CHECK of the other integrities would be.
-		RAISE EXCEPTION 'new row for relation "%" violates check constraint "%": %', TG_TABLE_NAME, v_check, v_bad
-			USING ERRCODE = 'check_violation', CONSTRAINT = v_check, TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA;
-	END IF;
-	INSERT INTO ` + owners + ` (` + ownerCols + `)
-	SELECT DISTINCT u.m::int8, ` + obisKey("u.o") + join(", ", elems) + `, split_part(u.sc, ':', 1), tstzrange(u.lo, u.hi)
-	FROM ` + u + `
-	WHERE ` + whole + ` AND ` + notOwned("tstzrange(u.lo, u.hi)") + `
-	ORDER BY ` + ownerOrder + `;
-	IF EXISTS (SELECT 1 FROM ` + u + ` WHERE NOT (` + whole + `)) THEN
-		INSERT INTO ` + owners + ` (` + ownerCols + `)
-		SELECT DISTINCT r.malo_id::int8, ` + obisKey("r.obis_code") + join(", ", each("r.", key)) + `, split_part(r.version_scope, ':', 1), tstzrange(r."from", r."to")
-		FROM new_rows r
-		WHERE (r.malo_id, r.obis_code` + join(", ", each("r.", key)) + `) IN (SELECT u.m, u.o` + join(", ", elems) + ` FROM ` + u + ` WHERE NOT (` + whole + `))
-		AND NOT EXISTS (SELECT 1 FROM ` + owners + ` o WHERE o.malo_id = r.malo_id::int8 AND o.obis_code = ` + obisKey("r.obis_code") +
-		and(ownOn(key)) + ` AND o.operator = split_part(r.version_scope, ':', 1) AND o.span @> tstzrange(r."from", r."to"))
-		ORDER BY ` + ownerOrder + `;
-	END IF;
-	RETURN NULL;
-END
-`
 }
 
 // each returns xs, each with prefix p.

@@ -543,7 +543,7 @@ SELECT id, 2147483000, $1, $2, 1, '220', 1, '2026-03-02' FROM meterstore.lastgan
 	if err := pool.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = 'meterstore.lastgang_rows_check()'::regprocedure`).Scan(&body); err != nil {
 		t.Fatal(err)
 	}
-	if body != h.checkFuncBody(tab, lay) {
+	if body != lay.checkBody(h, tab) {
 		t.Fatal("the check function's body is not the one this version writes")
 	}
 	declare(t, h, tab) // the same body: nothing to replace, nothing fails

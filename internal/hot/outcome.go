@@ -94,7 +94,7 @@ func versionRuns(t *series.Table, l layout, rows []staged) []versionRun {
 		if len(out) > 0 {
 			r := &out[len(out)-1]
 			p := &rows[r.first+r.n-1]
-			if s.from.After(p.from) && s.version == p.version && (l != layoutDictionary || s.series == p.series) &&
+			if s.from.After(p.from) && s.version == p.version && l.sameSeries(p, s) &&
 				t.CompareSeries(p.src, s.src) == 0 {
 				r.n++
 				r.hi = s.from
@@ -108,26 +108,13 @@ func versionRuns(t *series.Table, l layout, rows []staged) []versionRun {
 
 // othersSQL returns the statement that finds, for each run, the stored rows
 // of its series starting in it under another version. The runs arrive as
-// arrays: start, end, version and, in the dictionary layout, the series id,
-// else market location, OBIS code and one array per identity column.
+// arrays: start, end, version and what layout l sends of the series
+// (runKey): the series id in the dictionary layout, else market
+// location, OBIS code and one array per identity column.
 func (h *Tier) othersSQL(t *series.Table, l layout) string {
-	cols := []string{"lo", "hi", "v"}
-	args := []string{"$1::timestamptz[]", "$2::timestamptz[]", "$3::text[]"}
-	var on string
-	if l == layoutDictionary {
-		cols, args = append(cols, "series"), append(args, "$4::int4[]")
-		on = `p.series = r.series`
-	} else {
-		cols, args = append(cols, "malo_id", "obis_code"), append(args, "$4::text[]", "$5::text[]")
-		on = `p.malo_id = r.malo_id AND p.obis_code = r.obis_code`
-		var idCols, idArgs []string
-		idCols, idArgs, on = identityRuns(t, 6, on)
-		cols, args = append(cols, idCols...), append(args, idArgs...)
-	}
-	scope := `p.version_scope`
-	if l == layoutDictionary {
-		scope = `(SELECT a.version_scope FROM ` + h.ident(attrsName(t)) + ` a WHERE a.id = p.attr)`
-	}
+	keyCols, keyArgs, on, scope := l.runKey(h, t)
+	cols := append([]string{"lo", "hi", "v"}, keyCols...)
+	args := append([]string{"$1::timestamptz[]", "$2::timestamptz[]", "$3::text[]"}, keyArgs...)
 	return `SELECT r.i::int4, p."from", (p.version - ` + versionBias + `)::int8, ` + scope + `
 FROM unnest(` + strings.Join(args, ", ") + `) WITH ORDINALITY AS r(` + strings.Join(cols, ", ") + `, i)
 JOIN ` + h.ident(t.Name) + ` p ON ` + on + ` AND p."from" >= r.lo AND p."from" <= r.hi AND p.version <> r.v::numeric`
@@ -141,34 +128,9 @@ func (h *Tier) others(ctx context.Context, tx pgx.Tx, t *series.Table, l layout,
 	lo := make([]time.Time, len(rs))
 	hi := make([]time.Time, len(rs))
 	v := make([]string, len(rs))
-	args := []any{lo, hi, v}
-	var ids []int32
-	var malo, obis []string
-	ident := t.Identity()
-	extra := make([][]*string, len(ident))
-	if l == layoutDictionary {
-		ids = make([]int32, len(rs))
-		args = append(args, ids)
-	} else {
-		malo, obis = make([]string, len(rs)), make([]string, len(rs))
-		args = append(args, malo, obis)
-		for j := range extra {
-			extra[j] = make([]*string, len(rs))
-			args = append(args, extra[j])
-		}
-	}
+	args := append([]any{lo, hi, v}, l.runArgs(t, b.rows, rs)...)
 	for i, r := range rs {
-		s := &b.rows[r.first]
-		lo[i], hi[i], v[i] = r.lo, r.hi, strconv.FormatUint(uint64(s.version), 10)
-		if l == layoutDictionary {
-			ids[i] = s.series
-			continue
-		}
-		malo[i], obis[i] = s.src.MaLo, s.src.OBIS
-		for j, c := range ident {
-			e := s.src.Extra[c.Name]
-			extra[j][i] = &e
-		}
+		lo[i], hi[i], v[i] = r.lo, r.hi, strconv.FormatUint(uint64(b.rows[r.first].version), 10)
 	}
 	rows, err := tx.Query(ctx, h.othersSQL(t, l), args...)
 	if err != nil {

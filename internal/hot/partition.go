@@ -169,7 +169,7 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *series.Table
 	stmts := []string{
 		`CREATE TABLE ` + part + ` (LIKE ` + parent + ` INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
 		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_bound") + ` CHECK (` + bound + `)`,
-		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_pkey") + ` PRIMARY KEY (` + primaryKey(t, lay) + `)`,
+		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_pkey") + ` PRIMARY KEY (` + lay.primaryKey(t) + `)`,
 	}
 	switch integrity {
 	case series.IntegrityExclusion:
@@ -322,13 +322,12 @@ func (h *Tier) Drop(ctx context.Context, t *series.Table, start time.Time) error
 				return err
 			}
 		}
-		switch lay, err := h.layoutOf(ctx, tx, t); {
-		case err != nil:
+		lay, err := h.layoutOf(ctx, tx, t)
+		if err != nil {
 			return err
-		case lay == layoutDictionary:
-			if err := h.forgetDictionaries(ctx, tx, t, start, t.Width.Next(start)); err != nil {
-				return err
-			}
+		}
+		if err := lay.forgetPartition(ctx, h, tx, t, start, t.Width.Next(start)); err != nil {
+			return err
 		}
 		dropped = true
 		return nil

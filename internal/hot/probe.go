@@ -42,13 +42,7 @@ type stored struct {
 // staged row's series if it has its series id: the dictionary's key
 // starts with the bucket, so it is no index for the natural columns.
 func (h *Tier) probeSQL(t *series.Table, l layout) string {
-	on := `p.malo_id = s.malo_id AND p.obis_code = s.obis_code`
-	for _, c := range t.Identity() {
-		on += ` AND p.` + quote(c.Name) + ` = s.` + quote(c.Name)
-	}
-	if l == layoutDictionary {
-		on = `p.series = s.series`
-	}
+	on := l.seriesOn(t, "p", "s")
 	cols := []string{`s.row_no`, `p."from"`, `(p.version - ` + versionBias + `)::int8`, `p.version_scope`,
 		`(p.value * 1000000)::int8`, `p.unit`, `p.quality`, `p.sparte`, `coalesce(p.melo_id, '')`, `coalesce(p.subject_id, '')`}
 	if t.TimeModel == series.Interval {
@@ -60,7 +54,7 @@ func (h *Tier) probeSQL(t *series.Table, l layout) string {
 		}
 	}
 	sel := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + stageName(t, l) + ` s `
-	parent := h.natural(t, l, h.ident(t.Name))
+	parent := l.natural(h, t, h.ident(t.Name))
 	if t.TimeModel == series.Point {
 		return sel + `JOIN ` + parent + ` p ON ` + on + ` AND p."from" = s."from" WHERE ($1 OR s.probe)`
 	}

@@ -56,15 +56,15 @@ func (s *Snapshot) Read(ctx context.Context, t *series.Table, q series.Range) (*
 	if err != nil {
 		return nil, classify(op, t.Name, err)
 	}
-	r := &Read{s: s, t: t, q: q, lay: lay, shape: shapeOf(t, lay), batch: batchRows}
+	r := &Read{s: s, t: t, q: q, lay: lay, shape: lay.shape(t), batch: batchRows}
 	est := func(name string) string {
 		return `(SELECT reltuples::int8 FROM pg_catalog.pg_class WHERE oid = ` + lit(h.ident(name)) + `::regclass)`
 	}
-	dicts := `NULL::int8, NULL::int8`
-	if lay == layoutDictionary {
-		dicts = est(seriesName(t)) + `, ` + est(attrsName(t))
+	cols := []string{"c.relname", "c.reltuples::int8"}
+	for _, d := range lay.dictNames(t) {
+		cols = append(cols, est(d))
 	}
-	sql := `SELECT c.relname, c.reltuples::int8, ` + dicts + ` FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
 WHERE i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass AND NOT i.inhdetachpending`
 	holder := s.conns[0]
 	holder.mu.Lock()
@@ -180,19 +180,10 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 		if !r.q.To.IsZero() && r.q.To.Before(p.To) {
 			where = append(where, `"from" < `+timeLit(r.q.To))
 		}
-		if r.lay != layoutDictionary {
-			where = append(where, keys()...)
-		} else if len(r.q.MaLo)+len(r.q.OBIS) > 0 {
-			sub := append([]string{`bucket = ` + timeLit(p.From)}, keys()...)
-			where = append(where, `series = ANY (ARRAY(SELECT id FROM `+r.s.h.ident(seriesName(r.t))+` WHERE `+strings.Join(sub, " AND ")+`))`)
-		}
+		where = append(where, r.lay.keyFilter(r.s.h, r.t, p, keys())...)
 	case rel > 0 && rel <= len(r.shape.Dicts) && unit == 0:
 		from = r.shape.Dicts[rel-1].Relation
-		name := seriesName(r.t)
-		if rel == 2 {
-			name = attrsName(r.t)
-		}
-		source = r.s.h.ident(name)
+		source = r.s.h.ident(r.lay.dictNames(r.t)[rel-1])
 		buckets := make([]string, len(r.parts))
 		for i, p := range r.parts {
 			buckets[i] = timeLit(p.From)
@@ -217,10 +208,7 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 	}
 	var order string
 	if winners {
-		key := r.t.MergeKey()
-		if r.lay == layoutDictionary {
-			key = []string{"series", "from"}
-		}
+		key := r.lay.mergeKey(r.t)
 		// The key's columns, those not asked for after the others.
 		for _, k := range key {
 			at := slices.Index(list, quote(k))
@@ -231,7 +219,7 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 			}
 			c.keys = append(c.keys, at)
 		}
-		order = ` ORDER BY ` + primaryKey(r.t, r.lay)
+		order = ` ORDER BY ` + r.lay.primaryKey(r.t)
 	}
 	sql := `SELECT ` + strings.Join(list, ", ") + ` FROM ` + source
 	if len(where) > 0 {

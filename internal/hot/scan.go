@@ -70,7 +70,7 @@ func (h *Tier) ScanPartition(ctx context.Context, t *series.Table, p Partition, 
 	if err != nil {
 		return classify(op, t.Name, err)
 	}
-	sql := `SELECT ` + strings.Join(selectList(t), ", ") + ` FROM ` + h.natural(t, lay, h.ident(p.Name)) + ` n ORDER BY ` + keyList(t, true)
+	sql := `SELECT ` + strings.Join(selectList(t), ", ") + ` FROM ` + lay.natural(h, t, h.ident(p.Name)) + ` n ORDER BY ` + keyList(t, true)
 	if _, err := tx.Exec(ctx, `DECLARE meterstore_partition NO SCROLL CURSOR FOR `+sql); err != nil {
 		return classify(op, t.Name, err)
 	}
@@ -219,11 +219,26 @@ func (h *Tier) scanSQL(t *series.Table, l layout, q series.Range) (string, []any
 	if len(q.OBIS) > 0 {
 		arg(`obis_code = ANY ($%d)`, q.OBIS)
 	}
-	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + h.natural(t, l, h.ident(t.Name)) + ` n`
+	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + l.natural(h, t, h.ident(t.Name)) + ` n`
 	if len(where) > 0 {
 		sql += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	return sql + ` ORDER BY ` + keyList(t, true), args
+}
+
+// Natural returns a FROM item, to be given an alias, that reads t's
+// attached readings with their natural columns (malo_id, obis_code, unit,
+// version_scope, ...) whatever t's layout: for plain SQL over the tier,
+// such as a benchmark comparing what two tables store.
+func (h *Tier) Natural(ctx context.Context, t *series.Table) (string, error) {
+	if err := t.Validate(); err != nil {
+		return "", err
+	}
+	l, err := h.layoutOf(ctx, h.pool, t)
+	if err != nil {
+		return "", classify("natural", t.Name, err)
+	}
+	return l.natural(h, t, h.ident(t.Name)), nil
 }
 
 // codeCache parses the few distinct code spellings of a scan once each.

@@ -28,19 +28,13 @@ type definition struct {
 	// write. Format 2 records Integrity instead.
 	Exclusion bool   `json:"exclusion,omitempty"`
 	Integrity string `json:"integrity,omitempty"`
-	// Layout is how the rows are stored: "dictionary" (dictionary.go),
+	// Layout is how the rows are stored: "dictionary" (layout_dictionary.go),
 	// or absent for the rows layout every table had before it.
 	Layout string `json:"layout,omitempty"`
 }
 
 // layout returns the recorded layout.
-func (d definition) layout() (layout, error) {
-	switch l := layout(d.Layout); l {
-	case layoutRows, layoutDictionary:
-		return l, nil
-	}
-	return "", fmt.Errorf("unknown layout %q", d.Layout)
-}
+func (d definition) layout() (layout, error) { return parseLayout(d.Layout) }
 
 // normalize returns d in format 2.
 func (d definition) normalize() definition {
@@ -84,7 +78,7 @@ func definitionOf(t *series.Table, i series.Integrity) definition {
 		Columns:     []columnDef{},
 		Width:       t.Width.String(),
 		Integrity:   i.String(),
-		Layout:      string(newLayout(i)),
+		Layout:      newLayout(i).String(),
 	}
 	for _, r := range t.AcceptedResolutions() {
 		d.Resolutions = append(d.Resolutions, r.String())
@@ -122,23 +116,9 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 		return err
 	}
 	const op = "ensure"
-	var chosen series.Integrity
-	var lay layout
+	var info tableInfo
 	err := h.ensureRetrying(ctx, op, t.Name, func(tx pgx.Tx) error {
-		// Serializes concurrent declarations: CREATE ... IF NOT EXISTS
-		// is not safe against a concurrent CREATE of the same name.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, h.lockKey(metaTable)); err != nil {
-			return err
-		}
-		for _, stmt := range h.baseDDL() {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return err
-			}
-		}
-		if err := h.ensureFunctions(ctx, tx); err != nil {
-			return err
-		}
-		if err := h.ensureFloorColumn(ctx, tx); err != nil {
+		if err := h.ensureBase(ctx, tx); err != nil {
 			return err
 		}
 		var stored []byte
@@ -152,95 +132,131 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			if exists {
 				return &series.Error{Kind: series.InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("relation %s exists but was not declared through MeterStore", h.ident(t.Name))}
 			}
-			chosen = newIntegrity(t)
-			want := definitionOf(t, chosen)
-			lay = layout(want.Layout)
-			if err := h.refuseTaken(ctx, tx, op, t, chosen, lay); err != nil {
-				return err
-			}
-			for _, stmt := range h.tableDDL(t, chosen, lay) {
-				if _, err := tx.Exec(ctx, stmt); err != nil {
-					return err
-				}
-			}
-			def, _ := json.Marshal(want)
-			_, err := tx.Exec(ctx, `INSERT INTO `+h.ident(metaTable)+` (name, time_model, merge_key, definition) VALUES ($1, $2, $3, $4)`,
-				t.Name, want.TimeModel, want.MergeKey, def)
-			if err == nil {
-				h.log.Info("hot: table declared", "table", t.Name, "merge_key", want.MergeKey, "integrity", chosen, "layout", lay)
-			}
-			return err
-		case err != nil:
-			return err
+			info, err = h.create(ctx, tx, t)
+		case err == nil:
+			info, err = h.redeclare(ctx, tx, t, stored, exists)
 		}
-		var have definition
-		if err := json.Unmarshal(stored, &have); err != nil {
-			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
-		}
-		have = have.normalize()
-		if chosen, err = have.integrity(); err == nil {
-			lay, err = have.layout()
-		}
-		if err != nil {
-			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
-		}
-		want := definitionOf(t, t.Integrity)
-		// A table keeps the layout it was created in, whatever a new
-		// table of this declaration would get: its rows are stored so.
-		want.Layout = have.Layout
-		upgrade := t.Integrity == series.IntegrityStatement && chosen != series.IntegrityStatement
-		if t.Integrity == series.IntegrityAuto || upgrade {
-			// A table keeps the integrity it was declared with, which
-			// every one of them enforces for Write, unless declared
-			// with statement, which it is upgraded to below; any other
-			// change is refused.
-			want.Integrity = have.Integrity
-		}
-		// The columns may evolve by series.Evolve's rule; anything else
-		// that shapes the relation is fixed.
-		fixed := have
-		fixed.Columns, fixed.MergeKey = want.Columns, want.MergeKey
-		if diff := compareDefinitions(fixed, want); diff != "" {
-			return &series.Error{Kind: series.InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("declared differently before: %s", diff)}
-		}
-		ev, err := series.Evolve(t.Name, have.columns(), t.Columns)
-		if err != nil {
-			return err // a *series.QuarantineError: nothing changes
-		}
-		want.Columns = append(want.Columns, undeclared(ev.Undeclared)...)
-		if !slices.Equal(have.MergeKey, want.MergeKey) {
-			return &series.Error{Kind: series.InvalidConfig, Op: op, Table: t.Name, Err: fmt.Errorf("declared differently before: merge key (%s), now (%s)",
-				strings.Join(have.MergeKey, ", "), strings.Join(want.MergeKey, ", "))}
-		}
-		if !exists {
-			return &series.Error{Kind: series.InvariantViolation, Op: op, Table: t.Name, Err: fmt.Errorf("declared, but relation %s is missing", h.ident(t.Name))}
-		}
-		if !reflect.DeepEqual(have.Columns, want.Columns) {
-			evolved := have
-			evolved.Columns = want.Columns
-			if err := h.evolve(ctx, tx, t, ev, evolved); err != nil {
-				return err
-			}
-			have = evolved
-		}
-		switch {
-		case upgrade:
-			if err := h.upgradeToStatement(ctx, tx, t, have); err != nil {
-				return err
-			}
-			chosen = series.IntegrityStatement
-		case chosen == series.IntegrityStatement:
-			if err := h.refreshCheckFunc(ctx, tx, t, lay); err != nil {
-				return err
-			}
-		}
-		return nil
+		return err
 	})
 	if err == nil {
-		h.remember(t.Name, tableInfo{integrity: chosen, layout: lay})
+		h.remember(t.Name, info)
 		h.validatePending(ctx, t)
 	}
 	return err
+}
+
+// ensureBase makes, in tx, what every table needs first, unless it is
+// there: the schema, the metadata table and the functions.
+func (h *Tier) ensureBase(ctx context.Context, tx pgx.Tx) error {
+	// Serializes concurrent declarations: CREATE ... IF NOT EXISTS
+	// is not safe against a concurrent CREATE of the same name.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, h.lockKey(metaTable)); err != nil {
+		return err
+	}
+	for _, stmt := range h.baseDDL() {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	if err := h.ensureFunctions(ctx, tx); err != nil {
+		return err
+	}
+	return h.ensureFloorColumn(ctx, tx)
+}
+
+// create declares t, which is new, in tx: it chooses its integrity and
+// layout, creates its relations in that layout (tableDDL) and records
+// the definition.
+func (h *Tier) create(ctx context.Context, tx pgx.Tx, t *series.Table) (tableInfo, error) {
+	chosen := newIntegrity(t)
+	lay := newLayout(chosen)
+	if err := h.refuseTaken(ctx, tx, "ensure", t, chosen, lay); err != nil {
+		return tableInfo{}, err
+	}
+	for _, stmt := range h.tableDDL(t, chosen, lay) {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return tableInfo{}, err
+		}
+	}
+	want := definitionOf(t, chosen)
+	def, _ := json.Marshal(want)
+	if _, err := tx.Exec(ctx, `INSERT INTO `+h.ident(metaTable)+` (name, time_model, merge_key, definition) VALUES ($1, $2, $3, $4)`,
+		t.Name, want.TimeModel, want.MergeKey, def); err != nil {
+		return tableInfo{}, err
+	}
+	h.log.Info("hot: table declared", "table", t.Name, "merge_key", want.MergeKey, "integrity", chosen, "layout", lay.String())
+	return tableInfo{integrity: chosen, layout: lay}, nil
+}
+
+// redeclare declares t again in tx, over its stored definition: the
+// relation, which must exist, keeps its layout and integrity, but for an
+// upgrade to IntegrityStatement, and its columns evolve; a table of
+// IntegrityStatement gets the check function of its layout.
+func (h *Tier) redeclare(ctx context.Context, tx pgx.Tx, t *series.Table, stored []byte, exists bool) (tableInfo, error) {
+	var have definition
+	if err := json.Unmarshal(stored, &have); err != nil {
+		return tableInfo{}, &series.Error{Kind: series.InvariantViolation, Op: "ensure", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+	}
+	have = have.normalize()
+	chosen, err := have.integrity()
+	var lay layout
+	if err == nil {
+		lay, err = have.layout()
+	}
+	if err != nil {
+		return tableInfo{}, &series.Error{Kind: series.InvariantViolation, Op: "ensure", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+	}
+	want := definitionOf(t, t.Integrity)
+	// A table keeps the layout it was created in, whatever a new
+	// table of this declaration would get: its rows are stored so.
+	want.Layout = have.Layout
+	upgrade := t.Integrity == series.IntegrityStatement && chosen != series.IntegrityStatement
+	if t.Integrity == series.IntegrityAuto || upgrade {
+		// A table keeps the integrity it was declared with, which
+		// every one of them enforces for Write, unless declared
+		// with statement, which it is upgraded to below; any other
+		// change is refused.
+		want.Integrity = have.Integrity
+	}
+	// The columns may evolve by series.Evolve's rule; anything else
+	// that shapes the relation is fixed.
+	fixed := have
+	fixed.Columns, fixed.MergeKey = want.Columns, want.MergeKey
+	if diff := compareDefinitions(fixed, want); diff != "" {
+		return tableInfo{}, &series.Error{Kind: series.InvalidConfig, Op: "ensure", Table: t.Name, Err: fmt.Errorf("declared differently before: %s", diff)}
+	}
+	ev, err := series.Evolve(t.Name, have.columns(), t.Columns)
+	if err != nil {
+		return tableInfo{}, err // a *series.QuarantineError: nothing changes
+	}
+	want.Columns = append(want.Columns, undeclared(ev.Undeclared)...)
+	if !slices.Equal(have.MergeKey, want.MergeKey) {
+		return tableInfo{}, &series.Error{Kind: series.InvalidConfig, Op: "ensure", Table: t.Name, Err: fmt.Errorf("declared differently before: merge key (%s), now (%s)",
+			strings.Join(have.MergeKey, ", "), strings.Join(want.MergeKey, ", "))}
+	}
+	if !exists {
+		return tableInfo{}, &series.Error{Kind: series.InvariantViolation, Op: "ensure", Table: t.Name, Err: fmt.Errorf("declared, but relation %s is missing", h.ident(t.Name))}
+	}
+	if !reflect.DeepEqual(have.Columns, want.Columns) {
+		evolved := have
+		evolved.Columns = want.Columns
+		if err := h.evolve(ctx, tx, t, ev, evolved); err != nil {
+			return tableInfo{}, err
+		}
+		have = evolved
+	}
+	switch {
+	case upgrade:
+		if err := h.upgradeToStatement(ctx, tx, t, have); err != nil {
+			return tableInfo{}, err
+		}
+		chosen = series.IntegrityStatement
+	case chosen == series.IntegrityStatement:
+		if err := h.refreshCheckFunc(ctx, tx, t, lay); err != nil {
+			return tableInfo{}, err
+		}
+	}
+	return tableInfo{integrity: chosen, layout: lay}, nil
 }
 
 // newIntegrity returns the integrity a new table gets: the declared one,
@@ -256,25 +272,12 @@ func newIntegrity(t *series.Table) series.Integrity {
 	return series.IntegrityExclusion
 }
 
-// newLayout returns the layout a new table of integrity i gets: the
-// dictionary layout for IntegrityStatement, whose one fixed resolution it
-// relies on, the rows layout otherwise.
-func newLayout(i series.Integrity) layout {
-	if i == series.IntegrityStatement {
-		return layoutDictionary
-	}
-	return layoutRows
-}
-
 // tableDDL returns the statements that create t's parent, with integrity i,
 // in layout l.
 func (h *Tier) tableDDL(t *series.Table, i series.Integrity, l layout) []string {
-	stmts := []string{h.parentDDL(t, i)}
-	if l == layoutDictionary {
-		stmts = []string{h.dictParentDDL(t)}
-	}
+	stmts := []string{l.parentDDL(h, t, i)}
 	if i == series.IntegrityStatement {
-		stmts = append(stmts, h.statementDDL(t, l)...)
+		stmts = append(stmts, l.statementDDL(h, t)...)
 		stmts = append(stmts, h.triggerDDL(t, h.ident(t.Name), t.Name)...)
 	}
 	return stmts
@@ -377,53 +380,6 @@ func sqlList(vals []string) string {
 		q[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
 	}
 	return "(" + strings.Join(q, ", ") + ")"
-}
-
-// parentDDL returns the CREATE TABLE of the partitioned parent. Partitions
-// copy its columns and CHECK constraints with LIKE, which keeps the names
-// that ATTACH PARTITION matches constraints by. With IntegrityStatement
-// the market location, the OBIS code and the version scope, the same for
-// every reading of a series, are checked once per statement instead of
-// per row (checkFuncDDL).
-func (h *Tier) parentDDL(t *series.Table, i series.Integrity) string {
-	perRow := i != series.IntegrityStatement
-	c := columnDefs(t)
-	var cols []string
-	add := func(format string, args ...any) { cols = append(cols, fmt.Sprintf(format, args...)) }
-	if perRow {
-		add(`malo_id text NOT NULL CONSTRAINT malo_id_check CHECK (%s(malo_id))`, h.ident("malo_valid"))
-	} else {
-		add(`malo_id text NOT NULL`)
-	}
-	cols = append(cols, c["melo_id"])
-	if perRow {
-		add(`obis_code text NOT NULL CONSTRAINT obis_code_check CHECK (%s)`, obisValid("obis_code"))
-	} else {
-		add(`obis_code text NOT NULL`)
-	}
-	cols = append(cols, c["sparte"], c["from"])
-	if t.TimeModel == series.Interval {
-		cols = append(cols, c["to"])
-	}
-	cols = append(cols, c["value"], c["unit"], c["quality"])
-	if t.TimeModel == series.Interval {
-		cols = append(cols, c["resolution"])
-	}
-	cols = append(cols, c["version"])
-	if perRow {
-		cols = append(cols, c["version_scope"])
-	} else {
-		add(`version_scope text NOT NULL`)
-	}
-	cols = append(cols, c["recorded_at"], c["balancing_day"], c["subject_id"])
-	for _, c := range t.Columns {
-		cols = append(cols, columnDDL(c))
-	}
-	if t.TimeModel == series.Interval {
-		cols = append(cols, `CONSTRAINT interval_valid CHECK (`+gridCheck(t)+`)`)
-	}
-	cols = append(cols, fmt.Sprintf(`CONSTRAINT %s PRIMARY KEY (%s)`, quote(t.Name+"_pkey"), keyList(t, true)))
-	return `CREATE TABLE ` + h.ident(t.Name) + " (\n\t" + strings.Join(cols, ",\n\t") + "\n) PARTITION BY RANGE (\"from\")"
 }
 
 // columnDefs returns the definitions of the columns every layout declares

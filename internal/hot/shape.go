@@ -77,34 +77,3 @@ func extraKind(c series.Column) Kind {
 	}
 	return KindText
 }
-
-// shapeOf returns the shape of t's readings in layout l.
-func shapeOf(t *series.Table, l layout) Shape {
-	all := readColumns(t)
-	if l != layoutDictionary {
-		return Shape{Rows: Relation{Columns: all, Rows: -1}}
-	}
-	ser, attrs := dictionaries(t)
-	owner := map[string]int{} // natural column: 1 series, 2 attrs
-	for _, c := range ser.cols[1:] {
-		owner[c] = 1
-	}
-	for _, c := range attrs.cols[1:] {
-		owner[c] = 2
-	}
-	s := Shape{Series: "series"}
-	s.Rows = Relation{Columns: []Column{{"series", KindInt32}, {"attr", KindInt32}}, Rows: -1}
-	d := []Dict{
-		{Relation: Relation{Columns: []Column{{"id", KindInt32}}, Rows: -1}, ID: "id", Ref: "series"},
-		{Relation: Relation{Columns: []Column{{"id", KindInt32}}, Rows: -1}, ID: "id", Ref: "attr"},
-	}
-	for _, c := range all {
-		if o := owner[c.Name]; o > 0 {
-			d[o-1].Columns = append(d[o-1].Columns, c)
-		} else {
-			s.Rows.Columns = append(s.Rows.Columns, c)
-		}
-	}
-	s.Dicts = d
-	return s
-}

@@ -38,7 +38,7 @@ func (h *Tier) upgradeToStatement(ctx context.Context, tx pgx.Tx, t *series.Tabl
 	// The triggers lock each partition against its writers too; dropping
 	// a constraint locks it against readers, so that comes last, after
 	// the spans are recorded, and lasts only until the commit.
-	stmts := append(h.statementDDL(t, layoutRows), h.triggerDDL(t, parent, t.Name)...)
+	stmts := append(layoutRows.statementDDL(h, t), h.triggerDDL(t, parent, t.Name)...)
 	var drops []string
 	for _, p := range parts {
 		if !p.Attached {

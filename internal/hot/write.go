@@ -135,10 +135,8 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 	if err := h.lockPartitions(ctx, tx, t, b, probeAll); err != nil {
 		return err
 	}
-	if lay == layoutDictionary {
-		if err := h.resolveIDs(ctx, tx, t, b); err != nil {
-			return err
-		}
+	if err := lay.resolve(ctx, h, tx, t, b); err != nil {
+		return err
 	}
 	if !probeAll {
 		// The partition locks of probeAll serialise the writers of a
@@ -302,13 +300,10 @@ func probedPartitions(t *series.Table, s *staged, ps []time.Time) []time.Time {
 }
 
 // stageColumns returns the staging table's columns for layout l, in COPY
-// order: the natural columns, and in the dictionary layout the ids.
+// order: the natural columns, then the layout's own (stageIDs).
 func stageColumns(t *series.Table, l layout) []string {
-	cols := append([]string{"row_no", "probe", "anc"}, dataColumns(t, false)...)
-	if l == layoutDictionary {
-		cols = append(cols, "series", "attr")
-	}
-	return cols
+	ids, _ := l.stageIDs()
+	return append(append([]string{"row_no", "probe", "anc"}, dataColumns(t, false)...), ids...)
 }
 
 // dataColumns returns the columns a write supplies: every column but
@@ -349,10 +344,8 @@ func stageDefs(t *series.Table, l layout) []string {
 	for _, c := range t.Columns {
 		cols = append(cols, quote(c.Name)+" "+c.ColumnType().String())
 	}
-	if l == layoutDictionary {
-		cols = append(cols, "series int4", "attr int4")
-	}
-	return cols
+	_, ids := l.stageIDs()
+	return append(cols, ids...)
 }
 
 // stageName returns the name of the staging table of t's column layout
@@ -368,7 +361,7 @@ func (h *Tier) stageDDL(t *series.Table, l layout) string {
 }
 
 func (h *Tier) insertSQL(t *series.Table, l layout) string {
-	cols := strings.Join(writeColumns(t, l, true), ", ")
+	cols := strings.Join(l.writeColumns(t, true), ", ")
 	return `INSERT INTO ` + h.ident(t.Name) + ` (` + cols + `) SELECT ` + cols + ` FROM ` + stageName(t, l)
 }
 
@@ -380,7 +373,7 @@ type stageSource struct {
 	rows []staged
 	i    int
 	vals []any
-	// direct feeds the columns the table takes (writeColumns) rather
+	// direct feeds the columns the table takes (layout.writeColumns) rather
 	// than the staging table's: the rows go straight into the table.
 	direct bool
 }
@@ -396,32 +389,24 @@ func (s *stageSource) Err() error { return nil }
 func (s *stageSource) Values() ([]any, error) {
 	r := &s.rows[s.i]
 	v := s.vals[:0]
-	if s.direct && s.l == layoutDictionary {
-		v = append(v, &r.series, &r.attr, &r.from, &r.to, &r.value, &r.quality, &r.version, &r.day)
-		for i, c := range s.t.Columns {
-			if !c.Identity {
-				v = append(v, r.extra[i])
-			}
-		}
-		return v, nil
+	if s.direct {
+		return s.l.writeValues(v, s.t, r), nil
 	}
-	if !s.direct {
-		v = append(v, &r.row, &r.probe, &r.anc)
-	}
+	v = append(v, &r.row, &r.probe, &r.anc)
+	v = dataValues(v, s.t, r)
+	return s.l.stageIDValues(v, r), nil
+}
+
+// dataValues appends the values of r's dataColumns to v.
+func dataValues(v []any, t *series.Table, r *staged) []any {
 	v = append(v, &r.src.MaLo, r.melo, &r.src.OBIS, &r.sparte, &r.from)
-	if s.t.TimeModel == series.Interval {
+	if t.TimeModel == series.Interval {
 		v = append(v, &r.to)
 	}
 	v = append(v, &r.value, &r.unit, &r.quality)
-	if s.t.TimeModel == series.Interval {
+	if t.TimeModel == series.Interval {
 		v = append(v, &r.resolution)
 	}
 	v = append(v, &r.version, &r.src.VersionScope, &r.day, r.subject)
-	if len(s.t.Columns) > 0 {
-		v = append(v, r.extra...)
-	}
-	if s.l == layoutDictionary {
-		v = append(v, &r.series, &r.attr)
-	}
-	return v, nil
+	return append(v, r.extra...)
 }

@@ -31,11 +31,11 @@ import (
 //     stands for its merge key within its bucket, so that key is the
 //     merge key plus version.
 //
-// The statement check (dictCheckBody) refuses a reading whose series or
-// attr id does not name a dictionary row of its own bucket (SQLSTATE
-// 23503), which is what keeps a plain client from reusing a series id of
-// another day past the primary key, and records the operators' spans by
-// series id as the rows layout does by merge key. The dictionaries are
+// The statement check (dictLayout.checkBody) refuses a reading whose
+// series or attr id does not name a dictionary row of its own bucket
+// (SQLSTATE 23503), which is what keeps a plain client from reusing a
+// series id of another day past the primary key, and records the
+// operators' spans by series id as the rows layout does by merge key. The dictionaries are
 // never updated, and deleted from only where a partition is dropped or the
 // table purged, which set meterstore.forget for their transaction; the
 // guard trigger refuses every other UPDATE, DELETE and TRUNCATE.
@@ -46,17 +46,11 @@ import (
 // when it comes round again makes the insert fail with a unique violation,
 // never a wrong row.
 
-// layout is how a table's readings are stored.
-type layout string
+// dictLayout stores ids of the table's dictionaries in place of what many
+// readings share. hot_tables records it as "dictionary".
+type dictLayout struct{}
 
-const (
-	// layoutRows stores every column in the table's rows: every table
-	// but the new ones of IntegrityStatement, and all from before.
-	layoutRows layout = ""
-	// layoutDictionary stores ids of the table's dictionaries in place
-	// of what many readings share.
-	layoutDictionary layout = "dictionary"
-)
+func (dictLayout) String() string { return "dictionary" }
 
 // seriesName and attrsName return the names of t's dictionaries.
 func seriesName(t *series.Table) string { return t.Name + "_series" }
@@ -99,10 +93,9 @@ func dictionaries(t *series.Table) (ser, attrs dictionary) {
 	return ser, attrs
 }
 
-// dictStatementDDL returns the statements that give a new table of
-// IntegrityStatement in the dictionary layout its dictionaries, its
-// ownership relation and its check function.
-func (h *Tier) dictStatementDDL(t *series.Table) []string {
+// statementDDL returns t's dictionaries, its ownership relation, keyed by
+// series id, and its check function.
+func (l dictLayout) statementDDL(h *Tier, t *series.Table) []string {
 	c := columnDefs(t)
 	ser := []string{idColumn, "bucket timestamptz NOT NULL",
 		`malo_id text NOT NULL CONSTRAINT malo_id_check CHECK (` + h.ident("malo_valid") + `(malo_id))`,
@@ -124,19 +117,19 @@ func (h *Tier) dictStatementDDL(t *series.Table) []string {
 		`CREATE TABLE ` + owners + ` (series int4 NOT NULL, operator text NOT NULL, span tstzrange NOT NULL, CONSTRAINT ` +
 			quote(ownersName(t)+"_one") + ` EXCLUDE USING gist (series WITH =, span WITH &&, operator WITH <>))`,
 		`COMMENT ON TABLE ` + owners + ` IS 'MeterStore: the network operator of each span of readings of ` + t.Name + `, one per reading'`,
-		h.checkFuncDDL(t, layoutDictionary),
+		h.checkFuncDDL(t, l),
 	}
-	for _, d := range []string{seriesName(t), attrsName(t)} {
+	for _, d := range l.dictNames(t) {
 		stmts = append(stmts, `CREATE TRIGGER `+quote(d+"_guard")+` BEFORE UPDATE OR DELETE OR TRUNCATE ON `+h.ident(d)+
 			` FOR EACH STATEMENT EXECUTE FUNCTION `+h.ident(guardFunc)+`()`)
 	}
 	return stmts
 }
 
-// dictParentDDL returns the CREATE TABLE of the partitioned parent of t in
-// the dictionary layout. t has one resolution of fixed length
+// parentDDL returns the CREATE TABLE of the partitioned parent of t, whose
+// integrity is IntegrityStatement. t has one resolution of fixed length
 // (t.StatementCapable), so the grid needs no commodity.
-func (h *Tier) dictParentDDL(t *series.Table) string {
+func (l dictLayout) parentDDL(h *Tier, t *series.Table, _ series.Integrity) string {
 	c := columnDefs(t)
 	step, _ := t.AcceptedResolutions()[0].Fixed()
 	// The fixed-width columns first, widest first, then the short
@@ -150,27 +143,17 @@ func (h *Tier) dictParentDDL(t *series.Table) string {
 		}
 	}
 	cols = append(cols, `CONSTRAINT interval_valid CHECK (`+fixedGrid(int64(step.Seconds()))+`)`,
-		fmt.Sprintf(`CONSTRAINT %s PRIMARY KEY (%s)`, quote(t.Name+"_pkey"), primaryKey(t, layoutDictionary)))
+		fmt.Sprintf(`CONSTRAINT %s PRIMARY KEY (%s)`, quote(t.Name+"_pkey"), l.primaryKey(t)))
 	return `CREATE TABLE ` + h.ident(t.Name) + " (\n\t" + strings.Join(cols, ",\n\t") + "\n) PARTITION BY RANGE (\"from\")"
 }
 
-// primaryKey returns the quoted primary key columns of t in layout l.
-func primaryKey(t *series.Table, l layout) string {
-	if l == layoutDictionary {
-		return `series, "from", version`
-	}
-	return keyList(t, true)
-}
+// primaryKey is the series id, from and version: a series id stands for
+// its merge key but from within its bucket.
+func (dictLayout) primaryKey(*series.Table) string { return `series, "from", version` }
 
-// natural returns what stands for relation rel (t's parent or one of its
-// partitions) in a FROM clause where its readings are read with their
-// natural columns: rel itself in the rows layout; in the dictionary layout
-// a subquery joining rel's rows to their dictionary rows, which also
-// yields the series id. The caller adds an alias.
-func (h *Tier) natural(t *series.Table, l layout, rel string) string {
-	if l != layoutDictionary {
-		return rel
-	}
+// natural is a subquery joining rel's rows to their dictionary rows,
+// which also yields the series id.
+func (dictLayout) natural(h *Tier, t *series.Table, rel string) string {
 	cols := []string{"r.series", "s.malo_id", "a.melo_id", "s.obis_code", "a.sparte", `r."from"`, `r."to"`, "r.value", "a.unit",
 		"r.quality", "a.resolution", "r.version", "a.version_scope", "r.recorded_at", "r.balancing_day", "a.subject_id"}
 	for _, c := range t.Columns {
@@ -184,12 +167,12 @@ func (h *Tier) natural(t *series.Table, l layout, rel string) string {
 		h.ident(attrsName(t)) + ` a ON a.id = r.attr)`
 }
 
-// dictCheckBody returns the body of the statement check function of t in
-// the dictionary layout. The new rows are aggregated once, by series,
+// checkBody returns the body of the statement check function of t. The
+// new rows are aggregated once, by series,
 // attr, version and bucket; the ids are checked against the dictionaries
 // per group, and the spans are recorded per series, operator, version and
-// bucket as rowsCheckBody records them per merge key.
-func (h *Tier) dictCheckBody(t *series.Table) string {
+// bucket as rowsLayout.checkBody records them per merge key.
+func (dictLayout) checkBody(h *Tier, t *series.Table) string {
 	bucket := bucketExpr(t, `"from"`)
 	ser, attrs := h.ident(seriesName(t)), h.ident(attrsName(t))
 	owners := h.ident(ownersName(t))
@@ -248,10 +231,8 @@ END
 `
 }
 
-// dictColumns returns the columns a write supplies to a table in the
-// dictionary layout: the ids, then what differs from reading to reading.
-// quoted quotes them for SQL.
-func dictColumns(t *series.Table, quoted bool) []string {
+// writeColumns are the ids, then what differs from reading to reading.
+func (dictLayout) writeColumns(t *series.Table, quoted bool) []string {
 	cols := []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"}
 	for _, c := range t.Columns {
 		if !c.Identity {
@@ -266,12 +247,95 @@ func dictColumns(t *series.Table, quoted bool) []string {
 	return cols
 }
 
-// writeColumns returns the columns a write supplies to t in layout l.
-func writeColumns(t *series.Table, l layout, quoted bool) []string {
-	if l == layoutDictionary {
-		return dictColumns(t, quoted)
+func (dictLayout) writeValues(v []any, t *series.Table, r *staged) []any {
+	v = append(v, &r.series, &r.attr, &r.from, &r.to, &r.value, &r.quality, &r.version, &r.day)
+	for i, c := range t.Columns {
+		if !c.Identity {
+			v = append(v, r.extra[i])
+		}
 	}
-	return dataColumns(t, quoted)
+	return v
+}
+
+// stageIDs are the series and attr ids.
+func (dictLayout) stageIDs() (cols, defs []string) {
+	return []string{"series", "attr"}, []string{"series int4", "attr int4"}
+}
+
+func (dictLayout) stageIDValues(v []any, r *staged) []any { return append(v, &r.series, &r.attr) }
+
+// resolve looks up the ids of the dictionary rows of b's rows, inserting
+// the missing ones (resolveIDs).
+func (dictLayout) resolve(ctx context.Context, h *Tier, tx pgx.Tx, t *series.Table, b *batch) error {
+	return h.resolveIDs(ctx, tx, t, b)
+}
+
+// sameSeries compares the series ids: a run stays within a bucket.
+func (dictLayout) sameSeries(a, b *staged) bool { return a.series == b.series }
+
+// seriesOn compares the series ids: the series dictionary's key starts
+// with the bucket, so it is no index for the natural columns.
+func (dictLayout) seriesOn(_ *series.Table, p, s string) string {
+	return p + `.series = ` + s + `.series`
+}
+
+// runKey sends the series ids; the version scope is the attrs
+// dictionary's.
+func (l dictLayout) runKey(h *Tier, t *series.Table) (cols, args []string, on, scope string) {
+	return []string{"series"}, []string{"$4::int4[]"}, l.seriesOn(t, "p", "r"),
+		`(SELECT a.version_scope FROM ` + h.ident(attrsName(t)) + ` a WHERE a.id = p.attr)`
+}
+
+func (dictLayout) runArgs(_ *series.Table, rows []staged, rs []versionRun) []any {
+	ids := make([]int32, len(rs))
+	for i, r := range rs {
+		ids[i] = rows[r.first].series
+	}
+	return []any{ids}
+}
+
+func (dictLayout) dictNames(t *series.Table) []string { return []string{seriesName(t), attrsName(t)} }
+
+// mergeKey is the series id and from.
+func (dictLayout) mergeKey(*series.Table) []string { return []string{"series", "from"} }
+
+// keyFilter selects the series ids of p's bucket whose series dictionary
+// rows keys select.
+func (l dictLayout) keyFilter(h *Tier, t *series.Table, p Partition, keys []string) []string {
+	if len(keys) == 0 {
+		return nil
+	}
+	sub := append([]string{`bucket = ` + timeLit(p.From)}, keys...)
+	return []string{`series = ANY (ARRAY(SELECT id FROM ` + h.ident(seriesName(t)) + ` WHERE ` + strings.Join(sub, " AND ") + `))`}
+}
+
+// shape presents the rows with their ids and the columns they hold, and
+// the two dictionaries, series first, with theirs.
+func (dictLayout) shape(t *series.Table) Shape {
+	all := readColumns(t)
+	ser, attrs := dictionaries(t)
+	owner := map[string]int{} // natural column: 1 series, 2 attrs
+	for _, c := range ser.cols[1:] {
+		owner[c] = 1
+	}
+	for _, c := range attrs.cols[1:] {
+		owner[c] = 2
+	}
+	s := Shape{Series: "series"}
+	s.Rows = Relation{Columns: []Column{{"series", KindInt32}, {"attr", KindInt32}}, Rows: -1}
+	d := []Dict{
+		{Relation: Relation{Columns: []Column{{"id", KindInt32}}, Rows: -1}, ID: "id", Ref: "series"},
+		{Relation: Relation{Columns: []Column{{"id", KindInt32}}, Rows: -1}, ID: "id", Ref: "attr"},
+	}
+	for _, c := range all {
+		if o := owner[c.Name]; o > 0 {
+			d[o-1].Columns = append(d[o-1].Columns, c)
+		} else {
+			s.Rows.Columns = append(s.Rows.Columns, c)
+		}
+	}
+	s.Dicts = d
+	return s
 }
 
 // bucketText returns the bucket of a reading starting at from as the text
@@ -280,33 +344,18 @@ func bucketText(t *series.Table, from time.Time) string {
 	return t.Width.Start(from).UTC().Format("2006-01-02 15:04:05") + "+00"
 }
 
-// forgetDictionaries deletes the dictionary rows of the buckets in
-// [from, to), those of a dropped partition, in tx, which the guard
-// trigger lets through for this transaction only.
-func (h *Tier) forgetDictionaries(ctx context.Context, tx pgx.Tx, t *series.Table, from, to time.Time) error {
+// forgetPartition deletes the dictionary rows of the buckets in [from,
+// to), those of a dropped partition, in tx, which the guard trigger lets
+// through for this transaction only.
+func (l dictLayout) forgetPartition(ctx context.Context, h *Tier, tx pgx.Tx, t *series.Table, from, to time.Time) error {
 	if _, err := tx.Exec(ctx, `SET LOCAL meterstore.forget = on`); err != nil {
 		return err
 	}
-	for _, d := range []string{seriesName(t), attrsName(t)} {
+	for _, d := range l.dictNames(t) {
 		if _, err := tx.Exec(ctx, `DELETE FROM `+h.ident(d)+` WHERE bucket >= $1 AND bucket < $2`, from, to); err != nil {
 			return fmt.Errorf("forget the dictionary rows of %s: %w", d, err)
 		}
 	}
 	_, err := tx.Exec(ctx, `SET LOCAL meterstore.forget = off`)
 	return err
-}
-
-// Natural returns a FROM item, to be given an alias, that reads t's
-// attached readings with their natural columns (malo_id, obis_code, unit,
-// version_scope, ...) whatever t's layout: for plain SQL over the tier,
-// such as a benchmark comparing what two tables store.
-func (h *Tier) Natural(ctx context.Context, t *series.Table) (string, error) {
-	if err := t.Validate(); err != nil {
-		return "", err
-	}
-	l, err := h.layoutOf(ctx, h.pool, t)
-	if err != nil {
-		return "", classify("natural", t.Name, err)
-	}
-	return h.natural(t, l, h.ident(t.Name)), nil
 }

@@ -1,0 +1,106 @@
+package hot
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/meterstore/meterstore/series"
+)
+
+// A layout is how a table's readings are stored, and what of the tier's
+// SQL depends on it: rowsLayout (layout_rows.go) stores every column in
+// the table's rows, dictLayout (layout_dictionary.go) stores ids of the
+// table's dictionaries in place of what many readings share. What is the
+// same in both stays with its caller, which asks the layout for the rest.
+type layout interface {
+	// String returns the layout as hot_tables records it in a table's
+	// definition: on-disk format, never changed (see parseLayout).
+	String() string
+
+	// parentDDL returns the CREATE TABLE of t's partitioned parent with
+	// integrity i.
+	parentDDL(h *Tier, t *series.Table, i series.Integrity) string
+	// statementDDL returns the statements that give a new table of
+	// IntegrityStatement its ownership relation, its check function and
+	// the layout's other companions; the triggers follow from triggerDDL.
+	statementDDL(h *Tier, t *series.Table) []string
+	// checkBody returns the body of t's statement check function.
+	checkBody(h *Tier, t *series.Table) string
+	// dictNames returns the names of t's dictionaries, series first; none
+	// if the layout has none.
+	dictNames(t *series.Table) []string
+	// primaryKey returns the quoted primary key columns of t.
+	primaryKey(t *series.Table) string
+	// forgetPartition deletes in tx what t's layout keeps of the dropped
+	// partition [from, to) beside it.
+	forgetPartition(ctx context.Context, h *Tier, tx pgx.Tx, t *series.Table, from, to time.Time) error
+
+	// natural returns what stands for relation rel (t's parent or one of
+	// its partitions) in a FROM clause where its readings are read with
+	// their natural columns. The caller adds an alias.
+	natural(h *Tier, t *series.Table, rel string) string
+	// shape returns how a Read presents t's readings.
+	shape(t *series.Table) Shape
+	// mergeKey returns the columns of the stored rows that stand for t's
+	// merge key, in primary key order.
+	mergeKey(t *series.Table) []string
+	// keyFilter returns the conditions that select, among the stored
+	// rows of partition p, those of the series that keys (conditions on
+	// malo_id and obis_code) select.
+	keyFilter(h *Tier, t *series.Table, p Partition, keys []string) []string
+
+	// resolve gives the rows of b what the layout stores of them beside
+	// their natural columns, in tx.
+	resolve(ctx context.Context, h *Tier, tx pgx.Tx, t *series.Table, b *batch) error
+	// writeColumns returns the columns a write supplies to t; quoted
+	// quotes them for SQL.
+	writeColumns(t *series.Table, quoted bool) []string
+	// writeValues appends the values of r in writeColumns' order to v.
+	writeValues(v []any, t *series.Table, r *staged) []any
+	// stageIDs returns the columns, and their definitions, the staging
+	// table has beside the natural ones.
+	stageIDs() (cols, defs []string)
+	// stageIDValues appends the values of r's stageIDs columns to v.
+	stageIDValues(v []any, r *staged) []any
+	// sameSeries reports whether staged rows a and b, of one series by
+	// their merge key, are of one series as stored.
+	sameSeries(a, b *staged) bool
+	// seriesOn returns the condition that stored row p is of the series
+	// of staged row s (both aliases).
+	seriesOn(t *series.Table, p, s string) string
+	// runKey returns how othersSQL finds the stored rows of a run's
+	// series: the columns of the runs' arrays from $4 on, the arrays, the
+	// condition joining stored row p to run r, and the expression of p's
+	// version scope.
+	runKey(h *Tier, t *series.Table) (cols, args []string, on, scope string)
+	// runArgs returns the arrays of runKey for the runs rs of rows.
+	runArgs(t *series.Table, rows []staged, rs []versionRun) []any
+}
+
+// The two layouts.
+var (
+	layoutRows       layout = rowsLayout{}
+	layoutDictionary layout = dictLayout{}
+)
+
+// parseLayout returns the layout that hot_tables records as s.
+func parseLayout(s string) (layout, error) {
+	for _, l := range []layout{layoutRows, layoutDictionary} {
+		if l.String() == s {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown layout %q", s)
+}
+
+// newLayout returns the layout a new table of integrity i gets: the
+// dictionary layout for IntegrityStatement, whose one fixed resolution it
+// relies on, the rows layout otherwise.
+func newLayout(i series.Integrity) layout {
+	if i == series.IntegrityStatement {
+		return layoutDictionary
+	}
+	return layoutRows
+}
