@@ -72,17 +72,17 @@ func (h *handler) runMSCONS(ctx context.Context, token, table string, decl *seri
 	case err == nil:
 		return ingestAnswer{http.StatusUnprocessableEntity, ingestError{Code: "refused", ingestCounts: counts,
 			Error: fmt.Sprintf("%d of %d messages refused, nothing of them written; the others are written", refused, len(reps))}}
-	case errors.As(err, &tooLarge):
-		return ingestAnswer{http.StatusRequestEntityTooLarge, ingestError{Code: "too_large", ingestCounts: counts,
-			Error: fmt.Sprintf("the body is larger than server.max_body_bytes, %d bytes; nothing written", tooLarge.Limit)}}
-	case store.IsRetryable(err):
-		return ingestAnswer{http.StatusServiceUnavailable, ingestError{Code: "unavailable", Error: err.Error(), ingestCounts: counts}}
 	case errors.As(err, &envelope) || errors.Is(err, edifact.ErrNotEDIFACT):
 		// The interchange's envelope: nothing was written.
 		return ingestAnswer{http.StatusUnprocessableEntity, ingestError{Code: "refused", Error: err.Error(), ingestCounts: counts}}
-	case len(reps) == 0:
-		return ingestAnswer{http.StatusBadRequest, ingestError{Code: "bad_request", Error: "reading the body: " + err.Error()}}
+	case len(reps) > 0 && !errors.As(err, &tooLarge) && !store.IsRetryable(err):
+		// Past the first message, a failure that is not the body's.
+		h.log.LogAttrs(ctx, slog.LevelError, "ingest failed", slog.String("table", table), slog.Any("err", err))
+		return ingestAnswer{http.StatusInternalServerError, ingestError{Code: "internal", Error: err.Error(), ingestCounts: counts}}
 	}
-	h.log.LogAttrs(ctx, slog.LevelError, "ingest failed", slog.String("table", table), slog.Any("err", err))
-	return ingestAnswer{http.StatusInternalServerError, ingestError{Code: "internal", Error: err.Error(), ingestCounts: counts}}
+	// The body: too large, unreadable, or a state worth retrying, as for
+	// every other format.
+	status, eb := ingestFailure(err)
+	eb.ingestCounts = counts
+	return ingestAnswer{status, eb}
 }
