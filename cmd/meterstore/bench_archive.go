@@ -25,7 +25,7 @@ func newBenchArchive() *cobra.Command {
 		mode                        string
 		windows                     []int
 		chunkRows                   int
-		heapProfile                 string
+		heapProfile, cpuProfile     string
 		inProcess, child            bool
 	)
 	cmd := &cobra.Command{
@@ -78,7 +78,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 			}
 			if mode == "all" || mode == "throughput" {
 				tc := archivebench.ThroughputConfig{
-					Windows: windows, Fixture: f, ChunkRows: chunkRows, HeapProfile: heapProfile,
+					Windows: windows, Fixture: f, ChunkRows: chunkRows, HeapProfile: heapProfile, CPUProfile: cpuProfile,
 					Progress: os.Stderr, Logger: log,
 				}
 				if !inProcess {
@@ -110,6 +110,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 	fl.Uint64Var(&f.Seed, "seed", f.Seed, "seed of the generated values")
 	fl.IntSliceVar(&windows, "windows", []int{1_000_000, 5_000_000}, "throughput: readings per archival window")
 	fl.IntVar(&chunkRows, "chunk", 0, "throughput: rows the archiver fetches at a time (default: the archiver's)")
+	fl.StringVar(&cpuProfile, "cpu-profile", "", "throughput: write each archival cycle's CPU profile to this path plus .<window>")
 	fl.StringVar(&heapProfile, "heap-profile", "", "throughput: write each archival's heap profile at its live heap's peak to this path plus .<window>")
 	fl.BoolVar(&inProcess, "in-process", false, "throughput: run the windows in this process, freeing memory between them")
 	fl.BoolVar(&child, "child", false, "run one window as a child of bench archive (internal)")

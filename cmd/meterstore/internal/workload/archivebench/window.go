@@ -79,6 +79,9 @@ type WindowRequest struct {
 	// HeapProfile, if set, is where the archival writes a heap profile at
 	// each new peak of its live heap.
 	HeapProfile string `json:"heap_profile,omitempty"`
+	// CPUProfile, if set, is where the archival writes the CPU profile of
+	// its cycle.
+	CPUProfile string `json:"cpu_profile,omitempty"`
 }
 
 // LoadWindow creates the window's schema and warehouse in dir and loads its
@@ -134,9 +137,14 @@ func ArchiveWindow(ctx context.Context, req WindowRequest, log *slog.Logger) (*W
 	debug.FreeOSMemory()
 	res.RSSBefore = rss()
 	stop := sampleMemory(50*time.Millisecond, req.HeapProfile)
+	stopCPU, err := startCPUProfile(req.CPUProfile)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	out, err := a.Cycle(ctx, e.table, e.ctable, now)
 	res.Seconds = time.Since(start).Seconds()
+	stopCPU()
 	res.PeakRSS, res.PeakHeap, res.PeakLiveHeap, res.Samples = stop()
 	if err != nil {
 		return nil, fmt.Errorf("archivebench: archive: %w", err)
@@ -277,6 +285,9 @@ type ThroughputConfig struct {
 	// HeapProfile, if set, names the heap profile of each window's
 	// archival at its live heap's peak; the window size is appended.
 	HeapProfile string
+	// CPUProfile, if set, names the CPU profile of each window's archival
+	// cycle; the window size is appended.
+	CPUProfile string
 	// Spawn archives each window once this process has loaded it; nil
 	// archives in this process, after a collection that returns freed
 	// memory to the OS.
@@ -326,6 +337,9 @@ func runWindow(ctx context.Context, url string, s WindowSpec, c ThroughputConfig
 	if c.HeapProfile != "" {
 		req.HeapProfile = fmt.Sprintf("%s.%d", c.HeapProfile, s.Readings)
 	}
+	if c.CPUProfile != "" {
+		req.CPUProfile = fmt.Sprintf("%s.%d", c.CPUProfile, s.Readings)
+	}
 	var w *WindowResult
 	if c.Spawn != nil {
 		w, err = c.Spawn(ctx, req)
@@ -346,4 +360,21 @@ func writeHeapProfile(path string) {
 	}
 	defer f.Close()
 	pprof.WriteHeapProfile(f)
+}
+
+// startCPUProfile profiles the CPU into path until the returned function
+// is called; an empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("archivebench: cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("archivebench: cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
