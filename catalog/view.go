@@ -15,6 +15,7 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"github.com/meterstore/meterstore/internal/resolve"
 )
 
 // The REST handler serves, beside each table T that MeterStore's cold tier
@@ -51,14 +52,6 @@ const (
 	watermarkSummary = "meterstore.watermark"
 	supersededColumn = "superseded"
 )
-
-// viewDialects are the SQL dialects of a readings view, each with the
-// quote its identifiers take.
-var viewDialects = []struct{ name, quote string }{
-	{"spark", "`"},
-	{"trino", `"`},
-	{"duckdb", `"`},
-}
 
 // errNoSuchView reports a view that does not exist: a name that is no
 // readings view, a table that is missing or not one of the cold tier's,
@@ -141,9 +134,9 @@ func readingsView(ident table.Identifier, md table.Metadata, viewCatalog string)
 	viewSchema := iceberg.NewSchema(0, fields...)
 
 	var reps []viewRepresentation
-	for _, d := range viewDialects {
-		reps = append(reps, viewRepresentation{Type: "sql", Dialect: d.name,
-			SQL: readingsSQL(d.quote, ns, name, cols, key, marked)})
+	for _, d := range resolve.ViewDialects {
+		reps = append(reps, viewRepresentation{Type: "sql", Dialect: d.Name,
+			SQL: resolve.SQL(d, d.Table(ns, name), cols, key, marked)})
 	}
 	version := sc.ID + 1
 	ts := md.LastUpdatedMillis()
@@ -185,41 +178,6 @@ func readingsView(ident table.Identifier, md table.Metadata, viewCatalog string)
 	sum := sha256.Sum256(raw)
 	loc := strings.TrimRight(md.Location(), "/") + "/metadata/view-" + viewName + "-" + hex.EncodeToString(sum[:8]) + ".metadata.json"
 	return loc, vm, nil
-}
-
-// readingsSQL returns the query of a readings view over table ns.name in
-// a dialect whose identifiers are quoted with q: the columns cols of each
-// merge key's winning row. With marked, it uses the superseded column (see
-// the comment at the top); without, it ranks every row. It uses no
-// QUALIFY, which Spark lacks, and no engine's functions beyond
-// row_number.
-func readingsSQL(q, ns, name string, cols, key []string, marked bool) string {
-	id := func(s string) string { return q + strings.ReplaceAll(s, q, q+q) + q }
-	rel := id(ns) + "." + id(name)
-	list := func(prefix string, names []string) string {
-		out := make([]string, len(names))
-		for i, n := range names {
-			out[i] = prefix + id(n)
-		}
-		return strings.Join(out, ", ")
-	}
-	const rank = "_meterstore_rank"
-	ranked := func(where string) string {
-		return `SELECT ` + list("", cols) + ` FROM (SELECT ` + list("r.", cols) + `, row_number() OVER (PARTITION BY ` +
-			list("r.", key) + ` ORDER BY r.` + id("version") + ` DESC, r.` + id("recorded_at") + ` DESC) AS ` + id(rank) +
-			` FROM ` + rel + ` r` + where + `) ranked WHERE ` + id(rank) + ` = 1`
-	}
-	if !marked {
-		return ranked("")
-	}
-	sup := id(supersededColumn)
-	match := make([]string, len(key))
-	for i, k := range key {
-		match[i] = `o.` + id(k) + ` = r.` + id(k)
-	}
-	late := `EXISTS (SELECT 1 FROM ` + rel + ` o WHERE o.` + sup + ` IS NULL AND ` + strings.Join(match, " AND ") + `)`
-	return `SELECT ` + list("r.", cols) + ` FROM ` + rel + ` r WHERE r.` + sup + ` = false AND NOT ` + late +
-		` UNION ALL ` + ranked(` WHERE (r.`+sup+` IS NULL OR r.`+sup+` = false) AND `+late)
 }
 
 // loadReadingsView returns the location and metadata of view ident, or an

@@ -20,7 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/query"
+	"github.com/meterstore/meterstore/internal/resolve"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -265,7 +265,7 @@ func mustUnmarshal(t *testing.T, data []byte, v any) {
 // cover every case (marked superseded, marked current, late corrections
 // above and below the marked version, files without marks, a tie in
 // version broken by recorded_at) and holds its rows equal to the version
-// rule over every row, query.ResolutionSQL, which ignores the marks. Each
+// rule over every row, resolve.SQL unmarked in the query engine's dialect, which ignores the marks. Each
 // of three broken variants of the SQL must differ from it: the fixture
 // can tell. A table without the column is resolved by the rule alone.
 func TestReadingsViewSQL(t *testing.T) {
@@ -328,7 +328,7 @@ func TestReadingsViewSQL(t *testing.T) {
 			TIMESTAMPTZ '2026-03-01 00:15:00+00', %d.%d, 'kWh', '220', 'PT15M', %d, 's', TIMESTAMPTZ '2026-03-02 %02d:00:00+00',
 			DATE '2026-03-01', NULL, '%s', NULL, %s)`, r.malo, r.version, r.hour, r.version, r.hour, r.channel, r.sup))
 	}
-	oracle := `SELECT ` + strings.Join(cols, ", ") + ` FROM (` + query.ResolutionSQL(`metering.power`, readingsKey) + `)`
+	oracle := `SELECT ` + strings.Join(cols, ", ") + ` FROM (` + resolve.SQL(resolve.Engine, `metering.power`, nil, readingsKey, false) + `)`
 	diff := func(q string) (n, rows int) {
 		t.Helper()
 		err := db.QueryRowContext(t.Context(), `WITH v AS (`+q+`), o AS (`+oracle+`)
@@ -384,7 +384,7 @@ func TestReadingsViewSQL(t *testing.T) {
 		t.Fatalf("a table without marks: %s", viewSQL)
 	}
 	exec(`CREATE TABLE metering.old AS SELECT * EXCLUDE (superseded) FROM metering.power`)
-	oracle = `SELECT ` + strings.Join(cols, ", ") + ` FROM (` + query.ResolutionSQL(`metering.old`, readingsKey) + `)`
+	oracle = `SELECT ` + strings.Join(cols, ", ") + ` FROM (` + resolve.SQL(resolve.Engine, `metering.old`, nil, readingsKey, false) + `)`
 	if n, rows := diff(viewSQL); n != 0 || rows != 7 {
 		t.Errorf("the unmarked view differs from the rule in %d rows, has %d rows:\n%s", n, rows, viewSQL)
 	}
