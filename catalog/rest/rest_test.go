@@ -101,9 +101,6 @@ func TestRESTWritable(t *testing.T) {
 			if err := rc.CreateNamespace(ctx, ns, iceberg.Properties{"owner": "rest", "tier": "cold"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := rc.CreateNamespace(ctx, ns, nil); !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
-				t.Fatalf("second create namespace: %v", err)
-			}
 			sum, err := rc.UpdateNamespaceProperties(ctx, ns, []string{"owner", "nope"}, iceberg.Properties{"retention": "10y"})
 			if err != nil {
 				t.Fatal(err)
@@ -123,9 +120,6 @@ func TestRESTWritable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := rc.CreateTable(ctx, ident, catalogtest.Schema); !errors.Is(err, icecatalog.ErrTableAlreadyExists) {
-				t.Fatalf("second create: %v", err)
-			}
 			local, err := c.LoadTable(ctx, ident)
 			if err != nil {
 				t.Fatal(err)
@@ -133,9 +127,6 @@ func TestRESTWritable(t *testing.T) {
 			if local.MetadataLocation() != tbl.MetadataLocation() || local.Metadata().Version() != 2 ||
 				localSpec(local).NumFields() != 1 || localSpec(local).Field(0).Transform.String() != "month" || local.Properties()["owner"] != "rest" {
 				t.Fatalf("created through REST: %s v%d spec %v props %v", local.MetadataLocation(), local.Metadata().Version(), local.Spec(), local.Properties())
-			}
-			if ok, err := rc.CheckTableExists(ctx, ident); !ok || err != nil {
-				t.Fatalf("exists: %v %v", ok, err)
 			}
 
 			// Commit; a load after it sees the new snapshot, through REST
@@ -207,7 +198,9 @@ func TestRESTWritable(t *testing.T) {
 			}
 
 			// Drop: purge is refused and changes nothing; rename is not
-			// offered; a namespace with a table stays.
+			// offered. (What every catalog does, a second create, a
+			// namespace with a table, a load after the drop, is
+			// TestConformance's.)
 			if err := rc.PurgeTable(ctx, ident); !errors.Is(err, iceberg.ErrNotImplemented) {
 				t.Fatalf("purge: %v, want not implemented", err)
 			}
@@ -217,17 +210,8 @@ func TestRESTWritable(t *testing.T) {
 			if _, err := rc.RenameTable(ctx, ident, table.Identifier{"archive", "gas"}); !errors.Is(err, rest.ErrEndpointNotSupported) {
 				t.Fatalf("rename: %v", err)
 			}
-			if err := rc.DropNamespace(ctx, ns); !errors.Is(err, icecatalog.ErrNamespaceNotEmpty) {
-				t.Fatalf("drop a namespace with a table: %v", err)
-			}
 			if err := rc.DropTable(ctx, ident); err != nil {
 				t.Fatal(err)
-			}
-			if _, err := rc.LoadTable(ctx, ident); !errors.Is(err, icecatalog.ErrNoSuchTable) {
-				t.Fatalf("load after drop: %v", err)
-			}
-			if err := rc.DropTable(ctx, ident); !errors.Is(err, icecatalog.ErrNoSuchTable) {
-				t.Fatalf("second drop: %v", err)
 			}
 			if h := history(t, c, ident); !h[len(h)-1].Dropped {
 				t.Fatalf("the log does not end with the drop: %+v", h)
