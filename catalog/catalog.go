@@ -11,11 +11,14 @@
 // commit also publishes metadata/v<N>.metadata.json and
 // metadata/version-hint.text, the layout that PyIceberg's StaticTable and
 // DuckDB's iceberg_scan read (a commit another writer makes there is a
-// Fork: found, reported, never overwritten; see CheckMirror); and Handler
-// serves the Iceberg REST catalog protocol, read-only. WritableHandler
-// serves its writes too, for engines that are meant to write (iceberg-go's
-// REST client among them): each one goes through the same methods, so
+// Fork: found, reported, never overwritten; see CheckMirror); and package
+// catalog/rest serves the catalog over the Iceberg REST catalog protocol,
+// read-only or, for engines that are meant to write (iceberg-go's REST
+// client among them), with writes that go through the same methods, so
 // through the log and the CommitCheck.
+//
+// The catalog knows nothing of what its tables hold; Guard puts the same
+// CommitCheck in front of a foreign catalog.
 package catalog
 
 import (

@@ -11,164 +11,43 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/blob"
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/catalog/catalogtest"
 	"github.com/meterstore/meterstore/consensus"
-	"github.com/meterstore/meterstore/consensus/bloblog"
-	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/pgtest"
-	"github.com/meterstore/meterstore/internal/s3test"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// backend opens a catalog on a fresh warehouse with its log in one of the
-// two places a deployment can put it.
+// The helpers the catalog's tests share with the REST catalog's.
 type backend struct {
 	name string
 	open func(t *testing.T) *catalog.Catalog
 }
 
 func backends() []backend {
-	return []backend{
-		{"postgres", func(t *testing.T) *catalog.Catalog {
-			return newCatalog(t, fileWarehouse(t), pgLog(t))
-		}},
-		{"serverless", func(t *testing.T) *catalog.Catalog {
-			wh := fileWarehouse(t)
-			return newCatalog(t, wh, blobLog(t, wh.Bucket))
-		}},
-		{"serverless-s3", func(t *testing.T) *catalog.Catalog {
-			wh, err := catalog.OpenWarehouse(t.Context(), s3test.URL(t, s3test.NewBucket(t)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { wh.Bucket.Close() })
-			return newCatalog(t, wh, blobLog(t, wh.Bucket))
-		}},
+	var out []backend
+	for _, b := range catalogtest.Backends() {
+		out = append(out, backend{b.Name, b.Open})
 	}
-}
-
-func fileWarehouse(t *testing.T) catalog.Warehouse {
-	wh, err := catalog.OpenWarehouse(t.Context(), "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { wh.Bucket.Close() })
-	return wh
-}
-
-func pgLog(t *testing.T) consensus.Log {
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := postgres.Open(t.Context(), cfg, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(l.Close)
-	return l
-}
-
-func blobLog(t *testing.T, b *blob.Bucket) consensus.Log {
-	l, err := bloblog.New(b, "_log/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func newCatalog(t *testing.T, wh catalog.Warehouse, l consensus.Log) *catalog.Catalog {
-	c, err := catalog.New(catalog.Options{Warehouse: wh, Log: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.CreateNamespace(t.Context(), table.Identifier{"metering"}, iceberg.Properties{"owner": "test"}); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-var testSchema = iceberg.NewSchema(0,
-	iceberg.NestedField{ID: 1, Name: "malo_id", Type: iceberg.PrimitiveTypes.String, Required: true},
-	iceberg.NestedField{ID: 2, Name: "from", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
-	iceberg.NestedField{ID: 3, Name: "value", Type: iceberg.PrimitiveTypes.Float64, Required: true},
-	iceberg.NestedField{ID: 4, Name: "writer", Type: iceberg.PrimitiveTypes.String, Required: true},
-)
-
-func createTable(t *testing.T, c *catalog.Catalog, name string, props iceberg.Properties) *table.Table {
-	t.Helper()
-	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{
-		SourceIDs: []int{2}, FieldID: 1000, Name: "from_month", Transform: iceberg.MonthTransform{},
-	})
-	tbl, err := c.CreateTable(t.Context(), table.Identifier{"metering", name}, testSchema,
-		icecatalog.WithPartitionSpec(&spec), icecatalog.WithProperties(props))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
-}
-
-// rows builds an Arrow table of n readings by writer, one per quarter hour
-// from start.
-func rows(t *testing.T, writer string, start time.Time, n int) arrow.Table {
-	t.Helper()
-	sc, err := table.SchemaToArrowSchema(testSchema, nil, true, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	for i := range n {
-		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("5123869678%d", i%10))
-		ts := start.Add(time.Duration(i) * 15 * time.Minute)
-		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(ts.UnixMicro()))
-		b.Field(2).(*array.Float64Builder).Append(float64(i) / 4)
-		b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("%s-%d", writer, i))
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	return array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
-}
-
-func appendRows(t *testing.T, tbl *table.Table, writer string, n int, props iceberg.Properties) (*table.Table, error) {
-	t.Helper()
-	at := rows(t, writer, time.Date(2026, 1, 30, 23, 0, 0, 0, time.UTC), n)
-	defer at.Release()
-	tx := tbl.NewTransaction()
-	if err := tx.AppendTable(t.Context(), at, int64(n), props); err != nil {
-		return nil, err
-	}
-	return tx.Commit(t.Context())
-}
-
-// writers scans tbl and returns the writer column, sorted.
-func writers(t *testing.T, tbl *table.Table, opts ...table.ScanOption) []string {
-	t.Helper()
-	at, err := tbl.Scan(opts...).ToArrowTable(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer at.Release()
-	var out []string
-	col := at.Column(at.Schema().FieldIndices("writer")[0])
-	for _, chunk := range col.Data().Chunks() {
-		s := chunk.(*array.String)
-		for i := range s.Len() {
-			out = append(out, s.Value(i))
-		}
-	}
-	slices.Sort(out)
 	return out
 }
+
+var (
+	fileWarehouse = catalogtest.FileWarehouse
+	pgLog         = catalogtest.PGLog
+	blobLog       = catalogtest.BlobLog
+	newCatalog    = catalogtest.NewCatalog
+	createTable   = catalogtest.CreateTable
+	rows          = catalogtest.Rows
+	appendRows    = catalogtest.AppendRows
+	writers       = catalogtest.Writers
+	testSchema    = catalogtest.Schema
+)
 
 func TestCreateAppendScan(t *testing.T) {
 	for _, be := range backends() {

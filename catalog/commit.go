@@ -149,7 +149,7 @@ func (c *Catalog) commit(ctx context.Context, ident table.Identifier, expected i
 	}
 	version := expected + 2 // the N of v<N>.metadata.json, from 1
 	loc := fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", next.Location(), version, uuid.NewString())
-	key, err := c.wh.key(loc)
+	key, err := c.wh.Key(loc)
 	if err != nil {
 		return "", 0, err
 	}
@@ -188,7 +188,7 @@ func (c *Catalog) publish(ctx context.Context, ident table.Identifier, seq int64
 		c.logger.Warn("catalog: publish", "table", ident, "err", err)
 		return
 	}
-	dir, err := c.wh.key(md.Location() + "/metadata")
+	dir, err := c.wh.Key(md.Location() + "/metadata")
 	if err != nil {
 		c.logger.Warn("catalog: publish", "table", ident, "err", err)
 		return
@@ -266,7 +266,7 @@ func (c *Catalog) repairMirror(ctx context.Context, ident table.Identifier, dir 
 	if err != nil || prev.Dropped {
 		return
 	}
-	key, err := c.wh.key(prev.MetadataLocation)
+	key, err := c.wh.Key(prev.MetadataLocation)
 	if err != nil {
 		return
 	}

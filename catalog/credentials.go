@@ -66,8 +66,8 @@ func (w Warehouse) S3Credential(keys S3Keys) (StorageCredential, error) {
 // storageCredentialsKey is the context key of WithStorageCredentials.
 type storageCredentialsKey struct{}
 
-// WithStorageCredentials returns ctx carrying creds. The handlers of
-// Handler and WritableHandler add them to every LoadTableResult they
+// WithStorageCredentials returns ctx carrying creds. The REST catalog's
+// handlers (package catalog/rest) add them to every LoadTableResult they
 // answer to a request with that context: as its storage-credentials, and,
 // for clients that read only config, the properties of the credential
 // whose prefix covers the table's metadata file also in its config. Attach
@@ -76,49 +76,9 @@ func WithStorageCredentials(ctx context.Context, creds ...StorageCredential) con
 	return context.WithValue(ctx, storageCredentialsKey{}, slices.Clone(creds))
 }
 
-// addStorageCredentials adds the credentials ctx carries to a
-// LoadTableResult body whose metadata file is at loc.
-func addStorageCredentials(ctx context.Context, body map[string]any, loc string) {
+// StorageCredentials returns the credentials ctx carries (see
+// WithStorageCredentials), nil if none.
+func StorageCredentials(ctx context.Context) []StorageCredential {
 	creds, _ := ctx.Value(storageCredentialsKey{}).([]StorageCredential)
-	if len(creds) == 0 {
-		return
-	}
-	body["storage-credentials"] = creds
-	cfg, _ := body["config"].(map[string]string)
-	if cfg == nil {
-		cfg = map[string]string{}
-		body["config"] = cfg
-	}
-	// The longest prefix wins, as in Iceberg's S3FileIO and PyIceberg.
-	best := -1
-	for i, c := range creds {
-		if strings.HasPrefix(loc, c.Prefix) && (best < 0 || len(c.Prefix) > len(creds[best].Prefix)) {
-			best = i
-		}
-	}
-	if best >= 0 {
-		maps.Copy(cfg, creds[best].Config)
-	}
-}
-
-// s3ClientRegion is the property of Java's AWS clients (client.region)
-// for the region that S3FileIO signs for; iceberg-go and PyIceberg read
-// s3.region.
-const s3ClientRegion = "client.region"
-
-// storageDefaults returns the warehouse's file IO properties that hold no
-// secret, under the names of iceberg-go and PyIceberg and of Java's
-// S3FileIO: the endpoint, region and addressing style a reader needs to
-// reach the files at all.
-func storageDefaults(props map[string]string) map[string]string {
-	cfg := withoutSecrets(props)
-	// Java's S3FileIO knows path-style addressing and the region by other
-	// names than iceberg-go and PyIceberg.
-	if cfg[icebergio.S3ForceVirtualAddressing] == "false" {
-		cfg[s3PathStyleAccess] = "true"
-	}
-	if r, ok := cfg[icebergio.S3Region]; ok {
-		cfg[s3ClientRegion] = r
-	}
-	return cfg
+	return creds
 }

@@ -130,7 +130,7 @@ var (
 
 // badRequest marks a failure caused by what was asked (metadata that cannot
 // be built or updates that do not apply), found before anything was written.
-// The REST handler answers it with 400; the message is unchanged.
+// The message is unchanged.
 type badRequest struct{ error }
 
 func (e badRequest) Unwrap() error { return e.error }
@@ -141,6 +141,22 @@ func (e badRequest) Unwrap() error { return e.error }
 type refused struct{ error }
 
 func (e refused) Unwrap() error { return e.error }
+
+// IsBadRequest reports whether err was caused by what was asked (metadata
+// that cannot be built, updates that do not apply), found before anything
+// was written.
+func IsBadRequest(err error) bool {
+	var bad badRequest
+	return errors.As(err, &bad)
+}
+
+// IsRefused reports whether err is a commit the CommitCheck refused:
+// nothing was written, and a retry is refused again unless the table
+// changed.
+func IsRefused(err error) bool {
+	var ref refused
+	return errors.As(err, &ref)
+}
 
 // append appends a commit to the table's log at expected+1. It returns an
 // error matching errLost only after a re-read showed that the entry at

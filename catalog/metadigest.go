@@ -44,7 +44,7 @@ func (c *Catalog) VerifyMetadata(ctx context.Context, ident table.Identifier) (o
 	if h.MetadataSHA256 == "" {
 		return false, nil
 	}
-	key, err := c.wh.key(h.MetadataLocation)
+	key, err := c.wh.Key(h.MetadataLocation)
 	if err != nil {
 		return false, err
 	}

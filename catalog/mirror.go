@@ -122,7 +122,7 @@ func (c *Catalog) mirrorDir(ctx context.Context, ident table.Identifier, h Commi
 	if err != nil {
 		return "", err
 	}
-	return c.wh.key(t.Metadata().Location() + "/metadata")
+	return c.wh.Key(t.Metadata().Location() + "/metadata")
 }
 
 // findForks returns the forks in the mirror of ident. The hint and the
@@ -318,7 +318,7 @@ func (c *Catalog) versionData(ctx context.Context, ns, name string, n int64) (da
 	if cm.Dropped {
 		return nil, true, nil
 	}
-	key, err := c.wh.key(cm.MetadataLocation)
+	key, err := c.wh.Key(cm.MetadataLocation)
 	if err != nil {
 		return nil, false, err
 	}

@@ -61,8 +61,9 @@ func OpenWarehouse(ctx context.Context, rawURL string) (Warehouse, error) {
 	return wh, nil
 }
 
-// key returns the blob key of an Iceberg location inside the warehouse.
-func (w Warehouse) key(location string) (string, error) {
+// Key returns the blob key of an Iceberg location inside the warehouse, or
+// an error if the location is outside it.
+func (w Warehouse) Key(location string) (string, error) {
 	k, ok := strings.CutPrefix(location, w.Root+"/")
 	if !ok {
 		return "", fmt.Errorf("catalog: location %q is outside the warehouse %q", location, w.Root)

@@ -11,6 +11,7 @@ import (
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/query"
+	"github.com/meterstore/meterstore/internal/resolve"
 )
 
 // A TableStatus is one row of system.tables: the health of one table.
@@ -380,13 +381,17 @@ func (s *Store) resolutionRelation() query.Relation {
 // engine reading its Iceberg table directly: per merge key the highest
 // version, then the latest recorded_at. The readings relation is the same
 // statement over readings_versions.
-func ResolutionSQL(t *Table) string { return query.ResolutionSQL(t.Name, t.MergeKey()) }
+func ResolutionSQL(t *Table) string {
+	return resolve.SQL(resolve.Engine, t.Name, nil, t.MergeKey(), false)
+}
 
 // MarkedResolutionSQL returns the same resolution for an engine reading the
 // cold table's files directly, using the superseded marks its archival set
 // (see the superseded column's doc): rows marked current are taken as they
 // are, and only the merge keys of late corrections are resolved.
-func MarkedResolutionSQL(t *Table) string { return query.MarkedResolutionSQL(t.Name, t.MergeKey()) }
+func MarkedResolutionSQL(t *Table) string {
+	return resolve.SQL(resolve.Engine, t.Name, nil, t.MergeKey(), true)
+}
 
 func quoteAll(names []string) []string {
 	out := make([]string, len(names))

@@ -15,6 +15,7 @@ import (
 	icetable "github.com/apache/iceberg-go/table"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/catalog"
+	restcatalog "github.com/meterstore/meterstore/catalog/rest"
 	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/pgtest"
@@ -96,7 +97,7 @@ func rawCatalog(t *testing.T, kind, url, dir string) icecatalog.Catalog {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(served.WritableHandler(nil))
+		srv := httptest.NewServer(restcatalog.WritableHandler(served, nil))
 		t.Cleanup(srv.Close)
 		cat, err := rest.NewCatalog(ctx, "rest", srv.URL)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	icetable "github.com/apache/iceberg-go/table"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/catalog"
+	restcatalog "github.com/meterstore/meterstore/catalog/rest"
 	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
@@ -50,7 +51,7 @@ func TestCycleOverIcebergRESTCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(served.WritableHandler(nil))
+	srv := httptest.NewServer(restcatalog.WritableHandler(served, nil))
 	t.Cleanup(srv.Close)
 	cat, err := rest.NewCatalog(ctx, "rest", srv.URL)
 	if err != nil {

@@ -36,17 +36,17 @@ func (c *Tier) PlanAt(ctx context.Context, t *Table, q series.Range, ref Snapsho
 	if err != nil {
 		return Plan{}, err
 	}
-	snap, err := resolve(ice.Metadata(), ref)
+	snap, err := snapshotOf(ice.Metadata(), ref)
 	if err != nil {
 		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
 	}
 	return c.plans.plan(ctx, t, ice, snap, q)
 }
 
-// resolve finds the snapshot ref names among the ancestors of meta's
+// snapshotOf finds the snapshot ref names among the ancestors of meta's
 // current snapshot, the current one included: the snapshots that were
 // current once.
-func resolve(meta table.Metadata, ref SnapshotRef) (*table.Snapshot, error) {
+func snapshotOf(meta table.Metadata, ref SnapshotRef) (*table.Snapshot, error) {
 	s := meta.CurrentSnapshot()
 	// A parent chain is acyclic; the bound only guards against metadata
 	// that says otherwise.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/resolve"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -287,7 +288,7 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 	}
 	resolved := fast
 	if len(rest) > 0 {
-		resolved = append(resolved, ResolutionSQL(`(`+strings.Join(rest, ` UNION ALL `)+`)`, l.key))
+		resolved = append(resolved, resolve.SQL(resolve.Engine, `(`+strings.Join(rest, ` UNION ALL `)+`)`, nil, l.key, false))
 	}
 	if !v.noVersions {
 		stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings_versions")+` AS `+strings.Join(versions, ` UNION ALL `))
@@ -374,35 +375,4 @@ func describe(ctx context.Context, conn *sql.Conn, scan string) (map[string]bool
 // timestamptz returns t as a TIMESTAMPTZ literal, at microseconds.
 func timestamptz(t time.Time) string {
 	return `TIMESTAMPTZ ` + quote(t.UTC().Format("2006-01-02 15:04:05.000000")+"+00")
-}
-
-// ResolutionSQL returns the version resolution of the readings in relation,
-// whose merge key is key: per merge key the highest version, then the
-// latest recorded_at. It defines the readings view, and system.resolution
-// offers it to engines that read a table's Iceberg files directly.
-func ResolutionSQL(relation string, key []string) string {
-	quoted := make([]string, len(key))
-	for i, k := range key {
-		quoted[i] = ident(k)
-	}
-	return `SELECT * FROM ` + relation + ` QUALIFY row_number() OVER (PARTITION BY ` +
-		strings.Join(quoted, ", ") + ` ORDER BY "version" DESC, "recorded_at" DESC) = 1`
-}
-
-// MarkedResolutionSQL returns the version resolution of relation, the rows
-// of a cold table as its files hold them (the superseded column included),
-// as DuckDB SQL that uses the marks the archival set: a row marked false
-// wins unless a row not marked (a late correction, or a file older than the
-// column) has its merge key; those rows and the rows they compete with are
-// resolved as ResolutionSQL does; a row marked true never wins. It gives a
-// foreign engine the readings of the cold tier at about the cost of a scan.
-func MarkedResolutionSQL(relation string, key []string) string {
-	match := make([]string, len(key))
-	for i, k := range key {
-		match[i] = `o.` + ident(k) + ` = r.` + ident(k)
-	}
-	sup := ident(series.ColumnSuperseded)
-	late := `EXISTS (SELECT 1 FROM ` + relation + ` o WHERE o.` + sup + ` IS NULL AND ` + strings.Join(match, " AND ") + `)`
-	return `SELECT * FROM ` + relation + ` r WHERE r.` + sup + ` = false AND NOT ` + late +
-		` UNION ALL ` + ResolutionSQL(`(SELECT * FROM `+relation+` r WHERE r.`+sup+` IS NULL OR (r.`+sup+` = false AND `+late+`))`, key)
 }

@@ -1,8 +1,8 @@
 package httpapi
 
-// The Iceberg REST catalog under /iceberg: the catalog package's handler
-// (catalog.Catalog.Handler, or WritableHandler with
-// server.catalog_writable), behind the server's tokens. A client sets
+// The Iceberg REST catalog under /iceberg: package restcatalog's handler
+// (restcatalog.Handler, or WritableHandler with server.catalog_writable)
+// with the cold tier's readings views, behind the server's tokens. A client sets
 // uri = <base>/iceberg.
 //
 //	POST /iceberg/v1/oauth/tokens  no bearer  OAuth2 client credentials: a token's name and text for an access token
@@ -35,9 +35,11 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/catalog"
+	restcatalog "github.com/meterstore/meterstore/catalog/rest"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/accesstoken"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/metrics"
 )
 
@@ -81,14 +83,16 @@ func (h *handler) routeCatalog() error {
 	if c.lifetime <= 0 {
 		c.lifetime = DefaultCatalogTokenLifetime
 	}
-	var opts []catalog.RESTOption
+	// The readings views are the cold tier's: the handler serves them
+	// through its hook and knows nothing of them.
+	opts := []restcatalog.Option{restcatalog.WithViews(cold.ReadingsViews{}), restcatalog.WithLogger(h.log)}
 	if h.o.CatalogName != "" {
-		opts = append(opts, catalog.ViewCatalog(h.o.CatalogName))
+		opts = append(opts, restcatalog.ViewCatalog(h.o.CatalogName))
 	}
 	if c.writable {
-		c.inner = h.o.Catalog.WritableHandler(nil, opts...)
+		c.inner = restcatalog.WritableHandler(h.o.Catalog, nil, opts...)
 	} else {
-		c.inner = h.o.Catalog.Handler(nil, opts...)
+		c.inner = restcatalog.Handler(h.o.Catalog, nil, opts...)
 	}
 	h.mux.HandleFunc("POST "+oauthTokensPath, c.tokens)
 	h.mux.HandleFunc("GET "+catalogConfigPath, c.serve)

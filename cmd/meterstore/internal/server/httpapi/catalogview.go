@@ -1,6 +1,6 @@
 package httpapi
 
-// The readings views of the catalog (catalog.ReadingsViewTable) to a token
+// The readings views of the catalog (cold.ReadingsViewTable) to a token
 // limited to tables: the view of a table is that table's, so the token
 // finds the views of its tables and no others.
 
@@ -8,14 +8,14 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/cold"
 )
 
 // viewAllowed reports whether t may read view, the readings view of one
 // of its tables.
 func viewAllowed(t config.Token, view string) bool {
-	name, ok := catalog.ReadingsViewTable(view)
+	name, ok := cold.ReadingsViewTable(view)
 	return ok && slices.Contains(t.Tables, name)
 }
 

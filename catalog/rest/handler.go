@@ -1,12 +1,12 @@
-package catalog
+package restcatalog
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -14,13 +14,13 @@ import (
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/consensus"
 )
 
 // Handler serves the catalog over the Iceberg REST catalog protocol,
 // read-only: configuration, namespaces, table listing and loading, and
-// the readings view of each table the cold tier wrote (named
-// <table>_readings, see ReadingsViewTable). Every
+// the views WithViews provides, if any. Every
 // mutating route answers 405, and GET /v1/config advertises only the read
 // endpoints, so that clients which negotiate endpoints do not even try.
 //
@@ -35,15 +35,15 @@ import (
 // loaded table's config, for example the S3 endpoint readers should use;
 // properties that hold credentials are never served, from config or the
 // warehouse; only a LoadTableResult carries credentials, those its
-// request's context holds (WithStorageCredentials). Every error, on any path, is the protocol's ErrorModel in
+// request's context holds (catalog.WithStorageCredentials). Every error, on any path, is the protocol's ErrorModel in
 // JSON: what does not exist is 404 (NoSuchTableException,
 // NoSuchNamespaceException, or NotFoundException for a route not served).
 // The metadata served carries gc.enabled=false (see writeTable).
 //
 // The handler does not authenticate: mount it behind something that does,
 // as meterstore serve does.
-func (c *Catalog) Handler(config map[string]string, opts ...RESTOption) http.Handler {
-	return c.handler(config, false, opts)
+func Handler(c Catalog, config map[string]string, opts ...Option) http.Handler {
+	return handler(c, config, false, opts)
 }
 
 // WritableHandler serves what Handler serves and the writes of the Iceberg
@@ -59,8 +59,7 @@ func (c *Catalog) Handler(config map[string]string, opts ...RESTOption) http.Han
 //	POST   /v1/namespaces/{ns}/tables/{table}      commit requirements + updates
 //	DELETE /v1/namespaces/{ns}/tables/{table}      drop a table (not purge)
 //
-// The readings views stay read-only: a write on a view's routes answers
-// 405.
+// The views stay read-only: a write on a view's routes answers 405.
 //
 // Rename, multi-table transactions, table registration and staged creates
 // answer 501: a table's history is a log shard named after the table, and
@@ -77,15 +76,15 @@ func (c *Catalog) Handler(config map[string]string, opts ...RESTOption) http.Han
 //
 // A write runs to its end even if the client disconnects, so that a dropped
 // connection cannot cut a commit short halfway; it is bounded by a timeout.
-func (c *Catalog) WritableHandler(config map[string]string, opts ...RESTOption) http.Handler {
-	return c.handler(config, true, opts)
+func WritableHandler(c Catalog, config map[string]string, opts ...Option) http.Handler {
+	return handler(c, config, true, opts)
 }
 
-// A RESTOption sets how Handler and WritableHandler serve.
-type RESTOption func(*restServer)
+// An Option sets how Handler and WritableHandler serve.
+type Option func(*restServer)
 
-// ViewCatalog names the catalog, as the engines that read the readings
-// views call it, as each view's default catalog (default-catalog of view
+// ViewCatalog names the catalog, as the engines that read the views call
+// it, as each view's default catalog (default-catalog of view
 // spec v1). Trino analyses a view only under a default catalog, and
 // resolves the view's namespace-qualified names in it, so its catalog
 // file must be called name; Spark uses the default catalog instead of its
@@ -93,8 +92,21 @@ type RESTOption func(*restServer)
 // Without it (or with ""), views carry no default catalog: Spark and
 // PyIceberg read them under whatever name they give the catalog, and
 // Trino refuses them.
-func ViewCatalog(name string) RESTOption {
+func ViewCatalog(name string) Option {
 	return func(s *restServer) { s.viewCatalog = name }
+}
+
+// WithViews serves the views v provides beside the tables. Without it the
+// handler serves no views: a listing is empty and every view is missing.
+func WithViews(v Views) Option {
+	return func(s *restServer) { s.views = v }
+}
+
+// WithLogger sends the warnings about failed requests (a server-side
+// failure, a view left out of a listing) to l; without it they are
+// discarded.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *restServer) { s.logger = l }
 }
 
 const (
@@ -131,9 +143,11 @@ var (
 
 // restServer holds what the routes share.
 type restServer struct {
-	c           *Catalog
+	c           Catalog
 	config      map[string]string
-	viewCatalog string // the views' default catalog; "": none
+	viewCatalog string       // the views' default catalog; "": none
+	views       Views        // nil: no views
+	logger      *slog.Logger // warnings about failed requests
 }
 
 // routeKind decides how an error maps to a status: the protocol gives a
@@ -147,11 +161,11 @@ const (
 	writeRoute                      // every other write
 )
 
-func (c *Catalog) handler(config map[string]string, writable bool, opts []RESTOption) http.Handler {
+func handler(c Catalog, config map[string]string, writable bool, opts []Option) http.Handler {
 	if config == nil {
 		config = map[string]string{}
 	}
-	s := &restServer{c: c, config: config}
+	s := &restServer{c: c, config: config, logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -169,7 +183,7 @@ func (c *Catalog) handler(config map[string]string, writable bool, opts []RESTOp
 		{"GET", "/v1/namespaces/{ns}/tables/{table}", false, s.loadTable},
 		{"HEAD", "/v1/namespaces/{ns}/tables/{table}", false, s.tableExists},
 		{"GET", "/v1/namespaces/{ns}/views", false, s.listViews},
-		{"GET", "/v1/namespaces/{ns}/views/{view}", false, s.loadView},
+		{"GET", "/v1/namespaces/{ns}/views/{view}", false, s.getView},
 		{"HEAD", "/v1/namespaces/{ns}/views/{view}", false, s.viewExists},
 
 		{"POST", "/v1/namespaces", true, s.createNamespace},
@@ -244,7 +258,7 @@ func (s *restServer) getConfig(writable bool) http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{
-			"defaults":  storageDefaults(s.c.wh.Props), // never a vended credential
+			"defaults":  storageDefaults(s.c.Warehouse().Props), // never a vended credential
 			"overrides": withoutSecrets(s.config),
 			"endpoints": endpoints,
 		})
@@ -283,6 +297,13 @@ func (s *restServer) namespaceExists(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *restServer) listTables(w http.ResponseWriter, r *http.Request) {
+	s.list(w, r, func(id table.Identifier) (table.Identifier, bool) { return id, true })
+}
+
+// list answers the protocol's ListTablesResponse with what entry makes of
+// each table of the namespace: the table itself, or its view, or nothing
+// (false).
+func (s *restServer) list(w http.ResponseWriter, r *http.Request, entry func(table.Identifier) (table.Identifier, bool)) {
 	type ident struct {
 		Namespace []string `json:"namespace"`
 		Name      string   `json:"name"`
@@ -293,24 +314,20 @@ func (s *restServer) listTables(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err, readRoute)
 			return
 		}
-		ids = append(ids, ident{Namespace: id[:1], Name: id[1]})
+		if id, ok := entry(id); ok {
+			ids = append(ids, ident{Namespace: id[:1], Name: id[1]})
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"identifiers": ids})
 }
 
 func (s *restServer) loadTable(w http.ResponseWriter, r *http.Request) {
-	ident := tableOf(r)
-	h, err := s.c.current(r.Context(), ident)
+	t, err := s.c.LoadTable(r.Context(), tableOf(r))
 	if err != nil {
 		s.fail(w, r, err, tableReadRoute)
 		return
 	}
-	t, err := s.c.open(r.Context(), ident, h.MetadataLocation)
-	if err != nil {
-		s.fail(w, r, err, tableReadRoute)
-		return
-	}
-	s.writeTable(w, r, h.MetadataLocation, t.Metadata())
+	s.writeTable(w, r, t.MetadataLocation(), t.Metadata())
 }
 
 func (s *restServer) tableExists(w http.ResponseWriter, r *http.Request) {
@@ -378,30 +395,11 @@ func withoutGC(md table.Metadata) (json.RawMessage, error) {
 // credentials (WithStorageCredentials): a reader brings its own, or its
 // object store grants them.
 func (s *restServer) tableConfig() map[string]string {
-	cfg := storageDefaults(s.c.wh.Props)
+	cfg := storageDefaults(s.c.Warehouse().Props)
 	for k, v := range s.config {
 		cfg[k] = v
 	}
 	return withoutSecrets(cfg)
-}
-
-// s3PathStyleAccess is the property of Java's S3FileIO for path-style
-// requests.
-const s3PathStyleAccess = "s3.path-style-access"
-
-// secretKey matches the properties that hold credentials: access keys,
-// secrets, session tokens, passwords.
-var secretKey = regexp.MustCompile(`(?i)(secret|access-key|session-token|password|credential|token)`)
-
-// withoutSecrets returns cfg without the properties secretKey matches.
-func withoutSecrets(cfg map[string]string) map[string]string {
-	out := make(map[string]string, len(cfg))
-	for k, v := range cfg {
-		if !secretKey.MatchString(k) {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 func (s *restServer) createNamespace(w http.ResponseWriter, r *http.Request) {
@@ -488,7 +486,7 @@ func (s *restServer) createTable(w http.ResponseWriter, r *http.Request) {
 	opts := []icecatalog.CreateTableOpt{icecatalog.WithProperties(req.Properties)}
 	if req.Location != "" {
 		loc := strings.TrimRight(req.Location, "/")
-		if _, err := s.c.wh.key(loc + "/metadata"); err != nil {
+		if _, err := s.c.Warehouse().Key(loc + "/metadata"); err != nil {
 			s.fail(w, r, badRequest{err}, writeRoute)
 			return
 		}
@@ -540,7 +538,7 @@ func (s *restServer) commitTable(w http.ResponseWriter, r *http.Request) {
 		return q.GetType() == table.AssertCreate().GetType()
 	})
 	if !creates {
-		if _, err := s.c.current(ctx, ident); err != nil {
+		if err := s.requireTable(ctx, ident); err != nil {
 			s.fail(w, r, err, commitRoute)
 			return
 		}
@@ -551,6 +549,16 @@ func (s *restServer) commitTable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeTable(w, r, loc, md)
+}
+
+// requireTable returns an error matching ErrNoSuchTable if table ident
+// does not exist.
+func (s *restServer) requireTable(ctx context.Context, ident table.Identifier) error {
+	ok, err := s.c.CheckTableExists(ctx, ident)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %s", icecatalog.ErrNoSuchTable, strings.Join(ident, "."))
+	}
+	return err
 }
 
 func (s *restServer) dropTable(w http.ResponseWriter, r *http.Request) {
@@ -596,7 +604,7 @@ func (s *restServer) renameTable(w http.ResponseWriter, r *http.Request) {
 func (s *restServer) fail(w http.ResponseWriter, r *http.Request, err error, kind routeKind) {
 	code, typ := errStatus(err, kind)
 	if code >= 500 {
-		s.c.logger.Warn("catalog: REST request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+		s.logger.Warn("catalog: REST request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
 	}
 	writeJSON(w, code, errorBody(err.Error(), typ, code))
 }
@@ -626,10 +634,7 @@ func (s *restServer) fail(w http.ResponseWriter, r *http.Request, err error, kin
 // fall back to a metadata table: cat.ns.table.snapshots is first loaded
 // as table "snapshots" of namespace ns.table.
 func errStatus(err error, kind routeKind) (int, string) {
-	var (
-		ref refused
-		bad badRequest
-	)
+	var bad badRequest
 	missing := errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace) ||
 		errors.Is(err, icecatalog.ErrInvalidIdentifier)
 	switch {
@@ -639,15 +644,15 @@ func errStatus(err error, kind routeKind) (int, string) {
 		return http.StatusNotFound, "NoSuchNamespaceException"
 	case kind != readRoute && consensus.IsIndeterminate(err):
 		return http.StatusInternalServerError, "CommitStateUnknownException"
-	case errors.As(err, &ref) && kind == commitRoute:
+	case catalog.IsRefused(err) && kind == commitRoute:
 		return http.StatusConflict, "CommitFailedException"
-	case errors.As(err, &ref):
+	case catalog.IsRefused(err):
 		return http.StatusBadRequest, "BadRequestException"
 	case errors.Is(err, icecatalog.ErrNoSuchTable):
 		return http.StatusNotFound, "NoSuchTableException"
 	case errors.Is(err, icecatalog.ErrNoSuchNamespace):
 		return http.StatusNotFound, "NoSuchNamespaceException"
-	case errors.Is(err, icecatalog.ErrInvalidIdentifier), errors.As(err, &bad):
+	case errors.Is(err, icecatalog.ErrInvalidIdentifier), errors.As(err, &bad), catalog.IsBadRequest(err):
 		return http.StatusBadRequest, "BadRequestException"
 	case errors.Is(err, icecatalog.ErrTableAlreadyExists), errors.Is(err, icecatalog.ErrNamespaceAlreadyExists):
 		return http.StatusConflict, "AlreadyExistsException"
@@ -655,11 +660,17 @@ func errStatus(err error, kind routeKind) (int, string) {
 		return http.StatusConflict, "NamespaceNotEmptyException"
 	case errors.Is(err, table.ErrCommitFailed):
 		return http.StatusConflict, "CommitFailedException"
-	case errors.Is(err, ErrUnsupported):
+	case errors.Is(err, catalog.ErrUnsupported):
 		return http.StatusNotImplemented, "NotImplementedException"
 	}
 	return http.StatusInternalServerError, "ServiceFailureException"
 }
+
+// badRequest marks a request the handler cannot read (a body that does not
+// decode, a create without a schema): 400, the message unchanged.
+type badRequest struct{ error }
+
+func (e badRequest) Unwrap() error { return e.error }
 
 func refuseWrite(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Allow", "GET, HEAD")

@@ -1,15 +1,10 @@
-package catalog_test
+package restcatalog_test
 
 import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
-	"slices"
-	"strings"
-	"testing"
-
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
@@ -19,9 +14,15 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/google/uuid"
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/catalog/catalogtest"
+	restcatalog "github.com/meterstore/meterstore/catalog/rest"
 	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/query"
+	"github.com/meterstore/meterstore/internal/resolve"
 	"github.com/meterstore/meterstore/series"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
 )
 
 // readingsKey is the merge key of the tables readingsTable creates.
@@ -30,6 +31,9 @@ var readingsKey = []string{"malo_id", "obis_code", "from", "channel"}
 // readingsTable creates table ns.name as the cold tier would: its schema,
 // with an identity column channel and an attribute note, and its merge key
 // property.
+// views installs the cold tier's readings views, as meterstore serve does.
+var views = restcatalog.WithViews(cold.ReadingsViews{})
+
 func readingsTable(t *testing.T, c *catalog.Catalog, ns, name string) *table.Table {
 	t.Helper()
 	decl := &series.Table{Name: name, TimeModel: series.Interval,
@@ -70,20 +74,6 @@ func appendReading(t *testing.T, tbl *table.Table, props iceberg.Properties) *ta
 	return tbl
 }
 
-// TestReadingsViewNames: the names the catalog derives a view from are
-// those the cold tier writes.
-func TestReadingsViewNames(t *testing.T) {
-	for _, p := range [][2]string{
-		{catalog.MergeKeyProperty, cold.PropMergeKey},
-		{catalog.WatermarkSummary, cold.SummaryWatermark},
-		{catalog.SupersededColumn, series.ColumnSuperseded},
-	} {
-		if p[0] != p[1] {
-			t.Errorf("the catalog reads %q, the cold tier writes %q", p[0], p[1])
-		}
-	}
-}
-
 // TestReadingsViewREST: each table the cold tier wrote has a readings
 // view, listed, loaded and found by HEAD; its metadata is valid view
 // metadata (iceberg-go's REST client loads it), the same on every load,
@@ -91,13 +81,13 @@ func TestReadingsViewNames(t *testing.T) {
 // snapshot; what is no such view is 404 NoSuchViewException, and every
 // write on a view route is refused.
 func TestReadingsViewREST(t *testing.T) {
-	c := backends()[1].open(t)
+	c := catalogtest.Backends()[1].Open(t)
 	power := readingsTable(t, c, "metering", "power")
 	power = appendReading(t, power, iceberg.Properties{cold.SummaryWatermark: "2026-03-02T00:00:00.000000Z"})
-	createTable(t, c, "plain", nil) // no merge key: no view
+	catalogtest.CreateTable(t, c, "plain", nil) // no merge key: no view
 	readingsTable(t, c, "metering", "gas")
-	createTable(t, c, "gas_readings", nil) // a table hides the view of its name
-	srv := httptest.NewServer(c.Handler(nil))
+	catalogtest.CreateTable(t, c, "gas_readings", nil) // a table hides the view of its name
+	srv := httptest.NewServer(restcatalog.Handler(c, nil, views))
 	defer srv.Close()
 
 	list := restDo(t, srv.URL, "GET", "/v1/namespaces/metering/views", "")
@@ -168,7 +158,7 @@ func TestReadingsViewREST(t *testing.T) {
 	}
 
 	// The same answer on every load and from every handler.
-	other := httptest.NewServer(c.Handler(map[string]string{"s3.endpoint": "http://127.0.0.1:9"}))
+	other := httptest.NewServer(restcatalog.Handler(c, map[string]string{"s3.endpoint": "http://127.0.0.1:9"}, views))
 	defer other.Close()
 	for _, base := range []string{srv.URL, other.URL} {
 		if again := restDo(t, base, "GET", "/v1/namespaces/metering/views/power_readings", ""); !bytes.Equal(again.raw, load.raw) {
@@ -189,7 +179,7 @@ func TestReadingsViewREST(t *testing.T) {
 	if v.DefaultCatalog != "" || bytes.Contains(load.raw, []byte("default-catalog")) {
 		t.Errorf("a default catalog without ViewCatalog: %q", v.DefaultCatalog)
 	}
-	named := httptest.NewServer(c.Handler(nil, catalog.ViewCatalog("meterstore")))
+	named := httptest.NewServer(restcatalog.Handler(c, nil, views, restcatalog.ViewCatalog("meterstore")))
 	defer named.Close()
 	nl := restDo(t, named.URL, "GET", "/v1/namespaces/metering/views/power_readings", "")
 	mustUnmarshal(t, nl.raw, &whole)
@@ -199,7 +189,7 @@ func TestReadingsViewREST(t *testing.T) {
 	}
 
 	// iceberg-go's REST client loads it.
-	rc, _ := restClient(t, c.Handler(nil))
+	rc, _ := restClient(t, restcatalog.Handler(c, nil, views))
 	got, err := rc.LoadView(t.Context(), table.Identifier{"metering", "power_readings"})
 	if err != nil {
 		t.Fatalf("iceberg-go LoadView: %v", err)
@@ -239,7 +229,7 @@ func TestReadingsViewREST(t *testing.T) {
 		}
 	}
 	// A writable catalog serves no view writes either.
-	rw := httptest.NewServer(c.WritableHandler(nil))
+	rw := httptest.NewServer(restcatalog.WritableHandler(c, nil, views))
 	defer rw.Close()
 	for _, m := range []string{"POST", "DELETE"} {
 		if a := restDo(t, rw.URL, m, "/v1/namespaces/metering/views/power_readings", "{}"); a.code != 405 {
@@ -265,13 +255,13 @@ func mustUnmarshal(t *testing.T, data []byte, v any) {
 // cover every case (marked superseded, marked current, late corrections
 // above and below the marked version, files without marks, a tie in
 // version broken by recorded_at) and holds its rows equal to the version
-// rule over every row, query.ResolutionSQL, which ignores the marks. Each
+// rule over every row, resolve.SQL unmarked in the query engine's dialect, which ignores the marks. Each
 // of three broken variants of the SQL must differ from it: the fixture
 // can tell. A table without the column is resolved by the rule alone.
 func TestReadingsViewSQL(t *testing.T) {
-	c := backends()[1].open(t)
+	c := catalogtest.Backends()[1].Open(t)
 	readingsTable(t, c, "metering", "power")
-	srv := httptest.NewServer(c.Handler(nil))
+	srv := httptest.NewServer(restcatalog.Handler(c, nil, views))
 	defer srv.Close()
 	load := restDo(t, srv.URL, "GET", "/v1/namespaces/metering/views/power_readings", "")
 	var whole struct {
@@ -328,7 +318,7 @@ func TestReadingsViewSQL(t *testing.T) {
 			TIMESTAMPTZ '2026-03-01 00:15:00+00', %d.%d, 'kWh', '220', 'PT15M', %d, 's', TIMESTAMPTZ '2026-03-02 %02d:00:00+00',
 			DATE '2026-03-01', NULL, '%s', NULL, %s)`, r.malo, r.version, r.hour, r.version, r.hour, r.channel, r.sup))
 	}
-	oracle := `SELECT ` + strings.Join(cols, ", ") + ` FROM (` + query.ResolutionSQL(`metering.power`, readingsKey) + `)`
+	oracle := `SELECT ` + strings.Join(cols, ", ") + ` FROM (` + resolve.SQL(resolve.Engine, `metering.power`, nil, readingsKey, false) + `)`
 	diff := func(q string) (n, rows int) {
 		t.Helper()
 		err := db.QueryRowContext(t.Context(), `WITH v AS (`+q+`), o AS (`+oracle+`)
@@ -384,7 +374,7 @@ func TestReadingsViewSQL(t *testing.T) {
 		t.Fatalf("a table without marks: %s", viewSQL)
 	}
 	exec(`CREATE TABLE metering.old AS SELECT * EXCLUDE (superseded) FROM metering.power`)
-	oracle = `SELECT ` + strings.Join(cols, ", ") + ` FROM (` + query.ResolutionSQL(`metering.old`, readingsKey) + `)`
+	oracle = `SELECT ` + strings.Join(cols, ", ") + ` FROM (` + resolve.SQL(resolve.Engine, `metering.old`, nil, readingsKey, false) + `)`
 	if n, rows := diff(viewSQL); n != 0 || rows != 7 {
 		t.Errorf("the unmarked view differs from the rule in %d rows, has %d rows:\n%s", n, rows, viewSQL)
 	}

@@ -1,15 +1,16 @@
-package catalog_test
+package restcatalog_test
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/apache/iceberg-go"
+	"github.com/meterstore/meterstore/catalog/catalogtest"
+	restcatalog "github.com/meterstore/meterstore/catalog/rest"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-
-	"github.com/apache/iceberg-go"
 )
 
 // TestInteropPyIceberg has PyIceberg read a table we wrote, through the
@@ -24,17 +25,17 @@ func TestInteropPyIceberg(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	c := backends()[1].open(t)
-	tbl := createTable(t, c, "power", nil)
+	c := catalogtest.Backends()[1].Open(t)
+	tbl := catalogtest.CreateTable(t, c, "power", nil)
 	const n = 300
-	tbl, err := appendRows(t, tbl, "first", n, iceberg.Properties{"meterstore.watermark": "2026-01-31T23:00:00Z"})
+	tbl, err := catalogtest.AppendRows(t, tbl, "first", n, iceberg.Properties{"meterstore.watermark": "2026-01-31T23:00:00Z"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err = appendRows(t, tbl, "second", 20, iceberg.Properties{"meterstore.watermark": "2026-02-01T00:00:00Z"}); err != nil {
+	if _, err = catalogtest.AppendRows(t, tbl, "second", 20, iceberg.Properties{"meterstore.watermark": "2026-02-01T00:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler(nil))
+	srv := httptest.NewServer(restcatalog.Handler(c, nil))
 	defer srv.Close()
 
 	var writers []string

@@ -1,17 +1,18 @@
-package catalog_test
+package restcatalog_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/catalog/catalogtest"
+	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/internal/s3test"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/internal/s3test"
 )
 
 // TestStorageCredentials: on an S3 warehouse, a loaded table's config
@@ -26,9 +27,9 @@ func TestStorageCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { wh.Bucket.Close() })
-	c := newCatalog(t, wh, blobLog(t, wh.Bucket))
-	createTable(t, c, "power", nil)
-	h := c.Handler(nil)
+	c := catalogtest.NewCatalog(t, wh, catalogtest.BlobLog(t, wh.Bucket))
+	catalogtest.CreateTable(t, c, "power", nil)
+	h := restcatalog.Handler(c, nil)
 
 	whole, err := wh.S3Credential(catalog.S3Keys{AccessKeyID: "WHOLE-ID", SecretAccessKey: "whole-s3cr3t"})
 	if err != nil {
@@ -100,7 +101,7 @@ func TestStorageCredentials(t *testing.T) {
 		t.Errorf("formatted: %s", s)
 	}
 
-	if _, err := fileWarehouse(t).S3Credential(catalog.S3Keys{AccessKeyID: "a", SecretAccessKey: "b"}); err == nil {
+	if _, err := catalogtest.FileWarehouse(t).S3Credential(catalog.S3Keys{AccessKeyID: "a", SecretAccessKey: "b"}); err == nil {
 		t.Error("S3Credential on a file warehouse")
 	}
 	if _, err := wh.S3Credential(catalog.S3Keys{AccessKeyID: "a"}); err == nil {

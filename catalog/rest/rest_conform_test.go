@@ -1,7 +1,11 @@
-package catalog_test
+package restcatalog_test
 
 import (
 	"encoding/json"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/catalog/catalogtest"
+	restcatalog "github.com/meterstore/meterstore/catalog/rest"
 	"io"
 	"io/fs"
 	"net/http"
@@ -11,9 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 )
 
 // restAnswer is one answer of a REST handler.
@@ -59,13 +60,13 @@ func restDo(t *testing.T, base, method, path, body string) restAnswer {
 // an ErrorModel on every error including routes not served, and the
 // endpoints of GET /v1/config exactly those served.
 func TestRESTConformance(t *testing.T) {
-	c := backends()[1].open(t)
-	tbl := createTable(t, c, "power", nil)
-	if _, err := appendRows(t, tbl, "a", 10, nil); err != nil {
+	c := catalogtest.Backends()[1].Open(t)
+	tbl := catalogtest.CreateTable(t, c, "power", nil)
+	if _, err := catalogtest.AppendRows(t, tbl, "a", 10, nil); err != nil {
 		t.Fatal(err)
 	}
 	readingsTable(t, c, "metering", "meters") // a table with a readings view
-	ro := httptest.NewServer(c.Handler(nil))
+	ro := httptest.NewServer(restcatalog.Handler(c, nil, views))
 	defer ro.Close()
 
 	for _, tc := range []struct {
@@ -179,9 +180,9 @@ func TestRESTConformance(t *testing.T) {
 // holds what a reader needs to reach the files and never a credential,
 // whoever passed one in.
 func TestRESTConfigSecrets(t *testing.T) {
-	c := backends()[2].open(t) // an S3 warehouse: endpoint, region, path style
-	createTable(t, c, "power", nil)
-	srv := httptest.NewServer(c.Handler(map[string]string{
+	c := catalogtest.Backends()[2].Open(t) // an S3 warehouse: endpoint, region, path style
+	catalogtest.CreateTable(t, c, "power", nil)
+	srv := httptest.NewServer(restcatalog.Handler(c, map[string]string{
 		"s3.secret-access-key": "SECRET", "s3.access-key-id": "AKID", "s3.session-token": "SESSION",
 		"client.region": "eu-central-1",
 	}))
@@ -210,9 +211,9 @@ func TestRESTConfigSecrets(t *testing.T) {
 // purge is refused with 501 and changes nothing, no file deleted; a plain
 // drop then removes the table from the catalog and leaves every file.
 func TestRESTPurgeRefused(t *testing.T) {
-	c := backends()[1].open(t)
-	tbl := createTable(t, c, "power", nil)
-	if _, err := appendRows(t, tbl, "a", 10, iceberg.Properties{}); err != nil {
+	c := catalogtest.Backends()[1].Open(t)
+	tbl := catalogtest.CreateTable(t, c, "power", nil)
+	if _, err := catalogtest.AppendRows(t, tbl, "a", 10, iceberg.Properties{}); err != nil {
 		t.Fatal(err)
 	}
 	root := strings.TrimPrefix(c.Warehouse().Root, "file://")
@@ -227,7 +228,7 @@ func TestRESTPurgeRefused(t *testing.T) {
 		return out
 	}
 	before := files()
-	srv := httptest.NewServer(c.WritableHandler(nil))
+	srv := httptest.NewServer(restcatalog.WritableHandler(c, nil, views))
 	defer srv.Close()
 	if a := restDo(t, srv.URL, "DELETE", "/v1/namespaces/metering/tables/power?purgeRequested=true", ""); a.code != 501 || a.errType() != "NotImplementedException" {
 		t.Fatalf("purge: %d %s", a.code, a.raw)

@@ -1,0 +1,67 @@
+package restcatalog_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/catalog/catalogtest"
+	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+)
+
+// echoViews offers, beside each table T, a view T_echo selecting it: a
+// hook that knows nothing of readings.
+type echoViews struct{}
+
+func (echoViews) ViewOf(name string) string { return name + "_echo" }
+
+func (echoViews) TableOf(ns, view string) (string, error) {
+	name, ok := strings.CutSuffix(view, "_echo")
+	if !ok {
+		return "", fmt.Errorf("%w: %s.%s", restcatalog.ErrNoSuchView, ns, view)
+	}
+	return name, nil
+}
+
+func (echoViews) View(view, tbl table.Identifier, md table.Metadata) (restcatalog.ViewMetadata, error) {
+	return restcatalog.ViewMetadata{
+		ViewUUID: "00000000-0000-0000-0000-000000000001", FormatVersion: 1, Location: md.Location(), CurrentVersionID: 1,
+		Versions: []restcatalog.ViewVersion{{VersionID: 1, Representations: []restcatalog.ViewRepresentation{
+			{Type: "sql", Dialect: "duckdb", SQL: "SELECT * FROM " + strings.Join(tbl, ".")}}, DefaultNamespace: view[:1]}},
+	}, nil
+}
+
+// TestViewsHook: without WithViews the handler lists no views and finds
+// none; with a hook it lists and serves the hook's views, and sets the
+// default catalog of ViewCatalog on them.
+func TestViewsHook(t *testing.T) {
+	c := catalogtest.Backends()[1].Open(t)
+	catalogtest.CreateTable(t, c, "power", nil)
+
+	bare := httptest.NewServer(restcatalog.Handler(c, nil))
+	defer bare.Close()
+	if a := restDo(t, bare.URL, "GET", "/v1/namespaces/metering/views", ""); a.code != 200 || fmt.Sprint(a.body["identifiers"]) != "[]" {
+		t.Errorf("views without a hook: %d %s", a.code, a.raw)
+	}
+	if a := restDo(t, bare.URL, "GET", "/v1/namespaces/metering/views/power_echo", ""); a.code != 404 || a.errType() != "NoSuchViewException" {
+		t.Errorf("a view without a hook: %d %s", a.code, a.raw)
+	}
+
+	hooked := httptest.NewServer(restcatalog.Handler(c, nil, restcatalog.WithViews(echoViews{}), restcatalog.ViewCatalog("cat")))
+	defer hooked.Close()
+	if a := restDo(t, hooked.URL, "GET", "/v1/namespaces/metering/views", ""); a.code != 200 || !strings.Contains(string(a.raw), `"name":"power_echo"`) {
+		t.Errorf("views with a hook: %d %s", a.code, a.raw)
+	}
+	a := restDo(t, hooked.URL, "GET", "/v1/namespaces/metering/views/power_echo", "")
+	if a.code != 200 || !strings.Contains(string(a.raw), `SELECT * FROM metering.power`) || !strings.Contains(string(a.raw), `"default-catalog":"cat"`) {
+		t.Errorf("the hook's view: %d %s", a.code, a.raw)
+	}
+	if loc, _ := a.body["metadata-location"].(string); !strings.Contains(loc, "/metadata/view-power_echo-") {
+		t.Errorf("view location %q", loc)
+	}
+	if a := restDo(t, hooked.URL, "GET", "/v1/namespaces/metering/views/power", ""); a.code != 404 || a.errType() != "NoSuchViewException" {
+		t.Errorf("a name the hook refuses: %d %s", a.code, a.raw)
+	}
+}

@@ -1,0 +1,137 @@
+package cold
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/internal/resolve"
+	"github.com/meterstore/meterstore/series"
+)
+
+// The REST catalog serves, through ReadingsViews, beside each table T the
+// cold tier wrote, a read-only Iceberg view T_readings (view spec v1): T's readings
+// with each merge key's winning version only, the rule of MeterStore's
+// readings relation, so that a foreign engine does not rebuild it by hand.
+// The view is derived on every load from T's current metadata and stored
+// nowhere: its SQL names T, its schema is T's schema without the
+// superseded column, and nothing in it but T's metadata decides it, so
+// every serve process answers the same for the same table.
+//
+// Its SQL (dialects spark, trino and duckdb) uses the marks of the
+// superseded column as the archival set them: a row marked false wins
+// unless a row not marked (a late correction, or a file older than the
+// column) has its merge key; those merge keys are resolved by the rule,
+// highest version, then latest recorded_at; a row marked true never wins.
+// A table without the column is resolved by the rule alone.
+
+// ReadingsViews is the restcatalog.Views of the cold tier's tables: the
+// readings view of each (restcatalog.WithViews installs it).
+type ReadingsViews struct{}
+
+var _ restcatalog.Views = ReadingsViews{}
+
+// ReadingsViewSuffix ends the name of the readings view of a table.
+const ReadingsViewSuffix = "_readings"
+
+// ReadingsViewTable returns the name of the table whose readings view is
+// view, and false if view names no readings view.
+func ReadingsViewTable(view string) (string, bool) {
+	t, ok := strings.CutSuffix(view, ReadingsViewSuffix)
+	return t, ok && t != ""
+}
+
+// ViewOf implements restcatalog.Views: the readings view of table name.
+func (ReadingsViews) ViewOf(name string) string { return name + ReadingsViewSuffix }
+
+// TableOf implements restcatalog.Views.
+func (ReadingsViews) TableOf(ns, view string) (string, error) {
+	name, ok := ReadingsViewTable(view)
+	if !ok {
+		return "", fmt.Errorf("%w: %s.%s is no readings view (its name ends in %s)", restcatalog.ErrNoSuchView, ns, view, ReadingsViewSuffix)
+	}
+	return name, nil
+}
+
+// View implements restcatalog.Views: the readings view of table tbl,
+// derived from its metadata md. It returns an error wrapping
+// restcatalog.ErrNoSuchView if the table is not one the cold tier wrote
+// (it has no merge key property naming columns of its schema).
+//
+// The view has one version. Its id follows the table's current schema
+// (schema id + 1), so that it changes when the columns do; its time is
+// the table's last update; its properties carry the watermark of the
+// table's current snapshot, W: the view's rows are the readings below it.
+// Its default namespace is the table's. Its SQL is resolve.SQL in each
+// of resolve.ViewDialects.
+func (ReadingsViews) View(view, tbl table.Identifier, md table.Metadata) (restcatalog.ViewMetadata, error) {
+	ns, name := tbl[0], tbl[1]
+	sc := md.CurrentSchema()
+	props := md.Properties()
+	key := strings.Split(props[PropMergeKey], ",")
+	if props[PropMergeKey] == "" {
+		return restcatalog.ViewMetadata{}, fmt.Errorf("%w: %s.%s has no property %s", restcatalog.ErrNoSuchView, ns, name, PropMergeKey)
+	}
+	for _, c := range append(slices.Clone(key), "version", "recorded_at") {
+		if _, ok := sc.FindFieldByName(c); !ok {
+			return restcatalog.ViewMetadata{}, fmt.Errorf("%w: %s.%s has no column %q", restcatalog.ErrNoSuchView, ns, name, c)
+		}
+	}
+	var (
+		fields []iceberg.NestedField
+		cols   []string
+	)
+	marked := false
+	for _, f := range sc.Fields() {
+		if f.Name == series.ColumnSuperseded {
+			marked = true
+			continue
+		}
+		fields = append(fields, f)
+		cols = append(cols, f.Name)
+	}
+	viewSchema := iceberg.NewSchema(0, fields...)
+
+	var reps []restcatalog.ViewRepresentation
+	for _, d := range resolve.ViewDialects {
+		reps = append(reps, restcatalog.ViewRepresentation{Type: "sql", Dialect: d.Name,
+			SQL: resolve.SQL(d, d.Table(ns, name), cols, key, marked)})
+	}
+	version := sc.ID + 1
+	ts := md.LastUpdatedMillis()
+	viewName := view[1]
+	vprops := map[string]string{
+		"comment": fmt.Sprintf("MeterStore's readings of %s.%s: the winning version of each merge key (%s); "+
+			"the rows below the watermark meterstore.watermark of the table's current snapshot", ns, name, strings.Join(key, ", ")),
+		"meterstore.table":  ns + "." + name,
+		PropMergeKey:        strings.Join(key, ","),
+		"meterstore.marked": fmt.Sprint(marked),
+	}
+	if s := md.CurrentSnapshot(); s != nil && s.Summary != nil {
+		if w, ok := s.Summary.Properties[SummaryWatermark]; ok {
+			vprops[SummaryWatermark] = w
+		}
+	}
+	vm := restcatalog.ViewMetadata{
+		ViewUUID:         uuid.NewSHA1(md.TableUUID(), []byte(viewName)).String(),
+		FormatVersion:    1,
+		Location:         md.Location(),
+		CurrentVersionID: version,
+		Versions: []restcatalog.ViewVersion{{
+			VersionID:        version,
+			TimestampMs:      ts,
+			SchemaID:         viewSchema.ID,
+			Summary:          map[string]string{"engine-name": "meterstore"},
+			Representations:  reps,
+			DefaultNamespace: []string{ns},
+		}},
+		VersionLog: []restcatalog.ViewLogEntry{{VersionID: version, TimestampMs: ts}},
+		Schemas:    []*iceberg.Schema{viewSchema},
+		Properties: vprops,
+	}
+	return vm, nil
+}

@@ -1,0 +1,111 @@
+// Package resolve writes version resolution as SQL: per merge key the
+// row with the highest version, then the latest recorded_at, the rule of
+// the readings relation (DESIGN.md, Data model). One function writes it
+// for every engine that runs it: the query engine's DuckDB session, the
+// readings views the REST catalog serves to Spark, Trino and DuckDB, and
+// system.resolution's statements for engines that read the files
+// directly.
+//
+// It is a package of its own, beside the rule rather than inside a
+// consumer: the query engine, the cold tier's view provider and the front
+// door each need it, none of them may import another for it, and series,
+// the public table model, should not grow an SQL writer for engines it
+// does not know.
+package resolve
+
+import (
+	"strings"
+
+	"github.com/meterstore/meterstore/series"
+)
+
+// A Dialect is how an engine is written to: its quote for identifiers and
+// whether the statement may use QUALIFY.
+type Dialect struct {
+	// Name is the dialect's name in an Iceberg view representation.
+	Name  string
+	quote string
+	// qualify selects DuckDB's QUALIFY and SELECT *, the query engine's
+	// form; without it the statement ranks in a subquery and names its
+	// columns, which every engine reads (Spark lacks QUALIFY).
+	qualify bool
+}
+
+// The dialects of the readings views, and the query engine's.
+var (
+	Spark  = Dialect{Name: "spark", quote: "`"}
+	Trino  = Dialect{Name: "trino", quote: `"`}
+	DuckDB = Dialect{Name: "duckdb", quote: `"`}
+	// Engine is DuckDB as the query engine writes it: QUALIFY over every
+	// column of the relation (cols are not named).
+	Engine = Dialect{Name: "duckdb", quote: `"`, qualify: true}
+)
+
+// ViewDialects are the dialects a readings view carries, in order.
+var ViewDialects = []Dialect{Spark, Trino, DuckDB}
+
+// Ident quotes the identifier s.
+func (d Dialect) Ident(s string) string {
+	return d.quote + strings.ReplaceAll(s, d.quote, d.quote+d.quote) + d.quote
+}
+
+// Table returns the relation ns.name, quoted.
+func (d Dialect) Table(ns, name string) string { return d.Ident(ns) + "." + d.Ident(name) }
+
+// rank is the column a subquery ranks the rows in.
+const rank = "_meterstore_rank"
+
+// SQL returns the version resolution of relation (a quoted name or a
+// parenthesised query) whose merge key is key: the columns cols of each
+// merge key's winning row (every column in Engine, which ignores cols).
+//
+// With marked, relation holds the superseded column as the archival set
+// it, and the statement uses its marks: a row marked false wins unless a
+// row not marked (a late correction, or a file older than the column) has
+// its merge key; those merge keys are resolved by the rule; a row marked
+// true never wins. It gives the readings at about the cost of a scan.
+// Without marked, every row is ranked.
+func SQL(d Dialect, relation string, cols, key []string, marked bool) string {
+	if d.qualify {
+		cols = nil
+	}
+	if !marked {
+		return d.ranked(relation, "", cols, key)
+	}
+	sup := d.Ident(series.ColumnSuperseded)
+	match := make([]string, len(key))
+	for i, k := range key {
+		match[i] = `o.` + d.Ident(k) + ` = r.` + d.Ident(k)
+	}
+	late := `EXISTS (SELECT 1 FROM ` + relation + ` o WHERE o.` + sup + ` IS NULL AND ` + strings.Join(match, " AND ") + `)`
+	current := `SELECT ` + d.list("r.", cols) + ` FROM ` + relation + ` r WHERE r.` + sup + ` = false AND NOT ` + late
+	if d.qualify {
+		return current + ` UNION ALL ` + d.ranked(`(SELECT * FROM `+relation+` r WHERE r.`+sup+` IS NULL OR (r.`+sup+` = false AND `+late+`))`, "", cols, key)
+	}
+	return current + ` UNION ALL ` + d.ranked(relation, ` WHERE (r.`+sup+` IS NULL OR r.`+sup+` = false) AND `+late, cols, key)
+}
+
+// ranked returns the winning rows of relation, those where holds (a
+// WHERE clause over alias r, or "").
+func (d Dialect) ranked(relation, where string, cols, key []string) string {
+	if d.qualify {
+		return `SELECT * FROM ` + relation + where + ` QUALIFY row_number() OVER (PARTITION BY ` + d.list("", key) +
+			` ORDER BY ` + d.Ident("version") + ` DESC, ` + d.Ident("recorded_at") + ` DESC) = 1`
+	}
+	return `SELECT ` + d.list("", cols) + ` FROM (SELECT ` + d.list("r.", cols) + `, row_number() OVER (PARTITION BY ` +
+		d.list("r.", key) + ` ORDER BY r.` + d.Ident("version") + ` DESC, r.` + d.Ident("recorded_at") + ` DESC) AS ` + d.Ident(rank) +
+		` FROM ` + relation + ` r` + where + `) ranked WHERE ` + d.Ident(rank) + ` = 1`
+}
+
+// list returns names quoted, each after prefix, comma-separated; nil
+// names (in Engine) are "*".
+func (d Dialect) list(prefix string, names []string) string {
+	if names == nil {
+		return "*"
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + d.Ident(n)
+	}
+	return strings.Join(out, ", ")
+}
