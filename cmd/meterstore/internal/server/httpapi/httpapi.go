@@ -84,7 +84,7 @@ type Options struct {
 	// OAuth2 endpoint is accepted; zero means DefaultCatalogTokenLifetime.
 	CatalogTokenLifetime time.Duration
 	// CatalogName, if set, is the readings views' default catalog
-	// (catalog.ViewCatalog).
+	// (restcatalog.ViewCatalog).
 	CatalogName string
 	// CatalogVend, if set, is the S3 key pair the catalog vends to tokens
 	// with the scopes catalog and storage that ask for it
