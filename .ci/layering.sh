@@ -37,5 +37,13 @@ for p in $(go list ./...); do
 		echo "layering: $p imports the server wing"; fail=1
 	fi
 done
+# The catalog carries no MeterStore semantics and serves nothing: its REST
+# server is catalog/rest, and the readings views are the cold tier's.
+if go list -f '{{join .Imports "\n"}}' ./catalog | grep -qx "net/http"; then
+	echo "layering: catalog imports net/http"; fail=1
+fi
+if go list -deps ./catalog | grep -q "^$mod/\(series\|internal/\|store\)"; then
+	echo "layering: catalog imports MeterStore's model:"; go list -deps ./catalog | grep "^$mod/\(series\|internal/\|store\)"; fail=1
+fi
 [ "$fail" = 0 ] && echo "layering: ok"
 exit "$fail"
