@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/meterstore/meterstore/internal/resolve"
 	"strconv"
 	"strings"
 	"sync"
@@ -293,11 +294,11 @@ func writer(col, v int, k HotKind) func(chunk *duckdb.DataChunk, row int, c HotC
 
 // relation returns the SELECT of the hot rows with the layout's columns,
 // in its order and types: the rows whose own columns meet where (SQL on
-// the layout's names), resolved per merge key if resolve, joined to the
+// the layout's names), resolved per merge key if resolved, joined to the
 // dictionaries they refer to. The read resolves them where it can, unless
 // where hides rows by their recorded_at (a ceiling, under which another
 // version may win): DuckDB does then.
-func (s *hotScan) relation(l layout, where []string, resolve, ceiling bool) (string, error) {
+func (s *hotScan) relation(l layout, where []string, resolved, ceiling bool) (string, error) {
 	sh := s.shape
 	// The rows, their times and versions as the layout has them.
 	own := map[string]bool{}
@@ -307,26 +308,25 @@ func (s *hotScan) relation(l layout, where []string, resolve, ceiling bool) (str
 		inner[i] = hotValue(ident(c.Name), c.Kind) + ` AS ` + ident(c.Name)
 	}
 	fn := s.fns[0]
-	if resolve && s.winners != "" && !ceiling {
-		fn, resolve = s.winners, false
+	if resolved && s.winners != "" && !ceiling {
+		fn, resolved = s.winners, false
 	}
 	rows := `(SELECT ` + strings.Join(inner, ", ") + ` FROM ` + fn + `())`
 	if len(where) > 0 {
 		rows = `(SELECT * FROM ` + rows + ` WHERE ` + strings.Join(where, " AND ") + `)`
 	}
-	if resolve {
-		key := []string{ident(sh.Series), ident("from")}
+	if resolved {
+		key := []string{sh.Series, "from"}
 		if sh.Series == "" {
 			key = key[:0]
 			for _, k := range l.key {
 				if !own[k] {
 					return "", fmt.Errorf("query: the hot rows have no column %s of the merge key", k)
 				}
-				key = append(key, ident(k))
+				key = append(key, k)
 			}
 		}
-		rows = `(SELECT * FROM ` + rows + ` QUALIFY row_number() OVER (PARTITION BY ` + strings.Join(key, ", ") +
-			` ORDER BY "version" DESC, "recorded_at" DESC) = 1)`
+		rows = `(` + resolve.SQL(resolve.Engine, rows, nil, key, false) + `)`
 	}
 	from := rows + ` AS r`
 	source := map[string]string{}
