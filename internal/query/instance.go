@@ -78,22 +78,10 @@ func (inst *instance) finish(h *Header, err error) error {
 	return err
 }
 
-// open starts an in-memory DuckDB configured by s, spilling into a
-// directory of its own in s.CacheDir.
+// open starts an in-memory DuckDB configured by s, with the calendar
+// functions, spilling into a directory of its own in s.CacheDir: all a
+// statement needs before it is analysed.
 func open(ctx context.Context, s Settings) (*instance, error) {
-	inst, err := start(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	if err := inst.spillInto(ctx, s.CacheDir); err != nil {
-		inst.close()
-		return nil, err
-	}
-	return inst, nil
-}
-
-// start starts an in-memory DuckDB configured by s that does not spill.
-func start(ctx context.Context, s Settings) (*instance, error) {
 	q := url.Values{}
 	if s.Threads > 0 {
 		q.Set("threads", strconv.Itoa(s.Threads))
@@ -113,6 +101,14 @@ func start(ctx context.Context, s Settings) (*instance, error) {
 	if _, err := inst.conn.ExecContext(ctx, `ATTACH ':memory:' AS `+database+`; USE `+database); err != nil {
 		inst.close()
 		return nil, fmt.Errorf("query: the in-memory database %s: %w", database, err)
+	}
+	if err := registerFunctions(inst.conn); err != nil {
+		inst.close()
+		return nil, err
+	}
+	if err := inst.spillInto(ctx, s.CacheDir); err != nil {
+		inst.close()
+		return nil, err
 	}
 	return inst, nil
 }
@@ -161,32 +157,29 @@ func connector(q url.Values, spill string) (*duckdb.Connector, error) {
 }
 
 // lockdown ends external access except reading the files, and locks the
-// configuration so that no statement can change that again.
-func (inst *instance) lockdown(ctx context.Context, files []string) error {
+// configuration so that no statement can change that again. With
+// oneThread, the statement runs on one thread: one that reads the hot
+// tier alone gets its rows from PostgreSQL through the table functions'
+// Go callbacks, and a second DuckDB thread mostly waits for them, spinning
+// on a core PostgreSQL and the decoding need (measured: one thread
+// answered a hot day's totals faster).
+func (inst *instance) lockdown(ctx context.Context, files []string, oneThread bool) error {
 	quoted := make([]string, len(files))
 	for i, f := range files {
 		quoted[i] = quote(f)
 	}
-	for _, stmt := range []string{
+	stmts := []string{
 		`SET allowed_paths = [` + strings.Join(quoted, ", ") + `]`,
 		`SET enable_external_access = false`,
-		`SET lock_configuration = true`,
-	} {
-		if _, err := inst.conn.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("query: lock down DuckDB: %w", err)
-		}
 	}
-	return nil
-}
-
-// oneThread has inst run the statement on one thread. A statement that
-// reads the hot tier alone gets its rows from PostgreSQL through the
-// table functions' Go callbacks; a second DuckDB thread mostly waits for
-// them, and DuckDB's waiting spins, taking a core from PostgreSQL and the
-// decoding (measured: one thread answered a hot day's totals faster).
-func (inst *instance) oneThread(ctx context.Context) error {
-	if _, err := inst.conn.ExecContext(ctx, `SET threads = 1`); err != nil {
-		return fmt.Errorf("query: one thread: %w", err)
+	if oneThread {
+		stmts = append(stmts, `SET threads = 1`)
+	}
+	// One call, the lock last: the settings before it are DuckDB's to
+	// apply one after the other.
+	stmts = append(stmts, `SET lock_configuration = true`)
+	if _, err := inst.conn.ExecContext(ctx, strings.Join(stmts, "; ")); err != nil {
+		return fmt.Errorf("query: lock down DuckDB: %w", err)
 	}
 	return nil
 }

@@ -135,12 +135,10 @@ func check(ctx context.Context, conn *sql.Conn, query string) ([]string, error) 
 // fetch reads resultTable a page at a time in the order its rows were
 // inserted, the statement's order, and hands h to start before the first
 // row and each row to row. The context is checked between pages and every
-// 1024 rows: handing a large result to Go takes time of its own.
+// 1024 rows: handing a large result to Go takes time of its own. The rows
+// of the table are numbered from 0 without gaps, so a page shorter than
+// asked for is the last.
 func fetch(ctx context.Context, conn *sql.Conn, h *Header, start func(*Header) error, row func([]any) error) error {
-	var total int64
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM `+resultTable).Scan(&total); err != nil {
-		return fmt.Errorf("query: count the result: %w", err)
-	}
 	list, err := guardedColumns(ctx, conn)
 	if err != nil {
 		return err
@@ -155,9 +153,8 @@ func fetch(ctx context.Context, conn *sql.Conn, h *Header, start func(*Header) e
 	for i := range dest {
 		dest[i] = &vals[i]
 	}
-	started := false
 	size := int64(firstPage)
-	for lo, hi := int64(0), int64(0); lo < total || !started; lo = hi {
+	for lo, hi := int64(0), int64(0); ; lo = hi {
 		hi = lo + size
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("query: %w", context.Cause(ctx))
@@ -166,8 +163,7 @@ func fetch(ctx context.Context, conn *sql.Conn, h *Header, start func(*Header) e
 		if err != nil {
 			return valueError(fmt.Errorf("query: %w", err), h.Columns)
 		}
-		if !started {
-			started = true
+		if lo == 0 {
 			types, err := rows.ColumnTypes()
 			if err != nil || len(types) != len(h.Columns) {
 				rows.Close()
@@ -186,12 +182,12 @@ func fetch(ctx context.Context, conn *sql.Conn, h *Header, start func(*Header) e
 		if err != nil {
 			return valueError(err, h.Columns)
 		}
-		if n > 0 {
-			// Size the next page to about pageBytes.
-			size = min(max(pageBytes*int64(n)/max(held, 1), minPage), maxPage)
+		if n < size {
+			return nil
 		}
+		// Size the next page to about pageBytes.
+		size = min(max(pageBytes*n/max(held, 1), minPage), maxPage)
 	}
-	return nil
 }
 
 // maxValueBytes bounds one string, blob or bit string of a result. A

@@ -58,17 +58,13 @@ func (s *spare) close() {
 	s.retiring.Wait()
 }
 
-// take returns the spare instance, or a new one if there is none, made to
-// spill into a directory of its own, and starts the next spare.
+// take returns the spare instance, or a new one if there is none, and
+// starts the next spare.
 func (s *spare) take(ctx context.Context) (*instance, error) {
 	inst := s.detach()
 	go s.fill()
 	if inst == nil {
 		return open(ctx, s.set)
-	}
-	if err := inst.spillInto(ctx, s.set.CacheDir); err != nil {
-		inst.close()
-		return nil, err
 	}
 	return inst, nil
 }
@@ -83,7 +79,7 @@ func (s *spare) fill() {
 	}
 	s.filling = true
 	s.mu.Unlock()
-	inst, err := start(context.Background(), s.set)
+	inst, err := open(context.Background(), s.set)
 	s.mu.Lock()
 	s.filling = false
 	s.mu.Unlock()
@@ -92,8 +88,7 @@ func (s *spare) fill() {
 	}
 }
 
-// put keeps inst, started and not spilling, as the spare, or closes it if
-// there is one.
+// put keeps inst, opened, as the spare, or closes it if there is one.
 func (s *spare) put(inst *instance) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -241,9 +241,6 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		return unbound(a.unbound)
 	}
 	h := &Header{Range: a.Range, Mode: st.opts.Mode}
-	if err := registerFunctions(inst.conn); err != nil {
-		return err
-	}
 	if a.relations {
 		if err := createRelations(ctx, inst.conn, st.rels); err != nil {
 			return err
@@ -292,12 +289,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		h.Timing.Hot += tr.Timing.Hot
 		h.Timing.Plan += tr.Timing.Plan
 	}
-	if len(files) == 0 && len(inst.hot) > 0 {
-		if err := inst.oneThread(ctx); err != nil {
-			return err
-		}
-	}
-	if err := inst.lockdown(ctx, files); err != nil {
+	if err := inst.lockdown(ctx, files, len(files) == 0 && len(inst.hot) > 0); err != nil {
 		return err
 	}
 	h.Timing.Read = time.Since(begin)

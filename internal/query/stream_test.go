@@ -114,8 +114,9 @@ func TestStreamStopsEarly(t *testing.T) {
 	if !errors.Is(err, errStop) || n != 5 {
 		t.Fatalf("after %d rows: %v", n, err)
 	}
-	if spills != 1 {
-		t.Fatalf("%d spill directories during the stream; want 1", spills)
+	// The statement's, and the next spare instance's if it has started.
+	if spills != 1 && spills != 2 {
+		t.Fatalf("%d spill directories during the stream; want the statement's, and the spare's", spills)
 	}
 	e.Close() // the instances close after their statements, in the background
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {

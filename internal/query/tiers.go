@@ -30,9 +30,6 @@ type split struct {
 // and creates the views over them in p. It returns the Parquet files the
 // views read.
 func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Range, o ReadOptions, versions bool, res *TableRead) ([]string, error) {
-	if err := createSchemas(ctx, inst.conn, p); err != nil {
-		return nil, err
-	}
 	v := view{knownAt: o.KnownAt, ceiling: o.KnownAt, broken: e.broken, noVersions: !versions}
 	res.Name, res.Range, res.Ceiling = e.table.Name, r, o.KnownAt
 	if r.Empty() {

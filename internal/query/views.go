@@ -13,39 +13,32 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
-// The tiers' rows of the engine's own table live in the schema tiers: the
-// views tiers.hot and tiers.hot_resolved over the hot tier's table
-// functions (hotscan.go), and the views tiers.cold_* over the planned
-// Parquet files. readings_versions and readings are views
-// over both, in main. Another table a statement names has the same
-// relations in schemas of its own (see placeOf).
+// The tiers' rows of a table reach a statement through two views, readings_versions and
+// readings, in main for the engine's own table. Another table a statement
+// names has them in the schema of its name (see placeOf). The tiers'
+// relations (the hot tier's table functions, hotscan.go, and the scans of
+// the planned Parquet files) are written into those two views, not
+// created as views of their own: DuckDB binds a view when it is created,
+// and binds it again wherever a statement or another view names it, and
+// a scan of many files costs a bind of each.
 
-// A place names the schemas of one table's relations in a query's
-// session: tiers holds its tier relations, out its readings and
-// readings_versions.
-type place struct{ tiers, out string }
+// A place names the schema of one table's readings and readings_versions.
+type place struct{ out string }
 
 // home is the place of the engine's own table.
-var home = place{tiers: "tiers", out: "main"}
+var home = place{out: "main"}
 
 // placeOf returns the place of another table, name: its relations in the
-// schema of its name, its tiers in one whose name no table can have.
-func placeOf(name string) place { return place{tiers: "tiers:" + name, out: name} }
+// schema of its name.
+func placeOf(name string) place { return place{out: name} }
 
 // rel returns the qualified name of relation name in schema.
 func rel(schema, name string) string { return ident(schema) + "." + ident(name) }
 
-// createSchemas creates the schemas of p's relations.
-func createSchemas(ctx context.Context, conn *sql.Conn, p place) error {
-	for _, stmt := range []string{
-		`CREATE SCHEMA ` + ident(p.tiers),
-		`CREATE SCHEMA IF NOT EXISTS ` + database + `.` + ident(p.out),
-	} {
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("query: create the tier relations: %w", err)
-		}
-	}
-	return nil
+// schemaSQL returns the statement that creates the schema of p's
+// relations.
+func schemaSQL(p place) string {
+	return `CREATE SCHEMA IF NOT EXISTS ` + database + `.` + ident(p.out)
 }
 
 // A view says what readings_versions shows of the tiers besides their
@@ -159,8 +152,8 @@ type part struct {
 // marked reports whether x's rows are taken as archival marked them.
 func (x part) marked() bool { return !x.hot && x.kind != cold.Open && x.marks }
 
-// createViews creates the tier relations over files and the two relations
-// readings_versions and readings, in p. In a read as of a past snapshot, its rows
+// createViews creates p's schema and the two views readings_versions and
+// readings in it, over the hot read and the files. In a read as of a past snapshot, its rows
 // below its W come from its own files, and the current tiers show only
 // rows at or above it.
 //
@@ -179,15 +172,13 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 		c := `"recorded_at" <= ` + timestamptz(v.ceiling)
 		coldWhere, hotWhere = append(coldWhere, c), append(hotWhere, c)
 	}
-	var (
-		stmts []string
-		parts []part
-	)
+	stmts := []string{schemaSQL(p)}
+	var parts []part
 	// Superseded files are read by readings_versions alone, or by readings
 	// where their marks do not hold (a ceiling), or where a broken
 	// resolution takes them.
 	skipVersions := v.noVersions && v.broken != brokenIgnoreMarks
-	addCold := func(name string, fs fileSet, where []string, marks bool) error {
+	addCold := func(fs fileSet, where []string, marks bool) error {
 		for _, k := range kindOrder {
 			g := fs.groups[k.kind]
 			if g == nil || len(g.files) == 0 || (k.kind == cold.Superseded && marks && skipVersions) {
@@ -197,9 +188,7 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 			if err != nil {
 				return err
 			}
-			r := rel(p.tiers, name+k.suffix)
-			stmts = append(stmts, `CREATE VIEW `+r+` AS `+sel)
-			parts = append(parts, part{rel: r, where: where, kind: k.kind, marks: marks})
+			parts = append(parts, part{rel: `(` + sel + `)`, where: where, kind: k.kind, marks: marks})
 		}
 		return nil
 	}
@@ -213,25 +202,25 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 		if !v.knownAt.IsZero() {
 			pastWhere = append(pastWhere, `"recorded_at" <= `+timestamptz(v.knownAt))
 		}
-		if err := addCold("past", v.asOf.files, pastWhere, v.knownAt.IsZero()); err != nil {
+		if err := addCold(v.asOf.files, pastWhere, v.knownAt.IsZero()); err != nil {
 			return err
 		}
 	}
-	if err := addCold("cold", files, coldWhere, v.ceiling.IsZero()); err != nil {
+	if err := addCold(files, coldWhere, v.ceiling.IsZero()); err != nil {
 		return err
 	}
 	// The hot tier's rows are resolved on their own, the split and the
 	// ceiling applied first: their merge keys lie at or above W, where no
 	// cold row's does. Without a hot read, its relation is empty.
-	hotRel := rel(p.tiers, "hot")
 	cols := l.names()
-	hotResolved := `SELECT ` + cols + ` FROM ` + hotRel + ` WHERE ` + strings.Join(hotWhere, " AND ")
+	var hotRel, hotResolved string
 	if hot == nil {
 		defs := make([]string, len(l.cols))
 		for i, c := range l.cols {
-			defs[i] = ident(c.name) + " " + c.typ
+			defs[i] = `CAST(NULL AS ` + c.typ + `) AS ` + ident(c.name)
 		}
-		stmts = append([]string{`CREATE TABLE ` + hotRel + ` (` + strings.Join(defs, ", ") + `)`}, stmts...)
+		hotRel = `(SELECT ` + strings.Join(defs, ", ") + ` LIMIT 0)`
+		hotResolved = `SELECT ` + cols + ` FROM ` + hotRel
 	} else {
 		every, err := hot.relation(l, nil, false, false)
 		if err != nil {
@@ -241,9 +230,7 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 		if err != nil {
 			return err
 		}
-		res := rel(p.tiers, "hot_resolved")
-		stmts = append([]string{`CREATE VIEW ` + hotRel + ` AS ` + every, `CREATE VIEW ` + res + ` AS ` + resolved}, stmts...)
-		hotResolved = `SELECT ` + cols + ` FROM ` + res
+		hotRel, hotResolved = `(`+every+`)`, `SELECT `+cols+` FROM (`+resolved+`)`
 	}
 	parts = append(parts, part{rel: hotRel, where: hotWhere, hot: true})
 
@@ -253,7 +240,6 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 	}
 	keys := strings.Join(key, ", ")
 	var versions, open, fast, rest []string
-	openKeys := rel(p.tiers, "open_keys")
 	for _, x := range parts {
 		sel := `SELECT ` + cols + ` FROM ` + x.rel + ` WHERE ` + strings.Join(x.where, " AND ")
 		versions = append(versions, sel)
@@ -280,11 +266,9 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 			fast = append(fast, sel)
 			continue
 		}
+		openKeys := `(SELECT DISTINCT ` + keys + ` FROM (` + strings.Join(open, ` UNION ALL `) + `))`
 		fast = append(fast, `SELECT `+cols+` FROM (`+sel+`) ANTI JOIN `+openKeys+` USING (`+keys+`)`)
 		rest = append(rest, `SELECT `+cols+` FROM (`+sel+`) SEMI JOIN `+openKeys+` USING (`+keys+`)`)
-	}
-	if len(open) > 0 {
-		stmts = append(stmts, `CREATE VIEW `+openKeys+` AS SELECT DISTINCT `+keys+` FROM (`+strings.Join(open, ` UNION ALL `)+`)`)
 	}
 	resolved := fast
 	if len(rest) > 0 {
