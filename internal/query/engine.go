@@ -101,7 +101,7 @@ func New(t *series.Table, src Source, s Settings) (*Engine, error) {
 		return nil, err
 	}
 	// Starting one checks s; it is the first query's.
-	inst, err := open(context.Background(), s)
+	inst, err := start(context.Background(), s)
 	if err != nil {
 		return nil, err
 	}

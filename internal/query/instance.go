@@ -78,10 +78,24 @@ func (inst *instance) finish(h *Header, err error) error {
 	return err
 }
 
-// open starts an in-memory DuckDB configured by s, with the calendar
-// functions, spilling into a directory of its own in s.CacheDir: all a
-// statement needs before it is analysed.
+// open starts an in-memory DuckDB configured by s, spilling into a
+// directory of its own in s.CacheDir.
 func open(ctx context.Context, s Settings) (*instance, error) {
+	inst, err := start(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := inst.spillInto(ctx, s.CacheDir); err != nil {
+		inst.close()
+		return nil, err
+	}
+	return inst, nil
+}
+
+// start starts an in-memory DuckDB configured by s, with the calendar
+// functions, that does not spill: a spare instance holds no directory
+// while it waits, however long, and whoever closes it.
+func start(ctx context.Context, s Settings) (*instance, error) {
 	q := url.Values{}
 	if s.Threads > 0 {
 		q.Set("threads", strconv.Itoa(s.Threads))
@@ -103,10 +117,6 @@ func open(ctx context.Context, s Settings) (*instance, error) {
 		return nil, fmt.Errorf("query: the in-memory database %s: %w", database, err)
 	}
 	if err := registerFunctions(inst.conn); err != nil {
-		inst.close()
-		return nil, err
-	}
-	if err := inst.spillInto(ctx, s.CacheDir); err != nil {
 		inst.close()
 		return nil, err
 	}

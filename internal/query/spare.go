@@ -23,6 +23,9 @@ type spare struct {
 	// retiring counts the instances being closed after their statement:
 	// closing DuckDB takes milliseconds no answer needs to wait for.
 	retiring sync.WaitGroup
+	// fills counts the spares being started, which close waits for: one
+	// started after it would keep a DuckDB open until its idle timer.
+	fills sync.WaitGroup
 }
 
 // retire closes inst, whose statement has ended, in the background.
@@ -51,6 +54,7 @@ func (s *spare) detach() *instance {
 // being retired: afterwards no DuckDB of the engine is open and no spill
 // directory is left. Later queries still work; they start instances anew.
 func (s *spare) close() {
+	s.fills.Wait()
 	inst := s.detach()
 	if inst != nil {
 		inst.close()
@@ -58,13 +62,21 @@ func (s *spare) close() {
 	s.retiring.Wait()
 }
 
-// take returns the spare instance, or a new one if there is none, and
-// starts the next spare.
+// take returns the spare instance, or a new one if there is none, made to
+// spill into a directory of its own, and starts the next spare.
 func (s *spare) take(ctx context.Context) (*instance, error) {
 	inst := s.detach()
-	go s.fill()
+	s.fills.Add(1)
+	go func() {
+		defer s.fills.Done()
+		s.fill()
+	}()
 	if inst == nil {
 		return open(ctx, s.set)
+	}
+	if err := inst.spillInto(ctx, s.set.CacheDir); err != nil {
+		inst.close()
+		return nil, err
 	}
 	return inst, nil
 }
@@ -79,7 +91,7 @@ func (s *spare) fill() {
 	}
 	s.filling = true
 	s.mu.Unlock()
-	inst, err := open(context.Background(), s.set)
+	inst, err := start(context.Background(), s.set)
 	s.mu.Lock()
 	s.filling = false
 	s.mu.Unlock()
@@ -88,12 +100,13 @@ func (s *spare) fill() {
 	}
 }
 
-// put keeps inst, opened, as the spare, or closes it if there is one.
+// put keeps inst, started and not spilling, as the spare, or closes it if
+// there is one.
 func (s *spare) put(inst *instance) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.inst != nil {
-		go inst.close()
+		s.retire(inst)
 		return
 	}
 	s.inst = inst
