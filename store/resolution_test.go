@@ -9,13 +9,15 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/resolve"
 	"github.com/meterstore/meterstore/series"
 )
 
 // TestMarkedResolutionSQL pastes system.resolution's marked_resolution_sql
 // into a DuckDB of its own over the cold table's Parquet files, as a
 // foreign engine would read them, after archival of corrected readings and
-// late corrections below W: it gives what readings gives below W.
+// late corrections below W: it gives what readings gives below W, and so
+// does the readings view's duckdb form.
 func TestMarkedResolutionSQL(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(t)
@@ -64,25 +66,33 @@ func TestMarkedResolutionSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	const cols = `SELECT malo_id, channel, epoch_us("from"), CAST(version AS VARCHAR), CAST(value AS VARCHAR) FROM `
-	rows, err := db.QueryContext(ctx, cols+`(`+marked+`) ORDER BY ALL`)
-	if err != nil {
-		t.Fatalf("%s: %v", marked, err)
+	ours := lines(mustQuery(t, s, cols+`readings WHERE "from" < `+ts(p.Watermark)))
+	if len(ours) != 8 {
+		t.Fatalf("readings below W: %v", ours)
 	}
-	defer rows.Close()
-	var foreign []string
-	for rows.Next() {
-		var m, ch, v, val string
-		var from int64
-		if err := rows.Scan(&m, &ch, &from, &v, &val); err != nil {
+	// The readings view's duckdb form too, which names its columns.
+	view := resolve.SQL(resolve.DuckDB, resolve.DuckDB.Ident("power"),
+		[]string{"malo_id", "channel", "from", "version", "value", "recorded_at"}, s.tables[0].decl.MergeKey(), true)
+	for _, stmt := range []string{marked, view} {
+		rows, err := db.QueryContext(ctx, cols+`(`+stmt+`) ORDER BY ALL`)
+		if err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+		var foreign []string
+		for rows.Next() {
+			var m, ch, v, val string
+			var from int64
+			if err := rows.Scan(&m, &ch, &from, &v, &val); err != nil {
+				t.Fatal(err)
+			}
+			foreign = append(foreign, fmt.Sprintf("%s|%s|%d|%s|%s", m, ch, from, v, val))
+		}
+		if err := rows.Err(); err != nil {
 			t.Fatal(err)
 		}
-		foreign = append(foreign, fmt.Sprintf("%s|%s|%d|%s|%s", m, ch, from, v, val))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	ours := lines(mustQuery(t, s, cols+`readings WHERE "from" < `+ts(p.Watermark)))
-	if len(ours) != 8 || !slices.Equal(foreign, ours) {
-		t.Fatalf("marked resolution SQL over the files:\n%v\nreadings below W:\n%v", foreign, ours)
+		rows.Close()
+		if !slices.Equal(foreign, ours) {
+			t.Fatalf("%s over the files:\n%v\nreadings below W:\n%v", stmt, foreign, ours)
+		}
 	}
 }

@@ -29,16 +29,23 @@ type Dialect struct {
 	// form; without it the statement ranks in a subquery and names its
 	// columns, which every engine reads (Spark lacks QUALIFY).
 	qualify bool
+	// joins writes the late corrections' keys as a SEMI and an ANTI JOIN
+	// (DuckDB's) rather than as correlated EXISTS: DuckDB decorrelates
+	// EXISTS by hashing every distinct key of the outer rows, every
+	// reading of the table, where a join hashes the few late ones
+	// (measured: 8 s against 0.23 s for a plain aggregate over 7.3 million
+	// readings; Trino and Spark plan EXISTS as such a join themselves).
+	joins bool
 }
 
 // The dialects of the readings views, and the query engine's.
 var (
 	Spark  = Dialect{Name: "spark", quote: "`"}
 	Trino  = Dialect{Name: "trino", quote: `"`}
-	DuckDB = Dialect{Name: "duckdb", quote: `"`}
+	DuckDB = Dialect{Name: "duckdb", quote: `"`, joins: true}
 	// Engine is DuckDB as the query engine writes it: QUALIFY over every
 	// column of the relation (cols are not named).
-	Engine = Dialect{Name: "duckdb", quote: `"`, qualify: true}
+	Engine = Dialect{Name: "duckdb", quote: `"`, qualify: true, joins: true}
 )
 
 // ViewDialects are the dialects a readings view carries, in order.
@@ -76,6 +83,15 @@ func SQL(d Dialect, relation string, cols, key []string, marked bool) string {
 	match := make([]string, len(key))
 	for i, k := range key {
 		match[i] = `o.` + d.Ident(k) + ` = r.` + d.Ident(k)
+	}
+	if d.joins {
+		late := `(SELECT ` + d.list("", key) + ` FROM ` + relation + ` WHERE ` + sup + ` IS NULL) o ON ` + strings.Join(match, " AND ")
+		current := `SELECT ` + d.list("r.", cols) + ` FROM ` + relation + ` r ANTI JOIN ` + late + ` WHERE r.` + sup + ` = false`
+		competing := ` SEMI JOIN ` + late + ` WHERE r.` + sup + ` IS NULL OR r.` + sup + ` = false`
+		if d.qualify {
+			return current + ` UNION ALL ` + d.ranked(`(SELECT * FROM `+relation+` r`+competing+`)`, "", cols, key)
+		}
+		return current + ` UNION ALL ` + d.ranked(relation, competing, cols, key)
 	}
 	late := `EXISTS (SELECT 1 FROM ` + relation + ` o WHERE o.` + sup + ` IS NULL AND ` + strings.Join(match, " AND ") + `)`
 	current := `SELECT ` + d.list("r.", cols) + ` FROM ` + relation + ` r WHERE r.` + sup + ` = false AND NOT ` + late
