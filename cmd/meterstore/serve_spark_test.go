@@ -144,7 +144,16 @@ func TestServeSpark(t *testing.T) {
 		missing("java is required by Spark", err)
 	}
 
-	f := newArchivedFixture(t, 2, catalogDays, "")
+	// MS_SPARK_METERS and MS_SPARK_DAYS make the table larger for
+	// measuring the view's speed by hand, as in TestServeTrino.
+	meters, days := 2, catalogDays
+	if n, err := strconv.Atoi(os.Getenv("MS_SPARK_METERS")); err == nil && n >= 2 {
+		meters = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("MS_SPARK_DAYS")); err == nil && n >= catalogDays {
+		days = n
+	}
+	f := newArchivedFixture(t, meters, days, "")
 	d, c, ids, w, wh := f.d, f.c, f.ids, f.w, f.wh
 	before := warehouseFiles(t, wh)
 
@@ -157,7 +166,7 @@ func TestServeSpark(t *testing.T) {
 		"query_token": d.queryTok,
 		"namespace":   "meterstore",
 		"table":       "power",
-		"days":        catalogDays,
+		"days":        days,
 		"snapshots":   ids,
 		"watermark":   w,
 		"early":       map[string]any{"snapshot": f.early, "watermark": f.earlyW},
@@ -250,6 +259,9 @@ func sparkLines(out string, failed bool) string {
 	}
 	var keep []string
 	for _, l := range strings.Split(out, "\n") {
+		// Spark's stage progress, on standard error, ends in a carriage
+		// return, not a newline: what follows it on the line is ours.
+		l = l[strings.LastIndex(l, "\r")+1:]
 		if strings.HasPrefix(l, "ok: ") || strings.HasPrefix(l, "spark: ") || strings.HasPrefix(l, "refused: ") {
 			keep = append(keep, l)
 		}
