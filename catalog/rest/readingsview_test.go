@@ -136,9 +136,14 @@ func TestReadingsViewREST(t *testing.T) {
 	if !slices.Equal(dialects, []string{"spark", "trino", "duckdb"}) {
 		t.Errorf("dialects %v", dialects)
 	}
+	// Spark and Trino differ in quoting only; DuckDB joins the late keys
+	// where they test EXISTS (see resolve.Dialect).
 	if !strings.Contains(sqls["spark"], "FROM `metering`.`power` r") || strings.Contains(sqls["spark"], "QUALIFY") ||
-		strings.ReplaceAll(sqls["spark"], "`", `"`) != sqls["duckdb"] || sqls["trino"] != sqls["duckdb"] {
-		t.Errorf("the dialects differ in more than quoting:\n%s\n%s", sqls["spark"], sqls["duckdb"])
+		strings.ReplaceAll(sqls["spark"], "`", `"`) != sqls["trino"] {
+		t.Errorf("the dialects differ in more than quoting:\n%s\n%s", sqls["spark"], sqls["trino"])
+	}
+	if !strings.Contains(sqls["duckdb"], `FROM "metering"."power" r ANTI JOIN`) || strings.Contains(sqls["duckdb"], "EXISTS") {
+		t.Errorf("the duckdb form tests EXISTS, or not over the table:\n%s", sqls["duckdb"])
 	}
 	var wantFields []iceberg.NestedField
 	for _, f := range power.Schema().Fields() {
