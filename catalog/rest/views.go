@@ -32,9 +32,10 @@ type Views interface {
 	TableOf(ns, view string) (string, error)
 	// View derives view ident of table tbl from the table's current
 	// metadata md, or returns an error wrapping ErrNoSuchView if the
-	// table offers no view. The handler sets the version's default
-	// catalog (ViewCatalog).
-	View(ident, tbl table.Identifier, md table.Metadata) (ViewMetadata, error)
+	// table offers no view. catalog is the default catalog the handler
+	// sets on the version (ViewCatalog; "" for none), which the view's SQL
+	// may name.
+	View(ident, tbl table.Identifier, md table.Metadata, catalog string) (ViewMetadata, error)
 }
 
 // ErrNoSuchView reports a view that does not exist: a name that is no
@@ -112,7 +113,7 @@ func (s *restServer) loadView(ctx context.Context, ident table.Identifier) (stri
 		return "", ViewMetadata{}, err
 	}
 	md := t.Metadata()
-	vm, err := s.views.View(ident, tident, md)
+	vm, err := s.views.View(ident, tident, md, s.viewCatalog)
 	if err != nil {
 		return "", ViewMetadata{}, err
 	}

@@ -25,7 +25,7 @@ func (echoViews) TableOf(ns, view string) (string, error) {
 	return name, nil
 }
 
-func (echoViews) View(view, tbl table.Identifier, md table.Metadata) (restcatalog.ViewMetadata, error) {
+func (echoViews) View(view, tbl table.Identifier, md table.Metadata, _ string) (restcatalog.ViewMetadata, error) {
 	return restcatalog.ViewMetadata{
 		ViewUUID: "00000000-0000-0000-0000-000000000001", FormatVersion: 1, Location: md.Location(), CurrentVersionID: 1,
 		Versions: []restcatalog.ViewVersion{{VersionID: 1, Representations: []restcatalog.ViewRepresentation{

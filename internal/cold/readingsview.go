@@ -67,8 +67,9 @@ func (ReadingsViews) TableOf(ns, view string) (string, error) {
 // the table's last update; its properties carry the watermark of the
 // table's current snapshot, W: the view's rows are the readings below it.
 // Its default namespace is the table's. Its SQL is resolve.SQL in each
-// of resolve.ViewDialects.
-func (ReadingsViews) View(view, tbl table.Identifier, md table.Metadata) (restcatalog.ViewMetadata, error) {
+// of resolve.ViewDialects, over the table named in catalog where the
+// dialect names catalogs (resolve.Dialect.Table).
+func (ReadingsViews) View(view, tbl table.Identifier, md table.Metadata, catalog string) (restcatalog.ViewMetadata, error) {
 	ns, name := tbl[0], tbl[1]
 	sc := md.CurrentSchema()
 	props := md.Properties()
@@ -99,7 +100,7 @@ func (ReadingsViews) View(view, tbl table.Identifier, md table.Metadata) (restca
 	var reps []restcatalog.ViewRepresentation
 	for _, d := range resolve.ViewDialects {
 		reps = append(reps, restcatalog.ViewRepresentation{Type: "sql", Dialect: d.Name,
-			SQL: resolve.SQL(d, d.Table(ns, name), cols, key, marked)})
+			SQL: resolve.SQL(d, d.Table(catalog, ns, name), cols, key, marked)})
 	}
 	version := sc.ID + 1
 	ts := md.LastUpdatedMillis()

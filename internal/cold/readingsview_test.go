@@ -38,7 +38,7 @@ func TestReadingsViews(t *testing.T) {
 		t.Fatalf("TableOf(%s) = %v, want ErrNoSuchView", h.Name(), err)
 	}
 	ident := table.Identifier{h.Identifier()[0], view}
-	vm, err := v.View(ident, h.Identifier(), ice.Metadata())
+	vm, err := v.View(ident, h.Identifier(), ice.Metadata(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestReadingsViews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.View(table.Identifier{"metering", "plain_readings"}, plain.Identifier(), plain.Metadata()); !errors.Is(err, restcatalog.ErrNoSuchView) {
+	if _, err := v.View(table.Identifier{"metering", "plain_readings"}, plain.Identifier(), plain.Metadata(), ""); !errors.Is(err, restcatalog.ErrNoSuchView) {
 		t.Errorf("view of a table the tier did not write: %v, want ErrNoSuchView", err)
 	}
 }
