@@ -126,34 +126,9 @@ func warehouseFiles(t *testing.T, dir string) []string {
 // time travel can fail. It needs pyspark 4.1 and the runtime jar
 // (.ci/spark.sh); without them it fails in CI and is skipped elsewhere.
 func TestServeSpark(t *testing.T) {
-	missing := func(msg string, err error) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg, err)
-		}
-		t.Skip(msg)
-	}
-	if err := exec.Command("python3", "-c", "import pyspark; assert pyspark.__version__.startswith('4.1')").Run(); err != nil {
-		missing("pyspark 4.1 is required: .ci/spark.sh installs it", err)
-	}
-	jar := sparkRuntimeJar()
-	if _, err := os.Stat(jar); err != nil {
-		missing("the iceberg-spark-runtime 1.12 jar is required: .ci/spark.sh fetches it", err)
-	}
-	if _, err := exec.LookPath("java"); err != nil {
-		missing("java is required by Spark", err)
-	}
-
-	// MS_SPARK_METERS and MS_SPARK_DAYS make the table larger for
-	// measuring the view's speed by hand, as in TestServeTrino.
-	meters, days := 2, catalogDays
-	if n, err := strconv.Atoi(os.Getenv("MS_SPARK_METERS")); err == nil && n >= 2 {
-		meters = n
-	}
-	if n, err := strconv.Atoi(os.Getenv("MS_SPARK_DAYS")); err == nil && n >= catalogDays {
-		days = n
-	}
-	f := newArchivedFixture(t, meters, days, "")
+	jar := requireSpark(t)
+	days := catalogDays
+	f := newArchivedFixture(t, 2, days, "")
 	d, c, ids, w, wh := f.d, f.c, f.ids, f.w, f.wh
 	before := warehouseFiles(t, wh)
 

@@ -165,7 +165,15 @@ func (s *trinoServer) started() bool {
 	var info struct {
 		Starting bool `json:"starting"`
 	}
-	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&info) == nil && !info.Starting
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&info) != nil || info.Starting {
+		return false
+	}
+	// A coordinator that has started may not yet list itself as a worker:
+	// a query then fails with NO_NODES_AVAILABLE.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := s.query(ctx, "system", "runtime", "SELECT count(*) FROM nodes WHERE state = 'active'")
+	return err == nil && len(res.rows) == 1 && fmt.Sprint(res.rows[0][0]) != "0"
 }
 
 // logTail returns the last 150 lines of Trino's log.

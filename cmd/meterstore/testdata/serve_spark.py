@@ -226,19 +226,6 @@ def main():
     got = {(r[0], r[1]): r[2] for r in spark.sql(
         f"SELECT malo_id, date_format(`from`, 'yyyy-MM'), sum(value) FROM {v} GROUP BY 1, 2").collect()}
     same(got, want, f"{v}: resolved monthly total")
-    # The view's speed against Spark's plain aggregate over the current
-    # files, which misses the late corrections (medians of 3; the table is
-    # larger with MS_SPARK_METERS and MS_SPARK_DAYS).
-    times = {}
-    for name, rel in (("view", v), ("plain", f"(SELECT * FROM {t} WHERE superseded = false)")):
-        runs = []
-        for _ in range(3):
-            begin = time.monotonic()
-            spark.sql(f"SELECT malo_id, date_format(`from`, 'yyyy-MM'), count(*), sum(value) FROM {rel} GROUP BY 1, 2").collect()
-            runs.append(time.monotonic() - begin)
-        times[name] = sorted(runs)[1]
-    print(f"spark: per meter-month over {len(want_rows)} readings, medians of 3: {v} {times['view']:.2f}s, "
-          f"plain aggregate WHERE superseded = false {times['plain']:.2f}s: ratio {times['view'] / times['plain']:.2f}", flush=True)
     vprops = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {v}").collect()}
     check(instant(vprops.get("meterstore.watermark", "")) == instant(spec["watermark"]),
           f"{v}: its property meterstore.watermark is W: {vprops.get('meterstore.watermark')}")
