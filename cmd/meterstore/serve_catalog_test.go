@@ -109,19 +109,26 @@ func newCatalogDeployment(t *testing.T) *catalogDeployment {
 	d := &catalogDeployment{dir: t.TempDir()}
 	d.bin = buildBinary(t, d.dir)
 	d.cfgPath, _ = deploymentConfig(t, d.dir)
-	var lakeSection, querySection string
-	d.lakeTok, lakeSection = parseToken(t, mustRun(t, "token", "--name", "lake", "--scope", "catalog"))
-	d.queryTok, querySection = parseToken(t, mustRun(t, "token", "--name", "reporting", "--scope", "query"))
 	text, err := os.ReadFile(d.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := withServerKeys(t, string(text), map[string]string{"listen": `"127.0.0.1:0"`}) + "\n" + lakeSection + querySection
+	cfg := withServerKeys(t, string(text), map[string]string{"listen": `"127.0.0.1:0"`}) + "\n" + d.newTokens(t)
 	if err := os.WriteFile(d.cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	mustRun(t, "create", "--now", "2026-03-01T00:00:00Z", "-c", d.cfgPath)
 	return d
+}
+
+// newTokens makes the tokens "lake" (scope catalog) and "reporting"
+// (scope query) of d and returns their configuration sections.
+func (d *catalogDeployment) newTokens(t *testing.T) string {
+	t.Helper()
+	var lakeSection, querySection string
+	d.lakeTok, lakeSection = parseToken(t, mustRun(t, "token", "--name", "lake", "--scope", "catalog"))
+	d.queryTok, querySection = parseToken(t, mustRun(t, "token", "--name", "reporting", "--scope", "query"))
+	return lakeSection + querySection
 }
 
 // checkLog fails t if serve's log holds a configured token or one of the

@@ -212,9 +212,7 @@ func newDemoFixture(t *testing.T, meters, days, late int) *archivedFixture {
 	out := mustRun(t, "demo", "--dir", dir, "--meters", fmt.Sprint(meters), "--days", fmt.Sprint(days), "--listen", "127.0.0.1:0")
 	t.Logf("meterstore demo:\n%s", out)
 	d.cfgPath = filepath.Join(dir, "meterstore.toml")
-	var lakeSection, querySection string
-	d.lakeTok, lakeSection = parseToken(t, mustRun(t, "token", "--name", "lake", "--scope", "catalog"))
-	d.queryTok, querySection = parseToken(t, mustRun(t, "token", "--name", "reporting", "--scope", "query"))
+	tokens := d.newTokens(t)
 	text, err := os.ReadFile(d.cfgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +222,7 @@ func newDemoFixture(t *testing.T, meters, days, late int) *archivedFixture {
 		t.Fatalf("the demo's configuration has no [server] section:\n%s", cfg)
 	}
 	cfg = strings.Replace(cfg, "\n[server]\n", fmt.Sprintf("\n[maintenance]\ninterval = \"24h\"\ncompact = false\n\n[server]\ncatalog_name = %q\n", trinoCatalog), 1)
-	if err := os.WriteFile(d.cfgPath, []byte(cfg+"\n"+lakeSection+querySection), 0o644); err != nil {
+	if err := os.WriteFile(d.cfgPath, []byte(cfg+"\n"+tokens), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c := []string{"-c", d.cfgPath}

@@ -76,19 +76,24 @@ def instant(s):
         return None
 
 
-def session(spec, jar):
-    uri = spec["catalog_uri"]
-    b = (
-        SparkSession.builder.master("local[1]")
-        .appName("meterstore-rest-catalog")
+def local_builder(jar, app, master):
+    """A session builder of Spark on master, bound to 127.0.0.1, without a
+    UI, in UTC, with Iceberg's runtime jar and SQL extensions."""
+    return (
+        SparkSession.builder.master(master)
+        .appName(app)
         .config("spark.jars", jar)
         .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "1")
     )
+
+
+def session(spec, jar):
+    uri = spec["catalog_uri"]
+    b = local_builder(jar, "meterstore-rest-catalog", "local[1]").config("spark.sql.shuffle.partitions", "1")
     # ms: the credential of a token of scope catalog; bad: a wrong secret;
     # anon: none. Spark initializes a catalog when it is first used.
     for name, cred in (("ms", spec["client_id"] + ":" + spec["secret"]),

@@ -41,19 +41,12 @@ def view_sql(spec, dialect):
 
 def spark_engine(spec, jar):
     """A query function of a local Spark session on both cores, and a plan function."""
-    from pyspark.sql import SparkSession
+    from serve_spark import local_builder
 
     c = "spark.sql.catalog." + spec["catalog"]
     uri = spec["catalog_uri"]
     spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("meterstore-views")
-        .config("spark.jars", jar)
-        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
+        local_builder(jar, "meterstore-views", "local[2]")
         .config("spark.driver.memory", "2g")
         .config(c, "org.apache.iceberg.spark.SparkCatalog")
         .config(c + ".type", "rest")
