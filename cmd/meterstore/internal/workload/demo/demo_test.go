@@ -118,6 +118,11 @@ func TestDemo(t *testing.T) {
 	if !strings.Contains(out.String(), "StaticTable.from_metadata") {
 		t.Error("the report does not say how to read the data again")
 	}
+	// The monthly totals name their month as year and month, March's
+	// from both tiers' rows.
+	if !regexp.MustCompile(`\n\s+\d{11}\s+2026-03\s+[0-9.]+\s+\d+\n`).MatchString(out.String()) {
+		t.Error("the report does not show a meter's March total")
+	}
 	// The gas day named after the Saturday before the clock change has 23
 	// hours, and the query that says so read both tiers.
 	if !regexp.MustCompile(`2026-03-28\s+23\s`).MatchString(out.String()) {

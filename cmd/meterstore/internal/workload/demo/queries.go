@@ -21,10 +21,15 @@ type demoQuery struct {
 // demoQueries returns the queries the demo ends with.
 func (r *runner) demoQueries() []demoQuery {
 	return []demoQuery{
+		// The month is named after grouping, not per reading: strftime
+		// on each of the cold tier's 7.5 million readings doubled that
+		// tier's share of the line (0.8 s against 0.37 s, measured).
 		{"power", "Monthly total per meter (the first six rows), resolved versions from both tiers", `
-SELECT malo_id, strftime(date_trunc('month', balancing_day), '%Y-%m') AS month,
-       sum(value) AS kwh, count(*) AS quarter_hours
-FROM readings GROUP BY ALL ORDER BY malo_id, month LIMIT 6`},
+SELECT malo_id, strftime(month, '%Y-%m') AS month, kwh, quarter_hours
+FROM (SELECT malo_id, date_trunc('month', balancing_day) AS month,
+             sum(value) AS kwh, count(*) AS quarter_hours
+      FROM readings GROUP BY ALL)
+ORDER BY malo_id, month LIMIT 6`},
 		r.gasQuery(),
 		{"power", "system.tables", `
 SELECT "table", watermark, watermark_lag_seconds, hot_partitions, partitions_ahead,
