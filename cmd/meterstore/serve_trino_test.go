@@ -62,16 +62,7 @@ func TestServeTrino(t *testing.T) {
 
 	p, base := startTLSServe(t, d.bin, d.cfgPath)
 	tr := startTrino(t, in, filepath.Join(d.dir, "trino"), map[string]map[string]string{trinoCatalog: trinoProperties(base, d.lakeTok)})
-	q := func(sql string) trinoResult {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		defer cancel()
-		res, err := tr.query(ctx, trinoCatalog, "meterstore", sql)
-		if err != nil {
-			t.Fatalf("trino: %s: %v\n%s", sql, err, tr.logTail())
-		}
-		return res
-	}
+	q := func(sql string) trinoResult { return tr.mustQuery(t, 2*time.Minute, sql) }
 	tw := fmt.Sprintf(`"from" < from_iso8601_timestamp('%s')`, f.w)
 
 	// The table: every version, per day.

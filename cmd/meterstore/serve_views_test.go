@@ -119,16 +119,7 @@ func TestReadingsViewEngines(t *testing.T) {
 	}
 
 	srv := startTrino(t, tr, filepath.Join(d.dir, "trino"), map[string]map[string]string{trinoCatalog: trinoProperties(base, d.lakeTok)})
-	q := func(sql string) trinoResult {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-		defer cancel()
-		res, err := srv.query(ctx, trinoCatalog, "meterstore", sql)
-		if err != nil {
-			t.Fatalf("trino: %s: %v\n%s", sql, err, srv.logTail())
-		}
-		return res
-	}
+	q := func(sql string) trinoResult { return srv.mustQuery(t, 5*time.Minute, sql) }
 	const (
 		viewSQL  = `SELECT malo_id, format_datetime("from", 'yyyy-MM'), count(*), sum(value) FROM power_readings GROUP BY 1, 2`
 		plainSQL = `SELECT malo_id, format_datetime("from", 'yyyy-MM'), count(*), sum(value) FROM power WHERE superseded = false GROUP BY 1, 2`

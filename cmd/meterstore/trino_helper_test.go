@@ -261,6 +261,20 @@ func (s *trinoServer) query(ctx context.Context, catalog, schema, sql string) (t
 	return res, fmt.Errorf("trino: no answer to %q after 10,000 requests", sql)
 }
 
+// mustQuery runs sql as query does, in catalog trinoCatalog and schema
+// meterstore, within limit, and fails t with the server's log tail if
+// Trino refuses it.
+func (s *trinoServer) mustQuery(t *testing.T, limit time.Duration, sql string) trinoResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	res, err := s.query(ctx, trinoCatalog, "meterstore", sql)
+	if err != nil {
+		t.Fatalf("trino: %s: %v\n%s", sql, err, s.logTail())
+	}
+	return res
+}
+
 // cli runs sql with Trino's command-line client (CSV output, as a user
 // would) and returns its standard output.
 func (s *trinoServer) cli(ctx context.Context, catalog, schema, sql string) (string, error) {
