@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -24,7 +24,7 @@ type Cursor struct {
 	r     *Read
 	conn  *readConn
 	name  string
-	first string // the DECLARE to send before the first FETCH
+	query string // the SELECT to bind the portal to before its first batch
 	kinds []Kind
 	// keys, if any, are the positions in a fetched row of the merge
 	// key's columns, which come in primary key order: of each run of rows
@@ -54,7 +54,7 @@ type Cursor struct {
 	done  bool
 }
 
-// A fetched batch is the rows of one FETCH: their values one after the other in
+// A fetched batch is the rows of one execution of the portal: their values one after the other in
 // arena, each as an offset and a length (-1: NULL) in spans. Of its rows
 // the first rows are handed over; a tentative one may follow them.
 type fetched struct {
@@ -123,48 +123,24 @@ func (c *Cursor) fetch(ctx context.Context, b *fetched, prev *fetched) error {
 		c.conn.mu.Unlock()
 		return errors.New("the snapshot is closed")
 	}
-	declared := c.first != ""
-	mrr := c.conn.c.Conn().PgConn().Exec(ctx, c.first+fmt.Sprintf("FETCH FORWARD %d FROM %s", c.r.batch, c.name))
-	c.first = ""
 	c.carry(b, prev)
-	var (
-		err     error
-		got     int
-		results int
-	)
-	for mrr.NextResult() {
-		rr := mrr.ResultReader()
-		if results++; results == 1 && declared {
-			if _, err = rr.Close(); err != nil {
-				break
+	got := 0
+	res, err := execPortal(ctx, c.conn.c.Conn().PgConn(), c.name, c.query, c.r.batch, c.check, func(vals [][]byte) {
+		got++
+		if c.keys != nil {
+			if c.tentative && c.sameKey(vals) {
+				// A newer version of the same key replaces it.
+				c.drop(b)
 			}
-			continue
+			c.keep(vals)
 		}
-		if err = c.check(rr.FieldDescriptions()); err != nil {
-			rr.Close()
-			break
-		}
-		for rr.NextRow() {
-			got++
-			vals := rr.Values()
-			if c.keys != nil {
-				if c.tentative && c.sameKey(vals) {
-					// A newer version of the same key replaces it.
-					c.drop(b)
-				}
-				c.keep(vals)
-			}
-			c.add(b, vals)
-		}
-		if _, cerr := rr.Close(); cerr != nil {
-			err = cerr
-			break
-		}
-	}
-	if cerr := mrr.Close(); err == nil {
-		err = cerr
-	}
+		c.add(b, vals)
+	})
+	c.query = ""
 	c.conn.mu.Unlock()
+	if err == nil {
+		err = res.err
+	}
 	if err != nil {
 		return err
 	}
@@ -178,7 +154,7 @@ func (c *Cursor) fetch(ctx context.Context, b *fetched, prev *fetched) error {
 	}
 	r.rows.Add(int64(got))
 	r.bytes.Add(int64(len(b.arena)))
-	if b.last = got < c.r.batch; b.last {
+	if b.last = !res.more; b.last {
 		c.tentative = false
 	}
 	if c.tentative {
@@ -252,7 +228,7 @@ func (c *Cursor) add(b *fetched, vals [][]byte) {
 
 // check makes sure the batch's columns have the types and the format the
 // kinds decode.
-func (c *Cursor) check(fds []pgconn.FieldDescription) error {
+func (c *Cursor) check(fds []pgproto3.FieldDescription) error {
 	if len(fds) != len(c.kinds)+c.hidden {
 		return fmt.Errorf("%d columns, want %d", len(fds), len(c.kinds)+c.hidden)
 	}

@@ -17,7 +17,7 @@ import (
 // attached when the snapshot was taken that a range selects. A partition
 // detached since is read by its name as the snapshot saw it.
 //
-// A cursor is a server-side cursor fetched a batch at a time in
+// A cursor is a server-side portal executed a batch at a time in
 // PostgreSQL's binary format and decoded column by column (see Cursor):
 // only the columns asked for cross, and memory holds a batch per cursor,
 // never a relation. A connection is busy only while a batch crosses, so
@@ -230,7 +230,7 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 	if c.conn, c.name, ok = r.s.assign(); !ok {
 		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: errors.New("the snapshot is closed")}
 	}
-	c.first = `DECLARE ` + c.name + ` BINARY NO SCROLL CURSOR FOR ` + sql + `; `
+	c.query = sql
 	if err := c.start(ctx); err != nil {
 		c.Close()
 		return nil, err

@@ -66,17 +66,16 @@ func (h *Tier) OpenSnapshot(ctx context.Context, conns int) (*Snapshot, error) {
 		return nil, classify(op, "", err)
 	}
 	s.conns = []*readConn{{c: holder}}
-	// A cursor is planned for its first rows unless told otherwise.
-	res, err := holder.Conn().PgConn().Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL cursor_tuple_fraction = 1;
+	res, err := holder.Conn().PgConn().Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
 SELECT pg_catalog.pg_export_snapshot()`).ReadAll()
-	if err == nil && (len(res) != 3 || len(res[2].Rows) != 1) {
+	if err == nil && (len(res) != 2 || len(res[1].Rows) != 1) {
 		err = errors.New("no snapshot exported")
 	}
 	if err != nil {
 		s.Close()
 		return nil, classify(op, "", err)
 	}
-	s.snap = string(res[2].Rows[0][0])
+	s.snap = string(res[1].Rows[0][0])
 	return s, nil
 }
 
@@ -128,8 +127,7 @@ func (s *Snapshot) acquire() {
 		defer s.grow.Done()
 		c, err := s.h.pool.Acquire(s.ctx)
 		if err == nil {
-			_, err = c.Exec(s.ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT `+lit(s.snap)+
-				`; SET LOCAL cursor_tuple_fraction = 1`)
+			_, err = c.Exec(s.ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT `+lit(s.snap))
 			if err != nil {
 				c.Release()
 			}
