@@ -54,9 +54,10 @@ type Cursor struct {
 	done  bool
 }
 
-// A fetched batch is the rows of one execution of the portal: their values one after the other in
-// arena, each as an offset and a length (-1: NULL) in spans. Of its rows
-// the first rows are handed over; a tentative one may follow them.
+// A fetched batch is the rows of one execution of the portal: their
+// values one after the other in arena, each as an offset and a length
+// (-1: NULL) in spans. Of its rows the first rows are handed over; a
+// tentative one may follow them.
 type fetched struct {
 	arena []byte
 	spans []int32
