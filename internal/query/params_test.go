@@ -75,3 +75,35 @@ func TestParams(t *testing.T) {
 		t.Errorf("a placeholder without a value: %v", err)
 	}
 }
+
+// TestParamColumns: a column that is a parameter's, whose type DuckDB
+// learns only from the value bound, comes out with its name, type and
+// value, as do the columns of a statement whose parameters change a
+// column's type.
+func TestParamColumns(t *testing.T) {
+	s := threeMonths(t)
+	e := newEngine(t, s)
+	for _, c := range []struct {
+		sql          string
+		params       []any
+		names, types []string
+		row          string
+	}{
+		{`SELECT 1 AS n, repeat(?, ?) AS p`, []any{"x", 3}, []string{"n", "p"}, []string{"INTEGER", "VARCHAR"}, "[1 xxx]"},
+		{`SELECT ? AS a, ? AS a`, []any{"x", 2.5}, []string{"a", "a_1"}, []string{"VARCHAR", "DOUBLE"}, "[x 2.5]"},
+		{`SELECT CAST(? AS VARCHAR) AS a, 7 AS a`, []any{"x"}, []string{"a", "a"}, []string{"VARCHAR", "INTEGER"}, "[x 7]"},
+	} {
+		st, err := e.Prepare(t.Context(), c.sql, PrepareOptions{Default: true, Params: c.params})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := st.Query(t.Context())
+		if err != nil {
+			t.Errorf("%s: %v", c.sql, err)
+			continue
+		}
+		if !slices.Equal(res.Columns, c.names) || !slices.Equal(res.Types, c.types) || len(res.Rows) != 1 || fmt.Sprint(res.Rows[0]) != c.row {
+			t.Errorf("%s: %v %v %v; want %v %v %s", c.sql, res.Columns, res.Types, res.Rows, c.names, c.types, c.row)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ const (
 // statement before the last on Prepare, and so would CREATE TABLE AS.
 func run(ctx context.Context, inst *instance, query string, params []any, h *Header, start func(*Header) error, row func([]any) error) error {
 	conn := inst.conn
-	names, err := check(ctx, conn, query)
+	names, types, err := check(ctx, conn, query)
 	if err != nil {
 		return inst.finish(h, err)
 	}
@@ -61,7 +62,13 @@ func run(ctx context.Context, inst *instance, query string, params []any, h *Hea
 		return err
 	}
 	h.Columns = names
-	return fetch(ctx, conn, h, start, row)
+	if len(params) > 0 {
+		// The values bound may change the types the preparation saw, and
+		// where a column is a parameter's, DuckDB prepares one column of
+		// no type: the table has the columns.
+		types = nil
+	}
+	return fetch(ctx, conn, h, types, start, row)
 }
 
 // direct runs query as duckdb-go runs it, its result held whole by DuckDB,
@@ -95,11 +102,14 @@ func direct(ctx context.Context, conn *sql.Conn, query string, params []any, h *
 	return err
 }
 
-// check prepares query and returns its column names, or an error
-// classified as the statement's or not, or ErrNotReadOnly for a statement
-// that is not a SELECT.
-func check(ctx context.Context, conn *sql.Conn, query string) ([]string, error) {
-	var names []string
+// check prepares query and returns its column names and types, or an
+// error classified as the statement's or not, or ErrNotReadOnly for a
+// statement that is not a SELECT.
+func check(ctx context.Context, conn *sql.Conn, query string) ([]string, []duckdb.Type, error) {
+	var (
+		names []string
+		types []duckdb.Type
+	)
 	err := conn.Raw(func(dc any) error {
 		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 		if err != nil {
@@ -121,28 +131,40 @@ func check(ctx context.Context, conn *sql.Conn, query string) ([]string, error) 
 		if err != nil {
 			return fmt.Errorf("query: %w", err)
 		}
-		names = make([]string, n)
+		names, types = make([]string, n), make([]duckdb.Type, n)
 		for i := range names {
 			if names[i], err = ds.ColumnName(i); err != nil {
+				return fmt.Errorf("query: %w", err)
+			}
+			if types[i], err = ds.ColumnType(i); err != nil {
 				return fmt.Errorf("query: %w", err)
 			}
 		}
 		return nil
 	})
-	return names, err
+	return names, types, err
 }
 
 // fetch reads resultTable a page at a time in the order its rows were
 // inserted, the statement's order, and hands h to start before the first
-// row and each row to row. The context is checked between pages and every
-// 1024 rows: handing a large result to Go takes time of its own. The rows
-// of the table are numbered from 0 without gaps, so a page shorter than
-// asked for is the last.
-func fetch(ctx context.Context, conn *sql.Conn, h *Header, start func(*Header) error, row func([]any) error) error {
-	list, err := guardedColumns(ctx, conn)
-	if err != nil {
-		return err
+// row and each row to row. types are the table's column types; if nil,
+// they are read from the table, and so are h.Columns unless there are as
+// many. The context is checked between pages and every 1024 rows: handing
+// a large result to Go takes time of its own. The rows of the table are
+// numbered from 0 without gaps, so a page shorter than asked for is the
+// last.
+func fetch(ctx context.Context, conn *sql.Conn, h *Header, types []duckdb.Type, start func(*Header) error, row func([]any) error) error {
+	if types == nil {
+		names, t, err := tableColumns(ctx, conn)
+		if err != nil {
+			return err
+		}
+		if len(names) != len(h.Columns) {
+			h.Columns = names
+		}
+		types = t
 	}
+	list := guardedColumns(types)
 	page, err := conn.PrepareContext(ctx, `SELECT `+list+` FROM `+resultTable+` WHERE rowid >= ? AND rowid < ?`)
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
@@ -201,41 +223,61 @@ const maxValueBytes = 64 << 20
 // bytes, for valueError to read.
 const tooLargeMark = "meterstore: value too large: "
 
-// guardedColumns returns the select list of a page of resultTable: every
-// column, with a string, blob or bit string past maxValueBytes raising an
-// error inside DuckDB instead of being handed to Go. The result's nested
-// values (lists, structs, maps) are not measured.
-func guardedColumns(ctx context.Context, conn *sql.Conn) (string, error) {
-	rows, err := conn.QueryContext(ctx, `SELECT name, type FROM pragma_table_info(`+quote(resultTable)+`) ORDER BY cid`)
-	if err != nil {
-		return "", fmt.Errorf("query: the result's columns: %w", err)
-	}
-	defer rows.Close()
-	var list []string
-	for i := 0; rows.Next(); i++ {
-		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
-			return "", fmt.Errorf("query: the result's columns: %w", err)
-		}
-		col := ident(name)
+// guardedColumns returns the select list of a page of resultTable, whose
+// columns have types: every column by its position, with a string, blob
+// or bit string past maxValueBytes raising an error inside DuckDB instead
+// of being handed to Go. The result's nested values (lists, structs, maps)
+// are not measured.
+func guardedColumns(types []duckdb.Type) string {
+	list := make([]string, len(types))
+	for i, typ := range types {
+		// By position: a repeated name of the statement's is renamed in
+		// the table.
+		col := `#` + strconv.Itoa(i+1)
 		size := ""
 		switch typ {
-		case "VARCHAR", "JSON":
+		case duckdb.TYPE_VARCHAR: // JSON too
 			size = `strlen(` + col + `)`
-		case "BLOB":
+		case duckdb.TYPE_BLOB:
 			size = `octet_length(` + col + `)`
-		case "BIT":
+		case duckdb.TYPE_BIT:
 			size = `bit_length(` + col + `) // 8`
 		}
 		if size != "" {
 			col = fmt.Sprintf(`CASE WHEN %s > %d THEN error('%s%d ' || %s) ELSE %s END`, size, maxValueBytes, tooLargeMark, i, size, col)
 		}
-		list = append(list, col)
+		list[i] = col
 	}
-	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("query: the result's columns: %w", err)
+	return strings.Join(list, ", ")
+}
+
+// tableColumns returns the names and types of resultTable's columns.
+func tableColumns(ctx context.Context, conn *sql.Conn) ([]string, []duckdb.Type, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT * FROM `+resultTable+` LIMIT 0`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("query: the result's columns: %w", err)
 	}
-	return strings.Join(list, ", "), nil
+	defer rows.Close()
+	names, err := rows.Columns()
+	if err != nil {
+		return nil, nil, fmt.Errorf("query: the result's columns: %w", err)
+	}
+	types := make([]duckdb.Type, len(names))
+	cts, err := rows.ColumnTypes()
+	if err != nil || len(cts) != len(names) {
+		return nil, nil, fmt.Errorf("query: the result's columns: %v", err)
+	}
+	for i, ct := range cts {
+		switch ct.DatabaseTypeName() {
+		case "VARCHAR", "JSON":
+			types[i] = duckdb.TYPE_VARCHAR
+		case "BLOB":
+			types[i] = duckdb.TYPE_BLOB
+		case "BIT":
+			types[i] = duckdb.TYPE_BIT
+		}
+	}
+	return names, types, rows.Err()
 }
 
 // valueError returns err unchanged, or for the error a page raised at a

@@ -29,6 +29,28 @@ func TestSettingsApply(t *testing.T) {
 	}
 }
 
+// TestThreadsPerStatement: a statement that scans cold files runs on the
+// threads configured, one that reads the hot tier alone on one thread.
+func TestThreadsPerStatement(t *testing.T) {
+	s := threeMonths(t)
+	e, err := New(s.tab, s, Settings{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, c := range []struct {
+		sql, want string
+	}{
+		{`SELECT current_setting('threads') FROM readings WHERE "from" < '2026-02-01' LIMIT 1`, "2"},
+		{`SELECT current_setting('threads') FROM readings WHERE "from" >= '2026-03-01' LIMIT 1`, "1"},
+		{`SELECT current_setting('threads')`, "2"},
+	} {
+		if got := values(t, e, c.sql); !slices.Equal(got, []string{c.want}) {
+			t.Errorf("%s: threads %q, want %s", c.sql, got, c.want)
+		}
+	}
+}
+
 // bigSort sorts more strings than 16 MB hold.
 const bigSort = `SELECT count(*) FROM (SELECT range::VARCHAR AS s FROM range(3000000) ORDER BY s DESC)`
 

@@ -36,6 +36,16 @@ func TestValueBound(t *testing.T) {
 			t.Errorf("Stream %.60s: %v, started %v, %d rows; want %q before the header", c.sql, err, started, rows, want)
 		}
 	}
+	// With a parameter, whose column's type the preparation may not know,
+	// the bound comes from the result's own types.
+	st, err := e.Prepare(t.Context(), `SELECT 1 AS n, repeat(?, ?) AS p`, PrepareOptions{Default: true, Params: []any{"x", over}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("a value of column %q has %d bytes", "p", over)
+	if _, err := st.Query(t.Context()); !errors.Is(err, ErrResultTooLarge) || !strings.Contains(err.Error(), want) {
+		t.Errorf("with parameters: %v; want %q", err, want)
+	}
 	res, err := e.Query(t.Context(), fmt.Sprintf(`SELECT repeat('x', %d) AS s, 'é' AS t`, maxValueBytes))
 	if err != nil || len(res.Rows) != 1 || len(res.Rows[0][0].(string)) != maxValueBytes || res.Rows[0][1] != "é" {
 		t.Errorf("a value of maxValueBytes: %v", err)
