@@ -49,7 +49,8 @@ func (h *Tier) Scan(ctx context.Context, t *series.Table, q series.Range, fn fun
 
 // ScanPartition calls fn with the readings of one partition of t, attached
 // or detached, chunk at a time in primary key order, through a cursor in a
-// read-only snapshot: memory holds one chunk however large the partition.
+// read-only snapshot: memory holds two chunks however large the partition,
+// the one fn has and the one read meanwhile. fn must not keep the slice.
 // It is how a detached partition, which Scan no longer sees, is read for
 // archival.
 func (h *Tier) ScanPartition(ctx context.Context, t *series.Table, p Partition, chunk int, fn func([]series.Reading) error) error {
@@ -76,36 +77,74 @@ func (h *Tier) ScanPartition(ctx context.Context, t *series.Table, p Partition, 
 	}
 	fetch := fmt.Sprintf(`FETCH FORWARD %d FROM meterstore_partition`, chunk)
 	d := newDecoder(t)
-	buf := make([]series.Reading, 0, chunk)
-	for {
+	return prefetch(chunk, fn, func(buf []series.Reading) ([]series.Reading, error) {
 		// FETCH's result columns are the cursor's, not the statement
 		// text's: a description cached for one table's cursor would decode
 		// another's, so describe it every time.
 		rows, err := tx.Query(ctx, fetch, pgx.QueryExecModeDescribeExec)
 		if err != nil {
-			return classify(op, t.Name, err)
+			return buf, classify(op, t.Name, err)
 		}
-		buf = buf[:0]
+		defer rows.Close()
 		for rows.Next() {
 			r, err := d.decode(op, rows)
 			if err != nil {
-				rows.Close()
-				return err
+				return buf, err
 			}
 			buf = append(buf, r)
 		}
-		if err := rows.Err(); err != nil {
-			return classify(op, t.Name, err)
-		}
-		if len(buf) > 0 {
-			if err := fn(buf); err != nil {
-				return err
+		return buf, classify(op, t.Name, rows.Err())
+	})
+}
+
+// prefetch calls fn with the chunks next fills, up to chunk readings each,
+// until one comes back short. next runs on a goroutine of its own, one
+// chunk ahead of fn: the server and the decoding produce the next chunk
+// while fn consumes this one, instead of each waiting for the other. The
+// first error of either ends the scan once next has returned; fn's is
+// returned as is.
+func prefetch(chunk int, fn func([]series.Reading) error, next func([]series.Reading) ([]series.Reading, error)) error {
+	free := make(chan []series.Reading, 2)
+	free <- make([]series.Reading, 0, chunk)
+	free <- make([]series.Reading, 0, chunk)
+	full := make(chan []series.Reading)
+	stop := make(chan struct{})
+	var nerr error
+	go func() {
+		defer close(full)
+		for {
+			var buf []series.Reading
+			select {
+			case buf = <-free:
+			case <-stop:
+				return
+			}
+			buf, nerr = next(buf[:0])
+			if nerr != nil {
+				return
+			}
+			if len(buf) > 0 {
+				select {
+				case full <- buf:
+				case <-stop:
+					return
+				}
+			}
+			if len(buf) < chunk {
+				return
 			}
 		}
-		if len(buf) < chunk {
-			return nil
+	}()
+	for buf := range full {
+		if err := fn(buf); err != nil {
+			close(stop)
+			for range full {
+			}
+			return err
 		}
+		free <- buf
 	}
+	return nerr
 }
 
 // A decoder turns rows selected with selectList into readings.
