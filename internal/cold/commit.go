@@ -111,20 +111,17 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 		// Every partition touched keeps a file, with its buffered row
 		// group, open to the end: superseded versions interleave with the
 		// current ones, so no write is clustered by partition.
-		opts := []table.WriteRecordOption{table.WithRecordBatchBufferSize(2), table.WithMaxWriteWorkers(1)}
-		for df, err := range table.WriteRecords(ctx, wt, s.schema, s.count(), opts...) {
-			if err != nil {
-				if s.enc == nil {
-					err = fmt.Errorf("cold: %s %s: write data files: %w", w.op, h.decl.Name, err)
-				} else if _, eerr := s.enc.result(); eerr != nil {
-					err = eerr // the typed error of the row or source that ended the stream
-				} else {
-					err = fmt.Errorf("cold: %s %s: write data files: %w", w.op, h.decl.Name, err)
+		written, err := writeFiles(ctx, wt, rec, s)
+		if err != nil {
+			if s.enc != nil {
+				if _, eerr := s.enc.result(); eerr != nil {
+					// The typed error of the row or source that ended the stream.
+					return Commit{}, c.discard(h, w.op, rec, eerr)
 				}
-				return Commit{}, c.discard(h, w.op, rec, err)
 			}
-			files = append(files, df)
+			return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: write data files: %w", w.op, h.decl.Name, err))
 		}
+		files = append(files, written...)
 		if s.enc != nil {
 			n, _ := s.enc.result()
 			rows += n

@@ -192,9 +192,16 @@ func (e *encoder) appender(f arrow.Field) (appender, error) {
 // whether it is superseded.
 func (e *encoder) batches(rows Rows, check func(*series.Reading) string) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, e.schema)
-		defer b.Release()
-		n, written := 0, 0
+		// The superseded versions are built into batches of their own:
+		// they go to files of their own, and a batch of one partition is
+		// written without being split (see fanout).
+		var builders [2]*array.RecordBuilder
+		var counts [2]int
+		for i := range builders {
+			builders[i] = array.NewRecordBuilder(memory.DefaultAllocator, e.schema)
+			defer builders[i].Release()
+		}
+		written := 0
 		defer func() {
 			e.mu.Lock()
 			e.rows = int64(written)
@@ -202,12 +209,17 @@ func (e *encoder) batches(rows Rows, check func(*series.Reading) string) iter.Se
 		}()
 		emit := func(r *series.Reading, superseded bool) bool {
 			e.superseded = superseded
+			k := 0
+			if superseded {
+				k = 1
+			}
+			b := builders[k]
 			for i, a := range e.cols {
 				a(b.Field(i), r)
 			}
 			written++
-			if n++; n == e.batch {
-				n = 0
+			if counts[k]++; counts[k] == e.batch {
+				counts[k] = 0
 				return yield(b.NewRecordBatch(), nil)
 			}
 			return true
@@ -257,8 +269,10 @@ func (e *encoder) batches(rows Rows, check func(*series.Reading) string) iter.Se
 		if held && !emit(&prev, false) {
 			return
 		}
-		if n > 0 {
-			yield(b.NewRecordBatch(), nil)
+		for k, b := range builders {
+			if counts[k] > 0 && !yield(b.NewRecordBatch(), nil) {
+				return
+			}
 		}
 	}
 }

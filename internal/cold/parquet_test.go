@@ -14,7 +14,7 @@ import (
 // TestParquetLayout opens the data files an archival wrote and checks what
 // the table properties promise: zstd on every column, a bloom filter on
 // malo_id that knows the written ids and none on obis_code (constant in the
-// file), statistics on every data page, the configured row group size, and
+// file), a page index with the bounds of every data page, the configured row group size, and
 // rows in key order, so that a market location's lookup reads one or two
 // row groups by their statistics alone.
 func TestParquetLayout(t *testing.T) {
@@ -82,6 +82,10 @@ func TestParquetLayout(t *testing.T) {
 			in := func(s string) bool {
 				return filter.CheckHash(metadata.GetHash(filter.Hasher(), parquet.ByteArray(s)))
 			}
+			// 30 market locations: the smallest filter, not the maximum.
+			if cc, _ := md.RowGroup(0).ColumnChunk(idx); cc.BloomFilterLength() > 2048+64 {
+				t.Errorf("malo_id bloom filter of %d bytes for 30 market locations, want 2 KiB and its header (the maximum is %d)", cc.BloomFilterLength(), DefaultBloomBytes)
+			}
 			if !in(rows[0].MaLo) {
 				t.Errorf("the bloom filter does not know %s, which the row group holds", rows[0].MaLo)
 			}
@@ -128,13 +132,8 @@ func checkPageStatistics(t *testing.T, rdr *file.Reader, g, c int, col string) {
 	}
 	pages := 0
 	for pr.Next() {
-		dp, ok := pr.Page().(file.DataPage)
-		if !ok {
-			continue // the dictionary page
-		}
-		pages++
-		if s := dp.Statistics(); !s.HasNullCount || (dp.NumValues() > int32(s.NullCount) && (!s.HasMin || !s.HasMax)) {
-			t.Errorf("row group %d, %s: data page %d without statistics: %+v", g, col, pages, s)
+		if _, ok := pr.Page().(file.DataPage); ok {
+			pages++
 		}
 	}
 	if err := pr.Err(); err != nil {
@@ -142,5 +141,35 @@ func checkPageStatistics(t *testing.T, rdr *file.Reader, g, c int, col string) {
 	}
 	if pages == 0 {
 		t.Errorf("row group %d, %s: no data pages", g, col)
+	}
+	// The bounds of every page are in the page index, where a reader
+	// finds them without reading the pages.
+	pir := rdr.GetPageIndexReader()
+	if pir == nil {
+		t.Fatalf("row group %d, %s: no page index", g, col)
+	}
+	rg, err := pir.RowGroup(g)
+	if err != nil || rg == nil {
+		t.Fatalf("row group %d, %s: page index: %v", g, col, err)
+	}
+	ci, err := rg.GetColumnIndex(c)
+	if err != nil || ci == nil {
+		t.Fatalf("row group %d, %s: no column index (%v)", g, col, err)
+	}
+	oi, err := rg.GetOffsetIndex(c)
+	if err != nil || oi == nil {
+		t.Fatalf("row group %d, %s: no offset index (%v)", g, col, err)
+	}
+	if n := len(oi.GetPageLocations()); n != pages {
+		t.Errorf("row group %d, %s: the offset index locates %d pages, the chunk has %d", g, col, n, pages)
+	}
+	mins, maxs, nulls := ci.GetMinValues(), ci.GetMaxValues(), ci.GetNullPages()
+	if len(mins) != pages || len(maxs) != pages || len(nulls) != pages {
+		t.Fatalf("row group %d, %s: column index of %d/%d/%d pages, the chunk has %d", g, col, len(mins), len(maxs), len(nulls), pages)
+	}
+	for i := range pages {
+		if !nulls[i] && (len(mins[i]) == 0 || len(maxs[i]) == 0) {
+			t.Errorf("row group %d, %s: page %d without bounds in the column index", g, col, i)
+		}
 	}
 }

@@ -40,11 +40,11 @@ type Options struct {
 	TargetFileSize int64
 	// ZstdLevel is the zstd compression level of the data files.
 	ZstdLevel int
-	// BloomBytes is the size of each bloom filter, per column and row
-	// group. The writer allocates it whole and keeps every row group's
-	// filters in memory until the file is closed; 32 KiB hold about 27,000
-	// distinct market locations at a 1% false positive rate, far more than
-	// a row group of readings in key order has.
+	// BloomBytes is the largest a bloom filter may grow, per column and
+	// row group. A filter takes the smallest power of two from 2 KiB up
+	// that holds the row group's distinct values at a 1% false positive
+	// rate; 32 KiB hold about 27,000 distinct market locations, far more
+	// than a row group of readings in key order has.
 	BloomBytes int
 	// BatchRows is the number of readings per Arrow batch when writing and
 	// scanning: with the row group, it bounds the memory of a stream.
