@@ -159,6 +159,6 @@ func month(us arrow.Timestamp) int32 {
 // iceberg.StructLike for PartitionSpec.PartitionToPath.
 type partitionValues []any
 
-func (v partitionValues) Size() int         { return len(v) }
-func (v partitionValues) Get(i int) any     { return v[i] }
-func (v partitionValues) Set(i int, x any)  { v[i] = x }
+func (v partitionValues) Size() int        { return len(v) }
+func (v partitionValues) Get(i int) any    { return v[i] }
+func (v partitionValues) Set(i int, x any) { v[i] = x }
