@@ -23,7 +23,10 @@ import (
 //     not allocated whole at the maximum size: a file of a few meters gets
 //     a filter of a few bytes;
 //   - the dictionary dropped where it costs more than it saves, as
-//     Iceberg's Java writer does.
+//     Iceberg's Java writer does;
+//   - no Arrow schema in the footer: an Iceberg reader takes the types
+//     from the table's schema by field id, so it bought nothing in every
+//     file.
 type fileProperties struct {
 	arrow         *arrow.Schema
 	parquet       *parquet.WriterProperties
@@ -84,7 +87,7 @@ func newFileProperties(props iceberg.Properties, asc *arrow.Schema) (filePropert
 	return fileProperties{
 		arrow:         asc,
 		parquet:       parquet.NewWriterProperties(wp...),
-		arrowProps:    pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator), pqarrow.WithStoreSchema()),
+		arrowProps:    pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)),
 		rowGroupBytes: get(table.ParquetRowGroupSizeBytesKey, 128<<20),
 		targetSize:    get(table.WriteTargetFileSizeBytesKey, 512<<20),
 	}, nil

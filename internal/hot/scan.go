@@ -48,8 +48,8 @@ func (h *Tier) Scan(ctx context.Context, t *series.Table, q series.Range, fn fun
 }
 
 // ScanPartition calls fn with the readings of one partition of t, attached
-// or detached, chunk at a time in primary key order, through a cursor in a
-// read-only snapshot: memory holds two chunks however large the partition,
+// or detached, chunk at a time in primary key order, in a read-only
+// snapshot: memory holds two chunks however large the partition,
 // the one fn has and the one read meanwhile. fn must not keep the slice.
 // It is how a detached partition, which Scan no longer sees, is read for
 // archival.
@@ -72,28 +72,33 @@ func (h *Tier) ScanPartition(ctx context.Context, t *series.Table, p Partition, 
 		return classify(op, t.Name, err)
 	}
 	sql := `SELECT ` + strings.Join(selectList(t), ", ") + ` FROM ` + lay.natural(h, t, h.ident(p.Name)) + ` n ORDER BY ` + keyList(t, true)
-	if _, err := tx.Exec(ctx, `DECLARE meterstore_partition NO SCROLL CURSOR FOR `+sql); err != nil {
+	// One statement whose rows stream as the server makes them, not a
+	// cursor: PostgreSQL runs a FETCH to completion before it sends the
+	// first row, so the server and this side would take turns.
+	// The primary key's index gives the rows in key order as they are
+	// read; a sort would read the whole partition before the first row
+	// leaves the server, with this side idle meanwhile.
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_sort = off`); err != nil {
 		return classify(op, t.Name, err)
 	}
-	fetch := fmt.Sprintf(`FETCH FORWARD %d FROM meterstore_partition`, chunk)
+	rows, err := tx.Query(ctx, sql)
+	if err != nil {
+		return classify(op, t.Name, err)
+	}
+	defer rows.Close()
 	d := newDecoder(t)
 	return prefetch(chunk, fn, func(buf []series.Reading) ([]series.Reading, error) {
-		// FETCH's result columns are the cursor's, not the statement
-		// text's: a description cached for one table's cursor would decode
-		// another's, so describe it every time.
-		rows, err := tx.Query(ctx, fetch, pgx.QueryExecModeDescribeExec)
-		if err != nil {
-			return buf, classify(op, t.Name, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
+		for len(buf) < chunk && rows.Next() {
 			r, err := d.decode(op, rows)
 			if err != nil {
 				return buf, err
 			}
 			buf = append(buf, r)
 		}
-		return buf, classify(op, t.Name, rows.Err())
+		if len(buf) < chunk {
+			return buf, classify(op, t.Name, rows.Err())
+		}
+		return buf, nil
 	})
 }
 
