@@ -34,7 +34,7 @@ type encoder struct {
 	order      *keyOrder // with mark
 	superseded bool      // of the reading being appended
 
-	// The stream runs on a goroutine of iceberg-go's writer.
+	// The stream runs on a goroutine of its own (see writeFiles).
 	mu   sync.Mutex
 	rows int64 // readings the stream encoded, once it ended
 	err  error // the error that ended the stream, as the caller should see it

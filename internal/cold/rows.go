@@ -9,7 +9,7 @@ import (
 )
 
 // Rows is a stream of readings. The Tier ranges over it once, possibly on
-// a goroutine of iceberg-go's writer, and stops at the first error. A push
+// a goroutine of the Tier's writer, and stops at the first error. A push
 // iterator lets a source such as the hot tier's Scan stream rows from a
 // server without holding them.
 type Rows = iter.Seq2[series.Reading, error]

@@ -141,8 +141,7 @@ const (
 // buys something: a file's malo_id spans many market locations, and a
 // superseded file holds few of those in its min/max range. obis_code has
 // none: a table's files hold one or a few codes, which the column's
-// statistics already prune, and iceberg-go's writer allocates every filter
-// whole (BloomBytes a row group), whatever the distinct count.
+// statistics already prune.
 var bloomColumns = []string{"malo_id"}
 
 // droppedProperties are properties the Tier once set and now removes:
