@@ -24,7 +24,6 @@ import (
 //     a filter of a few bytes;
 //   - the dictionary dropped where it costs more than it saves, as
 //     Iceberg's Java writer does;
-//   - malo_id delta-encoded, not dictionary-encoded (see columnEncodings);
 //   - no Arrow schema in the footer: an Iceberg reader takes the types
 //     from the table's schema by field id, so it bought nothing in every
 //     file.
@@ -68,10 +67,6 @@ func newFileProperties(props iceberg.Properties, asc *arrow.Schema) (filePropert
 	}
 	for _, f := range asc.Fields() {
 		// A flat schema: the column path is the field's name.
-		if enc, ok := columnEncodings[f.Name]; ok {
-			wp = append(wp, parquet.WithDictionaryFor(f.Name, false), parquet.WithEncodingFor(f.Name, enc))
-			continue
-		}
 		wp = append(wp, parquet.WithDictionaryCostFallbackFor(f.Name, true))
 	}
 	// Candidates from the maximum size down to 2 KiB, halving: arrow-go
@@ -111,15 +106,4 @@ func compression(name string) (compress.Compression, error) {
 		return compress.Codecs.Uncompressed, nil
 	}
 	return compress.Codecs.Uncompressed, fmt.Errorf("table property %s=%q: not a codec the Tier writes", table.ParquetCompressionKey, name)
-}
-
-// columnEncodings are the columns written without a dictionary, and how,
-// chosen by measurement (docs/benchmarks.md): malo_id, in key order, takes
-// 0.006 B a reading as DELTA_BYTE_ARRAY against 0.028 with a dictionary,
-// and spares the writer a hash lookup, and an allocation, per value. The
-// columns of a few values a file keep their dictionaries: written plain
-// they cost more (quality 0.08 against 0.03) or, the constant ones, as
-// much but with larger page buffers.
-var columnEncodings = map[string]parquet.Encoding{
-	"malo_id": parquet.Encodings.DeltaByteArray,
 }
