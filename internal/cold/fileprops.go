@@ -27,6 +27,11 @@ import (
 //   - no Arrow schema in the footer: an Iceberg reader takes the types
 //     from the table's schema by field id, so it bought nothing in every
 //     file.
+//
+// malo_id keeps its dictionary although DELTA_BYTE_ARRAY stores it in a
+// fifth of the bytes (0.006 B a reading against 0.028): DuckDB filters a
+// dictionary-encoded column on the dictionary, and on the delta-encoded one
+// bench query's point and month reads took two to three times as long.
 type fileProperties struct {
 	arrow         *arrow.Schema
 	parquet       *parquet.WriterProperties
