@@ -305,6 +305,13 @@ func (c *apiClient) storedCounts(ctx context.Context, table string) (map[reading
 func checkStored(t *testing.T, c *apiClient, l *ledger, table string) {
 	t.Helper()
 	got, err := c.storedCounts(t.Context(), table)
+	// A window the archiver has detached and not yet committed makes the
+	// server answer 503 "unavailable", which a client retries: the
+	// archiver may still be at work when the test asks.
+	for deadline := time.Now().Add(time.Minute); err != nil && strings.Contains(err.Error(), `"code":"unavailable"`) && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		got, err = c.storedCounts(t.Context(), table)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

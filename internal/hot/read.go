@@ -66,7 +66,10 @@ func (s *Snapshot) Read(ctx context.Context, t *series.Table, q series.Range) (*
 	}
 	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
 WHERE i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass AND NOT i.inhdetachpending`
+	// s.conns grows as connections join the snapshot (acquire).
+	s.mu.Lock()
 	holder := s.conns[0]
+	s.mu.Unlock()
 	holder.mu.Lock()
 	res, err := holder.c.Conn().PgConn().Exec(ctx, sql).ReadAll()
 	holder.mu.Unlock()
