@@ -199,6 +199,7 @@ func (e *encoder) batches(rows Rows, check func(*series.Reading) string) iter.Se
 		var counts [2]int
 		for i := range builders {
 			builders[i] = array.NewRecordBuilder(memory.DefaultAllocator, e.schema)
+			builders[i].Reserve(e.batch)
 			defer builders[i].Release()
 		}
 		written := 0
@@ -220,7 +221,7 @@ func (e *encoder) batches(rows Rows, check func(*series.Reading) string) iter.Se
 			written++
 			if counts[k]++; counts[k] == e.batch {
 				counts[k] = 0
-				return yield(b.NewRecordBatch(), nil)
+				return yield(newBatch(b, e.batch), nil)
 			}
 			return true
 		}
@@ -275,4 +276,26 @@ func (e *encoder) batches(rows Rows, check func(*series.Reading) string) iter.Se
 			}
 		}
 	}
+}
+
+// newBatch returns the batch built in b and makes b ready for the next one
+// of n rows: its buffers are allocated at the size the finished batch
+// needed, text included, rather than grown by doubling from nothing for
+// every batch. On an archival window that growth was a sixth of the
+// allocated bytes.
+func newBatch(b *array.RecordBuilder, n int) arrow.RecordBatch {
+	data := make([]int, len(b.Fields()))
+	for i, f := range b.Fields() {
+		if s, ok := f.(*array.StringBuilder); ok {
+			data[i] = s.DataLen()
+		}
+	}
+	rec := b.NewRecordBatch()
+	b.Reserve(n)
+	for i, f := range b.Fields() {
+		if s, ok := f.(*array.StringBuilder); ok {
+			s.ReserveData(data[i])
+		}
+	}
+	return rec
 }
