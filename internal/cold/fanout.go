@@ -149,7 +149,11 @@ func (f *fanout) writer(r run) (*dataWriter, error) {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	count := &countingWriter{w: out}
-	pw, err := pqarrow.NewFileWriter(f.file.arrow, count, f.file.parquet, f.file.arrowProps)
+	props := f.file.parquet
+	if r.superseded {
+		props = f.file.superseded
+	}
+	pw, err := pqarrow.NewFileWriter(f.file.arrow, count, props, f.file.arrowProps)
 	if err != nil {
 		out.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)

@@ -2,6 +2,7 @@ package cold
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet"
@@ -171,5 +172,53 @@ func checkPageStatistics(t *testing.T, rdr *file.Reader, g, c int, col string) {
 		if !nulls[i] && (len(mins[i]) == 0 || len(maxs[i]) == 0) {
 			t.Errorf("row group %d, %s: page %d without bounds in the column index", g, col, i)
 		}
+	}
+}
+
+// TestSupersededPages checks that the files of superseded versions are
+// written in smaller pages than the current ones: a page's values are held
+// in memory until it is full, in every file open at once, and the
+// superseded file holds a few percent of a window's rows.
+func TestSupersededPages(t *testing.T) {
+	e := newEnv(t, Options{})
+	h := e.ensure(t, loadProfile("power"))
+	// Two versions of every quarter hour: as many superseded rows as
+	// current ones, more than the largest write batch several times over.
+	var rows []series.Reading
+	for i := range 25 {
+		for _, r := range quarterHours(i, jan2026, 31*96) {
+			fix := r
+			fix.Version += 100
+			fix.Value++
+			rows = append(rows, r, fix)
+		}
+	}
+	e.archive(t, h, jan2026, feb2026, rows)
+
+	pages := map[bool]int{} // superseded -> data pages of value
+	for _, name := range e.files(t, ".parquet") {
+		rdr, err := file.OpenParquetFile(filepath.Join(e.dir, name), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		superseded := strings.Contains(name, "superseded=true")
+		c := rdr.MetaData().Schema.ColumnIndexByName("value")
+		for g := range rdr.NumRowGroups() {
+			rg, err := rdr.GetPageIndexReader().RowGroup(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			oi, err := rg.GetOffsetIndex(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages[superseded] += len(oi.GetPageLocations())
+		}
+		rdr.Close()
+	}
+	// 74,400 values of 8 bytes: one page of 1 MiB, or a page per write
+	// batch of 20,000 values at an eighth of it.
+	if pages[false] != 1 || pages[true] < 4 {
+		t.Errorf("value column: %d pages in the current file, %d in the superseded one; want 1 and at least 4", pages[false], pages[true])
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
+
+	"github.com/meterstore/meterstore/series"
 )
 
 // A partitioner finds the partitions of the rows of Arrow record batches,
@@ -19,16 +21,19 @@ type partitioner struct {
 }
 
 type partField struct {
-	col   int  // in the batches' schema
-	month bool // month(col), or else identity(col)
+	col        int  // in the batches' schema
+	month      bool // month(col), or else identity(col)
+	superseded bool // identity of the superseded mark
 }
 
 // A run is rows [start, end) of a batch that share a partition: its key,
 // and its values in spec order (nil for null), for the file's path.
+// superseded says the partition holds superseded versions only.
 type run struct {
 	start, end int
 	key        string
 	values     partitionValues
+	superseded bool
 }
 
 func newPartitioner(spec iceberg.PartitionSpec, sc *iceberg.Schema, asc *arrow.Schema) (*partitioner, error) {
@@ -56,6 +61,7 @@ func newPartitioner(spec iceberg.PartitionSpec, sc *iceberg.Schema, asc *arrow.S
 			default:
 				return nil, fmt.Errorf("partition field %s: identity of %s", f.Name, typ)
 			}
+			pf.superseded = src.Name == series.ColumnSuperseded
 		default:
 			return nil, fmt.Errorf("partition field %s: transform %s is not one the Tier writes", f.Name, f.Transform)
 		}
@@ -142,6 +148,7 @@ func (p *partitioner) run(b arrow.RecordBatch, start, end int) run {
 		case *array.Boolean:
 			r.values[k] = a.Value(start)
 			key.WriteString(strconv.FormatBool(a.Value(start)))
+			r.superseded = r.superseded || f.superseded && a.Value(start)
 		}
 	}
 	r.key = key.String()
