@@ -9,11 +9,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meterstore/meterstore/internal/parquetzstd"
 	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/metering"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// TestMain runs the tests with the zstd codec main registers, so that the
+// files the tests write, and the foreign engines read, are the command's.
+func TestMain(m *testing.M) {
+	if err := parquetzstd.Register(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pgtest.Main(m)
+}
 
 // run executes the command line in this process and returns its output
 // and exit status.

@@ -10,9 +10,18 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/meterstore/meterstore/internal/parquetzstd"
 )
 
 func main() {
+	// Before any Parquet file is written or read: arrow-go's own zstd
+	// codec allocates an 8 MiB history per page compressed after a
+	// garbage collection (see parquetzstd).
+	if err := parquetzstd.Register(); err != nil {
+		fmt.Fprintln(os.Stderr, "meterstore:", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newRoot().ExecuteContext(ctx)
