@@ -14,6 +14,7 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/klauspost/compress/huff0"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -27,7 +28,14 @@ const idle = 4
 // Codec is the zstd codec. The zero value is not usable; see New.
 type Codec struct {
 	dec  *zstd.Decoder
-	free map[zstd.EncoderLevel]chan *zstd.Encoder
+	free map[zstd.EncoderLevel]chan *encoder
+}
+
+// An encoder compresses one page at a time.
+type encoder struct {
+	zstd *zstd.Encoder
+	huff huff0.Scratch
+	buf  []byte
 }
 
 // New returns a codec.
@@ -36,9 +44,9 @@ func New() (*Codec, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Codec{dec: dec, free: map[zstd.EncoderLevel]chan *zstd.Encoder{}}
+	c := &Codec{dec: dec, free: map[zstd.EncoderLevel]chan *encoder{}}
 	for l := zstd.SpeedFastest; l <= zstd.SpeedBestCompression; l++ {
-		c.free[l] = make(chan *zstd.Encoder, idle)
+		c.free[l] = make(chan *encoder, idle)
 	}
 	return c, nil
 }
@@ -64,22 +72,22 @@ func level(l int) zstd.EncoderLevel {
 	return zstd.EncoderLevelFromZstd(l)
 }
 
-func (c *Codec) encoder(l zstd.EncoderLevel) *zstd.Encoder {
+func (c *Codec) encoder(l zstd.EncoderLevel) *encoder {
 	select {
 	case e := <-c.free[l]:
 		return e
 	default:
 	}
 	// The options are arrow-go's, but for the window.
-	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(l), zstd.WithWindowSize(window), zstd.WithEncoderConcurrency(1),
+	z, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(l), zstd.WithWindowSize(window), zstd.WithEncoderConcurrency(1),
 		zstd.WithZeroFrames(true), zstd.WithAllLitEntropyCompression(true))
 	if err != nil {
 		panic(err) // only for invalid options, which these are not
 	}
-	return e
+	return &encoder{zstd: z}
 }
 
-func (c *Codec) release(l zstd.EncoderLevel, e *zstd.Encoder) {
+func (c *Codec) release(l zstd.EncoderLevel, e *encoder) {
 	select {
 	case c.free[l] <- e:
 	default:
@@ -91,12 +99,22 @@ func (c *Codec) Encode(dst, src []byte) []byte {
 	return c.EncodeLevel(dst, src, compress.DefaultCompressionLevel)
 }
 
-// EncodeLevel compresses src at level, appending to dst[:0].
+// EncodeLevel compresses src at level, appending to dst[:0]. Where zstd
+// found little to match, the page is also written as Huffman-coded
+// literals alone (see literalFrame), and the smaller frame is returned.
 func (c *Codec) EncodeLevel(dst, src []byte, lvl int) []byte {
 	l := level(lvl)
 	e := c.encoder(l)
 	defer c.release(l, e)
-	return e.EncodeAll(src, dst[:0])
+	out := e.zstd.EncodeAll(src, dst[:0])
+	if len(src) < 1<<10 || len(out) < len(src)-len(src)>>5 {
+		return out
+	}
+	e.buf = literalFrame(e.buf[:0], src, &e.huff)
+	if len(e.buf) < len(out) {
+		out = append(out[:0], e.buf...)
+	}
+	return out
 }
 
 // CompressBound returns the largest compressed size of n bytes, as zstd
