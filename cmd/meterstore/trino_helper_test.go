@@ -271,9 +271,10 @@ func (s *trinoServer) mustQuery(t *testing.T, limit time.Duration, sql string) t
 	res, err := s.query(ctx, trinoCatalog, "meterstore", sql)
 	// A coordinator that lists itself as an active node may still lack the
 	// catalog's node assignment for a few seconds after start (seen under
-	// load in CI): the statement then fails before it reads anything, and
-	// is sent again until the limit.
-	for err != nil && strings.Contains(err.Error(), "NO_NODES_AVAILABLE") && ctx.Err() == nil {
+	// load in CI): the statement then fails before it reads anything, as
+	// NO_NODES_AVAILABLE or as GENERIC_INTERNAL_ERROR "No nodes available",
+	// and is sent again until the limit.
+	for err != nil && noNodes(err) && ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
@@ -284,6 +285,12 @@ func (s *trinoServer) mustQuery(t *testing.T, limit time.Duration, sql string) t
 		t.Fatalf("trino: %s: %v\n%s", sql, err, s.logTail())
 	}
 	return res
+}
+
+// noNodes reports whether Trino refused a statement for want of a node.
+func noNodes(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "NO_NODES_AVAILABLE") || strings.Contains(strings.ToLower(msg), "no nodes available")
 }
 
 // cli runs sql with Trino's command-line client (CSV output, as a user
