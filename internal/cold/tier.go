@@ -11,6 +11,7 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/internal/parquetzstd"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
@@ -75,10 +76,16 @@ type Tier struct {
 // commit check of its own (catalog.Guarded) is guarded with WatermarkCheck,
 // so that every commit of the Tier, and every retry iceberg-go replays onto
 // a newer base, is checked against the snapshot it replaces, whatever the
-// catalog type.
+// catalog type. The first New of a process registers the zstd codec of
+// parquetzstd with arrow-go, for every reader and writer of Parquet.
 func New(cat icecatalog.Catalog, opts Options) (*Tier, error) {
 	if cat == nil {
 		return nil, errors.New("cold: a catalog is required")
+	}
+	// A program that uses the store library writes the files meterstore
+	// does, and its memory holds no 8 MiB histories (see parquetzstd).
+	if err := parquetzstd.Register(); err != nil {
+		return nil, fmt.Errorf("cold: %w", err)
 	}
 	if !catalog.Guarded(cat) {
 		cat = catalog.Guard(cat, WatermarkCheck())

@@ -11,7 +11,9 @@
 package parquetzstd
 
 import (
+	"fmt"
 	"io"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/klauspost/compress/huff0"
@@ -51,17 +53,21 @@ func New() (*Codec, error) {
 	return c, nil
 }
 
-// Register makes a new codec arrow-go's codec for zstd, in readers and
-// writers alike. Call it once, before any Parquet file is read or written:
-// arrow-go's registry is not safe for concurrent use.
-func Register() error {
+// Register makes a codec of this package arrow-go's codec for zstd, in
+// readers and writers alike, once per process: later calls only return
+// the first one's error. arrow-go's registry is not safe for concurrent
+// use, so the first call must come before any Parquet file is read or
+// written on another goroutine; cold.New makes it.
+func Register() error { return register() }
+
+var register = sync.OnceValue(func() error {
 	c, err := New()
 	if err != nil {
-		return err
+		return fmt.Errorf("parquetzstd: %w", err)
 	}
 	compress.RegisterCodec(compress.Codecs.Zstd, c)
 	return nil
-}
+})
 
 // level returns the encoder level of a Parquet compression level, as
 // arrow-go's codec maps it.

@@ -105,6 +105,29 @@ func TestEncodersOutliveCollection(t *testing.T) {
 	}
 }
 
+// TestRegisterOnce checks that a second Register keeps the codec the first
+// one registered: readers and writers that already hold it share its
+// encoders with those that look it up later.
+func TestRegisterOnce(t *testing.T) {
+	if err := Register(); err != nil {
+		t.Fatal(err)
+	}
+	first, err := compress.GetCodec(compress.Codecs.Zstd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := compress.GetCodec(compress.Codecs.Zstd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first != again {
+		t.Errorf("a second Register replaced the codec: %p, then %p", first, again)
+	}
+}
+
 // TestParquet writes a Parquet file compressed by the registered codec and
 // reads it back.
 func TestParquet(t *testing.T) {
