@@ -65,7 +65,7 @@ func TestTemplateIsDefault(t *testing.T) {
 		Warehouse:   Warehouse{URL: "file:///srv/ms/meterstore-data/warehouse", Namespace: "meterstore"},
 		Catalog:     Catalog{Type: "log", Log: "postgres", Isolation: postgres.ReadCommitted},
 		Hot:         Hot{DDLLockTimeout: 3 * time.Second, AcceptAhead: 7 * day},
-		Archive:     Archive{SettlementLag: 45 * day, Step: day, MaxWindowsPerCycle: 31, ReaderGrace: time.Hour, ChunkRows: 10000},
+		Archive:     Archive{SettlementLag: 45 * day, Step: day, MaxWindowsPerCycle: 31, ReaderGrace: time.Hour, ChunkRows: 4096},
 		Cold:        Cold{RowGroupRows: 1 << 20, RowGroupBytes: 64 << 20, TargetFileSize: 256 << 20, ZstdLevel: 3, BloomBytes: 32 << 10, BatchRows: 8192},
 		Maintenance: Maintenance{Interval: 15 * time.Minute, SnapshotRetention: 3653 * day, MinSnapshots: 100, RemoveOrphansAfter: 3 * day, MaxClockSkew: day, Compact: true, CompactManifests: 16, CompactSmallFiles: 8},
 		Retention:   RetentionPolicy{LegalBasis: "§ 60 Abs. 6 MsbG", Actor: "retention-job"},

@@ -35,7 +35,7 @@ const (
 	defaultCacheDir          = "cache" // under data_dir
 	defaultHeadroom          = 7 * day
 	defaultMaxWindows        = 31
-	defaultChunkRows         = 10_000
+	defaultChunkRows         = 4_096
 	defaultRowGroupRows      = 1 << 20
 	defaultRowGroupBytes     = 64 << 20
 	defaultTargetFileSize    = 256 << 20

@@ -12,7 +12,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultMaxWindowsPerCycle = 31
-	DefaultChunkRows          = 10_000
+	DefaultChunkRows          = 4_096
 )
 
 // day is the width of a daily partition, the narrowest there is.
