@@ -109,8 +109,9 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 	)
 	for _, s := range streams {
 		// Every partition touched keeps a file, with its buffered row
-		// group, open to the end: superseded versions interleave with the
-		// current ones, so no write is clustered by partition.
+		// group, open until its month is passed or the stream ends:
+		// superseded versions interleave with the current ones, so no
+		// write is clustered by partition.
 		written, err := writeFiles(ctx, wt, rec, s)
 		if err != nil {
 			if s.enc != nil {

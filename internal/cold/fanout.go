@@ -36,14 +36,25 @@ type fanout struct {
 	open   map[string]*dataWriter
 	order  []string // keys of open, in the order they were opened
 	done   []iceberg.DataFile
+
+	// inOrder says the rows come month after month, as an archival and a
+	// re-marking write them: the files of a month the rows have passed are
+	// finished then, not at the end, so that a window across a month's end
+	// holds the buffered row groups and column dictionaries of one month's
+	// files, not of every month it touched.
+	inOrder bool
+	month   int32 // the latest month of the rows, once seen
+	seen    bool
 }
 
 // A dataWriter writes one data file.
 type dataWriter struct {
-	path  string
-	out   io.WriteCloser
-	count *countingWriter
-	pw    *pqarrow.FileWriter
+	path     string
+	out      io.WriteCloser
+	count    *countingWriter
+	pw       *pqarrow.FileWriter
+	month    int32 // of the partition, if the spec has a month field
+	hasMonth bool
 }
 
 // newFanout returns a fanout for batches of arrow schema asc onto ice, whose
@@ -73,6 +84,9 @@ func newFanout(ctx context.Context, ice *table.Table, fs icebergio.WriteFileIO, 
 // add writes the rows of b to the files of their partitions.
 func (f *fanout) add(b arrow.RecordBatch) error {
 	for _, r := range f.parts.runs(b) {
+		if err := f.pass(r); err != nil {
+			return err
+		}
 		w, err := f.writer(r)
 		if err != nil {
 			return err
@@ -158,7 +172,7 @@ func (f *fanout) writer(r run) (*dataWriter, error) {
 		out.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	w := &dataWriter{path: path, out: out, count: count, pw: pw}
+	w := &dataWriter{path: path, out: out, count: count, pw: pw, month: r.month, hasMonth: r.hasMonth}
 	f.open[r.key] = w
 	f.order = append(f.order, r.key)
 	return w, nil
@@ -178,6 +192,24 @@ func (f *fanout) finish(key string) error {
 		return fmt.Errorf("data file %s: %w", w.path, err)
 	}
 	f.done = append(f.done, df)
+	return nil
+}
+
+// pass finishes the open files of months before r's, if the rows come in
+// order: no later row falls in them. Rows that did would only open another
+// file of their partition.
+func (f *fanout) pass(r run) error {
+	if !f.inOrder || !r.hasMonth || f.seen && r.month <= f.month {
+		return nil
+	}
+	f.month, f.seen = r.month, true
+	for _, key := range f.order {
+		if w, ok := f.open[key]; ok && w.hasMonth && w.month < r.month {
+			if err := f.finish(key); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -268,6 +300,7 @@ func writeFiles(ctx context.Context, ice *table.Table, fs icebergio.WriteFileIO,
 	if err != nil {
 		return nil, err
 	}
+	f.inOrder = s.enc != nil && s.enc.order != nil // checked by keyOrder as they come
 	defer func() {
 		if err != nil {
 			f.abort()

@@ -28,12 +28,15 @@ type partField struct {
 
 // A run is rows [start, end) of a batch that share a partition: its key,
 // and its values in spec order (nil for null), for the file's path.
-// superseded says the partition holds superseded versions only.
+// superseded says the partition holds superseded versions only; month is
+// the value of the spec's month field, if it has one (hasMonth).
 type run struct {
 	start, end int
 	key        string
 	values     partitionValues
 	superseded bool
+	month      int32
+	hasMonth   bool
 }
 
 func newPartitioner(spec iceberg.PartitionSpec, sc *iceberg.Schema, asc *arrow.Schema) (*partitioner, error) {
@@ -138,6 +141,9 @@ func (p *partitioner) run(b arrow.RecordBatch, start, end int) run {
 		case *array.Timestamp:
 			m := month(a.Value(start))
 			r.values[k] = m
+			if f.month && !r.hasMonth {
+				r.month, r.hasMonth = m, true
+			}
 			key.WriteString(strconv.Itoa(int(m)))
 		case *array.String:
 			r.values[k] = a.Value(start)
