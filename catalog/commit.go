@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"strconv"
 
@@ -97,7 +98,7 @@ func (c *Catalog) CommitTable(ctx context.Context, ident table.Identifier, reqs 
 		expected = h.Seq
 	}
 	if ok && !h.Dropped {
-		t, err := c.open(ctx, ident, h.MetadataLocation)
+		t, err := c.open(ctx, ident, h)
 		if err != nil {
 			return nil, "", err
 		}
@@ -285,28 +286,65 @@ func (c *Catalog) LoadTable(ctx context.Context, ident table.Identifier) (*table
 	if err != nil {
 		return nil, err
 	}
-	return c.open(ctx, ident, h.MetadataLocation)
+	return c.open(ctx, ident, h)
 }
 
-// open returns the table whose metadata file is at loc, parsed once. A
-// file parsed before must still be there with the size it had: a lost or
+// open returns the table whose metadata file commit cm names, parsed once.
+// A file parsed before must still be there with the size it had: a lost or
 // overwritten metadata file is read again, and fails the load as it would
-// without the cache.
-func (c *Catalog) open(ctx context.Context, ident table.Identifier, loc string) (*table.Table, error) {
+// without the cache. A file read whose SHA-256 is not the one cm recorded
+// is a *MetadataAlteredError: nothing it says is used.
+func (c *Catalog) open(ctx context.Context, ident table.Identifier, cm Commit) (*table.Table, error) {
+	loc := cm.MetadataLocation
 	fsF := icebergio.LoadFSFunc(c.wh.Props, loc)
 	size := sizeOf(ctx, fsF, loc)
 	if meta, ok := c.metas.get(loc, size); ok {
 		return table.New(ident, meta, loc, fsF, c), nil
 	}
-	t, err := table.NewFromLocation(ctx, ident, loc, fsF, c)
+	if cm.MetadataSHA256 == "" {
+		// Written before the log recorded digests.
+		t, err := table.NewFromLocation(ctx, ident, loc, fsF, c)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: load %s: %w", loc, err)
+		}
+		if size >= 0 {
+			c.metas.put(loc, size, t.Metadata())
+		}
+		return t, nil
+	}
+	data, err := readAll(ctx, fsF, loc)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: load %s: %w", loc, err)
 	}
-	if size >= 0 {
-		c.metas.put(loc, size, t.Metadata())
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != cm.MetadataSHA256 {
+		return nil, &MetadataAlteredError{Location: loc, Want: cm.MetadataSHA256, Got: got}
 	}
-	return t, nil
+	meta, err := table.ParseMetadataBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: load %s: %w", loc, err)
+	}
+	c.metas.put(loc, int64(len(data)), meta)
+	return table.New(ident, meta, loc, fsF, c), nil
 }
+
+// readAll returns the bytes of the file at loc.
+func readAll(ctx context.Context, fsF table.FSysF, loc string) ([]byte, error) {
+	fs, err := fsF(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f, err := fs.Open(loc)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxMetadataBytes+1))
+}
+
+// maxMetadataBytes bounds a metadata file read whole: far beyond what a
+// decade of daily commits with snapshot expiry writes.
+const maxMetadataBytes = 256 << 20
 
 // sizeOf returns the size of the file at loc, -1 if it cannot be told.
 func sizeOf(ctx context.Context, fsF table.FSysF, loc string) int64 {

@@ -117,7 +117,7 @@ func (c *Catalog) LoadTableAt(ctx context.Context, ident table.Identifier, seq i
 	if cm.Dropped {
 		return nil, fmt.Errorf("%w: %s.%s was dropped at commit %d", icecatalog.ErrNoSuchTable, ns, name, seq)
 	}
-	return c.open(ctx, ident, cm.MetadataLocation)
+	return c.open(ctx, ident, cm)
 }
 
 var (

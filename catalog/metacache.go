@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 )
@@ -11,10 +12,17 @@ import (
 // read of a table loads its current one.
 const metaCacheSize = 32
 
+// metaMaxAge is how long a parsed metadata file is used before it is read
+// and checked against its log entry again: how long a long-running process
+// may go on answering from a metadata file after it was altered in place
+// with its size kept, before it refuses the table.
+const metaMaxAge = 5 * time.Minute
+
 // A metaCache keeps parsed metadata files by location, with their size. A
 // metadata file is written once and never changed (PutIfAbsent), so what
 // was parsed from a location stays right; only the log says which location
-// is current. The size guards against a file damaged in place.
+// is current. The size guards against a file damaged in place, the age
+// (metaMaxAge) against one altered in place with its size kept.
 type metaCache struct {
 	mu    sync.Mutex
 	metas map[string]parsed
@@ -24,6 +32,7 @@ type metaCache struct {
 type parsed struct {
 	size int64
 	meta table.Metadata
+	at   time.Time // when it was read: the wall clock, for its age only
 }
 
 // get returns the metadata parsed from loc when its file had size bytes.
@@ -31,7 +40,7 @@ func (m *metaCache) get(loc string, size int64) (table.Metadata, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, ok := m.metas[loc]
-	if !ok || p.size != size || size < 0 {
+	if !ok || p.size != size || size < 0 || time.Since(p.at) >= metaMaxAge {
 		return nil, false
 	}
 	return p.meta, true
@@ -46,7 +55,7 @@ func (m *metaCache) put(loc string, size int64, meta table.Metadata) {
 	if _, ok := m.metas[loc]; !ok {
 		m.order = append(m.order, loc)
 	}
-	m.metas[loc] = parsed{size: size, meta: meta}
+	m.metas[loc] = parsed{size: size, meta: meta, at: time.Now()}
 	if len(m.order) > metaCacheSize {
 		delete(m.metas, m.order[0])
 		m.order = m.order[1:]

@@ -2,8 +2,6 @@ package catalog
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -44,17 +42,12 @@ func (c *Catalog) VerifyMetadata(ctx context.Context, ident table.Identifier) (o
 	if h.MetadataSHA256 == "" {
 		return false, nil
 	}
-	key, err := c.wh.Key(h.MetadataLocation)
-	if err != nil {
-		return false, err
-	}
-	data, err := c.wh.Bucket.Get(ctx, key)
-	if err != nil {
+	if _, err := c.commitData(ctx, h); err != nil {
+		var me *MetadataAlteredError
+		if errors.As(err, &me) {
+			return false, err
+		}
 		return false, fmt.Errorf("catalog: verify the metadata of %v: %w", ident, err)
-	}
-	sum := sha256.Sum256(data)
-	if got := hex.EncodeToString(sum[:]); got != h.MetadataSHA256 {
-		return false, &MetadataAlteredError{Location: h.MetadataLocation, Want: h.MetadataSHA256, Got: got}
 	}
 	return true, nil
 }

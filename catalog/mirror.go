@@ -3,6 +3,8 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -118,7 +120,7 @@ func (c *Catalog) checkMirror(ctx context.Context, ident table.Identifier, deep 
 
 // mirrorDir returns the warehouse key of a table's metadata directory.
 func (c *Catalog) mirrorDir(ctx context.Context, ident table.Identifier, h Commit) (string, error) {
-	t, err := c.open(ctx, ident, h.MetadataLocation)
+	t, err := c.open(ctx, ident, h)
 	if err != nil {
 		return "", err
 	}
@@ -173,9 +175,12 @@ func (c *Catalog) forksIn(ctx context.Context, ident table.Identifier, dir strin
 		forks = append(forks, f)
 	}
 	// ours returns whether the file under key is the mirror of version n,
-	// and known=false when the log no longer holds entry n-1.
+	// and known=false when the log no longer holds entry n-1. Where the
+	// log recorded the metadata's SHA-256, the mirror is compared with it,
+	// not with the committed file: an altered committed file is tampering,
+	// which VerifyMetadata reports, not a foreign commit in the mirror.
 	ours := func(key string, n int64) (same, known bool, err error) {
-		want, found, err := c.versionData(ctx, ns, name, n)
+		cm, found, err := c.version(ctx, ns, name, n)
 		if err != nil || !found {
 			return false, false, err
 		}
@@ -186,7 +191,18 @@ func (c *Catalog) forksIn(ctx context.Context, ident table.Identifier, dir strin
 		if err != nil {
 			return false, false, err
 		}
-		return want != nil && bytes.Equal(got, want), true, nil
+		if cm.Dropped {
+			return false, true, nil
+		}
+		if cm.MetadataSHA256 != "" {
+			sum := sha256.Sum256(got)
+			return hex.EncodeToString(sum[:]) == cm.MetadataSHA256, true, nil
+		}
+		want, err := c.commitData(ctx, cm)
+		if err != nil {
+			return false, false, err
+		}
+		return bytes.Equal(got, want), true, nil
 	}
 	for _, f := range files {
 		switch {
@@ -301,32 +317,52 @@ func (c *Catalog) mirrorFiles(ctx context.Context, dir string) ([]mirrorFile, er
 	return out, nil
 }
 
-// versionData returns the metadata of log entry n-1 (version n); found is
-// false when the log no longer holds it, and data is nil for a drop.
-func (c *Catalog) versionData(ctx context.Context, ns, name string, n int64) (data []byte, found bool, err error) {
+// version returns log entry n-1 (version n); found is false when the log
+// no longer holds it.
+func (c *Catalog) version(ctx context.Context, ns, name string, n int64) (Commit, bool, error) {
 	es, err := c.log.Scan(ctx, c.tableShard(ns, name), n-1, 1)
 	if err != nil {
-		return nil, false, err
+		return Commit{}, false, err
 	}
 	if len(es) != 1 || es[0].SeqNo != n-1 {
-		return nil, false, nil
+		return Commit{}, false, nil
 	}
 	cm, err := decodeCommit(es[0])
 	if err != nil {
-		return nil, false, err
+		return Commit{}, false, err
 	}
-	if cm.Dropped {
-		return nil, true, nil
+	return cm, true, nil
+}
+
+// versionData returns the metadata of log entry n-1 (version n); found is
+// false when the log no longer holds it, and data is nil for a drop.
+func (c *Catalog) versionData(ctx context.Context, ns, name string, n int64) (data []byte, found bool, err error) {
+	cm, found, err := c.version(ctx, ns, name, n)
+	if err != nil || !found || cm.Dropped {
+		return nil, found, err
 	}
+	data, err = c.commitData(ctx, cm)
+	return data, err == nil, err
+}
+
+// commitData returns the bytes of the metadata file commit cm names; a
+// file that is not the one cm recorded is a *MetadataAlteredError.
+func (c *Catalog) commitData(ctx context.Context, cm Commit) ([]byte, error) {
 	key, err := c.wh.Key(cm.MetadataLocation)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	data, err = c.wh.Bucket.Get(ctx, key)
+	data, err := c.wh.Bucket.Get(ctx, key)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return data, true, nil
+	if cm.MetadataSHA256 != "" {
+		sum := sha256.Sum256(data)
+		if got := hex.EncodeToString(sum[:]); got != cm.MetadataSHA256 {
+			return nil, &MetadataAlteredError{Location: cm.MetadataLocation, Want: cm.MetadataSHA256, Got: got}
+		}
+	}
+	return data, nil
 }
 
 // ResolveForks moves every foreign file that VerifyMirror finds in the

@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/internal/cold"
 )
 
@@ -40,9 +42,11 @@ type AlteredFile struct {
 	// clears the finding.
 	ByDigest bool
 	// Metadata: File vouches for the data files (a digest index, a
-	// metadata file); while it is altered no data file of the table is
-	// read.
+	// metadata file, a manifest list, a manifest); while it is altered no
+	// data file of the table is read.
 	Metadata bool
+	// Missing: the data file is gone.
+	Missing bool
 }
 
 func (s *Store) alteredFileIdent() string {
@@ -61,7 +65,9 @@ func (s *Store) ensureAlteredFiles(ctx context.Context) error {
 	by_digest  boolean NOT NULL,
 	metadata   boolean NOT NULL,
 	found_at   timestamptz NOT NULL,
-	PRIMARY KEY (table_name, file))`)
+	PRIMARY KEY (table_name, file))`,
+		// Added later: the findings of a file that is gone.
+		`ALTER TABLE `+s.alteredFileIdent()+` ADD COLUMN IF NOT EXISTS missing boolean NOT NULL DEFAULT false`)
 	if err != nil {
 		return fmt.Errorf("store: the table of altered files: %w", err)
 	}
@@ -70,13 +76,25 @@ func (s *Store) ensureAlteredFiles(ctx context.Context) error {
 
 // alteredFiles returns the findings of table name, by file.
 func (s *Store) alteredFiles(ctx context.Context, name string) ([]AlteredFile, error) {
-	rows, err := s.opts.Pool.Query(ctx, `SELECT file, reason, by_digest, metadata, found_at FROM `+s.alteredFileIdent()+
+	found, err := s.queryAltered(ctx, name)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42703" { // undefined_column: a table of an earlier release
+		if err := s.ensureAlteredFiles(ctx); err != nil {
+			return nil, err
+		}
+		found, err = s.queryAltered(ctx, name)
+	}
+	return found, err
+}
+
+func (s *Store) queryAltered(ctx context.Context, name string) ([]AlteredFile, error) {
+	rows, err := s.opts.Pool.Query(ctx, `SELECT file, reason, by_digest, metadata, missing, found_at FROM `+s.alteredFileIdent()+
 		` WHERE table_name = $1 ORDER BY file`, name)
 	if err == nil {
 		var out []AlteredFile
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (AlteredFile, error) {
 			var a AlteredFile
-			err := r.Scan(&a.File, &a.Reason, &a.ByDigest, &a.Metadata, &a.FoundAt)
+			err := r.Scan(&a.File, &a.Reason, &a.ByDigest, &a.Metadata, &a.Missing, &a.FoundAt)
 			return a, err
 		})
 		if err == nil {
@@ -100,9 +118,9 @@ func (s *Store) recordAltered(ctx context.Context, name string, found []*cold.Al
 	}
 	b := &pgx.Batch{}
 	for _, f := range found {
-		b.Queue(`INSERT INTO `+s.alteredFileIdent()+` (table_name, file, reason, by_digest, metadata, found_at) VALUES ($1, $2, $3, $4, $5, now())
-ON CONFLICT (table_name, file) DO UPDATE SET reason = excluded.reason, by_digest = excluded.by_digest, metadata = excluded.metadata`,
-			name, f.File, f.Reason, f.ByDigest, f.Metadata)
+		b.Queue(`INSERT INTO `+s.alteredFileIdent()+` (table_name, file, reason, by_digest, metadata, missing, found_at) VALUES ($1, $2, $3, $4, $5, $6, now())
+ON CONFLICT (table_name, file) DO UPDATE SET reason = excluded.reason, by_digest = excluded.by_digest, metadata = excluded.metadata, missing = excluded.missing`,
+			name, f.File, f.Reason, f.ByDigest, f.Metadata, f.Missing)
 	}
 	if err := s.opts.Pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("store: record altered files of %s: %w", name, err)
@@ -147,7 +165,7 @@ func (s *Store) vetPlan(ctx context.Context, name string, p cold.Plan) error {
 	}
 	for _, a := range found {
 		if planned[a.File] || a.Metadata {
-			return &cold.AlteredFileError{Table: name, File: a.File, ByDigest: a.ByDigest, Metadata: a.Metadata,
+			return &cold.AlteredFileError{Table: name, File: a.File, ByDigest: a.ByDigest, Metadata: a.Metadata, Missing: a.Missing,
 				Reason: fmt.Sprintf("%s (found %s)", a.Reason, a.FoundAt.UTC().Format(time.RFC3339))}
 		}
 	}
@@ -175,7 +193,55 @@ func (s *Store) alteredStatus(ctx context.Context, name string) (int64, error) {
 	}
 	errs := make([]error, len(found))
 	for i, a := range found {
-		errs[i] = &cold.AlteredFileError{Table: name, File: a.File, Reason: a.Reason, ByDigest: a.ByDigest, Metadata: a.Metadata}
+		errs[i] = &cold.AlteredFileError{Table: name, File: a.File, Reason: a.Reason, ByDigest: a.ByDigest, Metadata: a.Metadata, Missing: a.Missing}
 	}
 	return int64(len(found)), errors.Join(errs...)
+}
+
+// noteAltered records what status found of table name, unless it is
+// recorded already: status runs on every readiness probe, and a finding is
+// logged when it is made, not on every look.
+func (s *Store) noteAltered(ctx context.Context, name string, e *cold.AlteredFileError) {
+	found, err := s.alteredFiles(ctx, name)
+	if err == nil {
+		for _, a := range found {
+			if a.File == e.File {
+				return
+			}
+		}
+	}
+	s.readFoundAltered(ctx, name, e)
+}
+
+// reprove clears the findings of table name about what the chain of its
+// current snapshot depends on (the metadata file, digest index, manifest
+// list, manifests) once a proof afresh finds each the committed one again:
+// an operator restored it, or a commit since replaced the metadata file. These are proven whole cheaply, unlike a data
+// file, whose finding waits for a verification (a deep one for a digest).
+func (s *Store) reprove(ctx context.Context, name string, ct *cold.Table) {
+	found, err := s.alteredFiles(ctx, name)
+	if err != nil || !slices.ContainsFunc(found, func(a AlteredFile) bool { return a.Metadata }) {
+		return
+	}
+	if mc := catalog.MirrorOf(s.opts.Catalog); mc != nil {
+		if _, err := mc.VerifyMetadata(ctx, ct.Identifier()); err != nil {
+			return
+		}
+	}
+	objects, err := s.cold.ProveChain(ctx, ct)
+	if err != nil {
+		return
+	}
+	// A metadata file other than the current one is read by nothing: its
+	// finding goes with the proof of the current one.
+	tag, err := s.opts.Pool.Exec(ctx, `DELETE FROM `+s.alteredFileIdent()+
+		` WHERE table_name = $1 AND metadata AND (file = ANY($2) OR file LIKE '%.metadata.json')`, name, objects)
+	if err != nil {
+		s.log.Warn("store: clearing the findings of a restored metadata file", "table", name, "err", err)
+		return
+	}
+	if tag.RowsAffected() > 0 {
+		s.log.Info("store: what vouches for the cold files is the committed again; its findings are cleared",
+			"table", name, "findings", tag.RowsAffected())
+	}
 }

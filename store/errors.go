@@ -96,6 +96,10 @@ var (
 	// that is not the file its commit recorded (another size, or found so
 	// by Verify), and by the status of its table.
 	ErrAlteredFile = cold.ErrAltered
+	// ErrMissingFile is wrapped, beside ErrAlteredFile, by the refusal to
+	// read a table whose snapshot references a cold data file that is
+	// gone, and by the status of its table.
+	ErrMissingFile = cold.ErrMissingFile
 	// ErrLeaseHeld is wrapped by the refusal of snapshot expiry or a
 	// watermark re-stamp while another session holds the table's archive
 	// lease; it is retryable.

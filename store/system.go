@@ -133,6 +133,30 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 			return s.cold.Watermark(ctx, ct)
 		})
 	}
+	if err == nil && ct != nil {
+		// A snapshot whose manifests are not the committed ones is
+		// refused by every read, and a data file gone or resized by every
+		// read that needs it: found here, once per proof of the snapshot
+		// (see cold.Tier.CheckFiles), without waiting for a read or a
+		// verification.
+		if cerr := s.cold.CheckFiles(ctx, ct); cerr != nil && !errors.As(cerr, new(*cold.AlteredFileError)) {
+			errs = append(errs, cerr)
+		} else {
+			err = cerr
+		}
+	}
+	// The metadata file, digest index, manifest list or a manifest is not
+	// the committed one: recorded, so that every process refuses the
+	// table, and reported below with the other findings.
+	var altered *cold.AlteredFileError
+	if errors.As(err, &altered) {
+		s.noteAltered(ctx, t.decl.Name, altered)
+		if st.HasWatermark {
+			// Below a watermark read intact: the hot tier is still
+			// counted.
+			err = nil
+		}
+	}
 	if ct != nil {
 		if ferr := s.checkMirror(ctx, t, ct, &st); ferr != nil {
 			errs = append(errs, ferr)
@@ -147,8 +171,10 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 		}
 	}
 	switch {
-	case err != nil:
+	case err != nil && (altered == nil || errors.As(err, new(*TableOpenError))):
 		errs = append(errs, err)
+	case err != nil:
+		// The metadata file: reported with the findings.
 	case !st.HasWatermark:
 		st.InvariantViolations = 0
 	case now.Before(st.Watermark):
@@ -173,9 +199,17 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 	}
 	// A data file found altered is refused by every read: the table
 	// cannot answer for its rows until an operator restores the file.
+	if ct != nil && altered == nil {
+		s.reprove(ctx, t.decl.Name, ct)
+	}
 	var aerr error
 	if st.AlteredFiles, aerr = s.alteredStatus(ctx, t.decl.Name); aerr != nil {
 		errs = append(errs, aerr)
+	}
+	if altered != nil && st.AlteredFiles == 0 {
+		// Not recorded after all: still not fine.
+		st.AlteredFiles = -1
+		errs = append(errs, altered)
 	}
 	// A table without any partition has not started; it is not exhausted.
 	notStarted := perr == nil && len(parts) == 0

@@ -23,8 +23,15 @@ type Verification struct {
 	// DigestedFiles counts the data files whose SHA-256 a commit recorded,
 	// UndigestedFiles those without one: archived before MeterStore
 	// recorded digests (see AdoptDigests), or written by a foreign engine.
-	// HashedFiles counts those a deep verification read whole and compared.
+	// HashedFiles counts those a deep verification read whole and
+	// compared, with the files only past snapshots still reference.
 	DigestedFiles, UndigestedFiles, HashedFiles int
+	// Snapshots counts the snapshots whose chain was checked (every one
+	// the metadata keeps: manifest list, manifests, the data files they
+	// list against the digest index and the summary), PinnedSnapshots
+	// those a commit pinned whole; the rest were committed before
+	// MeterStore pinned manifests, or by a foreign engine.
+	Snapshots, PinnedSnapshots int
 	// AlteredFiles are the files found not to be the files their commits
 	// recorded (each in Problems too): reads refuse a data file, or every
 	// data file while a digest index or metadata file is altered, and
@@ -131,12 +138,22 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 		}
 	}
 	fc, err := s.cold.VerifyFiles(ctx, t.cold, cold.VerifyOptions{Deep: opts.Deep})
-	if err != nil {
+	var ae *cold.AlteredFileError
+	switch {
+	case errors.As(err, &ae):
+		// The metadata file, which the check above found already on the
+		// meterstore catalog: nothing it names can be checked.
+		if len(altered) == 0 {
+			altered = append(altered, ae)
+			v.Problems = append(v.Problems, "the current metadata file is not the one committed: "+ae.Error())
+		}
+	case err != nil:
 		errs = append(errs, err)
-	} else {
+	default:
 		v.SnapshotID, v.Watermark, v.HasWatermark = fc.SnapshotID, fc.Watermark, fc.HasWatermark
 		v.DataFiles, v.DataBytes = fc.Files, fc.Bytes
-		v.DigestedFiles, v.UndigestedFiles, v.HashedFiles = fc.Digested, fc.Undigested, fc.Hashed
+		v.DigestedFiles, v.UndigestedFiles, v.HashedFiles = fc.Digested, fc.Undigested, fc.Hashed+fc.PastHashed
+		v.Snapshots, v.PinnedSnapshots = fc.Snapshots, fc.Pinned
 		v.Problems = append(v.Problems, fc.Problems...)
 		altered = append(altered, fc.Altered...)
 	}

@@ -374,11 +374,16 @@ func newVerify() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check every cold data file and every partition; exit 1 when something is missing, altered or unaccounted for",
-		Long: `Checks, per table, that every data file the current Iceberg snapshot
-references exists with the size its manifest records, and the row count
+		Long: `Checks, per table, the chain of every snapshot the Iceberg metadata
+keeps: its manifest list and each manifest against the SHA-256 its commit
+recorded, and the data files they list against the snapshot's digest index
+and its summary's file and record counts (a manifest swapped for another
+or an entry dropped is found, naming the object). Then that every data
+file the current snapshot references exists with the size its manifest records, and the row count
 and the bounds of integer, timestamp and decimal columns in its Parquet
 footer, and with --deep that its SHA-256 is the digest its commit recorded
-(every file is read whole); that the current metadata file is the one the
+(every file is read whole, and those only past snapshots reference too);
+that the current metadata file is the one the
 log committed; that every partition in
 PostgreSQL is accounted for: attached at or above the watermark, or
 detached and either covered by the watermark (awaiting its drop) or
@@ -444,10 +449,10 @@ tier could not be reached.`,
 			}
 			vs := s.Verify(cmd.Context(), store.VerifyOptions{Deep: deep, OrphanAge: orphanAge})
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "table\tsnapshot\twatermark\tdata files\tbytes\twithout digest\thashed\tattached\tdetached\tawaiting drop\tin flight\tproblems\tok")
+			fmt.Fprintln(tw, "table\tsnapshot\twatermark\tsnapshots\tpinned\tdata files\tbytes\twithout digest\thashed\tattached\tdetached\tawaiting drop\tin flight\tproblems\tok")
 			for _, v := range vs {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\n", v.Table, v.SnapshotID, stamp(v.Watermark),
-					v.DataFiles, v.DataBytes, v.UndigestedFiles, v.HashedFiles, v.AttachedPartitions, v.DetachedPartitions, v.AwaitingDrop, v.InFlight, len(v.Problems), v.OK())
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\n", v.Table, v.SnapshotID, stamp(v.Watermark),
+					v.Snapshots, v.PinnedSnapshots, v.DataFiles, v.DataBytes, v.UndigestedFiles, v.HashedFiles, v.AttachedPartitions, v.DetachedPartitions, v.AwaitingDrop, v.InFlight, len(v.Problems), v.OK())
 			}
 			tw.Flush()
 			var errs []error

@@ -75,7 +75,7 @@ func (c *Tier) AdoptDigests(ctx context.Context, t *Table) (Adoption, error) {
 			return fail(&AlteredFileError{Table: t.decl.Name, File: f.FilePath(),
 				Reason: fmt.Sprintf("it had %d bytes when read whole, its manifest records %d", size, f.FileSizeBytes())})
 		}
-		adopt = append(adopt, FileDigest{Path: f.FilePath(), Size: size, SHA256: sum, Adopted: true})
+		adopt = append(adopt, FileDigest{Path: f.FilePath(), Size: size, SHA256: sum, Records: f.Count(), Adopted: true})
 		out.Bytes += size
 	}
 	if len(adopt) == 0 {

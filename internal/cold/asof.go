@@ -40,7 +40,7 @@ func (c *Tier) PlanAt(ctx context.Context, t *Table, q series.Range, ref Snapsho
 	if err != nil {
 		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
 	}
-	return c.plans.plan(ctx, t, ice, snap, q)
+	return c.planOf(ctx, t, ice, snap, q)
 }
 
 // snapshotOf finds the snapshot ref names among the ancestors of meta's

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -141,27 +142,27 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 			return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: data file %s of %d bytes: its digest was not recorded as it was written (%d bytes hashed)",
 				w.op, h.decl.Name, f.FilePath(), f.FileSizeBytes(), d.Size))
 		}
-		d.Path = f.FilePath()
+		d.Path, d.Records = f.FilePath(), f.Count()
 		added = append(added, d)
 	}
 
 	retries := ice.Properties().GetInt(table.CommitNumRetriesKey, table.CommitNumRetriesDefault)
 	for attempt := 0; ; attempt++ {
 		id := uuid.NewString()
-		staged := len(rec.created())
-		tx, err := c.stage(ctx, h, wt, rec, w, files, added, id, maps.Clone(summary))
+		mark := len(rec.created())
+		st, err := c.stage(ctx, h, wt, rec, w, files, added, id, maps.Clone(summary))
 		if err != nil {
 			return Commit{}, c.discard(h, w.op, rec, err)
 		}
 		if c.beforeCommit != nil {
 			c.beforeCommit(ctx, h.decl.Name)
 		}
-		next, err := tx.Commit(ctx)
-		if next == nil && !w.pin && attempt < retries && errors.Is(err, table.ErrCommitFailed) {
+		landed, _, err := c.cat.CommitTable(ctx, h.ident, st.reqs, st.updates)
+		if landed == nil && !w.pin && attempt < retries && errors.Is(err, table.ErrCommitFailed) {
 			// Another commit came first and nothing of this attempt
 			// landed: its manifests and index go, its data files stay
 			// for the next.
-			if _, rerr := rec.removeSince(staged); rerr != nil {
+			if _, rerr := rec.removeSince(mark); rerr != nil {
 				c.log.Warn("cold: files of a lost commit attempt could not be removed", "table", h.decl.Name, "op", w.op, "err", rerr)
 			}
 			cur, lerr := c.load(ctx, h)
@@ -171,15 +172,8 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 			wt = on(cur)
 			continue
 		}
-		var meta table.Metadata
-		switch {
-		case next != nil:
-			// Landed; an error now comes from cleanup after the commit.
-			if err != nil {
-				c.log.Warn("cold: after a commit", "table", h.decl.Name, "op", w.op, "err", err)
-			}
-			meta = next.Metadata()
-		default:
+		meta := landed
+		if meta == nil {
 			if meta, err = c.settle(ctx, h, w.op, rec, id, err); err != nil {
 				return Commit{}, err
 			}
@@ -197,33 +191,45 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 	}
 }
 
+// A staged commit is what a commit of the Tier asks of the catalog: the
+// snapshots iceberg-go staged, each with its digest index in its summary,
+// and the move of the main branch to the last of them.
+type staged struct {
+	reqs    []table.Requirement
+	updates []table.Update
+}
+
 // stage stages the snapshot of w on wt, the table as of the attempt: the
-// data files, the files w replaces, and the digest index built on wt's
-// current snapshot, written through rec for commit id. Pinned to wt's
-// current snapshot, the transaction fails rather than replay.
-func (c *Tier) stage(ctx context.Context, h *Table, wt *table.Table, rec *recordingFS, w write, files []iceberg.DataFile, added []FileDigest, id string, summary iceberg.Properties) (*table.Transaction, error) {
-	fail := func(err error) (*table.Transaction, error) {
-		return nil, fmt.Errorf("cold: %s %s: stage snapshot: %w", w.op, h.decl.Name, err)
+// data files, the files w replaces, and, for every snapshot staged, the
+// digest index that pins it whole (see DigestIndex), written through rec
+// for commit id. The current snapshot's chain is proven first: a commit
+// carries its manifests on and pins them anew, so it must not build on
+// ones that are not the committed ones. Pinned to wt's current snapshot,
+// the commit fails rather than replay.
+func (c *Tier) stage(ctx context.Context, h *Table, wt *table.Table, rec *recordingFS, w write, files []iceberg.DataFile, added []FileDigest, id string, summary iceberg.Properties) (staged, error) {
+	fail := func(err error) (staged, error) {
+		var altered *AlteredFileError
+		if errors.As(err, &altered) {
+			return staged{}, fmt.Errorf("cold: %s %s: %w", w.op, h.decl.Name, err)
+		}
+		return staged{}, fmt.Errorf("cold: %s %s: stage snapshot: %w", w.op, h.decl.Name, err)
 	}
 	summary[SummaryCommitID] = id
-	base, err := readDigests(rec, wt.Metadata(), wt.CurrentSnapshot())
-	if err != nil {
-		return fail(err)
-	}
-	if len(added) > 0 || len(w.replace) > 0 {
-		if err := writeDigests(rec, wt.Location(), id, nextDigests(base, w.replace, added), summary); err != nil {
+	base := wt.Metadata()
+	var baseChain *chain
+	if cur := base.CurrentSnapshot(); cur != nil {
+		// Afresh, not from the cache: what a proof found earlier may have
+		// been altered since, and a manifest merge would carry it on.
+		var err error
+		if baseChain, err = readChain(ctx, rec, h.decl.Name, base, cur); err != nil {
 			return fail(err)
 		}
-	} else {
-		carryDigests(base, summary)
 	}
 	// Stamped last before staging, after the files are written: every
 	// write acknowledged by now is in the tiers the snapshot sees.
 	summary[SummaryKnownAt] = FormatTime(time.Now())
 	tx := wt.NewTransaction()
-	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-		return fail(err)
-	}
+	var err error
 	switch {
 	case len(w.replace) > 0:
 		err = tx.ReplaceDataFilesWithDataFiles(ctx, w.replace, files, summary, table.WithoutDuplicateCheck())
@@ -242,7 +248,133 @@ func (c *Tier) stage(ctx context.Context, h *Table, wt *table.Table, rec *record
 	if err != nil {
 		return fail(err)
 	}
-	return tx, nil
+	st, err := tx.StagedTable()
+	if err != nil {
+		return fail(err)
+	}
+	next := st.Metadata()
+	var snaps []table.Snapshot
+	for _, s := range next.Snapshots() {
+		if base.SnapshotByID(s.SnapshotID) == nil {
+			snaps = append(snaps, s)
+		}
+	}
+	if len(snaps) == 0 {
+		return fail(errors.New("iceberg-go staged no snapshot"))
+	}
+	live := liveDigests(baseChain, w.replace, added)
+	out := staged{reqs: []table.Requirement{table.AssertTableUUID(base.TableUUID())}}
+	if cur := base.CurrentSnapshot(); cur != nil {
+		out.reqs = append(out.reqs, table.AssertRefSnapshotID(table.MainBranch, &cur.SnapshotID))
+	} else {
+		out.reqs = append(out.reqs, table.AssertRefSnapshotID(table.MainBranch, nil))
+	}
+	for i, s := range snaps {
+		idx, err := pinSnapshot(rec, &s, baseChain, live)
+		if err != nil {
+			return fail(err)
+		}
+		name := id
+		if i > 0 {
+			name = fmt.Sprintf("%s-%d", id, i)
+		}
+		props := maps.Clone(s.Summary.Properties)
+		if err := writeDigests(rec, wt.Location(), name, idx, props); err != nil {
+			return fail(err)
+		}
+		s.Summary = &table.Summary{Operation: s.Summary.Operation, Properties: props}
+		out.updates = append(out.updates, table.NewAddSnapshotUpdate(&s))
+	}
+	out.updates = append(out.updates,
+		table.NewSetSnapshotRefUpdate(table.MainBranch, snaps[len(snaps)-1].SnapshotID, table.BranchRef, -1, -1, -1))
+	out.updates = append(out.updates, propertyUpdates(base.Properties(), next.Properties())...)
+	return out, nil
+}
+
+// liveDigests returns what the index of a snapshot records of its data
+// files: those of base, the proven chain of the snapshot it replaces (nil
+// for none), less removed, plus added.
+func liveDigests(base *chain, removed []iceberg.DataFile, added []FileDigest) map[string]FileDigest {
+	live := map[string]FileDigest{}
+	if base != nil {
+		for _, f := range base.files {
+			d, ok := base.index.files[pathKey(f.FilePath())]
+			if !ok || d.Size != f.FileSizeBytes() {
+				// A foreign engine's file: known by its manifest entry.
+				d = FileDigest{}
+			}
+			d.Path, d.Size, d.Records = f.FilePath(), f.FileSizeBytes(), f.Count()
+			live[pathKey(f.FilePath())] = d
+		}
+	}
+	for _, f := range removed {
+		delete(live, pathKey(f.FilePath()))
+	}
+	for _, d := range added {
+		live[pathKey(d.Path)] = d
+	}
+	return live
+}
+
+// pinSnapshot returns the digest index of snapshot s, staged through rec
+// on top of base: its data files as live records them, its manifest list
+// and every manifest it lists by the digests rec took as they were
+// written, or, for a manifest carried on, by base's.
+func pinSnapshot(rec *recordingFS, s *table.Snapshot, base *chain, live map[string]FileDigest) (DigestIndex, error) {
+	idx := DigestIndex{Format: DigestFormat, SnapshotID: s.SnapshotID, Files: make([]FileDigest, 0, len(live))}
+	for _, d := range live {
+		idx.Files = append(idx.Files, d)
+	}
+	slices.SortFunc(idx.Files, func(a, b FileDigest) int { return strings.Compare(a.Path, b.Path) })
+	list, ok := rec.digest(s.ManifestList)
+	if !ok {
+		return DigestIndex{}, fmt.Errorf("snapshot %d: its manifest list %s was not hashed as it was written", s.SnapshotID, s.ManifestList)
+	}
+	list.Path = s.ManifestList
+	idx.ManifestList = &list
+	manifests, err := s.Manifests(rec)
+	if err != nil {
+		return DigestIndex{}, fmt.Errorf("snapshot %d: read its manifest list: %w", s.SnapshotID, err)
+	}
+	for _, m := range manifests {
+		d, ok := rec.digest(m.FilePath())
+		if !ok && base != nil {
+			d, ok = base.manifests[pathKey(m.FilePath())]
+		}
+		if !ok {
+			return DigestIndex{}, fmt.Errorf("snapshot %d: manifest %s is neither written by this commit nor one of the snapshot it replaces", s.SnapshotID, m.FilePath())
+		}
+		d.Path = m.FilePath()
+		idx.Manifests = append(idx.Manifests, d)
+	}
+	slices.SortFunc(idx.Manifests, func(a, b FileDigest) int { return strings.Compare(a.Path, b.Path) })
+	return idx, nil
+}
+
+// propertyUpdates returns the updates that turn table properties old into
+// next.
+func propertyUpdates(old, next iceberg.Properties) []table.Update {
+	set := iceberg.Properties{}
+	var removed []string
+	for k, v := range next {
+		if ov, ok := old[k]; !ok || ov != v {
+			set[k] = v
+		}
+	}
+	for k := range old {
+		if _, ok := next[k]; !ok {
+			removed = append(removed, k)
+		}
+	}
+	var out []table.Update
+	if len(set) > 0 {
+		out = append(out, table.NewSetPropertiesUpdate(set))
+	}
+	if len(removed) > 0 {
+		slices.Sort(removed)
+		out = append(out, table.NewRemovePropertiesUpdate(removed))
+	}
+	return out
 }
 
 // settle decides what a failed commit leaves behind. It re-reads the table,

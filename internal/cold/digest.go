@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -39,13 +38,23 @@ const (
 	SummaryDigestsAdopted = "meterstore.digests-adopted"
 )
 
-// DigestFormat is the format of a digest index, its "format" member.
-const DigestFormat = "meterstore.digests/1"
+// DigestFormat is the format of the digest indexes the Tier writes, their
+// "format" member. Format 2 pins a snapshot whole: its manifest list, each
+// manifest and every live data file. Format 1, written before, names the
+// data files the Tier wrote or adopted, and is still read.
+const (
+	DigestFormat  = "meterstore.digests/2"
+	digestFormat1 = "meterstore.digests/1"
+)
 
 // ErrAltered is wrapped by every report of a data file that is not the
 // file its commit recorded (see AlteredFileError), and of a digest index
 // that is not the one its snapshot committed. Such a file is never read.
 var ErrAltered = errors.New("a data file is not the one its commit recorded")
+
+// ErrMissingFile is wrapped, beside ErrAltered, by the report of a data
+// file a snapshot references that is gone.
+var ErrMissingFile = errors.New("a data file its snapshot references is missing")
 
 // An AlteredFileError reports a data file that is not the file its commit
 // recorded: of another size, row count or SHA-256, or found so before by a
@@ -58,21 +67,36 @@ type AlteredFileError struct {
 	// deep verification, reading the file whole, sees.
 	ByDigest bool
 	// Metadata tells that File is no data file but what vouches for them
-	// all (a digest index, a metadata file): none of the table's files
-	// can be proven while it is altered.
+	// all (a digest index, a metadata file, a manifest list, a manifest):
+	// none of the table's files can be proven while it is altered.
 	Metadata bool
+	// Missing tells that the data file is gone.
+	Missing bool
+}
+
+// missingFile reports data file loc of table name as gone.
+func missingFile(name, loc string) *AlteredFileError {
+	return &AlteredFileError{Table: name, File: loc, Reason: "it is missing", Missing: true}
 }
 
 // Error names the table, the file and what differs.
 func (e *AlteredFileError) Error() string {
-	if e.Metadata {
+	switch {
+	case e.Metadata:
 		return fmt.Sprintf("cold: %s: %s, which vouches for the data files, is not the file its commit recorded, so no data file is read: %s", e.Table, e.File, e.Reason)
+	case e.Missing:
+		return fmt.Sprintf("cold: %s: data file %s, which the current snapshot references, is missing, so the table cannot answer for its rows", e.Table, e.File)
 	}
 	return fmt.Sprintf("cold: %s: data file %s is not the file its commit recorded, so it is not read: %s", e.Table, e.File, e.Reason)
 }
 
-// Unwrap returns ErrAltered.
-func (e *AlteredFileError) Unwrap() error { return ErrAltered }
+// Unwrap returns ErrAltered, and ErrMissingFile for a file that is gone.
+func (e *AlteredFileError) Unwrap() []error {
+	if e.Missing {
+		return []error{ErrAltered, ErrMissingFile}
+	}
+	return []error{ErrAltered}
+}
 
 // IsRetryable reports false: the file stays altered until an operator
 // restores it.
@@ -81,15 +105,27 @@ func (e *AlteredFileError) IsRetryable() bool { return false }
 // A DigestIndex is the content of the object SummaryDigests names.
 type DigestIndex struct {
 	Format string `json:"format"` // DigestFormat
-	// Files are sorted by Path.
+	// SnapshotID is the snapshot whose summary names the index (format 2).
+	SnapshotID int64 `json:"snapshot_id,omitempty"`
+	// Files are sorted by Path. In format 2 they are every live data file
+	// of the snapshot, a file the Tier did not write (a foreign engine's)
+	// with its size and row count and no SHA-256.
 	Files []FileDigest `json:"files"`
+	// ManifestList and Manifests pin the snapshot's manifest list and
+	// every manifest it lists, sorted by Path (format 2): what a read
+	// plans from is then the set of files the commit recorded.
+	ManifestList *FileDigest  `json:"manifest_list,omitempty"`
+	Manifests    []FileDigest `json:"manifests,omitempty"`
 }
 
 // A FileDigest is what a commit recorded of one data file.
 type FileDigest struct {
 	Path   string `json:"path"` // the location, as the manifest records it
 	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"` // hex
+	SHA256 string `json:"sha256,omitempty"` // hex; "" for a data file the Tier did not write
+	// Records is a data file's row count as its manifest entry records
+	// it (format 2).
+	Records int64 `json:"records,omitempty"`
 	// Adopted marks a digest computed after the fact (AdoptDigests) of a
 	// file written before the Tier recorded digests, rather than while
 	// the file was written.
@@ -99,16 +135,29 @@ type FileDigest struct {
 // digests are the recorded digests of a snapshot's files, by path key (see
 // pathKey).
 type digests struct {
-	loc   string // the index they come from; "" when no snapshot has one
-	sum   string // its SHA-256, as the summary records it
+	loc    string // the index they come from; "" when no snapshot has one
+	sum    string // its SHA-256, as the summary records it
+	format string
+	// snapshot is the snapshot the index pins whole (format 2), 0 if none.
+	snapshot int64
+	// files are the data files the index names, a digest's and (format
+	// 2) the Tier's record of a foreign file alike.
 	files map[string]FileDigest
+	// list and manifests pin the manifest list and manifests of snapshot.
+	list      *FileDigest
+	manifests map[string]FileDigest
 }
 
-// of returns the digest recorded for the file at loc.
+// of returns the digest recorded for the file at loc; ok is false for a
+// file the index does not name or names without a SHA-256.
 func (d digests) of(loc string) (FileDigest, bool) {
 	f, ok := d.files[pathKey(loc)]
-	return f, ok
+	return f, ok && f.SHA256 != ""
 }
+
+// pins reports whether the index pins snapshot id whole: its manifest list,
+// its manifests and every live data file.
+func (d digests) pins(id int64) bool { return d.list != nil && d.snapshot == id }
 
 // digestCarrier returns the snapshot whose digest index s uses: s or, when
 // a foreign engine committed s, its nearest ancestor carrying
@@ -159,35 +208,23 @@ func readDigestIndex(fs icebergio.IO, loc, sum string) (digests, error) {
 	if err := json.Unmarshal(data, &idx); err != nil {
 		return digests{}, fmt.Errorf("digest index %s: %w", loc, err)
 	}
-	if idx.Format != DigestFormat {
+	if idx.Format != DigestFormat && idx.Format != digestFormat1 {
 		return digests{}, fmt.Errorf("digest index %s: format %q, want %q", loc, idx.Format, DigestFormat)
 	}
+	d.format, d.snapshot, d.list = idx.Format, idx.SnapshotID, idx.ManifestList
 	d.files = make(map[string]FileDigest, len(idx.Files))
 	for _, f := range idx.Files {
 		d.files[pathKey(f.Path)] = f
 	}
+	if idx.Format == DigestFormat {
+		d.manifests = make(map[string]FileDigest, len(idx.Manifests))
+		for _, m := range idx.Manifests {
+			d.manifests[pathKey(m.Path)] = m
+		}
+	} else {
+		d.snapshot, d.list = 0, nil
+	}
 	return d, nil
-}
-
-// nextDigests returns the index of a snapshot that removes the files
-// removed and adds those of added on top of base, with their digests.
-func nextDigests(base digests, removed []iceberg.DataFile, added []FileDigest) DigestIndex {
-	files := make(map[string]FileDigest, len(base.files)+len(added))
-	for k, f := range base.files {
-		files[k] = f
-	}
-	for _, f := range removed {
-		delete(files, pathKey(f.FilePath()))
-	}
-	for _, f := range added {
-		files[pathKey(f.Path)] = f
-	}
-	idx := DigestIndex{Format: DigestFormat, Files: make([]FileDigest, 0, len(files))}
-	for _, f := range files {
-		idx.Files = append(idx.Files, f)
-	}
-	slices.SortFunc(idx.Files, func(a, b FileDigest) int { return strings.Compare(a.Path, b.Path) })
-	return idx
 }
 
 // writeDigests writes idx under the table's metadata directory at loc,
@@ -205,17 +242,6 @@ func writeDigests(fs icebergio.WriteFileIO, loc, id string, idx DigestIndex, sum
 	summary[SummaryDigestsSHA256] = sha256Hex(data)
 	summary[SummaryDigestsFiles] = strconv.Itoa(len(idx.Files))
 	return nil
-}
-
-// carryDigests copies the keys that name the index of base into summary,
-// for a snapshot that adds and removes no data file.
-func carryDigests(base digests, summary iceberg.Properties) {
-	if base.loc == "" {
-		return
-	}
-	summary[SummaryDigests] = base.loc
-	summary[SummaryDigestsSHA256] = base.sum
-	summary[SummaryDigestsFiles] = strconv.Itoa(len(base.files))
 }
 
 func sha256Hex(p []byte) string {

@@ -28,7 +28,7 @@ func (c *Tier) Ensure(ctx context.Context, t *series.Table) (*Table, error) {
 	if err := c.ensureNamespace(ctx); err != nil {
 		return nil, err
 	}
-	ice, err := c.cat.LoadTable(ctx, h.ident)
+	ice, err := c.load(ctx, h)
 	if errors.Is(err, icecatalog.ErrNoSuchTable) {
 		ice, err = c.create(ctx, h)
 	}

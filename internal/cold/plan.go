@@ -59,20 +59,26 @@ type Plan struct {
 // Plan returns the plan of t for the readings q selects: from in
 // [q.From, q.To), a zero bound being open, and the market locations and
 // OBIS codes q names, if any. It loads the table's metadata once, so the files and the
-// watermark are those of one snapshot. Partitions and files whose
-// statistics exclude the selection are pruned; the files returned may still
-// hold readings outside it.
+// watermark are those of one snapshot, whose chain it proves first (see
+// readChain). Files whose statistics exclude the selection are pruned; the
+// files returned may still hold readings outside it.
 func (c *Tier) Plan(ctx context.Context, t *Table, q series.Range) (Plan, error) {
 	ice, err := c.load(ctx, t)
 	if err != nil {
 		return Plan{}, err
 	}
-	return c.plans.plan(ctx, t, ice, ice.CurrentSnapshot(), q)
+	return c.planOf(ctx, t, ice, ice.CurrentSnapshot(), q)
 }
 
-// plan returns the plan of the readings q selects in snapshot snap of ice,
-// nil for a table without snapshots.
-func plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot, q series.Range) (Plan, error) {
+// planOf returns the plan of the readings q selects in snapshot snap of
+// ice, which may be nil for a table without snapshots, from the cache if
+// it is there.
+func (c *Tier) planOf(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot, q series.Range) (Plan, error) {
+	return c.plans.plan(ice, snap, q, func() (Plan, error) { return c.plan(ctx, t, ice, snap, q) })
+}
+
+// plan returns the plan of the readings q selects in snapshot snap of ice.
+func (c *Tier) plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot, q series.Range) (Plan, error) {
 	w, ok, err := watermarkFrom(ice.Metadata(), snap)
 	if err != nil {
 		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
@@ -82,42 +88,39 @@ func plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot,
 		return p, nil
 	}
 	p.SnapshotID = snap.SnapshotID
-	if c := digestCarrier(ice.Metadata(), snap); c != nil {
-		p.index, p.isum = c.Summary.Properties[SummaryDigests], c.Summary.Properties[SummaryDigestsSHA256]
-	}
 	if p.Committed, err = committed(snap); err != nil {
 		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
+	}
+	ch, err := c.chainOf(ctx, t, ice, snap)
+	if err != nil {
+		return Plan{}, err
+	}
+	p.index, p.isum = ch.index.loc, ch.index.sum
+	if len(ch.deletes) > 0 {
+		return Plan{}, fmt.Errorf("cold: plan %s: snapshot %d: %w (delete file %s)",
+			t.decl.Name, snap.SnapshotID, ErrDeleteFiles, ch.deletes[0].FilePath())
 	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
 		return p, nil
 	}
-	s := ice.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithRowFilter(rowFilter(q)))
-	defer s.Close()
-	tasks, err := s.PlanFiles(ctx)
-	if err != nil {
-		return Plan{}, fmt.Errorf("cold: plan %s: %w", t.decl.Name, err)
-	}
+	sc := ice.Schema()
 	sup := -1
-	if f, ok := ice.Schema().FindFieldByName(series.ColumnSuperseded); ok {
+	if f, ok := sc.FindFieldByName(series.ColumnSuperseded); ok {
 		sup = f.ID
 	}
-	for _, task := range tasks {
-		if n := len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles); n > 0 {
-			return Plan{}, fmt.Errorf("cold: plan %s: snapshot %d: %w (data file %s has %d)",
-				t.decl.Name, snap.SnapshotID, ErrDeleteFiles, task.File.FilePath(), n)
+	keep := pruner(sc, q)
+	for _, f := range ch.files {
+		if !keep(f) {
+			continue
 		}
-		f := task.File
 		if f.FileFormat() != iceberg.ParquetFile {
 			return Plan{}, fmt.Errorf("cold: plan %s: data file %s is %s, not Parquet", t.decl.Name, f.FilePath(), f.FileFormat())
 		}
-		// A large file is planned as several tasks, one per split.
-		if _, seen := p.sizes[f.FilePath()]; !seen {
-			p.sizes[f.FilePath()] = f.FileSizeBytes()
-			p.Files = append(p.Files, f.FilePath())
-			p.Kinds = append(p.Kinds, kindOf(f, sup))
-			p.Columns = append(p.Columns, columns(f, ice.Schema()))
-			p.Bytes += f.FileSizeBytes()
-		}
+		p.sizes[f.FilePath()] = f.FileSizeBytes()
+		p.Files = append(p.Files, f.FilePath())
+		p.Kinds = append(p.Kinds, kindOf(f, sup))
+		p.Columns = append(p.Columns, columns(f, sc))
+		p.Bytes += f.FileSizeBytes()
 	}
 	return p, nil
 }
@@ -186,7 +189,8 @@ func columns(f iceberg.DataFile, sc *iceberg.Schema) []string {
 // made again. A file whose size still differs from the manifest's, a local
 // one included, is not the file its commit recorded: Local refuses the
 // plan with an *AlteredFileError naming it, rather than let a query
-// answer from it. That costs a stat per local file.
+// answer from it; so does it a file that is gone (Missing). That costs a
+// stat per local file.
 func (p Plan) Local(ctx context.Context, dir string) (Plan, error) {
 	var fsys icebergio.IO
 	out := p
@@ -194,8 +198,9 @@ func (p Plan) Local(ctx context.Context, dir string) (Plan, error) {
 	for i, loc := range p.Files {
 		size, known := p.sizes[loc]
 		if path, ok := localPath(loc); ok {
-			if err := p.checkSize(loc, path, size, known); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				// A missing file fails the read that needs it.
+			if err := p.checkSize(loc, path, size, known); errors.Is(err, fs.ErrNotExist) {
+				return Plan{}, missingFile(p.table, loc)
+			} else if err != nil {
 				return Plan{}, err
 			}
 			out.Files[i] = path
@@ -221,6 +226,9 @@ func (p Plan) Local(ctx context.Context, dir string) (Plan, error) {
 					err = p.checkSize(loc, path, size, known)
 				}
 			}
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return Plan{}, missingFile(p.table, loc)
 		}
 		if err != nil {
 			return Plan{}, err

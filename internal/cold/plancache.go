@@ -1,7 +1,6 @@
 package cold
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -23,11 +22,11 @@ type planCache struct {
 	order []string // oldest first
 }
 
-// plan returns the plan of q in snapshot snap of ice, from the cache if it
-// is there.
-func (pc *planCache) plan(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot, q series.Range) (Plan, error) {
+// plan returns the plan of q in snapshot snap of ice from the cache, or
+// makes it with build.
+func (pc *planCache) plan(ice *table.Table, snap *table.Snapshot, q series.Range, build func() (Plan, error)) (Plan, error) {
 	if snap == nil {
-		return plan(ctx, t, ice, snap, q)
+		return build()
 	}
 	key := fmt.Sprintf("%s|%d|%d|%d|%s|%s", ice.Metadata().TableUUID(), snap.SnapshotID,
 		q.From.UnixMicro(), q.To.UnixMicro(), strings.Join(q.MaLo, ","), strings.Join(q.OBIS, ","))
@@ -37,7 +36,7 @@ func (pc *planCache) plan(ctx context.Context, t *Table, ice *table.Table, snap 
 	if ok {
 		return p, nil
 	}
-	p, err := plan(ctx, t, ice, snap, q)
+	p, err := build()
 	if err != nil {
 		return Plan{}, err
 	}

@@ -61,8 +61,10 @@ type Tier struct {
 	opts Options
 	log  *slog.Logger
 	cal  *metering.Calendar
-	// plans keeps the plans of recent queries: planning reads manifests.
-	plans planCache
+	// plans keeps the plans of recent queries, and chains the proven
+	// manifests of recent snapshots they are made from.
+	plans  planCache
+	chains chainCache
 
 	// beforeCommit, if set, runs between staging and committing a
 	// snapshot: tests use it to lose a race on purpose.
@@ -155,6 +157,12 @@ func cloneDecl(t *series.Table) *series.Table {
 // load returns the table's current state.
 func (c *Tier) load(ctx context.Context, h *Table) (*table.Table, error) {
 	ice, err := c.cat.LoadTable(ctx, h.ident)
+	var me *catalog.MetadataAlteredError
+	if errors.As(err, &me) {
+		// The log vouches for the metadata file, and it is not the one
+		// committed: nothing it says can be trusted.
+		return nil, &AlteredFileError{Table: h.decl.Name, File: me.Location, Reason: me.Error(), Metadata: true}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cold: load %s: %w", h.decl.Name, err)
 	}

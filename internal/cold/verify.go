@@ -30,30 +30,41 @@ type FileCheck struct {
 	HasWatermark bool
 	Files        int   // data files the snapshot references
 	Bytes        int64 // their total size, as the manifests record it
+	// Snapshots counts the snapshots whose chain was checked: every one
+	// the metadata keeps. Pinned counts those whose digest index pins
+	// them whole (manifest list, manifests, data files).
+	Snapshots, Pinned int
 	// Digested counts the data files with a recorded digest (see
 	// SummaryDigests), Undigested those without one: written before the
 	// Tier recorded digests (see AdoptDigests), or by a foreign engine.
 	Digested, Undigested int
-	// Hashed counts the data files whose SHA-256 a deep check compared.
-	Hashed int
-	// Problems describes each data file that is missing or altered, and a
-	// digest index that is gone or altered, in the order of the files'
-	// locations.
+	// Hashed counts the data files of the current snapshot whose SHA-256
+	// a deep check compared, PastHashed those only past snapshots still
+	// reference (each once).
+	Hashed, PastHashed int
+	// Problems describes each data file that is missing or altered, and
+	// each manifest list, manifest or digest index that is not the one
+	// committed or plans other files than committed, in the order found.
 	Problems []string
 	// Altered are the files of Problems that are not the ones committed
 	// (a data file of another size, row count or SHA-256 than recorded,
-	// a digest index of another SHA-256), each an error wrapping
-	// ErrAltered. A missing data file is a Problem only: no read can
-	// return its rows.
+	// a digest index, manifest list or manifest of another SHA-256, or
+	// that plans other data files), each an error wrapping ErrAltered. A
+	// missing data file is one too (see AlteredFileError.Missing).
 	Altered []*AlteredFileError
 }
 
-// VerifyFiles checks that every data file the current snapshot of t
-// references exists through the table's IO with the size and row count its
-// manifest records (the latter read from the file's Parquet footer), and,
-// with opts.Deep, that its SHA-256 is the digest its commit recorded. A
-// query notices a missing file only when it needs it, and an altered one
-// of the same size not at all; this looks at all of them.
+// VerifyFiles checks the chain of every snapshot the metadata of t keeps
+// (see readChain), read afresh: each manifest list and manifest against
+// the digests its commit recorded, and the data files they list against
+// the snapshot's digest index and summary. It then checks that every data
+// file the current snapshot references exists through the table's IO
+// with the size and row count its manifest records (the latter read from
+// the file's Parquet footer), and, with opts.Deep, that its SHA-256 is the
+// digest its commit recorded, as is that of every file only a past
+// snapshot still references. A query notices a missing file only when it
+// needs it, and an altered one of the same size not at all; this looks at
+// all of them.
 func (c *Tier) VerifyFiles(ctx context.Context, t *Table, opts VerifyOptions) (FileCheck, error) {
 	name := t.decl.Name
 	fail := func(err error) (FileCheck, error) { return FileCheck{}, fmt.Errorf("cold: verify %s: %w", name, err) }
@@ -70,40 +81,71 @@ func (c *Tier) VerifyFiles(ctx context.Context, t *Table, opts VerifyOptions) (F
 		return out, nil
 	}
 	out.SnapshotID = snap.SnapshotID
-	files, err := liveFiles(ctx, ice, snap)
-	if err != nil {
-		return fail(err)
-	}
-	out.Files = len(files)
-	for _, f := range files {
-		out.Bytes += f.FileSizeBytes()
-	}
 	fsys, err := ice.FS(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("open the table's IO: %w", err))
 	}
-	altered := func(e *AlteredFileError) {
+	reported := map[string]bool{}
+	altered := func(e *AlteredFileError, problem string) {
+		if reported[e.File] {
+			return
+		}
+		reported[e.File] = true
 		out.Altered = append(out.Altered, e)
-		out.Problems = append(out.Problems, fmt.Sprintf("data file %s of snapshot %d is not the file its commit recorded: %s", e.File, snap.SnapshotID, e.Reason))
+		out.Problems = append(out.Problems, problem)
 	}
-	d, err := readDigests(fsys, meta, snap)
-	switch {
-	case errors.Is(err, ErrAltered) || errors.Is(err, fs.ErrNotExist):
-		// Nothing the index says can be trusted, or found: every file
-		// counts as without a digest, and the index is reported.
-		loc := digestCarrier(meta, snap).Summary.Properties[SummaryDigests]
-		e := &AlteredFileError{Table: name, File: loc, Reason: err.Error(), Metadata: true}
-		out.Altered = append(out.Altered, e)
-		out.Problems = append(out.Problems, fmt.Sprintf("the digest index of snapshot %d is not the one committed: %v", snap.SnapshotID, err))
-		d = digests{}
-	case err != nil:
-		return fail(err)
+	var (
+		current *chain
+		past    = map[string]FileDigest{} // digested files of past snapshots, by path key
+	)
+	for _, s := range meta.Snapshots() {
+		if err := ctx.Err(); err != nil {
+			return FileCheck{}, err
+		}
+		ch, err := readChain(ctx, fsys, name, meta, &s)
+		var ae *AlteredFileError
+		switch {
+		case errors.As(err, &ae):
+			altered(ae, fmt.Sprintf("the chain of snapshot %d is not the one committed: %s is not the file its commit recorded: %s", s.SnapshotID, ae.File, ae.Reason))
+			continue
+		case err != nil:
+			return fail(err)
+		}
+		out.Snapshots++
+		if ch.pinned {
+			out.Pinned++
+		}
+		if s.SnapshotID == snap.SnapshotID {
+			current = ch
+			continue
+		}
+		for _, f := range ch.files {
+			if d, ok := ch.index.of(f.FilePath()); ok {
+				past[pathKey(f.FilePath())] = d
+			}
+		}
 	}
-	for _, f := range files {
+	if current == nil {
+		// The current snapshot's files cannot be told from its
+		// manifests; what they say is read for the data files only, so
+		// that those are checked too.
+		files, err := liveFiles(ctx, ice, snap)
+		if err != nil {
+			return out, nil
+		}
+		current = &chain{files: files}
+	}
+	out.Files = len(current.files)
+	for _, f := range current.files {
+		out.Bytes += f.FileSizeBytes()
+	}
+	d := current.index
+	for _, f := range current.files {
 		if err := ctx.Err(); err != nil {
 			return FileCheck{}, err
 		}
 		loc := f.FilePath()
+		delete(past, pathKey(loc))
 		want, digested := d.of(loc)
 		if digested {
 			out.Digested++
@@ -118,18 +160,46 @@ func (c *Tier) VerifyFiles(ctx context.Context, t *Table, opts VerifyOptions) (F
 		} else {
 			err = checkFile(fsys, name, f)
 		}
-		var ae *AlteredFileError
-		switch {
-		case err == nil:
-		case errors.As(err, &ae):
-			altered(ae)
-		case errors.Is(err, fs.ErrNotExist):
-			out.Problems = append(out.Problems, fmt.Sprintf("data file %s of snapshot %d is missing", loc, snap.SnapshotID))
-		default:
+		if err := c.fileProblem(&out, altered, snap.SnapshotID, name, loc, err); err != nil {
 			return fail(err)
 		}
 	}
+	if opts.Deep {
+		keys := make([]string, 0, len(past))
+		for k := range past {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			want := past[k]
+			out.PastHashed++
+			err := checkDigest(fsys, name, want.Path, want)
+			if err := c.fileProblem(&out, altered, 0, name, want.Path, err); err != nil {
+				return fail(err)
+			}
+		}
+	}
 	return out, nil
+}
+
+// fileProblem records what checking data file loc of snapshot id (0: a
+// past one) found, err; an error that is no finding is returned.
+func (c *Tier) fileProblem(out *FileCheck, altered func(*AlteredFileError, string), id int64, name, loc string, err error) error {
+	of := "of a past snapshot"
+	if id != 0 {
+		of = fmt.Sprintf("of snapshot %d", id)
+	}
+	var ae *AlteredFileError
+	switch {
+	case err == nil:
+	case errors.As(err, &ae):
+		altered(ae, fmt.Sprintf("data file %s %s is not the file its commit recorded: %s", ae.File, of, ae.Reason))
+	case errors.Is(err, fs.ErrNotExist):
+		altered(missingFile(name, loc), fmt.Sprintf("data file %s %s is missing", loc, of))
+	default:
+		return err
+	}
+	return nil
 }
 
 // checkFile compares the data file f with its manifest entry: its size,

@@ -97,10 +97,11 @@ type TableSource struct {
 	// (see cold.Plan.CheckDigests): an altered file of the same size is
 	// then refused too, at the cost of reading every file twice.
 	CheckDigests bool
-	// Altered, if set, is told of a planned file found, as it was made
-	// local, not to be the one its commit recorded (its size differs from
-	// the manifest's, or with CheckDigests its SHA-256); the read fails
-	// with that error all the same.
+	// Altered, if set, is told of a cold file found not to be the one its
+	// commit recorded: a planned data file as it was made local (missing,
+	// or its size differs from the manifest's, or with CheckDigests its
+	// SHA-256), or what the plan depends on (see cold.Tier.Plan); the
+	// read fails with that error all the same.
 	Altered func(ctx context.Context, err *cold.AlteredFileError)
 }
 
@@ -171,7 +172,7 @@ func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, erro
 		_, _, err = s.VetWatermark(ctx, plan)
 	}
 	if err != nil {
-		return cold.Plan{}, err
+		return cold.Plan{}, s.found(ctx, err)
 	}
 	return s.local(ctx, p)
 }
@@ -181,13 +182,13 @@ func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, erro
 func (s *TableSource) ColdAlone(ctx context.Context, q series.Range) (cold.Plan, error) {
 	p, err := s.ColdTier.Plan(ctx, s.ColdTable, q)
 	if err != nil {
-		return cold.Plan{}, err
+		return cold.Plan{}, s.found(ctx, err)
 	}
 	lp, err := p.Local(ctx, s.CacheDir)
 	if err == nil && s.CheckDigests {
 		err = p.CheckDigests(ctx, lp)
 	}
-	return lp, err
+	return lp, s.found(ctx, err)
 }
 
 // ColdAt plans the cold files q selects in the snapshot ref names, vets
@@ -196,7 +197,7 @@ func (s *TableSource) ColdAlone(ctx context.Context, q series.Range) (cold.Plan,
 func (s *TableSource) ColdAt(ctx context.Context, q series.Range, ref cold.SnapshotRef) (cold.Plan, error) {
 	p, err := s.ColdTier.PlanAt(ctx, s.ColdTable, q, ref)
 	if err != nil {
-		return cold.Plan{}, err
+		return cold.Plan{}, s.found(ctx, err)
 	}
 	return s.local(ctx, p)
 }
@@ -213,11 +214,18 @@ func (s *TableSource) local(ctx context.Context, p cold.Plan) (cold.Plan, error)
 	if err == nil && s.CheckDigests {
 		err = p.CheckDigests(ctx, lp)
 	}
+	return lp, s.found(ctx, err)
+}
+
+// found tells Altered of a cold file that err reports not to be the one
+// its commit recorded (a data file, or a metadata file, digest index,
+// manifest list or manifest its plan depends on), and returns err.
+func (s *TableSource) found(ctx context.Context, err error) error {
 	var altered *cold.AlteredFileError
 	if errors.As(err, &altered) && s.Altered != nil {
 		s.Altered(ctx, altered)
 	}
-	return lp, err
+	return err
 }
 
 // A HotSnapshot is one consistent state of the hot tier for a query: one

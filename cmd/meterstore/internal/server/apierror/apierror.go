@@ -66,6 +66,8 @@ func Query(ctx context.Context, err error) Failure {
 		return Failure{MemoryLimit, "memory_limit", err.Error()}
 	case errors.Is(err, store.ErrResultTooLarge), errors.Is(err, store.ErrTooManyRows):
 		return Failure{TooLarge, "too_large", err.Error()}
+	case errors.Is(err, store.ErrMissingFile):
+		return Failure{Altered, "missing_file", err.Error()}
 	case errors.Is(err, store.ErrAlteredFile):
 		// Before ErrColdUnreachable, which wraps it: the operator needs
 		// the file's name, and the client to know it is no outage.

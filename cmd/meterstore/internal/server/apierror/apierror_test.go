@@ -28,6 +28,7 @@ func TestQuery(t *testing.T) {
 		{t.Context(), fmt.Errorf("x: %w", store.ErrNoTable), NotFound, "not_found"},
 		{t.Context(), fmt.Errorf("%w: column s holds 100000000 bytes", store.ErrResultTooLarge), TooLarge, "too_large"},
 		{t.Context(), fmt.Errorf("%w: %w", store.ErrColdUnreachable, fmt.Errorf("file x: %w", store.ErrAlteredFile)), Altered, "altered_file"},
+		{t.Context(), fmt.Errorf("%w: %w", store.ErrColdUnreachable, &store.AlteredFileError{Table: "power", File: "f.parquet", Missing: true}), Altered, "missing_file"},
 		{t.Context(), fmt.Errorf("query: %w", store.ErrInFlight), Unavailable, "unavailable"},
 		{canceled, fmt.Errorf("query: %w", context.Canceled), Canceled, "canceled"},
 		{t.Context(), fmt.Errorf("binder error"), Internal, "internal"},
