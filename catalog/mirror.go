@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +59,11 @@ type Fork struct {
 	// unknown), so that an operator sees what the foreign writer added.
 	SnapshotID int64
 	Records    int64
+	// Altered tells that the file is no commit at all but the log's
+	// version edited in place: the same commit (its last-updated-ms and
+	// metadata log) with other bytes. It is tampering with what readers
+	// without a catalog see, not a foreign writer's commit.
+	Altered bool
 }
 
 // String names the file, the reason and what the foreign commit holds.
@@ -214,6 +220,11 @@ func (c *Catalog) forksIn(ctx context.Context, ident table.Identifier, dir strin
 				return nil, wrap(err)
 			}
 			if known && !same {
+				if c.editedCopy(ctx, ns, name, f.key, f.version) {
+					forks = append(forks, Fork{Table: tname, File: f.key, Version: f.version, Head: head, Records: -1, Altered: true,
+						Reason: fmt.Sprintf("is the log's version %d altered in place: the same commit with other bytes", f.version)})
+					continue
+				}
 				foreign(f.key, f.version, fmt.Sprintf("differs from the log's version %d", f.version))
 			}
 		case !f.plain:
@@ -244,11 +255,43 @@ func (c *Catalog) forksIn(ctx context.Context, ident table.Identifier, dir strin
 		case known && !same && missing(ctx, c.wh.Bucket, key):
 			forks = append(forks, Fork{Table: tname, File: hintKey, Version: n, Head: head, Records: -1,
 				Reason: fmt.Sprintf("names version %d, whose file is missing", n)})
+		case known && !same && c.editedCopy(ctx, ns, name, key, n):
+			forks = append(forks, Fork{Table: tname, File: key, Version: n, Head: head, Records: -1, Altered: true,
+				Reason: fmt.Sprintf("is what %s names, and the log's version %d altered in place: the same commit with other bytes", hintName, n)})
 		case known && !same:
 			foreign(key, n, fmt.Sprintf("is what %s names, and differs from the log's version %d", hintName, n))
 		}
 	}
 	return forks, nil
+}
+
+// editedCopy reports whether the mirror file under key, which differs
+// from version n, is that version edited rather than another commit: both
+// parse, with the same last-updated-ms and metadata log. Every commit,
+// MeterStore's or a foreign writer's, changes the one and extends the
+// other.
+func (c *Catalog) editedCopy(ctx context.Context, ns, name, key string, n int64) bool {
+	want, found, err := c.versionData(ctx, ns, name, n)
+	if err != nil || !found || want == nil {
+		return false
+	}
+	got, err := c.wh.Bucket.Get(ctx, key)
+	if err != nil {
+		return false
+	}
+	a, err := table.ParseMetadataBytes(want)
+	if err != nil {
+		return false
+	}
+	b, err := table.ParseMetadataBytes(got)
+	if err != nil {
+		return false
+	}
+	if a.LastUpdatedMillis() != b.LastUpdatedMillis() {
+		return false
+	}
+	la, lb := slices.Collect(a.PreviousFiles()), slices.Collect(b.PreviousFiles())
+	return slices.Equal(la, lb)
 }
 
 func missing(ctx context.Context, b *blob.Bucket, key string) bool {

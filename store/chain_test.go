@@ -336,3 +336,53 @@ func TestBrokenChainIsCaughtAndRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestAlteredMirrorIsTampering: the mirror's copy of the current version
+// (v<N>.metadata.json, what readers without a catalog read) edited in
+// place is reported by a verification as a mirror file that is not the
+// committed one, not as a commit another writer made; the committed
+// metadata is intact, so reads answer. Resolving moves it aside and
+// mirrors the log's version again.
+func TestAlteredMirrorIsTampering(t *testing.T) {
+	ctx := t.Context()
+	s, e, meta := chainFixture(t)
+	dir := filepath.Dir(localPath(meta.CurrentSnapshot().ManifestList))
+	hint, err := os.ReadFile(filepath.Join(dir, "version-hint.text"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "v"+strings.TrimSpace(string(hint))+".metadata.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := `"meterstore.rows":"`
+	i := bytes.LastIndex(data, []byte(key))
+	if i < 0 {
+		t.Fatalf("fixture: %s records no row count", path)
+	}
+	d := &data[i+len(key)]
+	*d = '0' + (*d-'0'+1)%10
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v := s.Verify(ctx, VerifyOptions{})[0]
+	t.Logf("verification: %q", v.Problems)
+	problems := strings.Join(v.Problems, "\n")
+	if v.OK() || len(v.Forks) != 1 || !v.Forks[0].Altered || !strings.Contains(problems, filepath.Base(path)) ||
+		!strings.Contains(problems, "altered in place") || strings.Contains(problems, "did not make") {
+		t.Fatalf("verification of an altered mirror file: %+v", v)
+	}
+	if st := e.another(t).open(t, Options{}).Status(ctx, dayN(8))[0]; st.Healthy || st.MirrorForks != 1 {
+		t.Fatalf("status with an altered mirror file: %+v", st)
+	}
+	if got := mustQuery(t, e.another(t).open(t, Options{}), `SELECT count(*) FROM readings_versions`).Rows[0][0]; got != int64(12) {
+		t.Fatalf("a read with the mirror altered: %v readings, want 12", got)
+	}
+	if _, err := s.ResolveForks(ctx, "power"); err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Verify(ctx, VerifyOptions{}); !v[0].OK() {
+		t.Fatalf("verification after resolving: %+v", v[0])
+	}
+}

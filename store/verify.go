@@ -52,7 +52,9 @@ type Verification struct {
 	// not make in the table's metadata mirror (also in Forks).
 	Problems []string
 	// Forks are the commits MeterStore did not make found in the table's
-	// Hadoop-layout metadata mirror; ResolveForks moves them aside.
+	// Hadoop-layout metadata mirror, and the mirror files altered in place
+	// (Fork.Altered); ResolveForks moves them aside and mirrors the log
+	// again.
 	Forks []catalog.Fork
 	// Orphans are the files under the table's location that nothing
 	// references and that are older than the safety age (each in
@@ -187,6 +189,10 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 		case errors.As(err, &fe):
 			v.Forks = fe.Forks
 			for _, f := range fe.Forks {
+				if f.Altered {
+					v.Problems = append(v.Problems, "a file of the metadata mirror is not the one committed: "+f.String())
+					continue
+				}
 				v.Problems = append(v.Problems, "a commit MeterStore did not make in the metadata mirror: "+f.String())
 			}
 		case err != nil:

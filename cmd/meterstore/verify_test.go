@@ -15,7 +15,7 @@ import (
 
 // TestVerify: verify exits 0 on an intact archived deployment, and 1 when a
 // data file of the current snapshot is gone or a partition was detached by
-// hand, naming what it found; status does not notice either.
+// hand, naming what it found; status notices the file too.
 func TestVerify(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath, pgURL := deploymentConfig(t, dir)
@@ -47,8 +47,12 @@ func TestVerify(t *testing.T) {
 	if err := os.Rename(files[0], aside); err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, append([]string{"status", "--now", now}, c...)...) // status does not look at files
-	out, code := run(t, append([]string{"verify"}, c...)...)
+	// Status lists the data files once per proof of the snapshot.
+	out, code := run(t, append([]string{"status", "--now", now}, c...)...)
+	if code != exitPermanent || !strings.Contains(out, filepath.Base(files[0])) || !strings.Contains(out, "missing") {
+		t.Errorf("status with a data file gone: exit %d\n%s", code, out)
+	}
+	out, code = run(t, append([]string{"verify"}, c...)...)
 	t.Logf("verify with a data file gone:\n%s", out)
 	if code != exitPermanent || !strings.Contains(out, filepath.Base(files[0])) || !strings.Contains(out, "missing") {
 		t.Errorf("verify with a data file gone: exit %d\n%s", code, out)
