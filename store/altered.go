@@ -245,3 +245,17 @@ func (s *Store) reprove(ctx context.Context, name string, ct *cold.Table) {
 			"table", name, "findings", tag.RowsAffected())
 	}
 }
+
+// forgetAltered drops the findings of table name, which a purge destroyed:
+// a table declared again under its name starts with none.
+func (s *Store) forgetAltered(ctx context.Context, name string) error {
+	_, err := s.opts.Pool.Exec(ctx, `DELETE FROM `+s.alteredFileIdent()+` WHERE table_name = $1`, name)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: forget the altered files of %s: %w", name, err)
+	}
+	return nil
+}

@@ -386,3 +386,31 @@ func TestAlteredMirrorIsTampering(t *testing.T) {
 		t.Fatalf("verification after resolving: %+v", v[0])
 	}
 }
+
+// TestPurgeForgetsFindings: a table purged while a finding stood is
+// declared again under its name healthy, and its cold reads answer.
+func TestPurgeForgetsFindings(t *testing.T) {
+	ctx := t.Context()
+	s, e, meta := chainFixture(t)
+	swapManifest(t, meta)
+	if st := e.another(t).open(t, Options{}).Status(ctx, dayN(8))[0]; st.Healthy || st.AlteredFiles != 1 {
+		t.Fatalf("fixture: status after the attack: %+v", st)
+	}
+	if _, err := s.Purge(ctx, "power", "power"); err != nil {
+		t.Fatal(err)
+	}
+	again := e.another(t).open(t, Options{})
+	if err := again.CreatePartitions(ctx, dayN(0), dayN(12)); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, again, []Reading{qh(1, 0, 0, "A", 1, 1000)})
+	if _, err := again.Archive(ctx, "power", dayN(4)); err != nil {
+		t.Fatal(err)
+	}
+	if st := again.Status(ctx, dayN(8))[0]; !st.Healthy || st.AlteredFiles != 0 {
+		t.Fatalf("status of the table declared again: %+v", st)
+	}
+	if got := mustQuery(t, again, `SELECT count(*) FROM readings`).Rows[0][0]; got != int64(1) {
+		t.Fatalf("the table declared again: %v readings, want 1", got)
+	}
+}
