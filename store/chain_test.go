@@ -61,12 +61,16 @@ func (e *testEnv) another(t *testing.T) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { wh.Bucket.Close() })
-	cat, closeCat, err := OpenCatalog(ctx, CatalogOptions{Log: LogPostgres, Warehouse: wh, Postgres: e.pool.Config(), LogOptions: postgres.Options{Schema: "meterstore"}})
+	log := e.log
+	if log == "" {
+		log = LogPostgres
+	}
+	cat, closeCat, err := OpenCatalog(ctx, CatalogOptions{Log: log, Warehouse: wh, Postgres: e.pool.Config(), LogOptions: postgres.Options{Schema: "meterstore"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeCat)
-	return &testEnv{pool: e.pool, cat: cat, dir: e.dir}
+	return &testEnv{pool: e.pool, cat: cat, dir: e.dir, log: log}
 }
 
 // localPath is the path of a file:// location of the test warehouse.

@@ -233,3 +233,98 @@ WHERE i.inhparent = 'meterstore.power'::regclass AND c.relname < $1`, fmt.Sprint
 		t.Errorf("PostgreSQL holds %d rows and %d attached partitions below W %v", below, parts, w)
 	}
 }
+
+// movedAway moves the file warehouse at dir away and leaves an empty
+// directory in its place, as an unmounted volume or a directory moved by
+// hand looks, and returns how to bring it back.
+func movedAway(t *testing.T, dir string) (restore func()) {
+	t.Helper()
+	away := dir + ".away"
+	if err := os.Rename(dir, away); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(away, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestColdUnreachableAtOpen: a store that opens while the warehouse is
+// away, on either catalog log, opens its tables on PostgreSQL alone. It
+// creates no table and no namespace in the empty warehouse (the archival
+// ledger says the table was archived into); it ingests above the watermark
+// the ledger recorded and answers operational reads; a late correction, a
+// read of both tiers and archival fail retryably naming the cold tier; its
+// status is unhealthy with the ledger's watermark, marked as such. Once the
+// warehouse is back the store takes it up within coldRetry, without a
+// restart: archival and reads of both tiers work, and every acknowledged
+// reading is there once.
+func TestColdUnreachableAtOpen(t *testing.T) {
+	for _, log := range []string{LogPostgres, LogObjectStore} {
+		t.Run(log, func(t *testing.T) { coldUnreachableAtOpen(t, log) })
+	}
+}
+
+func coldUnreachableAtOpen(t *testing.T, log string) {
+	ctx := t.Context()
+	e := newEnvOn(t, log)
+	s := e.open(t, Options{})
+	if err := s.CreatePartitions(ctx, dayN(0), dayN(12)); err != nil {
+		t.Fatal(err)
+	}
+	a := acked{}
+	for d := range 4 {
+		a.write(t, s, "power", degradeBatch(d, d, false))
+	}
+	if out, err := s.Archive(ctx, "power", dayN(4)); err != nil || !out.Watermark.Equal(dayN(2)) {
+		t.Fatalf("archive: %+v, %v", out, err)
+	}
+
+	restore := movedAway(t, e.dir)
+	var wall atomic.Int64
+	wall.Store(time.Now().UnixNano())
+	clock := func() time.Time { return time.Unix(0, wall.Load()) }
+	away := e.another(t).open(t, Options{Now: NowOptions{WallClock: clock}})
+
+	for b := 10; b < 14; b++ {
+		a.write(t, away, "power", degradeBatch(b, 2+b%4, false))
+	}
+	if _, err := away.Write(ctx, "power", degradeBatch(20, 3, true)); !IsRetryable(err) || !errors.Is(err, ErrColdUnreachable) {
+		t.Errorf("a late correction with the warehouse away: %v; want retryable, ErrColdUnreachable", err)
+	}
+	res, err := away.QueryAt(ctx, "power", `SELECT count(*) FROM readings`, ReadOptions{Mode: ReadOperational})
+	if err != nil || res.Rows[0][0] != int64(4+8) {
+		t.Errorf("an operational read with the warehouse away: %v, %v; want the 12 hot readings", res, err)
+	}
+	if res, err := away.Query(ctx, "power", `SELECT count(*) FROM readings`); err == nil || !IsRetryable(err) || !errors.Is(err, ErrColdUnreachable) {
+		t.Errorf("a read of both tiers with the warehouse away: %v, %v; want retryable, ErrColdUnreachable", res, err)
+	}
+	if out, err := away.Archive(ctx, "power", dayN(6)); err == nil || !IsRetryable(err) || !errors.Is(err, ErrColdUnreachable) {
+		t.Errorf("archival with the warehouse away: %+v, %v; want retryable, ErrColdUnreachable", out, err)
+	}
+	st := away.Status(ctx, dayN(6))[0]
+	if st.Healthy || !st.WatermarkFromLedger || !st.Watermark.Equal(dayN(2)) || st.Err == nil || !strings.Contains(st.Err.Error(), "cold tier") {
+		t.Errorf("status with the warehouse away: %+v", st)
+	}
+	if files := warehouseFiles(t, e.dir, ""); len(files) > 0 {
+		t.Errorf("the store wrote into the empty warehouse: %v", files)
+	}
+
+	restore()
+	wall.Add(int64(coldRetry))
+	if st := away.Status(ctx, dayN(6))[0]; !st.Healthy || st.WatermarkFromLedger {
+		t.Errorf("status once the warehouse is back: %+v", st)
+	}
+	if out, err := away.Archive(ctx, "power", dayN(6)); err != nil || !out.Watermark.Equal(dayN(4)) {
+		t.Errorf("archival once the warehouse is back: %+v, %v", out, err)
+	}
+	a.write(t, away, "power", degradeBatch(20, 3, true))
+	a.check(t, away, "power")
+}

@@ -109,8 +109,8 @@ func TestFaultUnreadableMetadataFailsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open with power's metadata unreadable: %v", err)
 	}
-	brokenPower(t, s2, true)
-	brokenPower(t, s, false) // opened before: each operation reads the metadata anew
+	brokenPower(t, s2) // opened on its hot tier alone
+	brokenPower(t, s)  // opened before: each operation reads the metadata anew
 	// ... except a write at or above the watermark s last read: the hot
 	// tier takes it without reading the cold metadata.
 	a.write(t, s, "power", []Reading{qh(3, 4, 4, "A", 1, 1000)})
@@ -149,7 +149,7 @@ func TestFaultUnreadableMetadataFailsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(res.Rows) != 2 || res.Rows[1][0] != "power" || res.Rows[1][1] != false ||
-		!strings.Contains(fmt.Sprint(res.Rows[1][2]), "cannot be opened") || res.Rows[0][1] != true {
+		!strings.Contains(fmt.Sprint(res.Rows[1][2]), "is not the file its commit recorded") || res.Rows[0][1] != true {
 		t.Errorf("system.tables: %v", res.Rows)
 	}
 
@@ -172,16 +172,17 @@ func TestFaultUnreadableMetadataFailsAlone(t *testing.T) {
 }
 
 // brokenPower checks that every operation on power that reads its cold
-// metadata fails with an error that names it and is not worth retrying; a
-// *TableOpenError if unopened. The write carries a late correction.
-func brokenPower(t *testing.T, s *Store, unopened bool) {
+// metadata fails with an error that names it and the file, wraps
+// ErrAlteredFile (the metadata is not the one its log entry recorded) and
+// is not worth retrying, whether the store opened the table before or
+// after (on its hot tier alone). The write carries a late correction.
+func brokenPower(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := t.Context()
 	check := func(op string, err error) {
 		t.Helper()
-		var toe *TableOpenError
-		if unopened && (!errors.As(err, &toe) || toe.Table != "power") || err == nil || !strings.Contains(err.Error(), "power") || IsRetryable(err) {
-			t.Errorf("%s on broken power: %v (retryable %v), want a *TableOpenError naming it", op, err, IsRetryable(err))
+		if !errors.Is(err, ErrAlteredFile) || !strings.Contains(err.Error(), "power") || !strings.Contains(err.Error(), "metadata.json") || IsRetryable(err) {
+			t.Errorf("%s on broken power: %v (retryable %v), want ErrAlteredFile naming it", op, err, IsRetryable(err))
 		}
 	}
 	_, err := s.Write(ctx, "power", []Reading{qh(3, 4, 4, "A", 1, 1000), qh(3, 0, 4, "A", 1, 1000)})

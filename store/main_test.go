@@ -45,6 +45,7 @@ type testEnv struct {
 	pool *pgxpool.Pool
 	cat  icecatalog.Catalog
 	dir  string
+	log  string // LogPostgres or LogObjectStore
 }
 
 // newEnv returns a fresh database and warehouse with the catalog's log on
@@ -77,7 +78,7 @@ func newEnvOn(t *testing.T, log string) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeCat)
-	return &testEnv{pool: pool, cat: cat, dir: dir}
+	return &testEnv{pool: pool, cat: cat, dir: dir, log: log}
 }
 
 // open opens a Store on e with opts filled in.

@@ -165,7 +165,7 @@ func (s *Store) Prepare(ctx context.Context, sql string, o StatementOptions) (*S
 // tables the statement names are read by their own engines.
 func (s *Store) host(ctx context.Context, name string) (*query.Engine, error) {
 	if name != "" {
-		_, _, engine, err := s.opened(ctx, name)
+		_, _, engine, err := s.openedHot(ctx, name)
 		return engine, err
 	}
 	var errs []error

@@ -104,6 +104,13 @@ type table struct {
 	engine   *query.Engine // nil until opened
 	openErr  error         // why the last attempt to open failed
 	forks    string        // the mirror forks last logged, so each is logged once
+	// coldErr is why the cold tier could not be ensured when the table
+	// opened (its warehouse or catalog away, its metadata unreadable):
+	// the table then runs on its hot tier alone, cold is a handle that
+	// reads nothing, and ready ensures it again at most every
+	// coldRetry, so that it comes back without a restart.
+	coldErr   error
+	coldTried time.Time // by the wall clock
 	// quarantine is the hot tier's refusal of decl's change of columns (a
 	// *QuarantineError), nil if it took it. The table then runs on
 	// stored, decl with the columns its relation was declared with: it
@@ -221,6 +228,9 @@ func (s *Store) ready(ctx context.Context, t *table) (*cold.Table, *query.Engine
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.engine != nil {
+		if t.coldErr != nil {
+			s.retryCold(ctx, t, false)
+		}
 		return t.cold, t.engine, nil
 	}
 	err := s.open(ctx, t)
@@ -258,13 +268,22 @@ func (s *Store) open(ctx context.Context, t *table) error {
 	if t.stored != nil {
 		decl = t.stored
 	}
-	ct, err := s.cold.Ensure(ctx, decl)
+	ct, err := s.ensureCold(ctx, decl)
 	var q *cold.QuarantineError
 	switch {
 	case errors.As(err, &q) && ct != nil:
 		s.log.Error("store: table quarantined: it ingests and answers, archival is refused", "table", decl.Name, "err", err)
-	case err != nil:
+	case err != nil && declarationRefused(err):
 		return fmt.Errorf("store: declare %s: %w", decl.Name, err)
+	case err != nil:
+		// Degrade, don't stop: what needs only PostgreSQL (writes above
+		// the watermark the ledger recorded, operational reads) goes on,
+		// and what needs the cold tier fails with t.coldErr until the
+		// table's cold tier is ensured.
+		ct = s.cold.Handle(decl)
+		t.coldErr, t.coldTried = coldUnavailable(decl.Name, err), s.opts.Now.wall()
+		s.log.Warn("store: the cold tier of the table cannot be ensured; it runs on PostgreSQL alone until it can",
+			"table", decl.Name, "err", err)
 	}
 	engine, err := query.New(decl, &query.TableSource{
 		HotTier: hotTier{s.hot}, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
@@ -305,8 +324,23 @@ func (s *Store) engineOf(ctx context.Context, name string) (*query.Engine, bool,
 	return engine, true, nil
 }
 
-// opened returns t's handles, opening it if need be.
+// opened returns t's handles, opening it if need be, for an operation
+// that needs its cold tier: one that runs on its hot tier alone fails it
+// with why its cold tier cannot be ensured, retryably where that is.
 func (s *Store) opened(ctx context.Context, name string) (*table, *cold.Table, *query.Engine, error) {
+	t, ct, engine, err := s.openedHot(ctx, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := t.coldState(); err != nil {
+		return nil, nil, nil, err
+	}
+	return t, ct, engine, nil
+}
+
+// openedHot is opened for an operation that may run on the hot tier
+// alone: a write, a query.
+func (s *Store) openedHot(ctx context.Context, name string) (*table, *cold.Table, *query.Engine, error) {
 	t, err := s.table(name)
 	if err != nil {
 		return nil, nil, nil, err
@@ -316,6 +350,77 @@ func (s *Store) opened(ctx context.Context, name string) (*table, *cold.Table, *
 		return nil, nil, nil, err
 	}
 	return t, ct, engine, nil
+}
+
+// coldRetry is how often an operation on a table whose cold tier could
+// not be ensured tries again: each try reads the warehouse, which may be
+// slow to fail.
+const coldRetry = 5 * time.Second
+
+// ensureCold ensures the cold table of decl: EnsureExisting when the
+// archival ledger records windows archived into it, so that a warehouse
+// or log that is away is not taken for a table never created.
+func (s *Store) ensureCold(ctx context.Context, decl *series.Table) (*cold.Table, error) {
+	_, archived, err := s.arch.RecordedWatermark(ctx, decl.Name)
+	if err != nil {
+		return nil, err
+	}
+	if archived {
+		return s.cold.EnsureExisting(ctx, decl)
+	}
+	return s.cold.Ensure(ctx, decl)
+}
+
+// retryCold ensures the cold tier of t, which runs on its hot tier alone,
+// again, if it was last tried coldRetry ago or force is set; t.mu is held.
+func (s *Store) retryCold(ctx context.Context, t *table, force bool) {
+	now := s.opts.Now.wall()
+	if !force && now.Sub(t.coldTried) < coldRetry {
+		return
+	}
+	t.coldTried = now
+	decl := t.decl
+	if t.stored != nil {
+		decl = t.stored
+	}
+	ct, err := s.ensureCold(ctx, decl)
+	var q *cold.QuarantineError
+	switch {
+	case err == nil, errors.As(err, &q) && ct != nil:
+		s.log.Info("store: the cold tier of the table is ensured again", "table", decl.Name, "after", t.coldErr)
+		t.cold, t.coldErr = ct, nil
+	default:
+		t.coldErr = coldUnavailable(decl.Name, err)
+	}
+}
+
+// retryColdNow is retryCold, forced, for status: it runs at the pace of
+// readiness probes, and an operator who brought the warehouse back wants
+// to see it.
+func (s *Store) retryColdNow(ctx context.Context, t *table) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.engine != nil && t.coldErr != nil {
+		s.retryCold(ctx, t, true)
+	}
+}
+
+// coldState returns why t runs on its hot tier alone, nil if it does not.
+func (t *table) coldState() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.coldErr
+}
+
+// coldUnavailable returns why the cold tier of table name cannot be
+// ensured, err, as the error of what needs it: wrapping ErrColdUnreachable,
+// and retryable unless err is a file not the one its commit recorded.
+func coldUnavailable(name string, err error) error {
+	var altered *cold.AlteredFileError
+	if errors.As(err, &altered) {
+		return err
+	}
+	return &series.Error{Kind: series.Unavailable, Op: "open the cold tier of", Table: name, Err: fmt.Errorf("%w: %w", ErrColdUnreachable, err)}
 }
 
 // Tables returns the declared tables' names in declaration order.

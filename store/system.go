@@ -19,6 +19,11 @@ type TableStatus struct {
 	Table        string
 	Watermark    time.Time // zero when nothing is archived yet
 	HasWatermark bool
+	// WatermarkFromLedger tells that the cold tier could not be read, so
+	// Watermark is the one the archival ledger recorded as committed:
+	// the one writes are routed by meanwhile. The table is unhealthy,
+	// and Err says why.
+	WatermarkFromLedger bool
 	// WatermarkLag is now minus the watermark; zero without one.
 	WatermarkLag time.Duration
 	// HotPartitions counts the attached partitions and PartitionsAhead
@@ -118,6 +123,9 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 	}
 	var err error
 	ct, _, err := s.ready(ctx, t)
+	if err == nil {
+		s.retryColdNow(ctx, t)
+	}
 	decl, quarantine := t.running()
 	if quarantine != nil {
 		// The hot tier refused the declaration's change of columns: the
@@ -126,14 +134,28 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 		errs = append(errs, quarantine)
 		st.quarantined = true
 	}
+	coldDown := false
 	if err == nil {
 		// A log that lost its newest entries shows a W that went back:
 		// report the one found, and the one the ledger vouches for.
-		st.Watermark, st.HasWatermark, err = s.arch.VetWatermark(ctx, t.decl.Name, func(ctx context.Context) (time.Time, bool, error) {
-			return s.cold.Watermark(ctx, ct)
-		})
+		if err = t.coldState(); err == nil {
+			st.Watermark, st.HasWatermark, err = s.arch.VetWatermark(ctx, t.decl.Name, func(ctx context.Context) (time.Time, bool, error) {
+				return s.cold.Watermark(ctx, ct)
+			})
+		}
+		var inv *InvariantError
+		if err != nil && !errors.As(err, new(*cold.AlteredFileError)) && !errors.As(err, &inv) {
+			// The cold tier cannot be read: the watermark the ledger
+			// recorded, which writes are routed by meanwhile, marked as
+			// such; the hot tier is still counted below it.
+			if lw, ok, lerr := s.arch.RecordedWatermark(ctx, t.decl.Name); lerr == nil {
+				st.Watermark, st.HasWatermark, st.WatermarkFromLedger = lw, ok, true
+				errs = append(errs, cold.Unavailable("read the watermark of", t.decl.Name, err))
+				err, coldDown = nil, true
+			}
+		}
 	}
-	if err == nil && ct != nil {
+	if err == nil && ct != nil && !coldDown {
 		// A snapshot whose manifests are not the committed ones is
 		// refused by every read, and a data file gone or resized by every
 		// read that needs it: found here, once per proof of the snapshot
@@ -157,12 +179,15 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 			err = nil
 		}
 	}
-	if ct != nil {
+	switch {
+	case coldDown:
+		st.MirrorForks = -1 // cannot say
+	case ct != nil:
 		if ferr := s.checkMirror(ctx, t, ct, &st); ferr != nil {
 			errs = append(errs, ferr)
 		}
 	}
-	if err == nil {
+	if err == nil && !coldDown {
 		// A quarantined table ingests and answers, and archives nothing.
 		var q *cold.QuarantineError
 		if derr := s.cold.CheckDrift(ctx, decl); errors.As(derr, &q) {
@@ -199,7 +224,7 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 	}
 	// A data file found altered is refused by every read: the table
 	// cannot answer for its rows until an operator restores the file.
-	if ct != nil && altered == nil {
+	if ct != nil && altered == nil && !coldDown {
 		s.reprove(ctx, t.decl.Name, ct)
 	}
 	var aerr error
@@ -344,18 +369,21 @@ func (s *Store) tablesRelation(sts []TableStatus) query.Relation {
 		{Name: "watermark_lag_seconds", Type: "BIGINT"}, {Name: "hot_partitions", Type: "BIGINT"},
 		{Name: "partitions_ahead", Type: "BIGINT"}, {Name: "invariant_violations", Type: "BIGINT"},
 		{Name: "healthy", Type: "BOOLEAN"}, {Name: "error", Type: "VARCHAR"},
-		{Name: "altered_files", Type: "BIGINT"},
+		{Name: "altered_files", Type: "BIGINT"}, {Name: "watermark_source", Type: "VARCHAR"},
 	}}
 	for _, st := range sts {
-		var w, lag, msg any
+		var w, lag, msg, source any
 		if st.HasWatermark {
-			w, lag = st.Watermark, int64(st.WatermarkLag/time.Second)
+			w, lag, source = st.Watermark, int64(st.WatermarkLag/time.Second), "catalog"
+			if st.WatermarkFromLedger {
+				source = "ledger"
+			}
 		}
 		if st.Err != nil {
 			msg = st.Err.Error()
 		}
 		r.Rows = append(r.Rows, []any{st.Table, w, lag, st.HotPartitions, st.PartitionsAhead,
-			st.InvariantViolations, st.Healthy, msg, st.AlteredFiles})
+			st.InvariantViolations, st.Healthy, msg, st.AlteredFiles, source})
 	}
 	return r
 }

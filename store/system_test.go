@@ -14,7 +14,7 @@ func systemTables(t *testing.T, s *Store, now time.Time) []map[string]any {
 	if err := s.RefreshSystemTables(t.Context(), now); err != nil && !strings.Contains(err.Error(), "snapshots") {
 		t.Fatal(err)
 	}
-	res := mustQuery(t, s, `SELECT "table", watermark, watermark_lag_seconds, hot_partitions, partitions_ahead, invariant_violations, healthy FROM system.tables ORDER BY "table"`)
+	res := mustQuery(t, s, `SELECT "table", watermark, watermark_lag_seconds, hot_partitions, partitions_ahead, invariant_violations, healthy, watermark_source, error FROM system.tables ORDER BY "table"`)
 	var out []map[string]any
 	for _, r := range res.Rows {
 		m := map[string]any{}
@@ -84,7 +84,7 @@ func TestSystemTablesHealth(t *testing.T) {
 	}
 	rows = systemTables(t, s, dayN(4))
 	wantRow(t, "archived", rows[0], map[string]any{"watermark": dayN(2), "watermark_lag_seconds": int64(2 * 86400),
-		"invariant_violations": int64(0), "healthy": true})
+		"invariant_violations": int64(0), "healthy": true, "watermark_source": "catalog"})
 
 	// A row below W in PostgreSQL: the archived partition of day 0,
 	// detached and kept for the reader grace, attached again behind
@@ -96,14 +96,20 @@ func TestSystemTablesHealth(t *testing.T) {
 	rows = systemTables(t, s, dayN(4))
 	wantRow(t, "violated", rows[0], map[string]any{"invariant_violations": int64(1), "healthy": false})
 
-	// A cold tier whose metadata cannot be read: the count cannot be
-	// computed, which reads -1 and unhealthy, never fine.
+	// A cold tier whose metadata cannot be read: the watermark is the one
+	// the archival ledger recorded, which writes are routed by meanwhile,
+	// marked as such; the hot tier is still counted below it; unhealthy,
+	// never fine.
 	meta := filepath.Join(e.dir, "meterstore", "power", "metadata")
 	if err := os.Rename(meta, meta+".gone"); err != nil {
 		t.Fatal(err)
 	}
 	rows = systemTables(t, s, dayN(4))
-	wantRow(t, "unreadable", rows[0], map[string]any{"invariant_violations": int64(-1), "healthy": false, "watermark": nil})
+	wantRow(t, "unreadable", rows[0], map[string]any{"invariant_violations": int64(1), "healthy": false,
+		"watermark": dayN(2), "watermark_source": "ledger"})
+	if msg, _ := rows[0]["error"].(string); !strings.Contains(msg, "cold tier is unreachable") {
+		t.Errorf("unreadable: error %q does not name the cold tier", msg)
+	}
 }
 
 // TestSystemConfigResolutionSnapshots checks the three other relations

@@ -79,7 +79,7 @@ type Source struct {
 
 // WriteWith is Write with options.
 func (s *Store) WriteWith(ctx context.Context, name string, rows []Reading, o WriteOptions) (WriteResult, error) {
-	t, ct, _, err := s.opened(ctx, name)
+	t, ct, _, err := s.openedHot(ctx, name)
 	if err != nil {
 		return WriteResult{}, err
 	}

@@ -282,7 +282,11 @@ func printStatus(w io.Writer, sts []store.TableStatus) {
 		if st.Err != nil {
 			msg = st.Err.Error()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%v\t%s\n", st.Table, stamp(st.Watermark), lag,
+		w := stamp(st.Watermark)
+		if st.WatermarkFromLedger {
+			w += " (ledger)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%v\t%s\n", st.Table, w, lag,
 			st.HotPartitions, st.PartitionsAhead, st.InvariantViolations, st.Healthy, msg)
 	}
 	tw.Flush()

@@ -89,10 +89,10 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 
 	if err := a.cold.CheckDrift(ctx, t); err != nil {
 		var q *cold.QuarantineError
-		if unreachable(err) {
+		if cold.Unreachable(err) {
 			// A warehouse that is away is no drift: it fails this cycle,
 			// and the next one tries again.
-			return fail(coldError("archive", t.Name, fmt.Errorf("archive %s: %w", t.Name, err)))
+			return fail(cold.Unavailable("archive", t.Name, fmt.Errorf("archive %s: %w", t.Name, err)))
 		}
 		if errors.As(err, &q) {
 			out.Status = Quarantined
@@ -105,7 +105,7 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 	}
 	w, hasW, err := a.cold.Watermark(ctx, ct)
 	if err != nil {
-		return fail(coldError("archive", t.Name, fmt.Errorf("archive %s: %w", t.Name, err)))
+		return fail(cold.Unavailable("archive", t.Name, fmt.Errorf("archive %s: %w", t.Name, err)))
 	}
 	// A log that lost its newest entries would have this cycle archive
 	// again what is archived, or drop partitions it never committed.
@@ -397,7 +397,7 @@ func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table,
 			"from", win.from, "to", win.to, "attempt", attempt, "err", err)
 	}
 	if err != nil {
-		return nil, false, coldError("archive", t.Name,
+		return nil, false, cold.Unavailable("archive", t.Name,
 			fmt.Errorf("archive %s: window [%s, %s): %w", t.Name, cold.FormatTime(win.from), cold.FormatTime(win.to), err))
 	}
 	a.crash("after-commit")

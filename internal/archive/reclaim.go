@@ -82,7 +82,7 @@ func (a *Archiver) reclaim(ctx context.Context, t *series.Table, ct *cold.Table,
 func (a *Archiver) confirm(ctx context.Context, t *series.Table, ct *cold.Table, p hot.Partition, parts []hot.Partition, recs map[int64]record, archivedNow map[int64]bool, now time.Time) error {
 	ice, err := a.cold.Iceberg(ctx, ct)
 	if err != nil {
-		return coldError("archive", t.Name, fmt.Errorf("archive %s: %w", t.Name, err))
+		return cold.Unavailable("archive", t.Name, fmt.Errorf("archive %s: %w", t.Name, err))
 	}
 	var from, to time.Time
 	var committed int64 = -1

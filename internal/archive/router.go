@@ -197,7 +197,7 @@ func (rt *Router) WriteWith(ctx context.Context, t *series.Table, ct *cold.Table
 						late[0], cold.FormatTime(rows[late[0]].From), cold.FormatTime(m.w), err)}
 			}
 			if err != nil {
-				return res, coldError("write", t.Name, remap(err, late))
+				return res, cold.Unavailable("write", t.Name, remap(err, late))
 			}
 			res.record(late, lr.Status)
 			res.Late += len(late)
@@ -281,8 +281,8 @@ func (rt *Router) watermark(ctx context.Context, t *series.Table, ct *cold.Table
 		}
 		return rt.remember(t.Name, m, true), true, nil, nil
 	}
-	coldErr = coldError("write", t.Name, fmt.Errorf("archive: write %s: %w", t.Name, rerr))
-	if !unreachable(rerr) {
+	coldErr = cold.Unavailable("write", t.Name, fmt.Errorf("archive: write %s: %w", t.Name, rerr))
+	if !cold.Unreachable(rerr) {
 		return mark{}, true, nil, coldErr
 	}
 	if known {

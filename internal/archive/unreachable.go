@@ -1,61 +1,10 @@
 package archive
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"io/fs"
-	"syscall"
-
-	icecatalog "github.com/apache/iceberg-go/catalog"
-	"github.com/meterstore/meterstore/blob"
-	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/internal/pgerr"
-	"github.com/meterstore/meterstore/series"
-)
+import "github.com/meterstore/meterstore/internal/cold"
 
 // ErrColdUnreachable is wrapped by the retryable error of a write or an
 // archival that needs the cold tier while its warehouse or catalog cannot
-// be reached. Nothing of the refused part was written; retrying once the
-// warehouse is back succeeds. It is cold.ErrUnreachable, the one sentinel
-// of every tier.
+// be reached (see cold.Unavailable). Nothing of the refused part was
+// written; retrying once the warehouse is back succeeds. It is
+// cold.ErrUnreachable, the one sentinel of every tier.
 var ErrColdUnreachable = cold.ErrUnreachable
-
-// unreachable reports whether err, from the cold tier, says that the
-// warehouse or the catalog could not be reached, rather than that what it
-// holds is wrong: a missing root or object, a refused permission, an I/O
-// or network failure, a deadline. A table the catalog does not find counts
-// too, as does a namespace: the tables asked about were ensured when the
-// store opened them, and a log on object storage whose bucket is away
-// reads as empty. A refusal
-// the tier classified itself (a *series.Error, a quarantine for a schema
-// it read) is not.
-func unreachable(err error) bool {
-	var se *series.Error
-	var q *cold.QuarantineError
-	switch {
-	case err == nil, errors.As(err, &se):
-		return false
-	case errors.As(err, &q):
-		return q.Err != nil && unreachable(q.Err)
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Op == "mkdir" && errors.Is(pe.Err, syscall.EEXIST) {
-		// A file stands where the warehouse has a directory: MkdirAll
-		// says ENOTDIR, or EEXIST when the file appeared between its
-		// look and its mkdir.
-		return true
-	}
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace) || errors.Is(err, fs.ErrPermission) || errors.Is(err, blob.ErrNotFound) ||
-		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EIO) ||
-		errors.Is(err, context.DeadlineExceeded) || pgerr.Network(err)
-}
-
-// coldError returns err as a retryable Unavailable error naming the cold
-// tier when it says the cold tier is unreachable, and unchanged otherwise.
-func coldError(op, table string, err error) error {
-	if !unreachable(err) {
-		return err
-	}
-	return &series.Error{Kind: series.Unavailable, Op: op, Table: table, Err: fmt.Errorf("%w: %w", ErrColdUnreachable, err)}
-}

@@ -37,7 +37,7 @@ func (c *Tier) CheckDrift(ctx context.Context, t *series.Table) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
-	ice, err := c.cat.LoadTable(ctx, table.Identifier{c.opts.Namespace, t.Name})
+	ice, err := c.load(ctx, c.Handle(t))
 	if errors.Is(err, icecatalog.ErrNoSuchTable) {
 		return fmt.Errorf("cold: check drift of %s: %w", t.Name, err)
 	}

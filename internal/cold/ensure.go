@@ -21,15 +21,40 @@ import (
 // the table's schema cannot take the declared rows, Ensure returns the handle
 // together with a *QuarantineError: scans work, archiving is refused.
 func (c *Tier) Ensure(ctx context.Context, t *series.Table) (*Table, error) {
+	return c.ensure(ctx, t, false)
+}
+
+// EnsureExisting is Ensure for a table that was archived into before: one
+// the catalog does not find is not created afresh, which would start it
+// over empty below a watermark its rows were archived under, but refused
+// with an error wrapping ErrUnreachable and catalog.ErrNoSuchTable: the
+// warehouse, or its catalog's log, is away or lost.
+func (c *Tier) EnsureExisting(ctx context.Context, t *series.Table) (*Table, error) {
+	return c.ensure(ctx, t, true)
+}
+
+// Handle returns the handle of declared table t without reading or
+// writing anything: for a table that runs on its hot tier alone while
+// its cold tier cannot be ensured. Every operation through it reads the
+// table anew, and fails while the cold tier cannot be read.
+func (c *Tier) Handle(t *series.Table) *Table {
+	return &Table{decl: *cloneDecl(t), ident: table.Identifier{c.opts.Namespace, t.Name}}
+}
+
+func (c *Tier) ensure(ctx context.Context, t *series.Table, existing bool) (*Table, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	h := &Table{decl: *cloneDecl(t), ident: table.Identifier{c.opts.Namespace, t.Name}}
-	if err := c.ensureNamespace(ctx); err != nil {
+	h := c.Handle(t)
+	if err := c.ensureNamespace(ctx, existing); err != nil {
 		return nil, err
 	}
 	ice, err := c.load(ctx, h)
-	if errors.Is(err, icecatalog.ErrNoSuchTable) {
+	switch {
+	case errors.Is(err, icecatalog.ErrNoSuchTable) && existing:
+		return nil, fmt.Errorf("cold: ensure %s: %w: the archival ledger records windows archived into the table, and the catalog does not find it (the warehouse or the catalog's log is away, or lost): %w",
+			t.Name, ErrUnreachable, err)
+	case errors.Is(err, icecatalog.ErrNoSuchTable):
 		ice, err = c.create(ctx, h)
 	}
 	if err != nil {
@@ -51,7 +76,7 @@ func (c *Tier) Ensure(ctx context.Context, t *series.Table) (*Table, error) {
 	return h, nil
 }
 
-func (c *Tier) ensureNamespace(ctx context.Context) error {
+func (c *Tier) ensureNamespace(ctx context.Context, existing bool) error {
 	ns := table.Identifier{c.opts.Namespace}
 	ok, err := c.cat.CheckNamespaceExists(ctx, ns)
 	if err != nil {
@@ -59,6 +84,10 @@ func (c *Tier) ensureNamespace(ctx context.Context) error {
 	}
 	if ok {
 		return nil
+	}
+	if existing {
+		return fmt.Errorf("cold: namespace %s: %w: a table archived into before is in it, and the catalog does not find it (the warehouse or the catalog's log is away, or lost): %w",
+			c.opts.Namespace, ErrUnreachable, icecatalog.ErrNoSuchNamespace)
 	}
 	err = c.cat.CreateNamespace(ctx, ns, iceberg.Properties{"owner": "meterstore"})
 	if err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {

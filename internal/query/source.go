@@ -109,7 +109,10 @@ var _ Source = (*TableSource)(nil)
 
 // Watermark returns the cold table's W.
 func (s *TableSource) Watermark(ctx context.Context) (time.Time, bool, error) {
-	read := func(ctx context.Context) (time.Time, bool, error) { return s.ColdTier.Watermark(ctx, s.ColdTable) }
+	read := func(ctx context.Context) (time.Time, bool, error) {
+		w, ok, err := s.ColdTier.Watermark(ctx, s.ColdTable)
+		return w, ok, cold.Unavailable("read", s.Table.Name, err)
+	}
 	if s.VetWatermark == nil {
 		return read(ctx)
 	}
@@ -219,13 +222,15 @@ func (s *TableSource) local(ctx context.Context, p cold.Plan) (cold.Plan, error)
 
 // found tells Altered of a cold file that err reports not to be the one
 // its commit recorded (a data file, or a metadata file, digest index,
-// manifest list or manifest its plan depends on), and returns err.
+// manifest list or manifest its plan depends on), and returns err; an
+// error that says the cold tier cannot be reached, retryably (see
+// cold.Unavailable).
 func (s *TableSource) found(ctx context.Context, err error) error {
 	var altered *cold.AlteredFileError
 	if errors.As(err, &altered) && s.Altered != nil {
 		s.Altered(ctx, altered)
 	}
-	return err
+	return cold.Unavailable("read", s.Table.Name, err)
 }
 
 // A HotSnapshot is one consistent state of the hot tier for a query: one

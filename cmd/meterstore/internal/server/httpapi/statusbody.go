@@ -19,11 +19,14 @@ type TableStatus struct {
 	Table               string     `json:"table"`
 	Watermark           *time.Time `json:"watermark"` // null before the first archival
 	WatermarkLagSeconds *float64   `json:"watermark_lag_seconds"`
-	HotPartitions       int64      `json:"hot_partitions"`
-	PartitionsAhead     int64      `json:"partitions_ahead"`
-	InvariantViolations int64      `json:"invariant_violations"`
-	Healthy             bool       `json:"healthy"`
-	Error               string     `json:"error,omitempty"`
+	// WatermarkSource is "catalog", or "ledger" when the cold tier could
+	// not be read and Watermark is the one the archival ledger recorded.
+	WatermarkSource     string `json:"watermark_source,omitempty"`
+	HotPartitions       int64  `json:"hot_partitions"`
+	PartitionsAhead     int64  `json:"partitions_ahead"`
+	InvariantViolations int64  `json:"invariant_violations"`
+	Healthy             bool   `json:"healthy"`
+	Error               string `json:"error,omitempty"`
 }
 
 // NewStatusBody returns the body for the statuses sts at now, of the
@@ -40,7 +43,10 @@ func NewStatusBody(now time.Time, sts []store.TableStatus, include func(table st
 		}
 		if st.HasWatermark {
 			wm, lag := st.Watermark.UTC(), st.WatermarkLag.Seconds()
-			ts.Watermark, ts.WatermarkLagSeconds = &wm, &lag
+			ts.Watermark, ts.WatermarkLagSeconds, ts.WatermarkSource = &wm, &lag, "catalog"
+			if st.WatermarkFromLedger {
+				ts.WatermarkSource = "ledger"
+			}
 		}
 		if st.Err != nil {
 			ts.Error = st.Err.Error()

@@ -1,4 +1,4 @@
-package archive
+package cold
 
 import (
 	"errors"
@@ -37,7 +37,7 @@ func TestUnreachableFileInTheWay(t *testing.T) {
 		if c.err == nil {
 			t.Fatalf("%s: no error to classify", c.name)
 		}
-		if got := unreachable(c.err); got != c.want {
+		if got := Unreachable(c.err); got != c.want {
 			t.Errorf("%s (%v): unreachable = %v, want %v", c.name, c.err, got, c.want)
 		}
 	}
