@@ -83,6 +83,31 @@ func TestLinearizable(t *testing.T) {
 	}
 }
 
+// TestLinearizableTeeth runs a short workload on every store with the
+// log's puts made unconditional, as on a store that ignores the
+// precondition: two writers of one sequence number both commit, and the
+// check must say so, through porcupine or through the log finding its
+// chain broken.
+func TestLinearizableTeeth(t *testing.T) {
+	for name, open := range allBuckets(t) {
+		t.Run(name, func(t *testing.T) {
+			l := newLog(t, open(t))
+			l.unconditional = true
+			w := consensustest.Workload{Clients: 16, Shards: []string{"a"}, Ops: 600, Seed: 12}
+			h, st, err := w.Run(t.Context(), func(int) consensus.Log { return l })
+			if err != nil {
+				t.Logf("%s: the workload on unconditional puts failed: %v", name, err)
+				return
+			}
+			res, _ := consensustest.Check(h, 0)
+			t.Logf("%s: unconditional puts, %d operations, %+v: %v", name, len(h), st, res)
+			if res != porcupine.Illegal {
+				t.Fatalf("a log on unconditional puts passed the linearizability check on %s: %v", name, res)
+			}
+		})
+	}
+}
+
 func TestShardNamesDoNotCollide(t *testing.T) {
 	l := newLog(t, openBucket(t, "mem://"))
 	for _, sh := range []string{"a", "a/e", "a/e/00000000000000000000", ".", "..", "a%2Fe"} {
