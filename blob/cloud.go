@@ -59,9 +59,13 @@ func (c *cloud) put(ctx context.Context, key string, data []byte) error {
 	return c.b.Upload(ctx, key, bytes.NewReader(data), &gcblob.WriterOptions{ContentType: "application/octet-stream"})
 }
 
-// putIfAbsent relies on the store's conditional write: If-None-Match: * on
-// S3 (PutObject, and CompleteMultipartUpload for large objects) and Azure,
-// a generation-0 precondition on GCS.
+// putIfAbsent relies on the store's conditional write, which gocloud's
+// drivers send for IfNotExist: If-None-Match: * on S3 (PutObject, and
+// CompleteMultipartUpload for large objects) and on Azure (Put Blob, and
+// Put Block List for large objects), ifGenerationMatch=0 on GCS
+// (single-request and resumable uploads alike). The drivers map each
+// store's refusal to FailedPrecondition: 412 on S3 and GCS; on Azure 409
+// BlobAlreadyExists, which Azurite answers, as well as 412 ConditionNotMet.
 func (c *cloud) putIfAbsent(ctx context.Context, key string, data []byte) error {
 	opts := &gcblob.WriterOptions{
 		ContentType: "application/octet-stream",

@@ -20,8 +20,15 @@ import (
 //     v2. Query parameters such as region, endpoint and use_path_style are
 //     those of gocloud.dev/blob/s3blob; credentials come from the usual
 //     AWS environment.
-//   - gs://bucket: Google Cloud Storage (gocloud.dev/blob/gcsblob).
+//   - gs://bucket: Google Cloud Storage (gocloud.dev/blob/gcsblob), with
+//     Application Default Credentials; STORAGE_EMULATOR_HOST=host:port
+//     points it at an emulator instead, unauthenticated.
 //   - azblob://container: Azure Blob Storage (gocloud.dev/blob/azureblob).
+//     The account comes from AZURE_STORAGE_CONNECTION_STRING, or from
+//     AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY (or
+//     AZURE_STORAGE_SAS_TOKEN), or else Azure's default identity; query
+//     parameters such as domain, protocol and storage_account are those
+//     of azureblob.
 //   - mem://: a new empty bucket in memory, gone when closed.
 func Open(ctx context.Context, rawURL string) (*Bucket, error) {
 	u, err := url.Parse(rawURL)

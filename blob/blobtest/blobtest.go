@@ -4,6 +4,7 @@ package blobtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -43,9 +44,30 @@ func Run(t *testing.T, open func(t *testing.T) *blob.Bucket) {
 		{"ConcurrentLarge", testConcurrentLarge},
 		{"ReadersSeeWholeObjects", testReadersSeeWholeObjects},
 	}
+	// The cases run in parallel; the parent's cleanup runs after all of
+	// them and reports how many passed, so that a run's log says what it
+	// checked.
+	var mu sync.Mutex
+	var ran, passed, failed, skipped int
+	t.Cleanup(func() {
+		t.Logf("blobtest: %d of %d conformance cases passed (%d ran, %d failed, %d skipped)", passed, len(tests), ran, failed, skipped)
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			t.Cleanup(func() {
+				mu.Lock()
+				defer mu.Unlock()
+				ran++
+				switch {
+				case t.Failed():
+					failed++
+				case t.Skipped():
+					skipped++
+				default:
+					passed++
+				}
+			})
 			b := open(t)
 			t.Cleanup(func() {
 				if err := b.Close(); err != nil {
@@ -294,52 +316,87 @@ func testInvalidKeys(t *testing.T, b *blob.Bucket) {
 	}
 }
 
-// race has n writers put distinct data under key at once and checks that
-// exactly one wins and that the stored data is the winner's.
-func race(t *testing.T, b *blob.Bucket, key string, data [][]byte) {
-	t.Helper()
-	errs := make([]error, len(data))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range data {
-		wg.Go(func() {
-			<-start
-			errs[i] = b.PutIfAbsent(t.Context(), key, data[i])
-		})
-	}
-	close(start)
-	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner >= 0:
-			t.Errorf("%s: writers %d and %d both won", key, winner, i)
-		case err == nil:
-			winner = i
-		case !errors.Is(err, blob.ErrExists):
-			t.Errorf("%s: writer %d: %v; want success or ErrExists", key, i, err)
+// RaceStats is what RacePutIfAbsent saw.
+type RaceStats struct {
+	Rounds, Writers int // rounds, and writers in each
+	Won, Refused    int // PutIfAbsent calls that succeeded, and that got ErrExists
+	// Violations describes each round in which not exactly one writer won
+	// or the stored bytes were not the winner's. A correct PutIfAbsent has
+	// none.
+	Violations []string
+}
+
+// RacePutIfAbsent runs rounds races on b: in each, writers goroutines put
+// distinct data of about size bytes under one new key (prefix and the
+// round's number) at once. It returns an error only if the bucket failed in
+// a way that is neither success nor ErrExists, or could not be read back.
+// Tests of a driver check that Violations is empty; tests of the test check
+// that a broken PutIfAbsent leaves some.
+func RacePutIfAbsent(ctx context.Context, b *blob.Bucket, prefix string, rounds, writers, size int) (RaceStats, error) {
+	st := RaceStats{Rounds: rounds, Writers: writers}
+	for round := range rounds {
+		key := fmt.Sprintf("%s%d", prefix, round)
+		data := make([][]byte, writers)
+		for i := range data {
+			// Distinct sizes too, so that no driver can mistake one
+			// writer's data for another's.
+			data[i] = fmt.Appendf(nil, "round %d writer %d ", round, i)
+			data[i] = append(data[i], randomBytes(uint64(round*writers+i), size+i*100)...)
+		}
+		errs := make([]error, writers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range data {
+			wg.Go(func() {
+				<-start
+				errs[i] = b.PutIfAbsent(ctx, key, data[i])
+			})
+		}
+		close(start)
+		wg.Wait()
+		var winners []int
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				winners = append(winners, i)
+			case errors.Is(err, blob.ErrExists):
+				st.Refused++
+			default:
+				return st, fmt.Errorf("%s: writer %d: %w; want success or ErrExists", key, i, err)
+			}
+		}
+		st.Won += len(winners)
+		if len(winners) != 1 {
+			st.Violations = append(st.Violations, fmt.Sprintf("%s: writers %v won; want exactly one", key, winners))
+			continue
+		}
+		got, err := b.Get(ctx, key)
+		if err != nil {
+			return st, fmt.Errorf("%s: reading the winner's object: %w", key, err)
+		}
+		if !bytes.Equal(got, data[winners[0]]) {
+			st.Violations = append(st.Violations, fmt.Sprintf("%s: the stored %d bytes are not those of winner %d", key, len(got), winners[0]))
 		}
 	}
-	if winner < 0 {
-		t.Fatalf("%s: no writer won", key)
+	return st, nil
+}
+
+// race runs RacePutIfAbsent and fails t on anything but exactly one winner
+// a round.
+func race(t *testing.T, b *blob.Bucket, prefix string, rounds, writers, size int) {
+	t.Helper()
+	st, err := RacePutIfAbsent(t.Context(), b, prefix, rounds, writers, size)
+	for _, v := range st.Violations {
+		t.Error(v)
 	}
-	got, err := b.Get(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, data[winner]) {
-		t.Errorf("%s: stored %d bytes are not those of winner %d", key, len(got), winner)
-	}
+	t.Logf("race: %d rounds of %d writers of %d+ bytes: %d won, %d refused", st.Rounds, st.Writers, size, st.Won, st.Refused)
 }
 
 func testConcurrentPutIfAbsent(t *testing.T, b *blob.Bucket) {
-	for round := range 8 {
-		data := make([][]byte, 16)
-		for i := range data {
-			data[i] = fmt.Appendf(nil, "round %d writer %d %s", round, i, strings.Repeat("=", i*100))
-		}
-		race(t, b, fmt.Sprintf("race/%d", round), data)
-	}
+	race(t, b, "race/", 8, 16, 32)
 }
 
 func testLargeObject(t *testing.T, b *blob.Bucket) {
@@ -372,25 +429,33 @@ func testLargeObject(t *testing.T, b *blob.Bucket) {
 }
 
 func testConcurrentLarge(t *testing.T, b *blob.Bucket) {
-	data := make([][]byte, 4)
-	for i := range data {
-		data[i] = randomBytes(uint64(10+i), LargeSize)
-	}
-	race(t, b, "large-race", data)
+	race(t, b, "large-race/", 1, 4, LargeSize)
 }
 
 func testReadersSeeWholeObjects(t *testing.T, b *blob.Bucket) {
 	ctx := t.Context()
 	data := randomBytes(4, LargeSize)
 	failed := make(chan struct{})
+	written := make(chan struct{}) // closed once PutIfAbsent has returned
 	var wg sync.WaitGroup
 	for range 4 {
 		// Each reader polls until it has seen the object whole; before
-		// that it may see nothing, never a part.
+		// that it may see nothing, never a part. Once the put has
+		// returned, every store promises that a read begun after it sees
+		// the object, so the polling ends.
 		wg.Go(func() {
 			for {
+				var after bool
+				select {
+				case <-written:
+					after = true
+				default:
+				}
 				got, err := b.Get(ctx, "whole")
 				switch {
+				case errors.Is(err, blob.ErrNotFound) && after:
+					t.Errorf("Get after PutIfAbsent returned: %v", err)
+					return
 				case errors.Is(err, blob.ErrNotFound):
 				case err != nil:
 					t.Errorf("Get: %v", err)
@@ -414,6 +479,7 @@ func testReadersSeeWholeObjects(t *testing.T, b *blob.Bucket) {
 		t.Error(err)
 		close(failed)
 	}
+	close(written)
 	wg.Wait()
 }
 

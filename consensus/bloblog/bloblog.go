@@ -82,6 +82,10 @@ type Log struct {
 	// skipStaleCheck disables the check after a put; only tests set it, to
 	// show that the stale-writer test catches its absence.
 	skipStaleCheck bool
+	// unconditional writes entries and markers with Put, as on a store
+	// that ignores the precondition; only tests set it, to show that the
+	// linearizability check catches such a store.
+	unconditional bool
 }
 
 var _ consensus.Log = (*Log)(nil)
@@ -93,6 +97,14 @@ func New(b *blob.Bucket, prefix string) (*Log, error) {
 		return nil, fmt.Errorf("%w: prefix %q must end in /", consensus.ErrInvalid, prefix)
 	}
 	return &Log{b: b, prefix: prefix}, nil
+}
+
+// putIfAbsent is the bucket's PutIfAbsent, or its broken variant in tests.
+func (l *Log) putIfAbsent(ctx context.Context, key string, data []byte) error {
+	if l.unconditional {
+		return l.b.Put(ctx, key, data)
+	}
+	return l.b.PutIfAbsent(ctx, key, data)
 }
 
 func (l *Log) entryKey(shard string, seq int64) string {
@@ -372,7 +384,7 @@ func (l *Log) CompareAndSet(ctx context.Context, shard string, expected int64, d
 	if l.beforePut != nil {
 		l.beforePut(key)
 	}
-	err = l.b.PutIfAbsent(ctx, key, obj)
+	err = l.putIfAbsent(ctx, key, obj)
 	if errors.Is(err, blob.ErrExists) {
 		return consensus.ExpectationMismatch, nil
 	}
@@ -473,7 +485,7 @@ func (l *Log) putMarker(ctx context.Context, shard string, prev marker, cut int6
 	if now, err := l.latest(ctx, shard); err != nil || now.N != prev.N {
 		return false, err // the chain moved on: start over
 	}
-	err := l.b.PutIfAbsent(ctx, key, data)
+	err := l.putIfAbsent(ctx, key, data)
 	if errors.Is(err, blob.ErrExists) {
 		return false, nil
 	}
