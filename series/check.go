@@ -214,7 +214,7 @@ func checkExtra(t *Table, r *Reading) error {
 			continue
 		}
 		if err := c.Check(v); err != nil {
-			return fmt.Errorf("column %q: value %q: %v", c.Name, v, err)
+			return fmt.Errorf("column %q: value %s: %v", c.Name, shownValue(v), err)
 		}
 	}
 	return nil
