@@ -24,7 +24,7 @@ func newIngest() *cobra.Command {
 		d                     deployment
 		table, format, report string
 		relations             string
-		substituteBy          string
+		substituteBy          onceFlag
 		batch                 int
 	)
 	cmd := &cobra.Command{
@@ -53,6 +53,13 @@ they are written one by one, so that only the message at fault is refused.`,
 			if err := checkInputs(files); err != nil {
 				return err
 			}
+			if substituteBy.set {
+				// Empty, it would write the readings as measured
+				// values; the store checks the rest again.
+				if err := series.CheckAttribution(substituteBy.v); err != nil {
+					return fmt.Errorf("--substitute-by: %w", err)
+				}
+			}
 			ctx := cmd.Context()
 			s, _, err := d.openAt(cmd.Context())
 			if err != nil {
@@ -78,7 +85,7 @@ they are written one by one, so that only the message at fault is refused.`,
 			// references instead of the file name).
 			var src store.Source
 			write := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
-				res, err := s.WriteWith(ctx, table, rows, store.WriteOptions{Substitute: substituteBy != "", By: substituteBy, Source: src})
+				res, err := s.WriteWith(ctx, table, rows, store.WriteOptions{Substitute: substituteBy.set, By: substituteBy.v, Source: src})
 				return res.Status, res.Late, err
 			}
 			var maloOf map[string]string
@@ -144,7 +151,7 @@ they are written one by one, so that only the message at fault is refused.`,
 	f.StringVar(&format, "format", "", "csv, jsonl or mscons (default: from the file name's extension, or MSCONS by content)")
 	f.StringVar(&relations, "melo-malo", "", "a CSV of melo_id,malo_id: the market location of each metering location an MSCONS message names")
 	f.StringVar(&report, "report", "", "write a CSV of line,status (inserted, present, superseded, shadowed) per reading to this file")
-	f.StringVar(&substituteBy, "substitute-by", "", "the readings are substitute values (quality 67, no version) formed by this market partner: each gets the next version of its reading and wins over what is stored (docs/ingest.md)")
+	f.Var(&substituteBy, "substitute-by", "the readings are substitute values (quality 67, no version) formed by this market partner: each gets the next version of its reading and wins over what is stored (docs/ingest.md)")
 	f.IntVar(&batch, "batch", ingest.DefaultBatchRows, fmt.Sprintf("readings per atomic batch, 1 to %d", ingest.MaxBatchRows))
 	cmd.MarkFlagRequired("table")
 	return cmd
@@ -251,3 +258,22 @@ func ingestFile(ctx context.Context, name string, f ingest.Format, t *series.Tab
 	fmt.Fprintln(os.Stderr)
 	return sum, err
 }
+
+// onceFlag is a string flag given at most once: a second value is refused
+// rather than silently taking the first one's place.
+type onceFlag struct {
+	v   string
+	set bool
+}
+
+func (f *onceFlag) String() string { return f.v }
+
+func (f *onceFlag) Set(s string) error {
+	if f.set {
+		return fmt.Errorf("given twice: give it once")
+	}
+	f.v, f.set = s, true
+	return nil
+}
+
+func (f *onceFlag) Type() string { return "string" }
