@@ -44,6 +44,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newBench(), newDemo(), newInit(), newCheck(), newCreate(), newIngest(),
 		newArchive(), newMaintain(), newQuery(), newStatus(), newVerify(), newSnapshots(), newPurge(),
 		newServe(), newToken(), newCompleteness(), newErase(), newOrphans(), newExpire(), newReassert(), newCompact(), newExplain())
+	root.AddCommand(newCompletion(root))
 	addCompletions(root)
 	return root
 }
