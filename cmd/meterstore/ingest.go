@@ -122,7 +122,7 @@ they are written one by one, so that only the message at fault is refused.`,
 					}
 					f, err = fileFormat(name, format)
 					if err != nil || f == 0 {
-						return fmt.Errorf("%s: cannot tell the format from the name or the content; use --format csv, jsonl or mscons", name)
+						return fmt.Errorf("%s: cannot tell the format from the name or the content; use --format csv, jsonl or mscons", shownName(name))
 					}
 				}
 				src.Kind = series.SourceCSV
@@ -131,12 +131,12 @@ they are written one by one, so that only the message at fault is refused.`,
 				}
 				sum, err := ingestFile(ctx, name, f, &decl, write, batch, rep, start)
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d readings in %d batches: %d inserted, %d already present, %d late to the cold tier; %d superseded, %d shadowed, %d refused\n",
-					name, sum.Records, sum.Batches, sum.Inserted, sum.Present, sum.Late, sum.Superseded, sum.Shadowed, sum.Refused)
+					shownName(name), sum.Records, sum.Batches, sum.Inserted, sum.Present, sum.Late, sum.Superseded, sum.Shadowed, sum.Refused)
 				if err != nil {
 					if sum.Through > 0 {
-						return fmt.Errorf("%s: lines up to %d are written; %w", name, sum.Through, err)
+						return fmt.Errorf("%s: lines up to %d are written; %w", shownName(name), sum.Through, err)
 					}
-					return fmt.Errorf("%s: %w", name, err)
+					return fmt.Errorf("%s: %w", shownName(name), err)
 				}
 			}
 			if refused > 0 {
@@ -168,11 +168,11 @@ func checkInputs(files []string) error {
 		fi, err := os.Stat(name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("input %s: no such file", name)
+			return fmt.Errorf("input %s: no such file", shownName(name))
 		case err != nil:
-			return fmt.Errorf("input %s: %w", name, err)
+			return fmt.Errorf("input %s: %w", shownName(name), err)
 		case fi.IsDir():
-			return fmt.Errorf("input %s is a directory; name the files in it", name)
+			return fmt.Errorf("input %s is a directory; name the files in it", shownName(name))
 		}
 	}
 	return nil
@@ -221,14 +221,14 @@ func ingestMSCONS(ctx context.Context, out io.Writer, name string, f ingest.Form
 	for _, r := range reps {
 		if r.Err != nil {
 			refused++
-			fmt.Fprintf(out, "%s: message %d %q refused, nothing of it written: %v\n", name, r.Number, r.Ref, r.Err)
+			fmt.Fprintf(out, "%s: message %d %q refused, nothing of it written: %s\n", shownName(name), r.Number, r.Ref, shownError(r.Err))
 			continue
 		}
 		fmt.Fprintf(out, "%s: message %d %q (document %s): %d readings: %d inserted, %d already present, %d late to the cold tier; %d superseded, %d shadowed\n",
-			name, r.Number, r.Ref, r.Document, r.Readings, r.Inserted, r.Present, r.Late, r.Superseded, r.Shadowed)
+			shownName(name), r.Number, r.Ref, shownName(r.Document), r.Readings, r.Inserted, r.Present, r.Late, r.Superseded, r.Shadowed)
 	}
 	if err != nil {
-		return refused, true, fmt.Errorf("%s: %w", name, err)
+		return refused, true, fmt.Errorf("%s: %w", shownName(name), err)
 	}
 	return refused, true, nil
 }
@@ -252,7 +252,7 @@ func ingestFile(ctx context.Context, name string, f ingest.Format, t *series.Tab
 		Report:    rep,
 		Progress: func(s ingest.Summary) {
 			el := time.Since(start)
-			fmt.Fprintf(os.Stderr, "\r  %s: line %d, %d readings, %.0f readings/s   ", name, s.Through, s.Records, float64(s.Records)/el.Seconds())
+			fmt.Fprintf(os.Stderr, "\r  %s: line %d, %d readings, %.0f readings/s   ", shownName(name), s.Through, s.Records, float64(s.Records)/el.Seconds())
 		},
 	})
 	fmt.Fprintln(os.Stderr)
