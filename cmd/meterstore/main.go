@@ -24,7 +24,15 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := newRoot().ExecuteContext(ctx)
+	catchSIGPIPE() // brokenpipe.go
+	out := &pipeOut{f: os.Stdout}
+	root := newRoot()
+	root.SetOut(out)
+	err := root.ExecuteContext(ctx)
+	if out.stoppedByPipe(err) {
+		stop()
+		os.Exit(exitBrokenPipe)
+	}
 	if err != nil && err != errUnhealthy {
 		// An error may quote what came from outside: a file name, a
 		// value, an object's key (printable.go).
