@@ -150,12 +150,19 @@ func (c *Catalog) commit(ctx context.Context, ident table.Identifier, expected i
 	}
 	version := expected + 2 // the N of v<N>.metadata.json, from 1
 	loc := fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", next.Location(), version, uuid.NewString())
+	// A location outside the warehouse, or one no key can name, is the
+	// request's fault and found before anything is written: a refusal,
+	// not a failure whose outcome a client would have to doubt.
 	key, err := c.wh.Key(loc)
 	if err != nil {
-		return "", 0, err
+		return "", 0, badRequest{fmt.Errorf("catalog: commit %s.%s: the table's location: %w", ns, name, err)}
 	}
 	if err := c.wh.Bucket.PutIfAbsent(ctx, key, data); err != nil {
-		return "", 0, fmt.Errorf("catalog: commit %s.%s: write metadata: %w", ns, name, err)
+		err = fmt.Errorf("catalog: commit %s.%s: write metadata: %w", ns, name, err)
+		if errors.Is(err, blob.ErrInvalidKey) {
+			return "", 0, badRequest{fmt.Errorf("%w (the table's location %q)", err, next.Location())}
+		}
+		return "", 0, err
 	}
 	sum := sha256.Sum256(data)
 	seq, err := c.append(ctx, c.tableShard(ns, name), expected, Commit{MetadataLocation: loc, MetadataSHA256: hex.EncodeToString(sum[:])})

@@ -46,6 +46,14 @@ func TestBounds(t *testing.T) {
 		{"malformed sql catalog URI", "[catalog]\ntype = \"sql\"\nuri = \"postgres://ms@db:port/catalog\"\n", "catalog.uri", "cannot parse"},
 		{"settlement lag of centuries", "[archive]\nsettlement_lag = \"100000d\"\n", "archive.settlement_lag", "at most 1096d"},
 		{"shutdown of a century", "[server]\nshutdown_timeout = \"1000000h\"\n", "server.shutdown_timeout", "at most 1h"},
+		{"reader grace of centuries", "[archive]\nreader_grace = \"100000d\"\n", "archive.reader_grace", "100000d: want at most 7d"},
+		{"DDL lock wait of centuries", "[hot]\nddl_lock_timeout = \"100000d\"\n", "hot.ddl_lock_timeout", "100000d: want at most 10m"},
+		{"query timeout of centuries", "[query]\ntimeout = \"100000d\"\n", "query.timeout", "want at most 1d"},
+		{"delivery lag of centuries", "[query]\ndelivery_lag = \"100000d\"\n", "query.delivery_lag", "want at most 366d"},
+		{"retention past a century", "[maintenance]\nsnapshot_retention = \"100000d\"\n", "maintenance.snapshot_retention", "want at most 36525d"},
+		{"orphans kept for centuries", "[maintenance]\nremove_orphans_after = \"100000d\"\n", "maintenance.remove_orphans_after", "want at most 366d"},
+		{"read timeout of centuries", "[server]\nread_timeout = \"100000d\"\n", "server.read_timeout", "want at most 1h"},
+		{"write timeout of centuries", "[server]\nwrite_timeout = \"100000d\"\n", "server.write_timeout", "want at most 1d"},
 		{"the system catalog as schema", "[postgres]\nschema = \"pg_catalog\"\n", "postgres.schema", "PostgreSQL system schema"},
 		{"a pg_ schema", "[postgres]\nschema = \"pg_meters\"\n", "postgres.schema", "PostgreSQL system schema"},
 		{"the information schema", "[postgres]\nschema = \"information_schema\"\n", "postgres.schema", "PostgreSQL system schema"},
@@ -83,10 +91,13 @@ url = "file:///var/lib/meterstore/warehouse"
 [catalog]
 type = "sql"
 uri = "host=db.example port=5432 dbname=catalog user=ms sslmode=disable"
+[hot]
+ddl_lock_timeout = "10m"
 [archive]
 settlement_lag = "1096d"
 max_windows_per_cycle = 1000
 chunk_rows = 1000000
+reader_grace = "7d"
 [cold]
 row_group_rows = 67108864
 row_group_bytes = "1GiB"
@@ -98,12 +109,17 @@ cache_dir = "/tmp"
 memory_limit = "64MiB"
 threads = 1024
 max_rows = 100000000
+timeout = "1d"
+delivery_lag = "366d"
 [server]
 shutdown_timeout = "1h"
+read_timeout = "1h"
+write_timeout = "1d"
 [maintenance]
 min_snapshots = 1000000
 max_clock_skew = "366d"
 remove_orphans_after = "1h"
+snapshot_retention = "36525d"
 compact_manifests = 100000
 compact_small_files = 1
 [[table]]

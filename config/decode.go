@@ -76,7 +76,8 @@ func (r *reader) config(raw *rawConfig) *Config {
 		r.errorf("catalog.isolation", "%q: want \"read_committed\" or \"serializable\"", iso)
 	}
 
-	c.Hot.DDLLockTimeout = r.duration("hot.ddl_lock_timeout", raw.Hot.DDLLockTimeout, defaultDDLLockTimeout, "s")
+	c.Hot.DDLLockTimeout = r.atMost("hot.ddl_lock_timeout", r.duration("hot.ddl_lock_timeout", raw.Hot.DDLLockTimeout, defaultDDLLockTimeout, "s"),
+		maxDDLLockTimeout, defaultDDLLockTimeout, "; 0s waits forever")
 	c.Hot.AcceptAhead = r.duration("hot.accept_ahead", raw.Hot.AcceptAhead, defaultAcceptAhead, "d")
 	if k := c.Hot.AcceptAhead; (k <= 0 || k > maxAcceptAhead) && r.ok("hot.accept_ahead") {
 		r.errorf("hot.accept_ahead", "%v: want a positive duration, at most %v", Duration(k), Duration(maxAcceptAhead))
@@ -87,8 +88,9 @@ func (r *reader) config(raw *rawConfig) *Config {
 		SettlementLag:      r.duration("archive.settlement_lag", a.SettlementLag, defaultSettlementLag, "d"),
 		Step:               r.duration("archive.archival_step", a.Step, defaultStep, "d"),
 		MaxWindowsPerCycle: r.integer("archive.max_windows_per_cycle", a.MaxWindowsPerCycle, defaultMaxWindows, 1, maxWindows),
-		ReaderGrace:        r.duration("archive.reader_grace", a.ReaderGrace, defaultReaderGrace, "h"),
-		ChunkRows:          r.integer("archive.chunk_rows", a.ChunkRows, defaultChunkRows, 1, maxChunkRows),
+		ReaderGrace: r.atMost("archive.reader_grace", r.duration("archive.reader_grace", a.ReaderGrace, defaultReaderGrace, "h"),
+			maxReaderGrace, defaultReaderGrace, ", so long do archived partitions stay in PostgreSQL"),
+		ChunkRows: r.integer("archive.chunk_rows", a.ChunkRows, defaultChunkRows, 1, maxChunkRows),
 	}
 	if k := c.Archive.SettlementLag; k > maxSettlementLag && r.ok("archive.settlement_lag") {
 		// The hot tier keeps a partition for every day of the lag.
@@ -108,15 +110,17 @@ func (r *reader) config(raw *rawConfig) *Config {
 
 	m := &raw.Maintenance
 	c.Maintenance = Maintenance{
-		Interval:           r.duration("maintenance.interval", m.Interval, defaultInterval, "m"),
-		ExpireSnapshots:    r.boolean("maintenance.expire_snapshots", m.ExpireSnapshots, false),
-		SnapshotRetention:  r.duration("maintenance.snapshot_retention", m.SnapshotRetention, defaultSnapshotRetention, "d"),
-		MinSnapshots:       r.integer("maintenance.min_snapshots", m.MinSnapshots, defaultMinSnapshots, 1, maxMinSnapshots),
-		Compact:            r.boolean("maintenance.compact", m.Compact, true),
-		CompactManifests:   r.integer("maintenance.compact_manifests", m.CompactManifests, defaultCompactManifests, 1, maxCompactAt),
-		CompactSmallFiles:  r.integer("maintenance.compact_small_files", m.CompactSmallFiles, defaultCompactSmallFiles, 1, maxCompactAt),
-		MaxClockSkew:       r.duration("maintenance.max_clock_skew", m.MaxClockSkew, defaultMaxClockSkew, "h"),
-		RemoveOrphansAfter: r.duration("maintenance.remove_orphans_after", m.RemoveOrphans, defaultOrphanAge, "d"),
+		Interval:        r.duration("maintenance.interval", m.Interval, defaultInterval, "m"),
+		ExpireSnapshots: r.boolean("maintenance.expire_snapshots", m.ExpireSnapshots, false),
+		SnapshotRetention: r.atMost("maintenance.snapshot_retention", r.duration("maintenance.snapshot_retention", m.SnapshotRetention, defaultSnapshotRetention, "d"),
+			maxRetention, defaultSnapshotRetention, ""),
+		MinSnapshots:      r.integer("maintenance.min_snapshots", m.MinSnapshots, defaultMinSnapshots, 1, maxMinSnapshots),
+		Compact:           r.boolean("maintenance.compact", m.Compact, true),
+		CompactManifests:  r.integer("maintenance.compact_manifests", m.CompactManifests, defaultCompactManifests, 1, maxCompactAt),
+		CompactSmallFiles: r.integer("maintenance.compact_small_files", m.CompactSmallFiles, defaultCompactSmallFiles, 1, maxCompactAt),
+		MaxClockSkew:      r.duration("maintenance.max_clock_skew", m.MaxClockSkew, defaultMaxClockSkew, "h"),
+		RemoveOrphansAfter: r.atMost("maintenance.remove_orphans_after", r.duration("maintenance.remove_orphans_after", m.RemoveOrphans, defaultOrphanAge, "d"),
+			maxOrphanAge, defaultOrphanAge, "; 0s turns it off"),
 	}
 	if k := c.Maintenance.RemoveOrphansAfter; k != 0 && k < minOrphanAge && r.ok("maintenance.remove_orphans_after") {
 		r.errorf("maintenance.remove_orphans_after", "%v: want 0s (off) or at least %v: a younger file may belong to a commit under way", Duration(k), Duration(minOrphanAge))
@@ -138,9 +142,10 @@ func (r *reader) config(raw *rawConfig) *Config {
 	c.Query.Threads = r.integer("query.threads", q.Threads, defaultThreads, 0, maxThreads)
 	c.Query.MaxRows = r.integer("query.max_rows", q.MaxRows, defaultMaxRows, 1, maxMaxRows)
 	c.Query.MaxResultBytes = r.boundedSize("query.max_result_bytes", q.MaxResult, defaultMaxResultBytes, minResultBytes, maxMemoryLimit)
-	c.Query.Timeout = r.duration("query.timeout", q.Timeout, defaultQueryTimeout, "s")
+	c.Query.Timeout = r.atMost("query.timeout", r.duration("query.timeout", q.Timeout, defaultQueryTimeout, "s"),
+		maxQueryTimeout, defaultQueryTimeout, "; 0s lets a query run as long as it takes")
 	c.Query.VerifyDigests = r.boolean("query.verify_digests", q.Digests, false)
-	c.Query.DeliveryLag = r.duration("query.delivery_lag", q.DeliveryLag, 0, "s")
+	c.Query.DeliveryLag = r.atMost("query.delivery_lag", r.duration("query.delivery_lag", q.DeliveryLag, 0, "s"), maxDeliveryLag, 0, "")
 	if dir := r.str("query.cache_dir", q.CacheDir, ""); dir != "" {
 		c.Query.CacheDir = r.abs(dir)
 		r.ownDir("query.cache_dir", c.Query.CacheDir)

@@ -81,8 +81,18 @@ const (
 	maxClockSkew       = 366 * day   // how far past the wall clock now may lie
 	maxAcceptAhead     = 1096 * day  // hot.accept_ahead: three years of partitions
 	maxSettlementLag   = 1096 * day  // archive.settlement_lag: three years of partitions
-	minBodyBytes       = 1 << 10     // server.max_body_bytes: below it no request fits
-	maxBodyBytes       = 64 << 30    // 64 GiB, one delivery
+	// The bounds of durations that had none, so that check refuses a
+	// typo of 100000d instead of a deployment living with it.
+	maxDDLLockTimeout = 10 * time.Minute // hot.ddl_lock_timeout: the whole table stalls for as long
+	maxReaderGrace    = 7 * day          // archive.reader_grace: archived partitions kept in PostgreSQL
+	maxQueryTimeout   = day              // query.timeout: one statement
+	maxDeliveryLag    = 366 * day        // query.delivery_lag
+	maxRetention      = 36525 * day      // maintenance.snapshot_retention: a century
+	maxOrphanAge      = 366 * day        // maintenance.remove_orphans_after
+	maxReadTimeout    = time.Hour        // server.read_timeout: one request's headers and body
+	maxWriteTimeout   = day              // server.write_timeout: one response, a streamed result too
+	minBodyBytes      = 1 << 10          // server.max_body_bytes: below it no request fits
+	maxBodyBytes      = 64 << 30         // 64 GiB, one delivery
 )
 
 // maxHeadroom returns the longest headroom of partitions of width w.

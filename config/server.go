@@ -157,8 +157,8 @@ func (r *reader) server(raw *rawServer) Server {
 	s := Server{
 		Listen:          r.str("server.listen", raw.Listen, defaultListen),
 		AllowPlainHTTP:  r.boolean("server.allow_plain_http", raw.AllowPlainHTTP, false),
-		ReadTimeout:     r.positive("server.read_timeout", raw.ReadTimeout, defaultReadTimeout, "s"),
-		WriteTimeout:    r.positive("server.write_timeout", raw.WriteTimeout, defaultWriteTimeout, "m"),
+		ReadTimeout:     r.atMost("server.read_timeout", r.positive("server.read_timeout", raw.ReadTimeout, defaultReadTimeout, "s"), maxReadTimeout, defaultReadTimeout, ""),
+		WriteTimeout:    r.atMost("server.write_timeout", r.positive("server.write_timeout", raw.WriteTimeout, defaultWriteTimeout, "m"), maxWriteTimeout, defaultWriteTimeout, ""),
 		ShutdownTimeout: r.positive("server.shutdown_timeout", raw.ShutdownTimeout, defaultShutdownTimeout, "s"),
 		MaxBodyBytes:    r.boundedSize("server.max_body_bytes", raw.MaxBodyBytes, defaultMaxBodyBytes, minBodyBytes, maxBodyBytes),
 		MaxConcurrentRequests: r.integer("server.max_concurrent_requests", raw.MaxConcurrent,

@@ -142,6 +142,16 @@ func (r *reader) duration(key string, v value, def time.Duration, unit string) t
 	return d
 }
 
+// atMost returns d, the duration at key, or def, refusing it, if it is
+// longer than hi; more says what else to know.
+func (r *reader) atMost(key string, d, hi, def time.Duration, more string) time.Duration {
+	if d > hi && r.ok(key) {
+		r.errorf(key, "%v: want at most %v%s", Duration(d), Duration(hi), more)
+		return def
+	}
+	return d
+}
+
 // size returns the size in bytes at key, an integer or a string such as
 // "256MiB", or def if the key is absent or wrong.
 func (r *reader) size(key string, v value, def int64) int64 {

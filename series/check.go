@@ -96,14 +96,15 @@ func (c *Checker) Check(r *Reading, d *Derived) error {
 		return fmt.Errorf("obis_code %s measures %s, the reading is %s", r.OBIS, c.lastMedium, d.Commodity)
 	}
 
+	// An unset from is Go's zero time, 0001-01-01, which a delivery may
+	// also state: either way it lies outside the range, which says what is
+	// wrong with it.
 	switch {
-	case r.From.IsZero():
-		return fmt.Errorf("from not set")
+	case r.From.Before(MinFrom) || !r.From.Before(MaxFrom):
+		return fmt.Errorf("from %s is out of the supported range: want an instant from %s to before %s",
+			r.From.UTC().Format(time.RFC3339), MinFrom.Format(time.RFC3339), MaxFrom.Format(time.RFC3339))
 	case r.From.Nanosecond()%1000 != 0 || r.To.Nanosecond()%1000 != 0:
 		return fmt.Errorf("from or to finer than a microsecond")
-	case r.From.Before(MinFrom) || !r.From.Before(MaxFrom):
-		return fmt.Errorf("from %s: want an instant from %s to before %s",
-			r.From.UTC().Format(time.RFC3339), MinFrom.Format(time.RFC3339), MaxFrom.Format(time.RFC3339))
 	}
 	if t.TimeModel == Point {
 		if !r.To.IsZero() || r.Resolution != 0 {
@@ -214,7 +215,7 @@ func checkExtra(t *Table, r *Reading) error {
 			continue
 		}
 		if err := c.Check(v); err != nil {
-			return fmt.Errorf("column %q: value %q: %v", c.Name, v, err)
+			return fmt.Errorf("column %q: value %s: %v", c.Name, shownValue(v), err)
 		}
 	}
 	return nil

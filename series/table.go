@@ -284,7 +284,7 @@ func (t *Table) Validate() error {
 		seen[c.Name] = true
 		for _, v := range c.Values {
 			if err := c.Check(v); err != nil {
-				return bad("column %q: coded value %q: %v", c.Name, v, err)
+				return bad("column %q: coded value %s: %v", c.Name, shownValue(v), err)
 			}
 		}
 	}
@@ -335,10 +335,21 @@ func (c Column) ColumnType() ColumnType {
 }
 
 // Check reports whether v is a value the column accepts: not empty, a
-// bigint in canonical form for a BigInt column, one of Values if declared.
+// bigint in canonical form for a BigInt column, text without NUL in UTF-8
+// for a Text column, plain text of at most MaxAttributionLen bytes for an
+// attribution column (CheckAttribution), one of Values if declared.
 func (c Column) Check(v string) error {
 	if v == "" {
 		return fmt.Errorf("empty value (leave the column out for NULL)")
+	}
+	if c.Attribution() {
+		if err := CheckAttribution(v); err != nil {
+			return err
+		}
+	} else if c.ColumnType() == Text {
+		if err := checkText(v); err != nil {
+			return err
+		}
 	}
 	if c.ColumnType() == BigInt {
 		// One spelling per number: the value may be part of a key.

@@ -43,8 +43,8 @@ func (s *Store) Write(ctx context.Context, name string, rows []Reading) (WriteRe
 
 // ColumnSubstitutedBy is the text column a table declares to record who
 // appended a substitute value (WriteOptions.Substitute); recorded_at says
-// when.
-const ColumnSubstitutedBy = "substituted_by"
+// when. Its values are bounded as series.CheckAttribution says.
+const ColumnSubstitutedBy = series.ColumnSubstitutedBy
 
 // WriteOptions change how Write stores a batch.
 type WriteOptions struct {
@@ -59,12 +59,15 @@ type WriteOptions struct {
 	Substitute bool
 	// By names who forms the substitute values, such as the metering
 	// point operator's market partner id; required with Substitute and
-	// recorded in ColumnSubstitutedBy.
+	// recorded in ColumnSubstitutedBy: plain text of at most
+	// series.MaxAttributionLen bytes (series.CheckAttribution).
 	By string
 	// Source says where the batch came from, recorded in the table's
 	// provenance columns (series.ColumnSourceKind, ColumnSourceRef) for
 	// every row that sets neither itself. A table without them records
-	// nothing; an empty field leaves its column NULL.
+	// nothing; an empty field leaves its column NULL. A field the table
+	// records is held to series.CheckAttribution, and refuses the batch
+	// before any row is looked at.
 	Source Source
 }
 
@@ -96,7 +99,9 @@ func (s *Store) WriteWith(ctx context.Context, name string, rows []Reading, o Wr
 			return WriteResult{}, err
 		}
 	}
-	rows = withSource(decl, rows, o.Source)
+	if rows, err = withSource(decl, rows, o.Source); err != nil {
+		return WriteResult{}, err
+	}
 	res, err := s.router.WriteWith(ctx, decl, ct, rows, hot.WriteOptions{Substitute: o.Substitute})
 	refuse(&res, err)
 	s.metrics.Written(ctx, name, int64(res.Inserted+res.Superseded+res.Shadowed), int64(res.Present))
@@ -120,6 +125,10 @@ func substitutes(t *series.Table, rows []Reading, by string) ([]Reading, error) 
 		return nil, &series.Error{Kind: series.InvalidInput, Op: "write", Table: t.Name,
 			Err: errors.New("substitute values need WriteOptions.By, who formed them")}
 	}
+	if err := series.CheckAttribution(by); err != nil {
+		return nil, &series.Error{Kind: series.InvalidInput, Op: "write", Table: t.Name,
+			Err: fmt.Errorf("who formed the substitute values (WriteOptions.By, recorded in %s): %w", ColumnSubstitutedBy, err)}
+	}
 	if !slices.ContainsFunc(t.Columns, func(c series.Column) bool {
 		return c.Name == ColumnSubstitutedBy && !c.Identity && c.ColumnType() == series.Text
 	}) {
@@ -139,19 +148,29 @@ func substitutes(t *series.Table, rows []Reading, by string) ([]Reading, error) 
 
 // withSource returns rows with src recorded in t's provenance columns
 // where a row sets neither; rows itself is left as it is. Rows without
-// extra columns share one map, which the write only reads.
-func withSource(t *series.Table, rows []Reading, src Source) []Reading {
+// extra columns share one map, which the write only reads. A field of src
+// that t records must pass series.CheckAttribution: one error naming the
+// field, rather than the same one for every row.
+func withSource(t *series.Table, rows []Reading, src Source) ([]Reading, error) {
 	fill := map[string]string{}
 	for _, c := range t.Columns {
+		field, v := "", ""
 		switch {
 		case c.Name == series.ColumnSourceKind && src.Kind != "":
-			fill[c.Name] = src.Kind
+			field, v = "kind", src.Kind
 		case c.Name == series.ColumnSourceRef && src.Ref != "":
-			fill[c.Name] = src.Ref
+			field, v = "reference", src.Ref
+		default:
+			continue
 		}
+		if err := series.CheckAttribution(v); err != nil {
+			return nil, &series.Error{Kind: series.InvalidInput, Op: "write", Table: t.Name,
+				Err: fmt.Errorf("the delivery's source %s (recorded in %s): %w", field, c.Name, err)}
+		}
+		fill[c.Name] = v
 	}
 	if len(fill) == 0 {
-		return rows
+		return rows, nil
 	}
 	var out []Reading
 	for i := range rows {
@@ -174,9 +193,9 @@ func withSource(t *series.Table, rows []Reading, src Source) []Reading {
 		out[i].Extra = extra
 	}
 	if out == nil {
-		return rows
+		return rows, nil
 	}
-	return out
+	return out, nil
 }
 
 // refuse marks the rows err names as Refused in res: their reasons are

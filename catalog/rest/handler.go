@@ -70,9 +70,14 @@ func Handler(c Catalog, config map[string]string, opts ...Option) http.Handler {
 // Errors are the protocol's ErrorModel. A commit whose requirements fail, that
 // lost the compare-and-set to another commit, or that the CommitCheck refused
 // answers 409 CommitFailedException: nothing was written, and clients refresh
-// and retry (a refused commit is refused again). A commit whose outcome the
-// log could not settle answers 500 CommitStateUnknownException, never a
-// clean failure, so that the client keeps what the commit may reference.
+// and retry (a refused commit is refused again). One whose updates cannot
+// be applied, or would move the table to a location outside the warehouse
+// or one no object key can name, answers 400 BadRequestException. Every
+// refusal is a 4xx (or 501 for what is not offered), because Iceberg's
+// clients take a 5xx on a commit for an unknown outcome: a commit whose
+// outcome the log could not settle answers 500 CommitStateUnknownException,
+// never a clean failure, so that the client keeps what the commit may
+// reference.
 //
 // A write runs to its end even if the client disconnects, so that a dropped
 // connection cannot cut a commit short halfway; it is bounded by a timeout.
@@ -613,7 +618,8 @@ func (s *restServer) fail(w http.ResponseWriter, r *http.Request, err error, kin
 // of the REST protocol, as iceberg-go's and the Java REST clients read them:
 //
 //	404 NoSuchTable/NoSuchNamespaceException  the table or namespace does not exist
-//	400 BadRequestException                   an invalid identifier, body, schema, spec or update
+//	400 BadRequestException                   an invalid identifier, body, schema, spec or update,
+//	                                          a location outside the warehouse
 //	409 AlreadyExistsException                creating what exists
 //	409 NamespaceNotEmptyException            dropping a namespace with tables
 //	409 CommitFailedException                 a commit that did not land and may be retried:

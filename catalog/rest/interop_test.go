@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/catalog/catalogtest"
 	restcatalog "github.com/meterstore/meterstore/catalog/rest"
 	"net/http/httptest"
@@ -73,5 +74,42 @@ func TestInteropPyIceberg(t *testing.T) {
 	t.Logf("pyiceberg:\n%s", out)
 	if err != nil {
 		t.Fatalf("pyiceberg failed: %v", err)
+	}
+}
+
+// TestInteropPyIcebergRefusals: PyIceberg's commits that the writable
+// handler refuses (a location outside the warehouse or on another store,
+// one that climbs out of it, a failed requirement, a purge) reach it as
+// refusals (BadRequestError, CommitFailedException, NotImplementedError),
+// never as CommitStateUnknownException, which it raises for a 5xx on a
+// commit; and the table is unchanged. Skipped without PyIceberg, as
+// TestInteropPyIceberg is.
+func TestInteropPyIcebergRefusals(t *testing.T) {
+	if err := exec.Command("python3", "-c", "import pyiceberg").Run(); err != nil {
+		const msg = "python3 with pyiceberg is required: pip install pyiceberg pyarrow"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg, err)
+		}
+		t.Skip(msg)
+	}
+	c := catalogtest.Backends()[1].Open(t)
+	tbl := catalogtest.CreateTable(t, c, "power", nil)
+	if _, err := catalogtest.AppendRows(t, tbl, "first", 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{"metering", "power"}
+	before, err := c.History(t.Context(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(restcatalog.WritableHandler(c, nil))
+	defer srv.Close()
+	out, err := exec.CommandContext(t.Context(), "python3", "testdata/refusals.py", srv.URL, c.Warehouse().Root).CombinedOutput()
+	t.Logf("pyiceberg:\n%s", out)
+	if err != nil {
+		t.Fatalf("pyiceberg: %v", err)
+	}
+	if after, err := c.History(t.Context(), ident); err != nil || len(after) != len(before) {
+		t.Fatalf("the refused commits reached the log: %d commits before, %d after (%v)", len(before), len(after), err)
 	}
 }

@@ -422,6 +422,7 @@ func TestRESTWritableProtocol(t *testing.T) {
 		return s
 	}
 	schema, _ := json.Marshal(catalogtest.Schema)
+	root := c.Warehouse().Root
 	for _, tc := range []struct {
 		method, path, body string
 		code               int
@@ -439,6 +440,14 @@ func TestRESTWritableProtocol(t *testing.T) {
 		{"POST", "/v1/namespaces/metering/tables/power", `{"updates":[{"action":"no-such-update"}]}`, 400, "BadRequestException"},
 		{"POST", "/v1/namespaces/metering/tables/power", `{"requirements":[{"type":"assert-table-uuid","uuid":"00000000-0000-0000-0000-000000000001"}],"updates":[]}`, 409, "CommitFailedException"},
 		{"POST", "/v1/namespaces/metering/tables/power", `{"updates":[{"action":"set-current-schema","schema-id":42}]}`, 400, "BadRequestException"},
+		// A new location the catalog cannot write is refused, 400, never
+		// 500: a client takes a 5xx on a commit for an unknown outcome.
+		{"POST", "/v1/namespaces/metering/tables/power", `{"updates":[{"action":"set-location","location":"file:///elsewhere/power"}]}`, 400, "BadRequestException"},
+		{"POST", "/v1/namespaces/metering/tables/power", `{"updates":[{"action":"set-location","location":"s3://bucket/power"}]}`, 400, "BadRequestException"},
+		{"POST", "/v1/namespaces/metering/tables/power", `{"updates":[{"action":"set-location","location":"` + root + `/metering/../../escape"}]}`, 400, "BadRequestException"},
+		{"POST", "/v1/namespaces/metering/tables/power", `{"updates":[{"action":"set-location","location":"` + root + `/metering/power/"}]}`, 400, "BadRequestException"},
+		{"POST", "/v1/namespaces/metering/tables/power", `{"updates":[{"action":"set-location","location":"` + root + `/metering/p\u001bower"}]}`, 400, "BadRequestException"},
+		{"POST", "/v1/namespaces/metering/tables/power", `{"requirements":[{"type":"assert-current-schema-id","current-schema-id":42}],"updates":[]}`, 409, "CommitFailedException"},
 		{"POST", "/v1/namespaces/metering/properties", `{"removals":["a"],"updates":{"a":"b"}}`, 422, "UnprocessableEntityException"},
 		{"POST", "/v1/namespaces/nope/properties", `{"updates":{"a":"b"}}`, 404, "NoSuchNamespaceException"},
 		{"POST", "/v1/namespaces", `{"namespace":["metering"]}`, 409, "AlreadyExistsException"},

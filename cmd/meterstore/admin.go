@@ -43,7 +43,7 @@ listed are deleted.`,
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "file\tbytes\tmodified")
 			for _, o := range rep.Orphans {
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", o.Location, o.Size, stamp(o.ModTime))
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", shownName(o.Location), o.Size, stamp(o.ModTime))
 			}
 			tw.Flush()
 			done := "listed"

@@ -107,6 +107,8 @@ func TestCommandLine(t *testing.T) {
 		{`schema = "meterstore"`, `schema = "pg_catalog"`, "postgres.schema"},
 		{`cache_dir = ""`, `cache_dir = "/etc"`, "query.cache_dir"},
 		{`shutdown_timeout = "30s"`, `shutdown_timeout = "1000000h"`, "server.shutdown_timeout"},
+		{`reader_grace = "1h"`, `reader_grace = "100000d"`, "archive.reader_grace: 100000d: want at most 7d"},
+		{`ddl_lock_timeout = "3s"`, `ddl_lock_timeout = "100000d"`, "hot.ddl_lock_timeout: 100000d: want at most 10m"},
 	} {
 		os.WriteFile(bad, []byte(strings.Replace(text, tc.old, tc.new, 1)), 0o644)
 		if out, code := run(t, "check", "-c", bad); code != exitPermanent || !strings.Contains(out, tc.key) {

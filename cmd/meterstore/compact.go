@@ -48,7 +48,7 @@ refuses it, and it can be run again at once.`,
 				c, err := s.Compact(cmd.Context(), name, opts)
 				if err != nil {
 					errs = append(errs, err)
-					fmt.Fprintf(w, "%s: %v\n", name, err)
+					fmt.Fprintf(w, "%s: %s\n", name, shownError(err))
 					continue
 				}
 				if c.SnapshotID == 0 {

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"io"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/meterstore/meterstore/config"
@@ -14,8 +18,8 @@ var formats = map[string][]string{
 	"ingest":       {"csv", "jsonl", "mscons"},
 }
 
-// addCompletions teaches cobra's completion command (meterstore
-// completion bash|zsh|fish|powershell) the values of the flags every
+// addCompletions teaches the completion scripts (meterstore completion
+// bash|zsh|fish|powershell) the values of the flags every
 // command shares: --config completes TOML files, --table the tables the
 // configuration declares, --format the formats the command writes.
 func addCompletions(cmd *cobra.Command) {
@@ -49,4 +53,51 @@ func completeTables(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.S
 		names = append(names, t.Name)
 	}
 	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// newCompletion is the completion command: a script for each shell cobra
+// writes one for, and an error for any other. Cobra's own command, left as
+// it is, prints its help and exits 0 for "completion tcsh", as if a script
+// had been written.
+func newCompletion(root *cobra.Command) *cobra.Command {
+	shells := []struct {
+		name string
+		gen  func(w io.Writer) error
+	}{
+		{"bash", func(w io.Writer) error { return root.GenBashCompletionV2(w, true) }},
+		{"zsh", root.GenZshCompletion},
+		{"fish", func(w io.Writer) error { return root.GenFishCompletion(w, true) }},
+		{"powershell", root.GenPowerShellCompletionWithDesc},
+	}
+	var names []string
+	for _, sh := range shells {
+		names = append(names, sh.name)
+	}
+	want := strings.Join(names, ", ")
+	cmd := &cobra.Command{
+		Use:   "completion SHELL",
+		Short: "Write the completion script of a shell: " + want,
+		Long: `Writes the script that completes meterstore's commands, flags, the tables of
+--config and the formats of --format in the shell named: ` + want + `. Load it
+as the shell loads completions, such as
+  source <(meterstore completion bash)`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("completion: name a shell: %s", want)
+			}
+			return fmt.Errorf("completion: unknown shell %q: want %s", args[0], want)
+		},
+		ValidArgsFunction: cobra.NoFileCompletions,
+	}
+	for _, sh := range shells {
+		cmd.AddCommand(&cobra.Command{
+			Use:               sh.name,
+			Short:             "Write the completion script of " + sh.name,
+			Args:              cobra.NoArgs,
+			ValidArgsFunction: cobra.NoFileCompletions,
+			RunE:              func(cmd *cobra.Command, _ []string) error { return sh.gen(cmd.OutOrStdout()) },
+		})
+	}
+	return cmd
 }

@@ -79,7 +79,7 @@ func printExplanation(w io.Writer, xs []store.TableExplanation, files bool) {
 			fmt.Fprintf(w, "  cold: snapshot %d, %d data files, %d bytes\n", x.Snapshot, len(x.ColdFiles), x.ColdBytes)
 			if files {
 				for _, f := range x.ColdFiles {
-					fmt.Fprintf(w, "    %s\n", f)
+					fmt.Fprintf(w, "    %s\n", shownName(f))
 				}
 			}
 		} else {

@@ -24,7 +24,7 @@ func newIngest() *cobra.Command {
 		d                     deployment
 		table, format, report string
 		relations             string
-		substituteBy          string
+		substituteBy          onceFlag
 		batch                 int
 	)
 	cmd := &cobra.Command{
@@ -53,6 +53,13 @@ they are written one by one, so that only the message at fault is refused.`,
 			if err := checkInputs(files); err != nil {
 				return err
 			}
+			if substituteBy.set {
+				// Empty, it would write the readings as measured
+				// values; the store checks the rest again.
+				if err := series.CheckAttribution(substituteBy.v); err != nil {
+					return fmt.Errorf("--substitute-by: %w", err)
+				}
+			}
 			ctx := cmd.Context()
 			s, _, err := d.openAt(cmd.Context())
 			if err != nil {
@@ -78,7 +85,7 @@ they are written one by one, so that only the message at fault is refused.`,
 			// references instead of the file name).
 			var src store.Source
 			write := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
-				res, err := s.WriteWith(ctx, table, rows, store.WriteOptions{Substitute: substituteBy != "", By: substituteBy, Source: src})
+				res, err := s.WriteWith(ctx, table, rows, store.WriteOptions{Substitute: substituteBy.set, By: substituteBy.v, Source: src})
 				return res.Status, res.Late, err
 			}
 			var maloOf map[string]string
@@ -115,7 +122,7 @@ they are written one by one, so that only the message at fault is refused.`,
 					}
 					f, err = fileFormat(name, format)
 					if err != nil || f == 0 {
-						return fmt.Errorf("%s: cannot tell the format from the name or the content; use --format csv, jsonl or mscons", name)
+						return fmt.Errorf("%s: cannot tell the format from the name or the content; use --format csv, jsonl or mscons", shownName(name))
 					}
 				}
 				src.Kind = series.SourceCSV
@@ -124,12 +131,12 @@ they are written one by one, so that only the message at fault is refused.`,
 				}
 				sum, err := ingestFile(ctx, name, f, &decl, write, batch, rep, start)
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d readings in %d batches: %d inserted, %d already present, %d late to the cold tier; %d superseded, %d shadowed, %d refused\n",
-					name, sum.Records, sum.Batches, sum.Inserted, sum.Present, sum.Late, sum.Superseded, sum.Shadowed, sum.Refused)
+					shownName(name), sum.Records, sum.Batches, sum.Inserted, sum.Present, sum.Late, sum.Superseded, sum.Shadowed, sum.Refused)
 				if err != nil {
 					if sum.Through > 0 {
-						return fmt.Errorf("%s: lines up to %d are written; %w", name, sum.Through, err)
+						return fmt.Errorf("%s: lines up to %d are written; %w", shownName(name), sum.Through, err)
 					}
-					return fmt.Errorf("%s: %w", name, err)
+					return fmt.Errorf("%s: %w", shownName(name), err)
 				}
 			}
 			if refused > 0 {
@@ -144,7 +151,7 @@ they are written one by one, so that only the message at fault is refused.`,
 	f.StringVar(&format, "format", "", "csv, jsonl or mscons (default: from the file name's extension, or MSCONS by content)")
 	f.StringVar(&relations, "melo-malo", "", "a CSV of melo_id,malo_id: the market location of each metering location an MSCONS message names")
 	f.StringVar(&report, "report", "", "write a CSV of line,status (inserted, present, superseded, shadowed) per reading to this file")
-	f.StringVar(&substituteBy, "substitute-by", "", "the readings are substitute values (quality 67, no version) formed by this market partner: each gets the next version of its reading and wins over what is stored (docs/ingest.md)")
+	f.Var(&substituteBy, "substitute-by", "the readings are substitute values (quality 67, no version) formed by this market partner: each gets the next version of its reading and wins over what is stored (docs/ingest.md)")
 	f.IntVar(&batch, "batch", ingest.DefaultBatchRows, fmt.Sprintf("readings per atomic batch, 1 to %d", ingest.MaxBatchRows))
 	cmd.MarkFlagRequired("table")
 	return cmd
@@ -161,11 +168,11 @@ func checkInputs(files []string) error {
 		fi, err := os.Stat(name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("input %s: no such file", name)
+			return fmt.Errorf("input %s: no such file", shownName(name))
 		case err != nil:
-			return fmt.Errorf("input %s: %w", name, err)
+			return fmt.Errorf("input %s: %w", shownName(name), err)
 		case fi.IsDir():
-			return fmt.Errorf("input %s is a directory; name the files in it", name)
+			return fmt.Errorf("input %s is a directory; name the files in it", shownName(name))
 		}
 	}
 	return nil
@@ -214,14 +221,14 @@ func ingestMSCONS(ctx context.Context, out io.Writer, name string, f ingest.Form
 	for _, r := range reps {
 		if r.Err != nil {
 			refused++
-			fmt.Fprintf(out, "%s: message %d %q refused, nothing of it written: %v\n", name, r.Number, r.Ref, r.Err)
+			fmt.Fprintf(out, "%s: message %d %q refused, nothing of it written: %s\n", shownName(name), r.Number, r.Ref, shownError(r.Err))
 			continue
 		}
 		fmt.Fprintf(out, "%s: message %d %q (document %s): %d readings: %d inserted, %d already present, %d late to the cold tier; %d superseded, %d shadowed\n",
-			name, r.Number, r.Ref, r.Document, r.Readings, r.Inserted, r.Present, r.Late, r.Superseded, r.Shadowed)
+			shownName(name), r.Number, r.Ref, shownName(r.Document), r.Readings, r.Inserted, r.Present, r.Late, r.Superseded, r.Shadowed)
 	}
 	if err != nil {
-		return refused, true, fmt.Errorf("%s: %w", name, err)
+		return refused, true, fmt.Errorf("%s: %w", shownName(name), err)
 	}
 	return refused, true, nil
 }
@@ -245,9 +252,28 @@ func ingestFile(ctx context.Context, name string, f ingest.Format, t *series.Tab
 		Report:    rep,
 		Progress: func(s ingest.Summary) {
 			el := time.Since(start)
-			fmt.Fprintf(os.Stderr, "\r  %s: line %d, %d readings, %.0f readings/s   ", name, s.Through, s.Records, float64(s.Records)/el.Seconds())
+			fmt.Fprintf(os.Stderr, "\r  %s: line %d, %d readings, %.0f readings/s   ", shownName(name), s.Through, s.Records, float64(s.Records)/el.Seconds())
 		},
 	})
 	fmt.Fprintln(os.Stderr)
 	return sum, err
 }
+
+// onceFlag is a string flag given at most once: a second value is refused
+// rather than silently taking the first one's place.
+type onceFlag struct {
+	v   string
+	set bool
+}
+
+func (f *onceFlag) String() string { return f.v }
+
+func (f *onceFlag) Set(s string) error {
+	if f.set {
+		return fmt.Errorf("given twice: give it once")
+	}
+	f.v, f.set = s, true
+	return nil
+}
+
+func (f *onceFlag) Type() string { return "string" }

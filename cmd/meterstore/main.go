@@ -19,14 +19,24 @@ func main() {
 	// codec allocates an 8 MiB history per page compressed after a
 	// garbage collection (see parquetzstd).
 	if err := parquetzstd.Register(); err != nil {
-		fmt.Fprintln(os.Stderr, "meterstore:", err)
+		fmt.Fprintln(os.Stderr, "meterstore:", shownError(err))
 		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := newRoot().ExecuteContext(ctx)
+	catchSIGPIPE() // brokenpipe.go
+	out := &pipeOut{f: os.Stdout}
+	root := newRoot()
+	root.SetOut(out)
+	err := root.ExecuteContext(ctx)
+	if out.stoppedByPipe(err) {
+		stop()
+		os.Exit(exitBrokenPipe)
+	}
 	if err != nil && err != errUnhealthy {
-		fmt.Fprintln(os.Stderr, "meterstore:", err)
+		// An error may quote what came from outside: a file name, a
+		// value, an object's key (printable.go).
+		fmt.Fprintln(os.Stderr, "meterstore:", shownError(err))
 	}
 	stop()
 	os.Exit(exitCode(err))
@@ -44,6 +54,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newBench(), newDemo(), newInit(), newCheck(), newCreate(), newIngest(),
 		newArchive(), newMaintain(), newQuery(), newStatus(), newVerify(), newSnapshots(), newPurge(),
 		newServe(), newToken(), newCompleteness(), newErase(), newOrphans(), newExpire(), newReassert(), newCompact(), newExplain())
+	root.AddCommand(newCompletion(root))
 	addCompletions(root)
 	return root
 }

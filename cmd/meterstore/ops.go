@@ -67,7 +67,7 @@ func newArchive() *cobra.Command {
 				}
 				fmt.Fprintf(w, "%s: %s, %d windows, %d readings, W %s\n", name, out.Status, len(out.Windows), rows, stamp(out.Watermark))
 				for _, v := range out.Violations {
-					fmt.Fprintf(w, "  invariant violation: %s\n", v)
+					fmt.Fprintf(w, "  invariant violation: %s\n", printable(fmt.Sprint(v)))
 				}
 				if err != nil {
 					errs = append(errs, err)
@@ -191,7 +191,7 @@ func printOutcome(w io.Writer, out *store.MaintenanceOutcome) {
 		}
 		msg := ""
 		if t.Err != nil {
-			msg = t.Err.Error()
+			msg = printable(t.Err.Error())
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%v\t%s\n", t.Table, t.Archive.Status, len(t.Archive.Windows),
 			stamp(t.Status.Watermark), ahead, t.Status.InvariantViolations, compacted, expired, orphans, t.Healthy(), msg)
@@ -200,7 +200,7 @@ func printOutcome(w io.Writer, out *store.MaintenanceOutcome) {
 	if r := out.Retention; r != nil {
 		switch {
 		case r.Err != nil:
-			fmt.Fprintf(w, "retention sweep failed: %v\n", r.Err)
+			fmt.Fprintf(w, "retention sweep failed: %s\n", shownError(r.Err))
 		case r.LeaseContended:
 			fmt.Fprintln(w, "retention sweep: another replica holds its lease and sweeps")
 		default:
@@ -280,7 +280,7 @@ func printStatus(w io.Writer, sts []store.TableStatus) {
 			lag = st.WatermarkLag.Round(time.Second).String()
 		}
 		if st.Err != nil {
-			msg = st.Err.Error()
+			msg = printable(st.Err.Error())
 		}
 		w := stamp(st.Watermark)
 		if st.WatermarkFromLedger {
@@ -314,7 +314,7 @@ func newSnapshots() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "snapshot_id\tcommitted_at\toperation\twatermark")
 			for _, sn := range snaps {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", sn.ID, stamp(sn.CommittedAt), sn.Operation, stamp(sn.Watermark))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", sn.ID, stamp(sn.CommittedAt), printable(sn.Operation), stamp(sn.Watermark))
 			}
 			return tw.Flush()
 		},
@@ -433,7 +433,7 @@ tier could not be reached.`,
 					moved, err := s.ResolveForks(cmd.Context(), name)
 					for _, f := range moved {
 						fmt.Fprintf(w, "%s: moved %s to %s/ (snapshot %d, %d records)\n",
-							name, f.File, catalog.ForkDir, f.SnapshotID, f.Records)
+							name, shownName(f.File), catalog.ForkDir, f.SnapshotID, f.Records)
 					}
 					if err != nil {
 						return err
@@ -463,12 +463,12 @@ tier could not be reached.`,
 			bad := false
 			for _, v := range vs {
 				for _, p := range v.Problems {
-					fmt.Fprintf(w, "%s: %s\n", v.Table, p)
+					fmt.Fprintf(w, "%s: %s\n", v.Table, printable(fmt.Sprint(p)))
 					bad = true
 				}
 				for _, o := range v.YoungOrphans {
 					fmt.Fprintf(w, "%s: note: a file nothing references yet, younger than the safety age %s (a commit under way, or an orphan once older): %s (%d bytes, modified %s, %s ago)\n",
-						v.Table, orphanAge, o.Location, o.Size, stamp(o.ModTime), time.Since(o.ModTime).Round(time.Second))
+						v.Table, orphanAge, shownName(o.Location), o.Size, stamp(o.ModTime), time.Since(o.ModTime).Round(time.Second))
 				}
 				if v.Err != nil {
 					errs = append(errs, v.Err)

@@ -67,7 +67,7 @@ for "@FILE".`,
 			defer s.Close()
 			if refresh {
 				if err := s.RefreshSystemTables(cmd.Context(), now); err != nil {
-					fmt.Fprintf(os.Stderr, "meterstore: system tables: %v\n", err)
+					fmt.Fprintf(os.Stderr, "meterstore: system tables: %s\n", shownError(err))
 				}
 			}
 			opts.Now = now // the relation completeness judges due days at --now
@@ -243,10 +243,13 @@ func readLine(h *store.ResultHeader) string {
 func printResult(w io.Writer, format string, res *store.Result) error {
 	switch format {
 	case "table":
+		// For a terminal: a tab or line break in a value would break
+		// the table, an escape sequence reach the terminal (printable.go).
+		// csv and json quote what they hold.
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(res.Columns, "\t"))
+		fmt.Fprintln(tw, strings.Join(printableCells(res.Columns), "\t"))
 		for _, r := range res.Rows {
-			fmt.Fprintln(tw, strings.Join(resultfmt.Cells(r, res.Types), "\t"))
+			fmt.Fprintln(tw, strings.Join(printableCells(resultfmt.Cells(r, res.Types)), "\t"))
 		}
 		return tw.Flush()
 	case "csv":

@@ -43,10 +43,18 @@ func columnDDL(c series.Column) string {
 }
 
 // columnCheck returns the CHECK of an extra column, or "" if it has none.
+// An attribution column's is series.CheckAttribution's rule, for every
+// client: at most series.MaxAttributionLen bytes, no control character
+// (PostgreSQL's text holds no NUL, and the database is UTF-8). Tables
+// declared before the rule keep the CHECK they were made with; the rule
+// still holds for every write through the store.
 func columnCheck(c series.Column) string {
 	switch {
 	case len(c.Values) > 0:
 		return fmt.Sprintf("CHECK (%s IN %s)", quote(c.Name), sqlList(c.Values))
+	case c.Attribution() && c.ColumnType() == series.Text:
+		return fmt.Sprintf(`CHECK (octet_length(%[1]s) BETWEEN 1 AND %[2]d AND %[1]s !~ '[\x01-\x1f\x7f-\x9f]')`,
+			quote(c.Name), series.MaxAttributionLen)
 	case c.ColumnType() == series.Text:
 		return fmt.Sprintf("CHECK (%s <> '')", quote(c.Name))
 	}

@@ -35,7 +35,7 @@ func TestPrepareInvalidInput(t *testing.T) {
 		{"obis spelling", func(r *series.Reading) { r.OBIS = "1-1:1.29.0*255" }, "not canonical"},
 		{"obis medium", func(r *series.Reading) { r.OBIS = "7-20:3.0.0" }, "measures GAS"},
 		{"no commodity", func(r *series.Reading) { r.Commodity = 9 }, "sparte"},
-		{"no from", func(r *series.Reading) { r.From = time.Time{} }, "from not set"},
+		{"no from", func(r *series.Reading) { r.From = time.Time{} }, "from 0001-01-01T00:00:00Z is out of the supported range"},
 		{"nanoseconds", func(r *series.Reading) { r.From = r.From.Add(time.Nanosecond) }, "microsecond"},
 		{"off grid", func(r *series.Reading) { r.From, r.To = r.From.Add(time.Minute), r.To.Add(time.Minute) }, "grid"},
 		{"wrong length", func(r *series.Reading) { r.To = r.To.Add(15 * time.Minute) }, "ends at"},

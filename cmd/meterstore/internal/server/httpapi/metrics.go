@@ -20,7 +20,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -33,11 +32,11 @@ const metricsPath = "/metrics"
 
 // Prometheus returns a MeterProvider whose reader is the OpenTelemetry
 // Prometheus exporter on a registry of its own (with the Go runtime's and
-// the process's collectors), and the handler that serves that registry in
-// the Prometheus exposition format, for Options.Metrics. Give the
+// the process's collectors), and the Exposition that serves that registry
+// in the Prometheus exposition format, for Options.Metrics. Give the
 // provider to the store (store.WithMeters) and to New (Options.Meters),
 // and shut it down when the server has stopped.
-func Prometheus() (*sdkmetric.MeterProvider, http.Handler, error) {
+func Prometheus() (*sdkmetric.MeterProvider, *Exposition, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, nil, err
@@ -50,7 +49,7 @@ func Prometheus() (*sdkmetric.MeterProvider, http.Handler, error) {
 		return nil, nil, err
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-	return mp, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}), nil
+	return mp, &Exposition{g: reg}, nil
 }
 
 // NewTelemetry returns the endpoints of a process that serves its
@@ -81,14 +80,16 @@ func NewTelemetry(o Options) (http.Handler, error) {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serveCounted(w, r, h.mux) }), nil
 }
 
-// handleMetrics routes GET /metrics, for tokens with scope admin.
+// handleMetrics routes GET /metrics, for tokens with scope admin; a token
+// limited to tables sees the series of those tables alone (exposition.go).
 func (h *handler) handleMetrics() {
 	h.mux.Handle("GET "+metricsPath, h.guard([]string{config.ScopeAdmin}, func(w http.ResponseWriter, r *http.Request) {
 		if h.o.Metrics == nil {
 			writeError(w, http.StatusNotFound, "not_found", "this server exports no metrics")
 			return
 		}
-		h.o.Metrics.ServeHTTP(w, r)
+		tok, _ := r.Context().Value(tokenKey{}).(config.Token)
+		h.o.Metrics.For(tok).ServeHTTP(w, r)
 	}))
 }
 
