@@ -50,6 +50,8 @@ func TestBounds(t *testing.T) {
 		{"DDL lock wait of centuries", "[hot]\nddl_lock_timeout = \"100000d\"\n", "hot.ddl_lock_timeout", "100000d: want at most 10m"},
 		{"query timeout of centuries", "[query]\ntimeout = \"100000d\"\n", "query.timeout", "want at most 1d"},
 		{"delivery lag of centuries", "[query]\ndelivery_lag = \"100000d\"\n", "query.delivery_lag", "want at most 366d"},
+		{"system tables computed for every statement", "[query]\nsystem_tables_max_age = \"0s\"\n", "query.system_tables_max_age", "want a positive duration"},
+		{"system tables a day old", "[query]\nsystem_tables_max_age = \"1d\"\n", "query.system_tables_max_age", "want at most 1h"},
 		{"retention past a century", "[maintenance]\nsnapshot_retention = \"100000d\"\n", "maintenance.snapshot_retention", "want at most 36525d"},
 		{"orphans kept for centuries", "[maintenance]\nremove_orphans_after = \"100000d\"\n", "maintenance.remove_orphans_after", "want at most 366d"},
 		{"read timeout of centuries", "[server]\nread_timeout = \"100000d\"\n", "server.read_timeout", "want at most 1h"},

@@ -163,4 +163,7 @@ type Query struct {
 	// are due: the relation completeness counts a day's missing intervals
 	// only from then (query.delivery_lag).
 	DeliveryLag time.Duration
+	// SystemTablesMaxAge is how old the system tables a statement sees
+	// may be before it computes them anew (query.system_tables_max_age).
+	SystemTablesMaxAge time.Duration
 }

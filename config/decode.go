@@ -146,6 +146,11 @@ func (r *reader) config(raw *rawConfig) *Config {
 		maxQueryTimeout, defaultQueryTimeout, "; 0s lets a query run as long as it takes")
 	c.Query.VerifyDigests = r.boolean("query.verify_digests", q.Digests, false)
 	c.Query.DeliveryLag = r.atMost("query.delivery_lag", r.duration("query.delivery_lag", q.DeliveryLag, 0, "s"), maxDeliveryLag, 0, "")
+	c.Query.SystemTablesMaxAge = r.atMost("query.system_tables_max_age",
+		r.duration("query.system_tables_max_age", q.SystemAge, defaultSystemAge, "s"), maxSystemAge, defaultSystemAge, "")
+	if c.Query.SystemTablesMaxAge <= 0 && r.ok("query.system_tables_max_age") {
+		r.errorf("query.system_tables_max_age", "want a positive duration: every statement naming a system table would compute the status of both tiers")
+	}
 	if dir := r.str("query.cache_dir", q.CacheDir, ""); dir != "" {
 		c.Query.CacheDir = r.abs(dir)
 		r.ownDir("query.cache_dir", c.Query.CacheDir)

@@ -20,6 +20,7 @@ const (
 	defaultMaxRows           = 1_000_000
 	defaultMaxResultBytes    = 1 << 30 // 1GiB
 	defaultQueryTimeout      = 5 * time.Minute
+	defaultSystemAge         = 10 * time.Second
 	defaultDDLLockTimeout    = 3 * time.Second
 	defaultAcceptAhead       = 7 * day
 	defaultSettlementLag     = 45 * day
@@ -87,6 +88,7 @@ const (
 	maxReaderGrace    = 7 * day          // archive.reader_grace: archived partitions kept in PostgreSQL
 	maxQueryTimeout   = day              // query.timeout: one statement
 	maxDeliveryLag    = 366 * day        // query.delivery_lag
+	maxSystemAge      = time.Hour        // query.system_tables_max_age
 	maxRetention      = 36525 * day      // maintenance.snapshot_retention: a century
 	maxOrphanAge      = 366 * day        // maintenance.remove_orphans_after
 	maxReadTimeout    = time.Hour        // server.read_timeout: one request's headers and body

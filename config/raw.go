@@ -73,6 +73,7 @@ type rawConfig struct {
 		Timeout     value `toml:"timeout"`
 		Digests     value `toml:"verify_digests"`
 		DeliveryLag value `toml:"delivery_lag"`
+		SystemAge   value `toml:"system_tables_max_age"`
 	} `toml:"query"`
 	Server rawServer  `toml:"server"`
 	Table  []rawTable `toml:"table"`

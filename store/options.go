@@ -100,6 +100,11 @@ type QueryOptions struct {
 	// are due; the relation completeness counts missing intervals only on
 	// days that are due at the query's ReadOptions.Now.
 	DeliveryLag time.Duration
+	// SystemTablesMaxAge is how old, by the wall clock, the system tables a
+	// statement that names them sees may be; one older is computed anew
+	// first, which reads the status of both tiers. Zero means
+	// DefaultSystemTablesMaxAge.
+	SystemTablesMaxAge time.Duration
 }
 
 // DefaultQueryTimeout is QueryOptions.Timeout when it is zero.

@@ -290,11 +290,20 @@ func (s *Store) checkMirror(ctx context.Context, t *table, ct *cold.Table, st *T
 	return err
 }
 
-// SystemTablesMaxAge is how old the system tables a statement that names
-// them sees may be: one older is computed anew first, at the wall clock,
-// so that every protocol shows them as fresh and none computes them for
-// every statement.
-const SystemTablesMaxAge = time.Second
+// DefaultSystemTablesMaxAge is QueryOptions.SystemTablesMaxAge when it is
+// zero: how old the system tables a statement that names them sees may be.
+// One older is computed anew first, at the wall clock, so that every
+// protocol shows them fresh and a poller costs a status round trip per
+// table this often at most.
+const DefaultSystemTablesMaxAge = 10 * time.Second
+
+// systemMaxAge returns QueryOptions.SystemTablesMaxAge or its default.
+func (s *Store) systemMaxAge() time.Duration {
+	if a := s.opts.Query.SystemTablesMaxAge; a > 0 {
+		return a
+	}
+	return DefaultSystemTablesMaxAge
+}
 
 // RefreshSystemTables recomputes the system tables at now: system.tables,
 // system.config, system.resolution and system.snapshots. A statement that
@@ -313,7 +322,7 @@ func (s *Store) systemTables(ctx context.Context, fresh bool) []query.Relation {
 	stale := func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.system == nil || s.opts.Now.wall().Sub(s.systemAt) >= SystemTablesMaxAge
+		return s.system == nil || s.opts.Now.wall().Sub(s.systemAt) >= s.systemMaxAge()
 	}
 	if (fresh || s.neverComputed()) && stale() {
 		s.refreshing.Lock()

@@ -67,7 +67,7 @@ func TestSystemTablesHealth(t *testing.T) {
 	if res.Rows[0][0] != int64(6) {
 		t.Errorf("system.tables changed within its age: %v", res.Rows[0][0])
 	}
-	wall = wall.Add(SystemTablesMaxAge)
+	wall = wall.Add(DefaultSystemTablesMaxAge)
 	res = mustQuery(t, s, `SELECT hot_partitions FROM system.tables`)
 	if res.Rows[0][0] != int64(7) {
 		t.Errorf("system.tables past its age: %v; want it computed anew", res.Rows[0][0])
@@ -180,5 +180,31 @@ func TestSystemConfigResolutionSnapshots(t *testing.T) {
 			}
 			prev = w
 		}
+	}
+}
+
+// TestSystemTablesMaxAge: a statement that names the system tables
+// computes them anew only once they are older than the setting, by the
+// wall clock the store is given.
+func TestSystemTablesMaxAge(t *testing.T) {
+	ctx := t.Context()
+	wall := time.Now()
+	s := newEnv(t).open(t, Options{Now: NowOptions{WallClock: func() time.Time { return wall }},
+		Query: QueryOptions{CacheDir: t.TempDir(), SystemTablesMaxAge: time.Minute}})
+	pw := s.tables[0].decl
+	parts := func() any { return mustQuery(t, s, `SELECT hot_partitions FROM system.tables`).Rows[0][0] }
+	if got := parts(); got != int64(0) {
+		t.Fatalf("fixture: %v partitions", got)
+	}
+	if _, err := s.hot.CreatePartitions(ctx, pw, dayN(0), dayN(2)); err != nil {
+		t.Fatal(err)
+	}
+	wall = wall.Add(59 * time.Second)
+	if got := parts(); got != int64(0) {
+		t.Errorf("system.tables computed anew within its age of a minute: %v partitions", got)
+	}
+	wall = wall.Add(time.Second)
+	if got := parts(); got != int64(3) {
+		t.Errorf("system.tables a minute old: %v partitions; want it computed anew", got)
 	}
 }
