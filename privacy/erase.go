@@ -39,6 +39,9 @@ const (
 // written with.
 func (r *Registry) Erase(ctx context.Context, naturalID, legalBasis, actor string) (removed int64, err error) {
 	const op = "erase"
+	if err := r.prepare(ctx, op); err != nil {
+		return 0, err
+	}
 	if err := checkRequest(naturalID, legalBasis, actor); err != nil {
 		return 0, &series.Error{Kind: series.InvalidInput, Op: opName(op), Err: err}
 	}
@@ -87,6 +90,9 @@ func (r *Registry) Erase(ctx context.Context, naturalID, legalBasis, actor strin
 // needs the natural id: the list alone cannot say whom a row stands for.
 func (r *Registry) Unsuppress(ctx context.Context, naturalID, legalBasis, actor string) (lifted bool, err error) {
 	const op = "unsuppress"
+	if err := r.prepare(ctx, op); err != nil {
+		return false, err
+	}
 	if err := checkRequest(naturalID, legalBasis, actor); err != nil {
 		return false, &series.Error{Kind: series.InvalidInput, Op: opName(op), Err: err}
 	}

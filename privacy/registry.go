@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -69,6 +70,12 @@ type Registry struct {
 	suppressed string // quoted, schema-qualified name of suppressed_subjects
 	keyRow     string // quoted, schema-qualified name of subject_key
 
+	// prepared is set once the registry's relations are ensured and the
+	// subject key checked: at Open, or, when PostgreSQL could not be
+	// reached then, by the first operation that needs them.
+	mu       sync.Mutex
+	prepared bool
+
 	// Test knobs that break the registry on purpose, so that the tests can
 	// show they catch it; always false outside them.
 	skipSuppression bool // Register ignores the suppression list
@@ -118,15 +125,39 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Registry, err
 		suppressed: pgx.Identifier{opts.Schema, suppressedTable}.Sanitize(),
 		keyRow:     pgx.Identifier{opts.Schema, keyTable}.Sanitize(),
 	}
+	err = r.prepare(ctx, op)
+	var se *series.Error
+	if errors.As(err, &se) && se.Kind == series.Unavailable {
+		// Needed only for what it guards: what needs no registry (a
+		// historical read) goes on, and each of its operations prepares
+		// it first, failing retryably until PostgreSQL answers.
+		r.log.Warn("privacy: the subject registry cannot be reached; its operations fail until it can", "err", err)
+		return r, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// prepare ensures the registry's relations and checks the subject key,
+// once: every operation calls it first.
+func (r *Registry) prepare(ctx context.Context, op string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.prepared {
+		return nil
+	}
 	if err := r.ensure(ctx); err != nil {
-		return nil, classify(op, err)
+		return classify(op, err)
 	}
 	if r.key != nil {
 		if err := r.checkKey(ctx, r.pool); err != nil {
-			return nil, classify(op, err)
+			return classify(op, err)
 		}
 	}
-	return r, nil
+	r.prepared = true
+	return nil
 }
 
 // Schema returns the schema holding the registry.

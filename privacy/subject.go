@@ -61,6 +61,9 @@ func newReference() string {
 // begin or end with white space.
 func (r *Registry) Register(ctx context.Context, naturalID string, collectedAt time.Time) (string, error) {
 	const op = "register"
+	if err := r.prepare(ctx, op); err != nil {
+		return "", err
+	}
 	if err := checkNaturalID(naturalID); err != nil {
 		return "", &series.Error{Kind: series.InvalidInput, Op: opName(op), Err: err}
 	}
@@ -150,6 +153,9 @@ func (r *Registry) Resolve(ctx context.Context, ref string) (naturalID string, y
 	if ref == "" {
 		return "", 0, false, nil
 	}
+	if err := r.prepare(ctx, "resolve"); err != nil {
+		return "", 0, false, err
+	}
 	err = r.pool.QueryRow(ctx, `SELECT natural_id, collection_year FROM `+r.subjects+`
 		WHERE reference = $1`, ref).Scan(&naturalID, &year)
 	switch {
@@ -165,6 +171,9 @@ func (r *Registry) Resolve(ctx context.Context, ref string) (naturalID string, y
 // collection year, oldest year first; none if the subject is unknown.
 func (r *Registry) References(ctx context.Context, naturalID string) ([]string, error) {
 	const op = "references"
+	if err := r.prepare(ctx, op); err != nil {
+		return nil, err
+	}
 	if err := checkNaturalID(naturalID); err != nil {
 		return nil, &series.Error{Kind: series.InvalidInput, Op: opName(op), Err: err}
 	}

@@ -32,6 +32,9 @@ const maxAuditText = 1024
 // one whose commit was lost removes what is still due when retried.
 func (r *Registry) Sweep(ctx context.Context, now time.Time, ret Retention, legalBasis, actor string) (removed int64, err error) {
 	const op = "sweep"
+	if err := r.prepare(ctx, op); err != nil {
+		return 0, err
+	}
 	if now.IsZero() {
 		return 0, invalid(op, "zero instant")
 	}

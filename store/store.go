@@ -111,6 +111,12 @@ type table struct {
 	// coldRetry, so that it comes back without a restart.
 	coldErr   error
 	coldTried time.Time // by the wall clock
+	// hotErr is why the hot tier's table could not be ensured (PostgreSQL
+	// unreachable): the table then answers historical reads alone, every
+	// other operation fails with it, and ready ensures it again at most
+	// every coldRetry.
+	hotErr   error
+	hotTried time.Time // by the wall clock
 	// quarantine is the hot tier's refusal of decl's change of columns (a
 	// *QuarantineError), nil if it took it. The table then runs on
 	// stored, decl with the columns its relation was declared with: it
@@ -228,6 +234,14 @@ func (s *Store) ready(ctx context.Context, t *table) (*cold.Table, *query.Engine
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.engine != nil {
+		if !t.hotReady && s.opts.Now.wall().Sub(t.hotTried) >= coldRetry {
+			t.hotTried = s.opts.Now.wall()
+			if err := s.ensureHot(ctx, t); err != nil {
+				t.hotErr = err
+			} else {
+				s.log.Info("store: the hot tier of the table is ensured again", "table", t.decl.Name)
+			}
+		}
 		if t.coldErr != nil {
 			s.retryCold(ctx, t, false)
 		}
@@ -245,24 +259,41 @@ func (s *Store) ready(ctx context.Context, t *table) (*cold.Table, *query.Engine
 	return t.cold, t.engine, nil
 }
 
+// ensureHot ensures the hot tier's table of t; t.mu is held.
+func (s *Store) ensureHot(ctx context.Context, t *table) error {
+	err := s.hot.Ensure(ctx, t.decl)
+	var q *QuarantineError
+	switch {
+	case errors.As(err, &q):
+		stored, serr := s.hot.Stored(ctx, t.decl)
+		if serr != nil {
+			return fmt.Errorf("store: declare %s: %w (and its stored declaration cannot be read: %w)", t.decl.Name, err, serr)
+		}
+		t.stored, t.quarantine = stored, err
+		s.log.Error("store: table quarantined: it ingests what its stored columns hold and answers, archival is refused",
+			"table", t.decl.Name, "err", err)
+	case err != nil:
+		return fmt.Errorf("store: declare %s: %w", t.decl.Name, err)
+	}
+	t.hotReady, t.hotErr = true, nil
+	return nil
+}
+
 // open does the work of ready; t.mu is held.
 func (s *Store) open(ctx context.Context, t *table) error {
 	if !t.hotReady {
-		err := s.hot.Ensure(ctx, t.decl)
-		var q *QuarantineError
+		err := s.ensureHot(ctx, t)
 		switch {
-		case errors.As(err, &q):
-			stored, serr := s.hot.Stored(ctx, t.decl)
-			if serr != nil {
-				return fmt.Errorf("store: declare %s: %w (and its stored declaration cannot be read: %w)", t.decl.Name, err, serr)
-			}
-			t.stored, t.quarantine = stored, err
-			s.log.Error("store: table quarantined: it ingests what its stored columns hold and answers, archival is refused",
+		case err != nil && IsRetryable(err) && !declarationRefused(err):
+			// Degrade, don't stop: PostgreSQL cannot be reached, and a
+			// historical read needs none of it. Everything else fails
+			// with t.hotErr, retryably, until the hot table is ensured.
+			t.hotErr, t.hotTried = err, s.opts.Now.wall()
+			s.log.Warn("store: the hot tier of the table cannot be ensured; only historical reads answer until it can",
 				"table", t.decl.Name, "err", err)
 		case err != nil:
-			return fmt.Errorf("store: declare %s: %w", t.decl.Name, err)
+			return err
 		}
-		t.hotReady = true
 	}
 	decl := t.decl
 	if t.stored != nil {
@@ -335,6 +366,9 @@ func (s *Store) opened(ctx context.Context, name string) (*table, *cold.Table, *
 	if err := t.coldState(); err != nil {
 		return nil, nil, nil, err
 	}
+	if err := t.hotState(); err != nil {
+		return nil, nil, nil, err
+	}
 	return t, ct, engine, nil
 }
 
@@ -358,14 +392,12 @@ func (s *Store) openedHot(ctx context.Context, name string) (*table, *cold.Table
 const coldRetry = 5 * time.Second
 
 // ensureCold ensures the cold table of decl: EnsureExisting when the
-// archival ledger records windows archived into it, so that a warehouse
-// or log that is away is not taken for a table never created.
+// archival ledger records windows archived into it, or cannot be read, so
+// that a warehouse or log that is away is not taken for a table never
+// created.
 func (s *Store) ensureCold(ctx context.Context, decl *series.Table) (*cold.Table, error) {
 	_, archived, err := s.arch.RecordedWatermark(ctx, decl.Name)
-	if err != nil {
-		return nil, err
-	}
-	if archived {
+	if err != nil || archived {
 		return s.cold.EnsureExisting(ctx, decl)
 	}
 	return s.cold.Ensure(ctx, decl)
@@ -403,6 +435,14 @@ func (s *Store) retryColdNow(ctx context.Context, t *table) {
 	if t.engine != nil && t.coldErr != nil {
 		s.retryCold(ctx, t, true)
 	}
+}
+
+// hotState returns why t answers historical reads alone, nil if its hot
+// tier is ensured.
+func (t *table) hotState() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.hotErr
 }
 
 // coldState returns why t runs on its hot tier alone, nil if it does not.

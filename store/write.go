@@ -83,6 +83,10 @@ type Source struct {
 // WriteWith is Write with options.
 func (s *Store) WriteWith(ctx context.Context, name string, rows []Reading, o WriteOptions) (WriteResult, error) {
 	t, ct, _, err := s.openedHot(ctx, name)
+	if err == nil {
+		// A write goes to PostgreSQL: not before its table is ensured.
+		err = t.hotState()
+	}
 	if err != nil {
 		return WriteResult{}, err
 	}

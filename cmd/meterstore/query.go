@@ -65,7 +65,9 @@ for "@FILE".`,
 				return err
 			}
 			defer s.Close()
-			if refresh {
+			// A historical read makes no PostgreSQL connection at all; the
+			// system tables' status would.
+			if refresh && !historical {
 				if err := s.RefreshSystemTables(cmd.Context(), now); err != nil {
 					fmt.Fprintf(os.Stderr, "meterstore: system tables: %s\n", shownError(err))
 				}
