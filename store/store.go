@@ -25,6 +25,7 @@ import (
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/metrics"
+	"github.com/meterstore/meterstore/internal/pgerr"
 	"github.com/meterstore/meterstore/internal/query"
 	"github.com/meterstore/meterstore/privacy"
 	"github.com/meterstore/meterstore/series"
@@ -284,10 +285,12 @@ func (s *Store) open(ctx context.Context, t *table) error {
 	if !t.hotReady {
 		err := s.ensureHot(ctx, t)
 		switch {
-		case err != nil && IsRetryable(err) && !declarationRefused(err):
+		case err != nil && pgerr.Network(err):
 			// Degrade, don't stop: PostgreSQL cannot be reached, and a
 			// historical read needs none of it. Everything else fails
 			// with t.hotErr, retryably, until the hot table is ensured.
+			// (A lock not had in time fails the table alone, as any
+			// other refusal of the hot tier.)
 			t.hotErr, t.hotTried = err, s.opts.Now.wall()
 			s.log.Warn("store: the hot tier of the table cannot be ensured; only historical reads answer until it can",
 				"table", t.decl.Name, "err", err)
