@@ -79,6 +79,7 @@ type Store struct {
 	cold    *cold.Tier
 	arch    *archive.Archiver
 	router  *archive.Router
+	series  *cold.SeriesReader // the typed reads' Parquet reader and its footer cache
 	metrics *metrics.Metrics
 	tables  []*table       // in declaration order
 	closers []func()       // what OpenConfig started, for Close
@@ -183,6 +184,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.arch, err = archive.New(s.hot, s.cold, opts.Pool, s.archive); err != nil {
 		return nil, err
 	}
+	s.series = cold.NewSeriesReader(opts.Query.FooterCacheBytes, func(hit bool, files int, bytes int64) {
+		s.metrics.FooterCache(context.Background(), hit, int64(files), bytes)
+	})
 	s.router = archive.NewRouter(s.hot, s.cold)
 	s.router.Vet = s.arch.VetWatermark
 	s.router.Recorded = s.arch.RecordedWatermark
