@@ -232,7 +232,12 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 		out = append(out, rs...)
 	}
 	if !tr.AsOf {
-		tr.Watermark, tr.HasWatermark, tr.Snapshot = w, hasW, p.SnapshotID
+		// As a statement reports it: the snapshot only where the range
+		// needed one.
+		tr.Watermark, tr.HasWatermark, tr.Snapshot = w, hasW, 0
+		if hasW && (from.IsZero() || from.Before(w)) {
+			tr.Snapshot = p.SnapshotID
+		}
 	}
 	return out, nil
 }
