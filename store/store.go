@@ -80,10 +80,14 @@ type Store struct {
 	arch    *archive.Archiver
 	router  *archive.Router
 	series  *cold.SeriesReader // the typed reads' Parquet reader and its footer cache
-	metrics *metrics.Metrics
-	tables  []*table       // in declaration order
-	closers []func()       // what OpenConfig started, for Close
-	private *privateServer // the private server OpenConfig started or joined
+	// typedHook, set by tests alone, runs in every attempt of a typed
+	// read between its cold plan and its hot statement: where a
+	// concurrent archival would move rows between the tiers.
+	typedHook func()
+	metrics   *metrics.Metrics
+	tables    []*table       // in declaration order
+	closers   []func()       // what OpenConfig started, for Close
+	private   *privateServer // the private server OpenConfig started or joined
 
 	mu       sync.Mutex
 	system   []query.Relation // the system tables, as last refreshed

@@ -208,6 +208,9 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 	if hasW && (from.IsZero() || from.Before(w)) {
 		tr.Tiers = append(tr.Tiers, "cold")
 	}
+	if s.typedHook != nil {
+		s.typedHook()
+	}
 	if needHot {
 		hr, err := s.hot.ReadSeries(ctx, tq.decl, s.hotQuery(tq, lo, ceiling))
 		if err != nil {
