@@ -166,4 +166,8 @@ type Query struct {
 	// SystemTablesMaxAge is how old the system tables a statement sees
 	// may be before it computes them anew (query.system_tables_max_age).
 	SystemTablesMaxAge time.Duration
+	// FooterCacheBytes bounds the Parquet footers and page indexes the
+	// typed series reads keep per cold data file, by their serialized
+	// bytes (query.footer_cache_bytes); 0 keeps none.
+	FooterCacheBytes int64
 }

@@ -151,6 +151,7 @@ func (r *reader) config(raw *rawConfig) *Config {
 	if c.Query.SystemTablesMaxAge <= 0 && r.ok("query.system_tables_max_age") {
 		r.errorf("query.system_tables_max_age", "want a positive duration: every statement naming a system table would compute the status of both tiers")
 	}
+	c.Query.FooterCacheBytes = r.boundedSize("query.footer_cache_bytes", q.FooterCache, defaultFooterCacheBytes, 0, maxMemoryLimit)
 	if dir := r.str("query.cache_dir", q.CacheDir, ""); dir != "" {
 		c.Query.CacheDir = r.abs(dir)
 		r.ownDir("query.cache_dir", c.Query.CacheDir)

@@ -21,6 +21,7 @@ const (
 	defaultMaxResultBytes    = 1 << 30 // 1GiB
 	defaultQueryTimeout      = 5 * time.Minute
 	defaultSystemAge         = 10 * time.Second
+	defaultFooterCacheBytes  = 64 << 20 // 64MiB
 	defaultDDLLockTimeout    = 3 * time.Second
 	defaultAcceptAhead       = 7 * day
 	defaultSettlementLag     = 45 * day

@@ -74,6 +74,7 @@ type rawConfig struct {
 		Digests     value `toml:"verify_digests"`
 		DeliveryLag value `toml:"delivery_lag"`
 		SystemAge   value `toml:"system_tables_max_age"`
+		FooterCache value `toml:"footer_cache_bytes"`
 	} `toml:"query"`
 	Server rawServer  `toml:"server"`
 	Table  []rawTable `toml:"table"`

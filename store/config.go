@@ -45,6 +45,7 @@ func OptionsFrom(cfg *config.Config) Options {
 			VerifyDigests:      cfg.Query.VerifyDigests,
 			DeliveryLag:        cfg.Query.DeliveryLag,
 			SystemTablesMaxAge: cfg.Query.SystemTablesMaxAge,
+			FooterCacheBytes:   footerCacheBytes(cfg.Query.FooterCacheBytes),
 		},
 		Snapshots: SnapshotRetention{MaxAge: cfg.Maintenance.SnapshotRetention, KeepLast: cfg.Maintenance.MinSnapshots},
 		Now:       NowOptions{MaxClockSkew: cfg.Maintenance.MaxClockSkew},
@@ -92,4 +93,13 @@ func (s *Store) MaintenanceFor(cfg *config.Config) *Maintenance {
 		m.AnonymiseAfter(r, cfg.Retention.LegalBasis, cfg.Retention.Actor)
 	}
 	return m
+}
+
+// footerCacheBytes maps query.footer_cache_bytes, where 0 keeps none, to
+// QueryOptions.FooterCacheBytes, where a negative value does.
+func footerCacheBytes(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

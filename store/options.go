@@ -100,12 +100,22 @@ type QueryOptions struct {
 	// are due; the relation completeness counts missing intervals only on
 	// days that are due at the query's ReadOptions.Now.
 	DeliveryLag time.Duration
+	// FooterCacheBytes bounds the Parquet footers and page indexes the
+	// typed series reads (SeriesReadings, LatestReading, Gaps) keep per
+	// cold data file, by their serialized bytes; the least recently used
+	// go first. Zero means DefaultFooterCacheBytes, a negative value keeps
+	// none.
+	FooterCacheBytes int64
 	// SystemTablesMaxAge is how old, by the wall clock, the system tables a
 	// statement that names them sees may be; one older is computed anew
 	// first, which reads the status of both tiers. Zero means
 	// DefaultSystemTablesMaxAge.
 	SystemTablesMaxAge time.Duration
 }
+
+// DefaultFooterCacheBytes is QueryOptions.FooterCacheBytes when it is
+// zero: 64 MiB.
+const DefaultFooterCacheBytes = cold.DefaultFooterCacheBytes
 
 // DefaultQueryTimeout is QueryOptions.Timeout when it is zero.
 const DefaultQueryTimeout = 5 * time.Minute
@@ -151,6 +161,17 @@ func (o QueryOptions) settings() query.Settings {
 	}
 	return query.Settings{MemoryLimit: o.MemoryLimit, Threads: o.Threads, CacheDir: o.CacheDir, MaxRows: o.MaxRows,
 		MaxResultBytes: o.MaxResultBytes, Timeout: timeout, DeliveryLag: o.DeliveryLag}
+}
+
+// timeout returns the bound of one query, zero for none.
+func (o QueryOptions) timeout() time.Duration {
+	switch o.Timeout {
+	case 0:
+		return DefaultQueryTimeout
+	case NoQueryTimeout:
+		return 0
+	}
+	return o.Timeout
 }
 
 func (r SnapshotRetention) retention() cold.Retention {

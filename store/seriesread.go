@@ -3,19 +3,18 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/meterstore/meterstore/metering"
-	"github.com/meterstore/meterstore/series"
 )
 
 // Typed reads of one series: the resolved readings of a market location
 // and OBIS code over a time range, its latest reading, and the intervals
-// the calendar expects that it lacks. They run through the same engine,
-// authorisation-free read options (as of, known at, read mode) and
-// parameters as SQL, and return typed values, so that a Go program needs
-// no SQL of its own for the common reads.
+// the calendar expects that it lacks. They read the tiers directly, not
+// through the SQL engine (typedread.go), with the read options of a
+// statement (as of, known at, read mode) meaning what they mean there,
+// and return typed values, so that a Go program needs no SQL of its own
+// for the common reads.
 
 // A SeriesQuery selects one series of a table and a range of it.
 type SeriesQuery struct {
@@ -52,17 +51,21 @@ const MaxGapIntervals = 10 * 366 * 100
 // table name, by interval start: per merge key the winning version, as
 // readings has it.
 func (s *Store) SeriesReadings(ctx context.Context, name string, q SeriesQuery) ([]Reading, error) {
-	return s.seriesRead(ctx, name, q, `ORDER BY "from"`)
+	res, err := s.typedRead(ctx, name, q, false)
+	if err != nil {
+		return nil, err
+	}
+	return res.Readings, nil
 }
 
 // LatestReading returns the reading of the series q selects in table name
 // with the latest interval start, and false if it has none in q's range.
 func (s *Store) LatestReading(ctx context.Context, name string, q SeriesQuery) (Reading, bool, error) {
-	rs, err := s.seriesRead(ctx, name, q, `ORDER BY "from" DESC LIMIT 1`)
-	if err != nil || len(rs) == 0 {
+	res, err := s.typedRead(ctx, name, q, true)
+	if err != nil || len(res.Readings) == 0 {
 		return Reading{}, false, err
 	}
-	return rs[0], true, nil
+	return res.Readings[len(res.Readings)-1], true, nil
 }
 
 // Gaps returns the intervals of q's range, which must be bounded, that the
@@ -132,131 +135,3 @@ func (s *Store) Gaps(ctx context.Context, name string, q SeriesQuery) ([]Gap, er
 	}
 	return gaps, nil
 }
-
-// seriesRead runs the read of q over table name with the order clause
-// tail, its values bound as parameters, and decodes the rows.
-func (s *Store) seriesRead(ctx context.Context, name string, q SeriesQuery, tail string) ([]Reading, error) {
-	t, err := s.table(name)
-	if err != nil {
-		return nil, err
-	}
-	malo, err := metering.ParseMaLo(q.MaLo)
-	if err != nil {
-		return nil, &series.Error{Kind: series.InvalidInput, Op: "read series", Table: name, Err: err}
-	}
-	obis, err := metering.ParseOBIS(q.OBIS)
-	if err != nil {
-		return nil, &series.Error{Kind: series.InvalidInput, Op: "read series", Table: name, Err: err}
-	}
-	decl := t.decl
-	interval := decl.TimeModel == series.Interval
-	cols := []string{"malo_id", "melo_id", "obis_code", "sparte", `"from"`}
-	if interval {
-		cols = append(cols, `"to"`)
-	}
-	cols = append(cols, "CAST(value * 1000000 AS BIGINT)", "unit", "quality")
-	if interval {
-		cols = append(cols, "resolution")
-	}
-	cols = append(cols, "CAST(version AS UBIGINT)", "version_scope", "recorded_at", "balancing_day", "subject_id")
-	for _, c := range decl.Columns {
-		cols = append(cols, "CAST("+quoteIdent(c.Name)+" AS VARCHAR)")
-	}
-	params := []any{malo.String(), obis.String()}
-	where := []string{"malo_id = $1", "obis_code = $2"}
-	arg := func(cond string, v any) {
-		params = append(params, v)
-		where = append(where, fmt.Sprintf(cond, len(params)))
-	}
-	if !q.From.IsZero() {
-		arg(`"from" >= $%d`, q.From)
-	}
-	if !q.To.IsZero() {
-		arg(`"from" < $%d`, q.To)
-	}
-	if len(q.Qualities) > 0 {
-		in := make([]string, len(q.Qualities))
-		for i, ql := range q.Qualities {
-			params = append(params, ql.String())
-			in[i] = fmt.Sprintf("$%d", len(params))
-		}
-		where = append(where, "quality IN ("+strings.Join(in, ", ")+")")
-	}
-	for _, c := range decl.Columns {
-		if v, ok := q.Identity[c.Name]; ok && c.Identity {
-			arg(quoteIdent(c.Name)+` = $%d`, v)
-		}
-	}
-	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + quoteIdent(name) + `.readings WHERE ` +
-		strings.Join(where, " AND ") + ` ` + tail
-	st, err := s.Prepare(ctx, sql, StatementOptions{Read: q.Read, Params: params})
-	if err != nil {
-		return nil, err
-	}
-	res, err := st.Query(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Reading, 0, len(res.Rows))
-	for _, row := range res.Rows {
-		r, err := decodeReading(decl, row)
-		if err != nil {
-			return nil, fmt.Errorf("store: read series of %s: %w", name, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// decodeReading makes a Reading of a row of seriesRead's columns.
-func decodeReading(t *series.Table, row []any) (Reading, error) {
-	var r Reading
-	i := 0
-	next := func() any { v := row[i]; i++; return v }
-	text := func() string { s, _ := next().(string); return s }
-	instant := func() time.Time { ts, _ := next().(time.Time); return ts.UTC() }
-	var err error
-	r.MaLo, r.MeLo, r.OBIS = text(), text(), text()
-	if r.Commodity, err = metering.ParseCommodity(text()); err != nil {
-		return r, err
-	}
-	r.From = instant()
-	if t.TimeModel == series.Interval {
-		r.To = instant()
-	}
-	v, ok := next().(int64)
-	if !ok {
-		return r, fmt.Errorf("value of %T", row[i-1])
-	}
-	r.Value = series.Decimal(v)
-	if r.Unit, err = metering.ParseUnit(text()); err != nil {
-		return r, err
-	}
-	if r.Quality, err = metering.ParseQuality(text()); err != nil {
-		return r, err
-	}
-	if t.TimeModel == series.Interval {
-		if r.Resolution, err = metering.ParseResolution(text()); err != nil {
-			return r, err
-		}
-	}
-	if r.Version, ok = next().(uint64); !ok {
-		return r, fmt.Errorf("version of %T", row[i-1])
-	}
-	r.VersionScope, r.RecordedAt = text(), instant()
-	day := instant()
-	r.BalancingDay = metering.Date{Year: day.Year(), Month: day.Month(), Day: day.Day()}
-	r.Subject = text()
-	if len(t.Columns) > 0 {
-		r.Extra = make(map[string]string, len(t.Columns))
-		for _, c := range t.Columns {
-			if s, ok := next().(string); ok {
-				r.Extra[c.Name] = s
-			}
-		}
-	}
-	return r, nil
-}
-
-// quoteIdent quotes an identifier for DuckDB.
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

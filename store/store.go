@@ -80,10 +80,15 @@ type Store struct {
 	cold    *cold.Tier
 	arch    *archive.Archiver
 	router  *archive.Router
-	metrics *metrics.Metrics
-	tables  []*table       // in declaration order
-	closers []func()       // what OpenConfig started, for Close
-	private *privateServer // the private server OpenConfig started or joined
+	series  *cold.SeriesReader // the typed reads' Parquet reader and its footer cache
+	// typedHook, set by tests alone, runs in every attempt of a typed
+	// read between its cold plan and its hot statement: where a
+	// concurrent archival would move rows between the tiers.
+	typedHook func()
+	metrics   *metrics.Metrics
+	tables    []*table       // in declaration order
+	closers   []func()       // what OpenConfig started, for Close
+	private   *privateServer // the private server OpenConfig started or joined
 
 	mu       sync.Mutex
 	system   []query.Relation // the system tables, as last refreshed
@@ -190,6 +195,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.arch, err = archive.New(s.hot, s.cold, opts.Pool, s.archive); err != nil {
 		return nil, err
 	}
+	s.series = cold.NewSeriesReader(opts.Query.FooterCacheBytes, func(hit bool, files int, bytes int64) {
+		s.metrics.FooterCache(context.Background(), hit, int64(files), bytes)
+	})
 	s.router = archive.NewRouter(s.hot, s.cold)
 	s.router.Vet = s.arch.VetWatermark
 	s.router.Recorded = s.arch.RecordedWatermark

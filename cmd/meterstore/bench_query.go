@@ -28,9 +28,14 @@ and runs, --runs times each after a warm-up, interleaved:
       with the same version resolution, without MeterStore,
   (d) (c) without resolving versions,
   (e) every meter's resolved total over the hot days,
-  (f) (e) computed by PostgreSQL alone over the same rows (its SQL printed).
+  (f) (e) computed by PostgreSQL alone over the same rows (its SQL printed),
+  (g) one meter's resolved hot day through SQL,
+  (h) the same through the typed read (Store.SeriesReadings, no DuckDB),
+  (i) the same rows by PostgreSQL alone, a prepared statement (pgx),
+  (j) one meter's year across both tiers through the typed read, warm;
+      (g) to (j) --point-runs times with one client, then with two.
 It checks that (b) and (c) agree, and (e) and (f), and prints p50/p99,
-(b)/(c), (b)/(d) and (e)/(f).
+(b)/(c), (b)/(d), (e)/(f), (g)/(i), (h)/(i) and (h)/(i) in answers/s.
 Without --pg-url it starts a private PostgreSQL server with default settings.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -60,6 +65,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 	f.IntVar(&c.Days, "days", c.Days, "days of quarter hours")
 	f.IntVar(&c.HotDays, "hot-days", c.HotDays, "last days left in PostgreSQL")
 	f.IntVar(&c.Runs, "runs", c.Runs, "runs per query after one warm-up")
+	f.IntVar(&c.PointRuns, "point-runs", c.PointRuns, "runs of each point question (g) to (j), with one client and with two")
 	f.IntVar(&c.Threads, "threads", c.Threads, "DuckDB threads, for MeterStore and the floor")
 	f.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "DuckDB memory_limit, for MeterStore and the floor")
 	f.StringVar(&c.Dir, "dir", "", "keep the warehouse here (default: a temporary directory)")
@@ -83,6 +89,15 @@ func printQuery(w io.Writer, r *querybench.Result) {
 	fmt.Fprintf(w, "\n(b)/(c) at p50: %.2f\n(b)/(d) at p50: %.2f   (goal: at most 1.5)\n(e)/(f) at p50: %.2f   (goal: at most 1.0)\n",
 		r.Ratio, r.PlainRatio, r.HotRatio)
 	fmt.Fprintf(w, "(f): %s\n", r.Postgres.SQL)
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "point question\trows\tp50 ms\tp99 ms\tanswers/s\tp50 ms, 2 clients\tp99 ms, 2 clients\tanswers/s, 2 clients")
+	for _, q := range []querybench.PointCase{r.PointSQL, r.PointTyped, r.PointPostgres, r.PointYear} {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.0f\t%.2f\t%.2f\t%.0f\n", q.Name, q.Rows, q.P50, q.P99, q.QPS, q.P50x2, q.P99x2, q.QPSx2)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n(g)/(i) at p50: %.2f   (goal: at most 3)\n(h)/(i) at p50: %.2f   (goal: at most 1.5)\n(h)/(i) answers/s, 2 clients: %.2f   (goal: at least 0.7)\n(j) p50: %.1f ms   (goal: at most 25)\n",
+		r.PointSQLRatio, r.PointTypedRatio, r.PointQPSRatio, r.PointYear.P50)
 	t := r.Timing
 	for _, q := range []string{"a", "b", "e"} {
 		fmt.Fprintf(w, "(%s) at p50, ms: DuckDB start %.1f, hot snapshot %.1f, cold planning %.1f, views %.1f, computing %.1f (hot rows crossing %.1f), rest %.1f\n",

@@ -186,6 +186,12 @@ func (d *decoder) decode(op string, rows pgx.Rows) (series.Reading, error) {
 	if err := rows.Scan(d.dst...); err != nil {
 		return series.Reading{}, classify(op, d.t.Name, err)
 	}
+	return d.finish(op)
+}
+
+// finish returns the reading of the values the last Scan into d.dst
+// left.
+func (d *decoder) finish(op string) (series.Reading, error) {
 	out := d.r
 	out.From, out.RecordedAt = d.r.From.UTC(), d.r.RecordedAt.UTC()
 	if d.t.TimeModel == series.Interval {

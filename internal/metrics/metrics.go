@@ -87,6 +87,12 @@ const (
 	CASError         = "error"         // any other failure
 )
 
+// Values of the outcome attribute of a footer cache lookup.
+const (
+	CacheHit  = "hit"  // the footer was in the cache
+	CacheMiss = "miss" // the footer was read from the file
+)
+
 // Values of the outcome attribute of a compaction.
 const (
 	CompactionCompacted      = "compacted"       // a commit rewrote files or manifests
@@ -122,6 +128,10 @@ type Metrics struct {
 	writeOutcomes   metric.Int64Counter
 	queryDuration   metric.Float64Histogram
 	scannedRows     metric.Int64Counter
+
+	footerLookups metric.Int64Counter
+	footerFiles   metric.Int64Gauge
+	footerBytes   metric.Int64Gauge
 
 	casDuration   metric.Float64Histogram
 	casMismatches metric.Int64Counter
@@ -206,6 +216,13 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		"Duration of a query, from planning to the last row.", table...)
 	m.scannedRows = b.counter("meterstore.scan.rows", "{reading}",
 		"Readings a scan read from one tier.", AttrTable, AttrTier)
+
+	m.footerLookups = b.counter("meterstore.query.footer_cache_lookups", "{lookup}",
+		"Lookups of a cold data file's Parquet footer by a typed series read, by outcome: hit or miss.", AttrOutcome)
+	m.footerFiles = b.intGauge("meterstore.query.footer_cache_files", "{file}",
+		"Cold data files whose footers the typed series reads' cache holds.")
+	m.footerBytes = b.intGauge("meterstore.query.footer_cache_bytes", "By",
+		"Serialized bytes of the footers and page indexes the typed series reads' cache holds; bounded by query.footer_cache_bytes.")
 
 	m.casDuration = b.histogram("meterstore.log.cas.duration", casBuckets,
 		"Duration of a compare-and-set on the catalog's log, by backend and outcome.", AttrBackend, AttrOutcome)

@@ -157,6 +157,21 @@ func (m *Metrics) Scanned(ctx context.Context, table, tier string, rows int64) {
 		attribute.String(AttrTable, table), attribute.String(AttrTier, tier))))
 }
 
+// FooterCache records a lookup in the typed series reads' footer cache,
+// a hit or not, and the files and bytes the cache holds after it.
+func (m *Metrics) FooterCache(ctx context.Context, hit bool, files, bytes int64) {
+	if m == nil {
+		return
+	}
+	outcome := CacheMiss
+	if hit {
+		outcome = CacheHit
+	}
+	m.footerLookups.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, outcome))))
+	m.footerFiles.Record(ctx, files)
+	m.footerBytes.Record(ctx, bytes)
+}
+
 // Queried records a query of table that took d.
 func (m *Metrics) Queried(ctx context.Context, table string, d time.Duration) {
 	if m == nil || d < 0 {

@@ -6,16 +6,22 @@ Called by cmd/meterstore's TestServe with the server's base URL and a
 bearer token of scope query. Checks that CSV, JSON lines and Arrow agree
 (count and sum of power's readings; a generated result of many Arrow
 batches), that the Arrow schema's metadata has the watermark and tiers of
-the headers, and that SQL DuckDB cannot bind is a 400 naming the problem.
+the headers, and that SQL DuckDB cannot bind is a 400 naming the problem;
+and that GET /v1/tables/power/series/... (the typed read, no SQL engine)
+answers one series' readings as the query of readings does, in the three
+formats, with its headers, and refuses a missing range and a bad check
+digit.
 Exit status 0 means every check passed.
 """
 
 import csv
+import datetime
 import decimal
 import io
 import json
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pyarrow
@@ -128,12 +134,66 @@ def invalid(base, token):
             assert status == 400 and err["code"] == "invalid_query" and names in err["error"], f"{sql}: {status} {err}"
 
 
+def get(base, token, path, accept):
+    """The status, headers and body of GET path."""
+    req = urllib.request.Request(base + path)
+    req.add_header("Authorization", "Bearer " + token)
+    req.add_header("Accept", accept)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, resp.headers, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers, err.read()
+
+
+def series(base, token):
+    """The typed read of the first series over its first day answers, in
+    CSV, JSON lines and Arrow, the rows and headers of the query of
+    readings over the same range; a missing range is 400, a market
+    location whose check digit fails 422."""
+    _, _, rows = as_csv(base, token, 'SELECT malo_id, obis_code, min("from") FROM readings GROUP BY ALL ORDER BY 1, 2 LIMIT 1')
+    if not rows:
+        return 0
+    malo, obis, first = rows[0]
+    start = first[:10] + "T00:00:00Z"
+    day = decimal.Decimal(0)
+    end = (datetime.datetime.fromisoformat(start.replace("Z", "+00:00")) + datetime.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    path = f"/v1/tables/power/series/{malo}/{urllib.parse.quote(obis)}?from={start}&to={end}"
+    sql = (f"SELECT * FROM readings WHERE malo_id = '{malo}' AND obis_code = '{obis}' "
+           f"AND \"from\" >= TIMESTAMPTZ '{start}' AND \"from\" < TIMESTAMPTZ '{end}' ORDER BY \"from\"")
+    qheaders, qheader, qrows = as_csv(base, token, sql)
+    status, headers, body = get(base, token, path, "text/csv")
+    assert status == 200, f"series CSV: {status} {body[:300]!r}"
+    got = list(csv.reader(io.StringIO(body.decode())))
+    assert got[0] == qheader and got[1:] == qrows, f"series CSV differs from the query:\n{got[:3]}\n{[qheader] + qrows[:2]}"
+    for h in ("X-MeterStore-Watermark", "X-MeterStore-Tiers", "X-MeterStore-Mode"):
+        assert headers[h] == qheaders[h], f"series {h}: {headers[h]!r}, query {qheaders[h]!r}"
+    status, _, body = get(base, token, path, "application/x-ndjson")
+    lines = [json.loads(line) for line in body.decode().splitlines()]
+    assert status == 200 and [line["from"] for line in lines] == [r[4] for r in qrows], f"series JSON lines: {status} {lines[:2]}"
+    status, headers, body = get(base, token, path, ARROW)
+    assert status == 200, f"series Arrow: {status} {body[:300]!r}"
+    table = pyarrow.ipc.open_stream(body).read_all()
+    check_metadata(headers, table)
+    assert pyarrow.types.is_decimal(table.schema.field("value").type), f"series Arrow: value is {table.schema.field('value').type}"
+    day = sum(table.column("value").to_pylist(), decimal.Decimal(0))
+    assert table.num_rows == len(qrows) and day == sum((decimal.Decimal(r[6]) for r in qrows), decimal.Decimal(0)), \
+        f"series Arrow: {table.num_rows} rows, sum {day}"
+    status, _, body = get(base, token, f"/v1/tables/power/series/{malo}/{urllib.parse.quote(obis)}", "text/csv")
+    assert status == 400 and json.loads(body)["code"] == "bad_request", f"series without a range: {status} {body!r}"
+    bad = malo[:-1] + str((int(malo[-1]) + 1) % 10)
+    status, _, body = get(base, token, f"/v1/tables/power/series/{bad}/{urllib.parse.quote(obis)}?from={start}&to={end}", "text/csv")
+    assert status == 422 and json.loads(body)["code"] == "invalid_input", f"series of a bad check digit: {status} {body!r}"
+    return len(qrows)
+
+
 def main():
     base, token = sys.argv[1], sys.argv[2]
     n = readings(base, token)
     generated(base, token)
     invalid(base, token)
-    print(f"serve query formats: ok ({n} readings)")
+    k = series(base, token)
+    print(f"serve query formats: ok ({n} readings, {k} by the typed series read)")
 
 
 if __name__ == "__main__":

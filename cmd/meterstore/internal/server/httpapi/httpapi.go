@@ -14,6 +14,7 @@
 //	GET /           admin  the dashboard page, by session cookie or bearer (see dashboardapi.go)
 //
 //	POST /v1/tables/{table}/readings  ingest  a CSV or JSON lines delivery (see ingest.go)
+//	GET /v1/tables/{table}/series/{malo_id}/{obis_code}  query  one series' readings (see series.go)
 //	/iceberg/v1/...  catalog  the Iceberg REST catalog, with its OAuth2 token endpoint (see catalogapi.go)
 //
 // Every error is JSON, {"error": "...", "code": "..."}, with codes
@@ -168,6 +169,7 @@ func newHandler(s Store, sv services, o Options) (*handler, error) {
 	}
 	h.routeIngest() // POST /v1/tables/{table}/readings, ingest.go
 	h.routeQuery()  // POST /v1/query, query.go
+	h.routeSeries() // GET /v1/tables/{table}/series/{malo_id}/{obis_code}, series.go
 
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.Handle("GET /readyz", h.guard(nil, h.readyz))
@@ -207,7 +209,7 @@ func (h *handler) serveLimited(w http.ResponseWriter, r *http.Request) {
 	switch pattern {
 	case "POST " + ingestPath:
 		slots, kind = h.ingestSlots, "ingests"
-	case "POST " + queryPath:
+	case "POST " + queryPath, "GET " + seriesPath:
 		slots, kind = h.querySlots, "queries"
 	default:
 		h.mux.ServeHTTP(w, r)

@@ -258,7 +258,7 @@ func (d *oaDoc) conforms(t *testing.T, method, path string, w *httptest.Response
 // body is sample's for the path, if any.
 func oaRequest(t *testing.T, method, path, tok string, sample map[string][2]string) *http.Request {
 	t.Helper()
-	concrete := strings.ReplaceAll(path, "{table}", "power")
+	concrete := strings.NewReplacer("{table}", "power", "{malo_id}", "10000000017", "{obis_code}", "1-1:1.29.0").Replace(path)
 	if strings.ContainsAny(concrete, "{}") {
 		t.Fatalf("%s %s: a path parameter the test does not know", method, path)
 	}

@@ -39,6 +39,9 @@ type Config struct {
 	HotDays int `json:"hot_days"`
 	// Runs is how often each query runs after one warm-up run.
 	Runs int `json:"runs"`
+	// PointRuns is how often each point question, (g) to (j), is asked
+	// with one client, and again with two.
+	PointRuns int `json:"point_runs"`
 	// Threads and MemoryLimit are DuckDB's, for MeterStore and the floor.
 	Threads     int    `json:"threads"`
 	MemoryLimit string `json:"memory_limit"`
@@ -59,7 +62,7 @@ type Config struct {
 // spans both tiers.
 func DefaultConfig() Config {
 	return Config{Meters: 2_000, Start: metering.Date{Year: 2026, Month: time.February, Day: 1}, Days: 36,
-		HotDays: 7, Runs: 20, Threads: 2, MemoryLimit: "4GB", Integrity: "auto"}
+		HotDays: 7, Runs: 20, PointRuns: 200, Threads: 2, MemoryLimit: "4GB", Integrity: "auto"}
 }
 
 // A Case is one query measured.
@@ -99,6 +102,19 @@ type Result struct {
 	HotRatio float64 `json:"hot_vs_postgres"`
 	// HotMoved is the hot rows (e) moved from PostgreSQL into DuckDB.
 	HotMoved int64 `json:"hot_rows_moved"`
+	// PointSQL (g), PointTyped (h), PointPostgres (i) and PointYear (j)
+	// are the small questions: one meter's hot day through SQL, through
+	// the typed read, by PostgreSQL alone (prepared, pgx), and one meter's
+	// year across both tiers through the typed read. The ratios are (g)/(i)
+	// and (h)/(i) at p50, and (h)/(i) in answers per second with two
+	// clients.
+	PointSQL        PointCase `json:"point_sql"`
+	PointTyped      PointCase `json:"point_typed"`
+	PointPostgres   PointCase `json:"point_postgres"`
+	PointYear       PointCase `json:"point_year_typed"`
+	PointSQLRatio   float64   `json:"point_sql_vs_postgres"`
+	PointTypedRatio float64   `json:"point_typed_vs_postgres"`
+	PointQPSRatio   float64   `json:"point_qps_vs_postgres"`
 	// Timing is where (a)'s, (b)'s and (e)'s time goes, p50 of each part
 	// in milliseconds, by "a.", "b." or "e." and the part: DuckDB start
 	// and analysis, opening the hot snapshot, cold planning, the views
@@ -119,8 +135,8 @@ func Run(ctx context.Context, url string, c Config) (*Result, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Days <= c.HotDays || c.Meters < 1 || c.Runs < 1 {
-		return nil, fmt.Errorf("querybench: want more days than hot days, a meter and a run")
+	if c.Days <= c.HotDays || c.Meters < 1 || c.Runs < 1 || c.PointRuns < 2 {
+		return nil, fmt.Errorf("querybench: want more days than hot days, a meter, a run and two point runs")
 	}
 	dir := c.Dir
 	if dir == "" {
@@ -162,6 +178,9 @@ func Run(ctx context.Context, url string, c Config) (*Result, error) {
 	}
 	res.ColdRows, res.HotRows = st.ColdRows, st.HotRows
 	if err := measure(ctx, s, pool, dir, c, res); err != nil {
+		return nil, err
+	}
+	if err := measurePoint(ctx, s, pool, c, res); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -1,0 +1,311 @@
+package hot
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
+)
+
+// A SeriesQuery selects the resolved readings of one series for
+// ReadSeries: a market location and OBIS code, identity values, a range
+// of from and a recorded_at ceiling.
+type SeriesQuery struct {
+	MaLo, OBIS string
+	// Identity holds values of identity columns, by name; a column not
+	// named is not filtered on.
+	Identity map[string]string
+	// From and To bound from, [From, To); a zero bound is open.
+	From, To time.Time
+	// KnownAt, if not zero, hides the rows recorded after it before
+	// versions are resolved.
+	KnownAt time.Time
+	// Qualities, if set, keep the resolved readings of these qualities.
+	Qualities []metering.Quality
+	// Latest keeps only the reading with the latest from.
+	Latest bool
+}
+
+// A SeriesResult is what ReadSeries read: the resolved readings and the
+// hot floor at the moment they were read.
+type SeriesResult struct {
+	Readings []series.Reading
+	// Detached is the end of the highest partition that was detached when
+	// the statement read the rows, zero if none was: every row at or
+	// above it was in an attached partition the statement read.
+	Detached time.Time
+	// Attached is the start of the lowest attached partition above every
+	// detached one, zero if there is none: the statement read every row
+	// of the table at or above it.
+	Attached time.Time
+}
+
+// ReadSeries returns the readings of t's attached partitions that q
+// selects, resolved (per merge key the highest version; the primary key
+// makes versions unique), by from descending, and the hot floor as the
+// same statement saw it. It is one statement, one round trip: the floor
+// comes from the snapshot the rows do. The statement locks the parent
+// before that snapshot is taken, so a detach either waits for it or
+// committed before it, and the floor then says so: its rows are never
+// missing unseen (see Floor).
+func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (SeriesResult, error) {
+	const op = "read series"
+	if err := t.Validate(); err != nil {
+		return SeriesResult{}, err
+	}
+	lay, err := h.layoutOf(ctx, h.pool, t)
+	if err != nil {
+		return SeriesResult{}, classify(op, t.Name, err)
+	}
+	sql, args, err := h.seriesSQL(t, lay, q)
+	if err != nil {
+		return SeriesResult{}, &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: err}
+	}
+	rows, err := h.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return SeriesResult{}, classify(op, t.Name, err)
+	}
+	defer rows.Close()
+	d := newDecoder(t)
+	var (
+		res      SeriesResult
+		names    []string
+		attached []bool
+		present  bool
+	)
+	// nil destinations skip the reading's columns, NULL where the series
+	// has no reading and the row carries the floor alone.
+	head := append([]any{&names, &attached, &present}, make([]any, len(d.dst))...)
+	full := append([]any{&names, &attached, &present}, d.dst...)
+	for rows.Next() {
+		if err := rows.Scan(head...); err != nil {
+			return SeriesResult{}, classify(op, t.Name, err)
+		}
+		if !present {
+			continue
+		}
+		if err := rows.Scan(full...); err != nil {
+			return SeriesResult{}, classify(op, t.Name, err)
+		}
+		r, err := d.finish(op)
+		if err != nil {
+			return SeriesResult{}, err
+		}
+		res.Readings = append(res.Readings, r)
+	}
+	if err := rows.Err(); err != nil {
+		return SeriesResult{}, classify(op, t.Name, err)
+	}
+	var parts []Partition
+	for i, name := range names {
+		if start, ok := partitionStart(t, name); ok && i < len(attached) {
+			parts = append(parts, Partition{Name: name, From: start, To: t.Width.Next(start), Attached: attached[i]})
+		}
+	}
+	res.Detached, res.Attached = floor(parts)
+	return res, nil
+}
+
+// seriesSQL returns the statement of ReadSeries and its arguments: the
+// detached partitions of t, left joined with the resolved readings, so
+// that a series without readings still brings the floor.
+func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []any, error) {
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	// The partitions as Partitions lists them, in the statement's snapshot.
+	parts := `SELECT coalesce(array_agg(c.relname::text), '{}') AS names,
+	coalesce(array_agg(i.inhrelid IS NOT NULL AND NOT i.inhdetachpending), '{}') AS attached
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = ` + arg(h.ident(t.Name)) + `::regclass
+	WHERE n.nspname = ` + arg(h.schema) + ` AND c.relkind = 'r' AND c.relname ~ ` + arg("^"+t.Name+"_p[0-9]{8}$")
+	ident := map[string]string{}
+	for _, c := range t.Identity() {
+		if v, ok := q.Identity[c.Name]; ok {
+			ident[c.Name] = v
+		}
+	}
+	for name := range q.Identity {
+		if _, ok := ident[name]; !ok {
+			return "", nil, fmt.Errorf("%q is not an identity column of %s", name, t.Name)
+		}
+	}
+	var inner string
+	switch l.(type) {
+	case dictLayout:
+		inner = h.seriesDict(t, q, ident, arg)
+	default:
+		inner = h.seriesRows(t, q, ident, arg)
+	}
+	outer := `SELECT ` + strings.Join(quoted("r.", readNames(t)), ", ") + ` FROM (` + inner + `) r`
+	if len(q.Qualities) > 0 {
+		qs := make([]string, len(q.Qualities))
+		for i, ql := range q.Qualities {
+			qs[i] = ql.String()
+		}
+		outer += ` WHERE r.quality = ANY (` + arg(qs) + `::text[])`
+	}
+	outer += ` ORDER BY r."from" DESC`
+	for _, c := range t.Identity() {
+		outer += `, r.` + quote(c.Name) + ` DESC`
+	}
+	if q.Latest {
+		outer += ` LIMIT 1`
+	}
+	sql := `WITH d AS (` + parts + `) SELECT d.names, d.attached, r."from" IS NOT NULL, r.* FROM d LEFT JOIN LATERAL (` + outer + `) r ON true`
+	return sql, args, nil
+}
+
+// readNames are the names of the columns selectList reads, in its order:
+// the natural columns, with value and version as the decoder takes them.
+func readNames(t *series.Table) []string {
+	names := []string{"malo_id", "melo_id", "obis_code", "sparte", "from"}
+	if t.TimeModel == series.Interval {
+		names = append(names, "to")
+	}
+	names = append(names, "value", "unit", "quality")
+	if t.TimeModel == series.Interval {
+		names = append(names, "resolution")
+	}
+	names = append(names, "version", "version_scope", "recorded_at", "balancing_day", "subject_id")
+	for _, c := range t.Columns {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// seriesRows resolves in the rows layout: the primary key (merge key,
+// version) read backwards gives each merge key's highest version first,
+// so DISTINCT ON keeps it without a sort.
+func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]string, arg func(any) string) string {
+	where := []string{`malo_id = ` + arg(q.MaLo), `obis_code = ` + arg(q.OBIS)}
+	where = append(where, bounds(`"from"`, `recorded_at`, q, arg)...)
+	for _, c := range t.Identity() {
+		if v, ok := ident[c.Name]; ok {
+			where = append(where, quote(c.Name)+` = `+arg(v)+`::`+c.ColumnType().String())
+		}
+	}
+	key := t.MergeKey()
+	desc := make([]string, len(key))
+	for i, k := range key {
+		desc[i] = quote(k) + ` DESC`
+	}
+	return `SELECT DISTINCT ON (` + strings.Join(quoted("", key), ", ") + `) ` + strings.Join(naturalList(t, ""), ", ") +
+		` FROM ` + h.ident(t.Name) + ` WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY ` + strings.Join(desc, ", ") + `, version DESC`
+}
+
+// seriesDict resolves in the dictionary layout: the series ids of the
+// market location in the buckets of the range, looked up by the series
+// dictionary's key (bucket first) where the range is bounded, then the
+// primary key (series, from, version) read backwards.
+func (h *Tier) seriesDict(t *series.Table, q SeriesQuery, ident map[string]string, arg func(any) string) string {
+	sub := []string{`malo_id = ` + arg(q.MaLo), `obis_code = ` + arg(q.OBIS)}
+	if bs := buckets(t, q.From, q.To); bs != nil {
+		sub = append([]string{`bucket = ANY (` + arg(bs) + `::timestamptz[])`}, sub...)
+	}
+	for _, c := range t.Identity() {
+		if v, ok := ident[c.Name]; ok {
+			sub = append(sub, quote(c.Name)+` = `+arg(v)+`::`+c.ColumnType().String())
+		}
+	}
+	where := []string{`r.series = ANY (ARRAY(SELECT id FROM ` + h.ident(seriesName(t)) + ` WHERE ` + strings.Join(sub, " AND ") + `))`}
+	where = append(where, bounds(`r."from"`, `r.recorded_at`, q, arg)...)
+	return `SELECT DISTINCT ON (r.series, r."from") ` + strings.Join(naturalList(t, "dict"), ", ") +
+		` FROM ` + h.ident(t.Name) + ` r JOIN ` + h.ident(seriesName(t)) + ` s ON s.id = r.series JOIN ` +
+		h.ident(attrsName(t)) + ` a ON a.id = r.attr WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY r.series DESC, r."from" DESC, r.version DESC`
+}
+
+// maxBuckets bounds the buckets seriesDict names: a range of more reads
+// the series dictionary by market location alone.
+const maxBuckets = 1000
+
+// buckets returns the starts of t's partitions that [from, to) meets, nil
+// if the range is open or meets more than maxBuckets.
+func buckets(t *series.Table, from, to time.Time) []time.Time {
+	if from.IsZero() || to.IsZero() || !from.Before(to) {
+		return nil
+	}
+	var out []time.Time
+	for b := t.Width.Start(from); b.Before(to); b = t.Width.Next(b) {
+		if len(out) == maxBuckets {
+			return nil
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// bounds returns the conditions on from and recorded_at of q.
+func bounds(from, recorded string, q SeriesQuery, arg func(any) string) []string {
+	var where []string
+	if !q.From.IsZero() {
+		where = append(where, from+` >= `+arg(q.From))
+	}
+	if !q.To.IsZero() {
+		where = append(where, from+` < `+arg(q.To))
+	}
+	if !q.KnownAt.IsZero() {
+		where = append(where, recorded+` <= `+arg(q.KnownAt))
+	}
+	return where
+}
+
+// naturalList returns the select list of the natural columns, named as
+// readNames says, of the rows layout's table or (dict) of the dictionary
+// layout's rows r joined to their series s and attributes a.
+func naturalList(t *series.Table, dict string) []string {
+	src := map[string]string{}
+	if dict != "" {
+		for _, c := range []string{"malo_id", "obis_code"} {
+			src[c] = "s." + c
+		}
+		for _, c := range []string{"melo_id", "sparte", "unit", "resolution", "version_scope", "subject_id"} {
+			src[c] = "a." + c
+		}
+		for _, c := range t.Columns {
+			if c.Identity {
+				src[c.Name] = "s." + quote(c.Name)
+			}
+		}
+	}
+	expr := func(name string) string {
+		if s, ok := src[name]; ok {
+			return s
+		}
+		if dict != "" {
+			return "r." + quote(name)
+		}
+		return quote(name)
+	}
+	var out []string
+	for _, name := range readNames(t) {
+		e := expr(name)
+		switch {
+		case name == "value":
+			e = `(` + e + ` * 1000000)::int8`
+		case name == "version":
+			e = `(` + e + ` - ` + versionBias + `)::int8`
+		case slices.ContainsFunc(t.Columns, func(c series.Column) bool { return c.Name == name }):
+			e += `::text`
+		}
+		out = append(out, e+` AS `+quote(name))
+	}
+	return out
+}
+
+// quoted returns names quoted, each after prefix.
+func quoted(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + quote(n)
+	}
+	return out
+}
