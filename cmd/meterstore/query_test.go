@@ -93,3 +93,16 @@ func TestQueryInvalidSQL(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryParamColumn: a column that is a --param's keeps its name
+// (DuckDB prepares it as "unknown").
+func TestQueryParamColumn(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath, _ := deploymentConfig(t, dir)
+	c := []string{"-c", cfgPath}
+	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+	out := mustRun(t, append([]string{"query", "--refresh=false", "--format", "csv", "--param", "abc", `SELECT $1 AS x`}, c...)...)
+	if !strings.HasPrefix(out, "x\nabc\n") {
+		t.Errorf("query --param abc 'SELECT $1 AS x':\n%s", out)
+	}
+}

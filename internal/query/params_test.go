@@ -89,6 +89,9 @@ func TestParamColumns(t *testing.T) {
 		names, types []string
 		row          string
 	}{
+		// One column, a parameter's: DuckDB prepares it as "unknown".
+		{`SELECT $1 AS x`, []any{"abc"}, []string{"x"}, []string{"VARCHAR"}, "[abc]"},
+		{`SELECT $1 AS x, $2 AS y`, []any{"abc", int64(2)}, []string{"x", "y"}, []string{"VARCHAR", "BIGINT"}, "[abc 2]"},
 		{`SELECT 1 AS n, repeat(?, ?) AS p`, []any{"x", 3}, []string{"n", "p"}, []string{"INTEGER", "VARCHAR"}, "[1 xxx]"},
 		{`SELECT ? AS a, ? AS a`, []any{"x", 2.5}, []string{"a", "a_1"}, []string{"VARCHAR", "DOUBLE"}, "[x 2.5]"},
 		{`SELECT CAST(? AS VARCHAR) AS a, 7 AS a`, []any{"x"}, []string{"a", "a"}, []string{"VARCHAR", "INTEGER"}, "[x 7]"},

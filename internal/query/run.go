@@ -61,11 +61,13 @@ func run(ctx context.Context, inst *instance, query string, params []any, h *Hea
 	if err := inst.finish(h, err); err != nil {
 		return err
 	}
-	h.Columns = names
+	if !unresolved(types) {
+		h.Columns = names
+	}
 	if len(params) > 0 {
 		// The values bound may change the types the preparation saw, and
-		// where a column is a parameter's, DuckDB prepares one column of
-		// no type: the table has the columns.
+		// where a column's type depends on a parameter's, DuckDB prepares
+		// one column "unknown" of no type: the table has the columns.
 		types = nil
 	}
 	return fetch(ctx, conn, h, types, start, row)
@@ -145,10 +147,18 @@ func check(ctx context.Context, conn *sql.Conn, query string) ([]string, []duckd
 	return names, types, err
 }
 
+// unresolved reports whether types are those of a statement whose
+// parameters' types DuckDB could not infer without their values: it then
+// prepares one column named "unknown" of no type, whatever the statement's
+// columns are, and only the result table knows their names and types.
+func unresolved(types []duckdb.Type) bool {
+	return len(types) == 1 && types[0] == duckdb.TYPE_INVALID
+}
+
 // fetch reads resultTable a page at a time in the order its rows were
 // inserted, the statement's order, and hands h to start before the first
 // row and each row to row. types are the table's column types; if nil,
-// they are read from the table, and so are h.Columns unless there are as
+// they are read from the table, and so are h.Columns if nil or not as
 // many. The context is checked between pages and every 1024 rows: handing
 // a large result to Go takes time of its own. The rows of the table are
 // numbered from 0 without gaps, so a page shorter than asked for is the
@@ -159,7 +169,7 @@ func fetch(ctx context.Context, conn *sql.Conn, h *Header, types []duckdb.Type, 
 		if err != nil {
 			return err
 		}
-		if len(names) != len(h.Columns) {
+		if h.Columns == nil || len(names) != len(h.Columns) {
 			h.Columns = names
 		}
 		types = t

@@ -205,6 +205,11 @@ func TestQueryParams(t *testing.T) {
 			t.Errorf("%s: %d %q; want %q", body, code, got, want)
 		}
 	}
+	// A column that is a parameter's keeps its name (DuckDB prepares it
+	// as "unknown").
+	if code, got := post(`{"sql": "SELECT $1 AS x", "params": ["abc"]}`); code != 200 || got != "x\nabc\n" {
+		t.Errorf("a parameter's column: %d %q; want x, abc", code, got)
+	}
 	if code, got := post(`{"sql": "SELECT count(*) AS n FROM power.readings WHERE malo_id = $1", "params": ["' OR '1'='1"]}`); code != 200 || got != "n\n0\n" {
 		t.Errorf("a value that looks like SQL: %d %q; want no row to match", code, got)
 	}
