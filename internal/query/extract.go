@@ -73,6 +73,9 @@ type analysis struct {
 	// relation in the schema system, DuckDB's rendering of it with the
 	// catalog spelled out (see qualify).
 	sql string
+	// rendered is true when sql is that rendering, whose lines and
+	// columns are not the caller's.
+	rendered bool
 	// days is the range of balancing days the statement reads of the
 	// relation completeness; see completenessDays.
 	days dayRange
@@ -282,6 +285,7 @@ func (a *analysis) render(ctx context.Context, q querier, stmt map[string]any) e
 	if err := q.QueryRowContext(ctx, `SELECT json_deserialize_sql(CAST(? AS JSON))`, string(js)).Scan(&a.sql); err != nil {
 		return fmt.Errorf("query: render: %w", err)
 	}
+	a.rendered = true
 	return nil
 }
 

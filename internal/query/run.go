@@ -36,27 +36,31 @@ const (
 // start and each row to row, reading the table a page at a time.
 // analyze has made sure it is one statement: the driver would run every
 // statement before the last on Prepare, and so would CREATE TABLE AS.
-func run(ctx context.Context, inst *instance, query string, params []any, h *Header, start func(*Header) error, row func([]any) error) error {
+// rendered says the statement is DuckDB's rendering of the caller's (see
+// analysis.render), so that an error quotes none of it.
+func run(ctx context.Context, inst *instance, query string, rendered bool, params []any, h *Header, start func(*Header) error, row func([]any) error) error {
 	conn := inst.conn
-	names, types, err := check(ctx, conn, query)
+	names, types, err := check(ctx, conn, query, rendered)
 	if err != nil {
 		return inst.finish(h, err)
 	}
 	// The statement is last, so that a trailing semicolon or comment of it
-	// stays harmless; a repeated column name is renamed in the table, and
-	// the statement's own names are taken from its preparation.
+	// stays harmless, and on lines of its own, so that an error placed in
+	// it quotes the caller's line (see quoteCaller); a repeated column
+	// name is renamed in the table, and the statement's own names are
+	// taken from its preparation.
 	begin := time.Now()
-	_, err = conn.ExecContext(ctx, `CREATE TEMP TABLE `+resultTable+` AS `+query, params...)
+	_, err = conn.ExecContext(ctx, `CREATE TEMP TABLE `+resultTable+` AS`+"\n"+query, params...)
 	h.Timing.Run = time.Since(begin)
 	var de *duckdb.Error
 	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeParser {
 		// DESCRIBE and SUMMARIZE, which CREATE TABLE AS does not take:
 		// their results are small enough to run as they are.
-		err := direct(ctx, conn, query, params, h, start, row)
+		err := direct(ctx, conn, query, rendered, params, h, start, row)
 		return inst.finish(h, err)
 	}
 	if err != nil {
-		err = classify(err)
+		err = classify(quoteCaller(err, 1, rendered))
 	}
 	if err := inst.finish(h, err); err != nil {
 		return err
@@ -75,10 +79,10 @@ func run(ctx context.Context, inst *instance, query string, params []any, h *Hea
 
 // direct runs query as duckdb-go runs it, its result held whole by DuckDB,
 // and hands h to start and each row to row.
-func direct(ctx context.Context, conn *sql.Conn, query string, params []any, h *Header, start func(*Header) error, row func([]any) error) error {
+func direct(ctx context.Context, conn *sql.Conn, query string, rendered bool, params []any, h *Header, start func(*Header) error, row func([]any) error) error {
 	rows, err := conn.QueryContext(ctx, query, params...)
 	if err != nil {
-		return classify(err)
+		return classify(quoteCaller(err, 0, rendered))
 	}
 	defer rows.Close()
 	if h.Columns, err = rows.Columns(); err != nil {
@@ -106,8 +110,8 @@ func direct(ctx context.Context, conn *sql.Conn, query string, params []any, h *
 
 // check prepares query and returns its column names and types, or an
 // error classified as the statement's or not, or ErrNotReadOnly for a
-// statement that is not a SELECT.
-func check(ctx context.Context, conn *sql.Conn, query string) ([]string, []duckdb.Type, error) {
+// statement that is not a SELECT. rendered is run's.
+func check(ctx context.Context, conn *sql.Conn, query string, rendered bool) ([]string, []duckdb.Type, error) {
 	var (
 		names []string
 		types []duckdb.Type
@@ -115,7 +119,7 @@ func check(ctx context.Context, conn *sql.Conn, query string) ([]string, []duckd
 	err := conn.Raw(func(dc any) error {
 		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 		if err != nil {
-			return classify(err)
+			return classify(quoteCaller(err, 0, rendered))
 		}
 		defer st.Close()
 		ds, ok := st.(*duckdb.Stmt)
