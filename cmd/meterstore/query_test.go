@@ -94,9 +94,10 @@ func TestQueryInvalidSQL(t *testing.T) {
 	}
 }
 
-// TestQueryParamColumn: a column that is a --param's keeps its name
-// (DuckDB prepares it as "unknown").
-func TestQueryParamColumn(t *testing.T) {
+// TestQueryParams: a column that is a --param's keeps its name (DuckDB
+// prepares it as "unknown"); a --param no placeholder takes is refused,
+// exit 1, naming it.
+func TestQueryParams(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath, _ := deploymentConfig(t, dir)
 	c := []string{"-c", cfgPath}
@@ -104,5 +105,9 @@ func TestQueryParamColumn(t *testing.T) {
 	out := mustRun(t, append([]string{"query", "--refresh=false", "--format", "csv", "--param", "abc", `SELECT $1 AS x`}, c...)...)
 	if !strings.HasPrefix(out, "x\nabc\n") {
 		t.Errorf("query --param abc 'SELECT $1 AS x':\n%s", out)
+	}
+	out, code := run(t, append([]string{"query", "--refresh=false", "--param", "abc", "--param", "extra", `SELECT $1 AS x`}, c...)...)
+	if code != exitPermanent || !strings.Contains(out, "a value is given for $2") {
+		t.Errorf("query with a --param too many: exit %d, want %d\n%s", code, exitPermanent, out)
 	}
 }

@@ -93,8 +93,9 @@ type analysis struct {
 	// relations is true when it may read an in-memory relation (see
 	// Relation): only then are they created in its instance.
 	relations bool
-	// unbound are the identifiers of the parameters without a value.
-	unbound []string
+	// unbound are the identifiers of the parameters without a value,
+	// unused those of the values given for no parameter.
+	unbound, unused []string
 	// columns are the names by which the statement may read a column of
 	// any relation, lowercase; nil if it may read every column (see
 	// columnNames).
@@ -169,7 +170,7 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 		}
 	}
 	// After the rendering, which keeps the placeholders as they are.
-	a.unbound = bindParams(stmt, params)
+	a.unbound, a.unused = bindParams(stmt, params)
 	node, _ := stmt["node"].(map[string]any)
 	var refs references
 	refs.walk(node)

@@ -145,6 +145,9 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	if len(a.unbound) > 0 && o.Params != nil {
 		return unbound(a.unbound)
 	}
+	if len(a.unused) > 0 {
+		return unusedParams(a.unused)
+	}
 	st.a, st.params = a, o.Params
 	st.inst.columns = a.columns
 	if err := st.authorise(st.Tables(), o.May); err != nil {
