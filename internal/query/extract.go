@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -102,6 +101,10 @@ type analysis struct {
 	columns map[string]bool
 }
 
+// onlySelect is json_serialize_sql's error for a statement other than a
+// SELECT.
+const onlySelect = "Only SELECT statements can be serialized to json!"
+
 // A querier is a DuckDB connection or database.
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -146,11 +149,16 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	switch {
 	case doc.Error && doc.ErrorType == "parser":
 		return analysis{}, fmt.Errorf("%w: %s", ErrInvalidQuery, doc.ErrorMessage)
-	case doc.Error:
-		// json_serialize_sql serializes SELECT statements only; its
-		// message ("Only SELECT statements can be serialized to json!")
-		// speaks of its own job, not of why the statement is refused.
+	case doc.Error && doc.ErrorMessage == onlySelect:
+		// Its message speaks of json_serialize_sql's own job, not of
+		// why the statement is refused.
 		return analysis{}, fmt.Errorf("%w: this statement is not a SELECT", ErrNotReadOnly)
+	case doc.Error:
+		// A SELECT with a part DuckDB's parser takes and its transformer
+		// does not (SIMILAR TO ... ESCAPE: "Custom escape in SIMILAR
+		// TO"): DuckDB could not run it either, and says why.
+		return analysis{}, fmt.Errorf("%w: DuckDB, which runs every query, cannot take a part of this statement (%s): %s",
+			ErrInvalidQuery, doc.ErrorType, doc.ErrorMessage)
 	case len(doc.Statements) != 1:
 		return analysis{}, fmt.Errorf("%w: %d statements", ErrNotReadOnly, len(doc.Statements))
 	}
@@ -163,7 +171,9 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	a := analysis{sql: text}
 	if a.system = qualify(stmt); a.system {
 		if lossy {
-			return analysis{}, errors.New("query: a statement naming a system relation cannot have a non-finite literal")
+			// The rendering would turn the literal into NULL.
+			return analysis{}, fmt.Errorf("%w: a statement that names a system relation cannot hold a number literal "+
+				"beyond the range of DOUBLE (such as 1e309); write 'infinity'::DOUBLE", ErrInvalidQuery)
 		}
 		if err := a.render(ctx, q, stmt); err != nil {
 			return analysis{}, err
