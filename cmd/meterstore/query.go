@@ -49,7 +49,7 @@ line after the result names the snapshot, watermark and ceiling read, and
 each other table's watermark and tiers.
 
 The statement is the argument, or standard input for "-", or the file FILE
-for "@FILE".`,
+for "@FILE", at most 1 MiB (store.MaxStatementBytes).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := readOptions(snapshot, asOf, knownAt)
@@ -114,38 +114,6 @@ for "@FILE".`,
 	cmd.MarkFlagsMutuallyExclusive("as-of-snapshot", "as-of")
 	cmd.MarkFlagsMutuallyExclusive("historical", "operational")
 	return cmd
-}
-
-// statementArg returns the SQL an argument gives: the argument itself,
-// standard input for "-", or the content of FILE for "@FILE". An empty
-// statement is refused here, before anything is opened.
-func statementArg(cmd *cobra.Command, arg string) (string, error) {
-	sql := arg
-	switch {
-	case arg == "-":
-		b, err := io.ReadAll(cmd.InOrStdin())
-		if err != nil {
-			return "", fmt.Errorf("reading the statement from standard input: %w", err)
-		}
-		sql = string(b)
-	case strings.HasPrefix(arg, "@"):
-		b, err := os.ReadFile(arg[1:])
-		if err != nil {
-			return "", fmt.Errorf("reading the statement: %w", err)
-		}
-		sql = string(b)
-	}
-	if strings.TrimSpace(sql) == "" {
-		what := "the argument"
-		switch {
-		case arg == "-":
-			what = "standard input"
-		case strings.HasPrefix(arg, "@"):
-			what = arg[1:]
-		}
-		return "", fmt.Errorf("no SQL statement in %s", what)
-	}
-	return sql, nil
 }
 
 // readOptions returns the read options of the flags.
