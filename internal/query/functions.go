@@ -23,7 +23,8 @@ import (
 //	meter_balancing_day_start(DATE, VARCHAR sparte) TIMESTAMPTZ  where a balancing day begins: midnight, 06:00 for GAS
 //	meter_balancing_day_end(DATE, VARCHAR sparte) TIMESTAMPTZ    where it ends, 23 to 25 hours later
 //
-// A NULL argument gives NULL; an unknown sparte or resolution is an error.
+// A NULL argument gives NULL; an unknown sparte or resolution, or an
+// infinite time or date, is an error.
 
 var calendar, calendarErr = metering.NewCalendar()
 

@@ -29,7 +29,8 @@ package httpapi
 //	400  a malformed body (code bad_request), not a single SELECT
 //	     (not_read_only), SQL DuckDB cannot parse, bind or evaluate
 //	     (invalid_query: a syntax error, an unknown name, a failed cast
-//	     or error() call)
+//	     or error() call, a statement past store.MaxStatementBytes, a
+//	     value of "params" no placeholder takes)
 //	403  the token lacks scope query, or lists tables without this one
 //	     or without another the statement reads (forbidden: decided from
 //	     the statement's text before anything is read, so the same
