@@ -305,7 +305,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		return err
 	}
 	h.Timing.Read = time.Since(begin)
-	return run(ctx, inst, a.sql, a.rendered, st.params, h, start, row)
+	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, pages: e.pages}, h, start, row)
 }
 
 // visibleRelations returns rels with only the rows of the tables may
