@@ -96,6 +96,11 @@ func (s *Store) QueryStreamAt(ctx context.Context, name, sql string, opts ReadOp
 	return st.Stream(ctx, start, row)
 }
 
+// MaxStatementBytes bounds the text of a statement (1 MiB): Prepare
+// refuses a longer one with ErrInvalidQuery, and meterstore query reads no
+// more of a file or standard input.
+const MaxStatementBytes = query.MaxStatementBytes
+
 // A ForbiddenError refuses a statement that reads tables its caller may not
 // read; it names them.
 type ForbiddenError = query.ForbiddenError

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"encoding/csv"
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/meterstore/meterstore/internal/resultfmt"
 	"github.com/meterstore/meterstore/store"
 )
 
@@ -49,7 +45,12 @@ line after the result names the snapshot, watermark and ceiling read, and
 each other table's watermark and tiers.
 
 The statement is the argument, or standard input for "-", or the file FILE
-for "@FILE".`,
+for "@FILE", at most 1 MiB (store.MaxStatementBytes).
+
+--format csv and json write the rows as they come, holding none: a result
+of any size takes the memory of a page. --format table (the default) holds
+the result to align its columns, within query.max_rows and
+query.max_result_bytes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := readOptions(snapshot, asOf, knownAt)
@@ -83,21 +84,22 @@ for "@FILE".`,
 			for i, p := range paramArgs {
 				params[i] = p
 			}
+			p, err := newPrinter(cmd.OutOrStdout(), format)
+			if err != nil {
+				return err
+			}
 			st, err := s.Prepare(cmd.Context(), sql, store.StatementOptions{Table: table, Read: opts, Params: params})
 			if err != nil {
 				return err
 			}
-			res, err := st.Query(cmd.Context())
+			hd, rows, err := printStatement(cmd.Context(), st, p)
 			if err != nil {
 				return err
 			}
-			if err := printResult(cmd.OutOrStdout(), format, res); err != nil {
-				return err
-			}
 			if table == "" {
-				fmt.Fprintf(os.Stderr, "%d rows%s%s%s\n", len(res.Rows), readLine(&res.Header), othersLine("", &res.Header), hotLine(&res.Header))
+				fmt.Fprintf(os.Stderr, "%d rows%s%s%s\n", rows, readLine(hd), othersLine("", hd), hotLine(hd))
 			} else {
-				fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s%s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.Header), othersLine(table, &res.Header), hotLine(&res.Header))
+				fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s%s%s\n", rows, stamp(hd.Watermark), strings.Join(hd.Tiers, ", "), readLine(hd), othersLine(table, hd), hotLine(hd))
 			}
 			return nil
 		},
@@ -116,38 +118,6 @@ for "@FILE".`,
 	cmd.MarkFlagsMutuallyExclusive("as-of-snapshot", "as-of")
 	cmd.MarkFlagsMutuallyExclusive("historical", "operational")
 	return cmd
-}
-
-// statementArg returns the SQL an argument gives: the argument itself,
-// standard input for "-", or the content of FILE for "@FILE". An empty
-// statement is refused here, before anything is opened.
-func statementArg(cmd *cobra.Command, arg string) (string, error) {
-	sql := arg
-	switch {
-	case arg == "-":
-		b, err := io.ReadAll(cmd.InOrStdin())
-		if err != nil {
-			return "", fmt.Errorf("reading the statement from standard input: %w", err)
-		}
-		sql = string(b)
-	case strings.HasPrefix(arg, "@"):
-		b, err := os.ReadFile(arg[1:])
-		if err != nil {
-			return "", fmt.Errorf("reading the statement: %w", err)
-		}
-		sql = string(b)
-	}
-	if strings.TrimSpace(sql) == "" {
-		what := "the argument"
-		switch {
-		case arg == "-":
-			what = "standard input"
-		case strings.HasPrefix(arg, "@"):
-			what = arg[1:]
-		}
-		return "", fmt.Errorf("no SQL statement in %s", what)
-	}
-	return sql, nil
 }
 
 // readOptions returns the read options of the flags.
@@ -236,44 +206,4 @@ func readLine(h *store.ResultHeader) string {
 		}
 	}
 	return b.String()
-}
-
-// printResult writes res in format: table, csv or json. The json format
-// is one object per row, its keys in column order; a column name given
-// again is suffixed _2, _3, ... (the first free one), so that no value is
-// lost to a repeated name, as in SELECT 1 AS a, 2 AS a.
-func printResult(w io.Writer, format string, res *store.Result) error {
-	switch format {
-	case "table":
-		// For a terminal: a tab or line break in a value would break
-		// the table, an escape sequence reach the terminal (printable.go).
-		// csv and json quote what they hold.
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(printableCells(res.Columns), "\t"))
-		for _, r := range res.Rows {
-			fmt.Fprintln(tw, strings.Join(printableCells(resultfmt.Cells(r, res.Types)), "\t"))
-		}
-		return tw.Flush()
-	case "csv":
-		cw := csv.NewWriter(w)
-		cw.Write(res.Columns)
-		for _, r := range res.Rows {
-			cw.Write(resultfmt.Cells(r, res.Types))
-		}
-		cw.Flush()
-		return cw.Error()
-	case "json":
-		j := resultfmt.NewJSONLines(res.Columns, res.Types)
-		for _, r := range res.Rows {
-			line, err := j.Line(r)
-			if err != nil {
-				return err
-			}
-			if _, err := w.Write(line); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("--format %q: want table, csv or json", format)
 }

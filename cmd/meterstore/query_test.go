@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"os"
 	"strings"
 	"testing"
 
@@ -90,6 +91,62 @@ func TestQueryInvalidSQL(t *testing.T) {
 		out, code := run(t, append([]string{"query", "--table", "power", "--refresh=false", "--now", "2026-03-02T00:00:00Z", sql}, c...)...)
 		if code != exitPermanent || !strings.Contains(out, names) || !strings.Contains(out, "invalid statement") {
 			t.Errorf("%s: exit %d, want %d naming %q\n%s", sql, code, exitPermanent, names, out)
+		}
+	}
+}
+
+// TestQueryParams: a column that is a --param's keeps its name (DuckDB
+// prepares it as "unknown"); a --param no placeholder takes is refused,
+// exit 1, naming it.
+func TestQueryParams(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath, _ := deploymentConfig(t, dir)
+	c := []string{"-c", cfgPath}
+	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+	out := mustRun(t, append([]string{"query", "--refresh=false", "--format", "csv", "--param", "abc", `SELECT $1 AS x`}, c...)...)
+	if !strings.HasPrefix(out, "x\nabc\n") {
+		t.Errorf("query --param abc 'SELECT $1 AS x':\n%s", out)
+	}
+	out, code := run(t, append([]string{"query", "--refresh=false", "--param", "abc", "--param", "extra", `SELECT $1 AS x`}, c...)...)
+	if code != exitPermanent || !strings.Contains(out, "a value is given for $2") {
+		t.Errorf("query with a --param too many: exit %d, want %d\n%s", code, exitPermanent, out)
+	}
+}
+
+// TestQueryStreams: --format csv and json write the rows as they come,
+// holding none, so that query.max_rows and query.max_result_bytes, which
+// bound a result held, do not refuse a larger one; --format table, which
+// holds the result to align it, is refused past them.
+func TestQueryStreams(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath, _ := deploymentConfig(t, dir)
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := strings.Replace(strings.Replace(string(cfg), `max_rows = 1000000`, `max_rows = 100`, 1), `max_result_bytes = "1GiB"`, `max_result_bytes = "1MiB"`, 1)
+	if small == string(cfg) {
+		t.Fatal("the template's [query] bounds moved")
+	}
+	if err := os.WriteFile(cfgPath, []byte(small), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := []string{"-c", cfgPath}
+	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+	for _, q := range []struct{ sql, what string }{
+		{`SELECT range AS i FROM range(1000)`, "rows"},
+		{`SELECT range AS i, repeat('x', 20000) AS s FROM range(90)`, "bytes"},
+	} {
+		for format, lines := range map[string]int{"csv": 1, "json": 0} {
+			out, code := run(t, append([]string{"query", "--refresh=false", "--format", format, q.sql}, c...)...)
+			n := strings.Count(out, "\n") - lines // the header; the line after the result goes to stderr
+			if code != 0 || (q.what == "rows" && n != 1000) || (q.what == "bytes" && n != 90) {
+				t.Errorf("--format %s, a result past max_%s: exit %d, %d lines\n%.300s", format, q.what, code, n, out)
+			}
+		}
+		out, code := run(t, append([]string{"query", "--refresh=false", "--format", "table", q.sql}, c...)...)
+		if code != exitPermanent || !strings.Contains(out, "too") {
+			t.Errorf("--format table, a result past max_%s: exit %d\n%.300s", q.what, code, out)
 		}
 	}
 }

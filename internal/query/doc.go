@@ -109,8 +109,13 @@
 // holding none; Engine.Query collects them within Settings.MaxRows and
 // MaxResultBytes. DuckDB computes a result into a temporary table, which
 // it keeps within MemoryLimit and spills into CacheDir, and the rows are
-// read from it a page of a few MB at a time: duckdb-go would hold the
-// result of a query whole in memory. DESCRIBE and SUMMARIZE, which CREATE
+// read from it a page at a time: duckdb-go would hold the result of a
+// query whole in memory. A page is bounded in bytes, not rows: each row's
+// bytes are measured inside DuckDB from its values before the page is
+// read (sizes.go), so a page holds about 8 MiB, or one row where that row
+// holds more, whatever the statement asks for. A value past 64 MiB is
+// refused as DuckDB computes it, before the table holds it, a row past
+// 128 MiB before its page is read (ErrResultTooLarge). DESCRIBE and SUMMARIZE, which CREATE
 // TABLE AS does not take, run as they are. A statement DuckDB cannot parse
 // or bind fails with an error wrapping ErrInvalidQuery.
 //

@@ -72,7 +72,10 @@ type Engine struct {
 	src    Source
 	set    Settings
 	broken broken // tests only: a deliberately wrong resolution
-	spare  *spare
+	// pages, tests only, learns the rows and bytes of each page a
+	// statement hands over.
+	pages func(rows, bytes int64)
+	spare *spare
 
 	mu     sync.RWMutex
 	rels   []Relation
@@ -230,8 +233,11 @@ func (e *Engine) QueryAt(ctx context.Context, sql string, opts ReadOptions) (*Re
 // DuckDB computes the result in full before the first row, into a
 // temporary table within Settings.MemoryLimit that spills into
 // Settings.CacheDir (duckdb-go would hold a query's result whole in memory,
-// past any limit), and the rows are read from it a page of a few MB at a
-// time. Without a CacheDir, a result larger than MemoryLimit fails.
+// past any limit), and the rows are read from it a page at a time: about
+// 8 MiB of values, or one row where it holds more, each row measured
+// inside DuckDB before it is read. A value of more than 64 MiB or a row of
+// more than 128 MiB fails with ErrResultTooLarge. Without a CacheDir, a
+// result larger than MemoryLimit fails.
 func (e *Engine) Stream(ctx context.Context, sql string, start func(*Header) error, row func([]any) error) error {
 	return e.StreamAt(ctx, sql, ReadOptions{}, start, row)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -73,6 +72,9 @@ type analysis struct {
 	// relation in the schema system, DuckDB's rendering of it with the
 	// catalog spelled out (see qualify).
 	sql string
+	// rendered is true when sql is that rendering, whose lines and
+	// columns are not the caller's.
+	rendered bool
 	// days is the range of balancing days the statement reads of the
 	// relation completeness; see completenessDays.
 	days dayRange
@@ -90,13 +92,18 @@ type analysis struct {
 	// relations is true when it may read an in-memory relation (see
 	// Relation): only then are they created in its instance.
 	relations bool
-	// unbound are the identifiers of the parameters without a value.
-	unbound []string
+	// unbound are the identifiers of the parameters without a value,
+	// unused those of the values given for no parameter.
+	unbound, unused []string
 	// columns are the names by which the statement may read a column of
 	// any relation, lowercase; nil if it may read every column (see
 	// columnNames).
 	columns map[string]bool
 }
+
+// onlySelect is json_serialize_sql's error for a statement other than a
+// SELECT.
+const onlySelect = "Only SELECT statements can be serialized to json!"
 
 // A querier is a DuckDB connection or database.
 type querier interface {
@@ -142,11 +149,16 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	switch {
 	case doc.Error && doc.ErrorType == "parser":
 		return analysis{}, fmt.Errorf("%w: %s", ErrInvalidQuery, doc.ErrorMessage)
-	case doc.Error:
-		// json_serialize_sql serializes SELECT statements only; its
-		// message ("Only SELECT statements can be serialized to json!")
-		// speaks of its own job, not of why the statement is refused.
+	case doc.Error && doc.ErrorMessage == onlySelect:
+		// Its message speaks of json_serialize_sql's own job, not of
+		// why the statement is refused.
 		return analysis{}, fmt.Errorf("%w: this statement is not a SELECT", ErrNotReadOnly)
+	case doc.Error:
+		// A SELECT with a part DuckDB's parser takes and its transformer
+		// does not (SIMILAR TO ... ESCAPE: "Custom escape in SIMILAR
+		// TO"): DuckDB could not run it either, and says why.
+		return analysis{}, fmt.Errorf("%w: DuckDB, which runs every query, cannot take a part of this statement (%s): %s",
+			ErrInvalidQuery, doc.ErrorType, doc.ErrorMessage)
 	case len(doc.Statements) != 1:
 		return analysis{}, fmt.Errorf("%w: %d statements", ErrNotReadOnly, len(doc.Statements))
 	}
@@ -159,14 +171,16 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	a := analysis{sql: text}
 	if a.system = qualify(stmt); a.system {
 		if lossy {
-			return analysis{}, errors.New("query: a statement naming a system relation cannot have a non-finite literal")
+			// The rendering would turn the literal into NULL.
+			return analysis{}, fmt.Errorf("%w: a statement that names a system relation cannot hold a number literal "+
+				"beyond the range of DOUBLE (such as 1e309); write 'infinity'::DOUBLE", ErrInvalidQuery)
 		}
 		if err := a.render(ctx, q, stmt); err != nil {
 			return analysis{}, err
 		}
 	}
 	// After the rendering, which keeps the placeholders as they are.
-	a.unbound = bindParams(stmt, params)
+	a.unbound, a.unused = bindParams(stmt, params)
 	node, _ := stmt["node"].(map[string]any)
 	var refs references
 	refs.walk(node)
@@ -282,6 +296,7 @@ func (a *analysis) render(ctx context.Context, q querier, stmt map[string]any) e
 	if err := q.QueryRowContext(ctx, `SELECT json_deserialize_sql(CAST(? AS JSON))`, string(js)).Scan(&a.sql); err != nil {
 		return fmt.Errorf("query: render: %w", err)
 	}
+	a.rendered = true
 	return nil
 }
 

@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -137,6 +138,23 @@ func TestExtractRefuses(t *testing.T) {
 	}
 	if _, err := Extract(`SELEC 1`); err == nil || errors.Is(err, ErrNotReadOnly) {
 		t.Errorf("syntax error: %v", err)
+	}
+	// A SELECT DuckDB cannot take is an invalid statement that says why,
+	// not a statement that is no SELECT.
+	for _, sql := range []string{
+		`SELECT 'a%' SIMILAR TO 'a!%' ESCAPE '!'`,
+		`SELECT malo_id FROM readings WHERE malo_id NOT SIMILAR TO '1#_%' ESCAPE '#'`,
+	} {
+		if _, err := Extract(sql); !errors.Is(err, ErrInvalidQuery) || errors.Is(err, ErrNotReadOnly) ||
+			!strings.Contains(err.Error(), "Custom escape in SIMILAR TO") || strings.Contains(err.Error(), "not a SELECT") {
+			t.Errorf("%s: %v; want an invalid statement saying why", sql, err)
+		}
+	}
+	// A number beyond DOUBLE beside a system relation, which runs as
+	// DuckDB's rendering of the statement, where the number would be
+	// NULL: the caller's mistake, not the engine's.
+	if _, err := Extract(`SELECT * FROM system.tables WHERE 1e309 > 0`); !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), "1e309") {
+		t.Errorf("a non-finite literal beside a system relation: %v", err)
 	}
 }
 

@@ -3,7 +3,10 @@ package query
 import (
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -20,7 +23,8 @@ import (
 //	meter_balancing_day_start(DATE, VARCHAR sparte) TIMESTAMPTZ  where a balancing day begins: midnight, 06:00 for GAS
 //	meter_balancing_day_end(DATE, VARCHAR sparte) TIMESTAMPTZ    where it ends, 23 to 25 hours later
 //
-// A NULL argument gives NULL; an unknown sparte or resolution is an error.
+// A NULL argument gives NULL; an unknown sparte or resolution, or an
+// infinite time or date, is an error.
 
 var calendar, calendarErr = metering.NewCalendar()
 
@@ -106,12 +110,28 @@ func balancingDay(a []driver.Value) (metering.Date, metering.Commodity, error) {
 	return metering.Date{Year: t.Year(), Month: t.Month(), Day: t.Day()}, com, nil
 }
 
+// instant returns the time v, refusing DuckDB's infinite timestamps and
+// dates: the calendar has no day for them, and one computed from the
+// extreme values that stand for them (294247-01-10) would be a lie.
 func instant(v driver.Value) (time.Time, error) {
 	t, ok := v.(time.Time)
 	if !ok {
 		return time.Time{}, fmt.Errorf("%v (%T) is not a time", v, v)
 	}
+	if slices.ContainsFunc(infinities, t.Equal) {
+		return time.Time{}, errors.New("infinity and -infinity have no day in the calendar: give a finite time or date")
+	}
 	return t.UTC(), nil
+}
+
+// infinities are DuckDB's infinite timestamps and dates as duckdb-go hands
+// them to a function: the extreme values of their representations, which
+// no finite one has.
+var infinities = []time.Time{
+	time.UnixMicro(math.MaxInt64),                            // TIMESTAMP, TIMESTAMPTZ infinity
+	time.UnixMicro(-math.MaxInt64),                           // -infinity
+	time.Date(5881580, time.July, 11, 0, 0, 0, 0, time.UTC),  // DATE infinity
+	time.Date(-5877641, time.June, 24, 0, 0, 0, 0, time.UTC), // -infinity
 }
 
 func day(d metering.Date) time.Time { return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC) }

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -91,5 +92,40 @@ func TestCalendarFunctionsAreTheCalendar(t *testing.T) {
 	}
 	if n := count(t, e, `SELECT count(*) FROM readings WHERE balancing_day <> meter_balancing_day("from", sparte)`); n != 0 {
 		t.Fatalf("%d readings with another balancing day", n)
+	}
+}
+
+// TestCalendarFunctionsRefuseInfinity: the calendar has no day for
+// DuckDB's infinite timestamps and dates; each function refuses them as
+// an invalid statement naming itself, where it answered the day of the
+// extreme value that stands for infinity (294247-01-10, 96 intervals).
+func TestCalendarFunctionsRefuseInfinity(t *testing.T) {
+	e := newEngine(t, threeMonths(t))
+	for _, sql := range []string{
+		`SELECT meter_local_day('infinity')`,
+		`SELECT meter_local_day('-infinity'::TIMESTAMPTZ)`,
+		`SELECT meter_local_day('infinity'::TIMESTAMP)`,
+		`SELECT meter_gas_day('infinity')`,
+		`SELECT meter_balancing_day('-infinity', 'GAS')`,
+		`SELECT meter_expected_intervals('infinity'::DATE, 'PT15M', 'STROM')`,
+		`SELECT meter_expected_intervals('-infinity'::DATE, 'PT15M', 'STROM')`,
+		`SELECT meter_balancing_day_start('infinity'::DATE, 'STROM')`,
+		`SELECT meter_balancing_day_end('-infinity'::DATE, 'GAS')`,
+	} {
+		fn := sql[len("SELECT "):strings.Index(sql, "(")]
+		if _, err := e.Query(t.Context(), sql); !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), fn) || !strings.Contains(err.Error(), "infinity") {
+			t.Errorf("%s: %v; want an invalid statement naming %s and infinity", sql, err, fn)
+		}
+	}
+	// The largest finite ones still have their day.
+	for sql, want := range map[string]string{
+		`meter_local_day(TIMESTAMPTZ '9999-12-31 12:00:00+00')`:                 "9999-12-31T00:00:00",
+		`meter_expected_intervals(DATE '9999-12-31', 'PT15M', 'STROM')`:         "96",
+		`meter_local_day(TIMESTAMPTZ '294246-12-31 12:00:00+00')`:               "294246-12-31T00:00:00",
+		`meter_expected_intervals(DATE '5881580-07-10', 'PT15M', 'STROM') > 90`: "true",
+	} {
+		if got := values(t, e, `SELECT `+sql); !slices.Equal(got, []string{want}) {
+			t.Errorf("%s = %v, want %s", sql, got, want)
+		}
 	}
 }

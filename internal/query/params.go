@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Bound parameters. A statement may hold placeholders ($1, ?, $name) whose
@@ -26,24 +27,44 @@ type boundValue struct {
 // sql.NamedArg values for $name. It returns the identifiers of the
 // parameters without a value, which bound nothing: a statement prepared
 // before its values are known (a Flight SQL prepared statement) has them
-// all, and may not run until it gets them.
-func bindParams(v any, params []any) (missing []string) {
+// all, and may not run until it gets them; and those of the values no
+// parameter takes, which a caller meant for some parameter, so that the
+// statement is refused rather than run without them.
+func bindParams(v any, params []any) (missing, unused []string) {
+	used := map[string]bool{}
+	missing = bindNodes(v, params, used)
+	for i, p := range params {
+		id := strconv.Itoa(i + 1)
+		if n, ok := p.(sql.NamedArg); ok {
+			id = n.Name
+		}
+		if !used[id] {
+			unused = append(unused, id)
+		}
+	}
+	return missing, unused
+}
+
+// bindNodes binds the parameter nodes of v, noting in used the
+// identifiers of those that have a value, and returns those without.
+func bindNodes(v any, params []any, used map[string]bool) (missing []string) {
 	switch v := v.(type) {
 	case map[string]any:
 		if v["class"] == "PARAMETER" {
 			id := str(v["identifier"])
 			if val, ok := paramValue(id, params); ok {
 				v[boundKey] = boundValue{v: val, ok: true}
+				used[id] = true
 			} else {
 				missing = append(missing, id)
 			}
 		}
 		for _, c := range v {
-			missing = append(missing, bindParams(c, params)...)
+			missing = append(missing, bindNodes(c, params, used)...)
 		}
 	case []any:
 		for _, c := range v {
-			missing = append(missing, bindParams(c, params)...)
+			missing = append(missing, bindNodes(c, params, used)...)
 		}
 	}
 	return missing
@@ -53,6 +74,13 @@ func bindParams(v any, params []any) (missing []string) {
 // its parameters missing.
 func unbound(missing []string) error {
 	return fmt.Errorf("%w: parameter $%s has no value", ErrInvalidQuery, missing[0])
+}
+
+// unusedParams is the error of a statement given values no parameter of
+// it takes: the identifiers unused.
+func unusedParams(unused []string) error {
+	return fmt.Errorf("%w: a value is given for $%s, which the statement does not have: give one value for each of its parameters and no more",
+		ErrInvalidQuery, strings.Join(unused, ", $"))
 }
 
 // paramValue returns the value of the parameter called id in params.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -89,6 +90,9 @@ func TestParamColumns(t *testing.T) {
 		names, types []string
 		row          string
 	}{
+		// One column, a parameter's: DuckDB prepares it as "unknown".
+		{`SELECT $1 AS x`, []any{"abc"}, []string{"x"}, []string{"VARCHAR"}, "[abc]"},
+		{`SELECT $1 AS x, $2 AS y`, []any{"abc", int64(2)}, []string{"x", "y"}, []string{"VARCHAR", "BIGINT"}, "[abc 2]"},
 		{`SELECT 1 AS n, repeat(?, ?) AS p`, []any{"x", 3}, []string{"n", "p"}, []string{"INTEGER", "VARCHAR"}, "[1 xxx]"},
 		{`SELECT ? AS a, ? AS a`, []any{"x", 2.5}, []string{"a", "a_1"}, []string{"VARCHAR", "DOUBLE"}, "[x 2.5]"},
 		{`SELECT CAST(? AS VARCHAR) AS a, 7 AS a`, []any{"x"}, []string{"a", "a"}, []string{"VARCHAR", "INTEGER"}, "[x 7]"},
@@ -105,5 +109,47 @@ func TestParamColumns(t *testing.T) {
 		if !slices.Equal(res.Columns, c.names) || !slices.Equal(res.Types, c.types) || len(res.Rows) != 1 || fmt.Sprint(res.Rows[0]) != c.row {
 			t.Errorf("%s: %v %v %v; want %v %v %s", c.sql, res.Columns, res.Types, res.Rows, c.names, c.types, c.row)
 		}
+	}
+}
+
+// TestParamsUnused: a value no parameter of the statement takes (one
+// more than it has, a number it skips, a name it does not have) is
+// refused as the caller's mistake, naming it, before anything is read.
+func TestParamsUnused(t *testing.T) {
+	s := threeMonths(t)
+	e := newEngine(t, s)
+	for _, c := range []struct {
+		sql    string
+		params []any
+		name   string
+	}{
+		{`SELECT 1 AS x`, []any{"a"}, "$1"},
+		{`SELECT $1 AS x`, []any{"a", "b"}, "$2"},
+		{`SELECT ? AS x`, []any{"a", "b"}, "$2"},
+		{`SELECT $2 AS x`, []any{"a", "b"}, "$1"},
+		{`SELECT $a AS x`, []any{sql.Named("a", 1), sql.Named("b", 2)}, "$b"},
+		{`SELECT count(*) FROM readings WHERE malo_id = $1`, []any{malo(1), "extra"}, "$2"},
+	} {
+		_, err := e.Prepare(t.Context(), c.sql, PrepareOptions{Default: true, Params: c.params})
+		if !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), "a value is given for "+c.name) {
+			t.Errorf("%s with %v: %v; want an invalid statement naming %s", c.sql, c.params, err, c.name)
+		}
+		if calls := s.Calls(); len(calls) != 0 {
+			t.Errorf("%s: read %v", c.sql, calls)
+		}
+	}
+	// As many values as parameters, each used, however often.
+	for _, c := range []struct {
+		sql    string
+		params []any
+	}{
+		{`SELECT $1 AS x, $1 AS y, $2 AS z`, []any{"a", 2}},
+		{`SELECT $a AS x, $a AS y, $b AS z`, []any{sql.Named("a", 1), sql.Named("b", 2)}},
+	} {
+		st, err := e.Prepare(t.Context(), c.sql, PrepareOptions{Default: true, Params: c.params})
+		if err != nil {
+			t.Fatalf("%s, every value used: %v", c.sql, err)
+		}
+		st.Close()
 	}
 }

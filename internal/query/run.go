@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,62 +20,125 @@ import (
 // query whole in memory, past any limit.
 const resultTable = "meterstore_result"
 
-// Pages of the result table bound what duckdb-go holds at once: the first
-// has firstPage rows, each later one about pageBytes of values, within
-// minPage and maxPage rows.
-const (
-	firstPage = 4096
-	minPage   = 64
-	maxPage   = 65536
-	pageBytes = 8 << 20
-)
-
 // run prepares the statement, refuses it unless DuckDB calls it a SELECT,
 // runs it into resultTable, completes h with its columns and hands h to
 // start and each row to row, reading the table a page at a time.
 // analyze has made sure it is one statement: the driver would run every
 // statement before the last on Prepare, and so would CREATE TABLE AS.
-func run(ctx context.Context, inst *instance, query string, params []any, h *Header, start func(*Header) error, row func([]any) error) error {
+func run(ctx context.Context, inst *instance, r runSpec, h *Header, start func(*Header) error, row func([]any) error) error {
 	conn := inst.conn
-	names, types, err := check(ctx, conn, query)
-	if err != nil {
-		return inst.finish(h, err)
+	names, types, ok := described(ctx, conn, r)
+	if !ok {
+		var err error
+		if names, types, err = check(ctx, conn, r.sql, r.rendered); err != nil {
+			return inst.finish(h, err)
+		}
 	}
-	// The statement is last, so that a trailing semicolon or comment of it
-	// stays harmless; a repeated column name is renamed in the table, and
-	// the statement's own names are taken from its preparation.
 	begin := time.Now()
-	_, err = conn.ExecContext(ctx, `CREATE TEMP TABLE `+resultTable+` AS `+query, params...)
+	if unresolved(types) {
+		// DuckDB learns the types from the values bound: the table
+		// has the columns, and the values are measured as the pages
+		// are read.
+		types = nil
+	} else {
+		h.Columns = names
+	}
+	sizes, err := create(ctx, conn, r, names, types)
 	h.Timing.Run = time.Since(begin)
 	var de *duckdb.Error
 	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeParser {
 		// DESCRIBE and SUMMARIZE, which CREATE TABLE AS does not take:
 		// their results are small enough to run as they are.
-		err := direct(ctx, conn, query, params, h, start, row)
+		err := direct(ctx, conn, r, h, start, row)
 		return inst.finish(h, err)
 	}
 	if err != nil {
-		err = classify(err)
+		err = valueError(err, names)
+		if !errors.Is(err, ErrResultTooLarge) {
+			err = classify(quoteCaller(err, 1, r.rendered))
+		}
 	}
 	if err := inst.finish(h, err); err != nil {
 		return err
 	}
-	h.Columns = names
-	if len(params) > 0 {
-		// The values bound may change the types the preparation saw, and
-		// where a column is a parameter's, DuckDB prepares one column of
-		// no type: the table has the columns.
+	if len(r.params) > 0 {
+		// The values bound may change the types the preparation saw:
+		// the table has the columns' types.
 		types = nil
 	}
-	return fetch(ctx, conn, h, types, start, row)
+	return fetch(ctx, conn, h, result{types: types, sizes: sizes}, start, row, r.pages)
 }
 
-// direct runs query as duckdb-go runs it, its result held whole by DuckDB,
-// and hands h to start and each row to row.
-func direct(ctx context.Context, conn *sql.Conn, query string, params []any, h *Header, start func(*Header) error, row func([]any) error) error {
-	rows, err := conn.QueryContext(ctx, query, params...)
+// A runSpec is what run needs of a statement besides its instance.
+type runSpec struct {
+	sql string
+	// rendered says sql is DuckDB's rendering of the caller's statement
+	// (see analysis.render), so that an error quotes none of it.
+	rendered bool
+	params   []any
+	// pages, if set, learns the rows and bytes of each page (tests).
+	pages func(rows, bytes int64)
+}
+
+// create computes the statement's result into resultTable. The statement
+// is last, so that a trailing comment of it stays harmless, and on lines
+// of its own, so that an error placed in it quotes the caller's line (see
+// quoteCaller). Where types are known, the statement is a subquery whose
+// values past maxValueBytes raise an error as DuckDB computes them, before
+// any is stored (refusing repeat('x', 1500000000) took 68 s and 4.5 GB
+// when the table took the value first), and whose rows' sizes, if they
+// vary, are stored beside them, in a last column: measured from the
+// values later, the strings of a table spilled to disk were read back all
+// at once. create returns the SQL of that column, empty if there is none.
+// A statement that does not parse as a subquery (a trailing semicolon and
+// comment, DESCRIBE) is created unguarded, its values measured as its
+// pages are read. A repeated column name is renamed in the table; the
+// statement's own names are taken from its preparation.
+func create(ctx context.Context, conn *sql.Conn, r runSpec, names []string, types []duckdb.TypeInfo) (sizes string, err error) {
+	const head = `CREATE TEMP TABLE ` + resultTable + ` AS`
+	if types != nil {
+		list := guardedColumns(types)
+		for i := range list {
+			list[i] += ` AS ` + ident(names[i])
+		}
+		size, _, varies := rowSize(types)
+		if varies {
+			list = append(list, size+` AS `+rowBytesColumn)
+		}
+		text := strings.TrimRight(r.sql, " \t\r\n;")
+		_, err := conn.ExecContext(ctx, head+` SELECT `+strings.Join(list, ", ")+` FROM (`+"\n"+text+"\n)", r.params...)
+		if !ours(err) {
+			if !varies || err != nil {
+				size = ""
+			}
+			return size, err
+		}
+	}
+	_, err = conn.ExecContext(ctx, head+"\n"+r.sql, r.params...)
+	return "", err
+}
+
+// rowBytesColumn is the last column of resultTable where create stores
+// the bytes of each row.
+const rowBytesColumn = `meterstore_row_bytes`
+
+// ours reports whether err is one of the guarded form of a statement,
+// not of the statement itself: a parser error (the statement parses
+// alone, check saw to that) or one DuckDB places on the form's first line.
+func ours(err error) bool {
+	var de *duckdb.Error
+	if !errors.As(err, &de) {
+		return false
+	}
+	return de.Type == duckdb.ErrorTypeParser || strings.Contains(de.Msg, contextMark+"1: ")
+}
+
+// direct runs the statement as duckdb-go runs it, its result held whole
+// by DuckDB, and hands h to start and each row to row.
+func direct(ctx context.Context, conn *sql.Conn, r runSpec, h *Header, start func(*Header) error, row func([]any) error) error {
+	rows, err := conn.QueryContext(ctx, r.sql, r.params...)
 	if err != nil {
-		return classify(err)
+		return classify(quoteCaller(err, 0, r.rendered))
 	}
 	defer rows.Close()
 	if h.Columns, err = rows.Columns(); err != nil {
@@ -102,18 +164,67 @@ func direct(ctx context.Context, conn *sql.Conn, query string, params []any, h *
 	return err
 }
 
+// described returns the names and types of the statement's columns as DuckDB
+// binds it (DESCRIBE), without preparing it: preparing a statement also
+// optimises it, which folds its constants, and computed a value such as
+// repeat('x', 1500000000) once before the statement ran it again. DESCRIBE
+// gives each type as SQL, which a cast of NULL turns into a TypeInfo. ok
+// is false where DESCRIBE does not take the statement (one with
+// parameters, DESCRIBE itself, one that fails to bind): check prepares it
+// then, and says what is wrong with it.
+func described(ctx context.Context, conn *sql.Conn, r runSpec) (names []string, types []duckdb.TypeInfo, ok bool) {
+	if len(r.params) > 0 {
+		return nil, nil, false
+	}
+	rows, err := conn.QueryContext(ctx, "DESCRIBE\n"+r.sql)
+	if err != nil {
+		return nil, nil, false
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil || len(cols) < 2 {
+		return nil, nil, false
+	}
+	vals := make([]any, len(cols))
+	dest := make([]any, len(cols))
+	for i := range dest {
+		dest[i] = &vals[i]
+	}
+	var casts []string
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, nil, false
+		}
+		name, ok1 := vals[0].(string)
+		typ, ok2 := vals[1].(string)
+		if !ok1 || !ok2 {
+			return nil, nil, false
+		}
+		names = append(names, name)
+		casts = append(casts, `CAST(NULL AS `+typ+`)`)
+	}
+	if rows.Err() != nil || len(names) == 0 {
+		return nil, nil, false
+	}
+	_, types, err = columnsOfQuery(ctx, conn, `SELECT `+strings.Join(casts, ", "))
+	if err != nil || len(types) != len(names) {
+		return nil, nil, false
+	}
+	return names, types, true
+}
+
 // check prepares query and returns its column names and types, or an
 // error classified as the statement's or not, or ErrNotReadOnly for a
-// statement that is not a SELECT.
-func check(ctx context.Context, conn *sql.Conn, query string) ([]string, []duckdb.Type, error) {
+// statement that is not a SELECT. rendered is runSpec's.
+func check(ctx context.Context, conn *sql.Conn, query string, rendered bool) ([]string, []duckdb.TypeInfo, error) {
 	var (
 		names []string
-		types []duckdb.Type
+		types []duckdb.TypeInfo
 	)
 	err := conn.Raw(func(dc any) error {
 		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 		if err != nil {
-			return classify(err)
+			return classify(quoteCaller(err, 0, rendered))
 		}
 		defer st.Close()
 		ds, ok := st.(*duckdb.Stmt)
@@ -127,157 +238,62 @@ func check(ctx context.Context, conn *sql.Conn, query string) ([]string, []duckd
 		if typ != duckdb.STATEMENT_TYPE_SELECT {
 			return fmt.Errorf("%w: statement type %d", ErrNotReadOnly, typ)
 		}
-		n, err := ds.ColumnCount()
-		if err != nil {
-			return fmt.Errorf("query: %w", err)
-		}
-		names, types = make([]string, n), make([]duckdb.Type, n)
-		for i := range names {
-			if names[i], err = ds.ColumnName(i); err != nil {
-				return fmt.Errorf("query: %w", err)
-			}
-			if types[i], err = ds.ColumnType(i); err != nil {
-				return fmt.Errorf("query: %w", err)
-			}
-		}
-		return nil
+		names, types, err = columnsOf(ds)
+		return err
 	})
 	return names, types, err
 }
 
-// fetch reads resultTable a page at a time in the order its rows were
-// inserted, the statement's order, and hands h to start before the first
-// row and each row to row. types are the table's column types; if nil,
-// they are read from the table, and so are h.Columns unless there are as
-// many. The context is checked between pages and every 1024 rows: handing
-// a large result to Go takes time of its own. The rows of the table are
-// numbered from 0 without gaps, so a page shorter than asked for is the
-// last.
-func fetch(ctx context.Context, conn *sql.Conn, h *Header, types []duckdb.Type, start func(*Header) error, row func([]any) error) error {
-	if types == nil {
-		names, t, err := tableColumns(ctx, conn)
+// columnsOfQuery prepares query and returns its column names and types.
+func columnsOfQuery(ctx context.Context, conn *sql.Conn, query string) ([]string, []duckdb.TypeInfo, error) {
+	var (
+		names []string
+		types []duckdb.TypeInfo
+	)
+	err := conn.Raw(func(dc any) error {
+		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 		if err != nil {
 			return err
 		}
-		if len(names) != len(h.Columns) {
-			h.Columns = names
+		defer st.Close()
+		ds, ok := st.(*duckdb.Stmt)
+		if !ok {
+			return fmt.Errorf("unexpected statement type %T", st)
 		}
-		types = t
-	}
-	list := guardedColumns(types)
-	page, err := conn.PrepareContext(ctx, `SELECT `+list+` FROM `+resultTable+` WHERE rowid >= ? AND rowid < ?`)
-	if err != nil {
-		return fmt.Errorf("query: %w", err)
-	}
-	defer page.Close()
-	vals := make([]any, len(h.Columns))
-	dest := make([]any, len(vals))
-	for i := range dest {
-		dest[i] = &vals[i]
-	}
-	size := int64(firstPage)
-	for lo, hi := int64(0), int64(0); ; lo = hi {
-		hi = lo + size
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("query: %w", context.Cause(ctx))
-		}
-		rows, err := page.QueryContext(ctx, lo, hi)
-		if err != nil {
-			return valueError(fmt.Errorf("query: %w", err), h.Columns)
-		}
-		if lo == 0 {
-			types, err := rows.ColumnTypes()
-			if err != nil || len(types) != len(h.Columns) {
-				rows.Close()
-				return fmt.Errorf("query: the result's %d columns: %v", len(h.Columns), err)
-			}
-			h.Types = make([]string, len(types))
-			for i, t := range types {
-				h.Types[i] = t.DatabaseTypeName()
-			}
-			if err := start(h); err != nil {
-				rows.Close()
-				return err
-			}
-		}
-		held, n, err := pageRows(ctx, rows, dest, vals, row)
-		if err != nil {
-			return valueError(err, h.Columns)
-		}
-		if n < size {
-			return nil
-		}
-		// Size the next page to about pageBytes.
-		size = min(max(pageBytes*n/max(held, 1), minPage), maxPage)
-	}
+		names, types, err = columnsOf(ds)
+		return err
+	})
+	return names, types, err
 }
 
-// maxValueBytes bounds one string, blob or bit string of a result. A
-// value is copied whole into Go, and once more by a renderer that escapes
-// it, while a page holds about pageBytes; without the bound a single
-// value of repeat('x', 1500000000) took 6 GB at a memory limit of 2 GB.
-const maxValueBytes = 64 << 20
-
-// tooLargeMark starts the message of the error a page raises at a value
-// past maxValueBytes, followed by the column's index and the value's
-// bytes, for valueError to read.
-const tooLargeMark = "meterstore: value too large: "
-
-// guardedColumns returns the select list of a page of resultTable, whose
-// columns have types: every column by its position, with a string, blob
-// or bit string past maxValueBytes raising an error inside DuckDB instead
-// of being handed to Go. The result's nested values (lists, structs, maps)
-// are not measured.
-func guardedColumns(types []duckdb.Type) string {
-	list := make([]string, len(types))
-	for i, typ := range types {
-		// By position: a repeated name of the statement's is renamed in
-		// the table.
-		col := `#` + strconv.Itoa(i+1)
-		size := ""
-		switch typ {
-		case duckdb.TYPE_VARCHAR: // JSON too
-			size = `strlen(` + col + `)`
-		case duckdb.TYPE_BLOB:
-			size = `octet_length(` + col + `)`
-		case duckdb.TYPE_BIT:
-			size = `bit_length(` + col + `) // 8`
-		}
-		if size != "" {
-			col = fmt.Sprintf(`CASE WHEN %s > %d THEN error('%s%d ' || %s) ELSE %s END`, size, maxValueBytes, tooLargeMark, i, size, col)
-		}
-		list[i] = col
+// columnsOf returns the names and types of a prepared statement's columns.
+func columnsOf(ds *duckdb.Stmt) ([]string, []duckdb.TypeInfo, error) {
+	n, err := ds.ColumnCount()
+	if err != nil {
+		return nil, nil, fmt.Errorf("query: %w", err)
 	}
-	return strings.Join(list, ", ")
+	names, types := make([]string, n), make([]duckdb.TypeInfo, n)
+	for i := range names {
+		if names[i], err = ds.ColumnName(i); err != nil {
+			return nil, nil, fmt.Errorf("query: %w", err)
+		}
+		if types[i], err = ds.ColumnTypeInfo(i); err != nil {
+			if t, terr := ds.ColumnType(i); terr == nil && t == duckdb.TYPE_INVALID && n == 1 {
+				// See unresolved.
+				return names, nil, nil
+			}
+			return nil, nil, fmt.Errorf("query: column %d's type: %w", i+1, err)
+		}
+	}
+	return names, types, nil
 }
 
-// tableColumns returns the names and types of resultTable's columns.
-func tableColumns(ctx context.Context, conn *sql.Conn) ([]string, []duckdb.Type, error) {
-	rows, err := conn.QueryContext(ctx, `SELECT * FROM `+resultTable+` LIMIT 0`)
-	if err != nil {
-		return nil, nil, fmt.Errorf("query: the result's columns: %w", err)
-	}
-	defer rows.Close()
-	names, err := rows.Columns()
-	if err != nil {
-		return nil, nil, fmt.Errorf("query: the result's columns: %w", err)
-	}
-	types := make([]duckdb.Type, len(names))
-	cts, err := rows.ColumnTypes()
-	if err != nil || len(cts) != len(names) {
-		return nil, nil, fmt.Errorf("query: the result's columns: %v", err)
-	}
-	for i, ct := range cts {
-		switch ct.DatabaseTypeName() {
-		case "VARCHAR", "JSON":
-			types[i] = duckdb.TYPE_VARCHAR
-		case "BLOB":
-			types[i] = duckdb.TYPE_BLOB
-		case "BIT":
-			types[i] = duckdb.TYPE_BIT
-		}
-	}
-	return names, types, rows.Err()
+// unresolved reports whether types are those of a statement whose
+// parameters' types DuckDB could not infer without their values: it then
+// prepares one column named "unknown" of no type, whatever the statement's
+// columns are, and only the result table knows their names and types.
+func unresolved(types []duckdb.TypeInfo) bool {
+	return types == nil || len(types) == 1 && types[0].InternalType() == duckdb.TYPE_INVALID
 }
 
 // valueError returns err unchanged, or for the error a page raised at a

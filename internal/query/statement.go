@@ -72,6 +72,11 @@ type PrepareOptions struct {
 	System func(ctx context.Context, fresh bool) []Relation
 }
 
+// MaxStatementBytes bounds the text of a statement: Prepare refuses a
+// longer one as invalid before DuckDB parses it, so that a statement's
+// text costs the process a bounded amount whoever sends it.
+const MaxStatementBytes = 1 << 20
+
 // ErrUnqualified is wrapped by the refusal of a statement without a
 // default table that names a relation of the tiers without its table.
 var ErrUnqualified = fmt.Errorf("%w: name the table of readings, readings_versions and completeness, as in power.readings", ErrInvalidQuery)
@@ -84,11 +89,15 @@ var ErrUnqualified = fmt.Errorf("%w: name the table of readings, readings_versio
 // power.readings; the engine's own table is the default of unqualified
 // relations if o.Default says so. Settings.Timeout bounds the statement
 // from Prepare to its last row. A statement that is not a single SELECT
-// fails with an error wrapping ErrNotReadOnly, one DuckDB cannot parse
-// with ErrInvalidQuery; a table name that is no declared table is invalid,
+// fails with an error wrapping ErrNotReadOnly, one DuckDB cannot parse or
+// one longer than MaxStatementBytes with ErrInvalidQuery; a table name that is no declared table is invalid,
 // but only once May has allowed it, so that a caller learns no name it may
 // not read.
 func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*Statement, error) {
+	if len(sql) > MaxStatementBytes {
+		return nil, fmt.Errorf("%w: the statement has %d bytes, more than the %d (1 MiB) a statement may have",
+			ErrInvalidQuery, len(sql), MaxStatementBytes)
+	}
 	if err := o.Read.check(); err != nil {
 		return nil, err
 	}
@@ -144,6 +153,9 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	}
 	if len(a.unbound) > 0 && o.Params != nil {
 		return unbound(a.unbound)
+	}
+	if len(a.unused) > 0 {
+		return unusedParams(a.unused)
 	}
 	st.a, st.params = a, o.Params
 	st.inst.columns = a.columns
@@ -293,7 +305,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		return err
 	}
 	h.Timing.Read = time.Since(begin)
-	return run(ctx, inst, a.sql, st.params, h, start, row)
+	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, pages: e.pages}, h, start, row)
 }
 
 // visibleRelations returns rels with only the rows of the tables may

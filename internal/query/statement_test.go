@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -157,5 +158,24 @@ func TestPrepareWithoutDefault(t *testing.T) {
 	}
 	if _, _, err := run(tt.eGas, `SELECT count(*) FROM power.completeness`, PrepareOptions{May: func(n string) bool { return n == "gas" }}); !errors.Is(err, ErrForbidden) {
 		t.Errorf("power.completeness for a gas-only caller: %v", err)
+	}
+}
+
+// TestStatementBound: a statement longer than MaxStatementBytes is an
+// invalid statement, refused before DuckDB parses it and before anything
+// is read; one of the bound runs.
+func TestStatementBound(t *testing.T) {
+	s := threeMonths(t)
+	e := newEngine(t, s)
+	const head = `SELECT count(*) FROM readings`
+	_, err := e.Query(t.Context(), head+strings.Repeat(" ", MaxStatementBytes+1-len(head)))
+	if !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), "1048577 bytes, more than the 1048576 (1 MiB)") {
+		t.Errorf("a statement one byte past the bound: %v", err)
+	}
+	if calls := s.Calls(); len(calls) != 0 {
+		t.Errorf("a statement past the bound read %v", calls)
+	}
+	if n := count(t, e, head+strings.Repeat(" ", MaxStatementBytes-len(head))); n != 576 {
+		t.Errorf("a statement of the bound: %d rows, want 576", n)
 	}
 }

@@ -668,6 +668,43 @@ func TestFlightSQLPreparedParams(t *testing.T) {
 	if _, got, err := fetch(ctx, cl, info); err != nil || len(got) != 2 || got[0][0] != want[0][0] || got[1][0] != "0" {
 		t.Errorf("two parameter sets, the second a value that looks like SQL: %v %v; want [%v [0]]", got, err, want[0])
 	}
+
+	// A column that is a parameter's keeps its name (DuckDB prepares it
+	// as "unknown").
+	named, err := cl.Prepare(ctx, `SELECT $1 AS x`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer named.Close(ctx)
+	sc := arrow.NewSchema([]arrow.Field{{Name: "p", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	b.Field(0).(*array.StringBuilder).Append("abc")
+	rec := b.NewRecordBatch()
+	named.SetParameters(rec)
+	rec.Release()
+	b.Release()
+	if info, err = named.Execute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if schema, got, err := fetch(ctx, cl, info); err != nil || schema.NumFields() != 1 || schema.Field(0).Name != "x" || len(got) != 1 || got[0][0] != "abc" {
+		t.Errorf("a parameter's column: %v %v %v; want x, abc", schema, got, err)
+	}
+
+	// A value no parameter takes is refused, not ignored.
+	sc = arrow.NewSchema([]arrow.Field{{Name: "p", Type: arrow.BinaryTypes.String}, {Name: "q", Type: arrow.BinaryTypes.String}}, nil)
+	b = array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	b.Field(0).(*array.StringBuilder).Append("abc")
+	b.Field(1).(*array.StringBuilder).Append("extra")
+	rec = b.NewRecordBatch()
+	named.SetParameters(rec)
+	rec.Release()
+	b.Release()
+	if info, err = named.Execute(ctx); err == nil {
+		_, _, err = fetch(ctx, cl, info)
+	}
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "a value is given for $2") {
+		t.Errorf("a value no parameter takes: %v; want InvalidArgument naming $2", err)
+	}
 }
 
 // TestFlightSQLModes: the header x-meterstore-mode chooses the tiers read:

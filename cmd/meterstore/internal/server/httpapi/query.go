@@ -29,7 +29,8 @@ package httpapi
 //	400  a malformed body (code bad_request), not a single SELECT
 //	     (not_read_only), SQL DuckDB cannot parse, bind or evaluate
 //	     (invalid_query: a syntax error, an unknown name, a failed cast
-//	     or error() call)
+//	     or error() call, a statement past store.MaxStatementBytes, a
+//	     value of "params" no placeholder takes)
 //	403  the token lacks scope query, or lists tables without this one
 //	     or without another the statement reads (forbidden: decided from
 //	     the statement's text before anything is read, so the same
@@ -93,6 +94,11 @@ const queryPath = "/v1/query"
 // queryFlushRows is how many rows a CSV or JSON-lines answer writes between
 // flushes; an Arrow answer flushes each record batch.
 const queryFlushRows = 1000
+
+// queryFlushBytes is how many bytes of JSON lines an answer holds before it
+// sends them, however few rows they are: a line of that size or more is
+// sent alone, unheld. A thousand rows of 60 MB values were held whole.
+const queryFlushBytes = 64 << 10
 
 // The media types a query answers in.
 const (
@@ -451,7 +457,7 @@ func (a *csvAnswer) cut(code, msg string) bool {
 }
 
 // jsonAnswer writes rows as JSON lines, flushing every queryFlushRows
-// rows.
+// rows or queryFlushBytes bytes.
 type jsonAnswer struct {
 	w     http.ResponseWriter
 	cw    io.Writer
@@ -466,8 +472,21 @@ func (a *jsonAnswer) row(vals []any) error {
 	if err != nil {
 		return renderError{err}
 	}
+	a.rows++
+	if len(line) >= queryFlushBytes {
+		// Sent as it is, after the lines held, not copied.
+		if a.b.Len() > 0 {
+			if err := a.send(); err != nil {
+				return err
+			}
+		}
+		if _, err := a.cw.Write(line); err != nil {
+			return err
+		}
+		return a.flush()
+	}
 	a.b.Write(line)
-	if a.rows++; a.rows%queryFlushRows == 0 {
+	if a.rows%queryFlushRows == 0 || a.b.Len() >= queryFlushBytes {
 		return a.send()
 	}
 	return nil

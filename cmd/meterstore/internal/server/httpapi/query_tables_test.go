@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -205,6 +207,11 @@ func TestQueryParams(t *testing.T) {
 			t.Errorf("%s: %d %q; want %q", body, code, got, want)
 		}
 	}
+	// A column that is a parameter's keeps its name (DuckDB prepares it
+	// as "unknown").
+	if code, got := post(`{"sql": "SELECT $1 AS x", "params": ["abc"]}`); code != 200 || got != "x\nabc\n" {
+		t.Errorf("a parameter's column: %d %q; want x, abc", code, got)
+	}
 	if code, got := post(`{"sql": "SELECT count(*) AS n FROM power.readings WHERE malo_id = $1", "params": ["' OR '1'='1"]}`); code != 200 || got != "n\n0\n" {
 		t.Errorf("a value that looks like SQL: %d %q; want no row to match", code, got)
 	}
@@ -251,5 +258,39 @@ func TestQueryModes(t *testing.T) {
 	}
 	if w := queryHTTP(t, h, t.Context(), tok, "text/csv", `{"sql": "SELECT 1", "mode": "cold"}`); w.Code != 400 {
 		t.Errorf("mode cold: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestQueryStatementRefusals: statements that are the caller's mistake
+// are 400 invalid_query with a message saying what is refused, logged
+// below ERROR: a number beyond DOUBLE beside a system relation (was 500
+// at ERROR), a value no parameter takes (was ignored), infinity given to
+// a calendar function (was a day of the year 294247), SIMILAR TO with
+// ESCAPE (was "not a SELECT").
+func TestQueryStatementRefusals(t *testing.T) {
+	s := openTwoTables(t)
+	reporting, tok := token(t, "reporting", config.ScopeQuery)
+	var logs bytes.Buffer
+	h, err := New(s, Options{Tokens: []config.Token{reporting}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ body, says string }{
+		{queryBody("", `SELECT * FROM system.tables WHERE 1e309 > 0`), "beyond the range of DOUBLE"},
+		{`{"sql": "SELECT $1 AS x", "params": ["a", "b"]}`, "a value is given for $2"},
+		{`{"sql": "SELECT count(*) FROM power.readings", "params": ["a"]}`, "a value is given for $1"},
+		{`{"sql": "SELECT $a AS x", "params": {"a": 1, "b": 2}}`, "a value is given for $b"},
+		{queryBody("", `SELECT meter_local_day('infinity')`), "infinity"},
+		{queryBody("", `SELECT meter_expected_intervals('infinity'::DATE, 'PT15M', 'STROM')`), "infinity"},
+		{queryBody("", `SELECT 'a%' SIMILAR TO 'a!%' ESCAPE '!'`), "Custom escape in SIMILAR TO"},
+	} {
+		w := queryHTTP(t, h, t.Context(), tok, "text/csv", c.body)
+		var e apiError
+		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code != 400 || e.Code != "invalid_query" || !strings.Contains(e.Error, c.says) {
+			t.Errorf("%s: %d %s; want 400 invalid_query saying %q", c.body, w.Code, w.Body, c.says)
+		}
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a refused statement logged at ERROR:\n%s", logs.String())
 	}
 }

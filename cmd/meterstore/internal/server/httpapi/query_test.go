@@ -602,3 +602,48 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// TestJSONAnswerBoundedInBytes: a JSON-lines answer holds less than
+// queryFlushBytes of lines before it sends them, and sends a larger line
+// alone, in one write, never held: it held up to 1,000 rows, whatever
+// their size.
+func TestJSONAnswerBoundedInBytes(t *testing.T) {
+	var sent bytes.Buffer
+	var writes []int
+	cw := writerFunc(func(p []byte) (int, error) {
+		writes = append(writes, len(p))
+		return sent.Write(p)
+	})
+	a := &jsonAnswer{w: httptest.NewRecorder(), cw: cw, j: resultfmt.NewJSONLines([]string{"i", "s"}, []string{"BIGINT", "VARCHAR"}),
+		flush: func() error { return nil }}
+	var want bytes.Buffer
+	for i := range int64(300) {
+		s := strings.Repeat("x", 10_000)
+		if i%100 == 50 {
+			s = strings.Repeat("y", 1<<20)
+		}
+		if err := a.row([]any{i, s}); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&want, "{\"i\":%d,\"s\":%q}\n", i, s)
+		if a.b.Len() >= queryFlushBytes {
+			t.Fatalf("after row %d the answer holds %d bytes, at least %d", i, a.b.Len(), queryFlushBytes)
+		}
+	}
+	if err := a.end(); err != nil {
+		t.Fatal(err)
+	}
+	if sent.String() != want.String() {
+		t.Fatalf("the answer differs from the rows: %d bytes, want %d", sent.Len(), want.Len())
+	}
+	for _, n := range writes {
+		if n >= queryFlushBytes && n > 1<<20+32 {
+			t.Errorf("a write of %d bytes: more than one large line", n)
+		}
+	}
+}
+
+// writerFunc is an io.Writer of a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
