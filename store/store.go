@@ -110,6 +110,7 @@ type table struct {
 	engine   *query.Engine // nil until opened
 	openErr  error         // why the last attempt to open failed
 	forks    string        // the mirror forks last logged, so each is logged once
+	below    string        // the partitions below W last logged, likewise
 	// coldErr is why the cold tier could not be ensured when the table
 	// opened (its warehouse or catalog away, its metadata unreadable):
 	// the table then runs on its hot tier alone, cold is a handle that

@@ -10,6 +10,7 @@ import (
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/query"
 	"github.com/meterstore/meterstore/internal/resolve"
 )
@@ -209,6 +210,8 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 		if st.InvariantViolations, err = s.hot.CountBelow(ctx, t.decl, st.Watermark); err != nil {
 			st.InvariantViolations = -1
 			errs = append(errs, err)
+		} else if st.InvariantViolations > 0 {
+			errs = append(errs, s.rowsBelow(t, parts, st.Watermark, st.InvariantViolations))
 		}
 	}
 	// A partition someone else detached above W holds rows no query
@@ -279,9 +282,13 @@ func (s *Store) checkMirror(ctx context.Context, t *table, ct *cold.Table, st *T
 	t.mu.Unlock()
 	if changed && fe != nil {
 		for _, f := range fe.Forks {
-			s.log.Error("store: a commit MeterStore did not make is in the metadata mirror; "+
-				"the mirror of the table stops until an operator resolves it (meterstore verify --resolve-forks)",
-				"table", t.decl.Name, "file", f.File, "reason", f.Reason, "snapshot", f.SnapshotID, "records", f.Records)
+			msg := "store: a commit MeterStore did not make is in the metadata mirror; " +
+				"the mirror of the table stops until an operator resolves it (meterstore verify --resolve-forks)"
+			if f.Lost {
+				msg = "store: the catalog's log lost commits it made, as a database restored from a backup loses them; " +
+					"the mirror of the table stops until an operator moves their copies aside (meterstore verify --resolve-forks)"
+			}
+			s.log.Error(msg, "table", t.decl.Name, "file", f.File, "reason", f.Reason, "snapshot", f.SnapshotID, "records", f.Records)
 		}
 	}
 	if changed && fe == nil && err == nil {
@@ -474,3 +481,29 @@ func quoteAll(names []string) []string {
 
 // fmtDuration spells d as a configuration does.
 func fmtDuration(d time.Duration) string { return config.Duration(d).String() }
+
+// rowsBelow explains the n rows PostgreSQL holds below W in t's attached
+// partitions parts: what a database restored from a backup older than the
+// last archivals brings back (see archive's reconcile), logged when first
+// seen.
+func (s *Store) rowsBelow(t *table, parts []hot.Partition, w time.Time, n int64) error {
+	var names []string
+	for _, p := range parts {
+		if p.Attached && !p.To.After(w) {
+			names = append(names, p.Name)
+		}
+	}
+	reason := fmt.Sprintf("%d rows in PostgreSQL lie below the watermark %s, in the attached partitions %s: "+
+		"what a database restored from a backup older than the last archivals brings back. Queries do not read them; "+
+		"the next archival cycle detaches each partition whose rows the cold tier holds, and keeps and reports any other",
+		n, cold.FormatTime(w), strings.Join(names, ", "))
+	seen := strings.Join(names, ",")
+	t.mu.Lock()
+	changed := t.below != seen
+	t.below = seen
+	t.mu.Unlock()
+	if changed {
+		s.log.Warn("store: rows below the watermark in PostgreSQL", "table", t.decl.Name, "rows", n, "partitions", names)
+	}
+	return &InvariantError{Table: t.decl.Name, Reason: reason}
+}

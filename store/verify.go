@@ -189,8 +189,12 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 		case errors.As(err, &fe):
 			v.Forks = fe.Forks
 			for _, f := range fe.Forks {
-				if f.Altered {
+				switch {
+				case f.Altered:
 					v.Problems = append(v.Problems, "a file of the metadata mirror is not the one committed: "+f.String())
+					continue
+				case f.Lost:
+					v.Problems = append(v.Problems, "the catalog's log lost a commit it made (a database restored from a backup?); --resolve-forks moves its mirror aside: "+f.String())
 					continue
 				}
 				v.Problems = append(v.Problems, "a commit MeterStore did not make in the metadata mirror: "+f.String())

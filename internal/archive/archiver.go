@@ -213,11 +213,8 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 		if err := a.reclaim(ctx, t, ct, out.Watermark, parts, archivedNow, now, &out); err != nil {
 			return fail(err)
 		}
-		for _, p := range parts {
-			if p.Attached && p.From.Before(out.Watermark) {
-				out.Violations = append(out.Violations, fmt.Sprintf("partition %s [%s, %s) is attached below the watermark %s",
-					p.Name, cold.FormatTime(p.From), cold.FormatTime(p.To), cold.FormatTime(out.Watermark)))
-			}
+		if err := a.reconcile(ctx, t, ct, out.Watermark, parts, now, &out); err != nil {
+			return fail(err)
 		}
 	}
 	for _, v := range out.Violations {

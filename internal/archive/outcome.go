@@ -59,8 +59,14 @@ type Outcome struct {
 	Windows   []Window    // committed this cycle, in order
 	Watermark time.Time   // W after the cycle; zero if nothing was ever archived
 	Dropped   []time.Time // starts of the partitions dropped this cycle
+	// Reconciled are the starts of the partitions found attached below W
+	// (a database restored from a backup older than their archival)
+	// whose every row the cold tier holds: detached this cycle, dropped
+	// after the reader grace.
+	Reconciled []time.Time
 	// Violations describes invariant violations found: attached partitions
-	// below W, and windows whose committed rows did not match those read.
+	// below W holding rows the cold tier does not, and windows whose
+	// committed rows did not match those read.
 	Violations []string
 }
 
