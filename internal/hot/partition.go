@@ -248,11 +248,12 @@ SELECT to_regclass($1) IS NOT NULL,
 // partition that is detached already does nothing, so an interrupted
 // archival can resume.
 //
-// Either way the partition is then refused, with a *series.QuarantineError
-// and nothing changed, if it holds a value in a column t does not declare
-// (a column another process's declaration added): the archival would not
-// carry the value over. Once detached no writer reaches the partition, so
-// the check sees every row the archival will read.
+// Either way the partition is then refused, with an Unavailable error
+// wrapping ErrUndeclaredValues and nothing changed, if it holds a value in
+// a column t does not declare (a column another process's declaration
+// added): the archival would not carry the value over. Once detached no
+// writer reaches the partition, so the check sees every row the archival
+// will read.
 func (h *Tier) Detach(ctx context.Context, t *series.Table, start time.Time) error {
 	const op = "detach partition"
 	if err := t.Validate(); err != nil {
