@@ -12,7 +12,6 @@ import (
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/query"
-	"github.com/meterstore/meterstore/internal/resolve"
 )
 
 // A TableStatus is one row of system.tables: the health of one table.
@@ -432,43 +431,6 @@ func (s *Store) configRelation(ctx context.Context) query.Relation {
 			problem == nil, problem})
 	}
 	return r
-}
-
-// resolutionRelation carries what an engine reading the Iceberg files
-// directly needs and cannot derive: version resolution as SQL to paste,
-// and the column to group balancing days by.
-func (s *Store) resolutionRelation() query.Relation {
-	r := query.Relation{Schema: "system", Name: "resolution", Columns: []query.Column{
-		{Name: "table", Type: "VARCHAR"}, {Name: "setting", Type: "VARCHAR"}, {Name: "value", Type: "VARCHAR"},
-	}}
-	for _, t := range s.tables {
-		// A quarantined table's files are keyed as it is stored.
-		decl, _ := t.running()
-		key := quoteAll(decl.MergeKey())
-		r.Rows = append(r.Rows,
-			[]any{decl.Name, "resolution_sql", ResolutionSQL(decl)},
-			[]any{decl.Name, "marked_resolution_sql", MarkedResolutionSQL(decl)},
-			[]any{decl.Name, "merge_key", strings.Join(key, ", ")},
-			[]any{decl.Name, "balancing_day_column", "balancing_day"},
-		)
-	}
-	return r
-}
-
-// ResolutionSQL returns the version resolution of table t as SQL for an
-// engine reading its Iceberg table directly: per merge key the highest
-// version, then the latest recorded_at. The readings relation is the same
-// statement over readings_versions.
-func ResolutionSQL(t *Table) string {
-	return resolve.SQL(resolve.Engine, t.Name, nil, t.MergeKey(), false)
-}
-
-// MarkedResolutionSQL returns the same resolution for an engine reading the
-// cold table's files directly, using the superseded marks its archival set
-// (see the superseded column's doc): rows marked current are taken as they
-// are, and only the merge keys of late corrections are resolved.
-func MarkedResolutionSQL(t *Table) string {
-	return resolve.SQL(resolve.Engine, t.Name, nil, t.MergeKey(), true)
 }
 
 func quoteAll(names []string) []string {

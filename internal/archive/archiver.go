@@ -171,7 +171,7 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 			parts = fenced
 			continue
 		}
-		done, deferred, err := a.archive(ctx, t, ct, win, now)
+		done, waiting, err := a.archive(ctx, t, ct, win, now)
 		if done != nil {
 			out.Windows = append(out.Windows, *done)
 			out.Status = Archived
@@ -180,18 +180,11 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 				archivedNow[p.From.Unix()] = true
 			}
 		}
-		var q *series.QuarantineError
-		if errors.As(err, &q) {
-			// Values in a column this process does not declare: the rest
-			// of the window waits, attached, for a process that does.
-			out.Status = Quarantined
-			return out, err
-		}
 		if err != nil {
 			return fail(err)
 		}
-		if deferred {
-			out.Status = Deferred
+		if waiting != "" {
+			out.Status, out.Waiting = Deferred, waiting
 			break
 		}
 		if parts, err = a.hot.Partitions(ctx, t); err != nil {
@@ -312,43 +305,39 @@ var errStop = errors.New("stop")
 // that moves W to the window's end, and checks that the commit holds the
 // rows the partitions do. If a detach is deferred after others succeeded,
 // the window shrinks to the detached ones, which no writer can reach any
-// more, and deferred is true; if the first is deferred, nothing happened.
-// A detach refused for values the declaration lacks (a
-// *series.QuarantineError) shrinks the window alike, and the refusal is
-// returned after the shrunk window is archived.
-func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table, win window, now time.Time) (_ *Window, deferred bool, _ error) {
-	var refused error
+// more, and waiting says why the rest waits; if the first is deferred,
+// nothing happened. A detach refused for values the declaration lacks
+// (hot.ErrUndeclaredValues) is such a deferral: a process that declares
+// the column, as the newer ones of a rolling upgrade do, archives the
+// rest.
+func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table, win window, now time.Time) (_ *Window, waiting string, _ error) {
 	for i, p := range win.parts {
 		if p.Attached {
 			if err := a.ledger.detaching(ctx, t.Name, p.From, now); err != nil {
-				return nil, false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+				return nil, "", fmt.Errorf("archive %s: ledger: %w", t.Name, err)
 			}
 		}
 		// A partition detached before, by an archival cut short, is
 		// checked for values this declaration cannot carry as a fresh
 		// detach is.
 		err := a.hot.Detach(ctx, t, p.From)
-		var q *series.QuarantineError
-		if errors.As(err, &q) {
-			a.log.Warn("archive: partition refused: it holds values this declaration lacks", "table", t.Name, "partition", p.Name, "err", err)
-			refused = fmt.Errorf("archive %s: %w", t.Name, err)
-			if i == 0 {
-				return nil, false, refused
-			}
-			win.to, win.parts = p.From, win.parts[:i]
-			break
-		}
-		if errors.Is(err, hot.ErrDeferred) {
+		switch {
+		case errors.Is(err, hot.ErrUndeclaredValues):
+			a.log.Info("archive: partition left to a process that declares its columns", "table", t.Name, "partition", p.Name, "err", err)
+			waiting = err.Error()
+		case errors.Is(err, hot.ErrDeferred):
 			a.log.Info("archive: detach deferred", "table", t.Name, "partition", p.Name)
-			if i == 0 {
-				return nil, true, nil
-			}
-			win.to, win.parts, deferred = p.From, win.parts[:i], true
-			break
+			waiting = fmt.Sprintf("partition %s: %v", p.Name, err)
+		case err != nil:
+			return nil, "", fmt.Errorf("archive %s: %w", t.Name, err)
+		default:
+			continue
 		}
-		if err != nil {
-			return nil, false, fmt.Errorf("archive %s: %w", t.Name, err)
+		if i == 0 {
+			return nil, waiting, nil
 		}
+		win.to, win.parts = p.From, win.parts[:i]
+		break
 	}
 	a.crash("after-detach")
 
@@ -394,30 +383,30 @@ func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table,
 			"from", win.from, "to", win.to, "attempt", attempt, "err", err)
 	}
 	if err != nil {
-		return nil, false, cold.Unavailable("archive", t.Name,
+		return nil, "", cold.Unavailable("archive", t.Name,
 			fmt.Errorf("archive %s: window [%s, %s): %w", t.Name, cold.FormatTime(win.from), cold.FormatTime(win.to), err))
 	}
 	a.crash("after-commit")
 	done := &Window{From: win.from, To: win.to, Rows: commit.Rows, Recovered: win.recovered}
 	if err := a.ledger.committedW(ctx, t.Name, win.to, now); err != nil {
-		return done, false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return done, "", fmt.Errorf("archive %s: ledger: %w", t.Name, err)
 	}
 
 	counts, total, err := a.count(ctx, win.parts)
 	if err != nil {
-		return done, false, fmt.Errorf("archive %s: %w", t.Name, err)
+		return done, "", fmt.Errorf("archive %s: %w", t.Name, err)
 	}
 	if commit.Rows != read.Load() || read.Load() != total {
 		reason := fmt.Sprintf("window [%s, %s): read %d rows, committed %d, partitions hold %d",
 			cold.FormatTime(win.from), cold.FormatTime(win.to), read.Load(), commit.Rows, total)
-		return done, false, a.violated(ctx, t, win.parts, now, reason)
+		return done, "", a.violated(ctx, t, win.parts, now, reason)
 	}
 	if err := a.ledger.archived(ctx, t.Name, starts(win.parts), counts, now); err != nil {
-		return done, false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return done, "", fmt.Errorf("archive %s: ledger: %w", t.Name, err)
 	}
 	a.log.Info("archive: window archived", "table", t.Name, "from", win.from, "to", win.to,
 		"rows", commit.Rows, "partitions", len(win.parts), "recovered", win.recovered)
-	return done, deferred, refused
+	return done, waiting, nil
 }
 
 // commitAttempts bounds how often a window's commit is tried when it loses
