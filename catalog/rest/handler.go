@@ -1,4 +1,4 @@
-package restcatalog
+package rest
 
 import (
 	"context"

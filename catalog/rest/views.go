@@ -1,4 +1,4 @@
-package restcatalog
+package rest
 
 // Views beside the tables, through a hook: each view is derived on every
 // load from one table's current metadata and stored nowhere, so every

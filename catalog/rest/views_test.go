@@ -1,4 +1,4 @@
-package restcatalog_test
+package rest_test
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/catalog/catalogtest"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog/rest"
 )
 
 // echoViews offers, beside each table T, a view T_echo selecting it: a
@@ -20,15 +20,15 @@ func (echoViews) ViewOf(name string) string { return name + "_echo" }
 func (echoViews) TableOf(ns, view string) (string, error) {
 	name, ok := strings.CutSuffix(view, "_echo")
 	if !ok {
-		return "", fmt.Errorf("%w: %s.%s", restcatalog.ErrNoSuchView, ns, view)
+		return "", fmt.Errorf("%w: %s.%s", rest.ErrNoSuchView, ns, view)
 	}
 	return name, nil
 }
 
-func (echoViews) View(view, tbl table.Identifier, md table.Metadata, _ string) (restcatalog.ViewMetadata, error) {
-	return restcatalog.ViewMetadata{
+func (echoViews) View(view, tbl table.Identifier, md table.Metadata, _ string) (rest.ViewMetadata, error) {
+	return rest.ViewMetadata{
 		ViewUUID: "00000000-0000-0000-0000-000000000001", FormatVersion: 1, Location: md.Location(), CurrentVersionID: 1,
-		Versions: []restcatalog.ViewVersion{{VersionID: 1, Representations: []restcatalog.ViewRepresentation{
+		Versions: []rest.ViewVersion{{VersionID: 1, Representations: []rest.ViewRepresentation{
 			{Type: "sql", Dialect: "duckdb", SQL: "SELECT * FROM " + strings.Join(tbl, ".")}}, DefaultNamespace: view[:1]}},
 	}, nil
 }
@@ -40,7 +40,7 @@ func TestViewsHook(t *testing.T) {
 	c := catalogtest.Backends()[1].Open(t)
 	catalogtest.CreateTable(t, c, "power", nil)
 
-	bare := httptest.NewServer(restcatalog.Handler(c, nil))
+	bare := httptest.NewServer(rest.Handler(c, nil))
 	defer bare.Close()
 	if a := restDo(t, bare.URL, "GET", "/v1/namespaces/metering/views", ""); a.code != 200 || fmt.Sprint(a.body["identifiers"]) != "[]" {
 		t.Errorf("views without a hook: %d %s", a.code, a.raw)
@@ -49,7 +49,7 @@ func TestViewsHook(t *testing.T) {
 		t.Errorf("a view without a hook: %d %s", a.code, a.raw)
 	}
 
-	hooked := httptest.NewServer(restcatalog.Handler(c, nil, restcatalog.WithViews(echoViews{}), restcatalog.ViewCatalog("cat")))
+	hooked := httptest.NewServer(rest.Handler(c, nil, rest.WithViews(echoViews{}), rest.ViewCatalog("cat")))
 	defer hooked.Close()
 	if a := restDo(t, hooked.URL, "GET", "/v1/namespaces/metering/views", ""); a.code != 200 || !strings.Contains(string(a.raw), `"name":"power_echo"`) {
 		t.Errorf("views with a hook: %d %s", a.code, a.raw)
