@@ -6,7 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/view"
+	"github.com/google/uuid"
 	"github.com/meterstore/meterstore/catalog/catalogtest"
 	"github.com/meterstore/meterstore/catalog/rest"
 )
@@ -17,20 +21,20 @@ type echoViews struct{}
 
 func (echoViews) ViewOf(name string) string { return name + "_echo" }
 
-func (echoViews) TableOf(ns, view string) (string, error) {
-	name, ok := strings.CutSuffix(view, "_echo")
+func (echoViews) TableOf(ns, v string) (string, error) {
+	name, ok := strings.CutSuffix(v, "_echo")
 	if !ok {
-		return "", fmt.Errorf("%w: %s.%s", rest.ErrNoSuchView, ns, view)
+		return "", fmt.Errorf("%w: %s.%s", icecatalog.ErrNoSuchView, ns, v)
 	}
 	return name, nil
 }
 
-func (echoViews) View(view, tbl table.Identifier, md table.Metadata, _ string) (rest.ViewMetadata, error) {
-	return rest.ViewMetadata{
-		ViewUUID: "00000000-0000-0000-0000-000000000001", FormatVersion: 1, Location: md.Location(), CurrentVersionID: 1,
-		Versions: []rest.ViewVersion{{VersionID: 1, Representations: []rest.ViewRepresentation{
-			{Type: "sql", Dialect: "duckdb", SQL: "SELECT * FROM " + strings.Join(tbl, ".")}}, DefaultNamespace: view[:1]}},
-	}, nil
+func (echoViews) View(ident, tbl table.Identifier, md table.Metadata, _ string) (view.Metadata, error) {
+	v, err := view.NewVersion(1, 0, []view.Representation{view.NewRepresentation("SELECT * FROM "+strings.Join(tbl, "."), "duckdb")}, ident[:1])
+	if err != nil {
+		return nil, err
+	}
+	return view.NewMetadataWithUUID(v, iceberg.NewSchema(0), md.Location(), nil, uuid.MustParse("00000000-0000-0000-0000-000000000001"))
 }
 
 // TestViewsHook: without WithViews the handler lists no views and finds

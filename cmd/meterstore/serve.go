@@ -120,14 +120,14 @@ func serve(cmd *cobra.Command, d *deployment) error {
 		return err
 	}
 	defer meters.Shutdown(context.WithoutCancel(ctx))
-	// The REST catalog serves MeterStore's own catalog; a deployment on
-	// another catalog (catalog.type rest or sql) has its catalog server.
-	var cat *catalog.Catalog
-	s, _, err := d.open(ctx, store.WithMeters(meters), func(o *store.Options) { cat, _ = o.Catalog.(*catalog.Catalog) })
+	s, _, err := d.open(ctx, store.WithMeters(meters))
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	// The REST catalog serves MeterStore's own catalog; a deployment on
+	// another catalog (catalog.type rest or sql) has its catalog server.
+	cat := s.ServedCatalog().Catalog
 	if cat == nil {
 		log.Info("catalog.type is not log: /iceberg does not serve the catalog", "catalog", cfg.Catalog.Type)
 	}

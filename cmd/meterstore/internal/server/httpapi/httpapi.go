@@ -86,7 +86,7 @@ type Options struct {
 	// OAuth2 endpoint is accepted; zero means DefaultCatalogTokenLifetime.
 	CatalogTokenLifetime time.Duration
 	// CatalogName, if set, is the readings views' default catalog
-	// (restcatalog.ViewCatalog).
+	// (rest.ViewCatalog).
 	CatalogName string
 	// CatalogVend, if set, is the S3 key pair the catalog vends to tokens
 	// with the scopes catalog and storage that ask for it
@@ -119,16 +119,21 @@ type handler struct {
 	ingestSlots, querySlots chan struct{}
 	// dash serves the dashboard (dashboardapi.go); nil serves none.
 	dash *dashboard.Dashboard
+	// views are the views the catalog serves beside its tables; nil
+	// serves none.
+	views catalog.Views
 }
 
-// services are what a handler keeps beside the store, in the hot tier's
-// database: the catalog's access tokens, the idempotency records and the
-// dashboard's sessions. records is required; tokens only with
-// Options.Catalog; without dashboard, no dashboard is served.
+// services are what a handler keeps beside the store: in the hot tier's
+// database, the catalog's access tokens, the idempotency records and the
+// dashboard's sessions; and the views the catalog serves beside its
+// tables. records is required; tokens only with Options.Catalog; without
+// dashboard, no dashboard is served, and without views no view.
 type services struct {
 	tokens    *accesstoken.Table
 	records   records
 	dashboard func(dashboard.Options) *dashboard.Dashboard
+	views     catalog.Views
 }
 
 // routes are the paths the API serves and their methods, so that a known
@@ -142,6 +147,7 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 		tokens:    accesstoken.New(db),
 		records:   pgRecords{idempotency.New(db)},
 		dashboard: func(o dashboard.Options) *dashboard.Dashboard { return dashboard.New(s, o) },
+		views:     s.ServedCatalog().Views,
 	}, o)
 }
 
@@ -159,7 +165,7 @@ func newHandler(s Store, sv services, o Options) (*handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{s: s, tokens: sv.tokens, records: sv.records, o: o, log: log, metrics: m,
-		mux: newRouteMux(), retention: o.IdempotencyRetention}
+		mux: newRouteMux(), retention: o.IdempotencyRetention, views: sv.views}
 	if h.retention <= 0 {
 		h.retention = DefaultIdempotencyRetention
 	}
