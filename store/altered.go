@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/pgerr"
 )
 
 // alteredFileTable holds the findings, in the hot tier's schema.
@@ -77,8 +77,7 @@ func (s *Store) ensureAlteredFiles(ctx context.Context) error {
 // alteredFiles returns the findings of table name, by file.
 func (s *Store) alteredFiles(ctx context.Context, name string) ([]AlteredFile, error) {
 	found, err := s.queryAltered(ctx, name)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42703" { // undefined_column: a table of an earlier release
+	if pgerr.NoColumn(err) { // a table of an earlier release
 		if err := s.ensureAlteredFiles(ctx); err != nil {
 			return nil, err
 		}
@@ -101,8 +100,7 @@ func (s *Store) queryAltered(ctx context.Context, name string) ([]AlteredFile, e
 			return out, nil
 		}
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table: nothing was ever found
+	if pgerr.NoTable(err) { // nothing was ever found
 		return nil, nil
 	}
 	return nil, fmt.Errorf("store: altered files of %s: %w", name, err)
@@ -141,8 +139,7 @@ func (s *Store) settleAltered(ctx context.Context, name string, found []*cold.Al
 	}
 	_, err := s.opts.Pool.Exec(ctx, `DELETE FROM `+s.alteredFileIdent()+
 		` WHERE table_name = $1 AND file <> ALL($2) AND ($3 OR NOT by_digest)`, name, files, deep)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+	if pgerr.NoTable(err) {
 		return nil
 	}
 	if err != nil {
@@ -250,8 +247,7 @@ func (s *Store) reprove(ctx context.Context, name string, ct *cold.Table) {
 // a table declared again under its name starts with none.
 func (s *Store) forgetAltered(ctx context.Context, name string) error {
 	_, err := s.opts.Pool.Exec(ctx, `DELETE FROM `+s.alteredFileIdent()+` WHERE table_name = $1`, name)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+	if pgerr.NoTable(err) {
 		return nil
 	}
 	if err != nil {
