@@ -147,7 +147,7 @@ func (s *Store) Purge(ctx context.Context, name, confirm string) (files int, err
 		return n, err
 	}
 	s.router.Forget(name)
-	if err := s.forgetAltered(ctx, name); err != nil {
+	if err := s.altered.Forget(ctx, name); err != nil {
 		return n, err
 	}
 	return n, s.arch.ForgetWatermark(ctx, name)

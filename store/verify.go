@@ -165,10 +165,10 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 			"table", t.decl.Name, "file", a.File, "reason", a.Reason)
 	}
 	// What was not looked at is not cleared.
-	settle := s.settleAltered
+	settle := s.altered.Settle
 	if len(errs) > 0 {
 		settle = func(ctx context.Context, name string, found []*cold.AlteredFileError, _ bool) error {
-			return s.recordAltered(ctx, name, found)
+			return s.altered.Add(ctx, name, found)
 		}
 	}
 	if err := settle(ctx, t.decl.Name, altered, opts.Deep); err != nil {
