@@ -250,8 +250,14 @@ func (s *Store) ResolveForks(ctx context.Context, name string) ([]catalog.Fork, 
 	return forks, nil
 }
 
-// Adoption reports what AdoptDigests did with one table.
-type Adoption = cold.Adoption
+// Adoption reports what AdoptDigests did with one table; one with
+// SnapshotID 0 committed nothing, every live file having a digest
+// already. It is the cold tier's report field for field.
+type Adoption struct {
+	SnapshotID int64
+	Files      int   // files whose digests it recorded
+	Bytes      int64 // their size, read whole to hash them
+}
 
 // AdoptDigests records the SHA-256 of every live data file of table name
 // that has none, having been archived before MeterStore recorded digests
@@ -269,7 +275,8 @@ func (s *Store) AdoptDigests(ctx context.Context, name string) (Adoption, error)
 		if err := s.vetWatermark(ctx, name, ct); err != nil {
 			return err
 		}
-		out, err = s.cold.AdoptDigests(ctx, ct)
+		a, err := s.cold.AdoptDigests(ctx, ct)
+		out = Adoption(a)
 		return err
 	})
 	if err != nil {

@@ -95,9 +95,9 @@ for "@FILE".`,
 				return err
 			}
 			if table == "" {
-				fmt.Fprintf(os.Stderr, "%d rows%s%s%s\n", len(res.Rows), readLine(&res.Header), othersLine("", &res.Header), hotLine(&res.Header))
+				fmt.Fprintf(os.Stderr, "%d rows%s%s%s\n", len(res.Rows), readLine(&res.ResultHeader), othersLine("", &res.ResultHeader), hotLine(&res.ResultHeader))
 			} else {
-				fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s%s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.Header), othersLine(table, &res.Header), hotLine(&res.Header))
+				fmt.Fprintf(os.Stderr, "%d rows; watermark %s; tiers %s%s%s%s\n", len(res.Rows), stamp(res.Watermark), strings.Join(res.Tiers, ", "), readLine(&res.ResultHeader), othersLine(table, &res.ResultHeader), hotLine(&res.ResultHeader))
 			}
 			return nil
 		},
