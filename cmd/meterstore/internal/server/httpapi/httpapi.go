@@ -235,13 +235,6 @@ func (h *handler) serveLimited(w http.ResponseWriter, r *http.Request) {
 // carries.
 type tokenKey struct{}
 
-// TokenName returns the name of the token that authorised the request of
-// ctx, "" if none did.
-func TokenName(ctx context.Context) string {
-	t, _ := ctx.Value(tokenKey{}).(config.Token)
-	return t.Name
-}
-
 // guard admits a request whose bearer token holds one of scopes (any
 // scope when scopes is empty), as auth.Match checks it.
 func (h *handler) guard(scopes []string, next http.HandlerFunc) http.Handler {
