@@ -230,7 +230,7 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 		s.reprove(ctx, t.decl.Name, ct)
 	}
 	var aerr error
-	if st.AlteredFiles, aerr = s.alteredStatus(ctx, t.decl.Name); aerr != nil {
+	if st.AlteredFiles, aerr = s.altered.Status(ctx, t.decl.Name); aerr != nil {
 		errs = append(errs, aerr)
 	}
 	if altered != nil && st.AlteredFiles == 0 {
