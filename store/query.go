@@ -135,6 +135,9 @@ type Statement struct {
 // o.Table names the default of unqualified relations. QueryOptions.Timeout
 // bounds the statement from Prepare to its last row.
 func (s *Store) Prepare(ctx context.Context, sql string, o StatementOptions) (*Statement, error) {
+	if o.Table == "" && o.Read.AsOfSnapshot != 0 {
+		o.Table = s.soleTable(sql)
+	}
 	engine, err := s.host(ctx, o.Table)
 	if err != nil {
 		return nil, err
@@ -150,6 +153,23 @@ func (s *Store) Prepare(ctx context.Context, sql string, o StatementOptions) (*S
 		return nil, err
 	}
 	return &Statement{s: s, st: st}, nil
+}
+
+// soleTable returns the one declared table sql names (as power.readings),
+// if it names exactly one and no unqualified relation, else "". A snapshot
+// ID is one table's: a statement read as of one without a default table
+// takes the table it reads as its default, as if it had been named.
+func (s *Store) soleTable(sql string) string {
+	a, err := query.Extract(sql)
+	if err != nil || !a.NoReadings || len(a.Tables) != 1 {
+		return "" // Prepare says what is wrong with it
+	}
+	for name := range a.Tables {
+		if _, err := s.table(name); err == nil {
+			return name
+		}
+	}
+	return ""
 }
 
 // host returns the engine that runs a statement: the default table's, or

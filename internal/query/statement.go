@@ -162,7 +162,12 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	if err := st.authorise(st.Tables(), o.May); err != nil {
 		return err
 	}
-	if st.others, err = st.e.others(ctx, a.Tables, o.Read); err != nil {
+	if o.Read.AsOfSnapshot != 0 && len(a.Tables) > 0 {
+		// A snapshot ID is one table's; a time means the same to all.
+		return fmt.Errorf("%w: as of snapshot %d: a snapshot is one table's, and the statement reads %s: read it as of a time, or name one table alone as its default",
+			ErrInvalidQuery, o.Read.AsOfSnapshot, strings.Join(st.Tables(), ", "))
+	}
+	if st.others, err = st.e.others(ctx, a.Tables); err != nil {
 		return err
 	}
 	rels := st.e.relations()
