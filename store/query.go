@@ -198,6 +198,11 @@ func (s *Store) host(ctx context.Context, name string) (*query.Engine, error) {
 // table first if it reads it.
 func (st *Statement) Tables() []string { return st.st.Tables() }
 
+// Placeholders returns the identifiers of the statement's parameters,
+// each once: the positional ones ($1 and ? as "1", $2 as "2") by number,
+// then the named ones ($name as "name") by name.
+func (st *Statement) Placeholders() []string { return st.st.Placeholders() }
+
 // Stream runs the statement as QueryStream does: it calls start once with
 // the header, before the first row, then row once a row, in a slice row
 // must not keep. It releases the statement.

@@ -195,6 +195,11 @@ func (st *Statement) authorise(tables []string, may func(string) bool) error {
 	return nil
 }
 
+// Placeholders returns the identifiers of the statement's parameters,
+// each once: the positional ones ($1 and ? as "1", $2 as "2") by number,
+// then the named ones ($name as "name") by name.
+func (st *Statement) Placeholders() []string { return st.a.placeholders }
+
 // Tables returns the declared tables the statement reads: the engine's own
 // first if it reads it, then the others it names, by name.
 func (st *Statement) Tables() []string {
