@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Holds the package layering of DESIGN.md: the tiers are peers that speak
+# Holds the package layering docs/layout.md describes: the tiers are peers that speak
 # the public table model (series), config is plain values, nothing in the
 # library imports the front door from below, the server wing reaches the
 # tiers through the front door alone, and neither a tier nor the catalog

@@ -14,7 +14,7 @@ import (
 // A Statement is a statement analysed and not yet run: Prepare has parsed
 // it and knows the tables it reads, and nothing of any tier has been read.
 // It is how a caller's rights are checked before any row or file is
-// touched (DESIGN.md, "Authorise before reading"): the refusal of a
+// touched: the refusal of a
 // statement depends on its text alone, never on the data it would read.
 // A Statement runs once; Close releases it whether it ran or not.
 type Statement struct {
