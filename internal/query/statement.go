@@ -210,9 +210,25 @@ func (st *Statement) Tables() []string {
 	return append(out, st.a.tables()...)
 }
 
-// Stream runs the statement as Engine.Stream does: it reads the tiers of
-// the tables it reads, calls start with the header before the first row,
-// then row once a row. A Statement streams once.
+// Stream runs the statement, holding none of its rows: it reads the tiers
+// of the tables it reads, calls start once with the header, before the
+// first row, then row once a row. The values are as duckdb-go returns
+// them, in a slice that row must not keep: it is reused for the next row.
+// An error from start or row ends the query, and Stream returns it
+// unchanged. A Statement streams once: when Stream returns, its DuckDB
+// instance and spill directory are gone. Settings.MaxRows and
+// MaxResultBytes do not apply; Settings.Timeout and ctx bound the whole
+// stream, the calls of row included. A query that outlasts
+// Settings.Timeout fails with an error wrapping ErrTimeout.
+//
+// DuckDB computes the result in full before the first row, into a
+// temporary table within Settings.MemoryLimit that spills into
+// Settings.CacheDir (duckdb-go would hold a query's result whole in memory,
+// past any limit), and the rows are read from it a page at a time: about
+// 8 MiB of values, or one row where it holds more, each row measured
+// inside DuckDB before it is read. A value of more than 64 MiB or a row of
+// more than 128 MiB fails with ErrResultTooLarge. Without a CacheDir, a
+// result larger than MemoryLimit fails.
 func (st *Statement) Stream(ctx context.Context, start func(*Header) error, row func([]any) error) error {
 	if st.ran || st.inst == nil {
 		return errors.New("query: the statement has run or is closed")
