@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Holds the package layering of DESIGN.md: the tiers are peers that speak
+# Holds the package layering docs/layout.md describes: the tiers are peers that speak
 # the public table model (series), config is plain values, nothing in the
 # library imports the front door from below, the server wing reaches the
 # tiers through the front door alone, and neither a tier nor the catalog
@@ -83,5 +83,13 @@ fi
 if go list -deps ./catalog | grep -q "^$mod/\(series\|internal/\|store\)"; then
 	echo "layering: catalog imports MeterStore's model:"; go list -deps ./catalog | grep "^$mod/\(series\|internal/\|store\)"; fail=1
 fi
+# Every package says what it is, and no comment sends its reader to a
+# document the repository does not hold.
+for p in $(go list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' ./...); do
+	echo "layering: $p has no package comment"; fail=1
+done
+for f in $(grep -rhoE --include='*.go' --include='*.sh' '(docs/[a-z0-9-]+|[A-Z][A-Z_]+)\.md' . .ci | sort -u); do
+	[ -e "$f" ] || { echo "layering: a comment cites $f, which the repository does not hold"; fail=1; }
+done
 [ "$fail" = 0 ] && echo "layering: ok"
 exit "$fail"

@@ -1,7 +1,8 @@
-// Package config reads a MeterStore deployment's TOML file into typed
-// settings and converts them into the options of the packages they
-// configure: hot.Options, archive.Config, cold.Options, cold.Retention,
-// the catalog log's postgres.Options and the declared hot.Tables.
+// Package config reads a MeterStore deployment's TOML file into a Config:
+// typed settings per section ([postgres], [warehouse], [catalog],
+// [archive], [query], [maintenance], [retention], [server] and its
+// tokens) and the declared tables as series.Table values. It imports no
+// tier: store.OpenConfig turns a Config into the tiers' options.
 //
 // A file is checked whole before anything is opened. Every problem is
 // reported, each as an *Error naming its line and key path: unknown keys

@@ -100,6 +100,9 @@ type OrphanOptions struct {
 // OrphanReport is what Orphans found, and deleted, under a table's location.
 type OrphanReport = cold.OrphanReport
 
+// A KeptFile is a file Orphans keeps, with the reason (OrphanReport.Kept).
+type KeptFile = cold.KeptFile
+
 // Orphans lists the files under table name's Iceberg location that nothing
 // references and that are older than the safety age, and with
 // opts.Delete deletes them: metadata of commits that lost, files of

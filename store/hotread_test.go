@@ -96,7 +96,11 @@ func TestHotReadOneSnapshot(t *testing.T) {
 			mustWrite(t, s, corr)
 			o.ack(corr)
 		}
-		res, err := e.Query(ctx, cols+c.rel)
+		st, err := e.Prepare(ctx, cols+c.rel, query.PrepareOptions{Default: true})
+		var res *query.Result
+		if err == nil {
+			res, err = st.Query(ctx)
+		}
 		if err != nil {
 			t.Fatalf("day %d: %s: %v", d, c.rel, err)
 		}

@@ -31,6 +31,7 @@ type Maintenance struct {
 	legalBasis string
 	actor      string
 	clock      func() time.Time
+	onCycle    func(*MaintenanceOutcome)
 
 	mu      sync.Mutex // guards orphans' record, for cycles run at once
 	orphans orphanSchedule
@@ -79,6 +80,11 @@ func (m *Maintenance) AnonymiseAfter(r privacy.Retention, legalBasis, actor stri
 
 // Clock sets where Start reads the time; Cycle takes it as a parameter.
 func (m *Maintenance) Clock(now func() time.Time) *Maintenance { m.clock = now; return m }
+
+// OnCycle sets a function Start calls with the outcome of each cycle once
+// it has finished, in the loop's goroutine: how a server reports what its
+// loop committed.
+func (m *Maintenance) OnCycle(f func(*MaintenanceOutcome)) *Maintenance { m.onCycle = f; return m }
 
 // A TableOutcome is one table's row of a maintenance cycle.
 type TableOutcome struct {
@@ -318,6 +324,9 @@ func (m *Maintenance) Start(ctx context.Context) *MaintenanceHandle {
 			// The cycle in flight finishes even when the loop is stopped.
 			out := m.Cycle(context.WithoutCancel(ctx), m.clock())
 			h.record(out)
+			if m.onCycle != nil {
+				m.onCycle(out)
+			}
 			select {
 			case <-ctx.Done():
 				return

@@ -135,6 +135,9 @@ type Statement struct {
 // o.Table names the default of unqualified relations. QueryOptions.Timeout
 // bounds the statement from Prepare to its last row.
 func (s *Store) Prepare(ctx context.Context, sql string, o StatementOptions) (*Statement, error) {
+	if o.Table == "" && o.Read.AsOfSnapshot != 0 {
+		o.Table = s.soleTable(sql)
+	}
 	engine, err := s.host(ctx, o.Table)
 	if err != nil {
 		return nil, err
@@ -150,6 +153,23 @@ func (s *Store) Prepare(ctx context.Context, sql string, o StatementOptions) (*S
 		return nil, err
 	}
 	return &Statement{s: s, st: st}, nil
+}
+
+// soleTable returns the one declared table sql names (as power.readings),
+// if it names exactly one and no unqualified relation, else "". A snapshot
+// ID is one table's: a statement read as of one without a default table
+// takes the table it reads as its default, as if it had been named.
+func (s *Store) soleTable(sql string) string {
+	a, err := query.Extract(sql)
+	if err != nil || !a.NoReadings || len(a.Tables) != 1 {
+		return "" // Prepare says what is wrong with it
+	}
+	for name := range a.Tables {
+		if _, err := s.table(name); err == nil {
+			return name
+		}
+	}
+	return ""
 }
 
 // host returns the engine that runs a statement: the default table's, or
@@ -177,6 +197,11 @@ func (s *Store) host(ctx context.Context, name string) (*query.Engine, error) {
 // Tables returns the declared tables the statement reads, its default
 // table first if it reads it.
 func (st *Statement) Tables() []string { return st.st.Tables() }
+
+// Placeholders returns the identifiers of the statement's parameters,
+// each once: the positional ones ($1 and ? as "1", $2 as "2") by number,
+// then the named ones ($name as "name") by name.
+func (st *Statement) Placeholders() []string { return st.st.Placeholders() }
 
 // Stream runs the statement as QueryStream does: it calls start once with
 // the header, before the first row, then row once a row, in a slice row

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,8 +27,10 @@ its metadata references, nor the catalog: the metadata of a commit that
 lost, the files of a failed archival or of a refused foreign write, the
 manifest lists and metadata files snapshot expiry leaves. A file modified
 within --older-than is kept whatever it is, for it may belong to a commit
-under way: it must exceed the longest commit. With --delete the files
-listed are deleted.`,
+under way: it must exceed the longest commit (0s keeps none for its age).
+With --delete the files listed are deleted. Every file kept is listed
+after them with the reason: referenced by a snapshot, the catalog's log
+or mirror, a foreign commit moved aside, or too young.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, _, err := d.open(cmd.Context())
@@ -35,7 +38,13 @@ listed are deleted.`,
 				return err
 			}
 			defer s.Close()
-			rep, err := s.Orphans(cmd.Context(), table, store.OrphanOptions{OlderThan: olderThan, Delete: del})
+			age := olderThan
+			if age == 0 {
+				// The store takes zero for its default age; 0s asks
+				// for none.
+				age = time.Nanosecond
+			}
+			rep, err := s.Orphans(cmd.Context(), table, store.OrphanOptions{OlderThan: age, Delete: del})
 			if err != nil && len(rep.Orphans) == 0 {
 				return err
 			}
@@ -46,6 +55,7 @@ listed are deleted.`,
 				fmt.Fprintf(tw, "%s\t%d\t%s\n", shownName(o.Location), o.Size, stamp(o.ModTime))
 			}
 			tw.Flush()
+			printKept(w, rep.Kept)
 			done := "listed"
 			if del {
 				done = fmt.Sprintf("%d deleted", rep.Deleted)
@@ -61,6 +71,20 @@ listed are deleted.`,
 	cmd.Flags().DurationVar(&olderThan, "older-than", store.DefaultOrphanAge, "the safety age: files modified more recently are kept")
 	cmd.MarkFlagRequired("table")
 	return cmd
+}
+
+// printKept lists the files orphans keeps, each with the reason.
+func printKept(w io.Writer, kept []store.KeptFile) {
+	if len(kept) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "kept\tbytes\tmodified\twhy")
+	for _, k := range kept {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", shownName(k.Location), k.Size, stamp(k.ModTime), k.Why)
+	}
+	tw.Flush()
 }
 
 func newExpire() *cobra.Command {

@@ -92,6 +92,26 @@ func snapshotCount(t *testing.T, c []string, name string) int {
 	return strings.Count(out, "\n") - 1 // the header
 }
 
+// kept counts the lines of orphans' list of kept files whose reason
+// begins with why ("" for every line).
+func kept(out, why string) int {
+	_, list, ok := strings.Cut(out, "\nkept ")
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, l := range strings.Split(list, "\n")[1:] {
+		f := strings.Fields(l)
+		if len(f) < 4 || strings.Contains(l, " orphan files, ") {
+			continue
+		}
+		if strings.Contains(l, "  "+why) {
+			n++
+		}
+	}
+	return n
+}
+
 // TestOperatorCommands drives reassert, expire and orphans: reassert
 // commits only after a foreign commit; expire removes all but the newest
 // snapshot under a one-second retention; the manifest lists it leaves are
@@ -162,6 +182,25 @@ func TestOperatorCommands(t *testing.T) {
 	if found, young := summary(out); found != 0 || young < total-1 {
 		t.Fatalf("orphans of a fresh expiry: %d found, %d young, want 0 and at least %d\n%s", found, young, total-1, out)
 	}
+	// What it keeps is listed with the reason: the young manifest lists,
+	// and the files the current snapshot references.
+	if n := kept(out, "modified after the safety line"); n < total-1 {
+		t.Errorf("orphans of a fresh expiry lists %d files kept for their age, want at least %d\n%s", n, total-1, out)
+	}
+	if kept(out, "referenced by the current metadata") == 0 || !strings.Contains(out, ".parquet") {
+		t.Errorf("orphans lists no referenced file kept\n%s", out)
+	}
+	// --older-than 0s keeps nothing for its age: the manifest lists expiry
+	// left are orphans at once, and every file kept is kept for a
+	// reference or as the catalog's mirror, each listed with why.
+	out = mustRun(t, append([]string{"orphans", "--table", "power", "--older-than", "0s"}, c...)...)
+	if found, young := summary(out); found < total-1 || young != 0 {
+		t.Fatalf("orphans --older-than 0s of a fresh expiry: %d found, %d young, want at least %d and 0\n%s", found, young, total-1, out)
+	}
+	referenced, mirror := kept(out, "referenced by the current metadata"), kept(out, "the catalog's Hadoop-layout mirror")
+	if n := kept(out, ""); referenced == 0 || mirror == 0 || n != referenced+mirror {
+		t.Errorf("orphans --older-than 0s: %d files kept, %d referenced, %d the mirror's\n%s", n, referenced, mirror, out)
+	}
 
 	// Two days on, for the files; and one file written just now.
 	tbl := filepath.Join(wh, "meterstore", "power")
@@ -182,7 +221,8 @@ func TestOperatorCommands(t *testing.T) {
 	found, nyoung := summary(out)
 	// What expiry leaves: each expired snapshot's manifest list and the
 	// digest index that pinned it.
-	if found < total-1 || nyoung != 1 || strings.Count(out, "/metadata/snap-")+strings.Count(out, "/metadata/digests-") != found {
+	listed, _, _ := strings.Cut(out, "\nkept ")
+	if found < total-1 || nyoung != 1 || strings.Count(listed, "/metadata/snap-")+strings.Count(listed, "/metadata/digests-") != found {
 		t.Fatalf("orphans two days after expiry: %d found (want at least %d, all manifest lists and digest indexes), %d young\n%s", found, total-1, nyoung, out)
 	}
 	t.Logf("%d snapshots, %d expired, %d orphans found", total, total-1, found)

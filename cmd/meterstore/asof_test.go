@@ -88,6 +88,21 @@ func TestQueryAsOf(t *testing.T) {
 			t.Errorf("query %v: exit %d\n%s\nwant\n%s", q.flags, code, out, q.want)
 		}
 	}
+	// Without --table, a statement that names one table alone reads it as
+	// of its snapshot as if --table had named it; one that reads two is
+	// told that a snapshot is one table's, and which it reads.
+	named := func(sql string) (string, int) {
+		t.Helper()
+		out, code := run(t, append([]string{"query", "--format", "csv", "--now", "2026-05-01T00:00:00Z", "--as-of-snapshot", archived, sql}, c...)...)
+		return strings.TrimSpace(out), code
+	}
+	if out, code := named(strings.Replace(corrected, "FROM readings", "FROM power.readings", 1)); code != 0 || out != "n,rows\n0,192" {
+		t.Errorf("query --as-of-snapshot of power.readings without --table: exit %d\n%s", code, out)
+	}
+	out, code = named(`SELECT count(*) FROM power.readings p JOIN gas.readings g USING (malo_id)`)
+	if code != exitPermanent || !strings.Contains(out, "a snapshot is one table's") || !strings.Contains(out, "gas, power") {
+		t.Errorf("query --as-of-snapshot of two tables: exit %d, want %d and the tables named\n%s", code, exitPermanent, out)
+	}
 	for _, flags := range [][]string{
 		{"--as-of-snapshot", "1"},
 		{"--as-of", "2000-01-01T00:00:00Z"},

@@ -124,6 +124,11 @@ func TestStatementInputStatusJSONExplain(t *testing.T) {
 			t.Errorf("explain before archival: no %q\n%s", want, out)
 		}
 	}
+	// Without --table, as query takes it: the statement names its table.
+	out = mustRun(t, append([]string{"explain", strings.Replace(day, "FROM readings", "FROM power.readings", 1)}, c...)...)
+	if !strings.Contains(out, "power: from [2026-03-01T00:00:00Z, 2026-03-02T00:00:00Z)") || !strings.Contains(out, "hot: 1 attached partitions, power_p20260301") {
+		t.Errorf("explain without --table:\n%s", out)
+	}
 	if out, code := run(t, append(append(ex, "DELETE FROM readings"), c...)...); code != exitPermanent {
 		t.Errorf("explain DELETE: exit %d\n%s", code, out)
 	}

@@ -18,11 +18,12 @@ func newExplain() *cobra.Command {
 		files bool
 	)
 	cmd := &cobra.Command{
-		Use:   "explain --table T (SQL | - | @FILE)",
+		Use:   "explain [--table T] (SQL | - | @FILE)",
 		Short: "Say what a query would read of each tier, reading no row and no data file",
-		Long: `Analyses a statement as query does and prints, per table it reads, the
-range of "from" it can read and its market locations (what the query can
-bound from its WHERE), the watermark, and what each tier would give: the
+		Long: `Analyses a statement as query does (--table, optional, is the default table
+of an unqualified readings) and prints, per table it reads, the range of
+"from" it can read and its market locations (what the query can bound
+from its WHERE), the watermark, and what each tier would give: the
 cold snapshot and the data files its plan keeps (from the manifests, whose
 statistics prune them; --files lists them) and the hot partitions the range
 overlaps. Nothing is executed and no data file is read. DuckDB's own plan
@@ -48,9 +49,8 @@ of the tiers builds.`,
 		},
 	}
 	d.flags(cmd, false)
-	cmd.Flags().StringVar(&table, "table", "", "the table whose readings the SQL reads (required)")
+	cmd.Flags().StringVar(&table, "table", "", "the default table, which an unqualified readings reads")
 	cmd.Flags().BoolVar(&files, "files", false, "list the cold data files")
-	cmd.MarkFlagRequired("table")
 	return cmd
 }
 

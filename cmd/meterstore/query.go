@@ -40,7 +40,8 @@ meter_expected_intervals apply the Berlin calendar.
 watermark, and above it the rows recorded when it was committed, wherever they
 are now; --as-of TIME does so for the snapshot current at TIME (see
 "meterstore snapshots"). --known-at TIME hides every row recorded after TIME,
-in both tiers (--as-of-snapshot only in a statement of --table alone). The
+in both tiers. A snapshot is one table's: --as-of-snapshot reads a
+statement of one table alone (--table, or the one it names). The
 line after the result names the snapshot, watermark and ceiling read, and
 each other table's watermark and tiers.
 

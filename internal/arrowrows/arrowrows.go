@@ -1,8 +1,10 @@
-// Package arrowrows builds Arrow record batches from the rows a query
-// streams (store.QueryStream), for the Arrow answers of meterstore serve:
-// POST /v1/query's Arrow IPC stream and Arrow Flight SQL. They are built in
-// Go because duckdb-go's own Arrow interface needs the duckdb_arrow build
-// tag, which meterstore is not built with.
+// Package arrowrows builds Arrow record batches, bounded in rows and bytes,
+// from the rows a statement streams (store.Statement.Stream), with the
+// read's watermark, tiers and mode in the schema's metadata (Meta), for
+// the Arrow answers of meterstore serve: POST /v1/query's Arrow IPC stream
+// and Arrow Flight SQL. They are built in Go because duckdb-go's own Arrow
+// interface needs the duckdb_arrow build tag, which meterstore is not
+// built with.
 //
 // DuckDB type             Arrow type
 // BOOLEAN                 bool

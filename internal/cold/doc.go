@@ -81,9 +81,10 @@
 //
 // # Catalogs
 //
-// A Tier writes through any iceberg-go catalog: the meterstore catalog,
-// whose log lives in PostgreSQL or on object storage, or iceberg-go's own
-// SQL and REST catalogs. Only the meterstore catalog runs the commit check
-// inside its compare-and-set; with the others the Tier checks W before it
-// commits, which a concurrent committer can race.
+// A Tier writes through any iceberg-go catalog: MeterStore's own (package
+// catalog), which runs WatermarkCheck inside its log's compare-and-set, or
+// iceberg-go's SQL and REST catalogs, which New wraps with catalog.Guard:
+// each commit is checked against the metadata it replaces and sent pinned
+// to that snapshot, so that one a concurrent commit overtook fails and is
+// replayed onto the new base, checked again.
 package cold

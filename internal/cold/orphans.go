@@ -35,6 +35,23 @@ type OrphanFile struct {
 	ModTime  time.Time
 }
 
+// A KeptFile is a file under a table's location that Orphans keeps, and
+// why.
+type KeptFile struct {
+	OrphanFile
+	// Why says what keeps it: one of the Kept* reasons.
+	Why string
+}
+
+// The reasons a file is kept (KeptFile.Why).
+const (
+	KeptReferenced = "referenced by the current metadata: a snapshot's, or its metadata log"
+	KeptLog        = "a metadata file the catalog's history names"
+	KeptMirror     = "the catalog's Hadoop-layout mirror"
+	KeptMovedAside = "a foreign commit moved aside, or a file it references (verify --resolve-forks)"
+	KeptYoung      = "modified after the safety line: it may belong to a commit under way"
+)
+
 // An OrphanReport says what Orphans found under a table's location.
 type OrphanReport struct {
 	// Orphans are the files no metadata references, older than the
@@ -51,6 +68,9 @@ type OrphanReport struct {
 	YoungFiles []OrphanFile
 	// Live counts the files kept for being referenced, or the catalog's.
 	Live int
+	// Kept are the files kept, young and live, by location, each with
+	// the reason.
+	Kept []KeptFile
 }
 
 // Bytes returns the size of the orphans.
@@ -123,15 +143,19 @@ func (c *Tier) Orphans(ctx context.Context, t *Table, opts OrphanOptions) (Orpha
 	root := pathKey(loc) + "/"
 	for _, f := range files {
 		rel := strings.TrimPrefix(f.key, root)
-		switch {
-		case keepFile(rel, f.key, keep):
+		file := OrphanFile{Location: f.loc, Size: f.size, ModTime: f.mod}
+		if why := keepReason(rel, f.key, keep); why != "" {
 			out.Live++
-		case !f.mod.Before(opts.Before):
-			out.Young++
-			out.YoungFiles = append(out.YoungFiles, OrphanFile{Location: f.loc, Size: f.size, ModTime: f.mod})
-		default:
-			out.Orphans = append(out.Orphans, OrphanFile{Location: f.loc, Size: f.size, ModTime: f.mod})
+			out.Kept = append(out.Kept, KeptFile{file, why})
+			continue
 		}
+		if !f.mod.Before(opts.Before) {
+			out.Young++
+			out.YoungFiles = append(out.YoungFiles, file)
+			out.Kept = append(out.Kept, KeptFile{file, KeptYoung})
+			continue
+		}
+		out.Orphans = append(out.Orphans, file)
 	}
 	if !opts.Delete {
 		return out, nil
@@ -153,15 +177,15 @@ func (c *Tier) Orphans(ctx context.Context, t *Table, opts OrphanOptions) (Orpha
 }
 
 // kept returns the path keys (see pathKey) of the files under loc that must
-// stay because something references them.
-func (c *Tier) kept(ctx context.Context, t *Table, ice *table.Table, fs icebergio.IO, loc string, files []listedFile) (map[string]bool, error) {
+// stay because something references them, each with the reason (Kept*).
+func (c *Tier) kept(ctx context.Context, t *Table, ice *table.Table, fs icebergio.IO, loc string, files []listedFile) (map[string]string, error) {
 	refs, err := collectReferences(ice.Metadata(), ice.MetadataLocation(), fs, false)
 	if err != nil {
 		return nil, err
 	}
-	keep := make(map[string]bool)
+	keep := make(map[string]string)
 	for _, f := range refs.all() {
-		keep[pathKey(f)] = true
+		keep[pathKey(f)] = KeptReferenced
 	}
 	if cat := catalog.MirrorOf(c.cat); cat != nil {
 		// A foreign commit in the mirror references files no log entry
@@ -174,8 +198,8 @@ func (c *Tier) kept(ctx context.Context, t *Table, ice *table.Table, fs icebergi
 			return nil, err
 		}
 		for _, h := range hist {
-			if h.MetadataLocation != "" {
-				keep[pathKey(h.MetadataLocation)] = true
+			if k := pathKey(h.MetadataLocation); h.MetadataLocation != "" && keep[k] == "" {
+				keep[k] = KeptLog
 			}
 		}
 	}
@@ -193,7 +217,9 @@ func (c *Tier) kept(ctx context.Context, t *Table, ice *table.Table, fs icebergi
 			return nil, fmt.Errorf("a foreign commit moved aside: %w", err)
 		}
 		for _, m := range more {
-			keep[pathKey(m)] = true
+			if k := pathKey(m); keep[k] == "" {
+				keep[k] = KeptMovedAside
+			}
 		}
 	}
 	return keep, nil
@@ -204,16 +230,25 @@ func (c *Tier) kept(ctx context.Context, t *Table, ice *table.Table, fs icebergi
 // copies, compressed ones a foreign writer made included, and the hint.
 var mirrorFile = regexp.MustCompile(`^metadata/(v[0-9]+(\.[a-z0-9]+)?\.metadata\.json|version-hint\.text)$`)
 
-// keepFile reports whether the file at rel under the table's location, of
-// path key key, stays: it is referenced, the mirror's, a foreign commit
-// moved aside, or the checksum a Hadoop writer keeps beside a file
-// (.<name>.crc) that stays.
-func keepFile(rel, key string, keep map[string]bool) bool {
+// keepReason returns why the file at rel under the table's location, of
+// path key key, stays, or "" if nothing keeps it: it is referenced (the
+// reason keep has for it), the mirror's, a foreign commit moved aside, or
+// the checksum a Hadoop writer keeps beside a file (.<name>.crc) that
+// stays, for that file's reason.
+func keepReason(rel, key string, keep map[string]string) string {
 	if name := path.Base(key); strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".crc") && len(name) > len(".x.crc") {
 		of := path.Join(path.Dir(key), name[1:len(name)-len(".crc")])
-		return keepFile(path.Join(path.Dir(rel), path.Base(of)), of, keep)
+		return keepReason(path.Join(path.Dir(rel), path.Base(of)), of, keep)
 	}
-	return keep[key] || mirrorFile.MatchString(rel) || strings.HasPrefix(rel, "metadata/"+catalog.ForkDir+"/")
+	switch {
+	case keep[key] != "":
+		return keep[key]
+	case mirrorFile.MatchString(rel):
+		return KeptMirror
+	case strings.HasPrefix(rel, "metadata/"+catalog.ForkDir+"/"):
+		return KeptMovedAside
+	}
+	return ""
 }
 
 // A listedFile is a file found under a table's location.

@@ -4,13 +4,14 @@
 //
 // # Tables
 //
-// A Table declares a table's time model (Interval or Point), its extra
-// columns (identity columns join the merge key, attribute columns do not;
-// either may be restricted to coded values), its accepted resolutions and
-// its partition width. Tier.Ensure creates the partitioned parent with a
-// CHECK constraint for every id and code, the primary key (merge key plus
-// version), and a row in the metadata table hot_tables; declaring the table
-// again with a different key, time model or columns is refused.
+// A series.Table declares a table's time model, its extra columns, its
+// accepted resolutions and its partition width. Tier.Ensure creates the
+// partitioned parent, with a CHECK constraint for every id and code and
+// the primary key (merge key plus version), and records the declaration
+// in the metadata table hot_tables. Declared again, the table takes the
+// nullable columns series.Evolve allows and keeps those no longer
+// declared; any other change (time model, width, resolutions, merge key)
+// is refused.
 //
 // # Partitions
 //

@@ -100,8 +100,8 @@ func refusedAs(err error, code string) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == code
 }
 
-// TestStatementIntegrity writes each violation of DESIGN.md's integrity
-// rules with plain SQL, past Write, into a table of IntegrityStatement and
+// TestStatementIntegrity writes each violation of the integrity rules of
+// the package documentation (# Integrity) with plain SQL, past Write, into a table of IntegrityStatement and
 // sees PostgreSQL refuse it with nothing written; into a table of
 // IntegrityWrite the rules between rows are not enforced for such a
 // client, which the same statements show.

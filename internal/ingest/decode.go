@@ -1,6 +1,8 @@
-// Package ingest reads deliveries of readings from CSV and JSON lines for
-// the command line: one reading per record, named by its line, so that a
-// refused batch can say which lines to fix.
+// Package ingest reads deliveries of readings, CSV and JSON lines
+// (Decoder, Run) or MSCONS (RunMSCONS), and writes them in batches through
+// a WriteFunc, for meterstore ingest and serve's ingest routes alike: each
+// reading is named by its line or message, so that a refused batch says
+// what to fix.
 package ingest
 
 import (

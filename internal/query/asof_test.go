@@ -92,7 +92,7 @@ func TestReadAsOf(t *testing.T) {
 	const currentSQL = `SELECT CAST(version AS VARCHAR), count(*) FROM readings GROUP BY ALL ORDER BY ALL`
 	read := func(o ReadOptions, sql string) (*Result, string) {
 		t.Helper()
-		res, err := e.QueryAt(ctx, sql, o)
+		res, err := queryAt(ctx, e, sql, o)
 		if err != nil {
 			t.Fatalf("%+v: %s: %v", o, sql, err)
 		}
@@ -140,10 +140,10 @@ func TestReadAsOf(t *testing.T) {
 	if got != "1:8" || !slices.Equal(res.Tiers, []string{"cold"}) {
 		t.Errorf("january as of S2: %s from %v", got, res.Tiers)
 	}
-	if _, err := e.QueryAt(ctx, versionsSQL, ReadOptions{AsOfSnapshot: 12345}); !errors.Is(err, ErrNoSnapshot) {
+	if _, err := queryAt(ctx, e, versionsSQL, ReadOptions{AsOfSnapshot: 12345}); !errors.Is(err, ErrNoSnapshot) {
 		t.Errorf("as of an unknown snapshot: %v", err)
 	}
-	if _, err := e.QueryAt(ctx, versionsSQL, ReadOptions{AsOf: base}); !errors.Is(err, ErrNoSnapshot) {
+	if _, err := queryAt(ctx, e, versionsSQL, ReadOptions{AsOf: base}); !errors.Is(err, ErrNoSnapshot) {
 		t.Errorf("as of a time before the first snapshot: %v", err)
 	}
 }

@@ -30,7 +30,7 @@ func benchmarkQuery(b *testing.B, sql string) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := e.Query(context.Background(), sql); err != nil {
+		if _, err := queryOf(context.Background(), e, sql); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -52,7 +52,7 @@ func TestErrorsQuoteTheCaller(t *testing.T) {
 	}
 	// A statement that names a system relation runs as DuckDB's
 	// rendering: its lines are not the caller's.
-	_, err = e.Query(t.Context(), "SELECT \"table\",\n  nosuch FROM system.tables")
+	_, err = queryOf(t.Context(), e, "SELECT \"table\",\n  nosuch FROM system.tables")
 	if !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), "nosuch") ||
 		strings.Contains(err.Error(), "LINE") || strings.Contains(err.Error(), `"system"`) {
 		t.Errorf("a statement of a system relation: %v", err)

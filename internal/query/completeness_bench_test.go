@@ -87,7 +87,7 @@ func benchmarkFleet(b *testing.B, sql string) {
 	b.ResetTimer()
 	var rows int
 	for b.Loop() {
-		res, err := e.Query(context.Background(), sql)
+		res, err := queryOf(context.Background(), e, sql)
 		if err != nil {
 			b.Fatal(err)
 		}

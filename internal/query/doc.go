@@ -105,8 +105,8 @@
 //
 // # Results
 //
-// Engine.Stream hands the rows of a result to the caller as they are read,
-// holding none; Engine.Query collects them within Settings.MaxRows and
+// Statement.Stream hands the rows of a result to the caller as they are
+// read, holding none; Statement.Query collects them within Settings.MaxRows and
 // MaxResultBytes. DuckDB computes a result into a temporary table, which
 // it keeps within MemoryLimit and spills into CacheDir, and the rows are
 // read from it a page at a time: duckdb-go would hold the result of a

@@ -200,56 +200,5 @@ type Result struct {
 	Rows [][]any // values as duckdb-go returns them
 }
 
-// Query runs one SELECT statement and returns its rows, held in memory
-// within Settings.MaxRows and Settings.MaxResultBytes. A statement of any
-// other kind is refused with an error wrapping ErrNotReadOnly, before it
-// is prepared; one DuckDB cannot parse or bind fails with an error
-// wrapping ErrInvalidQuery. A query that outlasts Settings.Timeout fails
-// with an error wrapping ErrTimeout.
-func (e *Engine) Query(ctx context.Context, sql string) (*Result, error) {
-	return e.QueryAt(ctx, sql, ReadOptions{})
-}
-
-// QueryAt runs sql as Query does, reading the tiers as opts says: as of a
-// past cold snapshot, or as known at a transaction time, or both.
-func (e *Engine) QueryAt(ctx context.Context, sql string, opts ReadOptions) (*Result, error) {
-	st, err := e.Prepare(ctx, sql, PrepareOptions{Read: opts, Default: true})
-	if err != nil {
-		return nil, err
-	}
-	return st.Query(ctx)
-}
-
-// Stream runs one SELECT statement as Query does, but holds none of its
-// rows: it calls start once with the header, when the tiers have been read
-// and before the first row, then row once a row. The values are as
-// duckdb-go returns them, in a slice that row must not keep: it is reused
-// for the next row. An error from start or row ends the query, and Stream
-// returns it unchanged. When Stream returns, the query's DuckDB instance
-// and its spill directory are gone. Settings.MaxRows and MaxResultBytes do
-// not apply; Settings.Timeout and ctx bound the whole stream, the calls of
-// row included.
-//
-// DuckDB computes the result in full before the first row, into a
-// temporary table within Settings.MemoryLimit that spills into
-// Settings.CacheDir (duckdb-go would hold a query's result whole in memory,
-// past any limit), and the rows are read from it a page at a time: about
-// 8 MiB of values, or one row where it holds more, each row measured
-// inside DuckDB before it is read. A value of more than 64 MiB or a row of
-// more than 128 MiB fails with ErrResultTooLarge. Without a CacheDir, a
-// result larger than MemoryLimit fails.
-func (e *Engine) Stream(ctx context.Context, sql string, start func(*Header) error, row func([]any) error) error {
-	return e.StreamAt(ctx, sql, ReadOptions{}, start, row)
-}
-
-// StreamAt runs sql as Stream does, reading the tiers as opts says.
-func (e *Engine) StreamAt(ctx context.Context, sql string, opts ReadOptions, start func(*Header) error, row func([]any) error) error {
-	st, err := e.Prepare(ctx, sql, PrepareOptions{Read: opts, Default: true})
-	if err != nil {
-		return err
-	}
-	return st.Stream(ctx, start, row)
-}
-
 // errTimedOut is the cause of a query context whose Settings.Timeout passed.
 var errTimedOut = errors.New("query timeout")

@@ -95,6 +95,9 @@ type analysis struct {
 	// unbound are the identifiers of the parameters without a value,
 	// unused those of the values given for no parameter.
 	unbound, unused []string
+	// placeholders are the identifiers of all its parameters, in order
+	// (see placeholderOrder).
+	placeholders []string
 	// columns are the names by which the statement may read a column of
 	// any relation, lowercase; nil if it may read every column (see
 	// columnNames).
@@ -181,6 +184,7 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	}
 	// After the rendering, which keeps the placeholders as they are.
 	a.unbound, a.unused = bindParams(stmt, params)
+	a.placeholders = placeholderOrder(stmt)
 	node, _ := stmt["node"].(map[string]any)
 	var refs references
 	refs.walk(node)

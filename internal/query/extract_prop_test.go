@@ -220,8 +220,8 @@ func TestPruningChangesNoAnswer(t *testing.T) {
 		rel := []string{"readings", "readings_versions"}[r.IntN(2)]
 		pruned := `SELECT count(*), sum(value), min("from"), max("from") FROM ` + rel + ` WHERE ` + pred
 		whole := `SELECT count(*), sum(value), min("from"), max("from") FROM (SELECT * FROM ` + rel + `) WHERE ` + pred
-		a, errA := e.Query(t.Context(), pruned)
-		b, errB := e.Query(t.Context(), whole)
+		a, errA := queryOf(t.Context(), e, pruned)
+		b, errB := queryOf(t.Context(), e, whole)
 		if (errA == nil) != (errB == nil) {
 			t.Fatalf("%s: %v\n%s: %v", pruned, errA, whole, errB)
 		}

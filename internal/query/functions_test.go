@@ -52,7 +52,7 @@ func TestCalendarFunctions(t *testing.T) {
 		`SELECT meter_expected_intervals(DATE '2026-03-29', 'PT15M', '')`,
 		`SELECT meter_balancing_day_start(DATE '2026-03-29', 'gas')`,
 	} {
-		if _, err := e.Query(t.Context(), sql); err == nil || !strings.Contains(err.Error(), "meter_") {
+		if _, err := queryOf(t.Context(), e, sql); err == nil || !strings.Contains(err.Error(), "meter_") {
 			t.Errorf("%s: %v, want an error naming the function", sql, err)
 		}
 	}
@@ -113,7 +113,7 @@ func TestCalendarFunctionsRefuseInfinity(t *testing.T) {
 		`SELECT meter_balancing_day_end('-infinity'::DATE, 'GAS')`,
 	} {
 		fn := sql[len("SELECT "):strings.Index(sql, "(")]
-		if _, err := e.Query(t.Context(), sql); !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), fn) || !strings.Contains(err.Error(), "infinity") {
+		if _, err := queryOf(t.Context(), e, sql); !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), fn) || !strings.Contains(err.Error(), "infinity") {
 			t.Errorf("%s: %v; want an invalid statement naming %s and infinity", sql, err, fn)
 		}
 	}

@@ -40,7 +40,7 @@ func TestPagesBoundedInBytes(t *testing.T) {
 		for _, stmt := range []string{c.sql, c.sql + "; -- unguarded"} {
 			pages = nil
 			var n int64
-			err := e.Stream(t.Context(), stmt, func(*Header) error { return nil }, func([]any) error { n++; return nil })
+			err := streamOf(t.Context(), e, stmt, func(*Header) error { return nil }, func([]any) error { n++; return nil })
 			if err != nil || n != c.rows {
 				t.Fatalf("%s: %d rows, %v", stmt, n, err)
 			}
@@ -71,7 +71,7 @@ func TestRowBound(t *testing.T) {
 	v := maxRowBytes/3 + 1
 	q := fmt.Sprintf(`SELECT range AS i, repeat('a', %d) AS a, repeat('b', %d) AS b, repeat('c', %d) AS c FROM range(2)`, v, v, v)
 	started := false
-	err = e.Stream(t.Context(), q, func(*Header) error { started = true; return nil }, func([]any) error { return nil })
+	err = streamOf(t.Context(), e, q, func(*Header) error { started = true; return nil }, func([]any) error { return nil })
 	want := fmt.Sprintf("row 1 of the result holds about %d bytes, more than the %d one row may hold", rowOverhead+4*valueOverhead+8+3*int64(v), maxRowBytes)
 	if !errors.Is(err, ErrResultTooLarge) || !strings.Contains(err.Error(), want) || started {
 		t.Errorf("a row of three values of %d bytes: %v, started %v; want %q before the header", v, err, started, want)
@@ -111,7 +111,7 @@ func TestValueRefusedBeforeStored(t *testing.T) {
 	s := threeMonths(t)
 	e := newEngine(t, s)
 	for _, trailing := range []string{";", "; -- the end", "\n-- the end"} {
-		_, err := e.Query(t.Context(), q+trailing)
+		_, err := queryOf(t.Context(), e, q+trailing)
 		if !errors.Is(err, ErrResultTooLarge) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q after the statement: %v; want %q", trailing, err, want)
 		}
@@ -169,8 +169,9 @@ func TestGuardedColumnsKeepTheResult(t *testing.T) {
 				return rows.Err()
 			})
 			got := collect(t, func(start func([]string, []string), row func([]any)) error {
-				return e.Stream(t.Context(), stmt, func(h *Header) error { start(h.Columns, h.Types); return nil },
+				return streamOf(t.Context(), e, stmt, func(h *Header) error { start(h.Columns, h.Types); return nil },
 					func(v []any) error { row(v); return nil })
+
 			})
 			if got.head != want.head || len(got.rows) != len(want.rows) || !slices.Equal(got.rows, want.rows) {
 				t.Errorf("%.80q:\n got %s, %d rows %.300v\nwant %s, %d rows %.300v", stmt, got.head, len(got.rows), got.rows, want.head, len(want.rows), want.rows)

@@ -1,8 +1,10 @@
 package query
 
 import (
+	"cmp"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -68,6 +70,46 @@ func bindNodes(v any, params []any, used map[string]bool) (missing []string) {
 		}
 	}
 	return missing
+}
+
+// placeholderOrder returns the identifiers of the parameter nodes of v,
+// each once: the positional ones ($1, $2, and ?, which DuckDB numbers so)
+// by number, then the named ones by name.
+func placeholderOrder(v any) []string {
+	var ids []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["class"] == "PARAMETER" {
+				if id := str(v["identifier"]); !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+			for _, c := range v {
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+	slices.SortFunc(ids, func(a, b string) int {
+		i, errA := strconv.Atoi(a)
+		j, errB := strconv.Atoi(b)
+		switch {
+		case errA == nil && errB == nil:
+			return cmp.Compare(i, j)
+		case errA == nil:
+			return -1
+		case errB == nil:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return ids
 }
 
 // unbound is the error of a statement run without a value for each of

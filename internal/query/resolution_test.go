@@ -218,7 +218,7 @@ func TestResolutionOracle(t *testing.T) {
 	check := func(e *Engine) []string {
 		var failed []string
 		lines := func(name, sql string, opts ReadOptions, want []string) {
-			res, err := e.QueryAt(ctx, sql, opts)
+			res, err := queryAt(ctx, e, sql, opts)
 			if err != nil {
 				failed = append(failed, fmt.Sprintf("%s: %v", name, err))
 				return

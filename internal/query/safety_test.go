@@ -43,7 +43,7 @@ func TestOnlyASingleSelectRuns(t *testing.T) {
 		`SELECT 1; DROP VIEW readings`,
 		`SELECT 1; COPY (SELECT 1) TO '` + out + `'`,
 	} {
-		_, err := e.Query(t.Context(), sql)
+		_, err := queryOf(t.Context(), e, sql)
 		if !errors.Is(err, ErrNotReadOnly) {
 			t.Errorf("%s: %v, want %v", sql, err, ErrNotReadOnly)
 		}
@@ -66,7 +66,7 @@ func TestOnlyASingleSelectRuns(t *testing.T) {
 		`-- a comment
 		 SELECT 1`,
 	} {
-		if _, err := e.Query(t.Context(), sql); err != nil {
+		if _, err := queryOf(t.Context(), e, sql); err != nil {
 			t.Errorf("%s: %v", sql, err)
 		}
 	}
@@ -100,7 +100,7 @@ func TestNoOtherFileIsReadable(t *testing.T) {
 		`SELECT * FROM sniff_csv('/etc/passwd')`,
 		`SELECT * FROM parquet_metadata('` + other + `')`,
 	} {
-		res, err := e.Query(t.Context(), sql)
+		res, err := queryOf(t.Context(), e, sql)
 		if err == nil {
 			t.Errorf("%s: read %d rows", sql, len(res.Rows))
 			continue
@@ -112,7 +112,7 @@ func TestNoOtherFileIsReadable(t *testing.T) {
 		}
 	}
 	for _, sql := range []string{`SELECT * FROM duckdb_secrets()`, `SELECT * FROM read_text('/etc/hostname')`} {
-		if _, err := e.Query(t.Context(), sql); !errors.Is(err, ErrNotPermitted) {
+		if _, err := queryOf(t.Context(), e, sql); !errors.Is(err, ErrNotPermitted) {
 			t.Errorf("%s: %v, want an error wrapping %v", sql, err, ErrNotPermitted)
 		}
 	}
@@ -124,7 +124,7 @@ func TestNoOtherFileIsReadable(t *testing.T) {
 	if n := count(t, e, `SELECT count(*) FROM read_parquet('`+planned+`') WHERE EXISTS (FROM readings)`); n != 192 {
 		t.Fatalf("planned file: %d rows", n)
 	}
-	if _, err := e.Query(t.Context(), `SELECT count(*) FROM read_parquet('`+planned+`')`); err == nil {
+	if _, err := queryOf(t.Context(), e, `SELECT count(*) FROM read_parquet('`+planned+`')`); err == nil {
 		t.Fatal("a statement that reads no tier read a cold file")
 	}
 	res := query(t, e, `SELECT current_setting('enable_external_access'), current_setting('lock_configuration'), current_setting('autoload_known_extensions'), current_setting('autoinstall_known_extensions')`)
@@ -195,7 +195,7 @@ func TestNothingCrashes(t *testing.T) {
 		`SELECT error('boom')`,
 	} {
 		// Errors are fine; a crash ends the test binary.
-		e.Query(t.Context(), sql)
+		queryOf(t.Context(), e, sql)
 	}
 	if n := count(t, e, `SELECT count(*) FROM readings`); n != 576 {
 		t.Fatal(n)

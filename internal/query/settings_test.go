@@ -60,7 +60,7 @@ func TestMemoryLimitFailsAQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Query(t.Context(), bigSort); err == nil || !strings.Contains(err.Error(), "Out of Memory") {
+	if _, err := queryOf(t.Context(), e, bigSort); err == nil || !strings.Contains(err.Error(), "Out of Memory") {
 		t.Fatalf("a big query under a tiny limit: %v", err)
 	}
 	// The engine is unharmed.
@@ -77,10 +77,10 @@ func TestMaxRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Query(t.Context(), `SELECT * FROM range(101)`); !errors.Is(err, ErrTooManyRows) {
+	if _, err := queryOf(t.Context(), e, `SELECT * FROM range(101)`); !errors.Is(err, ErrTooManyRows) {
 		t.Fatalf("101 rows under a bound of 100: %v", err)
 	}
-	res, err := e.Query(t.Context(), `SELECT * FROM range(100)`)
+	res, err := queryOf(t.Context(), e, `SELECT * FROM range(100)`)
 	if err != nil || len(res.Rows) != 100 {
 		t.Fatalf("100 rows: %v, %v", err, res)
 	}
@@ -128,7 +128,7 @@ func TestRelations(t *testing.T) {
 	// relations, and runs.
 	e.SetRelations([]Relation{{Schema: "system", Name: "bad", Columns: []Column{{"a", "BIGINT"}}, Rows: [][]any{{1, 2}}}})
 	for _, q := range []string{`SELECT * FROM system.bad`, `SELECT * FROM duckdb_tables()`, `WITH x AS (SELECT 1) SELECT * FROM x`} {
-		if _, err := e.Query(t.Context(), q); err == nil || !strings.Contains(err.Error(), "system.bad") {
+		if _, err := queryOf(t.Context(), e, q); err == nil || !strings.Contains(err.Error(), "system.bad") {
 			t.Fatalf("bad relation, %s: %v", q, err)
 		}
 	}
@@ -165,7 +165,7 @@ func TestSetRelationsWhileQuerying(t *testing.T) {
 	for range 2 {
 		wg.Go(func() {
 			for range 20 {
-				res, err := e.Query(t.Context(), `SELECT count(*), coalesce(min(n), 0), coalesce(max(n), 0) FROM system.gen`)
+				res, err := queryOf(t.Context(), e, `SELECT count(*), coalesce(min(n), 0), coalesce(max(n), 0) FROM system.gen`)
 				if err != nil {
 					t.Error(err)
 					return
@@ -194,11 +194,11 @@ func TestMaxResultBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 1,000 rows of 4 KiB strings: far below MaxRows, 4 MiB of strings.
-	_, err = e.Query(t.Context(), `SELECT repeat('x', 4096) AS s FROM range(1000)`)
+	_, err = queryOf(t.Context(), e, `SELECT repeat('x', 4096) AS s FROM range(1000)`)
 	if !errors.Is(err, ErrResultTooLarge) {
 		t.Fatalf("4 MiB under a bound of 1 MiB: %v", err)
 	}
-	res, err := e.Query(t.Context(), `SELECT repeat('x', 4096) AS s FROM range(100)`)
+	res, err := queryOf(t.Context(), e, `SELECT repeat('x', 4096) AS s FROM range(100)`)
 	if err != nil || len(res.Rows) != 100 {
 		t.Fatalf("400 KiB under a bound of 1 MiB: %v", err)
 	}
@@ -220,7 +220,7 @@ func TestTimeout(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.Query(t.Context(), `SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range = 7`)
+		_, err := queryOf(t.Context(), e, `SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range = 7`)
 		done <- err
 	}()
 	select {
@@ -247,7 +247,7 @@ func TestTimeout(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	_, err = e.Query(ctx, `SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range = 7`)
+	_, err = queryOf(ctx, e, `SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range = 7`)
 	if errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a long query under the caller's deadline: %v", err)
 	}

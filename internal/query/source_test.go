@@ -392,7 +392,7 @@ func newEngine(t *testing.T, s *memSource) *Engine {
 // query runs sql and fails t on an error.
 func query(t *testing.T, e *Engine, sql string) *Result {
 	t.Helper()
-	res, err := e.Query(t.Context(), sql)
+	res, err := queryOf(t.Context(), e, sql)
 	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}

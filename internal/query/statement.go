@@ -14,7 +14,7 @@ import (
 // A Statement is a statement analysed and not yet run: Prepare has parsed
 // it and knows the tables it reads, and nothing of any tier has been read.
 // It is how a caller's rights are checked before any row or file is
-// touched (DESIGN.md, "Authorise before reading"): the refusal of a
+// touched: the refusal of a
 // statement depends on its text alone, never on the data it would read.
 // A Statement runs once; Close releases it whether it ran or not.
 type Statement struct {
@@ -162,7 +162,12 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	if err := st.authorise(st.Tables(), o.May); err != nil {
 		return err
 	}
-	if st.others, err = st.e.others(ctx, a.Tables, o.Read); err != nil {
+	if o.Read.AsOfSnapshot != 0 && len(a.Tables) > 0 {
+		// A snapshot ID is one table's; a time means the same to all.
+		return fmt.Errorf("%w: as of snapshot %d: a snapshot is one table's, and the statement reads %s: read it as of a time, or name one table alone as its default",
+			ErrInvalidQuery, o.Read.AsOfSnapshot, strings.Join(st.Tables(), ", "))
+	}
+	if st.others, err = st.e.others(ctx, a.Tables); err != nil {
 		return err
 	}
 	rels := st.e.relations()
@@ -190,6 +195,11 @@ func (st *Statement) authorise(tables []string, may func(string) bool) error {
 	return nil
 }
 
+// Placeholders returns the identifiers of the statement's parameters,
+// each once: the positional ones ($1 and ? as "1", $2 as "2") by number,
+// then the named ones ($name as "name") by name.
+func (st *Statement) Placeholders() []string { return st.a.placeholders }
+
 // Tables returns the declared tables the statement reads: the engine's own
 // first if it reads it, then the others it names, by name.
 func (st *Statement) Tables() []string {
@@ -200,9 +210,25 @@ func (st *Statement) Tables() []string {
 	return append(out, st.a.tables()...)
 }
 
-// Stream runs the statement as Engine.Stream does: it reads the tiers of
-// the tables it reads, calls start with the header before the first row,
-// then row once a row. A Statement streams once.
+// Stream runs the statement, holding none of its rows: it reads the tiers
+// of the tables it reads, calls start once with the header, before the
+// first row, then row once a row. The values are as duckdb-go returns
+// them, in a slice that row must not keep: it is reused for the next row.
+// An error from start or row ends the query, and Stream returns it
+// unchanged. A Statement streams once: when Stream returns, its DuckDB
+// instance and spill directory are gone. Settings.MaxRows and
+// MaxResultBytes do not apply; Settings.Timeout and ctx bound the whole
+// stream, the calls of row included. A query that outlasts
+// Settings.Timeout fails with an error wrapping ErrTimeout.
+//
+// DuckDB computes the result in full before the first row, into a
+// temporary table within Settings.MemoryLimit that spills into
+// Settings.CacheDir (duckdb-go would hold a query's result whole in memory,
+// past any limit), and the rows are read from it a page at a time: about
+// 8 MiB of values, or one row where it holds more, each row measured
+// inside DuckDB before it is read. A value of more than 64 MiB or a row of
+// more than 128 MiB fails with ErrResultTooLarge. Without a CacheDir, a
+// result larger than MemoryLimit fails.
 func (st *Statement) Stream(ctx context.Context, start func(*Header) error, row func([]any) error) error {
 	if st.ran || st.inst == nil {
 		return errors.New("query: the statement has run or is closed")

@@ -26,7 +26,7 @@ func TestPrepareRefusesBeforeReading(t *testing.T) {
 			THEN error('above') END AS probe, count(*) FROM readings`, bound)
 		// Without the check the bisection works: one bound fails, the
 		// other answers, so the statement does read power's values.
-		_, err := tt.eGas.Query(t.Context(), sql)
+		_, err := queryOf(t.Context(), tt.eGas, sql)
 		if (bound == "0") != errors.Is(err, ErrInvalidQuery) {
 			t.Fatalf("bound %s, every table allowed: %v", bound, err)
 		}
@@ -168,7 +168,7 @@ func TestStatementBound(t *testing.T) {
 	s := threeMonths(t)
 	e := newEngine(t, s)
 	const head = `SELECT count(*) FROM readings`
-	_, err := e.Query(t.Context(), head+strings.Repeat(" ", MaxStatementBytes+1-len(head)))
+	_, err := queryOf(t.Context(), e, head+strings.Repeat(" ", MaxStatementBytes+1-len(head)))
 	if !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), "1048577 bytes, more than the 1048576 (1 MiB)") {
 		t.Errorf("a statement one byte past the bound: %v", err)
 	}

@@ -23,7 +23,7 @@ func TestStreamPastTheBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	const big = `SELECT range AS i, repeat('x', 100) AS s FROM range(50000)`
-	if _, err := e.Query(t.Context(), big); !errors.Is(err, ErrTooManyRows) {
+	if _, err := queryOf(t.Context(), e, big); !errors.Is(err, ErrTooManyRows) {
 		t.Fatalf("Query of 50,000 rows under a bound of 100: %v", err)
 	}
 	var (
@@ -51,7 +51,7 @@ func TestStreamPastTheBounds(t *testing.T) {
 		n++
 		return nil
 	}
-	if err := e.Stream(t.Context(), big, start, row); err != nil {
+	if err := streamOf(t.Context(), e, big, start, row); err != nil {
 		t.Fatal(err)
 	}
 	if n != 50000 || sum != 50000*49999/2 || len(errs) > 0 {
@@ -68,15 +68,16 @@ func TestStreamPastTheBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := query(t, want, all)
-	if _, err := e.Query(t.Context(), all); !errors.Is(err, ErrTooManyRows) {
+	if _, err := queryOf(t.Context(), e, all); !errors.Is(err, ErrTooManyRows) {
 		t.Fatalf("Query of %d rows under a bound of 100: %v", len(res.Rows), err)
 	}
 	hdr, n = nil, 0
 	var got [][]any
-	err = e.Stream(t.Context(), all, start, func(v []any) error {
+	err = streamOf(t.Context(), e, all, start, func(v []any) error {
 		got = append(got, slices.Clone(v))
 		return nil
 	})
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestStreamStopsEarly(t *testing.T) {
 	}
 	errStop := errors.New("enough")
 	spills, n := -1, 0
-	err = e.Stream(t.Context(), `SELECT * FROM range(1000000)`, func(*Header) error {
+	err = streamOf(t.Context(), e, `SELECT * FROM range(1000000)`, func(*Header) error {
 		entries, _ := os.ReadDir(dir)
 		spills = len(entries)
 		return nil
@@ -111,6 +112,7 @@ func TestStreamStopsEarly(t *testing.T) {
 		}
 		return nil
 	})
+
 	if !errors.Is(err, errStop) || n != 5 {
 		t.Fatalf("after %d rows: %v", n, err)
 	}
@@ -123,7 +125,7 @@ func TestStreamStopsEarly(t *testing.T) {
 	}
 	// An error from start ends it before any row.
 	n = 0
-	err = e.Stream(t.Context(), `SELECT 1`, func(*Header) error { return errStop }, func([]any) error { n++; return nil })
+	err = streamOf(t.Context(), e, `SELECT 1`, func(*Header) error { return errStop }, func([]any) error { n++; return nil })
 	if !errors.Is(err, errStop) || n != 0 {
 		t.Fatalf("start failed: %d rows, %v", n, err)
 	}
@@ -142,12 +144,13 @@ func TestStreamCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	n := 0
-	err = e.Stream(ctx, big, func(*Header) error { return nil }, func([]any) error {
+	err = streamOf(ctx, e, big, func(*Header) error { return nil }, func([]any) error {
 		if n++; n == 10 {
 			cancel()
 		}
 		return nil
 	})
+
 	if !errors.Is(err, context.Canceled) || n > 10+1024 {
 		t.Fatalf("canceled after 10 rows: %d rows, %v", n, err)
 	}
@@ -157,13 +160,14 @@ func TestStreamCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	n = 0
-	err = e.Stream(t.Context(), big, func(*Header) error { return nil }, func([]any) error {
+	err = streamOf(t.Context(), e, big, func(*Header) error { return nil }, func([]any) error {
 		if n++; n == 1 {
-			// A slow consumer: the timeout passes while it holds the row.
+
 			time.Sleep(300 * time.Millisecond)
 		}
 		return nil
 	})
+
 	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || n > 1024 {
 		t.Fatalf("a stream past its timeout: %d rows, %v", n, err)
 	}
@@ -184,7 +188,7 @@ func TestInvalidQuery(t *testing.T) {
 		`SELECT count(*) FROM readings WHERE (`:    "syntax error",
 		`SELECT malo_id + 1 FROM readings LIMIT 1`: "malo_id",
 	} {
-		_, err := e.Query(t.Context(), sql)
+		_, err := queryOf(t.Context(), e, sql)
 		if !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want ErrInvalidQuery naming %q", sql, err, want)
 			continue
@@ -195,7 +199,7 @@ func TestInvalidQuery(t *testing.T) {
 		}
 	}
 	for _, sql := range []string{`SELECT error('boom')`, `SELECT CAST('x' AS INTEGER)`, `SELECT CAST(malo_id AS INTEGER) FROM readings LIMIT 1`} {
-		if _, err := e.Query(t.Context(), sql); !errors.Is(err, ErrInvalidQuery) {
+		if _, err := queryOf(t.Context(), e, sql); !errors.Is(err, ErrInvalidQuery) {
 			t.Errorf("%s: %v; want ErrInvalidQuery", sql, err)
 		}
 	}
@@ -226,7 +230,7 @@ func TestStreamLargerThanMemory(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	base, peak := ms.HeapInuse, ms.HeapInuse
-	err = e.Stream(t.Context(), `SELECT range AS i, repeat('x', 200) AS i FROM range(1000000) ORDER BY range DESC;`,
+	err = streamOf(t.Context(), e, `SELECT range AS i, repeat('x', 200) AS i FROM range(1000000) ORDER BY range DESC;`,
 		func(h *Header) error { hdr = h; return nil },
 		func(v []any) error {
 			if i, _ := v[0].(int64); i != n-1-seen {
@@ -241,6 +245,7 @@ func TestStreamLargerThanMemory(t *testing.T) {
 			}
 			return nil
 		})
+
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,13 +78,9 @@ type another struct {
 // others returns the other tables of ranges, by name. A name that is no
 // declared table is an invalid statement; so is one whose relations would
 // clash with the session's own schemas.
-func (e *Engine) others(ctx context.Context, ranges map[string]series.Range, opts ReadOptions) ([]another, error) {
+func (e *Engine) others(ctx context.Context, ranges map[string]series.Range) ([]another, error) {
 	if len(ranges) == 0 {
 		return nil, nil
-	}
-	if opts.AsOfSnapshot != 0 {
-		// A snapshot ID is one table's; a time means the same to all.
-		return nil, fmt.Errorf("query: as of snapshot %d of table %s: a statement that reads other tables reads as of a time", opts.AsOfSnapshot, e.table.Name)
 	}
 	var out []another
 	for name, r := range ranges {

@@ -246,7 +246,7 @@ func TestCrossTableRefusals(t *testing.T) {
 		`SELECT * FROM readings p JOIN nosuch.readings_versions n USING (malo_id)`,
 		`SELECT * FROM tiers.readings`,
 	} {
-		if _, err := tt.ePower.Query(t.Context(), sql); !errors.Is(err, ErrInvalidQuery) {
+		if _, err := queryOf(t.Context(), tt.ePower, sql); !errors.Is(err, ErrInvalidQuery) {
 			t.Errorf("%s: %v, want ErrInvalidQuery", sql, err)
 		}
 	}
@@ -257,15 +257,15 @@ func TestCrossTableRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := alone.Query(t.Context(), `SELECT count(*) FROM gas.readings`); !errors.Is(err, ErrInvalidQuery) {
+	if _, err := queryOf(t.Context(), alone, `SELECT count(*) FROM gas.readings`); !errors.Is(err, ErrInvalidQuery) {
 		t.Errorf("without other tables: %v, want ErrInvalidQuery", err)
 	}
-	if _, err := tt.ePower.QueryAt(t.Context(), `SELECT count(*) FROM gas.readings`, ReadOptions{AsOfSnapshot: 1}); err == nil {
+	if _, err := queryAt(t.Context(), tt.ePower, `SELECT count(*) FROM gas.readings`, ReadOptions{AsOfSnapshot: 1}); err == nil {
 		t.Error("as of one table's snapshot ID, another table was read")
 	}
 	boom := errors.New("gas cannot be opened")
 	tt.ePower.SetTables(func(context.Context, string) (*Engine, bool, error) { return nil, true, boom })
-	if _, err := tt.ePower.Query(t.Context(), `SELECT count(*) FROM gas.readings`); !errors.Is(err, boom) || errors.Is(err, ErrInvalidQuery) {
+	if _, err := queryOf(t.Context(), tt.ePower, `SELECT count(*) FROM gas.readings`); !errors.Is(err, boom) || errors.Is(err, ErrInvalidQuery) {
 		t.Errorf("a table that cannot be read: %v", err)
 	}
 }
@@ -312,7 +312,7 @@ func TestCrossTableReadOptions(t *testing.T) {
 		{ReadOptions{KnownAt: rec}, fmt.Sprint(all)},
 		{ReadOptions{AsOf: time.Now()}, fmt.Sprint(all)}, // each table's current snapshot
 	} {
-		res, err := tt.ePower.QueryAt(t.Context(), sql, c.opts)
+		res, err := queryAt(t.Context(), tt.ePower, sql, c.opts)
 		if err != nil {
 			t.Fatalf("%+v: %v", c.opts, err)
 		}

@@ -68,7 +68,7 @@ func TestNoReadingsNoTiers(t *testing.T) {
 	// A statement that names no relation has none: the tier tables and
 	// the relations do not exist, so a reference the analysis missed is
 	// an error, never an empty answer.
-	if _, err := e.Query(t.Context(), `SELECT count(*) FROM tiers.hot`); err == nil {
+	if _, err := queryOf(t.Context(), e, `SELECT count(*) FROM tiers.hot`); err == nil {
 		t.Error("the tier tables exist in a statement without readings")
 	}
 	// DESCRIBE and SHOW TABLES need the relations, not their rows.
@@ -136,7 +136,7 @@ func TestDetachBeforeTheHotScan(t *testing.T) {
 	// Stuck: May is detached and never committed.
 	s.addHot(quarterHours(1, apr2026.AddDate(0, 1, 0), 4)...)
 	s.detach(apr2026.AddDate(0, 2, 0))
-	_, err := e.Query(t.Context(), sql)
+	_, err := queryOf(t.Context(), e, sql)
 	if !errors.Is(err, ErrInFlight) {
 		t.Fatalf("query over a detached partition: %v, want %v", err, ErrInFlight)
 	}
@@ -162,7 +162,7 @@ func TestColdUnreachable(t *testing.T) {
 		`SELECT count(*) FROM readings`,
 		`SELECT count(*) FROM readings WHERE "from" >= '2026-02-15 00:00:00Z'`,
 	} {
-		_, err := e.Query(t.Context(), sql)
+		_, err := queryOf(t.Context(), e, sql)
 		if !errors.Is(err, ErrColdUnreachable) || !errors.Is(err, down) || !strings.Contains(err.Error(), "cold tier is unreachable") {
 			t.Fatalf("%s: %v", sql, err)
 		}
@@ -188,7 +188,7 @@ func TestColdUnreachable(t *testing.T) {
 		`SELECT count(*) FROM readings`,
 		`SELECT count(*) FROM readings WHERE "from" >= '2026-02-28 23:45:00Z'`,
 	} {
-		_, err := e.Query(t.Context(), sql)
+		_, err := queryOf(t.Context(), e, sql)
 		if !errors.Is(err, ErrColdUnreachable) || !errors.Is(err, down) {
 			t.Fatalf("%s: %v", sql, err)
 		}
@@ -196,7 +196,7 @@ func TestColdUnreachable(t *testing.T) {
 	// A hot row below W that breaks the tier split shows in a hot-only
 	// answer only if it lies above the floor; here it does not.
 	s.addHot(reading(9, mar2026.Add(-15*time.Minute), 1))
-	if _, err := e.Query(t.Context(), `SELECT count(*) FROM readings WHERE "from" >= '2026-02-28 23:45:00Z'`); !errors.Is(err, ErrColdUnreachable) {
+	if _, err := queryOf(t.Context(), e, `SELECT count(*) FROM readings WHERE "from" >= '2026-02-28 23:45:00Z'`); !errors.Is(err, ErrColdUnreachable) {
 		t.Fatal(err)
 	}
 }
@@ -209,10 +209,10 @@ func TestHotScanFailure(t *testing.T) {
 	bad := reading(1, apr2026, 1)
 	bad.Extra = map[string]string{"channel": "A", "seq": "x"}
 	s.addHot(bad)
-	if _, err := e.Query(t.Context(), `SELECT count(*) FROM readings`); err != nil {
+	if _, err := queryOf(t.Context(), e, `SELECT count(*) FROM readings`); err != nil {
 		t.Fatalf("the bad column is not read: %v", err)
 	}
-	_, err := e.Query(t.Context(), `SELECT count(seq) FROM readings`)
+	_, err := queryOf(t.Context(), e, `SELECT count(seq) FROM readings`)
 	if !errors.Is(err, strconv.ErrSyntax) || !strings.Contains(err.Error(), "hot tier") {
 		t.Fatalf("scan with a bad row: %v", err)
 	}

@@ -26,12 +26,12 @@ func TestValueBound(t *testing.T) {
 		{fmt.Sprintf(`SELECT to_json(repeat('x', %d)) AS doc`, over-2), "doc"},
 	} {
 		want := fmt.Sprintf("a value of column %q has %d bytes, more than the %d one value may have", c.column, over, maxValueBytes)
-		_, err := e.Query(t.Context(), c.sql)
+		_, err := queryOf(t.Context(), e, c.sql)
 		if !errors.Is(err, ErrResultTooLarge) || !strings.Contains(err.Error(), want) {
 			t.Errorf("Query %.60s: %v; want %q", c.sql, err, want)
 		}
 		started, rows := false, 0
-		err = e.Stream(t.Context(), c.sql, func(*Header) error { started = true; return nil }, func([]any) error { rows++; return nil })
+		err = streamOf(t.Context(), e, c.sql, func(*Header) error { started = true; return nil }, func([]any) error { rows++; return nil })
 		if !errors.Is(err, ErrResultTooLarge) || !strings.Contains(err.Error(), want) || started || rows != 0 {
 			t.Errorf("Stream %.60s: %v, started %v, %d rows; want %q before the header", c.sql, err, started, rows, want)
 		}
@@ -46,7 +46,7 @@ func TestValueBound(t *testing.T) {
 	if _, err := st.Query(t.Context()); !errors.Is(err, ErrResultTooLarge) || !strings.Contains(err.Error(), want) {
 		t.Errorf("with parameters: %v; want %q", err, want)
 	}
-	res, err := e.Query(t.Context(), fmt.Sprintf(`SELECT repeat('x', %d) AS s, 'é' AS t`, maxValueBytes))
+	res, err := queryOf(t.Context(), e, fmt.Sprintf(`SELECT repeat('x', %d) AS s, 'é' AS t`, maxValueBytes))
 	if err != nil || len(res.Rows) != 1 || len(res.Rows[0][0].(string)) != maxValueBytes || res.Rows[0][1] != "é" {
 		t.Errorf("a value of maxValueBytes: %v", err)
 	}

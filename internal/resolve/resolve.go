@@ -1,6 +1,6 @@
 // Package resolve writes version resolution as SQL: per merge key the
 // row with the highest version, then the latest recorded_at, the rule of
-// the readings relation (DESIGN.md, Data model). One function writes it
+// the readings relation. One function writes it
 // for every engine that runs it: the query engine's DuckDB session, the
 // readings views the REST catalog serves to Spark, Trino and DuckDB, and
 // system.resolution's statements for engines that read the files

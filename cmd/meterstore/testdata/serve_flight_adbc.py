@@ -6,8 +6,8 @@ Called by cmd/meterstore's TestServeFlightSQL with the Flight SQL URI
 query and the PEM file of the server's self-signed certificate, which both
 clients trust. Checks that a cross-tier query (count and sum per day of power's
 readings) read both tiers and equals POST /v1/query's answer, that a
-prepared statement gives the same rows, that adbc_get_objects lists the
-tables with their columns, and that no token and a wrong token are
+prepared statement gives the same rows and its parameter schema, that
+adbc_get_objects lists the tables (completeness too) with their columns, and that no token and a wrong token are
 refused. Prints the per-day rows as one JSON line after "ROWS ", for the
 Go test to compare with meterstore query. Exit status 0 means every check
 passed.
@@ -82,10 +82,11 @@ def main():
         tiers = meta.get(b"meterstore.tiers", b"").decode()
         assert tiers == "cold,hot", f"tiers read: {tiers!r}, metadata {meta}"
 
-        # A prepared statement, executed twice.
+        # A prepared statement, executed twice; it has no parameters.
         with conn.cursor() as cur:
             sql = PER_DAY.format("meterstore.power.")
-            cur.adbc_prepare(sql)
+            params = cur.adbc_prepare(sql)
+            assert params is not None and len(params) == 0, f"parameter schema without parameters: {params}"
             for _ in range(2):
                 cur.execute(sql)
                 got = cur.fetch_arrow_table().to_pylist()
@@ -94,8 +95,10 @@ def main():
         # Bound parameters: the days from the second on, by a placeholder
         # whose value is bound, never written into the SQL.
         with conn.cursor() as cur:
-            cur.execute("SELECT count(DISTINCT strftime(\"from\", '%Y-%m-%d')) AS days FROM power.readings WHERE \"from\" >= ?",
-                        parameters=(want[1]["day"] + "T00:00:00Z",))
+            sql = "SELECT count(DISTINCT strftime(\"from\", '%Y-%m-%d')) AS days FROM power.readings WHERE \"from\" >= ?"
+            params = cur.adbc_prepare(sql)
+            assert params is not None and params.names == ["1"], f"parameter schema of one ?: {params}"
+            cur.execute(sql, parameters=(want[1]["day"] + "T00:00:00Z",))
             days = cur.fetch_arrow_table().to_pylist()
             assert days == [{"days": len(want) - 1}], f"bound parameter: {days}, want {len(want) - 1} days"
 
@@ -107,7 +110,7 @@ def main():
         schemas = {s["db_schema_name"]: s for s in catalogs["meterstore"]["catalog_db_schemas"]}
         assert {"power", "gas", "system"} <= set(schemas), f"db_schemas: {list(schemas)}"
         power = {t["table_name"]: t for t in schemas["power"]["db_schema_tables"]}
-        assert set(power) == {"readings", "readings_versions"}, f"power's tables: {list(power)}"
+        assert set(power) == {"readings", "readings_versions", "completeness"}, f"power's tables: {list(power)}"
         columns = [c["column_name"] for c in power["readings"]["table_columns"]]
         assert "malo_id" in columns and "value" in columns, f"power.readings' columns: {columns}"
         system = {t["table_name"] for t in schemas["system"]["db_schema_tables"]}
@@ -115,12 +118,12 @@ def main():
         only = conn.adbc_get_objects(depth="tables", db_schema_filter="power", table_types_filter=["TABLE"])
         names = sorted(t["table_name"] for c in only.read_all().to_pylist() for s in c["catalog_db_schemas"] or []
                        for t in s["db_schema_tables"] or [])
-        assert names == ["readings", "readings_versions"], f"tables of power: {names}"
+        assert names == ["completeness", "readings", "readings_versions"], f"tables of power: {names}"
 
     refused(uri, None, "no token")
     refused(uri, "not-a-token", "a wrong token")
     print("ROWS " + json.dumps(rows))
-    print(f"flight sql: {len(rows)} days over {tiers}, prepared statement, bound parameters, get_objects, refusals: ok")
+    print(f"flight sql: {len(rows)} days over {tiers}, prepared statement, parameter schemas, bound parameters, get_objects, refusals: ok")
 
 
 if __name__ == "__main__":

@@ -111,8 +111,8 @@ func (s *server) GetFlightInfoTables(_ context.Context, cmd flightsql.GetTables,
 	return metaInfo(desc, schema_ref.Tables), nil
 }
 
-// DoGetTables answers readings and readings_versions in each table's
-// db_schema, and the system tables, with their Arrow schemas when asked:
+// DoGetTables answers readings, readings_versions and completeness in
+// each table's db_schema, and the system tables, with their Arrow schemas when asked:
 // those are found with DESCRIBE, which reads no rows.
 func (s *server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	sc := schema_ref.Tables

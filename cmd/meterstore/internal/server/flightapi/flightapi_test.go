@@ -362,7 +362,7 @@ func TestFlightSQL(t *testing.T) {
 		names = append(names, strings.Join(r, "."))
 	}
 	for _, n := range []string{"meterstore.power.readings.TABLE", "meterstore.power.readings_versions.TABLE",
-		"meterstore.heat.readings.TABLE", "meterstore.system.tables.SYSTEM TABLE", "meterstore.system.snapshots.SYSTEM TABLE"} {
+		"meterstore.power.completeness.TABLE", "meterstore.heat.readings.TABLE", "meterstore.system.tables.SYSTEM TABLE", "meterstore.system.snapshots.SYSTEM TABLE"} {
 		if !slices.Contains(names, n) {
 			t.Errorf("GetTables has no %s: %v", n, names)
 		}
@@ -375,7 +375,7 @@ func TestFlightSQL(t *testing.T) {
 	heatCtx := with(t.Context(), heatTok)
 	schemaPat, types := "%", []string{"TABLE"}
 	got, _ = tables(heatCtx, &flightsql.GetTablesOpts{DbSchemaFilterPattern: &schemaPat, TableTypes: types})
-	if fmt.Sprint(got) != "[[meterstore heat readings TABLE] [meterstore heat readings_versions TABLE]]" {
+	if fmt.Sprint(got) != "[[meterstore heat readings TABLE] [meterstore heat readings_versions TABLE] [meterstore heat completeness TABLE]]" {
 		t.Errorf("GetTables for a token of heat, type TABLE: %v", got)
 	}
 
@@ -634,6 +634,33 @@ func TestFlightSQLPreparedParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prep.Close(ctx)
+	// The parameter schema: a field per placeholder, in binding order,
+	// of a type not known before a value is bound.
+	if ps := prep.ParameterSchema(); ps == nil || fmt.Sprint(ps.Fields()) != "[1: type=null, nullable 2: type=null, nullable]" {
+		t.Errorf("the parameter schema of $1, $2: %v", ps)
+	}
+	for sql, want := range map[string]string{
+		`SELECT count(*) FROM power.readings`:                       "[]",
+		`SELECT ? AS a, ? AS b, ? AS c`:                             "[1 2 3]",
+		`SELECT $2 AS b, $1 AS a, $1 AS again`:                      "[1 2]",
+		`SELECT $day AS d, $malo AS m`:                              "[day malo]",
+		`SELECT count(*) FROM power.readings WHERE malo_id = $malo`: "[malo]",
+	} {
+		p, err := cl.Prepare(ctx, sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		var names []string
+		if ps := p.ParameterSchema(); ps != nil {
+			for _, f := range ps.Fields() {
+				names = append(names, f.Name)
+			}
+		}
+		if p.ParameterSchema() == nil || fmt.Sprint(names) != want {
+			t.Errorf("the parameter schema of %s: %v; want %s", sql, p.ParameterSchema(), want)
+		}
+		p.Close(ctx)
+	}
 	bind := func(malos []string, froms []time.Time) {
 		t.Helper()
 		sc := arrow.NewSchema([]arrow.Field{{Name: "malo", Type: arrow.BinaryTypes.String}, {Name: "from", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}}}, nil)

@@ -17,9 +17,10 @@ type Store interface {
 }
 
 // A Statement is a prepared, authorised query (store.Statement): the
-// tables it reads, its run, or its release unrun.
+// tables it reads, its placeholders, its run, or its release unrun.
 type Statement interface {
 	Tables() []string
+	Placeholders() []string
 	Stream(ctx context.Context, begin func(*store.ResultHeader) error, row func([]any) error) error
 	Close()
 }

@@ -16,4 +16,4 @@ const Catalog = "meterstore"
 const SystemSchema = "system"
 
 // The relations of a MeterStore table.
-var relations = []string{"readings", "readings_versions"}
+var relations = []string{"readings", "readings_versions", "completeness"}

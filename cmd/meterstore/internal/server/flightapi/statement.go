@@ -60,15 +60,31 @@ func modeOf(ctx context.Context) (store.ReadMode, error) {
 	return m, nil
 }
 
-// check prepares sql as DoGet will and releases it: a statement DoGet
-// would refuse is refused before it gets a ticket.
-func (s *server) check(ctx context.Context, sql string) error {
+// check prepares sql as DoGet will and releases it, returning its
+// placeholders: a statement DoGet would refuse is refused before it gets a
+// ticket.
+func (s *server) check(ctx context.Context, sql string) ([]string, error) {
 	st, err := s.prepare(ctx, sql, nil)
 	if err != nil {
-		return s.failure(ctx, err, []slog.Attr{slog.String("token", tokenOf(ctx).Name)})
+		return nil, s.failure(ctx, err, []slog.Attr{slog.String("token", tokenOf(ctx).Name)})
 	}
-	st.Close()
-	return nil
+	defer st.Close()
+	return st.Placeholders(), nil
+}
+
+// parameterSchema is the parameter schema of a prepared statement whose
+// placeholders are ids: a field per placeholder, in the order a parameter
+// batch's columns bind them, named by its identifier ("1" for $1 and the
+// first ?, "name" for $name). Each is of type null, nullable: a
+// placeholder's type is not known before its value is bound (DuckDB
+// prepares it as unknown), and a value of any type paramValue takes is
+// bound, compared as the statement compares it.
+func parameterSchema(ids []string) *arrow.Schema {
+	fields := make([]arrow.Field, len(ids))
+	for i, id := range ids {
+		fields[i] = arrow.Field{Name: id, Type: arrow.Null, Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil)
 }
 
 // ticketInfo is the FlightInfo of a statement: one endpoint, on this
@@ -89,7 +105,7 @@ func (s *server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 	if len(cmd.GetTransactionId()) > 0 {
 		return nil, status.Error(codes.InvalidArgument, "transactions are not supported: every statement reads a snapshot of its own")
 	}
-	if err := s.check(ctx, cmd.GetQuery()); err != nil {
+	if _, err := s.check(ctx, cmd.GetQuery()); err != nil {
 		return nil, err
 	}
 	tkt, err := flightsql.CreateStatementQueryTicket([]byte(cmd.GetQuery()))
@@ -296,14 +312,16 @@ func newPreparedStatements() *preparedStatements {
 }
 
 // CreatePreparedStatement checks the statement as GetFlightInfoStatement
-// does and keeps it under a new handle. Neither its result's schema nor
-// parameters are known: the client learns the schema from the stream.
+// does and keeps it under a new handle, answering its parameter schema
+// (parameterSchema). Its result's schema is not known before it runs: the
+// client learns it from the stream.
 func (s *server) CreatePreparedStatement(ctx context.Context, req flightsql.ActionCreatePreparedStatementRequest) (flightsql.ActionCreatePreparedStatementResult, error) {
 	var res flightsql.ActionCreatePreparedStatementResult
 	if len(req.GetTransactionId()) > 0 {
 		return res, status.Error(codes.InvalidArgument, "transactions are not supported: every statement reads a snapshot of its own")
 	}
-	if err := s.check(ctx, req.GetQuery()); err != nil {
+	ids, err := s.check(ctx, req.GetQuery())
+	if err != nil {
 		return res, err
 	}
 	var id [16]byte
@@ -319,6 +337,7 @@ func (s *server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	p.byID[handle] = prepared{token: name, query: req.GetQuery()}
 	p.byToken[name]++
 	res.Handle = []byte(handle)
+	res.ParameterSchema = parameterSchema(ids)
 	return res, nil
 }
 

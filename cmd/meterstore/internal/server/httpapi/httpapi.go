@@ -1,19 +1,22 @@
-// Package httpapi is the HTTP API of meterstore serve over a *store.Store:
-// bearer tokens with scopes, health and readiness, and the deployment's
-// status.
+// Package httpapi is the HTTP API of meterstore serve: the routes below,
+// behind bearer tokens with scopes, over the front door (New takes a
+// *store.Store; the handlers ask of it only the Store interface of
+// frontdoor.go), the Iceberg REST catalog and the dashboard among them.
 //
-// It lives beside the command rather than under the module's internal/
-// because it imports the front door (store), which nothing in the library
-// below it may do.
+// It lives in the server wing under cmd/meterstore rather than under the
+// module's internal/ because it imports the front door (store), which
+// nothing in the library below it may do.
 //
 //	GET /healthz    no token   200 {"status":"ok"} while the process serves
 //	GET /readyz     any scope  200 when PostgreSQL answers and every table is healthy, else 503
 //	                (a token limited to tables: every one of its tables)
 //	GET /v1/status  query, admin  the status of every table the token may touch (system.tables)
 //	GET /v1/openapi.yaml  any scope  the OpenAPI document of this API (openapi.yaml)
+//	GET /metrics    admin  the Prometheus exposition of the store's metrics and the server's (see metrics.go)
 //	GET /           admin  the dashboard page, by session cookie or bearer (see dashboardapi.go)
 //
-//	POST /v1/tables/{table}/readings  ingest  a CSV or JSON lines delivery (see ingest.go)
+//	POST /v1/query  query  one read-only SQL statement, its rows streamed (see query.go)
+//	POST /v1/tables/{table}/readings  ingest  a CSV, JSON lines or MSCONS delivery (see ingest.go, mscons.go)
 //	GET /v1/tables/{table}/series/{malo_id}/{obis_code}  query  one series' readings (see series.go)
 //	/iceberg/v1/...  catalog  the Iceberg REST catalog, with its OAuth2 token endpoint (see catalogapi.go)
 //

@@ -22,7 +22,8 @@ package httpapi
 //
 //	200  the rows, with X-MeterStore-Watermark (RFC 3339, empty when the
 //	     query read no archived watermark) and X-MeterStore-Tiers (the
-//	     tiers read, comma-separated), both of the request's table, and
+//	     tiers read, comma-separated), both of the request's table or,
+//	     without one, of the one table the statement read, and
 //	     X-MeterStore-Tables: a JSON array of every table the statement
 //	     read (it may name others as <table>.readings), the request's
 //	     first, as {"table", "watermark", "tiers", "snapshot"}
@@ -273,7 +274,7 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 		May: func(t string) bool { return auth.MayTouch(tok, t) }})
 	if err == nil {
 		begin := func(hd *store.ResultHeader) error {
-			out = h.beginAnswer(w, media, hd)
+			out = h.beginAnswer(w, media, req.Table, hd)
 			return nil
 		}
 		row := func(vals []any) error {
@@ -346,13 +347,10 @@ func (h *handler) logFailure(r *http.Request, msg string, f apierror.Failure, er
 }
 
 // beginAnswer sends the status and headers of a query's answer in media,
-// the header hd known, and returns the writer of its rows.
-func (h *handler) beginAnswer(w http.ResponseWriter, media string, hd *store.ResultHeader) answer {
-	wm := ""
-	if hd.HasWatermark {
-		wm = hd.Watermark.UTC().Format(time.RFC3339Nano)
-	}
-	tiers := strings.Join(hd.Tiers, ",")
+// the header hd of a statement with default table (none if empty) known,
+// and returns the writer of its rows.
+func (h *handler) beginAnswer(w http.ResponseWriter, media, table string, hd *store.ResultHeader) answer {
+	wm, tiers := readOf(table, hd)
 	hdr := w.Header()
 	hdr.Set("X-MeterStore-Watermark", wm)
 	hdr.Set("X-MeterStore-Tiers", tiers)
@@ -386,6 +384,25 @@ func (h *handler) beginAnswer(w http.ResponseWriter, media string, hd *store.Res
 	w.WriteHeader(http.StatusOK)
 	flush() // the headers at once; a failed flush shows in the first write
 	return out
+}
+
+// readOf returns the watermark (RFC 3339, empty without one) and the tiers
+// of X-MeterStore-Watermark and X-MeterStore-Tiers: those of the default
+// table, or without one of the one table the statement read, as Flight
+// SQL's schema metadata has them; empty when it read none or several, each
+// split at a watermark of its own.
+func readOf(table string, hd *store.ResultHeader) (watermark, tiers string) {
+	hasWM, wm, ts := hd.HasWatermark, hd.Watermark, hd.Tiers
+	if table == "" {
+		if len(hd.Tables) != 1 {
+			return "", ""
+		}
+		hasWM, wm, ts = hd.Tables[0].HasWatermark, hd.Tables[0].Watermark, hd.Tables[0].Tiers
+	}
+	if hasWM {
+		watermark = wm.UTC().Format(time.RFC3339Nano)
+	}
+	return watermark, strings.Join(ts, ",")
 }
 
 // trailerError is the trailer that says an answer was cut short, and why:

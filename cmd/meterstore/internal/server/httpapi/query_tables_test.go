@@ -106,6 +106,51 @@ func TestQueryOtherTables(t *testing.T) {
 	}
 }
 
+// TestQueryHeadersWithoutTable: a statement that names power.readings
+// without "table" in the body has X-MeterStore-Watermark and
+// X-MeterStore-Tiers, and the Arrow schema's metadata, of power, as the
+// same statement with "table" has them and as Flight SQL has them; one
+// that reads two tables, each split at its own watermark, has them empty.
+func TestQueryHeadersWithoutTable(t *testing.T) {
+	s := openTwoTables(t)
+	reporting, tok := token(t, "reporting", config.ScopeQuery)
+	h, err := New(s, Options{Tokens: []config.Token{reporting}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := parseOpenAPI(t)
+	for _, c := range []struct {
+		table, sql, tiers string
+	}{
+		{"power", `SELECT count(*) AS n FROM readings`, "hot"},
+		{"", `SELECT count(*) AS n FROM power.readings`, "hot"},
+		{"", `SELECT count(*) AS n FROM power.readings p JOIN feedin.readings f USING (malo_id)`, ""},
+	} {
+		w := queryHTTP(t, h, t.Context(), tok, "text/csv", queryBody(c.table, c.sql))
+		doc.conforms(t, "POST", queryPath, w)
+		if w.Code != 200 {
+			t.Fatalf("table %q, %s: %d %s", c.table, c.sql, w.Code, w.Body)
+		}
+		if got := w.Header().Get("X-MeterStore-Tiers"); got != c.tiers {
+			t.Errorf("table %q, %s: X-MeterStore-Tiers %q; want %q", c.table, c.sql, got, c.tiers)
+		}
+		if _, ok := w.Header()["X-Meterstore-Watermark"]; !ok {
+			t.Errorf("table %q, %s: no X-MeterStore-Watermark", c.table, c.sql)
+		}
+		w = queryHTTP(t, h, t.Context(), tok, mediaArrow, queryBody(c.table, c.sql))
+		if w.Code != 200 {
+			t.Fatalf("table %q, %s, Arrow: %d %s", c.table, c.sql, w.Code, w.Body)
+		}
+		sc, _, err := readArrow(t, w.Body, []string{"BIGINT"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tiers, _ := sc.Metadata().GetValue("meterstore.tiers"); tiers != c.tiers {
+			t.Errorf("table %q, %s: Arrow meterstore.tiers %q; want %q", c.table, c.sql, tiers, c.tiers)
+		}
+	}
+}
+
 // TestQueryBisectionRefused: a token limited to feedin sends a statement
 // over feedin that fails only when a value of power passes a bound. It is
 // refused with the same 403 whatever the bound, before power is read: the

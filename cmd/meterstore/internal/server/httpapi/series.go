@@ -117,7 +117,7 @@ func (h *handler) series(w http.ResponseWriter, r *http.Request) {
 	var out answer
 	if err == nil {
 		hd, rows := seriesAnswer(decl, res)
-		out = h.beginAnswer(w, media, hd)
+		out = h.beginAnswer(w, media, name, hd)
 		for _, row := range rows {
 			if err = out.row(row); err != nil {
 				break

@@ -52,7 +52,7 @@ func (sv *Server) Run(ctx context.Context, s *store.Store) error {
 	g.add(untilDone(ctx))
 	g.add(sv.http(ctx, h))
 	// The loop outlives the signal: its actor stops it, within the bound.
-	g.add(sv.maintenance(s.MaintenanceFor(sv.cfg).Start(context.WithoutCancel(ctx))))
+	g.add(sv.maintenance(s.MaintenanceFor(sv.cfg).OnCycle(sv.logCycle).Start(context.WithoutCancel(ctx))))
 	if fg != nil {
 		g.add(sv.flight(fg))
 	}
@@ -144,6 +144,18 @@ func (sv *Server) maintenance(m *store.MaintenanceHandle) (execute, interrupt fu
 					config.Duration(timeout))
 			}
 		}
+}
+
+// logCycle logs each archival commit of a maintenance cycle, a line per
+// window with its rows and the watermark it moved W to, so that the log
+// says when and why W moved.
+func (sv *Server) logCycle(o *store.MaintenanceOutcome) {
+	for _, t := range o.Tables {
+		for _, w := range t.Archive.Windows {
+			sv.log.Info("archived", "table", t.Table, "from", w.From.UTC().Format(time.RFC3339), "to", w.To.UTC().Format(time.RFC3339),
+				"rows", w.Rows, "watermark", w.To.UTC().Format(time.RFC3339), "recovered", w.Recovered)
+		}
+	}
 }
 
 // flight is the actor of the Flight SQL service g on

@@ -190,124 +190,193 @@ const (
 // large result. Then it counts both tables. A failed count check returns
 // the result with a *CountError.
 func Run(ctx context.Context, cfg Config) (res *Result, err error) {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	r, err := newRun(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	if err := r.open(ctx); err != nil {
+		return nil, err
+	}
+	err = r.startServer(ctx)
+	if r.srv != nil {
+		defer func() {
+			if stopErr := r.srv.stop(stopTimeout); stopErr != nil {
+				err = errors.Join(err, stopErr)
+			}
+		}()
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range []func(context.Context) error{r.firstDay, r.queriesAlone, r.secondDay, r.largeResult, r.count} {
+		if err := step(ctx); err != nil {
+			return r.res, err
+		}
+	}
+	return r.res, nil
+}
+
+// A run is the state of one Run, each step a method: what it measured so
+// far (res), what it opened, and the tallies of the ingest clients.
+type run struct {
+	cfg   Config
+	log   *slog.Logger
+	cal   *metering.Calendar
+	res   *Result
+	day2  hotbench.Fixture // the next day's deliveries
+	first []batch          // the first day's
+
+	closers []func() // what close undoes, in order of opening
+	dep     *deployment
+	pool    *pgxpool.Pool
+	schema  string
+	s       *store.Store // the in-process baseline's
+	srv     *server
+	client  *httpClient
+
+	inProc, overHTTP, loaded tally
+	wantRows                 int64 // of the query clients' statement
+}
+
+// newRun checks cfg and makes the first day's deliveries.
+func newRun(cfg Config) (*run, error) {
+	r := &run{cfg: cfg, log: cfg.Logger}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Binary == "" || cfg.PgURL == "" || cfg.IngestClients < 1 || cfg.QueryClients < 0 || cfg.Rounds < 1 || cfg.MaxRows < 1 {
 		return nil, fmt.Errorf("servebench: invalid configuration: binary %q, %d ingest and %d query clients, %d rounds, max rows %d",
 			cfg.Binary, cfg.IngestClients, cfg.QueryClients, cfg.Rounds, cfg.MaxRows)
 	}
-	cal, err := metering.NewCalendar()
-	if err != nil {
+	var err error
+	if r.cal, err = metering.NewCalendar(); err != nil {
 		return nil, err
 	}
-	if cfg.Fixture.Day == (metering.Date{}) {
-		cfg.Fixture.Day = cal.LocalDay(time.Now()).AddDays(-2)
+	if r.cfg.Fixture.Day == (metering.Date{}) {
+		r.cfg.Fixture.Day = r.cal.LocalDay(time.Now()).AddDays(-2)
 	}
-	day2 := cfg.Fixture
-	day2.Day, day2.Seed = cfg.Fixture.Day.AddDays(1), cfg.Fixture.Seed+1
-	first, err := batches(cfg.Fixture, cal)
-	if err != nil {
+	r.day2 = r.cfg.Fixture
+	r.day2.Day, r.day2.Seed = r.cfg.Fixture.Day.AddDays(1), r.cfg.Fixture.Seed+1
+	if r.first, err = batches(r.cfg.Fixture, r.cal); err != nil {
 		return nil, err
 	}
 	if cfg.Fixture.Meters > cfg.MaxRows {
 		return nil, fmt.Errorf("servebench: %d meters: the daily totals would pass query.max_rows %d", cfg.Fixture.Meters, cfg.MaxRows)
 	}
-	res = &Result{GOMAXPROCS: runtime.GOMAXPROCS(0), Fixture: cfg.Fixture, IngestClients: cfg.IngestClients,
-		QueryClients: cfg.QueryClients, Rounds: cfg.Rounds, MaxRows: cfg.MaxRows, Batches: len(first)}
-	for _, b := range first {
-		res.Readings += len(b.rows)
+	r.res = &Result{GOMAXPROCS: runtime.GOMAXPROCS(0), Fixture: r.cfg.Fixture, IngestClients: cfg.IngestClients,
+		QueryClients: cfg.QueryClients, Rounds: cfg.Rounds, MaxRows: cfg.MaxRows, Batches: len(r.first)}
+	for _, b := range r.first {
+		r.res.Readings += len(b.rows)
 	}
+	return r, nil
+}
 
-	dir := cfg.Dir
+// close undoes what open opened, the last first.
+func (r *run) close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+}
+
+// open makes the run's directory, its schema in PgURL and the deployment's
+// configuration, and opens the baseline's store, which declares both
+// tables, so that serve finds them, and creates the partitions of both
+// days.
+func (r *run) open(ctx context.Context) error {
+	dir := r.cfg.Dir
 	if dir == "" {
+		var err error
 		if dir, err = os.MkdirTemp("", "meterstore-bench-serve-"); err != nil {
-			return nil, err
+			return err
 		}
-		defer os.RemoveAll(dir)
+		r.closers = append(r.closers, func() { os.RemoveAll(dir) })
 	}
-	pool, err := pgxpool.New(ctx, cfg.PgURL)
+	pool, err := pgxpool.New(ctx, r.cfg.PgURL)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer pool.Close()
-	if err := pool.QueryRow(ctx, `SHOW server_version`).Scan(&res.Server); err != nil {
-		return nil, err
+	r.pool = pool
+	r.closers = append(r.closers, pool.Close)
+	if err := pool.QueryRow(ctx, `SHOW server_version`).Scan(&r.res.Server); err != nil {
+		return err
 	}
-	schema := fmt.Sprintf("meterstore_bench_serve_%d", time.Now().UnixNano())
-	defer func() {
-		if _, err := pool.Exec(context.WithoutCancel(ctx), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			log.Warn("servebench: dropping the bench schema", "schema", schema, "err", err)
+	r.schema = fmt.Sprintf("meterstore_bench_serve_%d", time.Now().UnixNano())
+	r.closers = append(r.closers, func() {
+		if _, err := pool.Exec(context.WithoutCancel(ctx), `DROP SCHEMA IF EXISTS `+pgx.Identifier{r.schema}.Sanitize()+` CASCADE`); err != nil {
+			r.log.Warn("servebench: dropping the bench schema", "schema", r.schema, "err", err)
 		}
-	}()
-	dep, err := writeDeployment(dir, cfg.PgURL, schema, cfg.MaxRows)
+	})
+	dep, err := writeDeployment(dir, r.cfg.PgURL, r.schema, r.cfg.MaxRows)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	dcfg, err := config.Load(dep.path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// The baseline's store, opened first: it declares both tables, so
-	// serve finds them, and creates the partitions of both days.
-	s, err := store.OpenConfig(ctx, dcfg, log)
-	if err != nil {
-		return nil, err
+	if r.s, err = store.OpenConfig(ctx, dcfg, r.log); err != nil {
+		return err
 	}
-	defer s.Close()
-	if err := s.CreatePartitions(ctx, cal.DayStart(cfg.Fixture.Day), cal.DayEnd(day2.Day).Add(-time.Microsecond)); err != nil {
-		return nil, err
+	r.closers = append(r.closers, r.s.Close)
+	if err := r.s.CreatePartitions(ctx, r.cal.DayStart(r.cfg.Fixture.Day), r.cal.DayEnd(r.day2.Day).Add(-time.Microsecond)); err != nil {
+		return err
 	}
+	r.client = &httpClient{token: dep.token, dropEvery: r.cfg.dropEvery,
+		c: &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: r.cfg.IngestClients + r.cfg.QueryClients + 1}}}
+	r.dep = dep
+	return nil
+}
 
-	srv, err := startServer(ctx, cfg.Binary, dep.path, startTimeout)
+// startServer starts serve and measures its resident set once it serves.
+func (r *run) startServer(ctx context.Context) error {
+	srv, err := startServer(ctx, r.cfg.Binary, r.dep.path, startTimeout)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer func() {
-		if stopErr := srv.stop(stopTimeout); stopErr != nil {
-			err = errors.Join(err, stopErr)
-		}
-	}()
-	if res.IdleRSS, err = srv.peakRSS(); err != nil {
-		return nil, err
+	r.srv = srv
+	r.client.base = srv.base
+	if r.res.IdleRSS, err = srv.peakRSS(); err != nil {
+		return err
 	}
-	res.PeakRSS = res.IdleRSS
-	client := &httpClient{base: srv.base, token: dep.token, dropEvery: cfg.dropEvery,
-		c: &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.IngestClients + cfg.QueryClients + 1}}}
-	// phase measures serve's peak over what f does.
-	res.PhaseRSS = true
-	phase := func(f func() error) (int64, error) {
-		if !srv.resetPeak() {
-			res.PhaseRSS = false
-		}
-		err := f()
-		peak, rssErr := srv.peakRSS()
-		res.PeakRSS = max(res.PeakRSS, peak)
-		return peak, errors.Join(err, rssErr)
-	}
+	r.res.PeakRSS = r.res.IdleRSS
+	r.res.PhaseRSS = true
+	return nil
+}
 
-	if _, err := pool.Exec(ctx, `CHECKPOINT`); err != nil {
-		log.Info("servebench: no checkpoint before the run (needs superuser or pg_checkpoint)", "err", err)
+// phase measures serve's peak over what f does.
+func (r *run) phase(f func() error) (int64, error) {
+	if !r.srv.resetPeak() {
+		r.res.PhaseRSS = false
 	}
-	// The first day, in rounds: in process, then over HTTP, then the
-	// other way round.
-	var inProc, overHTTP, loaded tally
+	err := f()
+	peak, rssErr := r.srv.peakRSS()
+	r.res.PeakRSS = max(r.res.PeakRSS, peak)
+	return peak, errors.Join(err, rssErr)
+}
+
+// firstDay writes the first day in rounds: in process, then over HTTP,
+// then the other way round.
+func (r *run) firstDay(ctx context.Context) error {
+	if _, err := r.pool.Exec(ctx, `CHECKPOINT`); err != nil {
+		r.log.Info("servebench: no checkpoint before the run (needs superuser or pg_checkpoint)", "err", err)
+	}
 	var inProcTime, httpTime time.Duration
-	write := writeInProcess(s, inProcTable, &inProc)
-	post := client.ingest(httpTable, &overHTTP)
-	httpPeak, err := phase(func() error {
-		for r := range cfg.Rounds {
-			chunk := first[r*len(first)/cfg.Rounds : (r+1)*len(first)/cfg.Rounds]
+	write := writeInProcess(r.s, inProcTable, &r.inProc)
+	post := r.client.ingest(httpTable, &r.overHTTP)
+	first, rounds := r.first, r.cfg.Rounds
+	httpPeak, err := r.phase(func() error {
+		for k := range rounds {
+			chunk := first[k*len(first)/rounds : (k+1)*len(first)/rounds]
 			encode(chunk)
-			for k := range 2 {
-				if (r+k)%2 == 0 {
-					d, err := parallel(ctx, cfg.IngestClients, chunk, write)
+			for turn := range 2 {
+				if (k+turn)%2 == 0 {
+					d, err := parallel(ctx, r.cfg.IngestClients, chunk, write)
 					if inProcTime += d; err != nil {
 						return err
 					}
 				} else {
-					d, err := parallel(ctx, cfg.IngestClients, chunk, post)
+					d, err := parallel(ctx, r.cfg.IngestClients, chunk, post)
 					if httpTime += d; err != nil {
 						return err
 					}
@@ -316,110 +385,129 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 			for i := range chunk {
 				chunk[i].body = nil // only one round's bodies at a time
 			}
-			log.Info("servebench: round done", "round", r+1, "of", cfg.Rounds)
+			r.log.Info("servebench: round done", "round", k+1, "of", rounds)
 		}
 		return nil
 	})
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.Ingest = append(res.Ingest, ingestOf(WriteInProcess, &inProc, inProcTime, 0), ingestOf(HTTPAlone, &overHTTP, httpTime, httpPeak))
+	r.res.Ingest = append(r.res.Ingest, ingestOf(WriteInProcess, &r.inProc, inProcTime, 0), ingestOf(HTTPAlone, &r.overHTTP, httpTime, httpPeak))
+	return nil
+}
 
-	from, to := cal.DayStart(cfg.Fixture.Day), cal.DayEnd(cfg.Fixture.Day)
-	res.QuerySQL = fmt.Sprintf(`SELECT malo_id, balancing_day, sum(value) AS kwh FROM readings `+
+// queriesAlone sets the query clients' statement, the daily totals of the
+// first day, and runs them alone for QueryFor.
+func (r *run) queriesAlone(ctx context.Context) error {
+	from, to := r.cal.DayStart(r.cfg.Fixture.Day), r.cal.DayEnd(r.cfg.Fixture.Day)
+	r.res.QuerySQL = fmt.Sprintf(`SELECT malo_id, balancing_day, sum(value) AS kwh FROM readings `+
 		`WHERE "from" >= %s AND "from" < %s GROUP BY malo_id, balancing_day ORDER BY malo_id`, lit(from), lit(to))
-	wantRows := int64(cfg.Fixture.Meters)
-	if cfg.QueryClients > 0 {
-		var alone Queries
-		alone.PeakRSS, err = phase(func() error {
-			until, cancel := context.WithTimeout(ctx, cfg.QueryFor)
-			defer cancel()
-			alone = client.queryLoad(ctx, until.Done(), cfg.QueryClients, httpTable, res.QuerySQL, wantRows)
-			return ctx.Err()
-		})
-		if err != nil {
-			return res, err
-		}
-		alone.Name = QueriesAlone
-		res.Queries = append(res.Queries, alone)
-		log.Info("servebench: queries alone done", "answers", alone.Answers)
+	r.wantRows = int64(r.cfg.Fixture.Meters)
+	if r.cfg.QueryClients == 0 {
+		return nil
 	}
-
-	// The next day over HTTP while the query clients go on asking about
-	// the first.
-	second, err := batches(day2, cal)
+	var alone Queries
+	var err error
+	alone.PeakRSS, err = r.phase(func() error {
+		until, cancel := context.WithTimeout(ctx, r.cfg.QueryFor)
+		defer cancel()
+		alone = r.client.queryLoad(ctx, until.Done(), r.cfg.QueryClients, httpTable, r.res.QuerySQL, r.wantRows)
+		return ctx.Err()
+	})
 	if err != nil {
-		return res, err
+		return err
+	}
+	alone.Name = QueriesAlone
+	r.res.Queries = append(r.res.Queries, alone)
+	r.log.Info("servebench: queries alone done", "answers", alone.Answers)
+	return nil
+}
+
+// secondDay writes the next day over HTTP while the query clients go on
+// asking about the first.
+func (r *run) secondDay(ctx context.Context) error {
+	second, err := batches(r.day2, r.cal)
+	if err != nil {
+		return err
 	}
 	encode(second)
 	var under Queries
 	var loadedTime time.Duration
-	loadedPeak, err := phase(func() error {
+	loadedPeak, err := r.phase(func() error {
 		stop, done := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
-			if cfg.QueryClients > 0 {
-				under = client.queryLoad(ctx, stop, cfg.QueryClients, httpTable, res.QuerySQL, wantRows)
+			if r.cfg.QueryClients > 0 {
+				under = r.client.queryLoad(ctx, stop, r.cfg.QueryClients, httpTable, r.res.QuerySQL, r.wantRows)
 			}
 		}()
 		var err error
-		loadedTime, err = parallel(ctx, cfg.IngestClients, second, client.ingest(httpTable, &loaded))
+		loadedTime, err = parallel(ctx, r.cfg.IngestClients, second, r.client.ingest(httpTable, &r.loaded))
 		close(stop)
 		<-done
 		return err
 	})
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.Ingest = append(res.Ingest, ingestOf(HTTPLoaded, &loaded, loadedTime, loadedPeak))
-	if cfg.QueryClients > 0 {
+	res := r.res
+	res.Ingest = append(res.Ingest, ingestOf(HTTPLoaded, &r.loaded, loadedTime, loadedPeak))
+	if r.cfg.QueryClients > 0 {
 		under.Name, under.PeakRSS = QueriesLoaded, loadedPeak
 		res.Queries = append(res.Queries, under)
 	}
 	for i := range res.Ingest {
 		res.Ingest[i].Ratio = res.Ingest[i].ReadingsPerSec / res.Ingest[0].ReadingsPerSec
 	}
-	second = nil
-	log.Info("servebench: ingest under query load done")
+	r.log.Info("servebench: ingest under query load done")
+	return nil
+}
 
-	if cfg.LargeResult {
-		res.Large = &Large{}
-		res.Large.PeakRSS, err = phase(func() error {
-			a := client.query(ctx, httpTable, `SELECT * FROM readings_versions`)
-			res.Large.Status, res.Large.Rows, res.Large.Bytes, res.Large.Seconds, res.Large.Error =
-				a.status, a.rows, a.bytes, a.took.Seconds(), a.err
-			return ctx.Err()
-		})
-		if err != nil {
-			return res, err
-		}
+// largeResult, if asked for, reads every reading stored over HTTP at once.
+func (r *run) largeResult(ctx context.Context) error {
+	if !r.cfg.LargeResult {
+		return nil
 	}
+	l := &Large{}
+	r.res.Large = l
+	var err error
+	l.PeakRSS, err = r.phase(func() error {
+		a := r.client.query(ctx, httpTable, `SELECT * FROM readings_versions`)
+		l.Status, l.Rows, l.Bytes, l.Seconds, l.Error = a.status, a.rows, a.bytes, a.took.Seconds(), a.err
+		return ctx.Err()
+	})
+	return err
+}
 
+// count checks that nothing was archived, then that each table stores
+// every reading acknowledged once, and that the large result had them all.
+func (r *run) count(ctx context.Context) error {
+	res := r.res
 	// Nothing may have been archived: the count is of the hot tables.
 	for _, t := range []string{inProcTable, httpTable} {
-		if _, ok, err := s.Watermark(ctx, t); err != nil {
-			return res, err
+		if _, ok, err := r.s.Watermark(ctx, t); err != nil {
+			return err
 		} else if ok {
-			return res, fmt.Errorf("servebench: table %s has a watermark: the fixture's days were archived; choose a day within archive.settlement_lag", t)
+			return fmt.Errorf("servebench: table %s has a watermark: the fixture's days were archived; choose a day within archive.settlement_lag", t)
 		}
 	}
 	for _, c := range []struct {
 		table string
 		t     []*tally
-	}{{inProcTable, []*tally{&inProc}}, {httpTable, []*tally{&overHTTP, &loaded}}} {
+	}{{inProcTable, []*tally{&r.inProc}}, {httpTable, []*tally{&r.overHTTP, &r.loaded}}} {
 		n := Count{Table: c.table}
 		for _, t := range c.t {
 			n.Acknowledged += t.acked.Load()
 			n.Inserted += t.inserted.Load()
 		}
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, c.table}.Sanitize()).Scan(&n.Stored); err != nil {
-			return res, fmt.Errorf("servebench: counting %s: %w", c.table, err)
+		if err := r.pool.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{r.schema, c.table}.Sanitize()).Scan(&n.Stored); err != nil {
+			return fmt.Errorf("servebench: counting %s: %w", c.table, err)
 		}
 		res.Counts = append(res.Counts, n)
 	}
 	for _, c := range res.Counts {
 		if !c.OK() {
-			return res, &CountError{Counts: res.Counts}
+			return &CountError{Counts: res.Counts}
 		}
 	}
 	if l := res.Large; l != nil {
@@ -427,10 +515,10 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 			l.Error = fmt.Sprintf("%d rows, want %d", l.Rows, want)
 		}
 		if l.Error != "" {
-			return res, fmt.Errorf("servebench: the large result (it needs POST /v1/query to stream): %s", l.Error)
+			return fmt.Errorf("servebench: the large result (it needs POST /v1/query to stream): %s", l.Error)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // batches returns the deliveries of f.
