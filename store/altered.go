@@ -49,8 +49,9 @@ func (s *Store) noteAltered(ctx context.Context, name string, e *cold.AlteredFil
 // reprove clears the findings of table name about what the chain of its
 // current snapshot depends on (the metadata file, digest index, manifest
 // list, manifests) once a proof afresh finds each the committed one again:
-// an operator restored it, or a commit since replaced the metadata file. These are proven whole cheaply, unlike a data
-// file, whose finding waits for a verification (a deep one for a digest).
+// an operator restored it, or a commit since replaced the metadata file.
+// These are proven whole cheaply, unlike a data file, whose finding waits
+// for a verification (a deep one for a digest).
 func (s *Store) reprove(ctx context.Context, name string, ct *cold.Table) {
 	found, err := s.altered.Files(ctx, name)
 	if err != nil || !slices.ContainsFunc(found, func(a altered.File) bool { return a.Metadata }) {

@@ -164,14 +164,14 @@ func (o *MaintenanceOutcome) Failures() []MaintenanceFailure {
 func (o *MaintenanceOutcome) Healthy() bool { return len(o.Unhealthy()) == 0 && len(o.Failures()) == 0 }
 
 // Cycle runs one maintenance cycle at now. Per table, in order: create the
-// partitions ahead (deferred, not failed, when a lock is held), archive the due windows (bounded), compact the cold
-// tier if it crossed a threshold and expire snapshots if enabled, both if
-// the lease was won, remove orphan files if enabled and due (by the
-// replica that takes the lease), and compute
-// the table's health; then
-// the system tables are refreshed with those healths, so that a long-lived
-// process's queries see them as of its last cycle; then the retention
-// sweep, if enabled, by the replica that wins its lease. A failing table does not end the cycle.
+// partitions ahead (deferred, not failed, when a lock is held), archive
+// the due windows (bounded), compact the cold tier if it crossed a
+// threshold and expire snapshots if enabled, both if the lease was won,
+// remove orphan files if enabled and due (by the replica that takes the
+// lease), and compute the table's health; then the system tables are
+// refreshed with those healths, so that a long-lived process's queries see
+// them as of its last cycle; then the retention sweep, if enabled, by the
+// replica that wins its lease. A failing table does not end the cycle.
 // A now that cannot be the time (see CheckNow), or is before a table's
 // watermark, is refused with ErrNowOutOfRange: nothing is done with it.
 func (m *Maintenance) Cycle(ctx context.Context, now time.Time) *MaintenanceOutcome {

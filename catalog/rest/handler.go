@@ -35,9 +35,10 @@ import (
 // loaded table's config, for example the S3 endpoint readers should use;
 // properties that hold credentials are never served, from config or the
 // warehouse; only a LoadTableResult carries credentials, those its
-// request's context holds (catalog.WithStorageCredentials). Every error, on any path, is the protocol's ErrorModel in
-// JSON: what does not exist is 404 (NoSuchTableException,
-// NoSuchNamespaceException, or NotFoundException for a route not served).
+// request's context holds (catalog.WithStorageCredentials). Every error,
+// on any path, is the protocol's ErrorModel in JSON: what does not exist
+// is 404 (NoSuchTableException, NoSuchNamespaceException, or
+// NotFoundException for a route not served).
 // The metadata served carries gc.enabled=false (see writeTable).
 //
 // The handler does not authenticate: mount it behind something that does,

@@ -78,9 +78,10 @@ func strayReason(p hot.Partition, w string) string {
 // as a reader found it in the catalog, with the highest one the archival
 // ledger recorded as committed. A reader that reads w while archivals may
 // commit uses VetWatermark, which reads the ledger first; this one is for
-// a caller no archival can overtake, such as the archival under its lease. A lower one, or none where the ledger has
-// one, is an *InvariantError wrapping a *WatermarkRegression: the catalog's
-// log lost its newest entries. A ledger that was never created, or that
+// a caller no archival can overtake, such as the archival under its lease.
+// A lower one, or none where the ledger has one, is an *InvariantError
+// wrapping a *WatermarkRegression: the catalog's log lost its newest
+// entries. A ledger that was never created, or that
 // has no record of table, vouches for nothing and passes every w.
 func (a *Archiver) CheckWatermark(ctx context.Context, table string, w time.Time, ok bool) error {
 	lw, lok, err := a.ledger.highestW(ctx, table)
