@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -26,6 +27,12 @@ import (
 // The key pair vended is the test server's only one, which also writes:
 // versitygw without its IAM service has no read-only pair to give.
 // Production gives server.catalog_vend_* a read-only pair of its own.
+//
+// The settings and the token are docs/serving.md's, as printed: its
+// [server] keys replace the template's, the key id's placeholder alone
+// becomes the test server's, the secret comes from the environment
+// variable the document names, and the token section meterstore token
+// prints must be the document's but for the hash.
 func TestServeCatalogVend(t *testing.T) {
 	if err := exec.Command("python3", "-c", "import pyiceberg, pyarrow").Run(); err != nil {
 		const msg = "python3 with pyiceberg and pyarrow is required: see .ci/run"
@@ -46,8 +53,15 @@ func TestServeCatalogVend(t *testing.T) {
 	cfgPath, _ := deploymentConfig(t, dir)
 	tokens := map[string]string{}
 	var sections string
-	for name, scopes := range map[string]string{"trusted": "catalog,storage", "lake": "catalog", "reporting": "query"} {
+	vendKeys, docTok := vendDoc(t)
+	for name, scopes := range map[string]string{docTok.name: docTok.scopes, "lake": "catalog", "reporting": "query"} {
 		tok, section := parseToken(t, mustRun(t, "token", "--name", name, "--scope", scopes))
+		if name == docTok.name {
+			hash := regexp.MustCompile(`sha256:[0-9a-f]{64}`).FindString(section)
+			if want := strings.Replace(docTok.section, "sha256:...", hash, 1); strings.TrimSpace(section) != want {
+				t.Fatalf("meterstore token prints\n%s\ndocs/serving.md shows\n%s", section, docTok.section)
+			}
+		}
 		tokens[name], sections = tok, sections+section
 	}
 	text, err := os.ReadFile(cfgPath)
@@ -55,17 +69,20 @@ func TestServeCatalogVend(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := withServerKeys(t, string(text), map[string]string{"listen": `"127.0.0.1:0"`})
-	for old, repl := range map[string]string{
-		`url = "file://` + filepath.Join(dir, "wh") + `"`: fmt.Sprintf("url = %q", s3test.URL(t, bucket)),
-		"catalog_vend_credentials = false":                "catalog_vend_credentials = true",
-		`catalog_vend_access_key_id = ""`:                 `catalog_vend_access_key_id = "${AWS_ACCESS_KEY_ID}"`,
-		`catalog_vend_secret_access_key = ""`:             `catalog_vend_secret_access_key = "${AWS_SECRET_ACCESS_KEY}"`,
-	} {
-		if !strings.Contains(cfg, old) {
-			t.Fatalf("the configuration has no line %s", old)
-		}
-		cfg = strings.Replace(cfg, old, repl, 1)
+	wh := `url = "file://` + filepath.Join(dir, "wh") + `"`
+	if !strings.Contains(cfg, wh) {
+		t.Fatalf("the configuration has no line %s", wh)
 	}
+	cfg = strings.Replace(cfg, wh, fmt.Sprintf("url = %q", s3test.URL(t, bucket)), 1)
+	for key, value := range vendKeys {
+		line := regexp.MustCompile(`(?m)^` + key + ` = .*$`)
+		if !line.MatchString(cfg) {
+			t.Fatalf("the configuration has no key %s", key)
+		}
+		value = strings.Replace(value, `"AKIA..."`, `"${AWS_ACCESS_KEY_ID}"`, 1)
+		cfg = line.ReplaceAllLiteralString(cfg, key+" = "+value)
+	}
+	t.Setenv("METERSTORE_VEND_SECRET", secret)
 	if err := os.WriteFile(cfgPath, []byte(cfg+"\n"+sections), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -129,4 +146,47 @@ func TestServeCatalogVend(t *testing.T) {
 	if t.Failed() {
 		t.Logf("serve's log:\n%s", strings.ReplaceAll(log, secret, "<secret>"))
 	}
+}
+
+// A docToken is the token section of a document: its name and scopes as
+// meterstore token takes them, and the section as printed.
+type docToken struct {
+	name, scopes, section string
+}
+
+// vendDoc returns the [server] keys of docs/serving.md's vended-credentials
+// snippet, each with its value as printed, and its token section, without
+// the comments.
+func vendDoc(t *testing.T) (map[string]string, docToken) {
+	t.Helper()
+	server := docBlock(t, "../../docs/serving.md", "[server]")
+	token := docBlock(t, "../../docs/serving.md", "[[server.token]]")
+	comment := regexp.MustCompile(`\s+#.*$`)
+	keys := map[string]string{}
+	for _, l := range strings.Split(server, "\n")[1:] {
+		if k, v, ok := strings.Cut(comment.ReplaceAllString(l, ""), " = "); ok {
+			keys[k] = v
+		}
+	}
+	var lines []string
+	tok := docToken{}
+	for _, l := range strings.Split(token, "\n") {
+		l = comment.ReplaceAllString(l, "")
+		if l == "" {
+			continue
+		}
+		lines = append(lines, l)
+		k, v, _ := strings.Cut(l, " = ")
+		switch k {
+		case "name":
+			tok.name = strings.Trim(v, `"`)
+		case "scopes":
+			tok.scopes = strings.NewReplacer(`"`, "", " ", "", "[", "", "]", "").Replace(v)
+		}
+	}
+	tok.section = strings.Join(lines, "\n")
+	if len(keys) == 0 || tok.name == "" || tok.scopes == "" {
+		t.Fatalf("docs/serving.md's vended credentials: keys %v, token %+v", keys, tok)
+	}
+	return keys, tok
 }

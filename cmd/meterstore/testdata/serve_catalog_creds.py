@@ -4,8 +4,8 @@ PyIceberg's RestCatalog and no S3 credentials of its own.
 
 Called by cmd/meterstore's TestServeCatalogVend with a JSON file naming
 the server, the catalog's URI, a token of scopes catalog and storage
-("trusted"), one of scope catalog alone ("lake"), one of scope query, the
-table and the vended secret. The caller runs it without any AWS
+("notebooks", as docs/serving.md names it), one of scope catalog alone
+("lake"), one of scope query, the table and the vended secret. The caller runs it without any AWS
 credentials in its environment. The trusted client must scan MeterStore's
 rows (counts and sums per day equal those of POST /v1/query); the lake
 client, and the trusted client that does not ask for vended credentials,
@@ -58,14 +58,14 @@ def main():
 
     # /v1/config gives the settings, never the keys, even to the trusted
     # token that asks.
-    status, body = request(spec["catalog_uri"] + "/v1/config", token=spec["tokens"]["trusted"])
+    status, body = request(spec["catalog_uri"] + "/v1/config", token=spec["tokens"]["notebooks"])
     check(status == 200 and body["defaults"].get("s3.endpoint") == spec["s3_endpoint"],
           f"/v1/config has the endpoint: {body['defaults']}")
     check(secret not in json.dumps(body), "/v1/config holds no secret")
 
     # PyIceberg asks for vended credentials by default; the trusted token
     # gets them and reads MeterStore's rows.
-    trusted = catalog(spec, "trusted")
+    trusted = catalog(spec, "notebooks")
     tbl = trusted.load_table(f"{ns}.{name}")
     check(tbl.io.properties.get("s3.secret-access-key") == secret, "the trusted client got the vended key pair")
     check(tbl.io.properties.get("s3.endpoint") == spec["s3_endpoint"], "the trusted client got the endpoint")
@@ -83,7 +83,7 @@ def main():
     scan_fails(tbl, "the catalog-only client")
 
     # The trusted token whose client does not ask gets no key either.
-    unasked = catalog(spec, "trusted", **{"header.X-Iceberg-Access-Delegation": "remote-signing"})
+    unasked = catalog(spec, "notebooks", **{"header.X-Iceberg-Access-Delegation": "remote-signing"})
     tbl = unasked.load_table(f"{ns}.{name}")
     check("s3.secret-access-key" not in tbl.io.properties, "the trusted client that does not ask got no key")
     scan_fails(tbl, "the trusted client that does not ask")
