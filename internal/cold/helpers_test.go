@@ -49,7 +49,7 @@ func newS3Env(t *testing.T) *env {
 }
 
 // newEnvAt is newEnv with the warehouse at url.
-func newEnvAt(t *testing.T, url string, opts Options) *env {
+func newEnvAt(t testing.TB, url string, opts Options) *env {
 	t.Helper()
 	wh, err := catalog.OpenWarehouse(t.Context(), url)
 	if err != nil {
