@@ -429,3 +429,53 @@ func TestRetryableLogFailure(t *testing.T) {
 		t.Fatalf("rows after the retried append: %v", got)
 	}
 }
+
+// TestNoOpCommitAppendsNothing: a commit that changes nothing (no update,
+// or a property set to the value it has) appends nothing to the table's
+// log and writes no metadata file, on every backend, and answers the
+// current metadata and its location.
+func TestNoOpCommitAppendsNothing(t *testing.T) {
+	for _, be := range backends() {
+		t.Run(be.name, func(t *testing.T) {
+			ctx := t.Context()
+			c := be.open(t)
+			ident := table.Identifier{"metering", "power"}
+			tbl := createTable(t, c, "power", nil)
+			tbl, err := appendRows(t, tbl, "w", 10, iceberg.Properties{"meterstore.watermark": "2026-02-01T00:00:00Z"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := c.CommitTable(ctx, ident, nil, []table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{"owner": "metering"})}); err != nil {
+				t.Fatal(err)
+			}
+			histBefore, err := c.History(ctx, ident)
+			if err != nil {
+				t.Fatal(err)
+			}
+			metaBefore := metadataFiles(t, c)
+			cur, err := c.LoadTable(ctx, ident)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, updates := range [][]table.Update{
+				nil,
+				{table.NewSetPropertiesUpdate(iceberg.Properties{"owner": "metering"})},
+			} {
+				md, loc, err := c.CommitTable(ctx, ident, nil, updates)
+				if err != nil {
+					t.Fatalf("no-op commit %v: %v", updates, err)
+				}
+				if loc != cur.MetadataLocation() || !md.Equals(cur.Metadata()) {
+					t.Fatalf("no-op commit %v answered %s, want the current %s", updates, loc, cur.MetadataLocation())
+				}
+			}
+			hist, err := c.History(ctx, ident)
+			if err != nil || len(hist) != len(histBefore) {
+				t.Fatalf("history has %d commits after two no-op commits, %d before (%v)", len(hist), len(histBefore), err)
+			}
+			if after := metadataFiles(t, c); !slices.Equal(metaBefore, after) {
+				t.Fatalf("no-op commits wrote metadata files: before %v, after %v", metaBefore, after)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"strconv"
 
 	"github.com/apache/iceberg-go"
@@ -120,7 +121,10 @@ func (c *Catalog) CommitTable(ctx context.Context, ident table.Identifier, reqs 
 	if err != nil {
 		return nil, "", badRequest{fmt.Errorf("catalog: commit %s.%s: %w", ns, name, err)}
 	}
-	if current != nil && next.Equals(current) {
+	// A commit that changes nothing appends nothing: building metadata
+	// stamps it with the time, which would make every such commit a new
+	// version of the table.
+	if current != nil && unchanged(current, next) {
 		return current, h.MetadataLocation, nil
 	}
 	if current == nil {
@@ -394,4 +398,26 @@ func (c *Catalog) DropTable(ctx context.Context, ident table.Identifier) error {
 	}
 	c.trim(ctx, c.tableShard(ns, name), seq)
 	return c.register(ctx, ns, name, false)
+}
+
+// unchanged reports whether next, built from current, differs from it in
+// nothing but what every build sets: its last-updated time and the
+// metadata log.
+func unchanged(current, next table.Metadata) bool {
+	if next.Equals(current) {
+		return true
+	}
+	var a, b map[string]any
+	for _, x := range []struct {
+		md  table.Metadata
+		out *map[string]any
+	}{{current, &a}, {next, &b}} {
+		data, err := json.Marshal(x.md)
+		if err != nil || json.Unmarshal(data, x.out) != nil {
+			return false
+		}
+		delete(*x.out, "last-updated-ms")
+		delete(*x.out, "metadata-log")
+	}
+	return reflect.DeepEqual(a, b)
 }

@@ -64,6 +64,12 @@ type Fork struct {
 	// metadata log) with other bytes. It is tampering with what readers
 	// without a catalog see, not a foreign writer's commit.
 	Altered bool
+	// Lost tells that the file, beyond the log's head, is a copy of a
+	// metadata file this catalog committed (<N>-<uuid>.metadata.json,
+	// still in the metadata directory) whose log entry is gone: the log
+	// lost its newest entries, as restoring the database that holds it
+	// from a backup loses them. Not a foreign commit either.
+	Lost bool
 }
 
 // String names the file, the reason and what the foreign commit holds.
@@ -213,6 +219,12 @@ func (c *Catalog) forksIn(ctx context.Context, ident table.Identifier, dir strin
 	for _, f := range files {
 		switch {
 		case f.version > head:
+			if own := c.lostCommit(ctx, dir, f.key, f.version); own != "" {
+				forks = append(forks, Fork{Table: tname, File: f.key, Version: f.version, Head: head, Records: -1, Lost: true,
+					Reason: fmt.Sprintf("is version %d, beyond the log's head (version %d), and a copy of %s, which this catalog committed: "+
+						"the log lost its newest entries, as restoring its database from a backup loses them", f.version, head, own)})
+				continue
+			}
 			foreign(f.key, f.version, fmt.Sprintf("is version %d, beyond the log's head (version %d)", f.version, head))
 		case f.plain && deep:
 			same, known, err := ours(f.key, f.version)
@@ -292,6 +304,30 @@ func (c *Catalog) editedCopy(ctx context.Context, ns, name, key string, n int64)
 	}
 	la, lb := slices.Collect(a.PreviousFiles()), slices.Collect(b.PreviousFiles())
 	return slices.Equal(la, lb)
+}
+
+// lostCommit returns the key of the metadata file this catalog wrote for
+// version n in dir (commit names it <n, five digits>-<uuid>.metadata.json)
+// whose bytes the mirror file under key holds, "" if there is none.
+func (c *Catalog) lostCommit(ctx context.Context, dir, key string, n int64) string {
+	prefix := fmt.Sprintf("%s/%05d-", dir, n)
+	page, err := c.wh.Bucket.List(ctx, prefix, blob.ListOptions{})
+	if err != nil {
+		return ""
+	}
+	mirror, err := c.wh.Bucket.Get(ctx, key)
+	if err != nil {
+		return ""
+	}
+	for _, o := range page.Objects {
+		if !strings.HasSuffix(o.Key, ".metadata.json") || path.Dir(o.Key) != dir {
+			continue
+		}
+		if data, err := c.wh.Bucket.Get(ctx, o.Key); err == nil && bytes.Equal(data, mirror) {
+			return o.Key
+		}
+	}
+	return ""
 }
 
 func missing(ctx context.Context, b *blob.Bucket, key string) bool {

@@ -12,8 +12,13 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
-// Expiry reports what ExpireSnapshots did with one table.
-type Expiry = cold.Expiry
+// Expiry reports what ExpireSnapshots did with one table. It is the cold
+// tier's report field for field.
+type Expiry struct {
+	Restamped bool    // the watermark was re-stamped first
+	Expired   []int64 // the removed snapshots, ascending
+	Kept      int     // snapshots left
+}
 
 // ExpireSnapshots removes the snapshots of table name that the configured
 // retention no longer keeps, after re-stamping the watermark onto the
@@ -35,7 +40,8 @@ func (s *Store) ExpireSnapshots(ctx context.Context, name string, now time.Time)
 		if err := s.vetWatermark(ctx, name, ct); err != nil {
 			return err
 		}
-		out, err = s.cold.ExpireSnapshots(ctx, ct, now, s.opts.Snapshots.retention())
+		e, err := s.cold.ExpireSnapshots(ctx, ct, now, s.opts.Snapshots.retention())
+		out = Expiry(e)
 		return err
 	})
 	if err != nil {
@@ -147,7 +153,7 @@ func (s *Store) Purge(ctx context.Context, name, confirm string) (files int, err
 		return n, err
 	}
 	s.router.Forget(name)
-	if err := s.forgetAltered(ctx, name); err != nil {
+	if err := s.altered.Forget(ctx, name); err != nil {
 		return n, err
 	}
 	return n, s.arch.ForgetWatermark(ctx, name)

@@ -10,13 +10,39 @@ import (
 	"github.com/meterstore/meterstore/internal/metrics"
 )
 
-// Outcome types of one archival cycle of one table.
-type (
-	// ArchiveOutcome reports what one archival cycle did with a table.
-	ArchiveOutcome = archive.Outcome
-	// ArchiveStatus summarizes an ArchiveOutcome.
-	ArchiveStatus = archive.Status
-)
+// ArchiveOutcome reports what one archival cycle did with a table. It is
+// the archiver's outcome field for field, so that it converts without a
+// copy of its parts.
+type ArchiveOutcome struct {
+	Table  string
+	Status ArchiveStatus
+	// Windows are the windows committed this cycle, in order: each
+	// [From, To) with the Rows committed, Recovered when a previous cycle
+	// had detached its partitions and not committed them.
+	Windows   []archive.Window
+	Watermark time.Time   // W after the cycle; zero if nothing was ever archived
+	Dropped   []time.Time // starts of the partitions dropped this cycle
+	// Reconciled are the starts of the partitions found attached below W
+	// (a database restored from a backup older than their archival)
+	// whose every row the cold tier holds: detached this cycle, dropped
+	// after the reader grace.
+	Reconciled []time.Time
+	// Violations describes invariant violations found: attached partitions
+	// below W holding rows the cold tier does not, and windows whose
+	// committed rows did not match those read.
+	Violations []string
+	// Waiting says what a Deferred cycle waits for: a lock held by
+	// another session, or a process that declares a column the window's
+	// rows hold values in.
+	Waiting string
+}
+
+// Healthy reports whether the cycle needs no operator: it neither failed
+// nor was quarantined, and found no violation.
+func (o *ArchiveOutcome) Healthy() bool { return (*archive.Outcome)(o).Healthy() }
+
+// ArchiveStatus summarizes an ArchiveOutcome.
+type ArchiveStatus = archive.Status
 
 // The statuses of an archival cycle. Only ArchiveFailed and
 // ArchiveQuarantined need an operator; ArchiveDeferred and
@@ -63,7 +89,8 @@ func (s *Store) Archive(ctx context.Context, name string, now time.Time) (out Ar
 		return ArchiveOutcome{Table: name, Status: archive.Failed}, err
 	}
 	start := time.Now()
-	out, err = s.arch.Cycle(ctx, t.decl, ct, now)
+	cycled, err := s.arch.Cycle(ctx, t.decl, ct, now)
+	out = ArchiveOutcome(cycled)
 	if !out.Watermark.IsZero() {
 		s.router.Observe(name, out.Watermark)
 	}

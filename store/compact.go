@@ -4,17 +4,62 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/metrics"
 )
 
 // CompactOptions say which data files Compact rewrites, and, with
-// thresholds, when it does anything at all.
-type CompactOptions = cold.CompactOptions
+// thresholds, when it does anything at all. Zero values mean the
+// defaults. They are the cold tier's options field for field, so that
+// they convert without a copy of their parts.
+type CompactOptions struct {
+	// SmallFileSize: a data file smaller than it is small; 128 MiB by
+	// default.
+	SmallFileSize int64
+	// MinSmallFiles: the small files of a partition are rewritten once
+	// there are that many of them; 2 by default, and never fewer.
+	MinSmallFiles int
+	// ManifestsOver and SmallFilesOver, when either is set, make Compact a
+	// threshold check: it commits only when the current snapshot has more
+	// data manifests than ManifestsOver, or a partition has more small
+	// files than SmallFilesOver (a zero threshold is not checked).
+	ManifestsOver  int
+	SmallFilesOver int
+	// ResettleRows bounds the re-marking of late corrections: the files of
+	// a month (and identity columns) that holds late corrections are
+	// rewritten with every reading's superseded mark decided again, so
+	// that a resolved read of it is a plain scan once more, if they hold
+	// at most that many rows; zero means 250,000. KeepOpen turns it off.
+	ResettleRows int64
+	KeepOpen     bool
+	// Settled makes a partition of a settled month, one that ends at or
+	// before W so that no archival window writes to it again, due whatever
+	// the thresholds once it holds MinSmallFiles small files: its daily
+	// files become few large ones for the years it is read. While no
+	// threshold is crossed, only such partitions are rewritten.
+	Settled bool
+}
 
-// Compaction reports what Compact did with one table.
-type Compaction = cold.Compaction
+// A Compaction reports what Compact did with one table; one with
+// SnapshotID 0 committed nothing. It is the cold tier's report field for
+// field.
+type Compaction struct {
+	SnapshotID      int64
+	Watermark       time.Time // W, the same before and after
+	FilesBefore     int       // data files of the current snapshot
+	FilesAfter      int
+	ManifestsBefore int // data manifests of the current snapshot
+	ManifestsAfter  int
+	Partitions      int   // partitions whose files were rewritten
+	Rewritten       int   // data files removed
+	Resettled       int   // of them, files of months with late corrections, re-marked
+	Written         int   // data files added in their place
+	Rows            int64 // rows rewritten
+	BytesRead       int64 // size of the removed files
+	BytesWritten    int64 // size of the added files
+}
 
 // ErrCompactionConflict is wrapped by the refusal of a compaction that
 // another commit overtook; running it again is safe.
@@ -43,7 +88,8 @@ func (s *Store) Compact(ctx context.Context, name string, opts CompactOptions) (
 		if err := s.vetWatermark(ctx, name, ct); err != nil {
 			return err
 		}
-		out, err = s.cold.Compact(ctx, ct, opts)
+		c, err := s.cold.Compact(ctx, ct, cold.CompactOptions(opts))
+		out = Compaction(c)
 		return err
 	})
 	s.metrics.Compacted(ctx, name, compactionOutcome(out, err), int64(out.Rewritten), out.BytesRead,

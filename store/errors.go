@@ -76,10 +76,6 @@ var (
 	// read: a query, a write with late corrections, an archival. A write's
 	// and an archival's are retryable; a query's as its cause says.
 	ErrColdUnreachable = cold.ErrUnreachable
-	// ErrColdTierUnreachable is ErrColdUnreachable, by its former name.
-	//
-	// Deprecated: use ErrColdUnreachable.
-	ErrColdTierUnreachable = ErrColdUnreachable
 	// ErrInFlight fails a query whose rows an archival is moving between
 	// the tiers; it is retryable.
 	ErrInFlight = query.ErrInFlight

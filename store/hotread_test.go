@@ -103,8 +103,8 @@ func TestHotReadOneSnapshot(t *testing.T) {
 		if hook != nil {
 			t.Fatal("the hot read did not open")
 		}
-		if want := c.want(before); !slices.Equal(lines(res), want) {
-			t.Fatalf("day %d: %s: %d rows, want %d\n%s", d, c.rel, len(res.Rows), len(want), firstDiff(lines(res), want))
+		if want := c.want(before); !slices.Equal(lines(result(res)), want) {
+			t.Fatalf("day %d: %s: %d rows, want %d\n%s", d, c.rel, len(res.Rows), len(want), firstDiff(lines(result(res)), want))
 		}
 		if !slices.Equal(res.Tiers, []string{"cold", "hot"}) || res.Timing.HotRows == 0 {
 			t.Fatalf("day %d: %s: tiers %v, %d hot rows", d, c.rel, res.Tiers, res.Timing.HotRows)

@@ -160,7 +160,8 @@ func (o *MaintenanceOutcome) Healthy() bool { return len(o.Unhealthy()) == 0 && 
 // Cycle runs one maintenance cycle at now. Per table, in order: create the
 // partitions ahead (deferred, not failed, when a lock is held), archive the due windows (bounded), compact the cold
 // tier if it crossed a threshold and expire snapshots if enabled, both if
-// the lease was won, remove orphan files if enabled and due, and compute
+// the lease was won, remove orphan files if enabled and due (by the
+// replica that takes the lease), and compute
 // the table's health; then
 // the system tables are refreshed with those healths, so that a long-lived
 // process's queries see them as of its last cycle; then the retention

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/meterstore/meterstore/catalog"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog/rest"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/consensus"
 	"github.com/meterstore/meterstore/consensus/postgres"
@@ -132,7 +132,7 @@ func restServer(t *testing.T, url, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(restcatalog.WritableHandler(cat, nil))
+	srv := httptest.NewServer(rest.WritableHandler(cat, nil))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

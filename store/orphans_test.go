@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -218,5 +219,62 @@ func TestMaintenanceRemovesOrphans(t *testing.T) {
 	}
 	if out := m.Cycle(ctx, dayN(5)); out.Tables[0].Orphans == nil || out.Tables[0].Err != nil {
 		t.Fatalf("a day later the loop did not list: %+v", out.Tables[0])
+	}
+}
+
+// TestMaintenanceOrphansUnderLease runs the cycle of two replicas of one
+// deployment with orphan removal on: while one holds the table's archive
+// lease, the other's cycle lists and removes nothing and stays healthy;
+// once the lease is free, its next cycle, an hour later, removes the
+// orphan: a cycle that left the step to another replica did not count as
+// the day's removal.
+func TestMaintenanceOrphansUnderLease(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	wall := time.Now().Add(48 * time.Hour)
+	opts := Options{Now: NowOptions{WallClock: func() time.Time { return wall }}}
+	holder, replica := e.open(t, opts), e.open(t, opts)
+	if err := replica.CreatePartitions(ctx, dayN(0), dayN(10)); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, replica, []Reading{qh(1, 0, 4, "A", 1, 1000)})
+	if _, err := replica.Archive(ctx, "power", dayN(3)); err != nil {
+		t.Fatal(err)
+	}
+	var data string
+	for _, f := range warehouseFiles(t, e.dir, "meterstore/power") {
+		if strings.HasSuffix(f, ".parquet") {
+			data = f
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(e.dir, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := filepath.Join(e.dir, "meterstore", "power", "data", "00000-0-"+uuid.NewString()+".parquet")
+	if err := os.WriteFile(orphan, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exists := func() bool { _, err := os.Stat(orphan); return err == nil }
+
+	m := replica.Maintenance().RemoveOrphans(24 * time.Hour)
+	err = holder.arch.WithLease(ctx, "power", func(context.Context) error {
+		out := m.Cycle(ctx, dayN(3))
+		to := out.Tables[0]
+		if to.Archive.Status != ArchiveLeaseContended || to.Orphans != nil || to.Err != nil || !out.Healthy() {
+			t.Errorf("the contended replica's cycle: archive %v, orphans %+v, err %v, healthy %v; want lease contended, no removal, healthy",
+				to.Archive.Status, to.Orphans, to.Err, out.Healthy())
+		}
+		if !exists() {
+			t.Error("the replica without the lease deleted the orphan")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := m.Cycle(ctx, dayN(3).Add(time.Hour))
+	if rep := out.Tables[0].Orphans; rep == nil || rep.Deleted != 1 || exists() {
+		t.Fatalf("the cycle after the lease was freed: %+v, orphan there: %v; want it deleted", rep, exists())
 	}
 }

@@ -9,19 +9,6 @@ import (
 	"github.com/meterstore/meterstore/internal/query"
 )
 
-// A Result is the answer of Query: its rows, and the watermark and tiers
-// it was computed with.
-type Result = query.Result
-
-// A ResultHeader describes the answer of a query before its first row:
-// its columns, and the watermark, tiers, cold snapshot and recorded_at
-// ceiling it is computed with.
-type ResultHeader = query.Header
-
-// A TableRead says how a query read one table it names: its watermark,
-// tiers, cold snapshot and range (ResultHeader.Tables).
-type TableRead = query.TableRead
-
 // ErrInvalidQuery fails a query whose SQL DuckDB cannot parse or bind: a
 // syntax error, an unknown column, table or function, a <table>.readings
 // of a table that is not declared. It is not retryable.
@@ -196,7 +183,7 @@ func (st *Statement) Tables() []string { return st.st.Tables() }
 // must not keep. It releases the statement.
 func (st *Statement) Stream(ctx context.Context, start func(*ResultHeader) error, row func([]any) error) error {
 	begin := time.Now()
-	err := st.st.Stream(ctx, start, row)
+	err := st.st.Stream(ctx, func(h *query.Header) error { return start(resultHeader(h)) }, row)
 	st.queried(ctx, begin)
 	return err
 }
@@ -215,7 +202,7 @@ func (st *Statement) Query(ctx context.Context) (*Result, error) {
 	begin := time.Now()
 	res, err := st.st.Query(ctx)
 	st.queried(ctx, begin)
-	return res, err
+	return result(res), err
 }
 
 // Close releases a statement that will not stream.

@@ -14,10 +14,12 @@ import (
 )
 
 // TestMarkedResolutionSQL pastes system.resolution's marked_resolution_sql
-// into a DuckDB of its own over the cold table's Parquet files, as a
-// foreign engine would read them, after archival of corrected readings and
-// late corrections below W: it gives what readings gives below W, and so
-// does the readings view's duckdb form.
+// and resolution_sql of dialect duckdb into a DuckDB of its own over the
+// cold table's Parquet files, as a foreign engine would read them, after
+// archival of corrected readings and late corrections below W: each gives
+// what readings gives below W, and so does the readings view's duckdb
+// form. (cmd/meterstore's TestReadingsViewEngines runs every dialect in
+// its engine.)
 func TestMarkedResolutionSQL(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(t)
@@ -41,8 +43,10 @@ func TestMarkedResolutionSQL(t *testing.T) {
 	if err := s.RefreshSystemTables(ctx, dayN(5)); err != nil {
 		t.Fatal(err)
 	}
-	res := mustQuery(t, s, `SELECT value FROM system.resolution WHERE setting = 'marked_resolution_sql' AND "table" = 'power'`)
+	res := mustQuery(t, s, `SELECT value FROM system.resolution WHERE setting = 'marked_resolution_sql' AND "table" = 'power' AND dialect = 'duckdb'`)
 	marked := res.Rows[0][0].(string)
+	res = mustQuery(t, s, `SELECT value FROM system.resolution WHERE setting = 'resolution_sql' AND "table" = 'power' AND dialect = 'duckdb'`)
+	unmarked := res.Rows[0][0].(string)
 	p, err := s.cold.Plan(ctx, s.tables[0].cold, series.Range{})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +77,7 @@ func TestMarkedResolutionSQL(t *testing.T) {
 	// The readings view's duckdb form too, which names its columns.
 	view := resolve.SQL(resolve.DuckDB, resolve.DuckDB.Ident("power"),
 		[]string{"malo_id", "channel", "from", "version", "value", "recorded_at"}, s.tables[0].decl.MergeKey(), true)
-	for _, stmt := range []string{marked, view} {
+	for _, stmt := range []string{marked, unmarked, view} {
 		rows, err := db.QueryContext(ctx, cols+`(`+stmt+`) ORDER BY ALL`)
 		if err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -94,5 +98,50 @@ func TestMarkedResolutionSQL(t *testing.T) {
 		if !slices.Equal(foreign, ours) {
 			t.Fatalf("%s over the files:\n%v\nreadings below W:\n%v", stmt, foreign, ours)
 		}
+	}
+}
+
+// TestResolutionDialects: system.resolution gives both statements in each
+// dialect of the readings views, and those of Spark and Trino use nothing
+// only DuckDB has (QUALIFY, ANTI and SEMI JOIN); they are the views' text,
+// over the table's name. ResolutionSQL refuses a dialect it does not
+// know.
+func TestResolutionDialects(t *testing.T) {
+	s := newStore(t)
+	res := mustQuery(t, s, `SELECT setting, dialect, value FROM system.resolution WHERE "table" = 'power' AND dialect IS NOT NULL ORDER BY 1, 2`)
+	want := []string{"marked_resolution_sql duckdb", "marked_resolution_sql spark", "marked_resolution_sql trino",
+		"resolution_sql duckdb", "resolution_sql spark", "resolution_sql trino"}
+	var got []string
+	for _, r := range res.Rows {
+		setting, dialect, value := r[0].(string), r[1].(string), r[2].(string)
+		got = append(got, setting+" "+dialect)
+		if dialect != "duckdb" {
+			for _, only := range []string{"QUALIFY", " ANTI JOIN ", " SEMI JOIN "} {
+				if strings.Contains(value, only) {
+					t.Errorf("%s in %s uses %s: %s", setting, dialect, only, value)
+				}
+			}
+		}
+		var d resolve.Dialect
+		for _, x := range resolve.ViewDialects {
+			if x.Name == dialect {
+				d = x
+			}
+		}
+		var cols []string
+		for _, f := range cold.Schema(s.tables[0].decl).Fields() {
+			if f.Name != series.ColumnSuperseded {
+				cols = append(cols, f.Name)
+			}
+		}
+		if want := resolve.SQL(d, d.Ident("power"), cols, s.tables[0].decl.MergeKey(), setting == "marked_resolution_sql"); value != want {
+			t.Errorf("%s in %s:\n%s\nwant the view's text\n%s", setting, dialect, value, want)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("system.resolution's statements: %v, want %v", got, want)
+	}
+	if _, err := ResolutionSQL(s.tables[0].decl, "postgres"); err == nil {
+		t.Fatal("ResolutionSQL in a dialect it does not know")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/internal/altered"
 	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
@@ -85,6 +86,7 @@ type Store struct {
 	// read between its cold plan and its hot statement: where a
 	// concurrent archival would move rows between the tiers.
 	typedHook func()
+	altered   *altered.Record // the cold files found altered
 	metrics   *metrics.Metrics
 	tables    []*table       // in declaration order
 	closers   []func()       // what OpenConfig started, for Close
@@ -110,6 +112,7 @@ type table struct {
 	engine   *query.Engine // nil until opened
 	openErr  error         // why the last attempt to open failed
 	forks    string        // the mirror forks last logged, so each is logged once
+	below    string        // the partitions below W last logged, likewise
 	// coldErr is why the cold tier could not be ensured when the table
 	// opened (its warehouse or catalog away, its metadata unreadable):
 	// the table then runs on its hot tier alone, cold is a handle that
@@ -192,6 +195,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.cold, err = cold.New(opts.Catalog, opts.Cold.tier(log)); err != nil {
 		return nil, err
 	}
+	s.altered = altered.New(opts.Pool, s.hot.Schema(), s.ensureServiceTable)
 	if s.arch, err = archive.New(s.hot, s.cold, opts.Pool, s.archive); err != nil {
 		return nil, err
 	}
@@ -333,7 +337,7 @@ func (s *Store) open(ctx context.Context, t *table) error {
 		VetWatermark: func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error) {
 			return s.arch.VetWatermark(ctx, decl.Name, read)
 		},
-		VetPlan:      func(ctx context.Context, p cold.Plan) error { return s.vetPlan(ctx, decl.Name, p) },
+		VetPlan:      func(ctx context.Context, p cold.Plan) error { return s.altered.Vet(ctx, decl.Name, p) },
 		CheckDigests: s.opts.Query.VerifyDigests,
 		Altered:      func(ctx context.Context, e *cold.AlteredFileError) { s.readFoundAltered(ctx, decl.Name, e) },
 	}, s.opts.Query.settings())

@@ -10,8 +10,8 @@ import (
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/query"
-	"github.com/meterstore/meterstore/internal/resolve"
 )
 
 // A TableStatus is one row of system.tables: the health of one table.
@@ -209,6 +209,8 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 		if st.InvariantViolations, err = s.hot.CountBelow(ctx, t.decl, st.Watermark); err != nil {
 			st.InvariantViolations = -1
 			errs = append(errs, err)
+		} else if st.InvariantViolations > 0 {
+			errs = append(errs, s.rowsBelow(t, parts, st.Watermark, st.InvariantViolations))
 		}
 	}
 	// A partition someone else detached above W holds rows no query
@@ -228,7 +230,7 @@ func (s *Store) status(ctx context.Context, t *table, now time.Time) TableStatus
 		s.reprove(ctx, t.decl.Name, ct)
 	}
 	var aerr error
-	if st.AlteredFiles, aerr = s.alteredStatus(ctx, t.decl.Name); aerr != nil {
+	if st.AlteredFiles, aerr = s.altered.Status(ctx, t.decl.Name); aerr != nil {
 		errs = append(errs, aerr)
 	}
 	if altered != nil && st.AlteredFiles == 0 {
@@ -279,9 +281,13 @@ func (s *Store) checkMirror(ctx context.Context, t *table, ct *cold.Table, st *T
 	t.mu.Unlock()
 	if changed && fe != nil {
 		for _, f := range fe.Forks {
-			s.log.Error("store: a commit MeterStore did not make is in the metadata mirror; "+
-				"the mirror of the table stops until an operator resolves it (meterstore verify --resolve-forks)",
-				"table", t.decl.Name, "file", f.File, "reason", f.Reason, "snapshot", f.SnapshotID, "records", f.Records)
+			msg := "store: a commit MeterStore did not make is in the metadata mirror; " +
+				"the mirror of the table stops until an operator resolves it (meterstore verify --resolve-forks)"
+			if f.Lost {
+				msg = "store: the catalog's log lost commits it made, as a database restored from a backup loses them; " +
+					"the mirror of the table stops until an operator moves their copies aside (meterstore verify --resolve-forks)"
+			}
+			s.log.Error(msg, "table", t.decl.Name, "file", f.File, "reason", f.Reason, "snapshot", f.SnapshotID, "records", f.Records)
 		}
 	}
 	if changed && fe == nil && err == nil {
@@ -427,43 +433,6 @@ func (s *Store) configRelation(ctx context.Context) query.Relation {
 	return r
 }
 
-// resolutionRelation carries what an engine reading the Iceberg files
-// directly needs and cannot derive: version resolution as SQL to paste,
-// and the column to group balancing days by.
-func (s *Store) resolutionRelation() query.Relation {
-	r := query.Relation{Schema: "system", Name: "resolution", Columns: []query.Column{
-		{Name: "table", Type: "VARCHAR"}, {Name: "setting", Type: "VARCHAR"}, {Name: "value", Type: "VARCHAR"},
-	}}
-	for _, t := range s.tables {
-		// A quarantined table's files are keyed as it is stored.
-		decl, _ := t.running()
-		key := quoteAll(decl.MergeKey())
-		r.Rows = append(r.Rows,
-			[]any{decl.Name, "resolution_sql", ResolutionSQL(decl)},
-			[]any{decl.Name, "marked_resolution_sql", MarkedResolutionSQL(decl)},
-			[]any{decl.Name, "merge_key", strings.Join(key, ", ")},
-			[]any{decl.Name, "balancing_day_column", "balancing_day"},
-		)
-	}
-	return r
-}
-
-// ResolutionSQL returns the version resolution of table t as SQL for an
-// engine reading its Iceberg table directly: per merge key the highest
-// version, then the latest recorded_at. The readings relation is the same
-// statement over readings_versions.
-func ResolutionSQL(t *Table) string {
-	return resolve.SQL(resolve.Engine, t.Name, nil, t.MergeKey(), false)
-}
-
-// MarkedResolutionSQL returns the same resolution for an engine reading the
-// cold table's files directly, using the superseded marks its archival set
-// (see the superseded column's doc): rows marked current are taken as they
-// are, and only the merge keys of late corrections are resolved.
-func MarkedResolutionSQL(t *Table) string {
-	return resolve.SQL(resolve.Engine, t.Name, nil, t.MergeKey(), true)
-}
-
 func quoteAll(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
@@ -474,3 +443,29 @@ func quoteAll(names []string) []string {
 
 // fmtDuration spells d as a configuration does.
 func fmtDuration(d time.Duration) string { return config.Duration(d).String() }
+
+// rowsBelow explains the n rows PostgreSQL holds below W in t's attached
+// partitions parts: what a database restored from a backup older than the
+// last archivals brings back (see archive's reconcile), logged when first
+// seen.
+func (s *Store) rowsBelow(t *table, parts []hot.Partition, w time.Time, n int64) error {
+	var names []string
+	for _, p := range parts {
+		if p.Attached && !p.To.After(w) {
+			names = append(names, p.Name)
+		}
+	}
+	reason := fmt.Sprintf("%d rows in PostgreSQL lie below the watermark %s, in the attached partitions %s: "+
+		"what a database restored from a backup older than the last archivals brings back. Queries do not read them; "+
+		"the next archival cycle detaches each partition whose rows the cold tier holds, and keeps and reports any other",
+		n, cold.FormatTime(w), strings.Join(names, ", "))
+	seen := strings.Join(names, ",")
+	t.mu.Lock()
+	changed := t.below != seen
+	t.below = seen
+	t.mu.Unlock()
+	if changed {
+		s.log.Warn("store: rows below the watermark in PostgreSQL", "table", t.decl.Name, "rows", n, "partitions", names)
+	}
+	return &InvariantError{Table: t.decl.Name, Reason: reason}
+}

@@ -140,9 +140,9 @@ func TestSystemConfigResolutionSnapshots(t *testing.T) {
 
 	// The resolution SQL, pasted over every version, gives what readings
 	// gives: the rule a foreign engine needs, spelled so it can be used.
-	res = mustQuery(t, s, `SELECT value FROM system.resolution WHERE setting = 'resolution_sql'`)
+	res = mustQuery(t, s, `SELECT value FROM system.resolution WHERE setting = 'resolution_sql' AND dialect = 'duckdb'`)
 	rsql := res.Rows[0][0].(string)
-	pasted := strings.Replace(rsql, "FROM power", "FROM readings_versions", 1)
+	pasted := strings.ReplaceAll(rsql, `FROM "power"`, "FROM readings_versions")
 	a := mustQuery(t, s, `SELECT malo_id, channel, "from", CAST(value AS VARCHAR) FROM (`+pasted+`) ORDER BY ALL`)
 	b := mustQuery(t, s, `SELECT malo_id, channel, "from", CAST(value AS VARCHAR) FROM readings ORDER BY ALL`)
 	if len(a.Rows) != 6 || len(a.Rows) != len(b.Rows) {

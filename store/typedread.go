@@ -399,7 +399,7 @@ func (s *Store) typedLocal(ctx context.Context, name string, p cold.Plan) (cold.
 	if len(p.Files) == 0 {
 		return p, nil
 	}
-	if err := s.vetPlan(ctx, name, p); err != nil {
+	if err := s.altered.Vet(ctx, name, p); err != nil {
 		return cold.Plan{}, err
 	}
 	lp, err := p.Local(ctx, s.opts.Query.CacheDir)

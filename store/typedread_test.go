@@ -198,7 +198,7 @@ func sqlSeries(t *testing.T, s *Store, q SeriesQuery, latest bool) ([]string, *R
 			r[0].(time.Time).UTC().Format(time.RFC3339), r[1].(time.Time).UTC().Format(time.RFC3339), r[2], r[3], r[4],
 			r[5].(time.Time).UTC().Format(time.RFC3339Nano), r[6], r[7], r[8], r[9].(time.Time).Format(time.DateOnly), r[10]))
 	}
-	return out, &res.Header
+	return out, &res.ResultHeader
 }
 
 // typedLines returns the lines sqlSeries makes of rs.

@@ -165,10 +165,10 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 			"table", t.decl.Name, "file", a.File, "reason", a.Reason)
 	}
 	// What was not looked at is not cleared.
-	settle := s.settleAltered
+	settle := s.altered.Settle
 	if len(errs) > 0 {
 		settle = func(ctx context.Context, name string, found []*cold.AlteredFileError, _ bool) error {
-			return s.recordAltered(ctx, name, found)
+			return s.altered.Add(ctx, name, found)
 		}
 	}
 	if err := settle(ctx, t.decl.Name, altered, opts.Deep); err != nil {
@@ -189,8 +189,12 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 		case errors.As(err, &fe):
 			v.Forks = fe.Forks
 			for _, f := range fe.Forks {
-				if f.Altered {
+				switch {
+				case f.Altered:
 					v.Problems = append(v.Problems, "a file of the metadata mirror is not the one committed: "+f.String())
+					continue
+				case f.Lost:
+					v.Problems = append(v.Problems, "the catalog's log lost a commit it made (a database restored from a backup?); --resolve-forks moves its mirror aside: "+f.String())
 					continue
 				}
 				v.Problems = append(v.Problems, "a commit MeterStore did not make in the metadata mirror: "+f.String())
@@ -250,8 +254,14 @@ func (s *Store) ResolveForks(ctx context.Context, name string) ([]catalog.Fork, 
 	return forks, nil
 }
 
-// Adoption reports what AdoptDigests did with one table.
-type Adoption = cold.Adoption
+// Adoption reports what AdoptDigests did with one table; one with
+// SnapshotID 0 committed nothing, every live file having a digest
+// already. It is the cold tier's report field for field.
+type Adoption struct {
+	SnapshotID int64
+	Files      int   // files whose digests it recorded
+	Bytes      int64 // their size, read whole to hash them
+}
 
 // AdoptDigests records the SHA-256 of every live data file of table name
 // that has none, having been archived before MeterStore recorded digests
@@ -269,7 +279,8 @@ func (s *Store) AdoptDigests(ctx context.Context, name string) (Adoption, error)
 		if err := s.vetWatermark(ctx, name, ct); err != nil {
 			return err
 		}
-		out, err = s.cold.AdoptDigests(ctx, ct)
+		a, err := s.cold.AdoptDigests(ctx, ct)
+		out = Adoption(a)
 		return err
 	})
 	if err != nil {

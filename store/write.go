@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/series"
 )
@@ -16,7 +15,12 @@ import (
 // inserted, present, superseded, shadowed, or refused with the reason the
 // error gives), the counts of each, and how many rows went to the cold
 // tier as late corrections.
-type WriteResult = archive.WriteResult
+type WriteResult struct {
+	// Result holds a status per row, in order, their counts, and for
+	// substitute values the version each row was given.
+	series.Result
+	Late int // rows routed to the cold tier as late corrections
+}
 
 // Write stores rows in table name. Rows whose interval starts below the
 // watermark go to the cold tier as one append, the rest to PostgreSQL as
@@ -106,7 +110,8 @@ func (s *Store) WriteWith(ctx context.Context, name string, rows []Reading, o Wr
 	if rows, err = withSource(decl, rows, o.Source); err != nil {
 		return WriteResult{}, err
 	}
-	res, err := s.router.WriteWith(ctx, decl, ct, rows, hot.WriteOptions{Substitute: o.Substitute})
+	routed, err := s.router.WriteWith(ctx, decl, ct, rows, hot.WriteOptions{Substitute: o.Substitute})
+	res := WriteResult(routed)
 	refuse(&res, err)
 	s.metrics.Written(ctx, name, int64(res.Inserted+res.Superseded+res.Shadowed), int64(res.Present))
 	for _, o := range []struct {

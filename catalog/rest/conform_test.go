@@ -1,4 +1,4 @@
-package restcatalog_test
+package rest_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/catalog/catalogtest"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog/rest"
 )
 
 // TestConformance runs the catalog conformance suite over iceberg-go's
@@ -22,7 +22,7 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc, _ := restClient(t, restcatalog.WritableHandler(c, nil, views))
+		rc, _ := restClient(t, rest.WritableHandler(c, nil, views))
 		return catalog.Guard(rc, pass)
 	}, catalogtest.Features{})
 }

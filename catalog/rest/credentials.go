@@ -1,4 +1,4 @@
-package restcatalog
+package rest
 
 // What a reader needs to reach a table's files: the warehouse's storage
 // properties without secrets, and the credentials a request's context

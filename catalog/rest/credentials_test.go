@@ -1,4 +1,4 @@
-package restcatalog_test
+package rest_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/catalog/catalogtest"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog/rest"
 	"github.com/meterstore/meterstore/internal/s3test"
 	"log/slog"
 	"net/http"
@@ -29,7 +29,7 @@ func TestStorageCredentials(t *testing.T) {
 	t.Cleanup(func() { wh.Bucket.Close() })
 	c := catalogtest.NewCatalog(t, wh, catalogtest.BlobLog(t, wh.Bucket))
 	catalogtest.CreateTable(t, c, "power", nil)
-	h := restcatalog.Handler(c, nil)
+	h := rest.Handler(c, nil)
 
 	whole, err := wh.S3Credential(catalog.S3Keys{AccessKeyID: "WHOLE-ID", SecretAccessKey: "whole-s3cr3t"})
 	if err != nil {

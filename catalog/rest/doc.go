@@ -1,9 +1,9 @@
-// Package restcatalog serves an Iceberg catalog over the Iceberg REST
+// Package rest serves an Iceberg catalog over the Iceberg REST
 // catalog protocol: read-only with Handler, reads and writes with
 // WritableHandler. It serves the log-backed catalog of package catalog
 // (see Catalog), knows nothing of what the tables hold, and serves views
 // only through the hook WithViews installs.
-package restcatalog
+package rest
 
 import (
 	icecatalog "github.com/apache/iceberg-go/catalog"

@@ -1,4 +1,4 @@
-package restcatalog
+package rest
 
 import (
 	"context"
@@ -103,7 +103,7 @@ func ViewCatalog(name string) Option {
 
 // WithViews serves the views v provides beside the tables. Without it the
 // handler serves no views: a listing is empty and every view is missing.
-func WithViews(v Views) Option {
+func WithViews(v catalog.Views) Option {
 	return func(s *restServer) { s.views = v }
 }
 
@@ -150,9 +150,9 @@ var (
 type restServer struct {
 	c           Catalog
 	config      map[string]string
-	viewCatalog string       // the views' default catalog; "": none
-	views       Views        // nil: no views
-	logger      *slog.Logger // warnings about failed requests
+	viewCatalog string        // the views' default catalog; "": none
+	views       catalog.Views // nil: no views
+	logger      *slog.Logger  // warnings about failed requests
 }
 
 // routeKind decides how an error maps to a status: the protocol gives a

@@ -1,4 +1,4 @@
-package restcatalog_test
+package rest_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/catalog/catalogtest"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog/rest"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -36,7 +36,7 @@ func TestInteropPyIceberg(t *testing.T) {
 	if _, err = catalogtest.AppendRows(t, tbl, "second", 20, iceberg.Properties{"meterstore.watermark": "2026-02-01T00:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(restcatalog.Handler(c, nil))
+	srv := httptest.NewServer(rest.Handler(c, nil))
 	defer srv.Close()
 
 	var writers []string
@@ -102,7 +102,7 @@ func TestInteropPyIcebergRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(restcatalog.WritableHandler(c, nil))
+	srv := httptest.NewServer(rest.WritableHandler(c, nil))
 	defer srv.Close()
 	out, err := exec.CommandContext(t.Context(), "python3", "testdata/refusals.py", srv.URL, c.Warehouse().Root).CombinedOutput()
 	t.Logf("pyiceberg:\n%s", out)

@@ -1,4 +1,4 @@
-package restcatalog_test
+package rest_test
 
 import (
 	"github.com/meterstore/meterstore/internal/pgtest"

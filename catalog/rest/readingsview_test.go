@@ -1,4 +1,4 @@
-package restcatalog_test
+package rest_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/catalog/catalogtest"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog/rest"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/resolve"
 	"github.com/meterstore/meterstore/series"
@@ -33,7 +33,7 @@ var readingsKey = []string{"malo_id", "obis_code", "from", "channel"}
 // with an identity column channel and an attribute note, and its merge key
 // property.
 // views installs the cold tier's readings views, as meterstore serve does.
-var views = restcatalog.WithViews(cold.ReadingsViews{})
+var views = rest.WithViews(cold.ReadingsViews{})
 
 func readingsTable(t *testing.T, c *catalog.Catalog, ns, name string) *table.Table {
 	t.Helper()
@@ -88,7 +88,7 @@ func TestReadingsViewREST(t *testing.T) {
 	catalogtest.CreateTable(t, c, "plain", nil) // no merge key: no view
 	readingsTable(t, c, "metering", "gas")
 	catalogtest.CreateTable(t, c, "gas_readings", nil) // a table hides the view of its name
-	srv := httptest.NewServer(restcatalog.Handler(c, nil, views))
+	srv := httptest.NewServer(rest.Handler(c, nil, views))
 	defer srv.Close()
 
 	list := restDo(t, srv.URL, "GET", "/v1/namespaces/metering/views", "")
@@ -167,7 +167,7 @@ func TestReadingsViewREST(t *testing.T) {
 	}
 
 	// The same answer on every load and from every handler.
-	other := httptest.NewServer(restcatalog.Handler(c, map[string]string{"s3.endpoint": "http://127.0.0.1:9"}, views))
+	other := httptest.NewServer(rest.Handler(c, map[string]string{"s3.endpoint": "http://127.0.0.1:9"}, views))
 	defer other.Close()
 	for _, base := range []string{srv.URL, other.URL} {
 		if again := restDo(t, base, "GET", "/v1/namespaces/metering/views/power_readings", ""); !bytes.Equal(again.raw, load.raw) {
@@ -188,7 +188,7 @@ func TestReadingsViewREST(t *testing.T) {
 	if v.DefaultCatalog != "" || bytes.Contains(load.raw, []byte("default-catalog")) {
 		t.Errorf("a default catalog without ViewCatalog: %q", v.DefaultCatalog)
 	}
-	named := httptest.NewServer(restcatalog.Handler(c, nil, views, restcatalog.ViewCatalog("meterstore")))
+	named := httptest.NewServer(rest.Handler(c, nil, views, rest.ViewCatalog("meterstore")))
 	defer named.Close()
 	nl := restDo(t, named.URL, "GET", "/v1/namespaces/metering/views/power_readings", "")
 	mustUnmarshal(t, nl.raw, &whole)
@@ -210,7 +210,7 @@ func TestReadingsViewREST(t *testing.T) {
 	}
 
 	// iceberg-go's REST client loads it.
-	rc, _ := restClient(t, restcatalog.Handler(c, nil, views))
+	rc, _ := restClient(t, rest.Handler(c, nil, views))
 	got, err := rc.LoadView(t.Context(), table.Identifier{"metering", "power_readings"})
 	if err != nil {
 		t.Fatalf("iceberg-go LoadView: %v", err)
@@ -250,7 +250,7 @@ func TestReadingsViewREST(t *testing.T) {
 		}
 	}
 	// A writable catalog serves no view writes either.
-	rw := httptest.NewServer(restcatalog.WritableHandler(c, nil, views))
+	rw := httptest.NewServer(rest.WritableHandler(c, nil, views))
 	defer rw.Close()
 	for _, m := range []string{"POST", "DELETE"} {
 		if a := restDo(t, rw.URL, m, "/v1/namespaces/metering/views/power_readings", "{}"); a.code != 405 {
@@ -282,7 +282,7 @@ func mustUnmarshal(t *testing.T, data []byte, v any) {
 func TestReadingsViewSQL(t *testing.T) {
 	c := catalogtest.Backends()[1].Open(t)
 	readingsTable(t, c, "metering", "power")
-	srv := httptest.NewServer(restcatalog.Handler(c, nil, views))
+	srv := httptest.NewServer(rest.Handler(c, nil, views))
 	defer srv.Close()
 	load := restDo(t, srv.URL, "GET", "/v1/namespaces/metering/views/power_readings", "")
 	var whole struct {

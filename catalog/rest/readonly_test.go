@@ -1,11 +1,11 @@
-package restcatalog_test
+package rest_test
 
 import (
 	"encoding/json"
 	"errors"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/catalog/catalogtest"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog/rest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +18,7 @@ func TestRESTReadOnly(t *testing.T) {
 	if _, err := catalogtest.AppendRows(t, tbl, "w", 10, nil); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(restcatalog.Handler(c, map[string]string{"x": "y"}))
+	srv := httptest.NewServer(rest.Handler(c, map[string]string{"x": "y"}))
 	defer srv.Close()
 	get := func(method, path string) (int, map[string]any) {
 		t.Helper()

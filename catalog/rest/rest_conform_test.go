@@ -1,11 +1,11 @@
-package restcatalog_test
+package rest_test
 
 import (
 	"encoding/json"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/catalog/catalogtest"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog/rest"
 	"io"
 	"io/fs"
 	"net/http"
@@ -66,7 +66,7 @@ func TestRESTConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	readingsTable(t, c, "metering", "meters") // a table with a readings view
-	ro := httptest.NewServer(restcatalog.Handler(c, nil, views))
+	ro := httptest.NewServer(rest.Handler(c, nil, views))
 	defer ro.Close()
 
 	for _, tc := range []struct {
@@ -182,7 +182,7 @@ func TestRESTConformance(t *testing.T) {
 func TestRESTConfigSecrets(t *testing.T) {
 	c := catalogtest.Backends()[2].Open(t) // an S3 warehouse: endpoint, region, path style
 	catalogtest.CreateTable(t, c, "power", nil)
-	srv := httptest.NewServer(restcatalog.Handler(c, map[string]string{
+	srv := httptest.NewServer(rest.Handler(c, map[string]string{
 		"s3.secret-access-key": "SECRET", "s3.access-key-id": "AKID", "s3.session-token": "SESSION",
 		"client.region": "eu-central-1",
 	}))
@@ -228,7 +228,7 @@ func TestRESTPurgeRefused(t *testing.T) {
 		return out
 	}
 	before := files()
-	srv := httptest.NewServer(restcatalog.WritableHandler(c, nil, views))
+	srv := httptest.NewServer(rest.WritableHandler(c, nil, views))
 	defer srv.Close()
 	if a := restDo(t, srv.URL, "DELETE", "/v1/namespaces/metering/tables/power?purgeRequested=true", ""); a.code != 501 || a.errType() != "NotImplementedException" {
 		t.Fatalf("purge: %d %s", a.code, a.raw)

@@ -1,4 +1,4 @@
-package restcatalog_test
+package rest_test
 
 import (
 	"bytes"
@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/catalog/rest"
+	icerest "github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/blob"
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/catalog/catalogtest"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog/rest"
 	"github.com/meterstore/meterstore/consensus"
 	"io"
 	"net/http"
@@ -59,11 +59,11 @@ func checkedCatalog(t *testing.T, wh catalog.Warehouse, l consensus.Log) *catalo
 
 // restClient is iceberg-go's own REST catalog client pointed at h, served
 // on 127.0.0.1.
-func restClient(t *testing.T, h http.Handler) (*rest.Catalog, *httptest.Server) {
+func restClient(t *testing.T, h http.Handler) (*icerest.Catalog, *httptest.Server) {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	rc, err := rest.NewCatalog(t.Context(), "rest", srv.URL)
+	rc, err := icerest.NewCatalog(t.Context(), "rest", srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestRESTWritable(t *testing.T) {
 			ctx := t.Context()
 			wh := catalogtest.FileWarehouse(t)
 			c := checkedCatalog(t, wh, be.log(t, wh))
-			rc, _ := restClient(t, restcatalog.WritableHandler(c, nil))
+			rc, _ := restClient(t, rest.WritableHandler(c, nil))
 			ns := table.Identifier{"archive"}
 			ident := table.Identifier{"archive", "power"}
 
@@ -166,7 +166,7 @@ func TestRESTWritable(t *testing.T) {
 			}
 			histBefore, metaBefore := history(t, c, ident), metadataFilesOf(t, c, "archive/power")
 			_, err = b.Commit(ctx)
-			if !errors.Is(err, table.ErrCommitFailed) || !errors.Is(err, rest.ErrCommitFailed) {
+			if !errors.Is(err, table.ErrCommitFailed) || !errors.Is(err, icerest.ErrCommitFailed) {
 				t.Fatalf("conflicting commit: %v, want iceberg-go's ErrCommitFailed", err)
 			}
 			assertUnchanged(t, c, ident, histBefore, metaBefore)
@@ -207,7 +207,7 @@ func TestRESTWritable(t *testing.T) {
 			if ok, _ := c.CheckTableExists(ctx, ident); !ok {
 				t.Fatal("a refused purge dropped the table")
 			}
-			if _, err := rc.RenameTable(ctx, ident, table.Identifier{"archive", "gas"}); !errors.Is(err, rest.ErrEndpointNotSupported) {
+			if _, err := rc.RenameTable(ctx, ident, table.Identifier{"archive", "gas"}); !errors.Is(err, icerest.ErrEndpointNotSupported) {
 				t.Fatalf("rename: %v", err)
 			}
 			if err := rc.DropTable(ctx, ident); err != nil {
@@ -293,7 +293,7 @@ func TestRESTCommitStateUnknown(t *testing.T) {
 	n := new(atomic.Int32)
 	c := catalogtest.NewCatalog(t, wh, unsettledLog{catalogtest.BlobLog(t, wh.Bucket), n})
 	catalogtest.CreateTable(t, c, "power", nil)
-	rc, _ := restClient(t, restcatalog.WritableHandler(c, nil))
+	rc, _ := restClient(t, rest.WritableHandler(c, nil))
 	ident := table.Identifier{"metering", "power"}
 	remote, err := rc.LoadTable(t.Context(), ident)
 	if err != nil {
@@ -301,7 +301,7 @@ func TestRESTCommitStateUnknown(t *testing.T) {
 	}
 	n.Store(1)
 	_, err = catalogtest.AppendRows(t, remote, "x", 4, nil)
-	if !errors.Is(err, rest.ErrCommitStateUnknown) || errors.Is(err, table.ErrCommitFailed) || !strings.Contains(err.Error(), "CommitStateUnknownException") {
+	if !errors.Is(err, icerest.ErrCommitStateUnknown) || errors.Is(err, table.ErrCommitFailed) || !strings.Contains(err.Error(), "CommitStateUnknownException") {
 		t.Fatalf("unsettled commit: %v, want ErrCommitStateUnknown and not ErrCommitFailed", err)
 	}
 	// The next commit goes through.
@@ -320,7 +320,7 @@ func TestRESTCommitStateUnknown(t *testing.T) {
 func TestRESTConcurrentAppenders(t *testing.T) {
 	c := catalogtest.Backends()[1].Open(t)
 	var conflicts atomic.Int32
-	h := restcatalog.WritableHandler(c, nil)
+	h := rest.WritableHandler(c, nil)
 	rc, _ := restClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
@@ -396,8 +396,8 @@ func (s *statusWriter) WriteHeader(code int) {
 func TestRESTWritableProtocol(t *testing.T) {
 	c := catalogtest.Backends()[1].Open(t)
 	catalogtest.CreateTable(t, c, "power", nil)
-	_, srv := restClient(t, restcatalog.WritableHandler(c, map[string]string{"x": "y"}))
-	ro := httptest.NewServer(restcatalog.Handler(c, nil))
+	_, srv := restClient(t, rest.WritableHandler(c, map[string]string{"x": "y"}))
+	ro := httptest.NewServer(rest.Handler(c, nil))
 	defer ro.Close()
 	do := func(base, method, path, body string) (int, map[string]any) {
 		t.Helper()
@@ -495,11 +495,11 @@ func TestRESTWritableProtocol(t *testing.T) {
 	}
 	// iceberg-go's client reads through the read-only handler and does not
 	// try to write through it.
-	rc, _ := restClient(t, restcatalog.Handler(c, nil))
+	rc, _ := restClient(t, rest.Handler(c, nil))
 	if _, err := rc.LoadTable(t.Context(), table.Identifier{"metering", "power"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := rc.CreateNamespace(t.Context(), table.Identifier{"other"}, nil); !errors.Is(err, rest.ErrEndpointNotSupported) {
+	if err := rc.CreateNamespace(t.Context(), table.Identifier{"other"}, nil); !errors.Is(err, icerest.ErrEndpointNotSupported) {
 		t.Fatalf("create namespace through the read-only handler: %v", err)
 	}
 	if code, body := do(ro.URL, "POST", "/v1/namespaces", `{"namespace":["other"]}`); code != 405 || errType(body) != "MethodNotAllowedException" {

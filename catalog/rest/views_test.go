@@ -1,4 +1,4 @@
-package restcatalog_test
+package rest_test
 
 import (
 	"fmt"
@@ -6,9 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/view"
+	"github.com/google/uuid"
 	"github.com/meterstore/meterstore/catalog/catalogtest"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog/rest"
 )
 
 // echoViews offers, beside each table T, a view T_echo selecting it: a
@@ -17,20 +21,20 @@ type echoViews struct{}
 
 func (echoViews) ViewOf(name string) string { return name + "_echo" }
 
-func (echoViews) TableOf(ns, view string) (string, error) {
-	name, ok := strings.CutSuffix(view, "_echo")
+func (echoViews) TableOf(ns, v string) (string, error) {
+	name, ok := strings.CutSuffix(v, "_echo")
 	if !ok {
-		return "", fmt.Errorf("%w: %s.%s", restcatalog.ErrNoSuchView, ns, view)
+		return "", fmt.Errorf("%w: %s.%s", icecatalog.ErrNoSuchView, ns, v)
 	}
 	return name, nil
 }
 
-func (echoViews) View(view, tbl table.Identifier, md table.Metadata, _ string) (restcatalog.ViewMetadata, error) {
-	return restcatalog.ViewMetadata{
-		ViewUUID: "00000000-0000-0000-0000-000000000001", FormatVersion: 1, Location: md.Location(), CurrentVersionID: 1,
-		Versions: []restcatalog.ViewVersion{{VersionID: 1, Representations: []restcatalog.ViewRepresentation{
-			{Type: "sql", Dialect: "duckdb", SQL: "SELECT * FROM " + strings.Join(tbl, ".")}}, DefaultNamespace: view[:1]}},
-	}, nil
+func (echoViews) View(ident, tbl table.Identifier, md table.Metadata, _ string) (view.Metadata, error) {
+	v, err := view.NewVersion(1, 0, []view.Representation{view.NewRepresentation("SELECT * FROM "+strings.Join(tbl, "."), "duckdb")}, ident[:1])
+	if err != nil {
+		return nil, err
+	}
+	return view.NewMetadataWithUUID(v, iceberg.NewSchema(0), md.Location(), nil, uuid.MustParse("00000000-0000-0000-0000-000000000001"))
 }
 
 // TestViewsHook: without WithViews the handler lists no views and finds
@@ -40,7 +44,7 @@ func TestViewsHook(t *testing.T) {
 	c := catalogtest.Backends()[1].Open(t)
 	catalogtest.CreateTable(t, c, "power", nil)
 
-	bare := httptest.NewServer(restcatalog.Handler(c, nil))
+	bare := httptest.NewServer(rest.Handler(c, nil))
 	defer bare.Close()
 	if a := restDo(t, bare.URL, "GET", "/v1/namespaces/metering/views", ""); a.code != 200 || fmt.Sprint(a.body["identifiers"]) != "[]" {
 		t.Errorf("views without a hook: %d %s", a.code, a.raw)
@@ -49,7 +53,7 @@ func TestViewsHook(t *testing.T) {
 		t.Errorf("a view without a hook: %d %s", a.code, a.raw)
 	}
 
-	hooked := httptest.NewServer(restcatalog.Handler(c, nil, restcatalog.WithViews(echoViews{}), restcatalog.ViewCatalog("cat")))
+	hooked := httptest.NewServer(rest.Handler(c, nil, rest.WithViews(echoViews{}), rest.ViewCatalog("cat")))
 	defer hooked.Close()
 	if a := restDo(t, hooked.URL, "GET", "/v1/namespaces/metering/views", ""); a.code != 200 || !strings.Contains(string(a.raw), `"name":"power_echo"`) {
 		t.Errorf("views with a hook: %d %s", a.code, a.raw)

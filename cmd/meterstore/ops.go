@@ -12,6 +12,7 @@ import (
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/httpapi"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/lifecycle"
 	"github.com/meterstore/meterstore/store"
 )
 
@@ -106,7 +107,7 @@ server.tls_cert is set; and GET /healthz without a token.`,
 				if err != nil {
 					return err
 				}
-				meters, stop, err := serveTelemetry(cmd.OutOrStdout(), logger(), cfg.Server, metricsListen)
+				meters, stop, err := lifecycle.ServeTelemetry(cmd.OutOrStdout(), logger(), cfg.Server, metricsListen)
 				if err != nil {
 					return err
 				}

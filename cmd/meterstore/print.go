@@ -53,7 +53,7 @@ func printStatement(ctx context.Context, st *store.Statement, p printer) (*store
 		if err != nil {
 			return nil, 0, err
 		}
-		return &res.Header, int64(len(res.Rows)), printRows(p, res)
+		return &res.ResultHeader, int64(len(res.Rows)), printRows(p, res)
 	}
 	var (
 		hd   *store.ResultHeader

@@ -2,23 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/httpapi"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/lifecycle"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/store"
 )
@@ -63,166 +55,33 @@ the deployment and exits 0; a second signal exits at once with status 1.`,
 	return cmd
 }
 
+// serve runs the server wing's lifecycle (package lifecycle) over the
+// deployment d opens: the listeners first, then the store, whose metrics
+// the server exposes.
 func serve(cmd *cobra.Command, d *deployment) error {
 	ctx := cmd.Context()
-	log := logger()
 	cfg, err := d.load()
 	if err != nil {
 		return err
 	}
-	// The first SIGTERM or SIGINT cancels ctx (see main) and starts the
-	// shutdown; a second one ends the process at once.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		for n := 0; ; {
-			select {
-			case sig := <-sigs:
-				if n++; n == 2 {
-					fmt.Fprintf(os.Stderr, "meterstore: a second %v: exiting at once\n", sig)
-					os.Exit(exitPermanent)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	sc := cfg.Server
-	tlsConfig, err := serverTLS(sc)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	if len(sc.Tokens) == 0 {
-		log.Warn("no [[server.token]] configured: every endpoint but /healthz refuses every request; make one with meterstore token")
-	}
-	// Listen before opening the deployment: an address in use fails at
-	// once, before a private PostgreSQL is started for nothing.
-	ln, err := net.Listen("tcp", sc.Listen)
-	if err != nil {
-		return fmt.Errorf("serve: server.listen: %w", err)
-	}
-	defer ln.Close()
-	fln, err := listenFlight(sc)
+	sv, err := lifecycle.New(cfg, lifecycle.Options{Logger: logger(), Out: cmd.OutOrStdout(), AtOnce: exitAtOnce})
 	if err != nil {
 		return err
 	}
-	if fln != nil {
-		defer fln.Close()
-	}
-
-	// The store's instruments and the server's own record through one
-	// provider, which GET /metrics exposes.
-	meters, exposition, err := httpapi.Prometheus()
-	if err != nil {
-		return err
-	}
-	defer meters.Shutdown(context.WithoutCancel(ctx))
-	// The REST catalog serves MeterStore's own catalog; a deployment on
-	// another catalog (catalog.type rest or sql) has its catalog server.
-	var cat *catalog.Catalog
-	s, _, err := d.open(ctx, store.WithMeters(meters), func(o *store.Options) { cat, _ = o.Catalog.(*catalog.Catalog) })
+	defer sv.Close(context.WithoutCancel(ctx))
+	s, _, err := d.open(ctx, store.WithMeters(sv.Meters()))
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if cat == nil {
-		log.Info("catalog.type is not log: /iceberg does not serve the catalog", "catalog", cfg.Catalog.Type)
-	}
-	h, err := httpapi.New(s, httpapi.Options{Tokens: sc.Tokens, MaxBodyBytes: sc.MaxBodyBytes, Logger: log,
-		Meters: meters, Metrics: exposition, MaxConcurrentRequests: sc.MaxConcurrentRequests,
-		IdempotencyRetention: sc.IdempotencyRetention,
-		Catalog:              cat, CatalogWritable: sc.CatalogWritable, CatalogTokenLifetime: sc.CatalogTokenLifetime,
-		CatalogName: sc.CatalogName, CatalogVend: vendKeys(sc.CatalogVend, cat)})
-	if err != nil {
-		return err
-	}
-	// The loop outlives the signal: shutdown stops it, within the bound.
-	maint := s.MaintenanceFor(cfg).Start(context.WithoutCancel(ctx))
-
-	srv := &http.Server{
-		Handler:           h,
-		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: min(sc.ReadTimeout, 10*time.Second),
-		ReadTimeout:       sc.ReadTimeout,
-		WriteTimeout:      sc.WriteTimeout,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
-	served := make(chan error, 1)
-	go func() {
-		if tlsConfig != nil {
-			served <- srv.ServeTLS(ln, "", "")
-		} else {
-			served <- srv.Serve(ln)
-		}
-	}()
-	scheme := "http"
-	if tlsConfig != nil {
-		scheme = "https"
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "serving %s://%s\n", scheme, ln.Addr())
-	log.Info("serving", "address", ln.Addr().String(), "tls", tlsConfig != nil, "tokens", len(sc.Tokens))
-	stopFlight, err := serveFlight(cmd.OutOrStdout(), log, s, sc, fln, tlsConfig, meters)
-	if err != nil {
-		srv.Close()
-		maint.Stop()
-		return err
-	}
-
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-served:
-	}
-	log.Info("shutting down", "timeout", config.Duration(sc.ShutdownTimeout).String())
-	flightStopped := stopFlight(sc.ShutdownTimeout)
-	err = shutdown(srv, maint.Stop, sc.ShutdownTimeout, serveErr)
-	return errors.Join(err, <-flightStopped)
+	return sv.Run(ctx, s)
 }
 
-// serverTLS returns the TLS configuration of server.tls_cert and
-// server.tls_key, nil when the server speaks plain HTTP.
-func serverTLS(sc config.Server) (*tls.Config, error) {
-	if sc.TLSCert == "" {
-		return nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(sc.TLSCert, sc.TLSKey)
-	if err != nil {
-		return nil, fmt.Errorf("server.tls_cert and server.tls_key: %w", err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
-}
-
-// shutdown stops the server and the maintenance loop, each allowed to
-// finish what is in flight within timeout, and returns what went wrong.
-func shutdown(srv *http.Server, stopMaintenance func(), timeout time.Duration, serveErr error) error {
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	stopped := make(chan struct{})
-	go func() {
-		stopMaintenance()
-		close(stopped)
-	}()
-	var errs []error
-	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		errs = append(errs, fmt.Errorf("serve: %w", serveErr))
-	}
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-		errs = append(errs, fmt.Errorf("serve: requests still in flight after server.shutdown_timeout %v: %w",
-			config.Duration(timeout), err))
-	}
-	select {
-	case <-stopped:
-	case <-sctx.Done():
-		errs = append(errs, fmt.Errorf("serve: the maintenance cycle in flight did not finish within server.shutdown_timeout %v",
-			config.Duration(timeout)))
-	}
-	return errors.Join(errs...)
+// exitAtOnce ends the process on a second signal, not waiting for the
+// shutdown the first began.
+func exitAtOnce(sig os.Signal) {
+	fmt.Fprintf(os.Stderr, "meterstore: a second %v: exiting at once\n", sig)
+	os.Exit(exitPermanent)
 }
 
 func newToken() *cobra.Command {
@@ -277,12 +136,4 @@ func tomlList(ss []string) string {
 		q[i] = strconv.Quote(s)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
-}
-
-// vendKeys returns the key pair the catalog vends, nil if it vends none.
-func vendKeys(v config.CatalogVend, cat *catalog.Catalog) *catalog.S3Keys {
-	if !v.Enabled || cat == nil {
-		return nil
-	}
-	return &catalog.S3Keys{AccessKeyID: v.AccessKeyID, SecretAccessKey: string(v.SecretAccessKey)}
 }

@@ -26,6 +26,10 @@ import (
 // fails on them. MS_VIEWS_METERS and MS_VIEWS_DAYS enlarge the fixture;
 // with MS_VIEWS_DEMO set, the fixture is the deployment `meterstore demo`
 // leaves (of that many meters and days), with late corrections below W.
+// Each engine also runs system.resolution's statements of its dialect
+// (resolution_sql and marked_resolution_sql, over the table by its name
+// in the table's namespace), whose per-meter monthly totals equal the
+// same readings.
 // It needs Trino, Spark and DuckDB's Python package (.ci/run installs
 // them); without one it fails in CI and is skipped elsewhere.
 func TestReadingsViewEngines(t *testing.T) {
@@ -69,8 +73,23 @@ func TestReadingsViewEngines(t *testing.T) {
 		readings += atoiT(t, r[2])
 	}
 
+	// system.resolution's statements, by dialect and setting.
+	resolution := map[string]map[string]string{}
+	for _, r := range msQuery(t, c, nil, `SELECT dialect, setting, value FROM system.resolution WHERE "table" = 'power' AND dialect IS NOT NULL`) {
+		if resolution[r[0]] == nil {
+			resolution[r[0]] = map[string]string{}
+		}
+		resolution[r[0]][r[1]] = r[2]
+	}
+	for _, dialect := range []string{"duckdb", "spark", "trino"} {
+		if len(resolution[dialect]) != 2 {
+			t.Fatalf("system.resolution's statements in %s: %v", dialect, resolution[dialect])
+		}
+	}
+
 	p, base := startTLSServe(t, d.bin, d.cfgPath)
 	spec := map[string]any{
+		"resolution":  resolution,
 		"catalog_uri": base + "/iceberg",
 		"catalog":     trinoCatalog,
 		"client_id":   "lake",
@@ -103,18 +122,20 @@ func TestReadingsViewEngines(t *testing.T) {
 		var res struct {
 			View, Plain []float64
 			Rows        [][]string
+			Resolved    map[string][][]string
 		}
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 			t.Fatalf("serve_views.py %s: %v\n%s", engine, err, out)
 		}
 		t.Logf("%s", strings.Join(lines[:len(lines)-1], "\n"))
-		got := make([][]any, len(res.Rows))
-		for i, r := range res.Rows {
-			for _, v := range r {
-				got[i] = append(got[i], v)
-			}
-		}
+		got := anyRows(res.Rows)
 		same(t, engine+": power_readings per meter-month", got, monthly)
+		if len(res.Resolved) != 2 {
+			t.Fatalf("serve_views.py %s ran %d of system.resolution's statements, want 2", engine, len(res.Resolved))
+		}
+		for setting, rows := range res.Resolved {
+			same(t, engine+": system.resolution's "+setting+" per meter-month", anyRows(rows), monthly)
+		}
 		times[engine] = timing{seconds(res.View), seconds(res.Plain)}
 	}
 
@@ -125,6 +146,10 @@ func TestReadingsViewEngines(t *testing.T) {
 		plainSQL = `SELECT malo_id, format_datetime("from", 'yyyy-MM'), count(*), sum(value) FROM power WHERE superseded = false GROUP BY 1, 2`
 	)
 	same(t, "trino: power_readings per meter-month", q(viewSQL).rows, monthly)
+	for setting, stmt := range resolution["trino"] {
+		same(t, "trino: system.resolution's "+setting+" per meter-month",
+			q(`SELECT malo_id, format_datetime("from", 'yyyy-MM'), count(*), sum(value) FROM (`+stmt+`) r GROUP BY 1, 2`).rows, monthly)
+	}
 	q(plainSQL)
 	var trino timing
 	for range 3 {
@@ -147,6 +172,17 @@ func TestReadingsViewEngines(t *testing.T) {
 	}
 	fmt.Fprintf(&sum, "\n  MeterStore's readings (meterstore query, process start included): %.3f s %v", median(msTimes).Seconds(), msTimes)
 	t.Log(sum.String())
+}
+
+// anyRows returns rows as a foreign engine's rows, for same.
+func anyRows(rows [][]string) [][]any {
+	out := make([][]any, len(rows))
+	for i, r := range rows {
+		for _, v := range r {
+			out[i] = append(out[i], v)
+		}
+	}
+	return out
 }
 
 // seconds converts seconds to durations.

@@ -53,179 +53,6 @@ func (a *Archiver) crash(step string) {
 	}
 }
 
-// Cycle archives the windows of t due at now, at most
-// Config.MaxWindowsPerCycle of them, into ct, then drops the detached
-// partitions whose reader grace has passed, and checks that no attached
-// partition lies below the watermark. A detached partition above the
-// watermark is resumed only when the ledger records that an archival
-// detached it; any other is reported in Violations, and no window reaches
-// past its start.
-//
-// LeaseContended and Deferred are outcomes, not errors. An error comes
-// with Status Failed, or Quarantined for a *cold.QuarantineError; an
-// *InvariantError also lists its violation in the outcome.
-func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, now time.Time) (Outcome, error) {
-	out := Outcome{Table: t.Name, Status: NothingDue}
-	fail := func(err error) (Outcome, error) {
-		out.Status = Failed
-		var inv *InvariantError
-		if errors.As(err, &inv) {
-			out.Violations = append(out.Violations, inv.Reason)
-		}
-		return out, err
-	}
-	if err := a.cfg.ValidateFor(t.Width); err != nil {
-		return fail(err)
-	}
-	l, err := acquireLease(ctx, a.pool, a.hot.Schema(), t.Name)
-	if err != nil {
-		return fail(err)
-	}
-	if l == nil {
-		out.Status = LeaseContended
-		return out, nil
-	}
-	defer l.release(ctx)
-
-	if err := a.cold.CheckDrift(ctx, t); err != nil {
-		var q *cold.QuarantineError
-		if cold.Unreachable(err) {
-			// A warehouse that is away is no drift: it fails this cycle,
-			// and the next one tries again.
-			return fail(cold.Unavailable("archive", t.Name, fmt.Errorf("archive %s: %w", t.Name, err)))
-		}
-		if errors.As(err, &q) {
-			out.Status = Quarantined
-			return out, err
-		}
-		return fail(fmt.Errorf("archive %s: %w", t.Name, err))
-	}
-	if err := a.ledger.ensure(ctx); err != nil {
-		return fail(fmt.Errorf("archive %s: ledger: %w", t.Name, err))
-	}
-	w, hasW, err := a.cold.Watermark(ctx, ct)
-	if err != nil {
-		return fail(cold.Unavailable("archive", t.Name, fmt.Errorf("archive %s: %w", t.Name, err)))
-	}
-	// A log that lost its newest entries would have this cycle archive
-	// again what is archived, or drop partitions it never committed.
-	if err := a.CheckWatermark(ctx, t.Name, w, hasW); err != nil {
-		return fail(err)
-	}
-	if hasW {
-		if err := a.ledger.committedW(ctx, t.Name, w, now); err != nil {
-			return fail(fmt.Errorf("archive %s: ledger: %w", t.Name, err))
-		}
-	}
-	parts, err := a.fenceAt(ctx, t, w, hasW)
-	if errors.Is(err, hot.ErrDeferred) {
-		out.Status = Deferred
-		return out, nil
-	}
-	if err != nil {
-		return fail(err)
-	}
-	switch {
-	case hasW:
-		out.Watermark = w
-		if !t.Width.Start(w).Equal(w) {
-			return fail(&InvariantError{Table: t.Name, Reason: fmt.Sprintf("watermark %s is not a %s partition boundary", cold.FormatTime(w), t.Width)})
-		}
-		if now.Before(w) {
-			return fail(fmt.Errorf("archive %s: %w: %s is before the watermark %s, where the newest archived window ends",
-				t.Name, ErrNowOutOfRange, now.UTC().Format(time.RFC3339Nano), w.UTC().Format(time.RFC3339Nano)))
-		}
-	case len(parts) == 0:
-		return out, nil // not started: nothing to archive, nothing to check
-	default:
-		w = parts[0].From // nothing archived: the first window starts with the first partition
-	}
-
-	recs, err := a.ledger.records(ctx, t.Name)
-	if err != nil {
-		return fail(fmt.Errorf("archive %s: ledger: %w", t.Name, err))
-	}
-	resume := resumable(recs)
-
-	archivedNow := make(map[int64]bool)
-	for range a.cfg.MaxWindows() {
-		win, ok := nextWindow(t.Width, w, parts, resume, a.cfg.Step, a.cfg.SettlementLag, now)
-		if !ok {
-			break
-		}
-		// No partition may appear in the window once W can move past
-		// it: the fence raises the partition floor to the window's end,
-		// and a partition created before it must be in the plan.
-		a.crash("planned")
-		fenced, err := a.hot.Fence(ctx, t, win.to)
-		if errors.Is(err, hot.ErrDeferred) {
-			out.Status = Deferred
-			break
-		}
-		if err != nil {
-			return fail(err)
-		}
-		if !samePartitions(within(fenced, win.from, win.to), win.parts) {
-			a.log.Info("archive: a partition appeared in the window; planning it again", "table", t.Name,
-				"from", win.from, "to", win.to)
-			parts = fenced
-			continue
-		}
-		done, deferred, err := a.archive(ctx, t, ct, win, now)
-		if done != nil {
-			out.Windows = append(out.Windows, *done)
-			out.Status = Archived
-			w, out.Watermark = done.To, done.To
-			for _, p := range win.parts {
-				archivedNow[p.From.Unix()] = true
-			}
-		}
-		var q *series.QuarantineError
-		if errors.As(err, &q) {
-			// Values in a column this process does not declare: the rest
-			// of the window waits, attached, for a process that does.
-			out.Status = Quarantined
-			return out, err
-		}
-		if err != nil {
-			return fail(err)
-		}
-		if deferred {
-			out.Status = Deferred
-			break
-		}
-		if parts, err = a.hot.Partitions(ctx, t); err != nil {
-			return fail(err)
-		}
-	}
-	if len(out.Windows) == 0 && out.Status != Deferred {
-		out.Status = NothingDue
-	}
-	if len(out.Windows) > 0 || out.Status == Deferred {
-		if parts, err = a.hot.Partitions(ctx, t); err != nil {
-			return fail(err)
-		}
-	}
-	if p, ok := stray(w, parts, resume); ok {
-		out.Violations = append(out.Violations, strayReason(p, formatW(out.Watermark, !out.Watermark.IsZero())))
-	}
-	if !out.Watermark.IsZero() {
-		if err := a.reclaim(ctx, t, ct, out.Watermark, parts, archivedNow, now, &out); err != nil {
-			return fail(err)
-		}
-		for _, p := range parts {
-			if p.Attached && p.From.Before(out.Watermark) {
-				out.Violations = append(out.Violations, fmt.Sprintf("partition %s [%s, %s) is attached below the watermark %s",
-					p.Name, cold.FormatTime(p.From), cold.FormatTime(p.To), cold.FormatTime(out.Watermark)))
-			}
-		}
-	}
-	for _, v := range out.Violations {
-		a.log.Error("archive: invariant violated", "table", t.Name, "violation", v)
-	}
-	return out, nil
-}
-
 // resumable returns the starts of the partitions that recs records as
 // detached by an archival whose commit was not confirmed: the only detached
 // partitions above W that a cycle resumes.
@@ -315,43 +142,39 @@ var errStop = errors.New("stop")
 // that moves W to the window's end, and checks that the commit holds the
 // rows the partitions do. If a detach is deferred after others succeeded,
 // the window shrinks to the detached ones, which no writer can reach any
-// more, and deferred is true; if the first is deferred, nothing happened.
-// A detach refused for values the declaration lacks (a
-// *series.QuarantineError) shrinks the window alike, and the refusal is
-// returned after the shrunk window is archived.
-func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table, win window, now time.Time) (_ *Window, deferred bool, _ error) {
-	var refused error
+// more, and waiting says why the rest waits; if the first is deferred,
+// nothing happened. A detach refused for values the declaration lacks
+// (hot.ErrUndeclaredValues) is such a deferral: a process that declares
+// the column, as the newer ones of a rolling upgrade do, archives the
+// rest.
+func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table, win window, now time.Time) (_ *Window, waiting string, _ error) {
 	for i, p := range win.parts {
 		if p.Attached {
 			if err := a.ledger.detaching(ctx, t.Name, p.From, now); err != nil {
-				return nil, false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+				return nil, "", fmt.Errorf("archive %s: ledger: %w", t.Name, err)
 			}
 		}
 		// A partition detached before, by an archival cut short, is
 		// checked for values this declaration cannot carry as a fresh
 		// detach is.
 		err := a.hot.Detach(ctx, t, p.From)
-		var q *series.QuarantineError
-		if errors.As(err, &q) {
-			a.log.Warn("archive: partition refused: it holds values this declaration lacks", "table", t.Name, "partition", p.Name, "err", err)
-			refused = fmt.Errorf("archive %s: %w", t.Name, err)
-			if i == 0 {
-				return nil, false, refused
-			}
-			win.to, win.parts = p.From, win.parts[:i]
-			break
-		}
-		if errors.Is(err, hot.ErrDeferred) {
+		switch {
+		case errors.Is(err, hot.ErrUndeclaredValues):
+			a.log.Info("archive: partition left to a process that declares its columns", "table", t.Name, "partition", p.Name, "err", err)
+			waiting = err.Error()
+		case errors.Is(err, hot.ErrDeferred):
 			a.log.Info("archive: detach deferred", "table", t.Name, "partition", p.Name)
-			if i == 0 {
-				return nil, true, nil
-			}
-			win.to, win.parts, deferred = p.From, win.parts[:i], true
-			break
+			waiting = fmt.Sprintf("partition %s: %v", p.Name, err)
+		case err != nil:
+			return nil, "", fmt.Errorf("archive %s: %w", t.Name, err)
+		default:
+			continue
 		}
-		if err != nil {
-			return nil, false, fmt.Errorf("archive %s: %w", t.Name, err)
+		if i == 0 {
+			return nil, waiting, nil
 		}
+		win.to, win.parts = p.From, win.parts[:i]
+		break
 	}
 	a.crash("after-detach")
 
@@ -397,30 +220,30 @@ func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table,
 			"from", win.from, "to", win.to, "attempt", attempt, "err", err)
 	}
 	if err != nil {
-		return nil, false, cold.Unavailable("archive", t.Name,
+		return nil, "", cold.Unavailable("archive", t.Name,
 			fmt.Errorf("archive %s: window [%s, %s): %w", t.Name, cold.FormatTime(win.from), cold.FormatTime(win.to), err))
 	}
 	a.crash("after-commit")
 	done := &Window{From: win.from, To: win.to, Rows: commit.Rows, Recovered: win.recovered}
 	if err := a.ledger.committedW(ctx, t.Name, win.to, now); err != nil {
-		return done, false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return done, "", fmt.Errorf("archive %s: ledger: %w", t.Name, err)
 	}
 
 	counts, total, err := a.count(ctx, win.parts)
 	if err != nil {
-		return done, false, fmt.Errorf("archive %s: %w", t.Name, err)
+		return done, "", fmt.Errorf("archive %s: %w", t.Name, err)
 	}
 	if commit.Rows != read.Load() || read.Load() != total {
 		reason := fmt.Sprintf("window [%s, %s): read %d rows, committed %d, partitions hold %d",
 			cold.FormatTime(win.from), cold.FormatTime(win.to), read.Load(), commit.Rows, total)
-		return done, false, a.violated(ctx, t, win.parts, now, reason)
+		return done, "", a.violated(ctx, t, win.parts, now, reason)
 	}
 	if err := a.ledger.archived(ctx, t.Name, starts(win.parts), counts, now); err != nil {
-		return done, false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return done, "", fmt.Errorf("archive %s: ledger: %w", t.Name, err)
 	}
 	a.log.Info("archive: window archived", "table", t.Name, "from", win.from, "to", win.to,
 		"rows", commit.Rows, "partitions", len(win.parts), "recovered", win.recovered)
-	return done, deferred, refused
+	return done, waiting, nil
 }
 
 // commitAttempts bounds how often a window's commit is tried when it loses

@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/meterstore/meterstore/internal/pgerr"
 )
 
 // ledgerTable records, per partition, what the archiver did with it. It is
@@ -128,9 +129,6 @@ FROM `+l.ident()+` WHERE table_name = $1`, table)
 // ledger lower than W, which is harmless: the next cycle records it.
 const watermarkTable = "archive_watermarks"
 
-// undefinedTable is PostgreSQL's SQLSTATE for a table that does not exist.
-const undefinedTable = "42P01"
-
 func (l *ledger) wmIdent() string { return pgx.Identifier{l.schema, watermarkTable}.Sanitize() }
 
 // committedW records that w is committed for table; the record only ever
@@ -146,9 +144,8 @@ WHERE l.watermark < excluded.watermark`, table, w, now)
 // when none is, or the ledger does not exist yet.
 func (l *ledger) highestW(ctx context.Context, table string) (w time.Time, ok bool, err error) {
 	err = l.pool.QueryRow(ctx, `SELECT watermark FROM `+l.wmIdent()+` WHERE table_name = $1`, table).Scan(&w)
-	var pe *pgconn.PgError
 	switch {
-	case errors.Is(err, pgx.ErrNoRows), errors.As(err, &pe) && pe.Code == undefinedTable:
+	case errors.Is(err, pgx.ErrNoRows), pgerr.NoTable(err):
 		return time.Time{}, false, nil
 	case err != nil:
 		return time.Time{}, false, err
@@ -159,8 +156,7 @@ func (l *ledger) highestW(ctx context.Context, table string) (w time.Time, ok bo
 // forgetW removes the record of table, after its purge.
 func (l *ledger) forgetW(ctx context.Context, table string) error {
 	_, err := l.pool.Exec(ctx, `DELETE FROM `+l.wmIdent()+` WHERE table_name = $1`, table)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == undefinedTable {
+	if pgerr.NoTable(err) {
 		return nil
 	}
 	return err

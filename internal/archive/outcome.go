@@ -12,8 +12,11 @@ const (
 	NothingDue Status = iota + 1
 	// Archived means at least one window was committed.
 	Archived
-	// Deferred means a detach did not get its lock in time; the cycle
-	// stopped there and a later one tries again.
+	// Deferred means a detach did not get its lock in time, or was
+	// refused because the partition holds values in a column this
+	// process does not declare (a newer process of a rolling upgrade
+	// declared it, and archives it); the cycle stopped there and a later
+	// one tries again. Outcome.Waiting says which.
 	Deferred
 	// LeaseContended means another archiver holds the table's lease.
 	LeaseContended
@@ -59,9 +62,19 @@ type Outcome struct {
 	Windows   []Window    // committed this cycle, in order
 	Watermark time.Time   // W after the cycle; zero if nothing was ever archived
 	Dropped   []time.Time // starts of the partitions dropped this cycle
+	// Reconciled are the starts of the partitions found attached below W
+	// (a database restored from a backup older than their archival)
+	// whose every row the cold tier holds: detached this cycle, dropped
+	// after the reader grace.
+	Reconciled []time.Time
 	// Violations describes invariant violations found: attached partitions
-	// below W, and windows whose committed rows did not match those read.
+	// below W holding rows the cold tier does not, and windows whose
+	// committed rows did not match those read.
 	Violations []string
+	// Waiting says what a Deferred cycle waits for: a lock held by
+	// another session, or a process that declares a column the window's
+	// rows hold values in.
+	Waiting string
 }
 
 // Healthy reports whether the cycle needs no operator: it did not fail,

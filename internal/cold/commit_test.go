@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/catalog"
+	"github.com/meterstore/meterstore/consensus"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -107,8 +108,10 @@ func (e *env) unreferenced(t *testing.T, h *Table) []string {
 
 // failingCommits is a catalog whose commits report a failure that says
 // nothing definite, as a connection lost while the answer was on its way
-// does. With land set the commit reaches the catalog first and lands;
-// without it the commit never reaches the catalog.
+// does: the log's consensus.ErrIndeterminate, what the catalog returns
+// when it cannot settle a compare-and-set. With land set the commit
+// reaches the catalog first and lands; without it the commit never
+// reaches the catalog.
 type failingCommits struct {
 	*catalog.Catalog
 	land bool
@@ -120,7 +123,14 @@ func (f *failingCommits) CommitTable(ctx context.Context, ident table.Identifier
 			return nil, "", err
 		}
 	}
-	return nil, "", errors.New("connection reset by peer")
+	return nil, "", fmt.Errorf("connection reset by peer: %w", consensus.ErrIndeterminate)
+}
+
+// retryable reports whether err says that trying again may succeed, as
+// store.IsRetryable reads it of an error that carries its own verdict.
+func retryable(err error) bool {
+	var r interface{ IsRetryable() bool }
+	return errors.As(err, &r) && r.IsRetryable()
 }
 
 // TestCommitThatLandedDespiteAnErrorCounts archives through a catalog whose
@@ -176,8 +186,8 @@ func TestCommitThatLandedDespiteAnErrorCounts(t *testing.T) {
 			}
 		}
 		_, err := tier.Archive(t.Context(), h, mar2026, feb2026, mar2026, Readings(quarterHours(1, feb2026, 10)))
-		if err == nil || !strings.Contains(err.Error(), "may still") {
-			t.Fatalf("archive whose commit outcome is unknown: %v, want an error saying it may still land", err)
+		if err == nil || !strings.Contains(err.Error(), "may still") || !retryable(err) {
+			t.Fatalf("archive whose commit outcome is unknown: %v (retryable %v), want a retryable error saying it may still land", err, retryable(err))
 		}
 		if len(written) == 0 {
 			t.Fatal("fixture: the archival wrote no data file before its commit")

@@ -34,7 +34,7 @@ type env struct {
 	tier    *Tier
 }
 
-func newEnv(t *testing.T, opts Options) *env {
+func newEnv(t testing.TB, opts Options) *env {
 	t.Helper()
 	dir := t.TempDir()
 	e := newEnvAt(t, "file://"+dir, opts)
@@ -76,7 +76,7 @@ func newEnvAt(t testing.TB, url string, opts Options) *env {
 }
 
 // ensure declares tab in e's tier.
-func (e *env) ensure(t *testing.T, tab *series.Table) *Table {
+func (e *env) ensure(t testing.TB, tab *series.Table) *Table {
 	t.Helper()
 	h, err := e.tier.Ensure(t.Context(), tab)
 	if err != nil {

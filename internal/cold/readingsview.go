@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/view"
 	"github.com/google/uuid"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/internal/resolve"
 	"github.com/meterstore/meterstore/series"
 )
@@ -29,11 +31,12 @@ import (
 // highest version, then latest recorded_at; a row marked true never wins.
 // A table without the column is resolved by the rule alone.
 
-// ReadingsViews is the restcatalog.Views of the cold tier's tables: the
-// readings view of each (restcatalog.WithViews installs it).
+// ReadingsViews is the catalog.Views of the cold tier's tables: the
+// readings view of each, in iceberg-go's view model (a REST catalog
+// serves it through its hook, catalog/rest's WithViews).
 type ReadingsViews struct{}
 
-var _ restcatalog.Views = ReadingsViews{}
+var _ catalog.Views = ReadingsViews{}
 
 // ReadingsViewSuffix ends the name of the readings view of a table.
 const ReadingsViewSuffix = "_readings"
@@ -45,41 +48,42 @@ func ReadingsViewTable(view string) (string, bool) {
 	return t, ok && t != ""
 }
 
-// ViewOf implements restcatalog.Views: the readings view of table name.
+// ViewOf implements catalog.Views: the readings view of table name.
 func (ReadingsViews) ViewOf(name string) string { return name + ReadingsViewSuffix }
 
-// TableOf implements restcatalog.Views.
+// TableOf implements catalog.Views.
 func (ReadingsViews) TableOf(ns, view string) (string, error) {
 	name, ok := ReadingsViewTable(view)
 	if !ok {
-		return "", fmt.Errorf("%w: %s.%s is no readings view (its name ends in %s)", restcatalog.ErrNoSuchView, ns, view, ReadingsViewSuffix)
+		return "", fmt.Errorf("%w: %s.%s is no readings view (its name ends in %s)", icecatalog.ErrNoSuchView, ns, view, ReadingsViewSuffix)
 	}
 	return name, nil
 }
 
-// View implements restcatalog.Views: the readings view of table tbl,
-// derived from its metadata md. It returns an error wrapping
-// restcatalog.ErrNoSuchView if the table is not one the cold tier wrote
-// (it has no merge key property naming columns of its schema).
+// View implements catalog.Views: the readings view of table tbl,
+// derived from its metadata md. It returns an error wrapping iceberg-go's
+// catalog.ErrNoSuchView if the table is not one the cold tier wrote (it
+// has no merge key property naming columns of its schema).
 //
 // The view has one version. Its id follows the table's current schema
 // (schema id + 1), so that it changes when the columns do; its time is
 // the table's last update; its properties carry the watermark of the
 // table's current snapshot, W: the view's rows are the readings below it.
-// Its default namespace is the table's. Its SQL is resolve.SQL in each
-// of resolve.ViewDialects, over the table named in catalog where the
-// dialect names catalogs (resolve.Dialect.Table).
-func (ReadingsViews) View(view, tbl table.Identifier, md table.Metadata, catalog string) (restcatalog.ViewMetadata, error) {
+// Its default namespace is the table's, its default catalog catalog. Its
+// SQL is resolve.SQL in each of resolve.ViewDialects, over the table
+// named in catalog where the dialect names catalogs
+// (resolve.Dialect.Table).
+func (ReadingsViews) View(ident, tbl table.Identifier, md table.Metadata, catalog string) (view.Metadata, error) {
 	ns, name := tbl[0], tbl[1]
 	sc := md.CurrentSchema()
 	props := md.Properties()
 	key := strings.Split(props[PropMergeKey], ",")
 	if props[PropMergeKey] == "" {
-		return restcatalog.ViewMetadata{}, fmt.Errorf("%w: %s.%s has no property %s", restcatalog.ErrNoSuchView, ns, name, PropMergeKey)
+		return nil, fmt.Errorf("%w: %s.%s has no property %s", icecatalog.ErrNoSuchView, ns, name, PropMergeKey)
 	}
 	for _, c := range append(slices.Clone(key), "version", "recorded_at") {
 		if _, ok := sc.FindFieldByName(c); !ok {
-			return restcatalog.ViewMetadata{}, fmt.Errorf("%w: %s.%s has no column %q", restcatalog.ErrNoSuchView, ns, name, c)
+			return nil, fmt.Errorf("%w: %s.%s has no column %q", icecatalog.ErrNoSuchView, ns, name, c)
 		}
 	}
 	var (
@@ -97,15 +101,12 @@ func (ReadingsViews) View(view, tbl table.Identifier, md table.Metadata, catalog
 	}
 	viewSchema := iceberg.NewSchema(0, fields...)
 
-	var reps []restcatalog.ViewRepresentation
+	var reps []view.Representation
 	for _, d := range resolve.ViewDialects {
-		reps = append(reps, restcatalog.ViewRepresentation{Type: "sql", Dialect: d.Name,
-			SQL: resolve.SQL(d, d.Table(catalog, ns, name), cols, key, marked)})
+		reps = append(reps, view.NewRepresentation(resolve.SQL(d, d.Table(catalog, ns, name), cols, key, marked), d.Name))
 	}
-	version := sc.ID + 1
-	ts := md.LastUpdatedMillis()
-	viewName := view[1]
-	vprops := map[string]string{
+	viewName := ident[1]
+	vprops := iceberg.Properties{
 		"comment": fmt.Sprintf("MeterStore's readings of %s.%s: the winning version of each merge key (%s); "+
 			"the rows below the watermark meterstore.watermark of the table's current snapshot", ns, name, strings.Join(key, ", ")),
 		"meterstore.table":  ns + "." + name,
@@ -117,22 +118,24 @@ func (ReadingsViews) View(view, tbl table.Identifier, md table.Metadata, catalog
 			vprops[SummaryWatermark] = w
 		}
 	}
-	vm := restcatalog.ViewMetadata{
-		ViewUUID:         uuid.NewSHA1(md.TableUUID(), []byte(viewName)).String(),
-		FormatVersion:    1,
-		Location:         md.Location(),
-		CurrentVersionID: version,
-		Versions: []restcatalog.ViewVersion{{
-			VersionID:        version,
-			TimestampMs:      ts,
-			SchemaID:         viewSchema.ID,
-			Summary:          map[string]string{"engine-name": "meterstore"},
-			Representations:  reps,
-			DefaultNamespace: []string{ns},
-		}},
-		VersionLog: []restcatalog.ViewLogEntry{{VersionID: version, TimestampMs: ts}},
-		Schemas:    []*iceberg.Schema{viewSchema},
-		Properties: vprops,
+	version, err := view.NewVersion(int64(sc.ID+1), viewSchema.ID, reps, table.Identifier{ns},
+		view.WithTimestampMS(md.LastUpdatedMillis()),
+		view.WithVersionSummary(view.VersionSummary{"engine-name": "meterstore"}),
+		view.WithDefaultViewCatalog(catalog))
+	if err != nil {
+		return nil, fmt.Errorf("cold: the readings view of %s.%s: %w", ns, name, err)
 	}
-	return vm, nil
+	b, err := view.NewMetadataBuilder()
+	if err != nil {
+		return nil, fmt.Errorf("cold: the readings view of %s.%s: %w", ns, name, err)
+	}
+	built, err := b.SetUUID(uuid.NewSHA1(md.TableUUID(), []byte(viewName))).
+		SetLoc(md.Location()).
+		SetProperties(vprops).
+		SetCurrentVersion(version, viewSchema).
+		Build()
+	if err != nil {
+		return nil, fmt.Errorf("cold: the readings view of %s.%s: %w", ns, name, err)
+	}
+	return built.Metadata, nil
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
 	"github.com/meterstore/meterstore/internal/resolve"
 	"github.com/meterstore/meterstore/series"
 )
@@ -34,7 +34,7 @@ func TestReadingsViews(t *testing.T) {
 	if name, err := v.TableOf("metering", view); err != nil || name != h.Name() {
 		t.Fatalf("TableOf(%s) = %q, %v", view, name, err)
 	}
-	if _, err := v.TableOf("metering", h.Name()); !errors.Is(err, restcatalog.ErrNoSuchView) {
+	if _, err := v.TableOf("metering", h.Name()); !errors.Is(err, icecatalog.ErrNoSuchView) {
 		t.Fatalf("TableOf(%s) = %v, want ErrNoSuchView", h.Name(), err)
 	}
 	ident := table.Identifier{h.Identifier()[0], view}
@@ -42,20 +42,20 @@ func TestReadingsViews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vm.Properties[PropMergeKey] != strings.Join(tab.MergeKey(), ",") || vm.Properties["meterstore.marked"] != "true" ||
-		vm.Properties[SummaryWatermark] != FormatTime(start.Add(24*time.Hour)) {
-		t.Errorf("view properties %v", vm.Properties)
+	if vm.Properties()[PropMergeKey] != strings.Join(tab.MergeKey(), ",") || vm.Properties()["meterstore.marked"] != "true" ||
+		vm.Properties()[SummaryWatermark] != FormatTime(start.Add(24*time.Hour)) {
+		t.Errorf("view properties %v", vm.Properties())
 	}
-	if _, ok := vm.Schemas[0].FindFieldByName(series.ColumnSuperseded); ok {
+	if _, ok := vm.Schemas()[0].FindFieldByName(series.ColumnSuperseded); ok {
 		t.Errorf("the view's schema has %s", series.ColumnSuperseded)
 	}
-	reps := vm.Versions[0].Representations
+	reps := vm.Versions()[0].Representations
 	if len(reps) != len(resolve.ViewDialects) {
 		t.Fatalf("%d representations, want %d", len(reps), len(resolve.ViewDialects))
 	}
 	for i, d := range resolve.ViewDialects {
-		if reps[i].Dialect != d.Name || !strings.Contains(reps[i].SQL, d.Ident(series.ColumnSuperseded)+" IS NULL") {
-			t.Errorf("representation %d: %s %s", i, reps[i].Dialect, reps[i].SQL)
+		if reps[i].Dialect != d.Name || !strings.Contains(reps[i].Sql, d.Ident(series.ColumnSuperseded)+" IS NULL") {
+			t.Errorf("representation %d: %s %s", i, reps[i].Dialect, reps[i].Sql)
 		}
 	}
 
@@ -64,7 +64,7 @@ func TestReadingsViews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.View(table.Identifier{"metering", "plain_readings"}, plain.Identifier(), plain.Metadata(), ""); !errors.Is(err, restcatalog.ErrNoSuchView) {
+	if _, err := v.View(table.Identifier{"metering", "plain_readings"}, plain.Identifier(), plain.Metadata(), ""); !errors.Is(err, icecatalog.ErrNoSuchView) {
 		t.Errorf("view of a table the tier did not write: %v, want ErrNoSuchView", err)
 	}
 }

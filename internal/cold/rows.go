@@ -1,7 +1,6 @@
 package cold
 
 import (
-	"errors"
 	"fmt"
 	"iter"
 
@@ -21,30 +20,6 @@ func Readings(rs []series.Reading) Rows {
 			if !yield(r, nil) {
 				return
 			}
-		}
-	}
-}
-
-// errStop ends a callback scan that FromScan's consumer no longer reads.
-var errStop = errors.New("cold: stop")
-
-// FromScan returns the readings of a callback scan as Rows. scan calls fn
-// for every reading and returns fn's first error, as the hot tier's Scan
-// does, so that
-//
-//	cold.FromScan(func(fn func(hot.Reading) error) error { return h.Scan(ctx, t, q, fn) })
-//
-// streams a hot partition into Archive.
-func FromScan(scan func(fn func(series.Reading) error) error) Rows {
-	return func(yield func(series.Reading, error) bool) {
-		err := scan(func(r series.Reading) error {
-			if !yield(r, nil) {
-				return errStop
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errStop) {
-			yield(series.Reading{}, err)
 		}
 	}
 }

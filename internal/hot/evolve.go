@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/meterstore/meterstore/series"
@@ -159,12 +160,13 @@ func (h *Tier) evolve(ctx context.Context, tx pgx.Tx, t *series.Table, ev series
 	return nil
 }
 
-// checkDeclared refuses, with a *series.QuarantineError, to let partition
-// name of t be archived under t's declaration while it holds a value in a
-// column t does not declare: the archival reads the declared columns only,
-// and the partition is dropped after it, so the value would be lost. A
-// process whose declaration has the column archives it. It reads the
-// definition in tx, whose locks keep writers out of the partition.
+// checkDeclared refuses, with an Unavailable error wrapping
+// ErrUndeclaredValues, to let partition name of t be archived under t's
+// declaration while it holds a value in a column t does not declare: the
+// archival reads the declared columns only, and the partition is dropped
+// after it, so the value would be lost. A process whose declaration has
+// the column archives it. It reads the definition in tx, whose locks keep
+// writers out of the partition.
 func (h *Tier) checkDeclared(ctx context.Context, tx pgx.Tx, t *series.Table, name string) error {
 	var stored []byte
 	if err := tx.QueryRow(ctx, `SELECT definition FROM `+h.ident(metaTable)+` WHERE name = $1`, t.Name).Scan(&stored); err != nil {
@@ -190,7 +192,8 @@ func (h *Tier) checkDeclared(ctx context.Context, tx pgx.Tx, t *series.Table, na
 		}
 	}
 	if len(reasons) > 0 {
-		return &series.QuarantineError{Table: t.Name, Reasons: reasons}
+		return &series.Error{Kind: series.Unavailable, Op: "detach partition", Table: t.Name,
+			Err: fmt.Errorf("%w: %s", ErrUndeclaredValues, strings.Join(reasons, "; "))}
 	}
 	return nil
 }

@@ -479,6 +479,10 @@ func TestIntegrityUpgrade(t *testing.T) {
 	if got, err := h.Integrity(ctx, lastgang("lastgang")); err != nil || got != series.IntegrityWrite {
 		t.Fatalf("integrity after a refused upgrade: %v, %v", got, err)
 	}
+	var triggers int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid::regclass::text LIKE 'meterstore.lastgang%' AND NOT tgisinternal`).Scan(&triggers); err != nil || triggers != 0 {
+		t.Fatalf("a refused upgrade left %d triggers (%v)", triggers, err)
+	}
 }
 
 // TestStatementCheckRefreshed: a table whose statement check function is

@@ -69,6 +69,12 @@ func (l rowsLayout) parentDDL(h *Tier, t *series.Table, i series.Integrity) stri
 // key's market location and OBIS code as int8 and its identity columns,
 // and the check function.
 func (l rowsLayout) statementDDL(h *Tier, t *series.Table) []string {
+	return append(rowsOwnersDDL(h, t), h.checkFuncDDL(t, l))
+}
+
+// rowsOwnersDDL returns the statements that create the ownership relation
+// of t in the rows layout.
+func rowsOwnersDDL(h *Tier, t *series.Table) []string {
 	owners := h.ident(ownersName(t))
 	cols := []string{"malo_id int8 NOT NULL", "obis_code int8 NOT NULL"}
 	excl := []string{"malo_id WITH =", "obis_code WITH ="}
@@ -82,14 +88,19 @@ func (l rowsLayout) statementDDL(h *Tier, t *series.Table) []string {
 		`CREATE TABLE ` + owners + ` (` + strings.Join(cols, ", ") + `, CONSTRAINT ` +
 			quote(ownersName(t)+"_one") + ` EXCLUDE USING gist (` + strings.Join(excl, ", ") + `))`,
 		`COMMENT ON TABLE ` + owners + ` IS 'MeterStore: the network operator of each span of readings of ` + t.Name + `, one per reading'`,
-		h.checkFuncDDL(t, l),
 	}
 }
 
 // checkBody returns the body of t's statement check function: the new
 // rows are grouped by series, version scope, version and bucket, their
 // codes checked once per group and their spans recorded per merge key.
-func (rowsLayout) checkBody(h *Tier, t *series.Table) string {
+func (rowsLayout) checkBody(h *Tier, t *series.Table) string { return rowsCheckBody(h, t, nil) }
+
+// rowsCheckBody returns checkBody's body with, if before is not nil, the
+// statement before(u) runs between the codes' check and the spans'
+// insert, where u is the unnest expression of the groups (series,
+// operator, span and size: columns m, o, c0..., sc, lo, hi, n).
+func rowsCheckBody(h *Tier, t *series.Table, before func(u string) string) string {
 	bucket := bucketExpr(t, `"from"`)
 	// Per identity column: the group key, its array, and its element.
 	var key, decl, agg, into, unnestArgs, names, elems, on []string
@@ -135,6 +146,10 @@ func (rowsLayout) checkBody(h *Tier, t *series.Table) string {
 	// Its arrays are the plpgsql variables v_*, named apart from columns.
 	u := `unnest(v_m, v_o` + join(", ", unnestArgs) + `, v_sc, v_lo, v_hi, v_n) AS u(m, o` + join(", ", names) + `, sc, lo, hi, n)`
 	whole := wholeCond(t, "u.")
+	prelude := ""
+	if before != nil {
+		prelude = "\n\t" + before(u) + ";"
+	}
 	notOwned := func(span string) string {
 		return `NOT EXISTS (SELECT 1 FROM ` + owners + ` o WHERE o.malo_id = u.m::int8 AND o.obis_code = ` + obisKey("u.o") +
 			and(on) + ` AND o.operator = split_part(u.sc, ':', 1) AND o.span @> ` + span + `)`
@@ -165,7 +180,7 @@ BEGIN
 		-- Named as the per-row CHECK of the other integrities would be.
 		RAISE EXCEPTION 'new row for relation "%" violates check constraint "%": %', TG_TABLE_NAME, v_check, v_bad
 			USING ERRCODE = 'check_violation', CONSTRAINT = v_check, TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA;
-	END IF;
+	END IF;` + prelude + `
 	INSERT INTO ` + owners + ` (` + ownerCols + `)
 	SELECT DISTINCT u.m::int8, ` + obisKey("u.o") + join(", ", elems) + `, split_part(u.sc, ':', 1), tstzrange(u.lo, u.hi)
 	FROM ` + u + `

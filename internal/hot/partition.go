@@ -171,12 +171,21 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *series.Table
 		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_bound") + ` CHECK (` + bound + `)`,
 		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_pkey") + ` PRIMARY KEY (` + lay.primaryKey(t) + `)`,
 	}
-	switch integrity {
-	case series.IntegrityExclusion:
+	// The statement triggers also while an upgrade to IntegrityStatement
+	// runs (upgrade.go), whatever this process's declaration says: they
+	// record the spans of its rows, which the backfill does not.
+	records := integrity == series.IntegrityStatement
+	if !records {
+		if records, err = h.recordsSpans(ctx, tx, t); err != nil {
+			return false, err
+		}
+	}
+	if integrity == series.IntegrityExclusion {
 		for _, c := range exclusions(t, p.Name) {
 			stmts = append(stmts, `ALTER TABLE `+part+` ADD `+c)
 		}
-	case series.IntegrityStatement:
+	}
+	if records {
 		stmts = append(stmts, h.triggerDDL(t, part, p.Name)...)
 	}
 	stmts = append(stmts,
@@ -248,11 +257,12 @@ SELECT to_regclass($1) IS NOT NULL,
 // partition that is detached already does nothing, so an interrupted
 // archival can resume.
 //
-// Either way the partition is then refused, with a *series.QuarantineError
-// and nothing changed, if it holds a value in a column t does not declare
-// (a column another process's declaration added): the archival would not
-// carry the value over. Once detached no writer reaches the partition, so
-// the check sees every row the archival will read.
+// Either way the partition is then refused, with an Unavailable error
+// wrapping ErrUndeclaredValues and nothing changed, if it holds a value in
+// a column t does not declare (a column another process's declaration
+// added): the archival would not carry the value over. Once detached no
+// writer reaches the partition, so the check sees every row the archival
+// will read.
 func (h *Tier) Detach(ctx context.Context, t *series.Table, start time.Time) error {
 	const op = "detach partition"
 	if err := t.Validate(); err != nil {
@@ -314,10 +324,12 @@ func (h *Tier) Drop(ctx context.Context, t *series.Table, start time.Time) error
 		if _, err := tx.Exec(ctx, `DROP TABLE `+h.ident(name)); err != nil {
 			return err
 		}
-		switch integrity, err := h.integrityOf(ctx, tx, t); {
+		// The spans of a table of IntegrityStatement, or of one being
+		// upgraded to it.
+		switch records, err := h.recordsSpans(ctx, tx, t); {
 		case err != nil:
 			return err
-		case integrity == series.IntegrityStatement:
+		case records:
 			if err := h.forgetOwners(ctx, tx, t, start, t.Width.Next(start)); err != nil {
 				return err
 			}

@@ -32,6 +32,14 @@ func (h *Tier) Purge(ctx context.Context, t *series.Table, confirm string) error
 		if err != nil {
 			return err
 		}
+		// An upgrade to IntegrityStatement under way owns its companions
+		// too (upgrade.go).
+		integrity := info.integrity
+		if records, err := h.recordsSpans(ctx, tx, t); err != nil {
+			return err
+		} else if records {
+			integrity = series.IntegrityStatement
+		}
 		for _, p := range parts {
 			if p.Attached {
 				continue
@@ -41,10 +49,10 @@ func (h *Tier) Purge(ctx context.Context, t *series.Table, confirm string) error
 			}
 		}
 		stmts := []string{`DROP TABLE IF EXISTS ` + h.ident(t.Name) + ` CASCADE`}
-		for _, name := range companions(t, info.integrity, info.layout) {
+		for _, name := range companions(t, integrity, info.layout) {
 			stmts = append(stmts, `DROP TABLE IF EXISTS `+h.ident(name))
 		}
-		if info.integrity == series.IntegrityStatement {
+		if integrity == series.IntegrityStatement {
 			stmts = append(stmts, `DROP FUNCTION IF EXISTS `+h.ident(checkFunc(t))+`()`)
 		}
 		for _, stmt := range stmts {

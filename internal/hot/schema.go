@@ -116,7 +116,10 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 		return err
 	}
 	const op = "ensure"
-	var info tableInfo
+	var (
+		info      tableInfo
+		upgrading bool
+	)
 	err := h.ensureRetrying(ctx, op, t.Name, func(tx pgx.Tx) error {
 		if err := h.ensureBase(ctx, tx); err != nil {
 			return err
@@ -134,10 +137,19 @@ func (h *Tier) Ensure(ctx context.Context, t *series.Table) error {
 			}
 			info, err = h.create(ctx, tx, t)
 		case err == nil:
-			info, err = h.redeclare(ctx, tx, t, stored, exists)
+			info, upgrading, err = h.redeclare(ctx, tx, t, stored, exists)
 		}
 		return err
 	})
+	switch {
+	case err == nil && upgrading:
+		// Phase 1 committed; the rest takes no lock a writer waits for
+		// long (upgrade.go).
+		err = h.completeUpgrade(ctx, t)
+	case err == nil && info.integrity == series.IntegrityStatement && info.layout == layoutRows:
+		// Those an upgrade could not drop in time.
+		h.dropExclusions(ctx, t)
+	}
 	if err == nil {
 		h.remember(t.Name, info)
 		h.validatePending(ctx, t)
@@ -191,11 +203,13 @@ func (h *Tier) create(ctx context.Context, tx pgx.Tx, t *series.Table) (tableInf
 // redeclare declares t again in tx, over its stored definition: the
 // relation, which must exist, keeps its layout and integrity, but for an
 // upgrade to IntegrityStatement, and its columns evolve; a table of
-// IntegrityStatement gets the check function of its layout.
-func (h *Tier) redeclare(ctx context.Context, tx pgx.Tx, t *series.Table, stored []byte, exists bool) (tableInfo, error) {
+// IntegrityStatement gets the check function of its layout. upgrading
+// reports an upgrade whose first phase tx holds (see upgrade.go); the
+// caller completes it once tx committed.
+func (h *Tier) redeclare(ctx context.Context, tx pgx.Tx, t *series.Table, stored []byte, exists bool) (_ tableInfo, upgrading bool, _ error) {
 	var have definition
 	if err := json.Unmarshal(stored, &have); err != nil {
-		return tableInfo{}, &series.Error{Kind: series.InvariantViolation, Op: "ensure", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+		return tableInfo{}, false, &series.Error{Kind: series.InvariantViolation, Op: "ensure", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
 	}
 	have = have.normalize()
 	chosen, err := have.integrity()
@@ -204,7 +218,7 @@ func (h *Tier) redeclare(ctx context.Context, tx pgx.Tx, t *series.Table, stored
 		lay, err = have.layout()
 	}
 	if err != nil {
-		return tableInfo{}, &series.Error{Kind: series.InvariantViolation, Op: "ensure", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
+		return tableInfo{}, false, &series.Error{Kind: series.InvariantViolation, Op: "ensure", Table: t.Name, Err: fmt.Errorf("stored definition: %w", err)}
 	}
 	want := definitionOf(t, t.Integrity)
 	// A table keeps the layout it was created in, whatever a new
@@ -223,40 +237,40 @@ func (h *Tier) redeclare(ctx context.Context, tx pgx.Tx, t *series.Table, stored
 	fixed := have
 	fixed.Columns, fixed.MergeKey = want.Columns, want.MergeKey
 	if diff := compareDefinitions(fixed, want); diff != "" {
-		return tableInfo{}, &series.Error{Kind: series.InvalidConfig, Op: "ensure", Table: t.Name, Err: fmt.Errorf("declared differently before: %s", diff)}
+		return tableInfo{}, false, &series.Error{Kind: series.InvalidConfig, Op: "ensure", Table: t.Name, Err: fmt.Errorf("declared differently before: %s", diff)}
 	}
 	ev, err := series.Evolve(t.Name, have.columns(), t.Columns)
 	if err != nil {
-		return tableInfo{}, err // a *series.QuarantineError: nothing changes
+		return tableInfo{}, false, err // a *series.QuarantineError: nothing changes
 	}
 	want.Columns = append(want.Columns, undeclared(ev.Undeclared)...)
 	if !slices.Equal(have.MergeKey, want.MergeKey) {
-		return tableInfo{}, &series.Error{Kind: series.InvalidConfig, Op: "ensure", Table: t.Name, Err: fmt.Errorf("declared differently before: merge key (%s), now (%s)",
+		return tableInfo{}, false, &series.Error{Kind: series.InvalidConfig, Op: "ensure", Table: t.Name, Err: fmt.Errorf("declared differently before: merge key (%s), now (%s)",
 			strings.Join(have.MergeKey, ", "), strings.Join(want.MergeKey, ", "))}
 	}
 	if !exists {
-		return tableInfo{}, &series.Error{Kind: series.InvariantViolation, Op: "ensure", Table: t.Name, Err: fmt.Errorf("declared, but relation %s is missing", h.ident(t.Name))}
+		return tableInfo{}, false, &series.Error{Kind: series.InvariantViolation, Op: "ensure", Table: t.Name, Err: fmt.Errorf("declared, but relation %s is missing", h.ident(t.Name))}
 	}
 	if !reflect.DeepEqual(have.Columns, want.Columns) {
 		evolved := have
 		evolved.Columns = want.Columns
 		if err := h.evolve(ctx, tx, t, ev, evolved); err != nil {
-			return tableInfo{}, err
+			return tableInfo{}, false, err
 		}
 		have = evolved
 	}
 	switch {
 	case upgrade:
-		if err := h.upgradeToStatement(ctx, tx, t, have); err != nil {
-			return tableInfo{}, err
+		if err := h.beginUpgrade(ctx, tx, t); err != nil {
+			return tableInfo{}, false, err
 		}
-		chosen = series.IntegrityStatement
+		return tableInfo{integrity: series.IntegrityStatement, layout: lay}, true, nil
 	case chosen == series.IntegrityStatement:
 		if err := h.refreshCheckFunc(ctx, tx, t, lay); err != nil {
-			return tableInfo{}, err
+			return tableInfo{}, false, err
 		}
 	}
-	return tableInfo{integrity: chosen, layout: lay}, nil
+	return tableInfo{integrity: chosen, layout: lay}, false, nil
 }
 
 // newIntegrity returns the integrity a new table gets: the declared one,

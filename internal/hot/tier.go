@@ -49,6 +49,11 @@ type Tier struct {
 	// snapshots has a token per open Snapshot, at most half the pool's
 	// connections.
 	snapshots chan struct{}
+	// onUpgradeStep, set by tests, is called at the steps of an upgrade
+	// to IntegrityStatement (upgradeStep); upgradeBatch, if set, replaces
+	// upgradeBatchRows, so that a small table is backfilled in batches.
+	onUpgradeStep func(step string)
+	upgradeBatch  int
 }
 
 // schemaPattern is what a schema name must look like: it is spliced into

@@ -132,6 +132,9 @@ func TestInstruments(t *testing.T) {
 	m.HTTPRequest(ctx, "/v1/status", "GET", 200, 20*time.Millisecond)
 	m.HTTPRequest(ctx, "/v1/status", "GET", 200, 30*time.Millisecond)
 	m.HTTPRequest(ctx, "", "BREW", 404, -time.Second)
+	m.FooterCache(ctx, false, 1, 4096)
+	m.FooterCache(ctx, true, 1, 4096)
+	m.FooterCache(ctx, true, 2, 8192)
 	// Counters ignore what would make them go down.
 	m.Archived(ctx, "lastgang", -1, -time.Second)
 	m.Written(ctx, "lastgang", -1, -1)
@@ -181,12 +184,15 @@ func TestInstruments(t *testing.T) {
 		"meterstore.write.late_corrections":     {"{reading}", "counter", []point{{table("lastgang"), 4, 0}}},
 		"meterstore.write.outcomes": {"{reading}", "counter", []point{
 			{"outcome=inserted,table=lastgang", 87, 0}, {"outcome=superseded,table=lastgang", 3, 0}}},
-		"meterstore.query.duration":        {"s", "histogram", []point{{table("lastgang"), 0.25, 1}}},
-		"meterstore.scan.rows":             {"{reading}", "counter", []point{{scan("lastgang", "cold"), 20, 0}, {scan("lastgang", "hot"), 15, 0}}},
-		"meterstore.retention.removed":     {"{reference}", "counter", []point{{"", 7, 0}}},
-		"meterstore.http.auth_failures":    {"{request}", "counter", []point{{"reason=invalid", 2, 0}, {"reason=missing", 1, 0}}},
-		"meterstore.http.requests":         {"{request}", "counter", []point{{req("/v1/status", "GET", "200"), 2, 0}, {req("unmatched", "_OTHER", "404"), 1, 0}}},
-		"meterstore.http.request.duration": {"s", "histogram", []point{{req("/v1/status", "GET", "200"), 0.05, 2}}},
+		"meterstore.query.duration":             {"s", "histogram", []point{{table("lastgang"), 0.25, 1}}},
+		"meterstore.scan.rows":                  {"{reading}", "counter", []point{{scan("lastgang", "cold"), 20, 0}, {scan("lastgang", "hot"), 15, 0}}},
+		"meterstore.retention.removed":          {"{reference}", "counter", []point{{"", 7, 0}}},
+		"meterstore.http.auth_failures":         {"{request}", "counter", []point{{"reason=invalid", 2, 0}, {"reason=missing", 1, 0}}},
+		"meterstore.http.requests":              {"{request}", "counter", []point{{req("/v1/status", "GET", "200"), 2, 0}, {req("unmatched", "_OTHER", "404"), 1, 0}}},
+		"meterstore.http.request.duration":      {"s", "histogram", []point{{req("/v1/status", "GET", "200"), 0.05, 2}}},
+		"meterstore.query.footer_cache_lookups": {"{lookup}", "counter", []point{{"outcome=hit", 2, 0}, {"outcome=miss", 1, 0}}},
+		"meterstore.query.footer_cache_files":   {"{file}", "gauge", []point{{"", 2, 0}}},
+		"meterstore.query.footer_cache_bytes":   {"By", "gauge", []point{{"", 8192, 0}}},
 	}
 	got := collect(t, reader)
 	for name, w := range want {

@@ -18,17 +18,6 @@ import (
 // cluster runs on the packaged ones.
 const EnvBinDirs = "MS_PG_BIN_DIRS"
 
-// FindBinaries returns the directory of the installed initdb and pg_ctl:
-// PATH first, then the newest /usr/lib/postgresql/<version>/bin, or the
-// directories of MS_PG_BIN_DIRS if it is set.
-func FindBinaries() (string, error) {
-	dirs := installedBinaries()
-	if len(dirs) == 0 {
-		return "", ErrNoBinaries
-	}
-	return dirs[0], nil
-}
-
 // installedBinaries returns the directories holding initdb and pg_ctl,
 // the first choice first.
 func installedBinaries() []string {

@@ -77,8 +77,13 @@ func Undefined(code string) bool {
 	return false
 }
 
-// SQLSTATEs that callers decide on by name.
-const (
-	UndefinedTable  = "42P01"
-	UndefinedColumn = "42703"
-)
+// NoTable reports whether err is PostgreSQL's undefined_table (42P01):
+// the statement names a table that does not exist. The tables a component
+// creates on first use (the archival ledger, the record of altered files,
+// the server's access tokens and idempotency records) read its absence
+// as holding nothing.
+func NoTable(err error) bool { return Code(err) == "42P01" }
+
+// NoColumn reports whether err is PostgreSQL's undefined_column (42703):
+// a table created by an earlier release, before the column was added.
+func NoColumn(err error) bool { return Code(err) == "42703" }

@@ -30,6 +30,7 @@ const EnvURL = "MS_TEST_PG_URL"
 var server struct {
 	sync.Mutex
 	adminURL string
+	binDir   string // the private cluster's binaries, "" for an external server
 	err      error
 	seq      atomic.Int64
 }
@@ -64,7 +65,7 @@ func run(m *testing.M) int {
 		return m.Run()
 	}
 	defer c.Stop(ctx)
-	server.adminURL = c.URL("postgres")
+	server.adminURL, server.binDir = c.URL("postgres"), c.BinDir()
 	return m.Run()
 }
 

@@ -13,9 +13,12 @@ the view <table>_readings from it; DuckDB 1.4.4, which loads no views from
 a REST catalog, runs the view's duckdb SQL over the attached table. The
 per-meter monthly total through the view and the plain one (WHERE
 superseded = false, which misses late corrections) run alternately three
-times after a warm-up of each. The last line is a JSON object: the
-engine, the times of each in seconds, and the view's rows (malo_id,
-month, count, sum as text), which the test compares with MeterStore's.
+times after a warm-up of each. The same total is taken once over each of
+system.resolution's statements in the engine's dialect (the spec's
+"resolution", by dialect and setting), run in the table's namespace as a
+user pastes them. The last line is a JSON object: the engine, the times
+of each in seconds, the view's rows (malo_id, month, count, sum as text)
+and each statement's, which the test compares with MeterStore's.
 """
 
 import json
@@ -63,6 +66,10 @@ def spark_engine(spec, jar):
     monthly = "SELECT malo_id, date_format(`from`, 'yyyy-MM') AS month, count(*) AS n, CAST(sum(value) AS STRING) AS s FROM {} GROUP BY 1, 2"
     queries = {"view": monthly.format(view),
                "plain": monthly.format(f"(SELECT * FROM {table} WHERE superseded = false)")}
+    for setting, stmt in spec["resolution"]["spark"].items():
+        queries[setting] = monthly.format(f"({stmt}) r")
+    # system.resolution names the table alone, as in its namespace.
+    spark.sql(f"USE {ns}")
 
     def run(name):
         return [tuple(r) for r in spark.sql(queries[name]).collect()]
@@ -95,6 +102,8 @@ def duckdb_engine(spec):
     monthly = "SELECT malo_id, strftime(\"from\", '%Y-%m') AS month, count(*) AS n, CAST(sum(value) AS VARCHAR) AS s FROM {} GROUP BY 1, 2"
     queries = {"view": monthly.format(f"({view_sql(spec, 'duckdb')})"),
                "plain": monthly.format(f"(SELECT * FROM \"{spec['table']}\" WHERE superseded = false)")}
+    for setting, stmt in spec["resolution"]["duckdb"].items():
+        queries[setting] = monthly.format(f"({stmt}) r")
 
     def run(name):
         return [tuple(r) for r in con.execute(queries[name]).fetchall()]
@@ -119,9 +128,10 @@ def main():
             begin = time.monotonic()
             run(name)
             times[name].append(time.monotonic() - begin)
+    resolved = {setting: [[str(v) for v in r] for r in run(setting)] for setting in spec["resolution"][engine]}
     print(f"{engine}: the view's plan:\n{plan()}", flush=True)
     print(json.dumps({"engine": engine, "view": times["view"], "plain": times["plain"],
-                      "rows": [[str(v) for v in r] for r in rows]}), flush=True)
+                      "rows": [[str(v) for v in r] for r in rows], "resolved": resolved}), flush=True)
 
 
 if __name__ == "__main__":

@@ -111,8 +111,8 @@ func (t *Table) Issuer(ctx context.Context, sum [32]byte, now time.Time) (issuer
 	err = t.db.Pool.QueryRow(ctx, `SELECT client, `+issuerColumn+` FROM `+t.ident+`
 WHERE token_sha256 = $1 AND expires_at > $2 AND `+issuerColumn+` IS NOT NULL`,
 		sum[:], now).Scan(&issuer.Name, &hash)
-	switch code := pgerr.Code(err); {
-	case errors.Is(err, pgx.ErrNoRows), code == pgerr.UndefinedTable, code == pgerr.UndefinedColumn:
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), pgerr.NoTable(err), pgerr.NoColumn(err):
 		// No such token; no table (none was ever issued), or one without
 		// the issuer column (only older versions issued any).
 		return Issuer{}, false, nil
@@ -131,7 +131,7 @@ WHERE token_sha256 = $1 AND expires_at > $2 AND `+issuerColumn+` IS NOT NULL`,
 // error.
 func (t *Table) Revoke(ctx context.Context, sum [32]byte) error {
 	_, err := t.db.Pool.Exec(ctx, `DELETE FROM `+t.ident+` WHERE token_sha256 = $1`, sum[:])
-	if err != nil && pgerr.Code(err) != pgerr.UndefinedTable { // no table: none was ever issued
+	if err != nil && !pgerr.NoTable(err) { // no table: none was ever issued
 		return fmt.Errorf("accesstoken: revoke: %w", err)
 	}
 	return nil

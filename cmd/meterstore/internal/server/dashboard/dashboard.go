@@ -70,14 +70,19 @@ type Options struct {
 
 // A Dashboard serves the page over one store.
 type Dashboard struct {
-	s        *store.Store
+	s        Store
 	sessions *accesstoken.Table
 	o        Options
 	log      *slog.Logger
 }
 
-// New returns the dashboard of s.
+// New returns the dashboard of s, its sessions kept in s's service tables.
 func New(s *store.Store, o Options) *Dashboard {
+	return newDashboard(s, accesstoken.New(s.ServiceDB()), o)
+}
+
+// newDashboard returns the dashboard of s, its sessions kept in sessions.
+func newDashboard(s Store, sessions *accesstoken.Table, o Options) *Dashboard {
 	if o.SessionLifetime <= 0 {
 		o.SessionLifetime = DefaultSessionLifetime
 	}
@@ -91,7 +96,7 @@ func New(s *store.Store, o Options) *Dashboard {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Dashboard{s: s, sessions: accesstoken.New(s.ServiceDB()), o: o, log: log}
+	return &Dashboard{s: s, sessions: sessions, o: o, log: log}
 }
 
 // Page serves the dashboard to an admin; a request without a session is

@@ -68,7 +68,7 @@ type Options struct {
 // server is the Flight SQL service over one store.
 type server struct {
 	flightsql.BaseServer
-	s       *store.Store
+	s       Store
 	o       Options
 	log     *slog.Logger
 	metrics *metrics.Metrics
@@ -79,6 +79,11 @@ type server struct {
 // New returns the gRPC server of the Flight SQL service over s; serve it
 // with its Serve method and stop it with GracefulStop or Stop.
 func New(s *store.Store, o Options) (*grpc.Server, error) {
+	return newServer(frontDoor{s}, o)
+}
+
+// newServer returns the gRPC server of the Flight SQL service over s.
+func newServer(s Store, o Options) (*grpc.Server, error) {
 	m, err := metrics.New(o.Meters)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ import (
 // (power.readings, meterstore.gas.completeness), there is no default
 // table, and a statement that reads a table the token may not read is
 // refused having read nothing.
-func (s *server) prepare(ctx context.Context, sql string, params []any) (*store.Statement, error) {
+func (s *server) prepare(ctx context.Context, sql string, params []any) (Statement, error) {
 	if strings.TrimSpace(sql) == "" {
 		return nil, status.Error(codes.InvalidArgument, "the statement is empty")
 	}

@@ -1,9 +1,9 @@
 package httpapi
 
-// The Iceberg REST catalog under /iceberg: package restcatalog's handler
-// (restcatalog.Handler, or WritableHandler with server.catalog_writable)
-// with the cold tier's readings views, behind the server's tokens. A client sets
-// uri = <base>/iceberg.
+// The Iceberg REST catalog under /iceberg: package rest's handler
+// (rest.Handler, or WritableHandler with server.catalog_writable) with the
+// readings views the store hands out (store.ServedCatalog), behind the
+// server's tokens. A client sets uri = <base>/iceberg.
 //
 //	POST /iceberg/v1/oauth/tokens  no bearer  OAuth2 client credentials: a token's name and text for an access token
 //	/iceberg/v1/...                catalog    the protocol's routes, as GET /iceberg/v1/config lists them
@@ -35,11 +35,10 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/catalog"
-	restcatalog "github.com/meterstore/meterstore/catalog/rest"
+	"github.com/meterstore/meterstore/catalog/rest"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/accesstoken"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
 	"github.com/meterstore/meterstore/config"
-	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/metrics"
 )
 
@@ -83,16 +82,16 @@ func (h *handler) routeCatalog() error {
 	if c.lifetime <= 0 {
 		c.lifetime = DefaultCatalogTokenLifetime
 	}
-	// The readings views are the cold tier's: the handler serves them
+	// The readings views are the store's: the handler serves them
 	// through its hook and knows nothing of them.
-	opts := []restcatalog.Option{restcatalog.WithViews(cold.ReadingsViews{}), restcatalog.WithLogger(h.log)}
+	opts := []rest.Option{rest.WithViews(h.views), rest.WithLogger(h.log)}
 	if h.o.CatalogName != "" {
-		opts = append(opts, restcatalog.ViewCatalog(h.o.CatalogName))
+		opts = append(opts, rest.ViewCatalog(h.o.CatalogName))
 	}
 	if c.writable {
-		c.inner = restcatalog.WritableHandler(h.o.Catalog, nil, opts...)
+		c.inner = rest.WritableHandler(h.o.Catalog, nil, opts...)
 	} else {
-		c.inner = restcatalog.Handler(h.o.Catalog, nil, opts...)
+		c.inner = rest.Handler(h.o.Catalog, nil, opts...)
 	}
 	h.mux.HandleFunc("POST "+oauthTokensPath, c.tokens)
 	h.mux.HandleFunc("GET "+catalogConfigPath, c.serve)
@@ -140,9 +139,9 @@ func (c *catalogAPI) serve(w http.ResponseWriter, r *http.Request) {
 	case len(segs) == 4 && segs[0] == "v1" && segs[1] == "namespaces" && segs[3] == "tables":
 		c.listTables(w, r2, t)
 	case len(segs) >= 5 && segs[0] == "v1" && segs[1] == "namespaces" && segs[3] == "views":
-		c.loadView(w, r2, t, segs[4])
+		c.loadView(w, r2, t, segs[2], segs[4])
 	case len(segs) == 4 && segs[0] == "v1" && segs[1] == "namespaces" && segs[3] == "views":
-		c.listViews(w, r2, t)
+		c.listViews(w, r2, t, segs[2])
 	default:
 		c.inner.ServeHTTP(w, r2)
 	}

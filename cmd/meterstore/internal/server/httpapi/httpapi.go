@@ -87,7 +87,7 @@ type Options struct {
 	// OAuth2 endpoint is accepted; zero means DefaultCatalogTokenLifetime.
 	CatalogTokenLifetime time.Duration
 	// CatalogName, if set, is the readings views' default catalog
-	// (restcatalog.ViewCatalog).
+	// (rest.ViewCatalog).
 	CatalogName string
 	// CatalogVend, if set, is the S3 key pair the catalog vends to tokens
 	// with the scopes catalog and storage that ask for it
@@ -120,16 +120,21 @@ type handler struct {
 	ingestSlots, querySlots chan struct{}
 	// dash serves the dashboard (dashboardapi.go); nil serves none.
 	dash *dashboard.Dashboard
+	// views are the views the catalog serves beside its tables; nil
+	// serves none.
+	views catalog.Views
 }
 
-// services are what a handler keeps beside the store, in the hot tier's
-// database: the catalog's access tokens, the idempotency records and the
-// dashboard's sessions. records is required; tokens only with
-// Options.Catalog; without dashboard, no dashboard is served.
+// services are what a handler keeps beside the store: in the hot tier's
+// database, the catalog's access tokens, the idempotency records and the
+// dashboard's sessions; and the views the catalog serves beside its
+// tables. records is required; tokens only with Options.Catalog; without
+// dashboard, no dashboard is served, and without views no view.
 type services struct {
 	tokens    *accesstoken.Table
 	records   records
 	dashboard func(dashboard.Options) *dashboard.Dashboard
+	views     catalog.Views
 }
 
 // routes are the paths the API serves and their methods, so that a known
@@ -143,6 +148,7 @@ func New(s *store.Store, o Options) (http.Handler, error) {
 		tokens:    accesstoken.New(db),
 		records:   pgRecords{idempotency.New(db)},
 		dashboard: func(o dashboard.Options) *dashboard.Dashboard { return dashboard.New(s, o) },
+		views:     s.ServedCatalog().Views,
 	}, o)
 }
 
@@ -160,7 +166,7 @@ func newHandler(s Store, sv services, o Options) (*handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{s: s, tokens: sv.tokens, records: sv.records, o: o, log: log, metrics: m,
-		mux: newRouteMux(), retention: o.IdempotencyRetention}
+		mux: newRouteMux(), retention: o.IdempotencyRetention, views: sv.views}
 	if h.retention <= 0 {
 		h.retention = DefaultIdempotencyRetention
 	}
@@ -230,13 +236,6 @@ func (h *handler) serveLimited(w http.ResponseWriter, r *http.Request) {
 // tokenKey is the context key of the token (a config.Token) a request
 // carries.
 type tokenKey struct{}
-
-// TokenName returns the name of the token that authorised the request of
-// ctx, "" if none did.
-func TokenName(ctx context.Context) string {
-	t, _ := ctx.Value(tokenKey{}).(config.Token)
-	return t.Name
-}
 
 // guard admits a request whose bearer token holds one of scopes (any
 // scope when scopes is empty), as auth.Match checks it.

@@ -52,6 +52,7 @@ import (
 
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/idempotency"
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/edifact"
 	"github.com/meterstore/meterstore/internal/ingest"
 	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
@@ -197,20 +198,30 @@ func (h *handler) runIngest(ctx context.Context, token, table string, decl *seri
 	return ingestAnswer{status, eb}
 }
 
-// ingestFailure classifies the error that stopped an ingest.
+// ingestFailure classifies the error that stopped an ingest, of any
+// format: CSV and JSON lines, or an MSCONS interchange (whose failure past
+// its first message is a *pastFirstMessage).
 func ingestFailure(err error) (int, ingestError) {
 	var (
 		tooLarge *http.MaxBytesError
+		past     *pastFirstMessage
+		envelope *edifact.SyntaxError
 		be       *ingest.BatchError
 		le       *ingest.LineError
 		se       *series.Error
 	)
 	switch {
+	case errors.As(err, &envelope) || errors.Is(err, edifact.ErrNotEDIFACT):
+		// An interchange's envelope: nothing was written.
+		return http.StatusUnprocessableEntity, ingestError{Code: "refused", Error: err.Error()}
 	case errors.As(err, &tooLarge):
 		return http.StatusRequestEntityTooLarge, ingestError{Code: "too_large",
 			Error: fmt.Sprintf("the body is larger than server.max_body_bytes, %d bytes", tooLarge.Limit)}
 	case store.IsRetryable(err):
 		return http.StatusServiceUnavailable, ingestError{Code: "unavailable", Error: err.Error()}
+	case errors.As(err, &past):
+		// A failure that is not the body's.
+		return http.StatusInternalServerError, ingestError{Code: "internal", Error: err.Error()}
 	case errors.As(err, &be) && len(be.Lines) > 0:
 		body := ingestError{Code: "refused", Error: fmt.Sprintf("the batch of lines %d-%d is not written: %d lines refused",
 			be.FirstLine, be.LastLine, len(be.Lines))}
@@ -237,6 +248,14 @@ func ingestFailure(err error) (int, ingestError) {
 	// Not a batch: the body could not be read.
 	return http.StatusBadRequest, ingestError{Code: "bad_request", Error: "reading the body: " + err.Error()}
 }
+
+// pastFirstMessage is the failure of an MSCONS interchange after its
+// first message was reported: the body was readable, so a failure neither
+// worth retrying nor the body's size is the server's.
+type pastFirstMessage struct{ err error }
+
+func (e *pastFirstMessage) Error() string { return e.err.Error() }
+func (e *pastFirstMessage) Unwrap() error { return e.err }
 
 // reason is a line's error without its line number.
 func reason(l *ingest.LineError) string {

@@ -2,16 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 
-	"github.com/meterstore/meterstore/internal/edifact"
 	"github.com/meterstore/meterstore/internal/ingest"
 	"github.com/meterstore/meterstore/series"
-	"github.com/meterstore/meterstore/store"
 )
 
 // messageReport is what became of one message of an MSCONS interchange.
@@ -62,27 +59,21 @@ func (h *handler) runMSCONS(ctx context.Context, token, table string, decl *seri
 		attrs = append(attrs, slog.Any("err", err))
 	}
 	h.log.LogAttrs(ctx, slog.LevelInfo, "ingest", attrs...)
-	var (
-		tooLarge *http.MaxBytesError
-		envelope *edifact.SyntaxError
-	)
 	switch {
 	case err == nil && refused == 0:
 		return ingestAnswer{http.StatusOK, counts}
 	case err == nil:
 		return ingestAnswer{http.StatusUnprocessableEntity, ingestError{Code: "refused", ingestCounts: counts,
 			Error: fmt.Sprintf("%d of %d messages refused, nothing of them written; the others are written", refused, len(reps))}}
-	case errors.As(err, &envelope) || errors.Is(err, edifact.ErrNotEDIFACT):
-		// The interchange's envelope: nothing was written.
-		return ingestAnswer{http.StatusUnprocessableEntity, ingestError{Code: "refused", Error: err.Error(), ingestCounts: counts}}
-	case len(reps) > 0 && !errors.As(err, &tooLarge) && !store.IsRetryable(err):
-		// Past the first message, a failure that is not the body's.
-		h.log.LogAttrs(ctx, slog.LevelError, "ingest failed", slog.String("table", table), slog.Any("err", err))
-		return ingestAnswer{http.StatusInternalServerError, ingestError{Code: "internal", Error: err.Error(), ingestCounts: counts}}
 	}
-	// The body: too large, unreadable, or a state worth retrying, as for
-	// every other format.
+	// Classified as every format's failure.
+	if len(reps) > 0 {
+		err = &pastFirstMessage{err}
+	}
 	status, eb := ingestFailure(err)
+	if status == http.StatusInternalServerError {
+		h.log.LogAttrs(ctx, slog.LevelError, "ingest failed", slog.String("table", table), slog.Any("err", err))
+	}
 	eb.ingestCounts = counts
 	return ingestAnswer{status, eb}
 }

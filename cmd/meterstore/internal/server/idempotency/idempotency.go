@@ -220,7 +220,7 @@ func (c *Claim) update(ctx context.Context, op, sql string, args ...any) error {
 // pending records whose lease passed before it, and returns how many.
 func (r *Records) Prune(ctx context.Context, before time.Time) (int64, error) {
 	tag, err := r.db.Pool.Exec(ctx, `DELETE FROM `+r.ident+` WHERE coalesce(completed_at, lease_until) < $1`, before)
-	if pgerr.Code(err) == pgerr.UndefinedTable {
+	if pgerr.NoTable(err) {
 		return 0, nil // no key was ever claimed
 	}
 	if err != nil {

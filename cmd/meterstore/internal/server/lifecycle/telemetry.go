@@ -1,4 +1,4 @@
-package main
+package lifecycle
 
 import (
 	"context"
@@ -16,13 +16,13 @@ import (
 	"github.com/meterstore/meterstore/config"
 )
 
-// serveTelemetry serves the metrics of a command that runs no server
+// ServeTelemetry serves the metrics of a command that runs no server
 // (maintain --metrics-listen) on addr: GET /metrics, the Prometheus
 // exposition, for a [[server.token]] with scope admin, and GET /healthz,
 // over TLS when server.tls_cert is set, as serve does. It says where on w.
 // The store records with the returned provider; stop ends the serving
 // and the provider.
-func serveTelemetry(w io.Writer, log *slog.Logger, sc config.Server, addr string) (meters *sdkmetric.MeterProvider, stop func(), err error) {
+func ServeTelemetry(w io.Writer, log *slog.Logger, sc config.Server, addr string) (meters *sdkmetric.MeterProvider, stop func(), err error) {
 	tlsConfig, err := serverTLS(sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--metrics-listen: %w", err)
