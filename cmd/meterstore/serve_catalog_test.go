@@ -40,8 +40,11 @@ func daysCSV(meters, days int) string {
 // mounts at /iceberg: PyIceberg's RestCatalog with a client credential
 // (list, load, scan, snapshots) and DuckDB 1.4.4's iceberg extension,
 // loaded offline from the duckdb-ext-* wheels, attaching with an OAuth2
-// secret. Both must agree per day with POST /v1/query over
-// readings_versions, and be refused without a token. PyIceberg loads the
+// secret, and docs/foreign-engines.md's DuckDB statements as printed there
+// (serve's address and the token "duckdb" in place of its placeholders).
+// Both must agree per day with POST /v1/query over readings_versions, and
+// be refused without a token; PyIceberg's append is refused after it wrote
+// its files, which stay. PyIceberg loads the
 // readings view; DuckDB, which loads no views, runs its duckdb SQL. Python with
 // pyiceberg, pyarrow and duckdb is required (.ci/run installs them);
 // without them the test fails in CI and is skipped elsewhere.
@@ -67,8 +70,11 @@ func TestServeCatalog(t *testing.T) {
 		t.Fatalf("archive: %s", out)
 	}
 
+	secret := d.addToken(t, "duckdb", "catalog")
 	p, base := startTLSServe(t, d.bin, d.cfgPath)
 	spec := map[string]any{
+		"duckdb_doc":  docText(docBlock(t, foreignDoc, "CREATE SECRET"), base, secret),
+		"warehouse":   filepath.Join(dir, "wh"),
 		"base":        base,
 		"catalog_uri": base + "/iceberg",
 		"client_id":   "lake",

@@ -109,9 +109,9 @@ func newArchivedFixture(t *testing.T, meters, days int, catalogName string) *arc
 // isWriteFile accepts, which verify notes, names as a problem past the
 // orphan age and no longer after orphans --delete.
 func checkRefusedWrites(t *testing.T, c []string, cfgPath, wh string, before []string, ids []int64, isWriteFile func(string) bool) {
-	// The refused INSERT left no snapshot; every file there was is
-	// unchanged, and the only new ones are what it wrote before its
-	// commit was refused, which nothing references (orphans): a data file,
+	// The refused writes left no snapshot; every file there was is
+	// unchanged, and the only new ones are what they wrote before their
+	// commits were refused, which nothing references (orphans): a data file,
 	// a manifest and a manifest list, and checksums of them (isWriteFile
 	// says which names are these). No table metadata file and no hint.
 	t.Helper()
@@ -132,7 +132,7 @@ func checkRefusedWrites(t *testing.T, c []string, cfgPath, wh string, before []s
 			t.Errorf("the refused writes left %s, which is no data file, manifest or manifest list", f)
 		}
 	}
-	t.Logf("the refused INSERT left %d unreferenced files: %v", len(orphans), orphans)
+	t.Logf("the refused writes left %d unreferenced files: %v", len(orphans), orphans)
 	if after, _ := snapshotList(t, cfgPath); !slices.Equal(after, ids) {
 		t.Errorf("snapshots %v, then %v", ids, after)
 	}
@@ -156,4 +156,22 @@ func checkRefusedWrites(t *testing.T, c []string, cfgPath, wh string, before []s
 	if vout, code := run(t, append([]string{"verify", "--orphan-age", "1s"}, c...)...); code != 0 || len(orphans) > 0 && strings.Contains(vout, filepath.Base(strings.Fields(orphans[0])[0])) {
 		t.Errorf("verify after orphans --delete: exit %d\n%s", code, vout)
 	}
+}
+
+// addToken makes a token of the name and scope, adds its section to the
+// deployment's configuration and returns the token.
+func (d *catalogDeployment) addToken(t *testing.T, name, scope string) string {
+	t.Helper()
+	tok, section := parseToken(t, mustRun(t, "token", "--name", name, "--scope", scope))
+	f, err := os.OpenFile(d.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\n" + section); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }

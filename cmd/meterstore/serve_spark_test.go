@@ -111,14 +111,17 @@ func warehouseFiles(t *testing.T, dir string) []string {
 
 // TestServeSpark has Spark 4.1 with Iceberg 1.12's Spark runtime read an
 // archived table through the REST catalog serve mounts at /iceberg, with
-// an OAuth2 credential, as testdata/serve_spark.py describes: listings,
+// docs/foreign-engines.md's settings as printed there (serve's address and
+// the token "spark" of scope catalog in place of its placeholders) and its
+// server.catalog_name, as testdata/serve_spark.py describes: listings,
 // counts and sums per day and a monthly total per meter resolved in Spark
 // SQL agree with POST /v1/query; every metadata table loads and agrees
 // with MeterStore's snapshots; VERSION AS OF an earlier snapshot counts
 // what was cold then; a missing or wrong credential is refused; ALTER
-// TABLE, DROP TABLE ... PURGE and INSERT fail and leave the snapshots, the
-// files they reference and verify as they were (a refused INSERT leaves
-// its data files, manifest and manifest list unreferenced). The readings view power_readings, which
+// TABLE, DROP TABLE ... PURGE, INSERT, DELETE, UPDATE and rewrite_manifests
+// fail and leave the snapshots, the files they reference and verify as
+// they were (a refused write leaves its data files, manifests and manifest
+// list unreferenced). The readings view power_readings, which
 // the catalog serves, answers MeterStore's readings below W row for row,
 // and the current snapshot's summary holds W. The table holds two
 // archival cycles, a superseded version and late corrections (unmarked,
@@ -128,24 +131,29 @@ func warehouseFiles(t *testing.T, dir string) []string {
 func TestServeSpark(t *testing.T) {
 	jar := requireSpark(t)
 	days := catalogDays
-	f := newArchivedFixture(t, 2, days, "")
+	f := newArchivedFixture(t, 2, days, docCatalogName(t))
 	d, c, ids, w, wh := f.d, f.c, f.ids, f.w, f.wh
+	secret := d.addToken(t, "spark", "catalog")
 	before := warehouseFiles(t, wh)
 
 	p, base := startTLSServe(t, d.bin, d.cfgPath)
+	catalog, conf := docSparkConf(t, base, secret)
+	first, _ := metering.MaLoFromPrefix(fmt.Sprintf("%010d", 2_000_000_000))
 	spec := map[string]any{
-		"base":        base,
-		"catalog_uri": base + "/iceberg",
-		"client_id":   "lake",
-		"secret":      d.lakeTok,
-		"query_token": d.queryTok,
-		"namespace":   "meterstore",
-		"table":       "power",
-		"days":        days,
-		"snapshots":   ids,
-		"watermark":   w,
-		"early":       map[string]any{"snapshot": f.early, "watermark": f.earlyW},
-		"late_rows":   2 * 96,
+		"base":          base,
+		"catalog":       catalog,
+		"conf":          conf,
+		"watermark_sql": docBlock(t, foreignDoc, "SELECT summary['meterstore.watermark'] FROM "+catalog+".meterstore.power.snapshots"),
+		"warehouse":     wh,
+		"query_token":   d.queryTok,
+		"namespace":     "meterstore",
+		"table":         "power",
+		"first_malo":    first.String(),
+		"days":          days,
+		"snapshots":     ids,
+		"watermark":     w,
+		"early":         map[string]any{"snapshot": f.early, "watermark": f.earlyW},
+		"late_rows":     2 * 96,
 	}
 	specPath := filepath.Join(d.dir, "spec.json")
 	data, _ := json.Marshal(spec)
@@ -170,13 +178,13 @@ func TestServeSpark(t *testing.T) {
 	checkRefusedWrites(t, c, d.cfgPath, wh, before, ids, refusedWriteFile)
 }
 
-// The files a refused INSERT leaves (see refusedWriteFile): Iceberg
-// writes the data files, then the manifest and the manifest list, and
-// only then asks the catalog to commit; Hadoop's local file system writes
-// a .crc beside each.
+// The files a refused write leaves (see refusedWriteFile): Iceberg
+// writes the data files, then the manifests (rewrite_manifests's are
+// optimized-m-*) and the manifest list, and only then asks the catalog to
+// commit; Hadoop's local file system writes a .crc beside each.
 var (
 	refusedDataFile     = regexp.MustCompile(`^\.?[0-9a-f-]+-[0-9]+-[0-9]+\.parquet(\.crc)?$`)
-	refusedMetadataFile = regexp.MustCompile(`^\.?(snap-[0-9]+-[0-9]+-[0-9a-f-]+|[0-9a-f-]+-m[0-9]+)\.avro(\.crc)?$`)
+	refusedMetadataFile = regexp.MustCompile(`^\.?(snap-[0-9]+-[0-9]+-[0-9a-f-]+|[0-9a-f-]+-m[0-9]+|optimized-m-[0-9a-f-]+)\.avro(\.crc)?$`)
 )
 
 // refusedWriteFile reports whether f, "path size" as warehouseFiles lists
@@ -214,6 +222,8 @@ func TestRefusedWriteFile(t *testing.T) {
 		{filepath.Join(wh, "metadata", "be4643b9-4145-47d1-be9e-9136eac5f7e0-m0.avro"), true},
 		{filepath.Join(wh, "metadata", ".be4643b9-4145-47d1-be9e-9136eac5f7e0-m0.avro.crc"), true},
 		{filepath.Join(wh, "metadata", "snap-8770705109768497360-1-be4643b9-4145-47d1-be9e-9136eac5f7e0.avro"), true},
+		{filepath.Join(wh, "metadata", "optimized-m-b7326a6c-5701-4865-bf48-7aa5c7401842.avro"), true},
+		{filepath.Join(wh, "metadata", ".optimized-m-b7326a6c-5701-4865-bf48-7aa5c7401842.avro.crc"), true},
 		{filepath.Join(wh, "metadata", "v12.metadata.json"), false},
 		{filepath.Join(wh, "metadata", "00012-be4643b9-4145-47d1-be9e-9136eac5f7e0.metadata.json"), false},
 		{filepath.Join(wh, "metadata", "version-hint.text"), false},
@@ -237,7 +247,7 @@ func sparkLines(out string, failed bool) string {
 		// Spark's stage progress, on standard error, ends in a carriage
 		// return, not a newline: what follows it on the line is ours.
 		l = l[strings.LastIndex(l, "\r")+1:]
-		if strings.HasPrefix(l, "ok: ") || strings.HasPrefix(l, "spark: ") || strings.HasPrefix(l, "refused: ") {
+		if strings.HasPrefix(l, "ok: ") || strings.HasPrefix(l, "spark: ") || strings.HasPrefix(l, "refused: ") || strings.HasPrefix(l, "pitfall: ") {
 			keep = append(keep, l)
 		}
 	}

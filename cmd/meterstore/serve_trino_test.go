@@ -14,23 +14,26 @@ import (
 	"time"
 )
 
-// trinoCatalog is the name of the Trino catalog file the test writes and
-// the default catalog serve's views name (server.catalog_name).
-const trinoCatalog = "meterstore"
+// trinoCatalog is the name of the Trino catalog file the tests write and
+// the default catalog serve's views name (server.catalog_name), as README.md
+// and docs/foreign-engines.md give them (TestDocSnippets).
+const trinoCatalog = "lake"
 
 // TestServeTrino has a single-node Trino 476 read an archived table
-// through the REST catalog serve mounts at /iceberg, configured as
-// docs/foreign-engines.md says (iceberg.catalog.type=rest, an OAuth2
-// credential of a token of scope catalog, the native local file system),
-// on the fixture of TestServeSpark (a superseded version, two archival
-// cycles, late corrections below W): counts and sums per day equal
+// through the REST catalog serve mounts at /iceberg with README.md's
+// catalog file as printed there (serve's address and the token "trino" of
+// scope catalog in place of its placeholders) and server.catalog_name as
+// docs/foreign-engines.md sets it, on the fixture of TestServeSpark (a
+// superseded version, two archival cycles, late corrections below W): counts and sums per day equal
 // MeterStore's readings_versions below W; the readings view power_readings
 // equals MeterStore's readings below W row for row and per meter-month, as
 // does Trino's own resolution over the table; $snapshots and $files agree
 // with MeterStore's snapshots; FOR VERSION AS OF the first archival's
-// snapshot equals `meterstore query --as-of-snapshot`; INSERT, DROP TABLE,
-// ALTER TABLE and the view's writes are refused and leave the snapshots and
-// every file as they were, the INSERT's files only, which verify reports.
+// snapshot equals `meterstore query --as-of-snapshot`; W is what the
+// document's statement reads; INSERT, DELETE, UPDATE, optimize, DROP
+// TABLE, ALTER TABLE and the view's writes are refused and leave the
+// snapshots and every file as they were, besides the files the writes
+// wrote before their commits were refused, which verify reports.
 // TestReadingsViewEngines times the view. It needs Trino 476 and Java 25
 // (.ci/trino.sh); without them it fails in CI and is skipped elsewhere.
 func TestServeTrino(t *testing.T) {
@@ -39,8 +42,9 @@ func TestServeTrino(t *testing.T) {
 		requireTool(t, "Trino 476 and Java 25 are required: .ci/trino.sh installs them", err)
 	}
 	days := catalogDays
-	f := newArchivedFixture(t, 2, days, trinoCatalog)
+	f := newArchivedFixture(t, 2, days, docCatalogName(t))
 	d, c := f.d, f.c
+	secret := d.addToken(t, "trino", "catalog")
 	before := warehouseFiles(t, f.wh)
 
 	// MeterStore's answers, from its own query command.
@@ -61,7 +65,8 @@ func TestServeTrino(t *testing.T) {
 	}
 
 	p, base := startTLSServe(t, d.bin, d.cfgPath)
-	tr := startTrino(t, in, filepath.Join(d.dir, "trino"), map[string]map[string]string{trinoCatalog: trinoProperties(base, d.lakeTok)})
+	name, props := docTrinoCatalog(t, base, secret)
+	tr := startTrino(t, in, filepath.Join(d.dir, "trino"), map[string]map[string]string{name: props})
 	q := func(sql string) trinoResult { return tr.mustQuery(t, 2*time.Minute, sql) }
 	tw := fmt.Sprintf(`"from" < from_iso8601_timestamp('%s')`, f.w)
 
@@ -92,7 +97,7 @@ func TestServeTrino(t *testing.T) {
 	if len(files) != 1 || atoiT(t, str(files[0][0])) == 0 || atoiT(t, str(files[0][1])) != total {
 		t.Errorf("$files: %v; the table holds %d rows", files, total)
 	}
-	wm := q(`SELECT summary['meterstore.watermark'] FROM "power$snapshots" ORDER BY committed_at DESC LIMIT 1`).rows
+	wm := q(docBlock(t, foreignDoc, "SELECT summary['meterstore.watermark'] FROM "+trinoCatalog+`.meterstore."power$snapshots"`)).rows
 	if len(wm) != 1 || !sameInstant(str(wm[0][0]), f.w) {
 		t.Errorf("the current snapshot's summary holds the watermark %v; MeterStore's is %s", wm, f.w)
 	}
@@ -129,19 +134,25 @@ func TestServeTrino(t *testing.T) {
 		t.Errorf("as of snapshot %d: %d rows of %d", f.early, n, total)
 	}
 
-	// Writes are refused and change nothing. The INSERT writes its data
-	// file, manifest and manifest list before its commit is refused.
+	// Writes are refused and change nothing. An INSERT, DELETE, UPDATE or
+	// optimize writes its data or delete files, manifest and manifest list
+	// before its commit is refused.
 	for _, w := range []struct{ sql, want string }{
 		{`INSERT INTO power SELECT * FROM power LIMIT 1`, "Server does not support endpoint"},
+		{`DELETE FROM power WHERE malo_id = (SELECT min(malo_id) FROM power) AND "from" < from_iso8601_timestamp('2026-03-02T00:00:00Z')`, "Server does not support endpoint"},
+		{`UPDATE power SET value = value + 1 WHERE malo_id = (SELECT min(malo_id) FROM power) AND "from" < from_iso8601_timestamp('2026-03-02T00:00:00Z')`, "Server does not support endpoint"},
+		{`ALTER TABLE power EXECUTE optimize`, "Server does not support endpoint"},
 		{`DROP TABLE power`, "Server does not support endpoint"},
 		{`ALTER TABLE power ADD COLUMN probe varchar`, "Server does not support endpoint"},
 		{`CREATE OR REPLACE VIEW power_readings AS SELECT 1 AS x`, "Server does not support endpoint"},
 		{`DROP VIEW power_readings`, "Server does not support endpoint"},
 	} {
+		was := warehouseFiles(t, f.wh)
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		_, err := tr.query(ctx, trinoCatalog, "meterstore", w.sql)
 		cancel()
-		t.Logf("refused: %s | %v", strings.Fields(w.sql)[0], err)
+		left := len(warehouseFiles(t, f.wh)) - len(was)
+		t.Logf("refused: %s (%d new files) | %v", strings.Join(strings.Fields(w.sql)[:2], " "), left, err)
 		if !errors.Is(err, errTrinoQuery) || !strings.Contains(err.Error(), w.want) {
 			t.Errorf("%s: %v; want an error saying %q", w.sql, err, w.want)
 		}
@@ -155,20 +166,14 @@ func TestServeTrino(t *testing.T) {
 	checkRefusedWrites(t, c, d.cfgPath, f.wh, before, f.ids, trinoWriteFile)
 }
 
-// trinoProperties returns the catalog file docs/foreign-engines.md gives
-// Trino for serve's REST catalog at base: an OAuth2 credential of the
-// token "lake" (secret tok, scope catalog), the native local file system.
-func trinoProperties(base, tok string) map[string]string {
-	return map[string]string{
-		"connector.name":                              "iceberg",
-		"iceberg.catalog.type":                        "rest",
-		"iceberg.rest-catalog.uri":                    base + "/iceberg",
-		"iceberg.rest-catalog.security":               "OAUTH2",
-		"iceberg.rest-catalog.oauth2.credential":      "lake:" + tok,
-		"fs.native-local.enabled":                     "true",
-		"local.location":                              "/",
-		"iceberg.rest-catalog.view-endpoints-enabled": "true",
-	}
+// trinoProperties returns README.md's Trino catalog file for serve's REST
+// catalog at base with the credential of the token "lake" (secret tok,
+// scope catalog) in place of the token "trino" it names.
+func trinoProperties(t *testing.T, base, tok string) map[string]string {
+	t.Helper()
+	_, props := docTrinoCatalog(t, base, tok)
+	props["iceberg.rest-catalog.oauth2.credential"] = "lake:" + tok
+	return props
 }
 
 // trinoDataFile is the name Trino 476 gives a data file it writes.

@@ -139,7 +139,7 @@ func TestReadingsViewEngines(t *testing.T) {
 		times[engine] = timing{seconds(res.View), seconds(res.Plain)}
 	}
 
-	srv := startTrino(t, tr, filepath.Join(d.dir, "trino"), map[string]map[string]string{trinoCatalog: trinoProperties(base, d.lakeTok)})
+	srv := startTrino(t, tr, filepath.Join(d.dir, "trino"), map[string]map[string]string{trinoCatalog: trinoProperties(t, base, d.lakeTok)})
 	q := func(sql string) trinoResult { return srv.mustQuery(t, 5*time.Minute, sql) }
 	const (
 		viewSQL  = `SELECT malo_id, format_datetime("from", 'yyyy-MM'), count(*), sum(value) FROM power_readings GROUP BY 1, 2`

@@ -85,7 +85,7 @@ func strayReason(p hot.Partition, w string) string {
 func (a *Archiver) CheckWatermark(ctx context.Context, table string, w time.Time, ok bool) error {
 	lw, lok, err := a.ledger.highestW(ctx, table)
 	if err != nil {
-		return fmt.Errorf("archive %s: ledger: %w", table, err)
+		return ledgerFailed(table, err)
 	}
 	if !lok || (ok && !w.Before(lw)) {
 		return nil
@@ -103,7 +103,7 @@ func (a *Archiver) CheckWatermark(ctx context.Context, table string, w time.Time
 func (a *Archiver) VetWatermark(ctx context.Context, table string, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error) {
 	lw, lok, err := a.ledger.highestW(ctx, table)
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("archive %s: ledger: %w", table, err)
+		return time.Time{}, false, ledgerFailed(table, err)
 	}
 	w, ok, err := read(ctx)
 	if err != nil {
@@ -121,7 +121,7 @@ func (a *Archiver) VetWatermark(ctx context.Context, table string, read func(con
 // PostgreSQL alone can tell; ok is false if none is recorded.
 func (a *Archiver) RecordedWatermark(ctx context.Context, table string) (w time.Time, ok bool, err error) {
 	if w, ok, err = a.ledger.highestW(ctx, table); err != nil {
-		return time.Time{}, false, fmt.Errorf("archive %s: ledger: %w", table, err)
+		return time.Time{}, false, ledgerFailed(table, err)
 	}
 	return w, ok, nil
 }
@@ -130,7 +130,7 @@ func (a *Archiver) RecordedWatermark(ctx context.Context, table string) (w time.
 // the table was purged: a table created again under its name starts anew.
 func (a *Archiver) ForgetWatermark(ctx context.Context, table string) error {
 	if err := a.ledger.forgetW(ctx, table); err != nil {
-		return fmt.Errorf("archive %s: ledger: %w", table, err)
+		return ledgerFailed(table, err)
 	}
 	return nil
 }
@@ -151,7 +151,7 @@ func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table,
 	for i, p := range win.parts {
 		if p.Attached {
 			if err := a.ledger.detaching(ctx, t.Name, p.From, now); err != nil {
-				return nil, "", fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+				return nil, "", ledgerFailed(t.Name, err)
 			}
 		}
 		// A partition detached before, by an archival cut short, is
@@ -226,7 +226,7 @@ func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table,
 	a.crash("after-commit")
 	done := &Window{From: win.from, To: win.to, Rows: commit.Rows, Recovered: win.recovered}
 	if err := a.ledger.committedW(ctx, t.Name, win.to, now); err != nil {
-		return done, "", fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return done, "", ledgerFailed(t.Name, err)
 	}
 
 	counts, total, err := a.count(ctx, win.parts)
@@ -239,7 +239,7 @@ func (a *Archiver) archive(ctx context.Context, t *series.Table, ct *cold.Table,
 		return done, "", a.violated(ctx, t, win.parts, now, reason)
 	}
 	if err := a.ledger.archived(ctx, t.Name, starts(win.parts), counts, now); err != nil {
-		return done, "", fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return done, "", ledgerFailed(t.Name, err)
 	}
 	a.log.Info("archive: window archived", "table", t.Name, "from", win.from, "to", win.to,
 		"rows", commit.Rows, "partitions", len(win.parts), "recovered", win.recovered)
@@ -270,7 +270,7 @@ func (a *Archiver) violated(ctx context.Context, t *series.Table, parts []hot.Pa
 	inv := &InvariantError{Table: t.Name, Reason: reason}
 	for _, p := range parts {
 		if err := a.ledger.violated(ctx, t.Name, p.From, now, reason); err != nil {
-			return errors.Join(inv, fmt.Errorf("archive %s: ledger: %w", t.Name, err))
+			return errors.Join(inv, ledgerFailed(t.Name, err))
 		}
 	}
 	return inv

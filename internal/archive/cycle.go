@@ -117,7 +117,7 @@ func (c *cycle) start(ctx context.Context) (done bool, err error) {
 		return false, fmt.Errorf("archive %s: %w", t.Name, err)
 	}
 	if err := a.ledger.ensure(ctx); err != nil {
-		return false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return false, ledgerFailed(t.Name, err)
 	}
 	if c.w, c.hasW, err = a.cold.Watermark(ctx, c.ct); err != nil {
 		return false, cold.Unavailable("archive", t.Name, fmt.Errorf("archive %s: %w", t.Name, err))
@@ -129,7 +129,7 @@ func (c *cycle) start(ctx context.Context) (done bool, err error) {
 	}
 	if c.hasW {
 		if err := a.ledger.committedW(ctx, t.Name, c.w, c.now); err != nil {
-			return false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+			return false, ledgerFailed(t.Name, err)
 		}
 	}
 	c.parts, err = a.fenceAt(ctx, t, c.w, c.hasW)
@@ -157,7 +157,7 @@ func (c *cycle) start(ctx context.Context) (done bool, err error) {
 	}
 	recs, err := a.ledger.records(ctx, t.Name)
 	if err != nil {
-		return false, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return false, ledgerFailed(t.Name, err)
 	}
 	c.resume = resumable(recs)
 	return false, nil

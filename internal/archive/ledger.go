@@ -3,6 +3,7 @@ package archive
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,6 +26,16 @@ type record struct {
 	archivedAt *time.Time // the cycle's now when its commit was confirmed
 	rows       *int64     // rows it held, as confirmed
 	violation  *string    // why it must be kept, if a check failed
+}
+
+// ledgerFailed wraps a failure of a statement on the ledger of table,
+// classified as every failure of PostgreSQL is: a read of the ledger is
+// the first step of a query of both tiers, a status or an archival, and
+// a connection lost under it (an unexpected EOF, which nothing above
+// takes for a network failure) left unclassified made a query answer 500
+// internal where PostgreSQL was only briefly away.
+func ledgerFailed(table string, err error) error {
+	return pgerr.Classify("archive", table, fmt.Errorf("ledger: %w", err))
 }
 
 // A ledger is the archive_partitions table in the hot tier's schema.

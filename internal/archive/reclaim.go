@@ -20,7 +20,7 @@ import (
 func (a *Archiver) reclaim(ctx context.Context, t *series.Table, ct *cold.Table, w time.Time, parts []hot.Partition, archivedNow map[int64]bool, now time.Time, out *Outcome) error {
 	recs, err := a.ledger.records(ctx, t.Name)
 	if err != nil {
-		return fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return ledgerFailed(t.Name, err)
 	}
 	exists := make(map[int64]bool, len(parts))
 	for _, p := range parts {
@@ -57,7 +57,7 @@ func (a *Archiver) reclaim(ctx context.Context, t *series.Table, ct *cold.Table,
 		out.Dropped = append(out.Dropped, p.From)
 		a.crash("after-drop")
 		if err := a.ledger.forget(ctx, t.Name, p.From); err != nil {
-			return fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+			return ledgerFailed(t.Name, err)
 		}
 		a.log.Info("archive: partition dropped", "table", t.Name, "partition", p.Name)
 	}
@@ -66,7 +66,7 @@ func (a *Archiver) reclaim(ctx context.Context, t *series.Table, ct *cold.Table,
 	for start, rec := range recs {
 		if !exists[start] && time.Unix(start, 0).Before(w) && rec.violation == nil {
 			if err := a.ledger.forget(ctx, t.Name, time.Unix(start, 0).UTC()); err != nil {
-				return fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+				return ledgerFailed(t.Name, err)
 			}
 		}
 	}
@@ -124,7 +124,7 @@ func (a *Archiver) confirm(ctx context.Context, t *series.Table, ct *cold.Table,
 		return a.violated(ctx, t, win, now, reason)
 	}
 	if err := a.ledger.archived(ctx, t.Name, starts(win), counts, now); err != nil {
-		return fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return ledgerFailed(t.Name, err)
 	}
 	for _, q := range win {
 		recs[q.From.Unix()] = record{archivedAt: &now}

@@ -45,7 +45,7 @@ func (a *Archiver) reconcile(ctx context.Context, t *series.Table, ct *cold.Tabl
 		// partition that the next cycle reconciles again; after it, an
 		// archived one that reclaim drops.
 		if err := a.ledger.archived(ctx, t.Name, []time.Time{p.From}, []int64{rows}, now); err != nil {
-			return fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+			return ledgerFailed(t.Name, err)
 		}
 		err = a.hot.Detach(ctx, t, p.From)
 		if errors.Is(err, hot.ErrDeferred) {

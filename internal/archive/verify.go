@@ -41,7 +41,7 @@ func (a *Archiver) CheckPartitions(ctx context.Context, t *series.Table, ct *col
 	}
 	recs, err := a.ledger.recordsIfAny(ctx, t.Name)
 	if err != nil {
-		return out, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return out, ledgerFailed(t.Name, err)
 	}
 	for _, p := range parts {
 		covered := hasW && !p.To.After(w)
@@ -84,7 +84,7 @@ func (a *Archiver) CheckPartitions(ctx context.Context, t *series.Table, ct *col
 func (a *Archiver) CheckDetached(ctx context.Context, t *series.Table, parts []hot.Partition, w time.Time, hasW bool) ([]error, error) {
 	recs, err := a.ledger.recordsIfAny(ctx, t.Name)
 	if err != nil {
-		return nil, fmt.Errorf("archive %s: ledger: %w", t.Name, err)
+		return nil, ledgerFailed(t.Name, err)
 	}
 	resume := resumable(recs)
 	var out []error

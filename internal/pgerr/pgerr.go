@@ -55,13 +55,20 @@ func Transient(err error) bool {
 // does not take every net.Error for one: syscall.Errno has the Timeout and
 // Temporary methods too, so a missing file (ENOENT) or a directory read as
 // a file (EISDIR) would pass for a network failure, and be retried forever.
+// A connection closed while it was being made is one too: a
+// *pgconn.ConnectError whose cause is the end of the stream (io.EOF,
+// io.ErrUnexpectedEOF), as when a proxy or load balancer in front of the
+// server accepts the connection and loses its upstream, rather than a
+// refusal with a code (a password, a database that does not exist).
 func Network(err error) bool {
 	var (
 		op  *net.OpError
 		dns *net.DNSError
 		ne  net.Error
+		ce  *pgconn.ConnectError
 	)
-	return errors.As(err, &op) || errors.As(err, &dns) || errors.As(err, &ne) && ne.Timeout()
+	return errors.As(err, &op) || errors.As(err, &dns) || errors.As(err, &ne) && ne.Timeout() ||
+		errors.As(err, &ce) && Code(err) == "" && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF))
 }
 
 // Undefined reports whether code says a configured object is missing or

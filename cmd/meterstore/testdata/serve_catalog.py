@@ -156,17 +156,58 @@ def pyiceberg_reads(spec, want):
     check(v.metadata.properties.get("meterstore.watermark") == w,
           f"PyIceberg: the view's watermark is the current snapshot's, {w}")
 
+    # An append writes its files, then its commit is refused; the files
+    # stay (docs/foreign-engines.md says so). Writing a partitioned table
+    # takes pyiceberg-core.
+    was = files(spec)
+    try:
+        tbl.append(data.slice(0, 1))
+        err = None
+    except Exception as e:  # pyiceberg raises NotImplementedError for an endpoint not offered
+        err = e
+    left = files(spec) - was
+    print(f"refused: PyIceberg append ({left} new files) | {type(err).__name__}: {err}", flush=True)
+    check(err is not None and "Server does not support endpoint" in str(err) and left > 0,
+          f"PyIceberg's append is refused after writing {left} files")
+    check(cat.load_table(f"{ns}.{name}").current_snapshot().snapshot_id == tbl.current_snapshot().snapshot_id,
+          "PyIceberg: the table is as it was after the refused append")
 
-def duckdb_reads(spec, want):
+
+def files(spec):
+    """The number of files in the warehouse."""
+    return sum(len(fs) for _, _, fs in os.walk(spec["warehouse"]))
+
+
+def duckdb_connect():
+    """A DuckDB connection with the extensions iceberg, avro and httpfs of
+    the wheels loaded, offline: never a download."""
     import duckdb
     import duckdb_ext
 
     ext_dir = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
-    # Offline: the extensions of the wheels, never a download.
     con = duckdb.connect(config={"extension_directory": ext_dir, "autoinstall_known_extensions": "false",
                                  "allow_community_extensions": "false"})
     for ext in ("httpfs", "avro", "iceberg"):
         con.execute(f"LOAD {ext}")
+    return con
+
+
+def duckdb_doc(spec, want):
+    """docs/foreign-engines.md's statements, one after another: the last
+    counts every row."""
+    con = duckdb_connect()
+    rows = None
+    for stmt in spec["duckdb_doc"].split(";"):
+        if stmt.strip():
+            rows = con.execute(stmt).fetchall()
+    total = sum(n for n, _ in want.values())
+    check(rows == [(total,)], f"DuckDB, the document's statements: {rows}; MeterStore holds {total} rows")
+
+
+def duckdb_reads(spec, want):
+    import duckdb
+
+    con = duckdb_connect()
     uri, ns, name = spec["catalog_uri"], spec["namespace"], spec["table"]
     con.execute("SET TimeZone = 'UTC'")
 
@@ -222,6 +263,7 @@ def main():
     refusals(spec)
     pyiceberg_reads(spec, want)
     duckdb_reads(spec, want)
+    duckdb_doc(spec, want)
 
 
 if __name__ == "__main__":

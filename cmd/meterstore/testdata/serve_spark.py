@@ -1,10 +1,11 @@
 """Reads an archived table through the Iceberg REST catalog of a running
 meterstore serve with Spark 4.1 and Iceberg 1.12's Spark runtime, as a
-user configuring a catalog of type rest with an OAuth2 credential would.
+user configuring the catalog with docs/foreign-engines.md's settings would.
 
 Called by cmd/meterstore's TestServeSpark with a JSON file naming the
-server, the catalog's URI, a client id and secret (a token of scope
-catalog), a token of scope query, the table, the snapshot ids MeterStore's
+server, the catalog and its settings (a token of scope catalog), the
+statement reading W, the warehouse directory, a token of scope query, the
+table, the snapshot ids MeterStore's
 `snapshots` command lists and an earlier snapshot with the watermark in
 force at it. One Spark session (local[1], no UI) runs every check:
 
@@ -21,9 +22,13 @@ force at it. One Spark session (local[1], no UI) runs every check:
     versions and unmarked late corrections) and W among its properties;
   - VERSION AS OF the earlier snapshot counts what MeterStore held cold then;
   - catalogs without a credential or with a wrong secret are refused;
+  - in a session whose catalog is named otherwise than server.catalog_name
+    the view cannot be read, and where a catalog is named as the namespace
+    a two-part name is catalog.table;
   - ALTER TABLE is refused as the catalog offers no commit, DROP TABLE
-    ... PURGE and INSERT fail, DROP VIEW and CREATE OR REPLACE VIEW are
-    refused, and the table and the view are as they were.
+    ... PURGE, INSERT, DELETE, UPDATE and rewrite_manifests fail (each
+    line "refused:" says how many files it left), DROP VIEW and CREATE OR
+    REPLACE VIEW are refused, and the table and the view are as they were.
 
 Exit status 0 means every check passed. The lines "spark: <seconds>" tell
 how long the session took to start and to run the checks.
@@ -32,6 +37,7 @@ how long the session took to start and to run the checks.
 import datetime
 import decimal
 import json
+import os
 import sys
 import time
 import urllib.request
@@ -91,23 +97,41 @@ def local_builder(jar, app, master):
     )
 
 
+def renamed(spec, name, drop=()):
+    """The settings spec["conf"] for a catalog called name, without the
+    keys whose suffix is in drop."""
+    prefix = "spark.sql.catalog." + spec["catalog"]
+    return {"spark.sql.catalog." + name + k[len(prefix):]: v
+            for k, v in spec["conf"].items() if k[len(prefix):] not in drop}
+
+
 def session(spec, jar):
-    uri = spec["catalog_uri"]
+    """A session with the catalog of the settings spec["conf"] (those of
+    docs/foreign-engines.md) and the same catalog under other names: bad,
+    with a wrong secret, and anon, without a credential. Spark initializes
+    a catalog when it is first used."""
     b = local_builder(jar, "meterstore-rest-catalog", "local[1]").config("spark.sql.shuffle.partitions", "1")
-    # ms: the credential of a token of scope catalog; bad: a wrong secret;
-    # anon: none. Spark initializes a catalog when it is first used.
-    for name, cred in (("ms", spec["client_id"] + ":" + spec["secret"]),
-                       ("bad", spec["client_id"] + ":wrong"),
-                       ("anon", None)):
-        p = "spark.sql.catalog." + name
-        b = (b.config(p, "org.apache.iceberg.spark.SparkCatalog")
-             .config(p + ".type", "rest")
-             .config(p + ".uri", uri)
-             # Each read must see the table as the server has it now.
-             .config(p + ".cache-enabled", "false"))
-        if cred is not None:
-            b = b.config(p + ".credential", cred).config(p + ".scope", "catalog")
+    conf = dict(spec["conf"])
+    conf.update(renamed(spec, "anon", drop=(".credential", ".scope", ".rest.auth.type", ".oauth2-server-uri")))
+    for k, v in renamed(spec, "bad").items():
+        conf[k] = v.split(":")[0] + ":wrong" if k.endswith(".credential") else v
+    for k, v in conf.items():
+        b = b.config(k, v)
     return b.getOrCreate()
+
+
+def warehouse_files(spec):
+    """The number of files in the warehouse."""
+    return sum(len(fs) for _, _, fs in os.walk(spec["warehouse"]))
+
+
+def attempt(spark, sql):
+    """The error of sql, or None."""
+    try:
+        spark.sql(sql).collect()
+    except Exception as err:  # py4j or pyspark's analysis errors
+        return str(err)
+    return None
 
 
 def refused(spark, sql):
@@ -132,7 +156,8 @@ def main():
         spec = json.load(f)
     jar = sys.argv[2]
     ns, name = spec["namespace"], spec["table"]
-    t = f"ms.{ns}.{name}"
+    cat = spec["catalog"]
+    t = f"{cat}.{ns}.{name}"
 
     start = time.monotonic()
     spark = session(spec, jar)
@@ -148,9 +173,9 @@ def main():
     check("NotAuthorized" in err or "401" in err or "bearer" in err.lower(),
           f"no credential is refused: {reason(err)}")
 
-    nss = [r[0] for r in spark.sql("SHOW NAMESPACES IN ms").collect()]
+    nss = [r[0] for r in spark.sql(f"SHOW NAMESPACES IN {cat}").collect()]
     check(ns in nss, f"Spark lists namespace {ns}: {nss}")
-    tables = [r.tableName for r in spark.sql(f"SHOW TABLES IN ms.{ns}").collect()]
+    tables = [r.tableName for r in spark.sql(f"SHOW TABLES IN {cat}.{ns}").collect()]
     check(name in tables, f"Spark lists {ns}.{name}: {tables}")
 
     # Every version, per day.
@@ -202,9 +227,8 @@ def main():
 
     # The watermark of the data Spark reads: the summary of the current
     # snapshot (main) holds it, as MeterStore's snapshots command says.
-    # The statement of the README.
-    w = spark.sql(f"""SELECT summary['meterstore.watermark'] FROM {t}.snapshots
-        WHERE snapshot_id = (SELECT snapshot_id FROM {t}.refs WHERE name = 'main')""").collect()[0][0]
+    # The statement of docs/foreign-engines.md.
+    w = spark.sql(spec["watermark_sql"]).collect()[0][0]
     check(w is not None and instant(w) == instant(spec["watermark"]),
           f"the current snapshot's summary holds the watermark {w}; MeterStore's is {spec['watermark']}")
 
@@ -213,8 +237,8 @@ def main():
     # marked rows and unmarked late corrections, so that the view must
     # use both the marks and the rule.
     view = f"{name}_readings"
-    v = f"ms.{ns}.{view}"
-    views = [r[1] for r in spark.sql(f"SHOW VIEWS IN ms.{ns}").collect()]
+    v = f"{cat}.{ns}.{view}"
+    views = [r[1] for r in spark.sql(f"SHOW VIEWS IN {cat}.{ns}").collect()]
     check(view in views, f"Spark lists view {ns}.{view}: {views}")
     marks = {r[0]: r[1] for r in spark.sql(
         f"SELECT CAST(superseded AS STRING), count(*) FROM {t} GROUP BY 1").collect()}
@@ -235,6 +259,24 @@ def main():
     check(instant(vprops.get("meterstore.watermark", "")) == instant(spec["watermark"]),
           f"{v}: its property meterstore.watermark is W: {vprops.get('meterstore.watermark')}")
 
+    # The views name the table in the catalog server.catalog_name names: in
+    # a session without a catalog of that name (one with the same settings
+    # under the names cat and the namespace's), Spark reads that name as a
+    # namespace of its session catalog; and a catalog named as the
+    # namespace takes a two-part name for catalog.table.
+    other = spark.newSession()
+    for k in spec["conf"]:
+        other.conf.unset(k)
+    for alias in ("cat", ns):
+        for key, value in renamed(spec, alias).items():
+            other.conf.set(key, value)
+    err = refused(other, f"SELECT count(*) FROM cat.{ns}.{view}")
+    print("pitfall:", f"cat.{ns}.{view} without a catalog {cat} |", reason(err), flush=True)
+    check("REQUIRES_SINGLE_PART_NAMESPACE" in err, f"cat.{ns}.{view} in a session without a catalog {cat}: {reason(err)}")
+    err = refused(other, f"SELECT count(*) FROM {ns}.{name}")
+    print("pitfall:", f"{ns}.{name} with a catalog {ns} |", reason(err), flush=True)
+    check("TABLE_OR_VIEW_NOT_FOUND" in err, f"{ns}.{name} in a session with a catalog named {ns}: {reason(err)}")
+
     # Time travel to the earlier snapshot: what MeterStore held cold then.
     early = spec["early"]
     n = meterstore(spec, f"SELECT count(*) AS n FROM readings_versions WHERE \"from\" < TIMESTAMPTZ '{early['watermark']}'")[0]["n"]
@@ -251,19 +293,25 @@ def main():
     # INSERT (its data files, manifest and manifest list) stay in the
     # table's directories, unreferenced: orphans for the orphan cleanup.
     no_commit = "Server does not support endpoint: POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"
+    first = f"'{spec['first_malo']}' AND `from` < TIMESTAMP '2026-03-02 00:00:00'"
     for sql, want in ((f"ALTER TABLE {t} SET TBLPROPERTIES ('spark.probe' = 'x')", no_commit),
                       (f"DROP TABLE {t} PURGE", "GC is disabled"),
-                      (f"INSERT INTO {t} SELECT * FROM {t} LIMIT 1", no_commit)):
-        err = refused(spark, sql)
-        print("refused:", sql.split(" ")[0], "|", reason(err), flush=True)
-        check(want in err, f"{sql.split(' ')[0]} is refused: {reason(err)}")
+                      (f"INSERT INTO {t} SELECT * FROM {t} LIMIT 1", no_commit),
+                      (f"DELETE FROM {t} WHERE malo_id = {first}", None),
+                      (f"UPDATE {t} SET value = value + 1 WHERE malo_id = {first}", None),
+                      (f"CALL {cat}.system.rewrite_manifests('{ns}.{name}')", None)):
+        was = warehouse_files(spec)
+        err = attempt(spark, sql)
+        what = " ".join(sql.split(" ")[:2])
+        print("refused:", what, f"({warehouse_files(spec) - was} new files)", "|", reason(err) if err else "not refused", flush=True)
+        check(err is not None and (want is None or want in err), f"{what} is refused: {reason(err) if err else None}")
     # The view is read-only: its writes are not advertised either.
     for sql, endpoint in ((f"DROP VIEW {v}", "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}"),
                           (f"CREATE OR REPLACE VIEW {v} AS SELECT 1 AS x", "/v1/{prefix}/namespaces/{namespace}/views")):
         err = refused(spark, sql)
         print("refused:", " ".join(sql.split(" ")[:2]), "|", reason(err), flush=True)
         check("Server does not support endpoint" in err and endpoint in err,
-              f"{' '.join(sql.split(' ')[:2])} is refused: {reason(err)}")
+              f"{' '.join(sql.split(' ')[:2])} is refused: {reason(err) or err}")
     check(spark.sql(f"SELECT count(*) FROM {v}").collect()[0][0] == len(want_rows), f"{v} is as it was")
     after = spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0]
     snaps = spark.sql(f"SELECT count(*) FROM {t}.snapshots").collect()[0][0]

@@ -121,9 +121,11 @@ func (r *Records) ensure(ctx context.Context) error {
 // returned, and the claim is nil. A key whose lease another request holds
 // is ErrInFlight. A pending record whose lease has passed (its
 // request died) and an outcome older than retention are taken over.
+// A failure of the database is a *series.Error of its kind (pgerr), so
+// that one worth retrying, a connection lost among them, says so.
 func (r *Records) Claim(ctx context.Context, k Key, now time.Time, lease, retention time.Duration) (*Claim, *Outcome, error) {
 	if err := r.ensure(ctx); err != nil {
-		return nil, nil, err
+		return nil, nil, pgerr.Classify("claim idempotency key", k.Table, err)
 	}
 	b := make([]byte, 16)
 	rand.Read(b) // never fails
@@ -140,7 +142,7 @@ ON CONFLICT (token_name, idem_key, table_name) DO UPDATE
 	WHERE (r.status IS NULL AND r.lease_until <= $6) OR r.completed_at <= $7`,
 			k.Token, k.Key, k.Table, c.owner, now.Add(lease), now, now.Add(-retention))
 		if err != nil {
-			return nil, nil, fmt.Errorf("idempotency: claim: %w", err)
+			return nil, nil, pgerr.Classify("claim idempotency key", k.Table, fmt.Errorf("idempotency: claim: %w", err))
 		}
 		if tag.RowsAffected() == 1 {
 			return c, nil, nil
@@ -157,7 +159,7 @@ WHERE token_name = $1 AND idem_key = $2 AND table_name = $3`, k.Token, k.Key, k.
 		case errors.Is(err, pgx.ErrNoRows):
 			continue
 		case err != nil:
-			return nil, nil, fmt.Errorf("idempotency: read record: %w", err)
+			return nil, nil, pgerr.Classify("claim idempotency key", k.Table, fmt.Errorf("idempotency: read record: %w", err))
 		case status == nil:
 			return nil, nil, ErrInFlight
 		case len(sum) != len(o.BodySHA256):
