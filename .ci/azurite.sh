@@ -30,7 +30,10 @@ CACHE="${MS_CACHE_DIR:-${HOME}/.cache/meterstore}"
 PREFIX="${CACHE}/azurite-${AZURITE_VERSION}"
 STATE="${CACHE}/azurite-${PORT}" # pid file and data dir path
 
-log() { echo "azurite: $*" >&2; }
+NAME=azurite
+PORT_VAR=MS_AZURITE_PORT
+# shellcheck source=daemon.sh
+source "$(dirname "$0")/daemon.sh"
 
 exports() {
 	cat <<EOF
@@ -45,21 +48,6 @@ answers() {
 	local code
 	code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://${ADDR}/${ACCOUNT}?comp=list" || true)
 	[[ "${code}" != "000" && -n "${code}" ]]
-}
-
-running() {
-	[[ -f "${STATE}/pid" ]] && kill -0 "$(cat "${STATE}/pid")" 2>/dev/null
-}
-
-stop() {
-	if running; then
-		kill "$(cat "${STATE}/pid")"
-		log "stopped pid $(cat "${STATE}/pid")"
-	fi
-	if [[ -f "${STATE}/datadir" ]]; then
-		rm -rf "$(cat "${STATE}/datadir")"
-	fi
-	rm -rf "${STATE}"
 }
 
 if [[ "${1:-start}" == stop ]]; then
@@ -80,18 +68,7 @@ if [[ ! -x "${BIN}" ]]; then
 	mv "${PREFIX}.tmp" "${PREFIX}"
 fi
 
-if running && answers; then
-	log "reusing server pid $(cat "${STATE}/pid") on ${ADDR}"
-	exports
-	exit 0
-fi
-stop
-if answers; then
-	log "${ADDR} is taken by a process this script did not start; set MS_AZURITE_PORT"
-	exit 1
-fi
-
-mkdir -p "${STATE}"
+reuse_or_clear
 data=$(mktemp -d "${TMPDIR:-/tmp}/meterstore-azurite.XXXXXX")
 echo "${data}" >"${STATE}/datadir"
 
@@ -101,20 +78,4 @@ echo "${data}" >"${STATE}/datadir"
 nohup "${BIN}" --blobHost 127.0.0.1 --blobPort "${PORT}" \
 	--location "${data}" --silent --disableTelemetry \
 	>"${data}/server.log" 2>&1 </dev/null &
-echo $! >"${STATE}/pid"
-
-for _ in $(seq 1 150); do
-	if answers; then
-		log "azurite ${AZURITE_VERSION} pid $(cat "${STATE}/pid") on ${ADDR}, data ${data}"
-		exports
-		exit 0
-	fi
-	if ! running; then
-		break
-	fi
-	sleep 0.1
-done
-log "server did not come up; its log:"
-cat "${data}/server.log" >&2
-stop
-exit 1
+started $! 150 "${data}/server.log" "azurite ${AZURITE_VERSION}, data ${data}"

@@ -24,7 +24,10 @@ CACHE="${MS_CACHE_DIR:-${HOME}/.cache/meterstore}"
 BIN="${CACHE}/bin/fake-gcs-server-${FAKE_GCS_VERSION}"
 STATE="${CACHE}/gcsserver-${PORT}" # pid file and log
 
-log() { echo "gcsserver: $*" >&2; }
+NAME=gcsserver
+PORT_VAR=MS_GCS_PORT
+# shellcheck source=daemon.sh
+source "$(dirname "$0")/daemon.sh"
 
 exports() {
 	cat <<EOF
@@ -47,48 +50,15 @@ taken() {
 	[[ "${code}" != "000" && -n "${code}" ]]
 }
 
-running() {
-	[[ -f "${STATE}/pid" ]] && kill -0 "$(cat "${STATE}/pid")" 2>/dev/null
-}
-
-stop() {
-	if running; then
-		kill "$(cat "${STATE}/pid")"
-		log "stopped pid $(cat "${STATE}/pid")"
-	fi
-	rm -rf "${STATE}"
-}
-
 if [[ "${1:-start}" == stop ]]; then
 	stop
 	exit 0
 fi
 
-# Installed as a program, outside any module: fake-gcs-server is never a
-# dependency of MeterStore's go.mod. The version is part of the binary's
-# name so that bumping FAKE_GCS_VERSION rebuilds.
-if [[ ! -x "${BIN}" ]]; then
-	log "building fake-gcs-server ${FAKE_GCS_VERSION} (about a minute, once)"
-	tmpbin=$(mktemp -d)
-	(cd "${tmpbin}" && GOBIN="${tmpbin}" GOFLAGS=-buildvcs=false \
-		go install "github.com/fsouza/fake-gcs-server@${FAKE_GCS_VERSION}") >&2
-	mkdir -p "$(dirname "${BIN}")"
-	mv "${tmpbin}/fake-gcs-server" "${BIN}"
-	rm -rf "${tmpbin}"
-fi
+go_build_once "${BIN}" "github.com/fsouza/fake-gcs-server@${FAKE_GCS_VERSION}" fake-gcs-server
 
-if running && answers; then
-	log "reusing server pid $(cat "${STATE}/pid") on ${ADDR}"
-	exports
-	exit 0
-fi
-stop
-if taken; then
-	log "${ADDR} is taken by a process this script did not start; set MS_GCS_PORT"
-	exit 1
-fi
+reuse_or_clear
 
-mkdir -p "${STATE}"
 # The memory backend keeps a flat key space, as GCS does; the filesystem
 # backend maps keys onto paths, so "d" and "d/e" cannot both exist. The
 # client library reads objects through the XML API, path-style
@@ -98,20 +68,4 @@ nohup "${BIN}" -scheme http -host 127.0.0.1 -port "${PORT}" \
 	-backend memory -public-host "${ADDR}" -external-url "http://${ADDR}" \
 	-log-level warn \
 	>"${STATE}/server.log" 2>&1 </dev/null &
-echo $! >"${STATE}/pid"
-
-for _ in $(seq 1 100); do
-	if answers; then
-		log "fake-gcs-server ${FAKE_GCS_VERSION} pid $(cat "${STATE}/pid") on ${ADDR}"
-		exports
-		exit 0
-	fi
-	if ! running; then
-		break
-	fi
-	sleep 0.1
-done
-log "server did not come up; its log:"
-cat "${STATE}/server.log" >&2
-stop
-exit 1
+started $! 100 "${STATE}/server.log" "fake-gcs-server ${FAKE_GCS_VERSION}"

@@ -24,7 +24,10 @@ CACHE="${MS_CACHE_DIR:-${HOME}/.cache/meterstore}"
 BIN="${CACHE}/bin/versitygw-${VERSITYGW_VERSION}"
 STATE="${CACHE}/s3server-${PORT}"   # pid file and data dir path
 
-log() { echo "s3server: $*" >&2; }
+NAME=s3server
+PORT_VAR=MS_S3_PORT
+# shellcheck source=daemon.sh
+source "$(dirname "$0")/daemon.sh"
 
 exports() {
 	cat <<EOF
@@ -43,50 +46,14 @@ answers() {
 	[[ "${code}" != "000" && -n "${code}" ]]
 }
 
-running() {
-	[[ -f "${STATE}/pid" ]] && kill -0 "$(cat "${STATE}/pid")" 2>/dev/null
-}
-
-stop() {
-	if running; then
-		kill "$(cat "${STATE}/pid")"
-		log "stopped pid $(cat "${STATE}/pid")"
-	fi
-	if [[ -f "${STATE}/datadir" ]]; then
-		rm -rf "$(cat "${STATE}/datadir")"
-	fi
-	rm -rf "${STATE}"
-}
-
 if [[ "${1:-start}" == stop ]]; then
 	stop
 	exit 0
 fi
 
-# The version is part of the binary's name so that bumping
-# VERSITYGW_VERSION rebuilds instead of reusing a stale binary.
-if [[ ! -x "${BIN}" ]]; then
-	log "building versitygw ${VERSITYGW_VERSION} (about a minute, once)"
-	tmpbin=$(mktemp -d)
-	(cd "${tmpbin}" && GOBIN="${tmpbin}" \
-		go install "github.com/versity/versitygw/cmd/versitygw@${VERSITYGW_VERSION}") >&2
-	mkdir -p "$(dirname "${BIN}")"
-	mv "${tmpbin}/versitygw" "${BIN}"
-	rm -rf "${tmpbin}"
-fi
+go_build_once "${BIN}" "github.com/versity/versitygw/cmd/versitygw@${VERSITYGW_VERSION}" versitygw
 
-if running && answers; then
-	log "reusing server pid $(cat "${STATE}/pid") on ${ADDR}"
-	exports
-	exit 0
-fi
-stop
-if answers; then
-	log "${ADDR} is taken by a process this script did not start; set MS_S3_PORT"
-	exit 1
-fi
-
-mkdir -p "${STATE}"
+reuse_or_clear
 data=$(mktemp -d "${TMPDIR:-/tmp}/meterstore-s3.XXXXXX")
 echo "${data}" >"${STATE}/datadir"
 mkdir -p "${data}/root"
@@ -101,20 +68,4 @@ nohup "${BIN}" --access "${ACCESS_KEY}" --secret "${SECRET_KEY}" \
 	--region "${REGION}" --port "${ADDR}" --quiet \
 	posix "${data}/root" \
 	>"${data}/server.log" 2>&1 </dev/null &
-echo $! >"${STATE}/pid"
-
-for _ in $(seq 1 100); do
-	if answers; then
-		log "versitygw ${VERSITYGW_VERSION} pid $(cat "${STATE}/pid") on ${ADDR}, data ${data}"
-		exports
-		exit 0
-	fi
-	if ! running; then
-		break
-	fi
-	sleep 0.1
-done
-log "server did not come up; its log:"
-cat "${data}/server.log" >&2
-stop
-exit 1
+started $! 100 "${data}/server.log" "versitygw ${VERSITYGW_VERSION}, data ${data}"
