@@ -23,14 +23,15 @@ type footerKey struct {
 }
 
 // A footer is what a typed read needs of a data file before any page:
-// the parsed file metadata and, per row group as first read, the page
-// index of the columns it prunes by.
+// the parsed file metadata and, per row group as first read, its page
+// index and the market location's bloom filter.
 type footer struct {
 	meta *metadata.FileMetaData
 
 	mu     sync.Mutex
-	groups map[int]*groupIndex // by row group, as read
-	bytes  int64               // serialized footer and page indexes read
+	groups map[int]*groupIndex          // by row group, as read
+	blooms map[int]metadata.BloomFilter // by row group, as read; nil: none
+	bytes  int64                        // footer, page indexes and filters read
 }
 
 // A footerCache keeps footers by file, least recently used first out,

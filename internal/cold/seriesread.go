@@ -5,31 +5,34 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/meterstore/meterstore/series"
 )
 
 // A SeriesReader reads the rows of one series from a plan's data files
-// with arrow-go's Parquet reader, no SQL engine in between: row groups
-// whose statistics or bloom filter exclude the market location are
-// skipped, the page index narrows the rest to the pages that can hold
+// with arrow-go's Parquet column chunk readers, no SQL engine in between:
+// row groups whose statistics or bloom filter exclude the market location
+// are skipped, the page index narrows the rest to the pages that can hold
 // it, the market location column alone is read there, and the other
-// columns only at the rows that matched. Footers and page indexes are
-// kept per file in a bounded cache. It is safe for concurrent use.
+// columns only in the pages that hold the rows that matched. Footers,
+// page indexes and bloom filters are kept per file in a bounded cache. It
+// is safe for concurrent use.
 type SeriesReader struct {
 	cache *footerCache
+	// props read footers, page indexes and bloom filters; pages the
+	// pages a read selected, each column's in one read of the file.
 	props *parquet.ReaderProperties
+	pages *pagePool
 }
 
 // NewSeriesReader returns a reader whose footer cache holds at most
@@ -38,9 +41,9 @@ type SeriesReader struct {
 // every lookup in it and of its size then.
 func NewSeriesReader(maxBytes int64, observe func(hit bool, files int, bytes int64)) *SeriesReader {
 	props := parquet.NewReaderProperties(memory.DefaultAllocator)
-	// Read the pages asked for, not whole column chunks.
 	props.BufferedStreamEnabled = true
-	return &SeriesReader{cache: newFooterCache(maxBytes, observe), props: props}
+	return &SeriesReader{cache: newFooterCache(maxBytes, observe), props: props,
+		pages: newPagePool(parquet.NewReaderProperties(memory.DefaultAllocator))}
 }
 
 // CacheSize returns the files whose footers the cache holds and their
@@ -110,7 +113,9 @@ func mergeKeyOf(decl *series.Table, rd *series.Reading) string {
 }
 
 // readFile calls fn with every row of the data file at path that f
-// selects.
+// selects. The file's footer and page index come from the cache once
+// read; only the pages the page index leaves are read, with arrow-go's
+// column chunk readers (see pageStream).
 func (r *SeriesReader) readFile(ctx context.Context, decl *series.Table, path string, f SeriesFilter, fn func(series.Reading)) error {
 	osf, err := os.Open(path)
 	if err != nil {
@@ -123,27 +128,35 @@ func (r *SeriesReader) readFile(ctx context.Context, decl *series.Table, path st
 	}
 	key := footerKey{path: path, size: fi.Size(), mtime: fi.ModTime()}
 	ft := r.cache.get(key)
-	opts := []file.ReadOption{file.WithReadProps(r.props)}
-	if ft != nil {
-		opts = append(opts, file.WithMetadata(ft.meta))
-	}
-	pf, err := file.NewParquetReader(osf, opts...)
-	if err != nil {
-		return err
+	// The file's reader, made only to read what the cache lacks.
+	var pf *file.Reader
+	open := func() (*file.Reader, error) {
+		if pf != nil {
+			return pf, nil
+		}
+		opts := []file.ReadOption{file.WithReadProps(r.props)}
+		if ft != nil {
+			opts = append(opts, file.WithMetadata(ft.meta))
+		}
+		var err error
+		pf, err = file.NewParquetReader(osf, opts...)
+		return pf, err
 	}
 	if ft == nil {
-		ft = &footer{meta: pf.MetaData(), groups: map[int]*groupIndex{}, bytes: int64(pf.MetaData().Size())}
+		if _, err := open(); err != nil {
+			return err
+		}
+		ft = &footer{meta: pf.MetaData(), groups: map[int]*groupIndex{}, blooms: map[int]metadata.BloomFilter{}, bytes: int64(pf.MetaData().Size())}
 		r.cache.put(key, ft)
-	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		return err
 	}
 	s := ft.meta.Schema
 	col := func(name string) int { return s.ColumnIndexByName(name) }
 	malo, obis, from, sup := col("malo_id"), col("obis_code"), col("from"), col(series.ColumnSuperseded)
 	if malo < 0 || from < 0 {
 		return fmt.Errorf("no column malo_id or from")
+	}
+	if s.Column(malo).PhysicalType() != parquet.Types.ByteArray {
+		return fmt.Errorf("malo_id is %s, not a string", s.Column(malo).PhysicalType())
 	}
 	// The columns a reading is decoded from: the declared ones the file
 	// has, and superseded.
@@ -153,6 +166,9 @@ func (r *SeriesReader) readFile(ctx context.Context, decl *series.Table, path st
 			cols = append(cols, i)
 		}
 	}
+	if sup >= 0 && !slices.Contains(cols, sup) {
+		cols = append(cols, sup)
+	}
 	lo, hi := int64(-1)<<63, int64(1<<63-1)
 	if !f.From.IsZero() {
 		lo = int64(micros(f.From))
@@ -161,6 +177,9 @@ func (r *SeriesReader) readFile(ctx context.Context, decl *series.Table, path st
 		hi = int64(micros(f.To)) - 1
 	}
 	for g := range ft.meta.NumRowGroups() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		rg := ft.meta.RowGroup(g)
 		if !mayHold(rg, malo, []byte(f.MaLo)) || (obis >= 0 && !mayHold(rg, obis, []byte(f.OBIS))) || !mayOverlap(rg, from, lo, hi) {
 			continue
@@ -168,13 +187,13 @@ func (r *SeriesReader) readFile(ctx context.Context, decl *series.Table, path st
 		if f.Marks && sup >= 0 && allTrue(rg, sup) {
 			continue
 		}
-		if ok, err := bloomAdmits(pf, g, malo, f.MaLo); err != nil || !ok {
+		if ok, err := r.bloomAdmits(key, ft, g, malo, f.MaLo, open); err != nil || !ok {
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		idx, err := r.groupIndex(key, ft, pf, g, malo, from)
+		idx, err := r.groupIndex(key, ft, g, malo, from, open)
 		if err != nil {
 			return err
 		}
@@ -182,142 +201,160 @@ func (r *SeriesReader) readFile(ctx context.Context, decl *series.Table, path st
 		if len(ranges) == 0 {
 			continue
 		}
-		runs, err := matching(ctx, fr, g, malo, ranges, f.MaLo)
+		gr := groupRead{r: osf, pages: r.pages, meta: rg, idx: idx, schema: s}
+		runs, err := gr.matching(malo, ranges, f.MaLo)
 		if err != nil {
 			return err
 		}
 		if len(runs) == 0 {
 			continue
 		}
-		if err := r.readRuns(ctx, decl, fr, g, cols, sup, runs, f, fn); err != nil {
+		if err := gr.rows(decl, cols, sup, runs, f, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// A rowRange is rows [from, to) of a row group.
-type rowRange struct{ from, to int64 }
+// A groupRead reads pages of one row group of an open data file.
+type groupRead struct {
+	r      io.ReaderAt
+	pages  *pagePool
+	meta   *metadata.RowGroupMetaData
+	idx    *groupIndex
+	schema *schema.Schema
+}
 
-// matching reads column malo over ranges of row group g and returns the
-// runs of rows whose value is want.
-func matching(ctx context.Context, fr *pqarrow.FileReader, g, malo int, ranges []rowRange, want string) ([]rowRange, error) {
-	rds, _, err := fr.GetFieldReaders(ctx, []int{malo}, []int{g})
+// open returns a cursor over the pages of column col that hold rows of
+// runs.
+func (g groupRead) open(col int, runs []rowRange) (*columnCursor, error) {
+	cc, err := g.meta.ColumnChunk(col)
 	if err != nil {
 		return nil, err
 	}
-	rd := rds[0]
-	defer rd.Release()
+	if cc.CryptoMetadata() != nil {
+		return nil, fmt.Errorf("column %s is encrypted", g.schema.Column(col).Name())
+	}
+	return g.pages.open(g.r, g.schema.Column(col), cc.Compression(), g.idx.cols[col], runs)
+}
+
+// matchBatch is how many market location ids matching decodes at once.
+const matchBatch = 1024
+
+// matching reads column malo over ranges, sorted and disjoint, and
+// returns the runs of rows whose value is want.
+func (g groupRead) matching(malo int, ranges []rowRange, want string) ([]rowRange, error) {
+	cur, err := g.open(malo, ranges)
+	if err != nil {
+		return nil, err
+	}
+	defer cur.close()
+	cr, ok := cur.cr.(*file.ByteArrayColumnChunkReader)
+	if !ok {
+		return nil, fmt.Errorf("malo_id is read by %T", cur.cr)
+	}
+	optional := cur.descr.MaxDefinitionLevel() > 0
+	buf := make([]parquet.ByteArray, matchBatch)
+	var defs []int16
+	if optional {
+		defs = make([]int16, matchBatch)
+	}
 	var runs []rowRange
 	for _, rr := range ranges {
-		if err := rd.SeekToRow(rr.from); err != nil {
+		if err := cur.seek(rr.from); err != nil {
 			return nil, err
 		}
-		ch, err := rd.NextBatch(rr.to - rr.from)
-		if err != nil {
-			return nil, err
-		}
-		at := rr.from
-		for _, c := range ch.Chunks() {
-			a, ok := c.(stringArray)
-			if !ok {
-				ch.Release()
-				return nil, fmt.Errorf("malo_id is %s, not a string", c.DataType())
+		for at := rr.from; at < rr.to; {
+			n := min(rr.to-at, matchBatch)
+			// Within a page, uncopied: only compared.
+			levels, vals, err := cr.ReadBatchInPage(n, buf, defs, nil)
+			if err != nil {
+				return nil, fmt.Errorf("malo_id: rows from %d: %w", at, err)
 			}
-			for i := range a.Len() {
-				if !a.IsNull(i) && a.Value(i) == want {
-					row := at + int64(i)
-					if n := len(runs); n > 0 && runs[n-1].to == row {
-						runs[n-1].to++
+			if levels == 0 && !cr.HasNext() {
+				return nil, fmt.Errorf("malo_id: no rows from %d, want %d", at, n)
+			}
+			v := 0
+			for i := range levels {
+				if optional && defs[i] != cur.descr.MaxDefinitionLevel() {
+					continue
+				}
+				if string(buf[v]) == want {
+					row := at + i
+					if k := len(runs); k > 0 && runs[k-1].to == row {
+						runs[k-1].to++
 					} else {
 						runs = append(runs, rowRange{row, row + 1})
 					}
 				}
+				v++
 			}
-			at += int64(a.Len())
+			if v != vals {
+				return nil, fmt.Errorf("malo_id: %d values for %d present rows", vals, v)
+			}
+			at += levels
+			cur.pos += levels
 		}
-		ch.Release()
 	}
 	return runs, nil
 }
 
-// readRuns reads columns cols of row group g at runs, decodes the rows
-// and calls fn with those f selects.
-func (r *SeriesReader) readRuns(ctx context.Context, decl *series.Table, fr *pqarrow.FileReader, g int, cols []int, sup int, runs []rowRange, f SeriesFilter, fn func(series.Reading)) error {
-	leaves := slices.Clone(cols)
-	if sup >= 0 && !slices.Contains(leaves, sup) {
-		leaves = append(leaves, sup)
+// rows reads columns cols at runs, decodes the rows and calls fn with
+// those f selects.
+func (g groupRead) rows(decl *series.Table, cols []int, sup int, runs []rowRange, f SeriesFilter, fn func(series.Reading)) error {
+	var n int
+	for _, r := range runs {
+		n += int(r.to - r.from)
 	}
-	rds, sc, err := fr.GetFieldReaders(ctx, leaves, []int{g})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		for _, rd := range rds {
-			rd.Release()
-		}
-	}()
-	d := &decoder{decl: decl}
-	supAt := -1
-	for i, fd := range sc.Fields() {
-		if fd.Name == series.ColumnSuperseded {
-			supAt = i
-		}
-	}
-	for _, run := range runs {
-		arrs := make([]arrow.Array, len(rds))
-		release := func() {
-			for _, a := range arrs {
-				if a != nil {
-					a.Release()
-				}
-			}
-		}
-		for i, rd := range rds {
-			if err := rd.SeekToRow(run.from); err != nil {
-				release()
-				return err
-			}
-			ch, err := rd.NextBatch(run.to - run.from)
-			if err != nil {
-				release()
-				return err
-			}
-			a, err := array.Concatenate(ch.Chunks(), memory.DefaultAllocator)
-			ch.Release()
-			if err != nil {
-				release()
-				return err
-			}
-			arrs[i] = a
-		}
-		rec := array.NewRecordBatch(sc, arrs, run.to-run.from)
-		release()
-		set, err := d.setters(rec)
+	strs := map[string]string{}
+	var (
+		set    []columnSetter
+		marked *columnValues
+	)
+	for _, c := range cols {
+		v, same, err := sameValues(g.idx.cols[c], g.schema.Column(c), runs, n, strs)
 		if err != nil {
-			rec.Release()
 			return err
 		}
-		var marked *array.Boolean
-		if supAt >= 0 {
-			marked, _ = rec.Column(supAt).(*array.Boolean)
-		}
-		for i := range int(rec.NumRows()) {
-			if f.Marks && marked != nil && marked.IsValid(i) && marked.Value(i) {
-				continue
+		if !same {
+			cur, err := g.open(c, runs)
+			if err != nil {
+				return err
 			}
-			var rd series.Reading
-			for _, s := range set {
-				if err := s(i, &rd); err != nil {
-					rec.Release()
-					return err
-				}
-			}
-			if selects(decl, f, &rd) {
-				fn(rd)
+			v, err = cur.readRuns(runs, strs)
+			cur.close()
+			if err != nil {
+				return err
 			}
 		}
-		rec.Release()
+		if c == sup {
+			if v.kind != kindBool {
+				return fmt.Errorf("column %s is not a boolean", series.ColumnSuperseded)
+			}
+			marked = v
+			continue
+		}
+		s, err := setterOf(decl, g.schema.Column(c), v)
+		if err != nil {
+			return err
+		}
+		if s != nil {
+			set = append(set, s)
+		}
+	}
+	for i := range n {
+		if f.Marks && marked != nil && (marked.valid == nil || marked.valid[i]) && marked.bools[i] {
+			continue
+		}
+		var rd series.Reading
+		for _, s := range set {
+			if err := s(i, &rd); err != nil {
+				return err
+			}
+		}
+		if selects(decl, f, &rd) {
+			fn(rd)
+		}
 	}
 	return nil
 }
@@ -396,15 +433,38 @@ func int64At(b []byte) (int64, bool) {
 }
 
 // bloomAdmits reports whether the bloom filter of column col in row group
-// g may hold v; true where there is none.
-func bloomAdmits(pf *file.Reader, g, col int, v string) (bool, error) {
-	rg, err := pf.GetBloomFilterReader().RowGroup(g)
-	if err != nil {
-		return false, err
+// g of the file of ft may hold v; true where there is none. The filter is
+// read through open the first time and kept with the footer.
+func (r *SeriesReader) bloomAdmits(key footerKey, ft *footer, g, col int, v string, open func() (*file.Reader, error)) (bool, error) {
+	ft.mu.Lock()
+	bf, ok := ft.blooms[g]
+	ft.mu.Unlock()
+	if !ok {
+		pf, err := open()
+		if err != nil {
+			return false, err
+		}
+		rg, err := pf.GetBloomFilterReader().RowGroup(g)
+		if err != nil {
+			return false, err
+		}
+		if bf, err = rg.GetColumnBloomFilter(col); err != nil {
+			return false, err
+		}
+		ft.mu.Lock()
+		if prev, ok := ft.blooms[g]; ok {
+			bf = prev
+		} else {
+			ft.blooms[g] = bf // nil: none
+			if bf != nil {
+				ft.bytes += bf.Size()
+			}
+		}
+		ft.mu.Unlock()
+		r.cache.put(key, ft)
 	}
-	bf, err := rg.GetColumnBloomFilter(col)
-	if err != nil || bf == nil {
-		return true, err
+	if bf == nil {
+		return true, nil
 	}
 	return bf.CheckHash(metadata.GetHash(bf.Hasher(), parquet.ByteArray(v))), nil
 }
