@@ -291,6 +291,14 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "query", append(attrs, slog.Int64("rows", rows))...)
 		return
 	}
+	h.readFailed(w, r, "query", tok, out, err, append(attrs, slog.Int64("rows", rows)))
+}
+
+// readFailed answers err, the failure of a read that what names in the
+// log. Before the answer began (out is nil) it is an error document, with
+// Retry-After where a retry may succeed; after, the answer is cut short,
+// visibly, unless the client went away.
+func (h *handler) readFailed(w http.ResponseWriter, r *http.Request, what string, tok config.Token, out answer, err error, attrs []slog.Attr) {
 	f := apierror.Query(r.Context(), err)
 	var se sendError
 	if errors.As(err, &se) {
@@ -301,20 +309,17 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status := queryStatus[f.Kind]
+	attrs = append(attrs, slog.Int("status", status))
 	if out == nil {
-		h.logFailure(r, "query", f, err, append(attrs, slog.Int("status", status)))
+		h.logFailure(r, what, f, err, attrs)
 		if status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 		}
 		writeError(w, status, f.Code, f.Message)
 		return
 	}
-	// The status is sent: cut the answer short, visibly.
-	h.logFailure(r, "query answer cut short", f, err, append(attrs, slog.Int64("rows", rows), slog.Int("status", status)))
-	if f.Kind == apierror.Canceled {
-		return // no one to tell
-	}
-	if out.cut(f.Code, f.Message) {
+	h.logFailure(r, what+" answer cut short", f, err, attrs)
+	if f.Kind != apierror.Canceled && out.cut(f.Code, f.Message) {
 		panic(http.ErrAbortHandler)
 	}
 }

@@ -34,7 +34,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
@@ -45,9 +44,7 @@ import (
 
 	"github.com/duckdb/duckdb-go/v2"
 
-	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/apierror"
 	"github.com/meterstore/meterstore/config"
-	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
@@ -132,28 +129,7 @@ func (h *handler) series(w http.ResponseWriter, r *http.Request) {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "series", append(attrs, slog.Int("rows", len(res.Readings)))...)
 		return
 	}
-	f := apierror.Query(r.Context(), err)
-	var se sendError
-	if errors.As(err, &se) {
-		f = apierror.Failure{Kind: apierror.Canceled, Code: "canceled", Message: "the request was canceled"}
-	}
-	if f.Kind == apierror.Forbidden {
-		h.refuse(w, r, http.StatusForbidden, metrics.ReasonForbidden, tok.Name, f.Message)
-		return
-	}
-	status = queryStatus[f.Kind]
-	if out == nil {
-		h.logFailure(r, "series", f, err, append(attrs, slog.Int("status", status)))
-		if status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-		}
-		writeError(w, status, f.Code, f.Message)
-		return
-	}
-	h.logFailure(r, "series answer cut short", f, err, append(attrs, slog.Int("status", status)))
-	if f.Kind != apierror.Canceled && out.cut(f.Code, f.Message) {
-		panic(http.ErrAbortHandler)
-	}
+	h.readFailed(w, r, "series", tok, out, err, attrs)
 }
 
 // parseSeries returns the typed read r asks for of table decl, or the
