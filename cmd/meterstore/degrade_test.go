@@ -233,31 +233,16 @@ func TestServeWarehouseAway(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	read := func(p string) string {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	for _, c := range []struct {
-		what, method, path, ctype, body string
-		want                            int
-		has                             string
-	}{
+	expectAway(t, ask, "the warehouse away", []awayCase{
 		{"liveness", "GET", "/healthz", "", "", 200, ""},
 		{"readiness", "GET", "/readyz", "", "", 503, ""},
-		{"a delivery above W", "POST", "/v1/tables/power/readings", "text/csv", read(hotCSV(t, dir, "hot.csv", false)), 200, ""},
-		{"a delivery with a late correction", "POST", "/v1/tables/power/readings", "text/csv", read(hotCSV(t, dir, "late.csv", true)), 503, "cold tier"},
+		{"a delivery above W", "POST", "/v1/tables/power/readings", "text/csv", readFile(t, hotCSV(t, dir, "hot.csv", false)), 200, ""},
+		{"a delivery with a late correction", "POST", "/v1/tables/power/readings", "text/csv", readFile(t, hotCSV(t, dir, "late.csv", true)), 503, "cold tier"},
 		{"an operational read", "POST", "/v1/query", "application/json", queryBody("operational"), 200, "96"},
 		{"a read of both tiers", "POST", "/v1/query", "application/json", queryBody("auto"), 503, "cold tier"},
 		{"a historical read", "POST", "/v1/query", "application/json", queryBody("historical"), 503, "cold tier"},
 		{"status", "GET", "/v1/status", "", "", 200, `"watermark_source":"ledger"`},
-	} {
-		if code, body := ask(c.method, c.path, c.ctype, c.body); code != c.want || !strings.Contains(body, c.has) {
-			t.Errorf("%s with the warehouse away: %d, want %d with %q\n%s", c.what, code, c.want, c.has, body)
-		}
-	}
+	})
 }
 
 // TestServePostgresAway: a serve started while PostgreSQL refuses
@@ -277,27 +262,41 @@ func TestServePostgresAway(t *testing.T) {
 			}
 		}
 	})
-	read := func(p string) string {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	for _, c := range []struct {
-		what, method, path, ctype, body string
-		want                            int
-		has                             string
-	}{
+	expectAway(t, ask, "PostgreSQL away", []awayCase{
 		{"liveness", "GET", "/healthz", "", "", 200, ""},
 		{"readiness", "GET", "/readyz", "", "", 503, ""},
-		{"a delivery", "POST", "/v1/tables/power/readings", "text/csv", read(hotCSV(t, dir, "hot.csv", false)), 503, ""},
+		{"a delivery", "POST", "/v1/tables/power/readings", "text/csv", readFile(t, hotCSV(t, dir, "hot.csv", false)), 503, ""},
 		{"an operational read", "POST", "/v1/query", "application/json", queryBody("operational"), 503, ""},
 		{"a read of both tiers", "POST", "/v1/query", "application/json", queryBody("auto"), 503, ""},
 		{"a historical read", "POST", "/v1/query", "application/json", queryBody("historical"), 200, "384"},
-	} {
+	})
+}
+
+// An awayCase is a request to a serve with a tier away and the answer it
+// must get: the status, and a text the body holds.
+type awayCase struct {
+	what, method, path, ctype, body string
+	want                            int
+	has                             string
+}
+
+// expectAway asks each case of ask, a serve with what away, and fails t
+// for every answer that is not the case's.
+func expectAway(t *testing.T, ask func(method, path, ctype, body string) (int, string), what string, cases []awayCase) {
+	t.Helper()
+	for _, c := range cases {
 		if code, body := ask(c.method, c.path, c.ctype, c.body); code != c.want || !strings.Contains(body, c.has) {
-			t.Errorf("%s with PostgreSQL away: %d, want %d with %q\n%s", c.what, code, c.want, c.has, body)
+			t.Errorf("%s with %s: %d, want %d with %q\n%s", c.what, what, code, c.want, c.has, body)
 		}
 	}
+}
+
+// readFile returns the text of the file at p.
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
