@@ -56,7 +56,7 @@ var syntax = set(
 	"row", "over", "filter", "group", "when", "then", "else", "case", "is", "by", "lateral",
 	"having", "limit", "offset", "distinct", "union", "intersect", "except", "between",
 	"like", "ilike", "similar", "extract", "overlay", "position", "substring", "trim",
-	"operator", "collate", "escape", "fetch", "only", "recursive",
+	"operator", "collate", "escape", "fetch", "only", "recursive", "as", "materialized",
 	// Types with a modifier.
 	"numeric", "decimal", "varchar", "char", "character", "varying", "bit", "varbit",
 	"timestamp", "timestamptz", "time", "timetz", "interval", "float",
@@ -64,6 +64,11 @@ var syntax = set(
 
 // bareCatalog are the session functions called without parentheses.
 var bareCatalog = set("current_catalog", "current_user", "session_user", "current_role", "current_schema", "user")
+
+// catalogTypes are the types of catalog references, as in
+// 'power.readings'::regclass.
+var catalogTypes = set("regclass", "regtype", "regnamespace", "regproc", "regprocedure",
+	"regoper", "regoperator", "regrole", "regcollation", "regconfig", "regdictionary")
 
 // writes are the words of a statement that writes or defines; the
 // read-only transaction refuses those too, but a statement holding one

@@ -155,6 +155,8 @@ func (r *route) name(parts []token, quoted bool, schemas map[string]bool) {
 			r.catalog = true
 		case len(parts) == 1 && isRelation(low):
 			r.meterstore = true
+		case last && catalogTypes[low]:
+			r.catalog = true
 		case len(parts) == 1 && !quoted && bareCatalog[low]:
 			r.catalog = true
 		case len(parts) == 1 && strings.HasPrefix(low, "pg_"):
