@@ -106,6 +106,11 @@ func (c *Catalog) Run(ctx context.Context, sql string, params [][]byte, paramOID
 			for _, v := range vals {
 				size += int64(len(v))
 			}
+			if err := ctx.Err(); err != nil {
+				// Rows already read may be buffered: a cancelled
+				// statement stops at once all the same.
+				return abort(ctx, pg, err)
+			}
 			if rows > c.o.MaxRows || size > c.o.MaxBytes {
 				return abort(ctx, pg, refuse("54000", "the catalog's answer exceeds %d rows or %d bytes", c.o.MaxRows, c.o.MaxBytes))
 			}

@@ -1,0 +1,98 @@
+package pgcatalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/meterstore/meterstore/internal/pgtest"
+)
+
+// TestConcurrentRuns runs catalog statements from several goroutines on
+// two connections, mixing answers, PostgreSQL's errors, clients that stop
+// reading mid-answer and cancelled contexts: every answer is right, and
+// no connection is handed on inside a transaction or an answer (the next
+// statement on it would fail), nor kept.
+func TestConcurrentRuns(t *testing.T) {
+	s := openStore(t, pgtest.NewDB(t), "power", "gas")
+	c := openCatalog(t, s, Options{MaxConns: 2})
+	const workers, rounds = 6, 12
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds)
+	stop := errors.New("client gone")
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				ctx, cancel := context.WithCancel(t.Context())
+				var rows []string
+				var err error
+				switch (w + i) % 4 {
+				case 0, 1:
+					_, err = c.Run(ctx, "SELECT nspname FROM pg_catalog.pg_namespace WHERE nspname IN ('gas', 'power') ORDER BY 1", nil, nil, nil, nil,
+						func([]pgproto3.FieldDescription) error { return nil },
+						func(v [][]byte) error { rows = append(rows, string(v[0])); return nil })
+					if err == nil && fmt.Sprint(rows) != "[gas power]" {
+						err = fmt.Errorf("rows %q", rows)
+					}
+				case 2:
+					_, err = c.Run(ctx, "SELECT 1 / (relnatts - relnatts) FROM pg_catalog.pg_class", nil, nil, nil, nil,
+						func([]pgproto3.FieldDescription) error { return nil }, func([][]byte) error { return nil })
+					var pe *pgconn.PgError
+					if errors.As(err, &pe) && pe.Code == "22012" {
+						err = nil
+					} else {
+						err = fmt.Errorf("division by zero: %v", err)
+					}
+				case 3:
+					n := 0
+					_, err = c.Run(ctx, "SELECT relname FROM pg_catalog.pg_class", nil, nil, nil, nil,
+						func([]pgproto3.FieldDescription) error { return nil },
+						func([][]byte) error {
+							if n++; n == 2 {
+								if w%2 == 0 {
+									return stop
+								}
+								cancel()
+							}
+							return nil
+						})
+					if errors.Is(err, stop) || (err != nil && ctx.Err() != nil) {
+						err = nil
+					} else {
+						err = fmt.Errorf("a client that stopped reading: %v", err)
+					}
+				}
+				cancel()
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// A closed connection is destroyed in the background: wait for it,
+	// boundedly.
+	for i := 0; i < 200 && c.pool.Stat().AcquiredConns() > 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := c.pool.Stat().AcquiredConns(); n != 0 {
+		t.Errorf("%d connections kept", n)
+	}
+	for range 4 {
+		if _, rows, _, err := collect(t, c, "SELECT current_user = session_user"); err != nil || fmt.Sprint(rows) != "[[t]]" {
+			t.Errorf("after the runs: %v %v", rows, err)
+		}
+	}
+}
