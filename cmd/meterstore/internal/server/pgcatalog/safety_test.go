@@ -126,3 +126,22 @@ func TestSession(t *testing.T) {
 		t.Errorf("%q: %q, want %q", cols, rows, want)
 	}
 }
+
+// TestInformationSchema checks that information_schema, which shows only
+// what the role holds a privilege on, lists the shapes to the reader
+// role, with PostgreSQL's names of their types.
+func TestInformationSchema(t *testing.T) {
+	s := openStore(t, pgtest.NewDB(t), "power", "gas")
+	c := openCatalog(t, s, Options{})
+	_, rows, _, err := collect(t, c, "SELECT table_schema, table_name, table_type FROM information_schema.tables WHERE table_schema IN ('power', 'gas') ORDER BY 1, 2")
+	want := "[[gas completeness BASE TABLE] [gas readings BASE TABLE] [gas readings_versions BASE TABLE] [power completeness BASE TABLE] [power readings BASE TABLE] [power readings_versions BASE TABLE]]"
+	if err != nil || fmt.Sprint(rows) != want {
+		t.Errorf("tables %v %v, want %s", rows, err, want)
+	}
+	_, rows, _, err = collect(t, c, `SELECT column_name, data_type, numeric_precision, numeric_scale FROM information_schema.columns
+		WHERE table_schema = 'power' AND table_name = 'readings' AND column_name IN ('malo_id', 'from', 'value', 'version', 'balancing_day') ORDER BY ordinal_position`)
+	want = "[[malo_id text NULL NULL] [from timestamp with time zone NULL NULL] [value numeric 18 6] [version numeric 20 0] [balancing_day date NULL NULL]]"
+	if err != nil || fmt.Sprint(rows) != want {
+		t.Errorf("columns %v %v, want %s", rows, err, want)
+	}
+}
