@@ -1,5 +1,7 @@
 package pgcatalog
 
+import "strings"
+
 // The names a catalog statement may call. Everything else is refused
 // before PostgreSQL sees the statement: the reader role and the read-only
 // transaction already keep files, large objects, other databases and
@@ -64,6 +66,23 @@ var syntax = set(
 
 // bareCatalog are the session functions called without parentheses.
 var bareCatalog = set("current_catalog", "current_user", "session_user", "current_role", "current_schema", "user")
+
+// runtimeRelations are the relations that tell of the cluster's running
+// state (sessions, locks, settings, statistics, replication) rather than
+// of the shapes: their answer would be the shape cluster's, not
+// MeterStore's, and some tell of other databases' sessions.
+var runtimeRelations = set(
+	"pg_locks", "pg_settings", "pg_file_settings", "pg_hba_file_rules", "pg_ident_file_mappings",
+	"pg_db_role_setting", "pg_authid", "pg_shadow", "pg_prepared_xacts", "pg_replication_slots",
+	"pg_replication_origin", "pg_replication_origin_status", "pg_backend_memory_contexts",
+	"pg_shmem_allocations", "pg_config", "pg_user_mappings", "pg_subscription", "pg_subscription_rel",
+)
+
+// runtimeRelation reports whether name is one of runtimeRelations or a
+// statistics view (pg_stat_activity, pg_statio_user_tables).
+func runtimeRelation(name string) bool {
+	return runtimeRelations[name] || strings.HasPrefix(name, "pg_stat_") || strings.HasPrefix(name, "pg_statio_")
+}
 
 // catalogTypes are the types of catalog references, as in
 // 'power.readings'::regclass.

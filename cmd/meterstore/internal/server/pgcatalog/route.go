@@ -85,6 +85,10 @@ func analyse(sql string, schemas map[string]bool) route {
 			}
 		} else {
 			r.name(parts, t.quoted, schemas)
+			if low := strings.ToLower(parts[len(parts)-1].text); runtimeRelation(low) {
+				r.err = refuse("42501", "%s tells of the PostgreSQL cluster the catalog runs on, not of MeterStore", low)
+				return r
+			}
 		}
 		i = end
 	}

@@ -65,6 +65,13 @@ func TestHandles(t *testing.T) {
 		{`SELECT "pg_read_file"('/etc/passwd') FROM pg_class`, false},
 		{"SELECT now() AT TIME ZONE pg_read_file('/etc/passwd') FROM pg_class", false},
 		{"SELECT relname FROM pg_class pg_sleep(x)", false},
+		// The cluster's running state.
+		{"SELECT query FROM pg_stat_activity", false},
+		{"SELECT * FROM pg_catalog.pg_settings", false},
+		{"SELECT * FROM pg_catalog.pg_statio_user_tables", false},
+		{"SELECT * FROM pg_catalog.pg_locks", false},
+		// What psql's \d reads of statistics objects is the shapes'.
+		{"SELECT stxname FROM pg_catalog.pg_statistic_ext", true},
 	} {
 		if got := analyse(tc.sql, testSchemas); got.handled() != tc.want {
 			t.Errorf("Handles(%q) = %v, want %v (%v)", tc.sql, got.handled(), tc.want, got.err)
