@@ -96,3 +96,30 @@ func TestConcurrentRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestRowsKept keeps every row Run hands on, as the wire protocol's server
+// does when it buffers rows ahead of the client: none is overwritten by
+// the next, and NULL stays apart from the empty string.
+func TestRowsKept(t *testing.T) {
+	s := openStore(t, pgtest.NewDB(t), "power", "gas")
+	c := openCatalog(t, s, Options{})
+	sql := "SELECT relname, NULLIF(relname, relname), '' FROM pg_catalog.pg_class ORDER BY relname"
+	var kept [][][]byte
+	if _, err := c.Run(t.Context(), sql, nil, nil, nil, nil,
+		func([]pgproto3.FieldDescription) error { return nil },
+		func(v [][]byte) error { kept = append(kept, v); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	_, want, err := direct(t, adminOn(t, s, c.Database()), sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != len(want) || len(kept) < 100 {
+		t.Fatalf("%d rows kept, %d wanted", len(kept), len(want))
+	}
+	for i, r := range kept {
+		if string(r[0]) != want[i][0] || r[1] != nil || r[2] == nil || len(r[2]) != 0 {
+			t.Fatalf("row %d kept as %q, PostgreSQL's %q", i, r, want[i])
+		}
+	}
+}

@@ -76,8 +76,8 @@ func (c *Catalog) Describe(ctx context.Context, sql string, paramOIDs []uint32) 
 }
 
 // Run runs sql with the client's parameters and formats as they came,
-// calls describe with its columns and row with each row (whose values
-// are valid until row returns), and returns its command tag. An error of
+// calls describe with its columns and row with each row, which row may
+// keep, and returns its command tag. An error of
 // PostgreSQL's is returned as the *pgconn.PgError it sent; a statement the
 // Catalog does not run, or an answer beyond MaxRows or MaxBytes, is
 // refused with a *RefusedError.
@@ -114,7 +114,7 @@ func (c *Catalog) Run(ctx context.Context, sql string, params [][]byte, paramOID
 			if rows > c.o.MaxRows || size > c.o.MaxBytes {
 				return abort(ctx, pg, refuse("54000", "the catalog's answer exceeds %d rows or %d bytes", c.o.MaxRows, c.o.MaxBytes))
 			}
-			if err := row(vals); err != nil {
+			if err := row(copyRow(vals)); err != nil {
 				return abort(ctx, pg, err)
 			}
 		}
@@ -123,6 +123,25 @@ func (c *Catalog) Run(ctx context.Context, sql string, params [][]byte, paramOID
 		return err
 	})
 	return tag, err
+}
+
+// copyRow copies vals, which pgconn reuses for the next row, into one
+// allocation: a caller may hand a row on before sending it.
+func copyRow(vals [][]byte) [][]byte {
+	n := 0
+	for _, v := range vals {
+		n += len(v)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(vals))
+	for i, v := range vals {
+		if v == nil {
+			continue // NULL stays nil
+		}
+		buf = append(buf, v...)
+		out[i] = buf[len(buf)-len(v) : len(buf) : len(buf)]
+	}
+	return out
 }
 
 // abort ends a statement that is still sending rows by closing its
