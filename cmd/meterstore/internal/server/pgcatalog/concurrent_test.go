@@ -123,3 +123,41 @@ func TestRowsKept(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentOpen opens the Catalog of one deployment from several
+// goroutines at once, as processes of one deployment starting together
+// do: each opens, and each answers.
+func TestConcurrentOpen(t *testing.T) {
+	s := openStore(t, pgtest.NewDB(t), "power", "gas")
+	const n = 4
+	cats := make([]*Catalog, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cats[i], errs[i] = Open(t.Context(), s, Options{})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Open %d: %v", i, err)
+			continue
+		}
+		_, rows, _, err := collect(t, cats[i], "SELECT nspname FROM pg_catalog.pg_namespace WHERE nspname IN ('gas', 'power', 'system') ORDER BY 1")
+		if err != nil || fmt.Sprint(rows) != "[[gas] [power] [system]]" {
+			t.Errorf("Catalog %d: %v %v", i, rows, err)
+		}
+	}
+	for i := range n {
+		if cats[i] != nil {
+			if i == n-1 {
+				dropShapes(t, s, cats[i])
+			} else {
+				cats[i].Close()
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package pgcatalog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	neturl "net/url"
@@ -194,4 +195,37 @@ func TestDescribeAndBinary(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "SQLSTATE") {
 		t.Errorf("a statement PostgreSQL refuses: %v", err)
 	}
+}
+
+// TestForeignDatabase refuses to build the shapes in a database that is
+// not a shape database (building drops its schemas): one of that name
+// without the mark, and the store's own.
+func TestForeignDatabase(t *testing.T) {
+	url := pgtest.NewDB(t)
+	s := openStore(t, url, "power")
+	admin := s.ServiceDB().Pool
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := bounded(cfg.Database, "_other")
+	if _, err := admin.Exec(t.Context(), "CREATE DATABASE "+ident(name)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)") })
+	other := adminOn(t, s, name)
+	if _, err := other.Exec(t.Context(), "CREATE SCHEMA keep"); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []string{name, cfg.Database} {
+		if c, err := Open(t.Context(), s, Options{Database: db, Role: bounded(cfg.Database, "_r")}); err == nil {
+			c.Close()
+			t.Errorf("Open in %s: no error", db)
+		}
+	}
+	var n int
+	if err := other.QueryRow(t.Context(), "SELECT count(*) FROM pg_namespace WHERE nspname = 'keep'").Scan(&n); err != nil || n != 1 {
+		t.Errorf("the schema keep: %d, %v", n, err)
+	}
+	admin.Exec(t.Context(), "DROP ROLE IF EXISTS "+ident(bounded(cfg.Database, "_r")))
 }

@@ -123,10 +123,24 @@ func Open(ctx context.Context, s *store.Store, o Options) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureDatabase(ctx, admin, base.User, o.Database); err != nil {
+	if o.Database == base.Database {
+		return nil, fmt.Errorf("pgcatalog: the shape database cannot be the store's own, %s", o.Database)
+	}
+	// One process of the deployment at a time makes the database, the
+	// role and the shapes: PostgreSQL refuses concurrent changes of one
+	// role or database ("tuple concurrently updated").
+	lock, err := admin.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgcatalog: %w", err)
+	}
+	defer unlock(ctx, lock)
+	if _, err := lock.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(openLock)); err != nil {
+		return nil, fmt.Errorf("pgcatalog: wait for another process's Open: %w", err)
+	}
+	if err := ensureDatabase(ctx, lock, base.User, o.Database, base.Database); err != nil {
 		return nil, err
 	}
-	if err := ensureRole(ctx, admin, base.User, o.Role, password); err != nil {
+	if err := ensureRole(ctx, lock, base.User, o.Role, password); err != nil {
 		return nil, err
 	}
 	owner := base.Copy()
@@ -215,22 +229,73 @@ func (c *Catalog) Handles(sql string) bool {
 	return r.handled()
 }
 
-// ensureDatabase creates the shape database unless it exists.
-func ensureDatabase(ctx context.Context, admin *pgxpool.Pool, user, name string) error {
-	var exists bool
-	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return fmt.Errorf("pgcatalog: look up database %s: %w", name, err)
+// openLock keys the advisory lock, in the store's database, under which
+// one Open at a time makes the shape database and the reader role.
+const openLock = shapesLock + 1
+
+// A querier is a connection of the store's role.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// unlock releases the lock of Open and the connection holding it; a
+// connection that cannot release it is closed, which does.
+func unlock(ctx context.Context, c *pgxpool.Conn) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := c.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(openLock)); err != nil {
+		c.Conn().Close(ctx)
 	}
-	if exists {
+	c.Release()
+}
+
+// ensureDatabase creates the shape database of the store's database
+// storeDB unless it exists, and marks it as such: a database of that name
+// without the mark is someone else's, and is refused rather than
+// rebuilt (which drops its schemas).
+func ensureDatabase(ctx context.Context, admin querier, user, name, storeDB string) error {
+	mark := "MeterStore: the shapes of the relations of " + storeDB + " as its PostgreSQL protocol shows them"
+	marked := func() (exists bool, ok bool, err error) {
+		var comment *string
+		err = admin.QueryRow(ctx, "SELECT count(*) > 0, max(shobj_description(oid, 'pg_database')) FROM pg_database WHERE datname = $1", name).Scan(&exists, &comment)
+		if err != nil {
+			return false, false, fmt.Errorf("pgcatalog: look up database %s: %w", name, err)
+		}
+		return exists, comment != nil && *comment == mark, nil
+	}
+	refused := fmt.Errorf("pgcatalog: database %s exists and is not the shape database of %s: refusing to rebuild it", name, storeDB)
+	exists, ok, err := marked()
+	switch {
+	case err != nil:
+		return err
+	case exists && ok:
 		return nil
+	case exists:
+		return refused
 	}
-	_, err := admin.Exec(ctx, "CREATE DATABASE "+ident(name))
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+ident(name))
 	var pe *pgconn.PgError
 	switch {
 	case err == nil:
+		_, err = admin.Exec(ctx, "COMMENT ON DATABASE "+ident(name)+" IS '"+strings.ReplaceAll(mark, "'", "''")+"'")
+		if err != nil {
+			return fmt.Errorf("pgcatalog: mark database %s: %w", name, err)
+		}
 		return nil
-	case errors.As(err, &pe) && pe.Code == "42P04": // created meanwhile by another process
-		return nil
+	case errors.As(err, &pe) && pe.Code == "42P04":
+		// Created meanwhile: by another process of the deployment,
+		// which marks it at once, or by someone else.
+		for range 20 {
+			if _, ok, err := marked(); err != nil || ok {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		return refused
 	case errors.As(err, &pe) && pe.Code == "42501":
 		return &GrantError{Role: user, Need: "CREATEDB", Err: err}
 	}
@@ -240,7 +305,7 @@ func ensureDatabase(ctx context.Context, admin *pgxpool.Pool, user, name string)
 // ensureRole creates the reader role unless it exists, and in any case
 // makes it a plain login role with password, a member of no role, so
 // that it holds only what the shape database grants it.
-func ensureRole(ctx context.Context, admin *pgxpool.Pool, user, role, password string) error {
+func ensureRole(ctx context.Context, admin querier, user, role, password string) error {
 	grantErr := func(err error) error {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42501" {
