@@ -23,13 +23,19 @@ var catalogFuncs = set(
 	"pg_function_is_visible", "pg_opclass_is_visible", "pg_collation_is_visible",
 	"pg_conversion_is_visible", "pg_operator_is_visible",
 	"obj_description", "col_description", "shobj_description",
-	"has_table_privilege", "has_column_privilege", "has_any_column_privilege",
-	"has_schema_privilege", "has_database_privilege", "has_function_privilege",
-	"has_sequence_privilege", "has_type_privilege", "pg_has_role",
 	"pg_encoding_to_char", "pg_char_to_encoding",
 	"to_regtype", "to_regclass", "to_regnamespace", "to_regproc", "to_regprocedure",
 	"to_regrole", "to_regoper", "to_regoperator", "to_regcollation",
 )
+
+// The privilege functions (has_table_privilege, pg_has_role) are not on
+// the list: they would answer for the reader role, not for the session's
+// token.
+
+// sessionUser are the words that name the session's user: the Catalog
+// answers them with the user the protocol server says (WithUser), since
+// the statement runs as the reader role.
+var sessionUser = set("current_user", "session_user", "current_role", "user")
 
 // plainFuncs are the functions of values alone, which catalog queries
 // use on what they read.

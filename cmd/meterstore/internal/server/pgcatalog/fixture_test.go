@@ -110,11 +110,17 @@ func adminOn(t *testing.T, s *store.Store, name string) *pgxpool.Pool {
 // its columns and rows as text.
 func collect(t *testing.T, c *Catalog, sql string, params ...string) (cols []string, rows [][]string, tag string, err error) {
 	t.Helper()
+	return collectAs(t, t.Context(), c, sql, params...)
+}
+
+// collectAs is collect with the context ctx (WithUser).
+func collectAs(t *testing.T, ctx context.Context, c *Catalog, sql string, params ...string) (cols []string, rows [][]string, tag string, err error) {
+	t.Helper()
 	var ps [][]byte
 	for _, p := range params {
 		ps = append(ps, []byte(p))
 	}
-	tag, err = c.Run(t.Context(), sql, ps, nil, nil, nil,
+	tag, err = c.Run(ctx, sql, ps, nil, nil, nil,
 		func(fds []pgproto3.FieldDescription) error {
 			for _, f := range fds {
 				cols = append(cols, string(f.Name))

@@ -196,6 +196,7 @@ func (c *Catalog) connect(ctx context.Context, base *pgx.ConnConfig, password st
 		"lock_timeout":                        fmt.Sprint(c.o.Timeout.Milliseconds()),
 		"idle_in_transaction_session_timeout": fmt.Sprint(2 * c.o.Timeout.Milliseconds()),
 		"TimeZone":                            "UTC",
+		"standard_conforming_strings":         "on",
 	}
 	pc.ConnConfig, pc.MaxConns = cc, c.o.MaxConns
 	pool, err := pgxpool.NewWithConfig(ctx, pc)

@@ -36,9 +36,18 @@ type route struct {
 	catalog bool
 	// meterstore: it names a MeterStore relation, which the store answers.
 	meterstore bool
-	// versions are the spans [from, to] of its calls of version().
-	versions [][2]int
+	// answered are what MeterStore answers in its place: its calls of
+	// version(), and its references to the session's user.
+	answered []span
 	err      *RefusedError
+}
+
+// A span is the tokens from to to (inclusive) of a call or reference
+// that MeterStore answers itself: version, or a session user's word
+// (current_user).
+type span struct {
+	from, to int
+	what     string
 }
 
 // analyse reads sql as a PostgreSQL statement for routing. The schemas
@@ -84,6 +93,9 @@ func analyse(sql string, schemas map[string]bool) route {
 				return r
 			}
 		} else {
+			if len(parts) == 1 && !t.quoted && sessionUser[t.text] {
+				r.answered = append(r.answered, span{from: i, to: i, what: t.text})
+			}
 			r.name(parts, t.quoted, schemas)
 			if low := strings.ToLower(parts[len(parts)-1].text); runtimeRelation(low) {
 				r.err = refuse("42501", "%s tells of the PostgreSQL cluster the catalog runs on, not of MeterStore", low)
@@ -123,7 +135,7 @@ func (r *route) call(toks []token, start, end int, parts []token) *RefusedError 
 	case catalogFuncs[fn.text]:
 		r.catalog = true
 		if fn.text == "version" && end+2 < len(toks) && toks[end+2].kind == tokPunct && toks[end+2].text == ")" {
-			r.versions = append(r.versions, [2]int{start, end + 2})
+			r.answered = append(r.answered, span{from: start, to: end + 2, what: "version"})
 		}
 		return nil
 	case plainFuncs[fn.text]:

@@ -9,30 +9,57 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
+// userKey is the context key of the session's user (WithUser).
+type userKey struct{}
+
+// WithUser returns ctx carrying the session's user, the token's name,
+// which current_user, session_user, current_role and user answer in a
+// statement Run or Describe takes with it. Without it a statement that
+// names them is refused: the catalog runs as its own role, whose name
+// would not be the session's.
+func WithUser(ctx context.Context, user string) context.Context {
+	return context.WithValue(ctx, userKey{}, user)
+}
+
 // text returns the statement to send for sql, or why it is refused: the
 // same analysis as Handles, with its calls of version() answered by
-// MeterStore's version (see meterstoreVersion).
-func (c *Catalog) text(sql string) (string, error) {
+// MeterStore's version (see meterstoreVersion) and its references to the
+// session's user by the user of ctx (WithUser).
+func (c *Catalog) text(ctx context.Context, sql string) (string, error) {
 	r := analyse(sql, c.schemas)
 	if err := r.refusal(); err != nil {
 		return "", err
 	}
-	if len(r.versions) == 0 {
+	if len(r.answered) == 0 {
 		return sql, nil
 	}
-	// A scalar subquery takes its column's name, version, from the one
-	// column it selects: the answer is named as version()'s is.
-	lit := "(SELECT '" + strings.ReplaceAll(c.version, "'", "''") + "'::pg_catalog.text AS version)"
+	user, known := ctx.Value(userKey{}).(string)
 	var b strings.Builder
 	at := 0
-	for _, span := range r.versions {
-		b.WriteString(sql[at:r.toks[span[0]].pos])
+	for _, sp := range r.answered {
+		// A scalar subquery takes its column's name from the one
+		// column it selects: the answer is named as PostgreSQL names
+		// the call's.
+		var lit string
+		switch {
+		case sp.what == "version":
+			lit = "(SELECT " + quoteLiteral(c.version) + "::pg_catalog.text AS version)"
+		case !known:
+			return "", refuse("0A000", "%s: the catalog does not know the session's user here", sp.what)
+		default:
+			lit = "(SELECT " + quoteLiteral(user) + "::pg_catalog.name AS " + ident(sp.what) + ")"
+		}
+		b.WriteString(sql[at:r.toks[sp.from].pos])
 		b.WriteString(lit)
-		at = r.toks[span[1]].end
+		at = r.toks[sp.to].end
 	}
 	b.WriteString(sql[at:])
 	return b.String(), nil
 }
+
+// quoteLiteral quotes s as a string literal (standard_conforming_strings
+// is on in every session of the reader role).
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // session runs f on a connection of the reader role in a read-only
 // transaction, which it then rolls back. A connection f leaves broken or
@@ -60,7 +87,7 @@ func (c *Catalog) session(ctx context.Context, f func(*pgconn.PgConn) error) err
 // PostgreSQL describes it, or the refusal of a statement the Catalog does
 // not run.
 func (c *Catalog) Describe(ctx context.Context, sql string, paramOIDs []uint32) ([]uint32, []pgproto3.FieldDescription, error) {
-	text, err := c.text(sql)
+	text, err := c.text(ctx, sql)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,7 +110,7 @@ func (c *Catalog) Describe(ctx context.Context, sql string, paramOIDs []uint32) 
 // refused with a *RefusedError.
 func (c *Catalog) Run(ctx context.Context, sql string, params [][]byte, paramOIDs []uint32, paramFormats, resultFormats []int16,
 	describe func([]pgproto3.FieldDescription) error, row func([][]byte) error) (string, error) {
-	text, err := c.text(sql)
+	text, err := c.text(ctx, sql)
 	if err != nil {
 		return "", err
 	}

@@ -117,13 +117,26 @@ func TestSession(t *testing.T) {
 			t.Errorf("%s: %q %q, want a version starting %q", sql, cols, rows, want)
 		}
 	}
-	cols, rows, _, err := collect(t, c, "SELECT current_database(), current_schema(), current_user = session_user, current_catalog")
+	cols, rows, _, err := collectAs(t, WithUser(t.Context(), "reporting"), c,
+		"SELECT current_database(), current_schema(), current_user, session_user, user, current_role, current_catalog")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := [][]string{{c.Database(), "NULL", "t", c.Database()}}
-	if fmt.Sprint(rows) != fmt.Sprint(want) {
-		t.Errorf("%q: %q, want %q", cols, rows, want)
+	want := [][]string{{c.Database(), "NULL", "reporting", "reporting", "reporting", "reporting", c.Database()}}
+	wantCols := []string{"current_database", "current_schema", "current_user", "session_user", "user", "current_role", "current_catalog"}
+	if fmt.Sprint(rows) != fmt.Sprint(want) || !slices.Equal(cols, wantCols) {
+		t.Errorf("%q: %q, want %q %q", cols, rows, wantCols, want)
+	}
+	// Without the session's user, its name is refused, never answered
+	// with the reader role's.
+	_, rows, _, err = collect(t, c, "SELECT current_user")
+	var re *RefusedError
+	if !errors.As(err, &re) {
+		t.Errorf("current_user without the session's user: %v %v", rows, err)
+	}
+	// A privilege function would answer for the reader role.
+	if c.Handles("SELECT has_table_privilege('power.readings', 'SELECT')") {
+		t.Error("Handles takes has_table_privilege")
 	}
 }
 
