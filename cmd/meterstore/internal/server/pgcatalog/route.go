@@ -83,9 +83,8 @@ func analyse(sql string, schemas map[string]bool) route {
 			r.err = refuse("25006", "%s: the catalog is read only", strings.ToUpper(t.text))
 			return r
 		}
-		if i > 0 && toks[i-1].kind == tokPunct && toks[i-1].text == "." {
-			continue // part of a chain already read
-		}
+		// The parts of a chain are read with its first; a name after a
+		// dot that no chain took ((x).f) is read as a chain of its own.
 		parts, end := chain(toks, i)
 		if end+1 < len(toks) && toks[end+1].kind == tokPunct && toks[end+1].text == "(" {
 			if err := r.call(toks, i, end, parts); err != nil {

@@ -65,6 +65,7 @@ func TestHandles(t *testing.T) {
 		{`SELECT "pg_read_file"('/etc/passwd') FROM pg_class`, false},
 		{"SELECT now() AT TIME ZONE pg_read_file('/etc/passwd') FROM pg_class", false},
 		{"SELECT relname FROM pg_class pg_sleep(x)", false},
+		{"SELECT ($1).pg_sleep(1) FROM pg_class", false},
 		// The cluster's running state.
 		{"SELECT query FROM pg_stat_activity", false},
 		{"SELECT * FROM pg_catalog.pg_settings", false},
