@@ -185,4 +185,3 @@ func (f copyFormat) textField(b *bytes.Buffer, v []byte) {
 		}
 	}
 }
-

@@ -289,4 +289,3 @@ func (s *session) sync() {
 		}
 	}
 }
-
