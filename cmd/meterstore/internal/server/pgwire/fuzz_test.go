@@ -33,11 +33,11 @@ func FuzzSession(f *testing.F) {
 	startup := encode(f, &pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersion30,
 		Parameters: map[string]string{"user": "reporting", "database": "meterstore"}})
 	login := append(startup, encode(f, &pgproto3.PasswordMessage{Password: testPassword})...)
-	f.Add(startup[:7])                                                 // a truncated startup
-	f.Add([]byte{0x7f, 0xff, 0xff, 0xff, 0, 3, 0, 0})                  // a huge length
-	f.Add([]byte{0, 0, 0, 8, 0, 9, 0, 0})                              // a bad protocol version
-	f.Add(append(encode(f, &pgproto3.SSLRequest{}), "garbage!"...))    // an SSLRequest then garbage
-	f.Add(append(encode(f, &pgproto3.GSSEncRequest{}), startup...))    // GSS refused, then a startup
+	f.Add(startup[:7])                                              // a truncated startup
+	f.Add([]byte{0x7f, 0xff, 0xff, 0xff, 0, 3, 0, 0})               // a huge length
+	f.Add([]byte{0, 0, 0, 8, 0, 9, 0, 0})                           // a bad protocol version
+	f.Add(append(encode(f, &pgproto3.SSLRequest{}), "garbage!"...)) // an SSLRequest then garbage
+	f.Add(append(encode(f, &pgproto3.GSSEncRequest{}), startup...)) // GSS refused, then a startup
 	f.Add(encode(f, &pgproto3.CancelRequest{ProcessID: 1, SecretKey: []byte{1, 2, 3, 4}}))
 	f.Add(append(startup, encode(f, &pgproto3.PasswordMessage{Password: "wrong"})...))
 	f.Add(append(login, encode(f, &pgproto3.Query{String: "SET DateStyle = ISO, DMY; SHOW ALL"})...))
