@@ -271,20 +271,93 @@ func TestServePostgres(t *testing.T) {
 		}
 	})
 
-	t.Run("parameters", func(t *testing.T) {
-		const q = `SELECT malo_id, "from", value, version FROM power.readings
+	// The statement with parameters, its window across 22:00 of the
+	// archived day, and POST /v1/query's answer to it.
+	const paramQuery = `SELECT malo_id, "from", value, version FROM power.readings
 WHERE "from" >= $1 AND "from" < $2 AND malo_id = $3 ORDER BY "from"`
-		from, to := d.cold.Add(20*time.Hour), d.cold.Add(26*time.Hour)
-		malo := fmt.Sprint(pgQuery(t, conn, `SELECT min(malo_id) AS m FROM power.readings`)[0]["m"])
-		want, _ := d.httpQuery(t, q, []any{from.Format(time.RFC3339), to.Format(time.RFC3339), malo}, "application/x-ndjson")
-		got := pgQuery(t, conn, q, from, to, malo)
-		if len(want) != 16 || !reflect.DeepEqual(canonical(got), canonical(want)) {
-			t.Errorf("pgx with parameters (%d rows):\n%v\nPOST /v1/query (%d rows):\n%v", len(got), canonical(got), len(want), canonical(want))
+	from, to := d.cold.Add(20*time.Hour), d.cold.Add(26*time.Hour)
+	malo := fmt.Sprint(pgQuery(t, conn, `SELECT min(malo_id) AS m FROM power.readings`)[0]["m"])
+	paramWant, _ := d.httpQuery(t, paramQuery, []any{from.Format(time.RFC3339), to.Format(time.RFC3339), malo}, "application/x-ndjson")
+	if len(paramWant) != 16 {
+		t.Fatalf("POST /v1/query with parameters: %d rows, want 16", len(paramWant))
+	}
+	// runs reads the rows a client program printed, tab-separated, each
+	// run's after a line "RUN ...".
+	runs := func(t *testing.T, out string) [][]map[string]any {
+		var rs [][]map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if strings.HasPrefix(l, "RUN ") {
+				rs = append(rs, nil)
+				continue
+			}
+			f := strings.Split(l, "\t")
+			if len(rs) == 0 || len(f) != 4 {
+				t.Fatalf("a line %q of\n%s", l, out)
+			}
+			rs[len(rs)-1] = append(rs[len(rs)-1], map[string]any{"malo_id": f[0], "from": f[1], "value": f[2], "version": f[3]})
+		}
+		return rs
+	}
+
+	t.Run("parameters", func(t *testing.T) {
+		got := pgQuery(t, conn, paramQuery, from, to, malo)
+		if !reflect.DeepEqual(canonical(got), canonical(paramWant)) {
+			t.Errorf("pgx with parameters (%d rows):\n%v\nPOST /v1/query (%d rows):\n%v", len(got), canonical(got), len(paramWant), canonical(paramWant))
 		}
 		// Text parameters of no type, as psql's or a driver's strings.
-		got = pgQuery(t, conn, q, pgx.QueryExecModeExec, from.Format(time.RFC3339), to.Format(time.RFC3339), malo)
-		if !reflect.DeepEqual(canonical(got), canonical(want)) {
-			t.Errorf("pgx with text parameters:\n%v\nwant\n%v", canonical(got), canonical(want))
+		got = pgQuery(t, conn, paramQuery, pgx.QueryExecModeExec, from.Format(time.RFC3339), to.Format(time.RFC3339), malo)
+		if !reflect.DeepEqual(canonical(got), canonical(paramWant)) {
+			t.Errorf("pgx with text parameters:\n%v\nwant\n%v", canonical(got), canonical(paramWant))
+		}
+	})
+
+	t.Run("psycopg", func(t *testing.T) {
+		if err := exec.Command("python3", "-c", "import psycopg").Run(); err != nil {
+			t.Skip("python3 with psycopg 3 is not installed (.ci/run installs it)")
+		}
+		host, port, _ := net.SplitHostPort(d.pgAddr)
+		out, err := exec.CommandContext(t.Context(), "python3", "testdata/serve_pg_psycopg.py", host, port, "reporting", d.tok,
+			from.Format(time.RFC3339), to.Format(time.RFC3339), malo).CombinedOutput()
+		if err != nil {
+			t.Fatalf("serve_pg_psycopg.py: %v\n%s", err, out)
+		}
+		rs := runs(t, string(out))
+		for i, r := range rs {
+			if !reflect.DeepEqual(canonical(r), canonical(paramWant)) {
+				t.Errorf("psycopg, run %d:\n%v\nwant\n%v", i, canonical(r), canonical(paramWant))
+			}
+		}
+		if len(rs) != 2 {
+			t.Errorf("psycopg ran %d times, want 2:\n%s", len(rs), out)
+		}
+	})
+
+	t.Run("pgjdbc", func(t *testing.T) {
+		jar := os.Getenv("MS_PGJDBC_JAR")
+		if jar == "" {
+			home, _ := os.UserHomeDir()
+			jar = filepath.Join(home, ".m2/repository/org/postgresql/postgresql/42.7.14/postgresql-42.7.14.jar")
+		}
+		if _, err := os.Stat(jar); err != nil {
+			t.Skip("pgjdbc's jar is not there (MS_PGJDBC_JAR, or Maven's repository): ", err)
+		}
+		if _, err := exec.LookPath("java"); err != nil {
+			t.Skip("java is not installed")
+		}
+		out, err := exec.CommandContext(t.Context(), "java", "-cp", jar, "testdata/ServePgJdbc.java",
+			"jdbc:postgresql://"+d.pgAddr+"/meterstore?sslmode=disable", "reporting", d.tok,
+			from.Format(time.RFC3339), to.Format(time.RFC3339), malo).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ServePgJdbc.java: %v\n%s", err, out)
+		}
+		rs := runs(t, string(out))
+		for i, r := range rs {
+			if !reflect.DeepEqual(canonical(r), canonical(paramWant)) {
+				t.Errorf("pgjdbc, run %d:\n%v\nwant\n%v", i, canonical(r), canonical(paramWant))
+			}
+		}
+		if len(rs) != 3 {
+			t.Errorf("pgjdbc ran %d times, want 3:\n%s", len(rs), out)
 		}
 	})
 

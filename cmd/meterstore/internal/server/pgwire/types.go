@@ -137,6 +137,10 @@ func (e *encoder) row(vals []any) ([][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pgwire: column %s: %w", e.fields[i].Name, err)
 		}
+		if c.oid == pgtype.TimestamptzOID && e.fields[i].Format == pgtype.TextFormatCode {
+			out[i] = timestamptzText(pv.(pgtype.Timestamptz))
+			continue
+		}
 		b, err := e.m.Encode(c.oid, e.fields[i].Format, pv, []byte{})
 		if err != nil {
 			return nil, fmt.Errorf("pgwire: column %s (%s): %w", e.fields[i].Name, c.typ, err)
@@ -215,6 +219,23 @@ func wireValue(v any, c column) (any, error) {
 		return v, nil
 	}
 	return v, nil // pgtype says what it cannot encode
+}
+
+// timestamptzText renders t as PostgreSQL does with TimeZone UTC, its
+// offset +00: pgtype writes a Z, which pgjdbc refuses ("Trailing junk on
+// timestamp").
+func timestamptzText(t pgtype.Timestamptz) []byte {
+	switch t.InfinityModifier {
+	case pgtype.Infinity:
+		return []byte("infinity")
+	case pgtype.NegativeInfinity:
+		return []byte("-infinity")
+	}
+	u := t.Time.UTC()
+	if u.Year() <= 0 {
+		return []byte(u.AddDate(-2*u.Year()+1, 0, 0).Format("2006-01-02 15:04:05.999999") + "+00 BC")
+	}
+	return []byte(u.Format("2006-01-02 15:04:05.999999") + "+00")
 }
 
 // infinity returns the infinity of a far-off time t, Finite otherwise.
