@@ -361,6 +361,18 @@ WHERE "from" >= $1 AND "from" < $2 AND malo_id = $3 ORDER BY "from"`
 		}
 	})
 
+	t.Run("grafana", func(t *testing.T) {
+		// $__timeFilter("from") as Grafana expands it: literal
+		// timestamps, which the comparison with "from" casts.
+		q := fmt.Sprintf(`SELECT "from" AS time, malo_id AS metric, value FROM power.readings
+WHERE "from" BETWEEN '%s' AND '%s' ORDER BY 1, 2`, from.Format(time.RFC3339), to.Format(time.RFC3339))
+		want, _ := d.httpQuery(t, q, nil, "application/x-ndjson")
+		got := pgQuery(t, conn, q)
+		if len(want) != 32 || !reflect.DeepEqual(canonical(got), canonical(want)) {
+			t.Errorf("a Grafana time series (%d rows):\n%v\nPOST /v1/query (%d rows):\n%v", len(got), canonical(got), len(want), canonical(want))
+		}
+	})
+
 	t.Run("portal", func(t *testing.T) {
 		const q = `SELECT "from" FROM power.readings ORDER BY "from" LIMIT 5`
 		pc := conn.PgConn()
@@ -503,6 +515,14 @@ WHERE "from" >= $1 AND "from" < $2 AND malo_id = $3 ORDER BY "from"`
 		var one int
 		if err := c2.QueryRow(t.Context(), "SELECT 1").Scan(&one); err != nil || one != 1 {
 			t.Errorf("the session after a cancel: %v", err)
+		}
+		// The session's statement_timeout ends it too.
+		if _, err := c2.Exec(t.Context(), "SET statement_timeout = '500ms'"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c2.Exec(t.Context(), `SELECT count(*) FROM range(1000000000) a, range(1000000) b WHERE a.range + b.range = -1`)
+		if code, msg := pgCode(err); code != "57014" || !strings.Contains(msg, "statement timeout") {
+			t.Errorf("a statement past statement_timeout: %v, want 57014", err)
 		}
 	})
 

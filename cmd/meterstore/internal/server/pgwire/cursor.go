@@ -84,8 +84,12 @@ func (s *session) run(src source) *cursor {
 		}, func(r [][]byte) error {
 			return hand(item{row: r})
 		})
-		if err != nil && c.canceled.Load() {
+		switch {
+		case err == nil:
+		case c.canceled.Load():
 			err = fmt.Errorf("%w: %w", errCanceled, err)
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			err = fmt.Errorf("%w: %w", errStatementTimeout, err)
 		}
 		c.items <- item{end: true, tag: tag, err: err} // a slot is free: the reader is done or reads on
 	}()

@@ -76,6 +76,10 @@ func (e *wireError) response() *pgproto3.ErrorResponse {
 // errCanceled is the error of a statement a CancelRequest ended.
 var errCanceled = errors.New("pgwire: canceled")
 
+// errStatementTimeout is the error of a statement past the session's
+// statement_timeout.
+var errStatementTimeout = errors.New("pgwire: statement_timeout")
+
 // classify returns the wireError of err, an error of a statement run
 // under ctx: the store's refusals as the HTTP API classifies them
 // (apierror), each under the SQLSTATE drivers know it by, an error the
@@ -89,8 +93,11 @@ func classify(ctx context.Context, err error) *wireError {
 	if errors.As(err, &pe) {
 		return &wireError{code: pe.Code, msg: pe.Message, detail: pe.Detail, hint: pe.Hint}
 	}
-	if errors.Is(err, errCanceled) {
+	switch {
+	case errors.Is(err, errCanceled):
 		return errorf(codeQueryCanceled, "canceling statement due to user request")
+	case errors.Is(err, errStatementTimeout):
+		return errorf(codeQueryCanceled, "canceling statement due to statement timeout")
 	}
 	f := apierror.Query(ctx, err)
 	switch f.Kind {
