@@ -6,6 +6,17 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
+// mayKey is the context key of the session token's table check.
+type mayKey struct{}
+
+// MayRead reports whether the session whose statement ctx belongs to may
+// read table: a Catalog shows a token limited to some tables only those,
+// as the store's system tables do. It is true outside a session.
+func MayRead(ctx context.Context, table string) bool {
+	may, ok := ctx.Value(mayKey{}).(func(string) bool)
+	return !ok || may(table)
+}
+
 // A Catalog answers the introspection statements clients send (pg_catalog
 // and information_schema queries, version(), psql's \dt and \d), which the
 // store does not run. The server asks it of every statement once the
