@@ -240,3 +240,30 @@ func testTLS(t *testing.T) *tls.Config {
 	}
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}
 }
+
+// TestStartupSettings: the settings of the startup message and of its
+// options are the session's; a time zone other than UTC is kept at UTC,
+// as the reported TimeZone says.
+func TestStartupSettings(t *testing.T) {
+	_, addr := testServer(t, Options{})
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://reporting:%s@%s/meterstore?sslmode=disable", testPassword, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["options"] = `-c statement_timeout=250ms --meterstore.mode=historical -c application_name=a\ b`
+	cfg.RuntimeParams["TimeZone"] = "Europe/Berlin"
+	conn, err := pgx.ConnectConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	for name, want := range map[string]string{"statement_timeout": "250ms", "meterstore.mode": "historical", "application_name": "a b", "TimeZone": "UTC"} {
+		var got string
+		if err := conn.QueryRow(t.Context(), "SHOW "+name).Scan(&got); err != nil || got != want {
+			t.Errorf("SHOW %s: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if tz := conn.PgConn().ParameterStatus("TimeZone"); tz != "UTC" {
+		t.Errorf("TimeZone reported %q", tz)
+	}
+}

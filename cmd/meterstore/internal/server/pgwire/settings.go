@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +80,7 @@ func newSettings(user, version string) *settings {
 // date style other than MeterStore's does not end its session, and the
 // notice says what it gets.
 func (st *settings) startup(params map[string]string) (notices []string) {
+	params, notices = withOptions(params)
 	names := make([]string, 0, len(params))
 	for n := range params {
 		names = append(names, n)
@@ -86,8 +88,14 @@ func (st *settings) startup(params map[string]string) (notices []string) {
 	slices.Sort(names)
 	for _, n := range names {
 		k, ok := settingOf(n)
-		if !ok || k.check == nil {
-			continue // user, database, options, replication
+		switch {
+		case !ok && (n == "user" || n == "database" || n == "options" || n == "replication"):
+			continue
+		case !ok:
+			notices = append(notices, fmt.Sprintf("the setting %q is not known: it is ignored", n))
+			continue
+		case k.check == nil:
+			continue // reported by the server, not set by the client
 		}
 		v, err := k.check(params[n])
 		if err != nil {
@@ -97,6 +105,60 @@ func (st *settings) startup(params map[string]string) (notices []string) {
 		st.vals[k.name] = v
 	}
 	return notices
+}
+
+// withOptions returns params with the settings of its "options" (libpq's
+// PGOPTIONS, pgjdbc's options: "-c name=value" or "--name=value", a
+// backslash escaping a space) added, and a notice for each word it does
+// not take.
+func withOptions(params map[string]string) (map[string]string, []string) {
+	opts, ok := params["options"]
+	if !ok {
+		return params, nil
+	}
+	var words []string
+	var cur strings.Builder
+	for i := 0; i < len(opts); i++ {
+		switch c := opts[i]; {
+		case c == '\\' && i+1 < len(opts):
+			i++
+			cur.WriteByte(opts[i])
+		case c == ' ' || c == '\t':
+			if cur.Len() > 0 {
+				words = append(words, cur.String())
+				cur.Reset()
+			}
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	if cur.Len() > 0 {
+		words = append(words, cur.String())
+	}
+	out := maps.Clone(params)
+	var notices []string
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		switch {
+		case w == "-c" && i+1 < len(words):
+			i++
+			w = words[i]
+		case strings.HasPrefix(w, "--"):
+			w = w[2:]
+		case strings.HasPrefix(w, "-c"):
+			w = w[2:]
+		default:
+			notices = append(notices, fmt.Sprintf("the startup option %q is not taken: only -c name=value", w))
+			continue
+		}
+		name, value, ok := strings.Cut(w, "=")
+		if !ok {
+			notices = append(notices, fmt.Sprintf("the startup option %q is not taken: want name=value", w))
+			continue
+		}
+		out[name] = value
+	}
+	return out, notices
 }
 
 // reported returns the reported settings and their values.
