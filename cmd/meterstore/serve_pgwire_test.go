@@ -570,7 +570,8 @@ func canonicalCSV(s string) string {
 	return b.String()
 }
 
-// authFailures returns the sum of meterstore_http_auth_failures_total.
+// authFailures returns the sum of meterstore_http_auth_failures_total of
+// the PostgreSQL protocol.
 func authFailures(t *testing.T, d *pgDeployment) float64 {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), "GET", d.base+"/metrics", nil)
@@ -583,7 +584,7 @@ func authFailures(t *testing.T, d *pgDeployment) float64 {
 	b, _ := io.ReadAll(resp.Body)
 	var sum float64
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "meterstore_http_auth_failures_total") {
+		if strings.HasPrefix(l, "meterstore_http_auth_failures_total{") && strings.Contains(l, `protocol="postgres"`) {
 			var v float64
 			fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &v)
 			sum += v

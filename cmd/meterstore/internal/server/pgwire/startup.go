@@ -145,7 +145,7 @@ func (srv *Server) login(ctx context.Context, s *session, m *pgproto3.StartupMes
 // refuseLogin counts, logs and answers a failed login: the same answer
 // whatever was wrong, so that it tells nothing of the tokens.
 func (srv *Server) refuseLogin(ctx context.Context, s *session, reason, user, name string) error {
-	srv.metrics.AuthFailure(ctx, reason)
+	srv.metrics.AuthFailureVia(ctx, metrics.ProtocolPostgres, reason)
 	level := slog.LevelWarn
 	if reason == metrics.ReasonForbidden {
 		level = slog.LevelInfo
