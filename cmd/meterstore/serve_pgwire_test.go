@@ -549,6 +549,18 @@ WHERE "from" BETWEEN '%s' AND '%s' ORDER BY 1, 2`, from.Format(time.RFC3339), to
 			t.Errorf("psql \\copy:\n%s\nPOST /v1/query:\n%s", got, want)
 		}
 	})
+
+	// SIGTERM with a session idle: it is ended, serve exits 0 at once.
+	if code := d.p.terminate(time.Minute); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM with an idle session\n%s", code, d.p.stderr.String())
+	}
+	if _, err := conn.Exec(context.Background(), "SELECT 1"); err == nil {
+		t.Error("the idle session answers after serve's shutdown")
+	}
+	if log := d.p.stderr.String(); strings.Contains(log, d.tok) || !strings.Contains(log, `msg="serving postgres"`) ||
+		!strings.Contains(log, "postgres login refused") {
+		t.Errorf("serve's log holds the token, or no postgres service or refused login:\n%s", log)
+	}
 }
 
 // canonicalCSV renders each field of a CSV text as canonicalValue does.
