@@ -309,6 +309,16 @@ WHERE "from" >= $1 AND "from" < $2 AND malo_id = $3 ORDER BY "from"`
 		if !reflect.DeepEqual(canonical(got), canonical(paramWant)) {
 			t.Errorf("pgx with text parameters:\n%v\nwant\n%v", canonical(got), canonical(paramWant))
 		}
+		// A string compared with a decimal column, as of no type (OID 0)
+		// and as text.
+		const above = `SELECT count(*) AS n FROM power.readings WHERE value > $1`
+		want, _ := d.httpQuery(t, above, []any{"3.5"}, "application/x-ndjson")
+		for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeExec} {
+			got := pgQuery(t, conn, above, mode, "3.5")
+			if !reflect.DeepEqual(canonical(got), canonical(want)) || want[0]["n"] == json.Number("0") {
+				t.Errorf("value > '3.5' (mode %v): %v, want %v", mode, canonical(got), canonical(want))
+			}
+		}
 	})
 
 	t.Run("psycopg", func(t *testing.T) {
