@@ -82,6 +82,22 @@ func copyOptions(s string) (copyFormat, error) {
 	if len(toks) > 0 && toks[0].is("with") {
 		toks = toks[1:]
 	}
+	depth := 0
+	for _, t := range toks {
+		switch {
+		case t.quoted:
+		case t.text == "(":
+			depth++
+		case t.text == ")":
+			depth--
+		}
+		if depth < 0 || depth > 1 {
+			break
+		}
+	}
+	if depth != 0 {
+		return f, errorf(codeSyntaxError, "syntax error in COPY's options: unbalanced parentheses")
+	}
 	delimiterSet, nullSet := false, false
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
