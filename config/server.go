@@ -20,6 +20,13 @@ type Server struct {
 	// FlightListen is the host:port of the Arrow Flight SQL service;
 	// empty means none (server.flight_listen).
 	FlightListen string
+	// PgListen is the host:port of the PostgreSQL wire protocol service;
+	// empty means none (server.pg_listen).
+	PgListen string
+	// PgAllowPlaintext admits PostgreSQL sessions without TLS on an
+	// address other than loopback, behind a proxy that terminates TLS
+	// (server.pg_allow_plaintext).
+	PgAllowPlaintext bool
 	// TLSCert and TLSKey are the PEM files of the server's certificate and
 	// key, absolute; both empty means plain HTTP (server.tls_cert,
 	// server.tls_key).
@@ -123,6 +130,8 @@ var catalogName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 type rawServer struct {
 	Listen          value      `toml:"listen"`
 	FlightListen    value      `toml:"flight_listen"`
+	PgListen        value      `toml:"pg_listen"`
+	PgPlaintext     value      `toml:"pg_allow_plaintext"`
 	TLSCert         value      `toml:"tls_cert"`
 	TLSKey          value      `toml:"tls_key"`
 	AllowPlainHTTP  value      `toml:"allow_plain_http"`
@@ -223,6 +232,18 @@ func (r *reader) server(raw *rawServer) Server {
 		case ok && s.TLSCert == "" && !loopback && !s.AllowPlainHTTP:
 			r.errorf("server.flight_listen", "%q is not a loopback address, and plain gRPC would send every bearer token in the clear: "+
 				"set tls_cert and tls_key, or allow_plain_http = true behind a proxy that terminates TLS", s.FlightListen)
+		}
+	}
+	s.PgAllowPlaintext = r.boolean("server.pg_allow_plaintext", raw.PgPlaintext, false)
+	if s.PgListen = strings.TrimSpace(r.str("server.pg_listen", raw.PgListen, "")); s.PgListen != "" {
+		loopback, ok := r.listen("server.pg_listen", s.PgListen)
+		switch {
+		case ok && (s.PgListen == s.Listen || s.PgListen == s.FlightListen) && !strings.HasSuffix(s.PgListen, ":0"):
+			r.errorf("server.pg_listen", "%q is server.listen or server.flight_listen too: the PostgreSQL protocol needs an address of its own", s.PgListen)
+		case ok && s.TLSCert == "" && !loopback && !s.PgAllowPlaintext:
+			// Sessions log in with a cleartext password: the token.
+			r.errorf("server.pg_listen", "%q is not a loopback address, and a plain TCP session would send its token in the clear: "+
+				"set tls_cert and tls_key, or pg_allow_plaintext = true behind a proxy that terminates TLS", s.PgListen)
 		}
 	}
 	s.CatalogVend = r.catalogVend(raw)

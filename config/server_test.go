@@ -69,6 +69,17 @@ name = "power"
 	if !c.Server.AllowPlainHTTP {
 		t.Errorf("allow_plain_http = true read as false")
 	}
+	// The PostgreSQL protocol: loopback, or consent of its own
+	// (allow_plain_http is not it), or TLS.
+	c = mustParse(t, "[server]\nlisten = \"127.0.0.1:0\"\npg_listen = \"127.0.0.1:5433\"\n", "/srv/ms", nil)
+	if c.Server.PgListen != "127.0.0.1:5433" || c.Server.PgAllowPlaintext {
+		t.Errorf("pg_listen read as %q, pg_allow_plaintext %v", c.Server.PgListen, c.Server.PgAllowPlaintext)
+	}
+	c = mustParse(t, "[server]\nlisten = \"127.0.0.1:0\"\npg_listen = \":5433\"\npg_allow_plaintext = true\n", "/srv/ms", nil)
+	if !c.Server.PgAllowPlaintext {
+		t.Errorf("pg_allow_plaintext = true read as false")
+	}
+	mustParse(t, "[server]\nlisten = \":8443\"\npg_listen = \":5433\"\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n", "/srv/ms", nil)
 }
 
 // TestServerProblems: each mistake of a [server] section is reported with
@@ -87,6 +98,9 @@ func TestServerProblems(t *testing.T) {
 		{"plain HTTP on a public address", "[server]\nlisten = \"192.0.2.7:80\"\n", "server.listen", 2, "allow_plain_http"},
 		{"plain Flight SQL on a public address", "[server]\nflight_listen = \"192.0.2.7:8815\"\n", "server.flight_listen", 2, "plain gRPC"},
 		{"Flight SQL on the HTTP address", "[server]\nlisten = \"127.0.0.1:8080\"\nflight_listen = \"127.0.0.1:8080\"\n", "server.flight_listen", 3, "an address of its own"},
+		{"plain PostgreSQL on a public address", "[server]\npg_listen = \"192.0.2.7:5432\"\n", "server.pg_listen", 2, "pg_allow_plaintext"},
+		{"plain PostgreSQL despite allow_plain_http", "[server]\nlisten = \":8080\"\nallow_plain_http = true\npg_listen = \":5432\"\n", "server.pg_listen", 4, "in the clear"},
+		{"PostgreSQL on the HTTP address", "[server]\nlisten = \"127.0.0.1:8080\"\npg_listen = \"127.0.0.1:8080\"\n", "server.pg_listen", 3, "an address of its own"},
 		{"Flight SQL without port", "[server]\nflight_listen = \"127.0.0.1\"\n", "server.flight_listen", 2, "want host:port"},
 		{"listen without port", "[server]\nlisten = \"127.0.0.1\"\n", "server.listen", 2, "want host:port"},
 		{"listen with a bad port", "[server]\nlisten = \"127.0.0.1:http\"\n", "server.listen", 2, "want 0 to 65535"},

@@ -30,7 +30,9 @@ deployment of its own and a generated token, and measures:
     total of that day (CSV), alone for --query-for, then while the HTTP
     clients write the next day: p50/p99 latency;
   - with --large-result, one query whose answer, every reading, is much
-    larger than query.max_rows: it needs POST /v1/query to stream;
+    larger than query.max_rows: it needs POST /v1/query to stream; then
+    the same through the PostgreSQL protocol (pgx) and Flight SQL (rows/s
+    against HTTP's), and a point query's p50 latency over HTTP and pgx;
   - serve's peak RSS (VmHWM) per phase and over the run;
   - at the end, that each table holds exactly the readings acknowledged;
     otherwise the bench fails.
@@ -121,6 +123,18 @@ func printServe(w io.Writer, r *servebench.Result) {
 			fmt.Fprintf(w, "; %s", l.Error)
 		}
 		fmt.Fprintln(w)
+	}
+	if len(r.Wire) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "large result\trows\tseconds\trows/s\tvs HTTP\t\n")
+		for _, x := range r.Wire {
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%.2f\t\n", x.Protocol, x.Rows, x.Seconds, x.RowsPerSec, x.VsHTTP)
+		}
+		tw.Flush()
+	}
+	if p := r.Point; p != nil {
+		fmt.Fprintf(w, "point query, %d each in turns: p50 HTTP %.2f ms, PostgreSQL %.2f ms (x%.2f)\n", p.Queries, p.HTTPp50, p.PGp50, p.Ratio)
 	}
 	peaks := "per phase"
 	if !r.PhaseRSS {

@@ -27,7 +27,9 @@ and POST /v1/tables/{table}/readings (a CSV or JSON lines delivery, in
 atomic batches) and POST /v1/query (a SELECT, answered as CSV or JSON
 lines), with the bearer tokens of its [[server.token]] sections. With
 server.flight_listen set, the same tokens query over Arrow Flight SQL
-there (how tables are named: see docs/serving.md). GET /metrics, for
+there (how tables are named: see docs/serving.md); with server.pg_listen
+set, over the PostgreSQL wire protocol (user = a token's name, password
+= the token). GET /metrics, for
 a token with scope admin, is the Prometheus exposition of the store's
 metrics and the server's own. /iceberg is the Iceberg REST catalog
 (uri = <base>/iceberg) for tokens with scope catalog, read-only unless

@@ -39,6 +39,16 @@ const (
 	// series.Status names: inserted, present, superseded, shadowed,
 	// refused).
 	AttrOutcome = "outcome"
+	// AttrProtocol names the protocol a refused request came by:
+	// ProtocolHTTP, ProtocolFlightSQL or ProtocolPostgres.
+	AttrProtocol = "protocol"
+)
+
+// Values of the protocol attribute of refused requests.
+const (
+	ProtocolHTTP      = "http"
+	ProtocolFlightSQL = "flight_sql"
+	ProtocolPostgres  = "postgres"
 )
 
 // Values of the route and method attributes of HTTP requests that would
@@ -255,7 +265,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		"Retention sweeps that failed; the obligation they serve comes due regardless.")
 
 	m.authFailures = b.counter("meterstore.http.auth_failures", "{request}",
-		"HTTP requests refused for a missing or unknown bearer token (401) or one without the scope or table (403).", AttrReason)
+		"HTTP requests refused for a missing or unknown bearer token (401) or one without the scope or table (403), Flight SQL calls and PostgreSQL logins alike, by protocol.", AttrReason, AttrProtocol)
 	m.httpRequests = b.counter("meterstore.http.requests", "{request}",
 		"HTTP requests the server answered, by route, method and status code.", AttrRoute, AttrMethod, AttrStatus)
 	m.httpDuration = b.histogram("meterstore.http.request.duration", httpBuckets,

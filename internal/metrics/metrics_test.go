@@ -128,7 +128,8 @@ func TestInstruments(t *testing.T) {
 	m.RetentionRemoved(ctx, 7)
 	m.AuthFailure(ctx, ReasonInvalid)
 	m.AuthFailure(ctx, ReasonMissing)
-	m.AuthFailure(ctx, ReasonInvalid)
+	m.AuthFailureVia(ctx, ProtocolHTTP, ReasonInvalid)
+	m.AuthFailureVia(ctx, ProtocolPostgres, ReasonInvalid)
 	m.HTTPRequest(ctx, "/v1/status", "GET", 200, 20*time.Millisecond)
 	m.HTTPRequest(ctx, "/v1/status", "GET", 200, 30*time.Millisecond)
 	m.HTTPRequest(ctx, "", "BREW", 404, -time.Second)
@@ -187,7 +188,7 @@ func TestInstruments(t *testing.T) {
 		"meterstore.query.duration":             {"s", "histogram", []point{{table("lastgang"), 0.25, 1}}},
 		"meterstore.scan.rows":                  {"{reading}", "counter", []point{{scan("lastgang", "cold"), 20, 0}, {scan("lastgang", "hot"), 15, 0}}},
 		"meterstore.retention.removed":          {"{reference}", "counter", []point{{"", 7, 0}}},
-		"meterstore.http.auth_failures":         {"{request}", "counter", []point{{"reason=invalid", 2, 0}, {"reason=missing", 1, 0}}},
+		"meterstore.http.auth_failures":         {"{request}", "counter", []point{{"protocol=http,reason=invalid", 2, 0}, {"protocol=http,reason=missing", 1, 0}, {"protocol=postgres,reason=invalid", 1, 0}}},
 		"meterstore.http.requests":              {"{request}", "counter", []point{{req("/v1/status", "GET", "200"), 2, 0}, {req("unmatched", "_OTHER", "404"), 1, 0}}},
 		"meterstore.http.request.duration":      {"s", "histogram", []point{{req("/v1/status", "GET", "200"), 0.05, 2}}},
 		"meterstore.query.footer_cache_lookups": {"{lookup}", "counter", []point{{"outcome=hit", 2, 0}, {"outcome=miss", 1, 0}}},

@@ -261,10 +261,17 @@ func (m *Metrics) RetentionRemoved(ctx context.Context, n int64) {
 // AuthFailure records an HTTP request refused for reason: ReasonMissing,
 // ReasonInvalid or ReasonForbidden.
 func (m *Metrics) AuthFailure(ctx context.Context, reason string) {
+	m.AuthFailureVia(ctx, ProtocolHTTP, reason)
+}
+
+// AuthFailureVia records a request of protocol (ProtocolHTTP and the
+// other Protocol values) refused for reason.
+func (m *Metrics) AuthFailureVia(ctx context.Context, protocol, reason string) {
 	if m == nil {
 		return
 	}
-	m.authFailures.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrReason, reason))))
+	m.authFailures.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(
+		attribute.String(AttrReason, reason), attribute.String(AttrProtocol, protocol))))
 }
 
 // HTTPRequest records an HTTP request that route (the pattern that took

@@ -171,7 +171,7 @@ func (s *server) authenticate(ctx context.Context, method string) (context.Conte
 // refuse counts and logs a refused call, with the token's name when it is
 // known, and returns its error.
 func (s *server) refuse(ctx context.Context, code codes.Code, reason, name, method, msg string) error {
-	s.metrics.AuthFailure(ctx, reason)
+	s.metrics.AuthFailureVia(ctx, metrics.ProtocolFlightSQL, reason)
 	remote := ""
 	if p, ok := peer.FromContext(ctx); ok {
 		remote = p.Addr.String()

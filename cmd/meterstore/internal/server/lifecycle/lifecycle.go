@@ -1,9 +1,10 @@
 // Package lifecycle runs what meterstore serve answers, from its
-// listeners to its exit: it listens (HTTP and Flight SQL, with TLS when
+// listeners to its exit: it listens (HTTP, Flight SQL and the PostgreSQL
+// protocol, with TLS when
 // configured) before the deployment opens, so that an address in use or
 // an unreadable key fails at once, before a private PostgreSQL is started
-// for nothing; then it runs the HTTP API (httpapi), Flight SQL (flightapi)
-// and the maintenance loop as the actors of one group, which stops them
+// for nothing; then it runs the HTTP API (httpapi), Flight SQL
+// (flightapi), the PostgreSQL protocol (pgwire) and the maintenance loop as the actors of one group, which stops them
 // all, each within server.shutdown_timeout, when the command's context
 // ends (the first SIGTERM or SIGINT) or one of them fails. A second signal
 // ends the process at once.
@@ -31,8 +32,9 @@ import (
 type Options struct {
 	// Logger receives what the server logs; nil logs nothing.
 	Logger *slog.Logger
-	// Out receives a line per address served, "serving http://..." and
-	// "serving flight sql grpc://...", for whoever started the process;
+	// Out receives a line per address served, "serving http://...",
+	// "serving flight sql grpc://..." and "serving postgres
+	// postgres://...", for whoever started the process;
 	// nil writes them nowhere.
 	Out io.Writer
 	// AtOnce, if set, is called on a second SIGTERM or SIGINT, the first
@@ -50,6 +52,7 @@ type Server struct {
 	tls *tls.Config  // nil: plain HTTP and gRPC
 	ln  net.Listener // server.listen
 	fln net.Listener // server.flight_listen; nil when it is empty
+	pln net.Listener // server.pg_listen; nil when it is empty
 	// meters record the store's instruments and the server's own, which
 	// GET /metrics exposes (exposition).
 	meters     *sdkmetric.MeterProvider
@@ -59,7 +62,8 @@ type Server struct {
 }
 
 // New makes the server of cfg: it watches for a second signal, loads the
-// TLS key pair and listens on server.listen and server.flight_listen.
+// TLS key pair and listens on server.listen, server.flight_listen and
+// server.pg_listen.
 func New(cfg *config.Config, o Options) (_ *Server, err error) {
 	log := o.Logger
 	if log == nil {
@@ -89,6 +93,11 @@ func New(cfg *config.Config, o Options) (_ *Server, err error) {
 			return nil, fmt.Errorf("serve: server.flight_listen: %w", err)
 		}
 	}
+	if sc.PgListen != "" {
+		if sv.pln, err = net.Listen("tcp", sc.PgListen); err != nil {
+			return nil, fmt.Errorf("serve: server.pg_listen: %w", err)
+		}
+	}
 	if sv.meters, sv.exposition, err = httpapi.Prometheus(); err != nil {
 		return nil, err
 	}
@@ -108,6 +117,9 @@ func (sv *Server) Close(ctx context.Context) {
 	}
 	if sv.fln != nil {
 		sv.fln.Close()
+	}
+	if sv.pln != nil {
+		sv.pln.Close()
 	}
 	if sv.ln != nil {
 		sv.ln.Close()

@@ -14,12 +14,14 @@ import (
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/flightapi"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/httpapi"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/pgwire"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/store"
 )
 
 // Run serves s until ctx ends or a part fails: the HTTP API on
-// server.listen, Flight SQL on server.flight_listen when set, and the
+// server.listen, Flight SQL on server.flight_listen and the PostgreSQL
+// protocol on server.pg_listen when set, and the
 // maintenance loop of the configuration. Then it stops each, letting the
 // requests, calls and maintenance cycle in flight finish within
 // server.shutdown_timeout, and returns what went wrong.
@@ -46,6 +48,14 @@ func (sv *Server) Run(ctx context.Context, s *store.Store) error {
 			return err
 		}
 	}
+	var pg *pgwire.Server
+	if sv.pln != nil {
+		if pg, err = pgwire.New(s, pgwire.Options{Tokens: sc.Tokens, TLS: sv.tls, AllowPlaintext: sc.PgAllowPlaintext,
+			MaxConcurrentQueries: sc.MaxConcurrentRequests, StartupTimeout: min(sc.ReadTimeout, 10*time.Second),
+			Meters: sv.meters, Logger: log}); err != nil {
+			return err
+		}
+	}
 	g := &group{stopping: func() {
 		log.Info("shutting down", "timeout", config.Duration(sc.ShutdownTimeout).String())
 	}}
@@ -55,6 +65,9 @@ func (sv *Server) Run(ctx context.Context, s *store.Store) error {
 	g.add(sv.maintenance(s.MaintenanceFor(sv.cfg).OnCycle(sv.logCycle).Start(context.WithoutCancel(ctx))))
 	if fg != nil {
 		g.add(sv.flight(fg))
+	}
+	if pg != nil {
+		g.add(sv.postgres(pg))
 	}
 	return g.run()
 }
@@ -192,6 +205,33 @@ func (sv *Server) flight(g *grpc.Server) (execute, interrupt func() error) {
 				g.Stop()
 				return fmt.Errorf("serve: Flight SQL calls still in flight after server.shutdown_timeout %v", config.Duration(timeout))
 			}
+		}
+}
+
+// postgres is the actor of the PostgreSQL protocol service srv on
+// server.pg_listen: its interrupt ends the idle sessions and lets the
+// statements running finish within server.shutdown_timeout, then ends
+// them. A failure to serve is logged and stops nothing else. It says
+// where it serves as soon as it is added.
+func (sv *Server) postgres(srv *pgwire.Server) (execute, interrupt func() error) {
+	fmt.Fprintf(sv.o.Out, "serving postgres postgres://%s\n", sv.pln.Addr())
+	sv.log.Info("serving postgres", "address", sv.pln.Addr().String(), "tls", sv.tls != nil)
+	stopped := make(chan struct{})
+	return func() error {
+			if err := srv.Serve(sv.pln); err != nil && !errors.Is(err, pgwire.ErrServerClosed) {
+				sv.log.Error("postgres: serving stopped", "err", err)
+			}
+			<-stopped
+			return nil
+		}, func() error {
+			defer close(stopped)
+			ctx, cancel := context.WithTimeout(context.Background(), sv.cfg.Server.ShutdownTimeout)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil {
+				return fmt.Errorf("serve: PostgreSQL statements still running after server.shutdown_timeout %v: %w",
+					config.Duration(sv.cfg.Server.ShutdownTimeout), err)
+			}
+			return nil
 		}
 }
 

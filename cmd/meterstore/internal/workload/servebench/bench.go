@@ -157,6 +157,10 @@ type Result struct {
 	Ingest   []Ingest  `json:"ingest"`  // Write, HTTP alone, HTTP under query load
 	Queries  []Queries `json:"queries"` // alone, under ingest load
 	Large    *Large    `json:"large_result,omitempty"`
+	// Wire is the large result through each protocol, with LargeResult;
+	// Point a point query's latency over HTTP and the PostgreSQL protocol.
+	Wire  []Wire `json:"wire,omitempty"`
+	Point *Point `json:"point_query,omitempty"`
 	// IdleRSS is serve's peak resident set once it serves, before the
 	// first request; PeakRSS its peak over the whole run.
 	IdleRSS int64 `json:"serve_idle_rss_bytes"`
@@ -209,7 +213,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, step := range []func(context.Context) error{r.firstDay, r.queriesAlone, r.secondDay, r.largeResult, r.count} {
+	for _, step := range []func(context.Context) error{r.firstDay, r.queriesAlone, r.secondDay, r.largeResult, r.count, r.wire} {
 		if err := step(ctx); err != nil {
 			return r.res, err
 		}

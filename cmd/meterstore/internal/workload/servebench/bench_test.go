@@ -63,6 +63,16 @@ func TestRun(t *testing.T) {
 	} else if l.Status != 413 || err == nil || !strings.Contains(err.Error(), "stream") {
 		t.Errorf("large result: status %d, error %v", l.Status, err)
 	}
+	// The same rows through the PostgreSQL protocol and Flight SQL, and
+	// a point query over both.
+	if len(res.Wire) != 3 || res.Point == nil || res.Point.PGp50 <= 0 || res.Point.HTTPp50 <= 0 {
+		t.Errorf("the large result over the protocols: %+v, point query %+v", res.Wire, res.Point)
+	}
+	for _, w := range res.Wire {
+		if w.Rows != res.Counts[1].Stored || w.RowsPerSec <= 0 {
+			t.Errorf("%s: %d rows of %d stored, %.0f rows/s", w.Protocol, w.Rows, res.Counts[1].Stored, w.RowsPerSec)
+		}
+	}
 	day := res.Readings
 	if day != (200+6)*96 || res.Batches != 11 {
 		t.Errorf("%d readings in %d batches a day", day, res.Batches)

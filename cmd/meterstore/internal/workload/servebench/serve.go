@@ -52,6 +52,8 @@ max_rows = %d
 
 [server]
 listen = "127.0.0.1:0"
+flight_listen = "127.0.0.1:0"
+pg_listen = "127.0.0.1:0"
 
 [[server.token]]
 name = "bench"
@@ -81,8 +83,11 @@ width = "daily"
 
 // server is a running meterstore serve, a child process.
 type server struct {
-	cmd    *exec.Cmd
-	base   string // http://127.0.0.1:port
+	cmd  *exec.Cmd
+	base string // http://127.0.0.1:port
+	// others are the other addresses it says it serves: "flight sql"
+	// and "postgres", each host:port, once said.
+	others chan [2]string
 	logs   string // the file its stderr goes to
 	exited chan struct{}
 	err    error // of Wait, once exited is closed
@@ -112,12 +117,19 @@ func startServer(ctx context.Context, bin, cfgPath string, timeout time.Duration
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("servebench: start %s serve: %w", bin, err)
 	}
-	s := &server{cmd: cmd, logs: logs, exited: make(chan struct{})}
+	s := &server{cmd: cmd, logs: logs, exited: make(chan struct{}), others: make(chan [2]string, 2)}
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "serving "); ok {
+			a, ok := strings.CutPrefix(sc.Text(), "serving ")
+			switch {
+			case !ok:
+			case strings.HasPrefix(a, "flight sql grpc://"):
+				s.others <- [2]string{"flight sql", strings.TrimPrefix(a, "flight sql grpc://")}
+			case strings.HasPrefix(a, "postgres postgres://"):
+				s.others <- [2]string{"postgres", strings.TrimPrefix(a, "postgres postgres://")}
+			default:
 				select {
 				case addr <- a:
 				default:
