@@ -14,6 +14,7 @@ import (
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/flightapi"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/httpapi"
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/pgcatalog"
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/pgwire"
 	"github.com/meterstore/meterstore/config"
 	"github.com/meterstore/meterstore/store"
@@ -50,9 +51,14 @@ func (sv *Server) Run(ctx context.Context, s *store.Store) error {
 	}
 	var pg *pgwire.Server
 	if sv.pln != nil {
+		var cat pgwire.Catalog // nil, never a nil *pgcatalog.Catalog
+		if c := pgCatalog(ctx, s, log); c != nil {
+			defer c.Close()
+			cat = c
+		}
 		if pg, err = pgwire.New(s, pgwire.Options{Tokens: sc.Tokens, TLS: sv.tls, AllowPlaintext: sc.PgAllowPlaintext,
 			MaxConcurrentQueries: sc.MaxConcurrentRequests, StartupTimeout: min(sc.ReadTimeout, 10*time.Second),
-			Meters: sv.meters, Logger: log}); err != nil {
+			Catalog: cat, Meters: sv.meters, Logger: log}); err != nil {
 			return err
 		}
 	}
@@ -70,6 +76,19 @@ func (sv *Server) Run(ctx context.Context, s *store.Store) error {
 		g.add(sv.postgres(pg))
 	}
 	return g.run()
+}
+
+// pgCatalog opens the catalog the PostgreSQL protocol answers psql's \dt,
+// pgjdbc's getTables and the like from: a shape database in s's cluster.
+// Where it cannot be opened (the store's role may not create it) the
+// server runs without one, nil, and such statements are refused.
+func pgCatalog(ctx context.Context, s *store.Store, log *slog.Logger) *pgcatalog.Catalog {
+	c, err := pgcatalog.Open(ctx, s, pgcatalog.Options{User: pgwire.User, Logger: log})
+	if err != nil {
+		log.Warn("postgres: catalog statements are refused", "err", err)
+		return nil
+	}
+	return c
 }
 
 // untilDone is the actor that returns when ctx ends: the first SIGTERM or

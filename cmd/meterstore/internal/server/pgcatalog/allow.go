@@ -33,7 +33,7 @@ var catalogFuncs = set(
 // token.
 
 // sessionUser are the words that name the session's user: the Catalog
-// answers them with the user the protocol server says (WithUser), since
+// answers them with the user the protocol server says (Options.User), since
 // the statement runs as the reader role.
 var sessionUser = set("current_user", "session_user", "current_role", "user")
 

@@ -113,7 +113,22 @@ func collect(t *testing.T, c *Catalog, sql string, params ...string) (cols []str
 	return collectAs(t, t.Context(), c, sql, params...)
 }
 
-// collectAs is collect with the context ctx (WithUser).
+// testUserKey is the context key of withTestUser's user.
+type testUserKey struct{}
+
+// withTestUser returns ctx carrying user for testUser, as the protocol
+// server's context carries its session's.
+func withTestUser(ctx context.Context, user string) context.Context {
+	return context.WithValue(ctx, testUserKey{}, user)
+}
+
+// testUser is an Options.User: the user of withTestUser.
+func testUser(ctx context.Context) (string, bool) {
+	u, ok := ctx.Value(testUserKey{}).(string)
+	return u, ok
+}
+
+// collectAs is collect with the context ctx (withTestUser).
 func collectAs(t *testing.T, ctx context.Context, c *Catalog, sql string, params ...string) (cols []string, rows [][]string, tag string, err error) {
 	t.Helper()
 	var ps [][]byte

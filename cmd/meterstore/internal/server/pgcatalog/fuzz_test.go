@@ -24,13 +24,14 @@ func FuzzAnalyse(f *testing.F) {
 	}
 	f.Add("SELECT version(), pg_catalog.version() FROM pg_class WHERE relname = E'\\'' /* /* */ */ -- x")
 	f.Add("SELECT $a$ $$ $a$, U&'\\0041' UESCAPE '!', u&\"x\", x'ff', 1.5e-3, .5, $1::regclass")
-	c := &Catalog{schemas: testSchemas, version: "PostgreSQL 15 (MeterStore x)"}
+	c := &Catalog{schemas: testSchemas, version: "PostgreSQL 15 (MeterStore x)",
+		o: Options{User: func(context.Context) (string, bool) { return "o'user", true }}}
 	f.Fuzz(func(t *testing.T, sql string) {
 		r := analyse(sql, testSchemas)
 		if !r.handled() {
 			return
 		}
-		text, err := c.text(WithUser(context.Background(), "o'user"), sql)
+		text, err := c.text(context.Background(), sql)
 		if err != nil {
 			t.Fatalf("Handles takes %q, text refuses it: %v", sql, err)
 		}

@@ -39,6 +39,12 @@ import (
 
 // Options configure a Catalog; the zero value takes the defaults.
 type Options struct {
+	// User returns the session's user, the token's name, from the context
+	// a statement is Run or Described with: current_user, session_user,
+	// current_role and user answer it. Nil, or false from it, a statement
+	// that names them is refused: the catalog runs as its own role, whose
+	// name is not the session's.
+	User func(context.Context) (string, bool)
 	// Database is the shape database; empty, the store's database with
 	// _shape appended.
 	Database string

@@ -9,22 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
-// userKey is the context key of the session's user (WithUser).
-type userKey struct{}
-
-// WithUser returns ctx carrying the session's user, the token's name,
-// which current_user, session_user, current_role and user answer in a
-// statement Run or Describe takes with it. Without it a statement that
-// names them is refused: the catalog runs as its own role, whose name
-// would not be the session's.
-func WithUser(ctx context.Context, user string) context.Context {
-	return context.WithValue(ctx, userKey{}, user)
-}
-
 // text returns the statement to send for sql, or why it is refused: the
 // same analysis as Handles, with its calls of version() answered by
 // MeterStore's version (see meterstoreVersion) and its references to the
-// session's user by the user of ctx (WithUser).
+// session's user by the user Options.User finds in ctx.
 func (c *Catalog) text(ctx context.Context, sql string) (string, error) {
 	r := analyse(sql, c.schemas)
 	if err := r.refusal(); err != nil {
@@ -33,7 +21,11 @@ func (c *Catalog) text(ctx context.Context, sql string) (string, error) {
 	if len(r.answered) == 0 {
 		return sql, nil
 	}
-	user, known := ctx.Value(userKey{}).(string)
+	var user string
+	var known bool
+	if c.o.User != nil {
+		user, known = c.o.User(ctx)
+	}
 	var b strings.Builder
 	at := 0
 	for _, sp := range r.answered {

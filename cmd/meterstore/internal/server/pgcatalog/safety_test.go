@@ -98,7 +98,7 @@ func TestReaderRole(t *testing.T) {
 // ServerVersion.
 func TestSession(t *testing.T) {
 	s := openStore(t, pgtest.NewDB(t), "power")
-	c := openCatalog(t, s, Options{Version: "1.2.3"})
+	c := openCatalog(t, s, Options{Version: "1.2.3", User: testUser})
 	ps, err := s.PostgresServer(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestSession(t *testing.T) {
 			t.Errorf("%s: %q %q, want a version starting %q", sql, cols, rows, want)
 		}
 	}
-	cols, rows, _, err := collectAs(t, WithUser(t.Context(), "reporting"), c,
+	cols, rows, _, err := collectAs(t, withTestUser(t.Context(), "reporting"), c,
 		"SELECT current_database(), current_schema(), current_user, session_user, user, current_role, current_catalog")
 	if err != nil {
 		t.Fatal(err)

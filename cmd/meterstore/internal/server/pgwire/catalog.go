@@ -4,17 +4,35 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/auth"
+	"github.com/meterstore/meterstore/config"
 )
 
-// mayKey is the context key of the session token's table check.
-type mayKey struct{}
+// sessionKey is the context key of the session a Catalog statement runs
+// for (withSession).
+type sessionKey struct{}
+
+// withSession returns ctx carrying the session's token, which MayRead and
+// User answer from.
+func (s *session) withSession(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sessionKey{}, s.tok)
+}
 
 // MayRead reports whether the session whose statement ctx belongs to may
 // read table: a Catalog shows a token limited to some tables only those,
 // as the store's system tables do. It is true outside a session.
 func MayRead(ctx context.Context, table string) bool {
-	may, ok := ctx.Value(mayKey{}).(func(string) bool)
-	return !ok || may(table)
+	tok, ok := ctx.Value(sessionKey{}).(config.Token)
+	return !ok || auth.MayTouch(tok, table)
+}
+
+// User returns the user of the session whose statement ctx belongs to,
+// its token's name, which a Catalog answers current_user with; false
+// outside a session.
+func User(ctx context.Context) (string, bool) {
+	tok, ok := ctx.Value(sessionKey{}).(config.Token)
+	return tok.Name, ok
 }
 
 // A Catalog answers the introspection statements clients send (pg_catalog

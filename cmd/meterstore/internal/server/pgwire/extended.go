@@ -208,7 +208,7 @@ func (s *session) started(pt *portal) *cursor {
 func (s *session) describeStatement(p *prepared) ([]uint32, []pgproto3.FieldDescription, error) {
 	switch p.kind {
 	case kindCatalog:
-		ctx, cancel := context.WithCancel(context.WithValue(context.Background(), mayKey{}, s.options(nil).May))
+		ctx, cancel := context.WithCancel(s.withSession(context.Background()))
 		defer cancel()
 		return s.srv.o.Catalog.Describe(ctx, p.sql, p.paramOIDs)
 	case kindEmpty:

@@ -9,7 +9,8 @@ import (
 )
 
 // local runs a session statement and returns its answer as a cursor:
-// SET, RESET, SHOW, the transaction block's statements, DISCARD and
+// SET, RESET, SHOW, the transaction block's statements and savepoints
+// (savepoint.go), DISCARD and
 // DEALLOCATE. It changes the session at once, as it is run from the
 // connection's goroutine.
 func (s *session) local(sql string) *cursor {
@@ -35,10 +36,17 @@ func (s *session) local(sql string) *cursor {
 	case "commit", "end":
 		return s.commit()
 	case "rollback", "abort":
-		if len(toks) > 1 && (toks[1].is("to") || len(toks) > 2 && toks[2].is("to")) {
-			return failed(errorf(codeFeatureNotSupported, "savepoints are not supported: statements are read-only"))
+		switch {
+		case len(toks) > 1 && toks[1].is("to"):
+			return s.rollbackTo(toks[2:])
+		case len(toks) > 2 && (toks[1].is("work") || toks[1].is("transaction")) && toks[2].is("to"):
+			return s.rollbackTo(toks[3:])
 		}
 		return s.rollback()
+	case "savepoint":
+		return s.savepoint(toks[1:])
+	case "release":
+		return s.release(toks[1:])
 	case "discard":
 		return s.discard(toks[1:])
 	case "deallocate":
@@ -263,6 +271,7 @@ func (s *session) endBlock() {
 	s.settings.endBlock()
 	s.reportChanges(before)
 	s.tx = txIdle
+	s.savepoints = nil
 	for name := range s.portals {
 		s.closePortal(name)
 	}

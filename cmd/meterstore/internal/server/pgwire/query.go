@@ -98,9 +98,9 @@ func (s *session) start(k kind, sql string, params [][]byte, oids []uint32, para
 	case kindCopy:
 		return failed(errorf(codeFeatureNotSupported, "COPY runs in the simple query protocol only"))
 	case kindCatalog:
-		cat, may := s.srv.o.Catalog, s.options(nil).May
+		cat := s.srv.o.Catalog
 		return s.run(func(ctx context.Context, header func([]pgproto3.FieldDescription) error, row func([][]byte) error) (string, error) {
-			return cat.Run(context.WithValue(ctx, mayKey{}, may), sql, params, oids, paramFormats, resultFormats, header, row)
+			return cat.Run(s.withSession(ctx), sql, params, oids, paramFormats, resultFormats, header, row)
 		})
 	}
 	vals, err := decodeParams(newParamMap(), oids, paramFormats, params)

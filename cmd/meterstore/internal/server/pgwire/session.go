@@ -36,8 +36,10 @@ type session struct {
 
 	settings *settings
 	tx       byte
-	stmts    map[string]*prepared
-	portals  map[string]*portal
+	// savepoints are the transaction block's, oldest first.
+	savepoints []savepoint
+	stmts      map[string]*prepared
+	portals    map[string]*portal
 	// skipping is true after an error in the extended protocol: messages
 	// are discarded until Sync.
 	skipping bool
