@@ -323,7 +323,7 @@ WHERE "from" >= $1 AND "from" < $2 AND malo_id = $3 ORDER BY "from"`
 
 	t.Run("psycopg", func(t *testing.T) {
 		if err := exec.Command("python3", "-c", "import psycopg").Run(); err != nil {
-			t.Skip("python3 with psycopg 3 is not installed (.ci/run installs it)")
+			clientMissing(t, "python3 with psycopg 3 is not installed (.ci/run installs it)")
 		}
 		host, port, _ := net.SplitHostPort(d.pgAddr)
 		out, err := exec.CommandContext(t.Context(), "python3", "testdata/serve_pg_psycopg.py", host, port, "reporting", d.tok,
@@ -349,10 +349,10 @@ WHERE "from" >= $1 AND "from" < $2 AND malo_id = $3 ORDER BY "from"`
 			jar = filepath.Join(home, ".m2/repository/org/postgresql/postgresql/42.7.14/postgresql-42.7.14.jar")
 		}
 		if _, err := os.Stat(jar); err != nil {
-			t.Skip("pgjdbc's jar is not there (MS_PGJDBC_JAR, or Maven's repository): ", err)
+			clientMissing(t, "pgjdbc's jar is not there (MS_PGJDBC_JAR, or Maven's repository): "+err.Error())
 		}
 		if _, err := exec.LookPath("java"); err != nil {
-			t.Skip("java is not installed")
+			clientMissing(t, "java is not installed")
 		}
 		out, err := exec.CommandContext(t.Context(), "java", "-cp", jar, "testdata/ServePgJdbc.java",
 			"jdbc:postgresql://"+d.pgAddr+"/meterstore?sslmode=disable", "reporting", d.tok,
@@ -538,7 +538,7 @@ WHERE "from" BETWEEN '%s' AND '%s' ORDER BY 1, 2`, from.Format(time.RFC3339), to
 
 	t.Run("psql", func(t *testing.T) {
 		if _, err := exec.LookPath("psql"); err != nil {
-			t.Skip("psql is not installed")
+			clientMissing(t, "psql is not installed")
 		}
 		host, port, _ := net.SplitHostPort(d.pgAddr)
 		psql := func(args ...string) string {
@@ -560,6 +560,58 @@ WHERE "from" BETWEEN '%s' AND '%s' ORDER BY 1, 2`, from.Format(time.RFC3339), to
 		}
 	})
 
+	// The catalog: the client programs of testdata/pgclients list the
+	// tables and columns as PostgreSQL lists tables of their shapes, and
+	// read a series across the tiers as POST /v1/query does.
+	t.Run("catalog", func(t *testing.T) {
+		host, port, _ := net.SplitHostPort(d.pgAddr)
+		env := append(os.Environ(), "PGHOST="+host, "PGPORT="+port, "PGUSER=reporting", "PGPASSWORD="+d.tok,
+			"PGDATABASE=meterstore", "PGSSLMODE=disable", "MS_PG_FROM="+d.cold.Format(time.RFC3339), "MS_PG_MALO="+malo)
+		rows, _ := d.httpQuery(t, `SELECT malo_id, "from", value FROM power.readings WHERE "from" >= $1 AND malo_id = $2 ORDER BY "from"`,
+			[]any{d.cold.Format(time.RFC3339), malo}, "application/x-ndjson")
+		if len(rows) < 2*96 {
+			t.Fatalf("POST /v1/query: %d rows of the series, want both days'", len(rows))
+		}
+		run := func(t *testing.T, want []string, name string, args ...string) {
+			t.Helper()
+			cmd := exec.CommandContext(t.Context(), name, args...)
+			cmd.Dir, cmd.Env = filepath.Join("testdata", "pgclients"), env
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s %s: %v\n%s", name, args, err, out)
+			}
+			for _, w := range want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("%s: no %q in\n%s", name, w, out)
+				}
+			}
+		}
+		t.Run("psql", func(t *testing.T) {
+			if _, err := exec.LookPath("psql"); err != nil {
+				clientMissing(t, "psql is not installed")
+			}
+			run(t, []string{" gas    | ", " power  | ", " power  | readings          | table |",
+				`Table "power.readings"`, " from          | timestamp with time zone |", " value         | numeric(18,6)            |"},
+				"bash", "psql.sh")
+		})
+		t.Run("sqlalchemy", func(t *testing.T) {
+			if err := exec.Command("python3", "-c", "import psycopg, sqlalchemy, pandas").Run(); err != nil {
+				clientMissing(t, "python3 with psycopg, sqlalchemy and pandas is not installed (.ci/run installs them)")
+			}
+			run(t, []string{"schemas ['gas', 'information_schema', 'power', 'system']",
+				"tables ['completeness', 'readings', 'readings_versions']", "column value NUMERIC(18, 6)",
+				fmt.Sprintf("frame ['malo_id', 'from', 'value'] %d\n", len(rows))}, "python3", "sqlalchemy_client.py")
+		})
+		t.Run("pgjdbc", func(t *testing.T) {
+			jar := os.Getenv("MS_PGJDBC_JAR")
+			if jar == "" {
+				clientMissing(t, "MS_PGJDBC_JAR is not set (.ci/pgjdbc.sh fetches pgjdbc)")
+			}
+			run(t, []string{"schema power\n", "table power.readings TABLE\n", "column from timestamptz 93 5\n",
+				"result column from timestamptz\n", fmt.Sprintf("rows %d\n", len(rows))}, "java", "-cp", jar, "Jdbc.java")
+		})
+	})
+
 	// SIGTERM with a session idle: it is ended, serve exits 0 at once.
 	if code := d.p.terminate(time.Minute); code != 0 {
 		t.Errorf("serve exited %d after SIGTERM with an idle session\n%s", code, d.p.stderr.String())
@@ -571,6 +623,16 @@ WHERE "from" BETWEEN '%s' AND '%s' ORDER BY 1, 2`, from.Format(time.RFC3339), to
 		!strings.Contains(log, "postgres login refused") {
 		t.Errorf("serve's log holds the token, or no postgres service or refused login:\n%s", log)
 	}
+}
+
+// clientMissing fails t in CI, where .ci/run installs every client, and
+// skips it elsewhere.
+func clientMissing(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
 
 // canonicalCSV renders each field of a CSV text as canonicalValue does.

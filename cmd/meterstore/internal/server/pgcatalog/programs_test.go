@@ -14,11 +14,21 @@ import (
 // pgclients holds the client programs (cmd/meterstore/testdata/pgclients).
 var pgclients = filepath.Join("..", "..", "..", "testdata", "pgclients")
 
+// clientMissing fails t in CI, where .ci/run installs every client, and
+// skips it elsewhere.
+func clientMissing(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
 // TestClientPrograms points the client programs at the shape database
 // itself, as its owner: PostgreSQL's answers to psql, psycopg 3,
 // SQLAlchemy with pandas and pgjdbc for the shapes of a store of two
 // tables, which serve's wire protocol must give too. A program whose
-// client is not installed is skipped (.ci/run installs them all).
+// client is not installed is skipped, outside CI.
 func TestClientPrograms(t *testing.T) {
 	s := openStore(t, pgtest.NewDB(t), "power", "gas")
 	c := openCatalog(t, s, Options{})
@@ -32,7 +42,7 @@ func TestClientPrograms(t *testing.T) {
 	run := func(t *testing.T, want []string, name string, args ...string) {
 		t.Helper()
 		if _, err := exec.LookPath(name); err != nil {
-			t.Skipf("%s is not installed", name)
+			clientMissing(t, name+" is not installed")
 		}
 		cmd := exec.CommandContext(t.Context(), name, args...)
 		cmd.Dir, cmd.Env = dir, env
@@ -58,7 +68,7 @@ func TestClientPrograms(t *testing.T) {
 	})
 	python := func(t *testing.T, modules string) {
 		if err := exec.Command("python3", "-c", "import "+modules).Run(); err != nil {
-			t.Skipf("python3 with %s is not installed (.ci/run installs them)", modules)
+			clientMissing(t, "python3 with "+modules+" is not installed (.ci/run installs them)")
 		}
 	}
 	t.Run("psycopg", func(t *testing.T) {
@@ -76,7 +86,7 @@ func TestClientPrograms(t *testing.T) {
 	t.Run("pgjdbc", func(t *testing.T) {
 		jar := os.Getenv("MS_PGJDBC_JAR")
 		if jar == "" {
-			t.Skip("MS_PGJDBC_JAR is not set (.ci/pgjdbc.sh fetches pgjdbc)")
+			clientMissing(t, "MS_PGJDBC_JAR is not set (.ci/pgjdbc.sh fetches pgjdbc)")
 		}
 		run(t, []string{
 			"schema gas\n", "schema power\n", "schema system\n",
