@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
 // A typed read selects its rows on the encoded values of malo_id and
@@ -65,76 +64,32 @@ func (g groupRead) match(col int, ranges []rowRange, want string) ([]rowRange, e
 // values of the pages that hold them; errUnfiltered if a page is encoded
 // otherwise than PLAIN or by dictionary.
 func (g groupRead) matchEncoded(col int, ranges []rowRange, want []byte) ([]rowRange, error) {
-	cc, err := g.meta.ColumnChunk(col)
-	if err != nil {
-		return nil, err
-	}
-	if cc.CryptoMetadata() != nil {
-		return nil, fmt.Errorf("column %s is encrypted", g.schema.Column(col).Name())
-	}
-	pr, s, err := g.pages.reader(g.r, cc.Compression(), g.idx.cols[col], ranges)
-	if err != nil || pr == nil {
-		return nil, err
-	}
-	defer g.pages.put(pr)
-	name := g.schema.Column(col).Name()
 	c := runCollector{want: ranges}
 	index, dict := int64(-1), false
-	k := 0
-	for pr.Next() {
-		var (
-			vals    []byte
-			n, rows int64
-		)
-		switch pg := pr.Page().(type) {
-		case *file.DictionaryPage:
-			if index, err = dictIndex(pg.Data(), int64(pg.NumValues()), want); err != nil {
-				return nil, fmt.Errorf("column %s: dictionary page: %w", name, err)
-			}
-			dict = true
-			continue
-		case *file.DataPageV1:
-			vals, n, rows = pg.Data(), int64(pg.NumValues()), int64(pg.NumValues())
-		case *file.DataPageV2:
-			lv := int64(pg.DefinitionLevelByteLen()) + int64(pg.RepetitionLevelByteLen())
-			if lv > int64(len(pg.Data())) {
-				return nil, fmt.Errorf("column %s: levels of %d bytes in a page of %d", name, lv, len(pg.Data()))
-			}
-			vals, n, rows = pg.Data()[lv:], int64(pg.NumValues()), int64(pg.NumRows())
-		default:
-			return nil, fmt.Errorf("column %s: a page of type %T", name, pg)
-		}
-		if k == len(s.sel) {
-			return nil, fmt.Errorf("column %s: more pages than the offset index placed", name)
-		}
-		p := s.sel[k]
-		k++
-		if n != rows || rows != p.end-p.first {
-			return nil, fmt.Errorf("column %s: a page of %d values in %d rows, the offset index says %d rows", name, n, rows, p.end-p.first)
-		}
+	err := g.eachPage(col, ranges, func(vals []byte, n int64) error {
+		var err error
+		dict = true
+		index, err = dictIndex(vals, n, want)
+		return err
+	}, func(p pageLoc, vals []byte, enc parquet.Encoding) error {
 		c.base = p.first
-		switch parquet.Encoding(pr.Page().Encoding()) {
+		n := p.end - p.first
+		switch enc {
 		case parquet.Encodings.Plain:
-			err = matchPlain(vals, n, want, c.add)
+			return matchPlain(vals, n, want, c.add)
 		case parquet.Encodings.RLEDict, parquet.Encodings.PlainDict:
 			if !dict {
-				return nil, fmt.Errorf("column %s: a dictionary-encoded page without a dictionary", name)
+				return errors.New("a dictionary-encoded page without a dictionary")
 			}
-			if index >= 0 { // else no row of the page holds want
-				err = matchIndices(vals, n, index, c.add)
+			if index < 0 { // no row of the page holds want
+				return nil
 			}
-		default:
-			return nil, errUnfiltered
+			return matchIndices(vals, n, index, c.add)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("column %s: page of rows %d to %d: %w", name, p.first, p.end, err)
-		}
-	}
-	if err := pr.Err(); err != nil {
-		return nil, fmt.Errorf("column %s: %w", name, err)
-	}
-	if k != len(s.sel) {
-		return nil, fmt.Errorf("column %s: %d pages read, the offset index placed %d", name, k, len(s.sel))
+		return errUnfiltered
+	})
+	if err != nil {
+		return nil, err
 	}
 	return c.out, nil
 }
@@ -206,75 +161,22 @@ func matchPlain(b []byte, n int64, want []byte, add func(from, to int64)) error 
 }
 
 // matchIndices calls add with every run of the n dictionary indices of b
-// (a bit width, then runs of the RLE/bit-packing hybrid) that equal want.
-// An RLE run is decided at once; a bit-packed one index by index.
+// (see eachRun) that equal want: an RLE run is decided at once, a
+// bit-packed one index by index.
 func matchIndices(b []byte, n, want int64, add func(from, to int64)) error {
-	if len(b) == 0 {
-		return errors.New("no bit width")
-	}
-	bw := int(b[0])
-	if bw > 32 {
-		return fmt.Errorf("indices of %d bits", bw)
-	}
-	b = b[1:]
-	for i := int64(0); i < n; {
-		h, m := binary.Uvarint(b)
-		if m <= 0 {
-			return fmt.Errorf("index %d: a run header that does not parse", i)
-		}
-		b = b[m:]
-		if h>>1 == 0 {
-			return fmt.Errorf("index %d: an empty run", i)
-		}
-		if h&1 == 0 { // an RLE run: one index, repeated
-			nb := (bw + 7) / 8
-			if len(b) < nb {
-				return fmt.Errorf("index %d: a run's value of %d bytes, %d left", i, nb, len(b))
+	return eachRun(b, n, func(r indexRun) {
+		if r.packed == nil {
+			if r.v == uint64(want) {
+				add(r.i, r.i+r.n)
 			}
-			var v uint64
-			for k := range nb {
-				v |= uint64(b[k]) << (8 * k)
-			}
-			b = b[nb:]
-			cnt := int64(min(h>>1, uint64(n-i)))
-			if int64(v) == want {
-				add(i, i+cnt)
-			}
-			i += cnt
-			continue
+			return
 		}
-		// Bit-packed: groups of eight indices, bw bytes a group; the last
-		// run of a page may end early.
-		groups := int64(min(h>>1, uint64(n)))
-		cnt := min(groups*8, n-i)
-		if need := (cnt*int64(bw) + 7) / 8; need > int64(len(b)) {
-			return fmt.Errorf("index %d: %d bit-packed indices in %d bytes", i, cnt, len(b))
-		}
-		for k := range cnt {
-			if bitsAt(b, k, bw) == uint64(want) {
-				add(i+k, i+k+1)
+		for k := range r.n {
+			if r.at(k) == uint64(want) {
+				add(r.i+k, r.i+k+1)
 			}
 		}
-		b = b[min(int64(len(b)), groups*int64(bw)):]
-		i += cnt
-	}
-	return nil
-}
-
-// bitsAt returns the k-th value of bw bits packed least significant bit
-// first in b, which holds it.
-func bitsAt(b []byte, k int64, bw int) uint64 {
-	bit := k * int64(bw)
-	off, sh := bit>>3, uint(bit&7)
-	var x uint64
-	if off+8 <= int64(len(b)) {
-		x = binary.LittleEndian.Uint64(b[off:])
-	} else {
-		for i := off; i < int64(len(b)); i++ {
-			x |= uint64(b[i]) << (8 * uint(i-off))
-		}
-	}
-	return (x >> sh) & (1<<uint(bw) - 1)
+	})
 }
 
 // mergeRanges returns rs sorted and disjoint.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -329,6 +330,9 @@ func (g groupRead) rows(decl *series.Table, cols []int, sup int, runs []rowRange
 			return err
 		}
 		if !same {
+			v, err = g.readFixed(c, runs, n)
+		}
+		if errors.Is(err, errUnfiltered) {
 			cur, err := g.open(c, runs)
 			if err != nil {
 				return err
@@ -338,6 +342,8 @@ func (g groupRead) rows(decl *series.Table, cols []int, sup int, runs []rowRange
 			if err != nil {
 				return err
 			}
+		} else if err != nil {
+			return err
 		}
 		if c == sup {
 			if v.kind != kindBool {
