@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go"
 	icetable "github.com/apache/iceberg-go/table"
+
+	"github.com/meterstore/meterstore/metering"
 )
 
 // TestTypedPagesAgainstSQL: the typed read, which selects a series' cold
@@ -18,7 +20,8 @@ import (
 // over readings answers for every series of files whose pages many series
 // share: malo_id's chunks of several pages, dictionary-encoded pages and
 // plain ones (a dictionary limit of a few values), obis_code mixed within
-// pages, and later versions archived with the first. A row of another
+// pages, quality mixed within pages, and later versions archived with
+// the first. A row of another
 // series leaking in, or one of the series dropped, fails it.
 func TestTypedPagesAgainstSQL(t *testing.T) {
 	ctx := t.Context()
@@ -45,6 +48,9 @@ func TestTypedPagesAgainstSQL(t *testing.T) {
 		for d := range days {
 			for slot := range 96 {
 				r := qh(i, d, slot, "A", 1, int64(100_000*i+1000*d+slot))
+				if (slot+i)%5 == 0 {
+					r.Quality = metering.Substitute
+				}
 				rs = append(rs, r)
 				if i%3 == 0 {
 					rs = append(rs, qh(i, d, slot, "B", 1, int64(7+slot)))
@@ -109,7 +115,7 @@ func TestTypedPagesAgainstSQL(t *testing.T) {
 		t.Fatalf("malo_id: at most %d pages a chunk, encoded %v; want several, both ways", pages, encoded)
 	}
 
-	const sql = `SELECT "from", CAST(value AS VARCHAR), CAST(version AS UBIGINT), channel, obis_code FROM power.readings
+	const sql = `SELECT "from", CAST(value AS VARCHAR), CAST(version AS UBIGINT), channel, obis_code, quality FROM power.readings
 		WHERE malo_id = '%s' AND obis_code = '%s' AND channel = '%s' AND "from" >= TIMESTAMPTZ '%s' AND "from" < TIMESTAMPTZ '%s' ORDER BY "from"`
 	lit := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05+00") }
 	from, to := dayN(0).Add(5*time.Hour), dayN(days)
@@ -132,8 +138,8 @@ func TestTypedPagesAgainstSQL(t *testing.T) {
 				total += len(got)
 				for k, r := range got {
 					w := res.Rows[k]
-					g := fmt.Sprintln(r.From.UTC(), r.Value, r.Version, r.Extra["channel"], r.OBIS, r.MaLo)
-					x := fmt.Sprintln(w[0].(time.Time).UTC(), w[1], w[2], w[3], w[4], malo(i))
+					g := fmt.Sprintln(r.From.UTC(), r.Value, r.Version, r.Extra["channel"], r.OBIS, r.Quality, r.MaLo)
+					x := fmt.Sprintln(w[0].(time.Time).UTC(), w[1], w[2], w[3], w[4], w[5], malo(i))
 					if g != x {
 						t.Errorf("meter %d, %s, channel %s: reading %d: %s; SQL %s", i, o, ch, k, g, x)
 						break

@@ -330,7 +330,7 @@ func (g groupRead) rows(decl *series.Table, cols []int, sup int, runs []rowRange
 			return err
 		}
 		if !same {
-			v, err = g.readFixed(c, runs, n)
+			v, err = g.readEncoded(c, runs, n, strs)
 		}
 		if errors.Is(err, errUnfiltered) {
 			cur, err := g.open(c, runs)
