@@ -18,9 +18,10 @@ import (
 // place. A page whose bounds say it holds one value is decided by them
 // and not read at all.
 
-// errUnfiltered says a page is encoded in a way match does not read; the
-// rows are then matched on decoded values (groupRead.matching).
-var errUnfiltered = errors.New("a page encoding the filter does not read")
+// errUnfiltered says a column or page is of a type or encoding the typed
+// read does not decode itself (match, readEncoded): it then decodes it
+// with arrow-go's column reader (groupRead.matching, columnCursor).
+var errUnfiltered = errors.New("a column or page encoding the typed read does not decode itself")
 
 // match returns the rows of ranges, sorted and disjoint, whose value of
 // the byte array column col is want.
