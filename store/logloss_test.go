@@ -118,6 +118,16 @@ func TestFaultLogLostNewestEntry(t *testing.T) {
 		if !errors.Is(err, ErrColdUnreachable) {
 			t.Errorf("query: %v, want it to wrap ErrColdUnreachable", err)
 		}
+		// The typed read, over both tiers and over the cold tier alone:
+		// the ledger's watermark it reads beside its hot rows, or after
+		// its plan, does not vouch for day 3, and the vetted read fails.
+		for _, to := range []time.Time{dayN(6), dayN(2)} {
+			_, err = st.SeriesReadings(ctx, "power", SeriesQuery{MaLo: malo(1), OBIS: "1-1:1.29.0", From: dayN(0), To: to})
+			var reg *WatermarkRegression
+			if !errors.As(err, &reg) || !reg.Expected.Equal(dayN(4)) || !reg.Found.Equal(dayN(3)) {
+				t.Errorf("typed read to %s: %v, want the regression from day 4 to day 3", to, err)
+			}
+		}
 		for _, r := range []Reading{qh(3, 1, 4, "A", 1, 1000), qh(3, 3, 6, "A", 1, 1000)} {
 			_, err = st.Write(ctx, "power", []Reading{r})
 			wantRegression("write at "+r.From.String(), err)

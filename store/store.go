@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
@@ -86,11 +87,14 @@ type Store struct {
 	// read between its cold plan and its hot statement: where a
 	// concurrent archival would move rows between the tiers.
 	typedHook func()
-	altered   *altered.Record // the cold files found altered
-	metrics   *metrics.Metrics
-	tables    []*table       // in declaration order
-	closers   []func()       // what OpenConfig started, for Close
-	private   *privateServer // the private server OpenConfig started or joined
+	// ledgerSeen says the archival ledger exists, once a typed read saw
+	// it: typed reads then read its watermark in their hot statement.
+	ledgerSeen atomic.Bool
+	altered    *altered.Record // the cold files found altered
+	metrics    *metrics.Metrics
+	tables     []*table       // in declaration order
+	closers    []func()       // what OpenConfig started, for Close
+	private    *privateServer // the private server OpenConfig started or joined
 
 	mu       sync.Mutex
 	system   []query.Relation // the system tables, as last refreshed

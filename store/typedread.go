@@ -8,8 +8,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/internal/pgerr"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
@@ -23,7 +25,12 @@ import (
 // snapshot also lists the partitions, and a partition at or above W that
 // was detached then (an archival of the range in flight, its commit not
 // yet in the plan) makes the attempt read again, at most typedRetries
-// times, and then fail with ErrInFlight.
+// times, and then fail with ErrInFlight. The archival ledger's watermark,
+// which vets W, is read in that statement too, once the ledger exists:
+// read after the plan it can vouch for W but not condemn it (see
+// archive.Vouches), and where it does not vouch the attempt reads the
+// ledger first, then plans, as VetWatermark does. A hot read is then one
+// catalog read and one statement.
 
 // typedRetries is how often a typed read whose range is in flight is read
 // again, after typedBackoff << attempt; the SQL path's numbers.
@@ -173,7 +180,7 @@ func (s *Store) typedCurrent(ctx context.Context, t *table, ct *cold.Table, tq t
 			}
 		}
 		var rs []Reading
-		rs, err = s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr)
+		rs, err = s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, true)
 		if err == nil || !errors.Is(err, ErrInFlight) {
 			return rs, err
 		}
@@ -184,11 +191,27 @@ func (s *Store) typedCurrent(ctx context.Context, t *table, ct *cold.Table, tq t
 // typedAttempt reads the tiers once: W and the files of the current cold
 // snapshot, then the hot rows from W on in one statement that lists the
 // partitions too; a partition it found detached at or above where it
-// read from fails the attempt with ErrInFlight.
-func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq typedQuery, from, ceiling time.Time, tr *TableRead) ([]Reading, error) {
+// read from fails the attempt with ErrInFlight. W is vetted against the
+// archival ledger: with fold, by the ledger's watermark read in that
+// statement, or in one of its own where the read needs no hot rows, and
+// where that does not vouch for W (archive.Vouches) the attempt is made
+// again without fold, the ledger read before the plan.
+func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq typedQuery, from, ceiling time.Time, tr *TableRead, fold bool) ([]Reading, error) {
 	q := tq.q
+	name := t.decl.Name
 	rng := series.Range{From: from, To: q.To, MaLo: []string{tq.malo}, OBIS: []string{tq.obis}}
-	p, err := s.typedPlan(ctx, t, ct, rng)
+	vet := true
+	if fold {
+		// Without a ledger, the check was the ledger's read, which
+		// vouches for any W read after it; where it failed, the vetted
+		// read says what did.
+		if exists, err := s.ledgerExists(ctx); err != nil {
+			fold = false
+		} else {
+			fold, vet = exists, false
+		}
+	}
+	p, err := s.typedPlan(ctx, t, ct, rng, vet)
 	if err != nil {
 		return s.typedHotOnly(ctx, tq, from, ceiling, tr, err)
 	}
@@ -212,9 +235,20 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 		s.typedHook()
 	}
 	if needHot {
-		hr, err := s.hot.ReadSeries(ctx, tq.decl, s.hotQuery(tq, lo, ceiling))
+		hq := s.hotQuery(tq, lo, ceiling)
+		if fold {
+			hq.Beside = func(arg func(any) string) string { return s.arch.LedgerWatermark(name, arg) }
+		}
+		hr, err := s.hot.ReadSeries(ctx, tq.decl, hq)
+		if fold && pgerr.NoTable(err) { // the ledger dropped since
+			s.ledgerSeen.Store(false)
+			return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("hot tier: %w", err)
+		}
+		if fold && !archive.Vouches(w, hasW, hr.Beside, hr.HasBeside) {
+			return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)
 		}
 		if hr.Detached.After(lo) {
 			return nil, fmt.Errorf("%w: partitions up to %s are detached and not yet archived, the read needs rows from %s",
@@ -222,6 +256,10 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 		}
 		out = hr.Readings
 		tr.Tiers = append(tr.Tiers, "hot")
+	} else if fold {
+		if lw, lok, err := s.arch.RecordedWatermark(ctx, name); err != nil || !archive.Vouches(w, hasW, lw, lok) {
+			return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)
+		}
 	}
 	if needCold && !(tq.latest && len(out) > 0) {
 		to := q.To
@@ -373,23 +411,43 @@ func (s *Store) typedAsOf(ctx context.Context, t *table, ct *cold.Table, tq type
 	return append(out, rest...), nil
 }
 
-// typedPlan plans the current cold snapshot for rng, its watermark vetted
-// against the archival ledger and its files against the record of
-// altered ones, and makes its files local.
-func (s *Store) typedPlan(ctx context.Context, t *table, ct *cold.Table, rng series.Range) (cold.Plan, error) {
+// typedPlan plans the current cold snapshot for rng, its watermark
+// vetted against the archival ledger if vet says so (else the caller
+// vets it), its files against the record of altered ones, and makes its
+// files local.
+func (s *Store) typedPlan(ctx context.Context, t *table, ct *cold.Table, rng series.Range, vet bool) (cold.Plan, error) {
 	if err := t.coldState(); err != nil {
 		return cold.Plan{}, err
 	}
 	var p cold.Plan
-	_, _, err := s.arch.VetWatermark(ctx, t.decl.Name, func(ctx context.Context) (time.Time, bool, error) {
+	plan := func(ctx context.Context) (time.Time, bool, error) {
 		var err error
 		p, err = s.cold.Plan(ctx, ct, rng)
 		return p.Watermark, p.HasWatermark, err
-	})
+	}
+	var err error
+	if vet {
+		_, _, err = s.arch.VetWatermark(ctx, t.decl.Name, plan)
+	} else {
+		_, _, err = plan(ctx)
+	}
 	if err != nil {
 		return cold.Plan{}, s.coldFound(ctx, t.decl.Name, err)
 	}
 	return s.typedLocal(ctx, t.decl.Name, p)
+}
+
+// ledgerExists reports whether the archival ledger exists, asking
+// PostgreSQL until it does, and again after a typed read found it gone.
+func (s *Store) ledgerExists(ctx context.Context) (bool, error) {
+	if s.ledgerSeen.Load() {
+		return true, nil
+	}
+	ok, err := s.arch.LedgerExists(ctx)
+	if ok {
+		s.ledgerSeen.Store(true)
+	}
+	return ok, err
 }
 
 // typedLocal vets plan p of table name against the record of altered

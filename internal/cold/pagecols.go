@@ -146,33 +146,47 @@ func newPagePool(props *parquet.ReaderProperties) *pagePool {
 // open returns a cursor over the pages of column chunk cp, of column
 // descr compressed with codec, in the file r, that hold rows of runs.
 func (pp *pagePool) open(r io.ReaderAt, descr *schema.Column, codec compress.Compression, cp chunkPages, runs []rowRange) (*columnCursor, error) {
+	pr, s, err := pp.reader(r, codec, cp, runs)
+	if err != nil || pr == nil {
+		return &columnCursor{stream: s, descr: descr}, err
+	}
+	return &columnCursor{cr: file.NewColumnReader(descr, pr, pp.props.Allocator(), nil), pr: pr, pool: pp, stream: s, descr: descr}, nil
+}
+
+// reader returns a page reader of the pages of column chunk cp,
+// compressed with codec, in the file r, that hold rows of runs, and those
+// pages; no reader if none does. put gives the reader back.
+func (pp *pagePool) reader(r io.ReaderAt, codec compress.Compression, cp chunkPages, runs []rowRange) (file.PageReader, pageStream, error) {
 	s := selectPages(cp, runs)
 	if len(s.sel) == 0 {
-		return &columnCursor{stream: s, descr: descr}, nil
+		return nil, s, nil
 	}
 	in, err := pp.props.GetStream(streamReader{r: r, s: &s}, 0, s.size)
 	if err != nil {
-		return nil, err
+		return nil, s, err
 	}
 	pr, _ := pp.pool.Get().(file.PageReader)
 	if pr == nil {
 		if pr, err = file.NewPageReader(in, s.rows(), codec, pp.props.Allocator(), nil); err != nil {
-			return nil, err
+			return nil, s, err
 		}
 	} else {
 		pr.Reset(in, s.rows(), codec, nil)
 		if err := pr.Err(); err != nil {
-			return nil, err
+			return nil, s, err
 		}
 	}
-	return &columnCursor{cr: file.NewColumnReader(descr, pr, pp.props.Allocator(), nil), pr: pr, pool: pp, stream: s, descr: descr}, nil
+	return pr, s, nil
 }
+
+// put gives pr, from reader, back to the pool.
+func (pp *pagePool) put(pr file.PageReader) { pp.pool.Put(pr) }
 
 // close gives the cursor's page reader back to its pool. The column
 // reader is not closed: that would free the page reader's buffers.
 func (c *columnCursor) close() {
 	if c.pr != nil {
-		c.pool.pool.Put(c.pr)
+		c.pool.put(c.pr)
 		c.pr, c.cr = nil, nil
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,8 +24,9 @@ import (
 // with arrow-go's Parquet column chunk readers, no SQL engine in between:
 // row groups whose statistics or bloom filter exclude the market location
 // are skipped, the page index narrows the rest to the pages that can hold
-// it, the market location column alone is read there, and the other
-// columns only in the pages that hold the rows that matched. Footers,
+// it, the market location and OBIS code columns alone are matched there,
+// on their encoded values (see match), and the other columns are decoded
+// only in the pages that hold the rows that matched. Footers,
 // page indexes and bloom filters are kept per file in a bounded cache. It
 // is safe for concurrent use.
 type SeriesReader struct {
@@ -155,14 +157,20 @@ func (r *SeriesReader) readFile(ctx context.Context, decl *series.Table, path st
 	if malo < 0 || from < 0 {
 		return fmt.Errorf("no column malo_id or from")
 	}
-	if s.Column(malo).PhysicalType() != parquet.Types.ByteArray {
-		return fmt.Errorf("malo_id is %s, not a string", s.Column(malo).PhysicalType())
+	if obis < 0 {
+		return nil // no row holds the OBIS code
+	}
+	for _, c := range []int{malo, obis} {
+		if t := s.Column(c).PhysicalType(); t != parquet.Types.ByteArray {
+			return fmt.Errorf("%s is %s, not a string", s.Column(c).Name(), t)
+		}
 	}
 	// The columns a reading is decoded from: the declared ones the file
-	// has, and superseded.
+	// has, and superseded; not malo_id and obis_code, which the rows
+	// matched hold as the filter gives them.
 	var cols []int
 	for _, c := range Schema(decl).Fields() {
-		if i := col(c.Name); i >= 0 {
+		if i := col(c.Name); i >= 0 && i != malo && i != obis {
 			cols = append(cols, i)
 		}
 	}
@@ -181,7 +189,7 @@ func (r *SeriesReader) readFile(ctx context.Context, decl *series.Table, path st
 			return err
 		}
 		rg := ft.meta.RowGroup(g)
-		if !mayHold(rg, malo, []byte(f.MaLo)) || (obis >= 0 && !mayHold(rg, obis, []byte(f.OBIS))) || !mayOverlap(rg, from, lo, hi) {
+		if !mayHold(rg, malo, []byte(f.MaLo)) || !mayHold(rg, obis, []byte(f.OBIS)) || !mayOverlap(rg, from, lo, hi) {
 			continue
 		}
 		if f.Marks && sup >= 0 && allTrue(rg, sup) {
@@ -202,7 +210,10 @@ func (r *SeriesReader) readFile(ctx context.Context, decl *series.Table, path st
 			continue
 		}
 		gr := groupRead{r: osf, pages: r.pages, meta: rg, idx: idx, schema: s}
-		runs, err := gr.matching(malo, ranges, f.MaLo)
+		runs, err := gr.match(malo, ranges, f.MaLo)
+		if err == nil && len(runs) > 0 {
+			runs, err = gr.match(obis, runs, f.OBIS)
+		}
 		if err != nil {
 			return err
 		}
@@ -238,20 +249,22 @@ func (g groupRead) open(col int, runs []rowRange) (*columnCursor, error) {
 	return g.pages.open(g.r, g.schema.Column(col), cc.Compression(), g.idx.cols[col], runs)
 }
 
-// matchBatch is how many market location ids matching decodes at once.
+// matchBatch is how many values matching decodes at once.
 const matchBatch = 1024
 
-// matching reads column malo over ranges, sorted and disjoint, and
-// returns the runs of rows whose value is want.
-func (g groupRead) matching(malo int, ranges []rowRange, want string) ([]rowRange, error) {
-	cur, err := g.open(malo, ranges)
+// matching reads the byte array column col over ranges, sorted and
+// disjoint, and returns the runs of rows whose value is want, decoding
+// every value: for pages match does not read.
+func (g groupRead) matching(col int, ranges []rowRange, want string) ([]rowRange, error) {
+	cur, err := g.open(col, ranges)
 	if err != nil {
 		return nil, err
 	}
 	defer cur.close()
+	name := cur.descr.Name()
 	cr, ok := cur.cr.(*file.ByteArrayColumnChunkReader)
 	if !ok {
-		return nil, fmt.Errorf("malo_id is read by %T", cur.cr)
+		return nil, fmt.Errorf("%s is read by %T", name, cur.cr)
 	}
 	optional := cur.descr.MaxDefinitionLevel() > 0
 	buf := make([]parquet.ByteArray, matchBatch)
@@ -269,10 +282,10 @@ func (g groupRead) matching(malo int, ranges []rowRange, want string) ([]rowRang
 			// Within a page, uncopied: only compared.
 			levels, vals, err := cr.ReadBatchInPage(n, buf, defs, nil)
 			if err != nil {
-				return nil, fmt.Errorf("malo_id: rows from %d: %w", at, err)
+				return nil, fmt.Errorf("%s: rows from %d: %w", name, at, err)
 			}
 			if levels == 0 && !cr.HasNext() {
-				return nil, fmt.Errorf("malo_id: no rows from %d, want %d", at, n)
+				return nil, fmt.Errorf("%s: no rows from %d, want %d", name, at, n)
 			}
 			v := 0
 			for i := range levels {
@@ -290,7 +303,7 @@ func (g groupRead) matching(malo int, ranges []rowRange, want string) ([]rowRang
 				v++
 			}
 			if v != vals {
-				return nil, fmt.Errorf("malo_id: %d values for %d present rows", vals, v)
+				return nil, fmt.Errorf("%s: %d values for %d present rows", name, vals, v)
 			}
 			at += levels
 			cur.pos += levels
@@ -317,6 +330,9 @@ func (g groupRead) rows(decl *series.Table, cols []int, sup int, runs []rowRange
 			return err
 		}
 		if !same {
+			v, err = g.readEncoded(c, runs, n, strs)
+		}
+		if errors.Is(err, errUnfiltered) {
 			cur, err := g.open(c, runs)
 			if err != nil {
 				return err
@@ -326,6 +342,8 @@ func (g groupRead) rows(decl *series.Table, cols []int, sup int, runs []rowRange
 			if err != nil {
 				return err
 			}
+		} else if err != nil {
+			return err
 		}
 		if c == sup {
 			if v.kind != kindBool {
@@ -346,7 +364,7 @@ func (g groupRead) rows(decl *series.Table, cols []int, sup int, runs []rowRange
 		if f.Marks && marked != nil && (marked.valid == nil || marked.valid[i]) && marked.bools[i] {
 			continue
 		}
-		var rd series.Reading
+		rd := series.Reading{MaLo: f.MaLo, OBIS: f.OBIS}
 		for _, s := range set {
 			if err := s(i, &rd); err != nil {
 				return err

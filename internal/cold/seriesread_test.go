@@ -22,8 +22,16 @@ import (
 // constant on some pages, and the reader decodes only some pages of each
 // column: every read must equal what was archived, resolved, for any
 // range, with the footer cache cold and warm, read at once by several
-// goroutines (one pool of page readers).
+// goroutines (one pool of page readers). With a dictionary limit of a
+// few values, malo_id's chunks fall back from dictionary-encoded pages to
+// plain ones midway, and the reader matches both.
 func TestSeriesReadPages(t *testing.T) {
+	for _, plain := range []bool{false, true} {
+		t.Run(map[bool]string{false: "dictionary", true: "plain"}[plain], func(t *testing.T) { testSeriesReadPages(t, plain) })
+	}
+}
+
+func testSeriesReadPages(t *testing.T, plain bool) {
 	e := newEnv(t, Options{RowGroupRows: 1000})
 	decl := loadProfile("power")
 	h := e.ensure(t, decl)
@@ -33,7 +41,11 @@ func TestSeriesReadPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	tx := ice.NewTransaction()
-	if err := tx.SetProperties(iceberg.Properties{table.ParquetPageSizeBytesKey: "1024"}); err != nil {
+	props := iceberg.Properties{table.ParquetPageSizeBytesKey: "1024"}
+	if plain {
+		props["write.parquet.dict-size-bytes"] = "64"
+	}
+	if err := tx.SetProperties(props); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Commit(t.Context()); err != nil {
@@ -71,7 +83,11 @@ func TestSeriesReadPages(t *testing.T) {
 	})
 	e.archive(t, h, jan2026, jan2026.AddDate(0, 0, days), rows)
 
-	// The fixture has teeth: files of several row groups and pages.
+	// The fixture has teeth: files of several row groups and pages, and
+	// malo_id's data pages dictionary-encoded and plain (the writer gives
+	// up a dictionary that does not pay), with the dictionary limit in one
+	// chunk both ways.
+	encoded, mixed := map[string]bool{}, false
 	for _, name := range e.files(t, ".parquet") {
 		if filepath.Base(filepath.Dir(name)) == "superseded=true" {
 			continue
@@ -96,7 +112,21 @@ func TestSeriesReadPages(t *testing.T) {
 				t.Errorf("%s: %s in %d pages, want several", name, col, n)
 			}
 		}
+		for g := range pf.NumRowGroups() {
+			cc, err := pf.MetaData().RowGroup(g).ColumnChunk(pf.MetaData().Schema.ColumnIndexByName("malo_id"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			chunk := map[string]bool{}
+			for _, st := range cc.EncodingStats() {
+				encoded[st.Encoding.String()], chunk[st.Encoding.String()] = true, true
+			}
+			mixed = mixed || chunk["PLAIN"] && chunk["RLE_DICTIONARY"]
+		}
 		pf.Close()
+	}
+	if !encoded["RLE_DICTIONARY"] || !encoded["PLAIN"] || plain && !mixed {
+		t.Errorf("malo_id's data pages are encoded %v, in a chunk both ways: %t; want both ways, in one chunk: %t", encoded, mixed, plain)
 	}
 
 	// want resolves rows by the rule of readings, as the reader must.

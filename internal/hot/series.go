@@ -28,6 +28,11 @@ type SeriesQuery struct {
 	Qualities []metering.Quality
 	// Latest keeps only the reading with the latest from.
 	Latest bool
+	// Beside, if set, returns a scalar subquery of a timestamp that the
+	// statement answers too, in its snapshot (SeriesResult.Beside): a
+	// caller's read of its own that saves a round trip. arg binds a
+	// parameter and returns its placeholder.
+	Beside func(arg func(any) string) string
 }
 
 // A SeriesResult is what ReadSeries read: the resolved readings and the
@@ -42,6 +47,10 @@ type SeriesResult struct {
 	// detached one, zero if there is none: the statement read every row
 	// of the table at or above it.
 	Attached time.Time
+	// Beside is what SeriesQuery.Beside read, if it was set and read a
+	// value; HasBeside says so.
+	Beside    time.Time
+	HasBeside bool
 }
 
 // ReadSeries returns the readings of t's attached partitions that q
@@ -75,12 +84,13 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 		res      SeriesResult
 		names    []string
 		attached []bool
+		beside   *time.Time
 		present  bool
 	)
 	// nil destinations skip the reading's columns, NULL where the series
 	// has no reading and the row carries the floor alone.
-	head := append([]any{&names, &attached, &present}, make([]any, len(d.dst))...)
-	full := append([]any{&names, &attached, &present}, d.dst...)
+	head := append([]any{&names, &attached, &beside, &present}, make([]any, len(d.dst))...)
+	full := append([]any{&names, &attached, &beside, &present}, d.dst...)
 	for rows.Next() {
 		if err := rows.Scan(head...); err != nil {
 			return SeriesResult{}, classify(op, t.Name, err)
@@ -107,6 +117,9 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 		}
 	}
 	res.Detached, res.Attached = floor(parts)
+	if beside != nil {
+		res.Beside, res.HasBeside = beside.UTC(), true
+	}
 	return res, nil
 }
 
@@ -158,7 +171,11 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	if q.Latest {
 		outer += ` LIMIT 1`
 	}
-	sql := `WITH d AS (` + parts + `) SELECT d.names, d.attached, r."from" IS NOT NULL, r.* FROM d LEFT JOIN LATERAL (` + outer + `) r ON true`
+	beside := `NULL::timestamptz`
+	if q.Beside != nil {
+		beside = q.Beside(arg) + `::timestamptz`
+	}
+	sql := `WITH d AS (` + parts + `) SELECT d.names, d.attached, ` + beside + `, r."from" IS NOT NULL, r.* FROM d LEFT JOIN LATERAL (` + outer + `) r ON true`
 	return sql, args, nil
 }
 

@@ -1,0 +1,42 @@
+package archive
+
+import (
+	"context"
+	"time"
+)
+
+// A reader that answers from a cold plan and a PostgreSQL statement can
+// read the ledger's watermark in that statement instead of in a round trip
+// of its own before the plan, as VetWatermark does. Read after the plan,
+// the ledger may hold a commit that landed in between, so such a reading
+// can only vouch for the plan's W, never condemn it: the ledger's record
+// only moves forward, so a record read after W and not above it was not
+// above it before W was read either, and VetWatermark would have passed
+// W. Where it does not vouch, the reader asks VetWatermark.
+
+// LedgerExists reports whether the ledger's record of watermarks exists.
+// Where it does not, no table has a record, and VetWatermark passes every
+// watermark read after this answer.
+func (a *Archiver) LedgerExists(ctx context.Context) (bool, error) {
+	var ok bool
+	if err := a.ledger.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, a.ledger.wmIdent()).Scan(&ok); err != nil {
+		return false, ledgerFailed("", err)
+	}
+	return ok, nil
+}
+
+// LedgerWatermark returns a scalar subquery, for a statement of the
+// caller's, of the highest watermark of table the ledger recorded, NULL
+// if none; arg binds a parameter and returns its placeholder. The ledger
+// must exist (LedgerExists).
+func (a *Archiver) LedgerWatermark(table string, arg func(any) string) string {
+	return `(SELECT watermark FROM ` + a.ledger.wmIdent() + ` WHERE table_name = ` + arg(table) + `)`
+}
+
+// Vouches reports whether lw, the ledger's watermark of a table (lok
+// false: none), read after w (hasW false: none) was read from the
+// catalog, vouches for w: VetWatermark would have passed it. False
+// decides nothing.
+func Vouches(w time.Time, hasW bool, lw time.Time, lok bool) bool {
+	return !lok || hasW && !w.Before(lw)
+}

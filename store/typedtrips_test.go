@@ -1,0 +1,68 @@
+package store
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// statements counts the statements a pool's connections run.
+type statements struct{ n atomic.Int64 }
+
+func (c *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TestTypedHotReadOneStatement: once the archival ledger exists, a typed
+// read of hot days is one statement on the store's pool, the ledger's
+// watermark read in it (the catalog's log has a pool of its own); until a
+// read has seen the ledger, one more asks whether it exists.
+func TestTypedHotReadOneStatement(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	cfg := e.pool.Config().Copy()
+	var count statements
+	cfg.ConnConfig.Tracer = &count
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := Open(ctx, Options{Pool: pool, Catalog: e.cat, Tables: []Table{power()}, Archive: testArchive,
+		Query: QueryOptions{CacheDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreatePartitions(ctx, dayN(0), dayN(6)); err != nil {
+		t.Fatal(err)
+	}
+	for d := range 6 {
+		mustWrite(t, s, []Reading{qh(1, d, 4, "A", 1, 1000), qh(1, d, 5, "A", 1, 1001)})
+	}
+	q := SeriesQuery{MaLo: malo(1), OBIS: "1-1:1.29.0", From: dayN(4), To: dayN(5)}
+	read := func(what string, want int64) {
+		t.Helper()
+		before := count.n.Load()
+		rs, err := s.SeriesReadings(ctx, "power", q)
+		if err != nil || len(rs) != 2 {
+			t.Fatalf("%s: %d readings, %v", what, len(rs), err)
+		}
+		if n := count.n.Load() - before; want >= 0 && n != want {
+			t.Errorf("%s: %d statements, want %d", what, n, want)
+		}
+	}
+	read("warm-up", -1) // layouts and the like, read once
+	read("no ledger yet", 2)
+	if out, err := s.Archive(ctx, "power", dayN(5)); err != nil || !out.Watermark.Equal(dayN(3)) {
+		t.Fatalf("archive: %+v, %v", out, err)
+	}
+	read("after the archival", 2) // the check finds the ledger
+	read("again", 1)
+	read("and again", 1)
+}
