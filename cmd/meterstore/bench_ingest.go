@@ -14,6 +14,7 @@ import (
 func newBenchIngest() *cobra.Command {
 	c := hotbench.DefaultConfig()
 	var pgURL, jsonPath, day, format string
+	var enforced bool
 	cmd := &cobra.Command{
 		Use:   "ingest",
 		Short: "Readings per second and bytes per reading in the hot tier, against raw COPY, for each integrity",
@@ -49,6 +50,9 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 			c.Fixture.Day = d
 			switch format {
 			case "":
+				if enforced {
+					c.Variants = []string{hotbench.RawCopyPK, hotbench.Statement}
+				}
 			case "mscons":
 				c.Variants = hotbench.FormatVariants
 			default:
@@ -82,6 +86,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 	f.StringVar(&pgURL, "pg-url", "", "PostgreSQL server to measure (default: a private one)")
 	f.StringVar(&jsonPath, "json", "", "also write the JSON result to this file")
 	f.StringVar(&format, "format", "", "mscons: measure CSV and MSCONS ingest of the same readings instead of the hot write variants")
+	f.BoolVar(&enforced, "enforced", false, "measure only the database-enforced hot write against raw COPY and raw COPY + primary key")
 	f.StringVar(&day, "day", c.Fixture.Day.String(), "Berlin day of the readings (a clock-change day has 92 or 100 quarter hours)")
 	f.IntVar(&c.Fixture.Meters, "meters", c.Fixture.Meters, "meters, one meter-day each")
 	f.Float64Var(&c.Fixture.CorrectionRate, "corrections", c.Fixture.CorrectionRate, "share of meter-days delivered again under a higher version")

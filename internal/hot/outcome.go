@@ -123,8 +123,17 @@ JOIN ` + h.ident(t.Name) + ` p ON ` + on + ` AND p."from" >= r.lo AND p."from" <
 // others records, for each row of b, whether a lower or a higher version
 // of its merge key is stored. It runs before the insert, under the series
 // locks.
+//
+// A run of a series whose dictionary row the transaction inserted is not
+// looked up: the dictionary's unique key made every other writer of that
+// series wait for the transaction, and ids are per bucket, so no row of
+// the series can be stored. The first delivery of a day, most of what a
+// table receives, then costs no look-up.
 func (h *Tier) others(ctx context.Context, tx pgx.Tx, t *series.Table, l layout, b *batch) error {
-	rs := versionRuns(t, l, b.rows)
+	rs := slices.DeleteFunc(versionRuns(t, l, b.rows), func(r versionRun) bool { return b.rows[r.first].newSeries })
+	if len(rs) == 0 {
+		return nil
+	}
 	lo := make([]time.Time, len(rs))
 	hi := make([]time.Time, len(rs))
 	v := make([]string, len(rs))

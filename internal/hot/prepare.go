@@ -34,6 +34,9 @@ type staged struct {
 	// series and attr are the ids of the row's dictionary rows, in a
 	// table of the dictionary layout (resolveIDs).
 	series, attr int32
+	// newSeries says this write's transaction inserted the series
+	// dictionary row: no other rows of the series are stored.
+	newSeries bool
 	// anc holds the starts of the coarser accepted intervals containing
 	// this one: the only places a containing row of the series can start.
 	anc []time.Time
