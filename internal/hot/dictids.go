@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -226,10 +227,12 @@ func (h *Tier) resolve(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch
 	sIdx := make([]int, len(b.rows))
 	aIdx := make([]int, len(b.rows))
 	var bucket *string // rows come in runs of one bucket
+	var start time.Time
 	for i := range b.rows {
 		s := &b.rows[i]
-		if bt := bucketText(t, s.from); bucket == nil || *bucket != bt {
-			bucket = &bt
+		if p := t.Width.Start(s.from); bucket == nil || !p.Equal(start) {
+			bt := bucketText(t, s.from)
+			bucket, start = &bt, p
 		} else if p := &b.rows[i-1]; t.CompareSeries(p.src, s.src) == 0 && sameAttrs(p, s) {
 			// Rows come in runs of one series and delivery as well: the
 			// keys of the row before are this row's.

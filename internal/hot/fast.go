@@ -76,9 +76,14 @@ func (h *Tier) copyDirect(ctx context.Context, tx pgx.Tx, t *series.Table, i ser
 	if _, err := tx.Exec(ctx, `SAVEPOINT hot_fast`); err != nil {
 		return false, err
 	}
-	src := newStageSource(t, l, b.rows)
-	src.direct = true
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{h.schema, t.Name}, l.writeColumns(t, false), src)
+	var err error
+	if binaryDirect(t, l) && !b.substitute {
+		err = h.copyEncoded(ctx, tx, t, l, b)
+	} else {
+		src := newStageSource(t, l, b.rows)
+		src.direct = true
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{h.schema, t.Name}, l.writeColumns(t, false), src)
+	}
 	if err != nil {
 		if !fastRefusal(err) {
 			return false, err

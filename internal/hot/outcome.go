@@ -183,17 +183,22 @@ func outcomes(t *series.Table, b *batch) {
 	}
 	ident := t.Identity()
 	top := make(map[key]uint64, len(b.rows))
+	var ser string
 	for i := range b.rows {
 		s := &b.rows[i]
-		var sk strings.Builder
-		sk.WriteString(s.src.MaLo)
-		sk.WriteByte(0)
-		sk.WriteString(s.src.OBIS)
-		for _, c := range ident {
+		// Rows come in runs of a series: its key is built once a run.
+		if i == 0 || t.CompareSeries(b.rows[i-1].src, s.src) != 0 {
+			var sk strings.Builder
+			sk.WriteString(s.src.MaLo)
 			sk.WriteByte(0)
-			sk.WriteString(s.src.Extra[c.Name])
+			sk.WriteString(s.src.OBIS)
+			for _, c := range ident {
+				sk.WriteByte(0)
+				sk.WriteString(s.src.Extra[c.Name])
+			}
+			ser = sk.String()
 		}
-		k := key{sk.String(), s.from.UnixMicro()}
+		k := key{ser, s.from.UnixMicro()}
 		v := uint64(s.version)
 		prev, seen := top[k]
 		higher := s.higher || seen && prev > v

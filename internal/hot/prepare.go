@@ -49,6 +49,9 @@ type batch struct {
 	// substitute has every row given the next version of its merge key
 	// before it is stored (WriteOptions.Substitute).
 	substitute bool
+	// enc holds the rows encoded for the direct copy, if they were
+	// encoded ahead (copybin.go).
+	enc *encoded
 }
 
 // prepare checks the batch with the table's one definition of a valid

@@ -67,20 +67,43 @@ type WriteOptions struct {
 
 // WriteWith is Write with options.
 func (h *Tier) WriteWith(ctx context.Context, t *series.Table, rows []series.Reading, o WriteOptions) (series.Result, error) {
-	const op = "write"
-	if err := t.Validate(); err != nil {
+	b, err := h.prepareWrite(t, rows, o)
+	if err != nil {
 		return series.Result{}, err
+	}
+	return h.writePrepared(ctx, t, b)
+}
+
+// prepareWrite is the client's share of a write, which needs no
+// connection: the table's and the rows' checks, and the rows converted
+// for the copy.
+func (h *Tier) prepareWrite(t *series.Table, rows []series.Reading, o WriteOptions) (*batch, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
 	}
 	if o.Substitute {
 		if err := checkSubstitutes(t, rows); err != nil {
-			return series.Result{}, err
+			return nil, err
 		}
 	}
 	b, err := h.prepare(t, rows)
 	if err != nil {
-		return series.Result{}, err
+		return nil, err
 	}
 	b.substitute = o.Substitute
+	// Encoded ahead where the table's layout is known already, which it
+	// is after the table's first write: WriteEach then encodes a batch
+	// while the one before it is being written.
+	if l, ok := h.knownLayout(t); ok && binaryDirect(t, l) && !o.Substitute {
+		b.enc = encodeDirect(b.rows)
+	}
+	return b, nil
+}
+
+// writePrepared writes a batch prepareWrite prepared, in a transaction
+// of its own, and returns what each row did.
+func (h *Tier) writePrepared(ctx context.Context, t *series.Table, b *batch) (series.Result, error) {
+	const op = "write"
 	if len(b.rows) > 0 {
 		if err := h.write(ctx, t, b); err != nil {
 			return series.Result{}, classify(op, t.Name, err)
@@ -89,7 +112,7 @@ func (h *Tier) WriteWith(ctx context.Context, t *series.Table, rows []series.Rea
 	outcomes(t, b)
 	res := series.Tally(b.status)
 	if b.substitute {
-		res.Versions = make([]uint64, len(rows))
+		res.Versions = make([]uint64, len(b.status))
 		for i := range b.rows {
 			res.Versions[b.rows[i].row] = b.rows[i].src.Version
 		}
