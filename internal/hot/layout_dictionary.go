@@ -174,7 +174,9 @@ func (dictLayout) natural(h *Tier, t *series.Table, rel string) string {
 // them per merge key. A series or attr id names a dictionary row of one
 // bucket, so a group whose first and last from fall in different buckets
 // has a row naming an id of another bucket, and is refused as such: the
-// bucket is computed per group, not per row.
+// bucket is computed per group, not per row. The bucket comparison stays
+// inside NOT EXISTS: beside it, as an OR, it would make the planner hash
+// the whole dictionary for every statement.
 func (dictLayout) checkBody(h *Tier, t *series.Table) string {
 	ser, attrs := h.ident(seriesName(t)), h.ident(attrsName(t))
 	owners := h.ident(ownersName(t))
@@ -206,9 +208,9 @@ BEGIN
 		RETURN NULL;
 	END IF;
 	SELECT u.s, u.b2 INTO v_bad, v_badb FROM unnest(v_s, v_b, v_b2) AS u(s, b, b2)
-	WHERE u.b <> u.b2 OR NOT EXISTS (SELECT 1 FROM ` + ser + ` d WHERE d.id = u.s AND d.bucket = u.b) LIMIT 1;` + fkey("series", seriesName(t)) + `
+	WHERE NOT EXISTS (SELECT 1 FROM ` + ser + ` d WHERE d.id = u.s AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("series", seriesName(t)) + `
 	SELECT u.a, u.b2 INTO v_bad, v_badb FROM unnest(v_a, v_b, v_b2) AS u(a, b, b2)
-	WHERE u.b <> u.b2 OR NOT EXISTS (SELECT 1 FROM ` + attrs + ` d WHERE d.id = u.a AND d.bucket = u.b) LIMIT 1;` + fkey("attr", attrsName(t)) + `
+	WHERE NOT EXISTS (SELECT 1 FROM ` + attrs + ` d WHERE d.id = u.a AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("attr", attrsName(t)) + `
 	SELECT array_agg(s), array_agg(op), array_agg(v), array_agg(b), array_agg(lo), array_agg(hi), array_agg(n)
 	INTO v_gs, v_gop, v_gv, v_gb, v_glo, v_ghi, v_gn
 	FROM (SELECT u.s, split_part(d.version_scope, ':', 1) AS op, u.v, u.b, min(u.lo) AS lo, max(u.hi) AS hi, sum(u.n)::int8 AS n
