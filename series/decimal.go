@@ -2,7 +2,6 @@ package series
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -27,8 +26,17 @@ func ParseDecimal(s string) (Decimal, error) {
 	if ip == "" && fp == "" || dot && fp == "" || len(fp) > 6 || !digits(ip) || !digits(fp) || len(ip) > 12 {
 		return 0, fmt.Errorf("decimal %q: want at most 12 digits, optionally a point and at most 6 more", in)
 	}
-	fp += strings.Repeat("0", 6-len(fp))
-	n, _ := strconv.ParseInt(ip+fp, 10, 64) // at most 18 digits: cannot overflow
+	// At most 18 digits, checked above: cannot overflow. Counted in place
+	// rather than parsed from a concatenation, which allocates per value.
+	var n int64
+	for _, part := range [2]string{ip, fp} {
+		for i := 0; i < len(part); i++ {
+			n = n*10 + int64(part[i]-'0')
+		}
+	}
+	for range 6 - len(fp) {
+		n *= 10
+	}
 	if neg {
 		n = -n
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -97,10 +98,10 @@ func keyString(k []*string) string {
 }
 
 // ids returns the id of each key, distinct keys, inserting those the
-// dictionary lacks. Keys are inserted sorted, so two writers wait for each
-// other at their first common key rather than deadlock; ids are not spent
-// on keys that exist.
-func (h *Tier) ids(ctx context.Context, tx pgx.Tx, d *dictionary, keys [][]*string) ([]int32, error) {
+// dictionary lacks, and which of them it inserted. Keys are inserted
+// sorted, so two writers wait for each other at their first common key
+// rather than deadlock; ids are not spent on keys that exist.
+func (h *Tier) ids(ctx context.Context, tx pgx.Tx, d *dictionary, keys [][]*string) (_ []int32, inserted []bool, _ error) {
 	strs := make([]string, len(keys))
 	at := make(map[string]int, len(keys))
 	for i, k := range keys {
@@ -109,7 +110,8 @@ func (h *Tier) ids(ctx context.Context, tx pgx.Tx, d *dictionary, keys [][]*stri
 	}
 	out := make([]int32, len(keys))
 	found := make([]bool, len(keys))
-	collect := func(sql string, want []int) error {
+	inserted = make([]bool, len(keys))
+	collect := func(sql string, want []int, ins bool) error {
 		args := make([]any, len(d.cols))
 		for c := range d.cols {
 			col := make([]*string, len(want))
@@ -138,7 +140,7 @@ func (h *Tier) ids(ctx context.Context, tx pgx.Tx, d *dictionary, keys [][]*stri
 			if !ok {
 				return fmt.Errorf("dictionary %s returned a key not asked for", d.name)
 			}
-			out[i], found[i] = id, true
+			out[i], found[i], inserted[i] = id, true, ins
 		}
 		return rows.Err()
 	}
@@ -155,25 +157,25 @@ func (h *Tier) ids(ctx context.Context, tx pgx.Tx, d *dictionary, keys [][]*stri
 	for i := range all {
 		all[i] = i
 	}
-	if err := collect(h.dictSelectSQL(d), all); err != nil {
-		return nil, err
+	if err := collect(h.dictSelectSQL(d), all, false); err != nil {
+		return nil, nil, err
 	}
 	if m := missing(); len(m) > 0 {
 		slices.SortFunc(m, func(a, b int) int { return strings.Compare(strs[a], strs[b]) })
-		if err := collect(h.dictInsertSQL(d), m); err != nil {
-			return nil, err
+		if err := collect(h.dictInsertSQL(d), m, true); err != nil {
+			return nil, nil, err
 		}
 		// Keys a concurrent writer inserted and committed meanwhile.
 		if m := missing(); len(m) > 0 {
-			if err := collect(h.dictSelectSQL(d), m); err != nil {
-				return nil, err
+			if err := collect(h.dictSelectSQL(d), m, false); err != nil {
+				return nil, nil, err
 			}
 		}
 	}
 	if m := missing(); len(m) > 0 {
-		return nil, fmt.Errorf("dictionary %s: %d keys neither found nor inserted", d.name, len(m))
+		return nil, nil, fmt.Errorf("dictionary %s: %d keys neither found nor inserted", d.name, len(m))
 	}
-	return out, nil
+	return out, inserted, nil
 }
 
 // resolveIDs gives every row of b the ids of its series and attributes
@@ -225,10 +227,17 @@ func (h *Tier) resolve(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch
 	sIdx := make([]int, len(b.rows))
 	aIdx := make([]int, len(b.rows))
 	var bucket *string // rows come in runs of one bucket
+	var start time.Time
 	for i := range b.rows {
 		s := &b.rows[i]
-		if bt := bucketText(t, s.from); bucket == nil || *bucket != bt {
-			bucket = &bt
+		if p := t.Width.Start(s.from); bucket == nil || !p.Equal(start) {
+			bt := bucketText(t, s.from)
+			bucket, start = &bt, p
+		} else if p := &b.rows[i-1]; t.CompareSeries(p.src, s.src) == 0 && sameAttrs(p, s) {
+			// Rows come in runs of one series and delivery as well: the
+			// keys of the row before are this row's.
+			sIdx[i], aIdx[i] = sIdx[i-1], aIdx[i-1]
+			continue
 		}
 		sk := make([]*string, 0, 3+len(ident))
 		sk = append(sk, bucket, &s.src.MaLo, &s.src.OBIS)
@@ -244,16 +253,24 @@ func (h *Tier) resolve(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch
 		sIdx[i] = add(&ser, sk)
 		aIdx[i] = add(&attrs, []*string{bucket, &s.sparte, &s.unit, &s.resolution, &s.src.VersionScope, s.melo, s.subject})
 	}
-	sIDs, err := h.ids(ctx, tx, &serDict, ser.keys)
+	sIDs, sNew, err := h.ids(ctx, tx, &serDict, ser.keys)
 	if err != nil {
 		return err
 	}
-	aIDs, err := h.ids(ctx, tx, &attrDict, attrs.keys)
+	aIDs, _, err := h.ids(ctx, tx, &attrDict, attrs.keys)
 	if err != nil {
 		return err
 	}
 	for i := range b.rows {
-		b.rows[i].series, b.rows[i].attr = sIDs[sIdx[i]], aIDs[aIdx[i]]
+		r := &b.rows[i]
+		r.series, r.attr, r.newSeries = sIDs[sIdx[i]], aIDs[aIdx[i]], sNew[sIdx[i]]
 	}
 	return nil
+}
+
+// sameAttrs reports whether staged rows a and b have the same key in the
+// attrs dictionary but the bucket.
+func sameAttrs(a, b *staged) bool {
+	return a.sparte == b.sparte && a.unit == b.unit && a.resolution == b.resolution &&
+		a.src.VersionScope == b.src.VersionScope && a.src.MeLo == b.src.MeLo && a.src.Subject == b.src.Subject
 }

@@ -73,6 +73,15 @@ VALUES ($1, $2, $3, $4, 1, '220', $5, '2026-03-02')`, series, attr, day.Add(time
 	if !refusedAs(err, "23503") {
 		t.Errorf("COPY with a series id of the next day: %v, want a foreign key violation", err)
 	}
+	// One series, attr and version in both days: the check groups the
+	// rows by ids and version, and must still see the second bucket.
+	later := day.Add(24*time.Hour + 2*time.Hour)
+	_, err = conn.Conn().CopyFrom(ctx, []string{"meterstore", "lastgang"}, []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"},
+		pgx.CopyFromRows([][]any{{today, attr, slot, slot.Add(15 * time.Minute), "1", "220", 201, "2026-03-02"},
+			{today, attr, later, later.Add(15 * time.Minute), "1", "220", 201, "2026-03-03"}}))
+	if !refusedAs(err, "23503") || !containsConstraint(err, "lastgang_series_fkey") {
+		t.Errorf("COPY with a series id of today in today and tomorrow: %v, want a foreign key violation of lastgang_series_fkey", err)
+	}
 	if n := count(); n != stored {
 		t.Fatalf("%d rows stored after the refusals, want %d", n, stored)
 	}

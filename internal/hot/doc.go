@@ -112,8 +112,10 @@
 // rest is inserted with one INSERT ... SELECT. In the dictionary layout the
 // batch's dictionary keys are looked up, the missing ones inserted, first,
 // and the rows carry their ids down either path. Write reports per row
-// whether it was inserted or already present. Tier.Scan streams the rows of the
-// attached partitions in primary key order.
+// whether it was inserted or already present. Tier.WriteEach writes a
+// stream of batches one after another, checking and encoding the next
+// while the one before it is written (stream.go). Tier.Scan streams the
+// rows of the attached partitions in primary key order.
 //
 // A query reads through a Snapshot (Tier.OpenSnapshot): one exported
 // PostgreSQL snapshot that every connection reading for it imports, in

@@ -68,17 +68,20 @@ func concurrentRefusal(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "23P01" || pgErr.Code == "40P01")
 }
 
-// copyDirect copies b into t's parent under a savepoint. It returns true
+// copyDirect copies b into t's parent under the savepoint hot_fast, which
+// the caller has set. It returns true
 // if every row went in and passed the checks, false, rolled back to the
 // savepoint, if a constraint refused the copy, and an error otherwise,
 // including an IntegrityViolation found after the copy. l is t's layout.
 func (h *Tier) copyDirect(ctx context.Context, tx pgx.Tx, t *series.Table, i series.Integrity, l layout, b *batch) (bool, error) {
-	if _, err := tx.Exec(ctx, `SAVEPOINT hot_fast`); err != nil {
-		return false, err
+	var err error
+	if binaryDirect(t, l) && !b.substitute {
+		err = h.copyEncoded(ctx, tx, t, l, b)
+	} else {
+		src := newStageSource(t, l, b.rows)
+		src.direct = true
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{h.schema, t.Name}, l.writeColumns(t, false), src)
 	}
-	src := newStageSource(t, l, b.rows)
-	src.direct = true
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{h.schema, t.Name}, l.writeColumns(t, false), src)
 	if err != nil {
 		if !fastRefusal(err) {
 			return false, err

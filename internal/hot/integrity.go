@@ -133,6 +133,14 @@ func (h *Tier) declared(ctx context.Context, q querier, t *series.Table) (tableI
 	return info, true, nil
 }
 
+// knownLayout returns the layout of t if the Tier remembers it.
+func (h *Tier) knownLayout(t *series.Table) (layout, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	info, ok := h.tables[t.Name]
+	return info.layout, ok
+}
+
 // remember records the integrity and layout of a declared table.
 func (h *Tier) remember(table string, info tableInfo) {
 	h.mu.Lock()

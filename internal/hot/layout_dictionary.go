@@ -168,12 +168,16 @@ func (dictLayout) natural(h *Tier, t *series.Table, rel string) string {
 }
 
 // checkBody returns the body of the statement check function of t. The
-// new rows are aggregated once, by series,
-// attr, version and bucket; the ids are checked against the dictionaries
-// per group, and the spans are recorded per series, operator, version and
-// bucket as rowsLayout.checkBody records them per merge key.
+// new rows are aggregated once, by series, attr and version; the ids are
+// checked against the dictionaries per group, and the spans are recorded
+// per series, operator, version and bucket as rowsLayout.checkBody records
+// them per merge key. A series or attr id names a dictionary row of one
+// bucket, so a group whose first and last from fall in different buckets
+// has a row naming an id of another bucket, and is refused as such: the
+// bucket is computed per group, not per row. The bucket comparison stays
+// inside NOT EXISTS: beside it, as an OR, it would make the planner hash
+// the whole dictionary for every statement.
 func (dictLayout) checkBody(h *Tier, t *series.Table) string {
-	bucket := bucketExpr(t, `"from"`)
 	ser, attrs := h.ident(seriesName(t)), h.ident(attrsName(t))
 	owners := h.ident(ownersName(t))
 	// fkey raises the error a foreign key on column col to dictionary
@@ -191,21 +195,22 @@ func (dictLayout) checkBody(h *Tier, t *series.Table) string {
 	whole := wholeCond(t, "u.")
 	return `
 DECLARE
-	v_s int4[]; v_a int4[]; v_v numeric[]; v_b timestamptz[]; v_lo timestamptz[]; v_hi timestamptz[]; v_n int8[];
+	v_s int4[]; v_a int4[]; v_v numeric[]; v_b timestamptz[]; v_b2 timestamptz[]; v_lo timestamptz[]; v_hi timestamptz[]; v_n int8[];
 	v_gs int4[]; v_gop text[]; v_gv numeric[]; v_gb timestamptz[]; v_glo timestamptz[]; v_ghi timestamptz[]; v_gn int8[];
 	v_bad int4; v_badb timestamptz;
 BEGIN
-	SELECT array_agg(series), array_agg(attr), array_agg(version), array_agg(b), array_agg(lo), array_agg(hi), array_agg(n)
-	INTO v_s, v_a, v_v, v_b, v_lo, v_hi, v_n
-	FROM (SELECT series, attr, version, ` + bucket + ` AS b, min("from") AS lo, max("to") AS hi, count(*) AS n
-		FROM new_rows GROUP BY series, attr, version, ` + bucket + `) g;
+	SELECT array_agg(series), array_agg(attr), array_agg(version), array_agg(` + bucketExpr(t, "lo") + `),
+		array_agg(` + bucketExpr(t, "last") + `), array_agg(lo), array_agg(hi), array_agg(n)
+	INTO v_s, v_a, v_v, v_b, v_b2, v_lo, v_hi, v_n
+	FROM (SELECT series, attr, version, min("from") AS lo, max("from") AS last, max("to") AS hi, count(*) AS n
+		FROM new_rows GROUP BY series, attr, version) g;
 	IF v_s IS NULL THEN
 		RETURN NULL;
 	END IF;
-	SELECT u.s, u.b INTO v_bad, v_badb FROM unnest(v_s, v_b) AS u(s, b)
-	WHERE NOT EXISTS (SELECT 1 FROM ` + ser + ` d WHERE d.id = u.s AND d.bucket = u.b) LIMIT 1;` + fkey("series", seriesName(t)) + `
-	SELECT u.a, u.b INTO v_bad, v_badb FROM unnest(v_a, v_b) AS u(a, b)
-	WHERE NOT EXISTS (SELECT 1 FROM ` + attrs + ` d WHERE d.id = u.a AND d.bucket = u.b) LIMIT 1;` + fkey("attr", attrsName(t)) + `
+	SELECT u.s, u.b2 INTO v_bad, v_badb FROM unnest(v_s, v_b, v_b2) AS u(s, b, b2)
+	WHERE NOT EXISTS (SELECT 1 FROM ` + ser + ` d WHERE d.id = u.s AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("series", seriesName(t)) + `
+	SELECT u.a, u.b2 INTO v_bad, v_badb FROM unnest(v_a, v_b, v_b2) AS u(a, b, b2)
+	WHERE NOT EXISTS (SELECT 1 FROM ` + attrs + ` d WHERE d.id = u.a AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("attr", attrsName(t)) + `
 	SELECT array_agg(s), array_agg(op), array_agg(v), array_agg(b), array_agg(lo), array_agg(hi), array_agg(n)
 	INTO v_gs, v_gop, v_gv, v_gb, v_glo, v_ghi, v_gn
 	FROM (SELECT u.s, split_part(d.version_scope, ':', 1) AS op, u.v, u.b, min(u.lo) AS lo, max(u.hi) AS hi, sum(u.n)::int8 AS n

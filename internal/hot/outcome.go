@@ -1,7 +1,6 @@
 package hot
 
 import (
-	"context"
 	"hash/fnv"
 	"slices"
 	"strconv"
@@ -51,9 +50,9 @@ func seriesHash(t *series.Table, r *series.Reading) uint32 {
 	return f.Sum32()
 }
 
-// lockSeries takes the advisory locks of the series of b's rows, held to
-// the end of tx.
-func (h *Tier) lockSeries(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) error {
+// queueLockSeries queues in q the statements that take the advisory
+// locks of the series of b's rows, held to the end of the transaction.
+func (h *Tier) queueLockSeries(q *pgx.Batch, t *series.Table, b *batch) {
 	fine := make([]int32, 0, len(b.rows))
 	for i := range b.rows {
 		fine = append(fine, int32(seriesHash(t, b.rows[i].src)))
@@ -68,15 +67,11 @@ func (h *Tier) lockSeries(ctx context.Context, tx pgx.Tx, t *series.Table, b *ba
 	coarse = slices.Compact(coarse)
 	coarseKey, fineKey := h.lockKey(t.Name+"\x00series-bucket"), h.lockKey(t.Name+"\x00series")
 	if len(fine) > fineSeriesLimit {
-		_, err := tx.Exec(ctx, `SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int4[]) k`, coarseKey, coarse)
-		return err
+		q.Queue(`SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int4[]) k`, coarseKey, coarse)
+		return
 	}
-	_, err := tx.Exec(ctx, `SELECT count(pg_advisory_xact_lock_shared($1, k)) FROM unnest($2::int4[]) k;`, coarseKey, coarse)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int4[]) k`, fineKey, fine)
-	return err
+	q.Queue(`SELECT count(pg_advisory_xact_lock_shared($1, k)) FROM unnest($2::int4[]) k;`, coarseKey, coarse)
+	q.Queue(`SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int4[]) k`, fineKey, fine)
 }
 
 // A versionRun is a stretch of b.rows of one series and version whose
@@ -120,11 +115,23 @@ FROM unnest(` + strings.Join(args, ", ") + `) WITH ORDINALITY AS r(` + strings.J
 JOIN ` + h.ident(t.Name) + ` p ON ` + on + ` AND p."from" >= r.lo AND p."from" <= r.hi AND p.version <> r.v::numeric`
 }
 
-// others records, for each row of b, whether a lower or a higher version
+// queueOthers records, for each row of b, whether a lower or a higher version
 // of its merge key is stored. It runs before the insert, under the series
 // locks.
-func (h *Tier) others(ctx context.Context, tx pgx.Tx, t *series.Table, l layout, b *batch) error {
-	rs := versionRuns(t, l, b.rows)
+//
+// A run of a series whose dictionary row the transaction inserted is not
+// looked up: the dictionary's unique key made every other writer of that
+// series wait for the transaction, and ids are per bucket, so no row of
+// the series can be stored. The first delivery of a day, most of what a
+// table receives, then costs no look-up.
+//
+// It queues its statement in q, to run after the series locks queued
+// before it; the rows are marked as q's results are read.
+func (h *Tier) queueOthers(q *pgx.Batch, t *series.Table, l layout, b *batch) {
+	rs := slices.DeleteFunc(versionRuns(t, l, b.rows), func(r versionRun) bool { return b.rows[r.first].newSeries })
+	if len(rs) == 0 {
+		return
+	}
 	lo := make([]time.Time, len(rs))
 	hi := make([]time.Time, len(rs))
 	v := make([]string, len(rs))
@@ -132,36 +139,33 @@ func (h *Tier) others(ctx context.Context, tx pgx.Tx, t *series.Table, l layout,
 	for i, r := range rs {
 		lo[i], hi[i], v[i] = r.lo, r.hi, strconv.FormatUint(uint64(b.rows[r.first].version), 10)
 	}
-	rows, err := tx.Query(ctx, h.othersSQL(t, l), args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var i int32
-		var from time.Time
-		var version int64
-		var scope string
-		if err := rows.Scan(&i, &from, &version, &scope); err != nil {
-			return err
+	q.Queue(h.othersSQL(t, l), args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var i int32
+			var from time.Time
+			var version int64
+			var scope string
+			if err := rows.Scan(&i, &from, &version, &scope); err != nil {
+				return err
+			}
+			r := rs[i-1]
+			run := b.rows[r.first : r.first+r.n]
+			k, ok := slices.BinarySearchFunc(run, from, func(s staged, f time.Time) int { return s.from.Compare(f) })
+			if !ok {
+				continue // another resolution's interval: another merge key
+			}
+			s := &run[k]
+			if v := unbias(version); v > s.top || s.topScope == "" {
+				s.top, s.topScope = v, scope
+			}
+			if unbias(version) > uint64(s.version) {
+				s.higher = true
+			} else {
+				s.lower = true
+			}
 		}
-		r := rs[i-1]
-		run := b.rows[r.first : r.first+r.n]
-		k, ok := slices.BinarySearchFunc(run, from, func(s staged, f time.Time) int { return s.from.Compare(f) })
-		if !ok {
-			continue // another resolution's interval: another merge key
-		}
-		s := &run[k]
-		if v := unbias(version); v > s.top || s.topScope == "" {
-			s.top, s.topScope = v, scope
-		}
-		if unbias(version) > uint64(s.version) {
-			s.higher = true
-		} else {
-			s.lower = true
-		}
-	}
-	return rows.Err()
+		return rows.Err()
+	})
 }
 
 // outcomes sets the status of every row of b not Present: what it did
@@ -174,17 +178,22 @@ func outcomes(t *series.Table, b *batch) {
 	}
 	ident := t.Identity()
 	top := make(map[key]uint64, len(b.rows))
+	var ser string
 	for i := range b.rows {
 		s := &b.rows[i]
-		var sk strings.Builder
-		sk.WriteString(s.src.MaLo)
-		sk.WriteByte(0)
-		sk.WriteString(s.src.OBIS)
-		for _, c := range ident {
+		// Rows come in runs of a series: its key is built once a run.
+		if i == 0 || t.CompareSeries(b.rows[i-1].src, s.src) != 0 {
+			var sk strings.Builder
+			sk.WriteString(s.src.MaLo)
 			sk.WriteByte(0)
-			sk.WriteString(s.src.Extra[c.Name])
+			sk.WriteString(s.src.OBIS)
+			for _, c := range ident {
+				sk.WriteByte(0)
+				sk.WriteString(s.src.Extra[c.Name])
+			}
+			ser = sk.String()
 		}
-		k := key{sk.String(), s.from.UnixMicro()}
+		k := key{ser, s.from.UnixMicro()}
 		v := uint64(s.version)
 		prev, seen := top[k]
 		higher := s.higher || seen && prev > v

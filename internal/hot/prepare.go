@@ -34,6 +34,9 @@ type staged struct {
 	// series and attr are the ids of the row's dictionary rows, in a
 	// table of the dictionary layout (resolveIDs).
 	series, attr int32
+	// newSeries says this write's transaction inserted the series
+	// dictionary row: no other rows of the series are stored.
+	newSeries bool
 	// anc holds the starts of the coarser accepted intervals containing
 	// this one: the only places a containing row of the series can start.
 	anc []time.Time
@@ -46,6 +49,9 @@ type batch struct {
 	// substitute has every row given the next version of its merge key
 	// before it is stored (WriteOptions.Substitute).
 	substitute bool
+	// enc holds the rows encoded for the direct copy, if they were
+	// encoded ahead (copybin.go).
+	enc *encoded
 }
 
 // prepare checks the batch with the table's one definition of a valid

@@ -67,20 +67,43 @@ type WriteOptions struct {
 
 // WriteWith is Write with options.
 func (h *Tier) WriteWith(ctx context.Context, t *series.Table, rows []series.Reading, o WriteOptions) (series.Result, error) {
-	const op = "write"
-	if err := t.Validate(); err != nil {
+	b, err := h.prepareWrite(t, rows, o)
+	if err != nil {
 		return series.Result{}, err
+	}
+	return h.writePrepared(ctx, t, b)
+}
+
+// prepareWrite is the client's share of a write, which needs no
+// connection: the table's and the rows' checks, and the rows converted
+// for the copy.
+func (h *Tier) prepareWrite(t *series.Table, rows []series.Reading, o WriteOptions) (*batch, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
 	}
 	if o.Substitute {
 		if err := checkSubstitutes(t, rows); err != nil {
-			return series.Result{}, err
+			return nil, err
 		}
 	}
 	b, err := h.prepare(t, rows)
 	if err != nil {
-		return series.Result{}, err
+		return nil, err
 	}
 	b.substitute = o.Substitute
+	// Encoded ahead where the table's layout is known already, which it
+	// is after the table's first write: WriteEach then encodes a batch
+	// while the one before it is being written.
+	if l, ok := h.knownLayout(t); ok && binaryDirect(t, l) && !o.Substitute {
+		b.enc = encodeDirect(b.rows)
+	}
+	return b, nil
+}
+
+// writePrepared writes a batch prepareWrite prepared, in a transaction
+// of its own, and returns what each row did.
+func (h *Tier) writePrepared(ctx context.Context, t *series.Table, b *batch) (series.Result, error) {
+	const op = "write"
 	if len(b.rows) > 0 {
 		if err := h.write(ctx, t, b); err != nil {
 			return series.Result{}, classify(op, t.Name, err)
@@ -89,7 +112,7 @@ func (h *Tier) WriteWith(ctx context.Context, t *series.Table, rows []series.Rea
 	outcomes(t, b)
 	res := series.Tally(b.status)
 	if b.substitute {
-		res.Versions = make([]uint64, len(rows))
+		res.Versions = make([]uint64, len(b.status))
 		for i := range b.rows {
 			res.Versions[b.rows[i].row] = b.rows[i].src.Version
 		}
@@ -116,11 +139,21 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 	// The writer's lock on the parent, taken before anything else, keeps
 	// a partition from being detached between the check below and the
 	// insert.
-	if _, err := tx.Exec(ctx, `SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL jit = off; `+
-		`LOCK TABLE `+h.ident(t.Name)+` IN ROW EXCLUSIVE MODE`); err != nil {
+	// These and the partitions' look-up go in one round trip.
+	var first pgx.Batch
+	for _, set := range []string{`SET LOCAL enable_hashjoin = off`, `SET LOCAL enable_mergejoin = off`, `SET LOCAL jit = off`,
+		`LOCK TABLE ` + h.ident(t.Name) + ` IN ROW EXCLUSIVE MODE`} {
+		first.Queue(set)
+	}
+	var attached []string
+	first.Queue(attachedSQL, h.ident(t.Name)).Query(func(rows pgx.Rows) (err error) {
+		attached, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err := tx.SendBatch(ctx, &first).Close(); err != nil {
 		return err
 	}
-	if err := h.checkPartitions(ctx, tx, t, b); err != nil {
+	if err := checkPartitions(t, b, attached); err != nil {
 		return err
 	}
 	integrity, err := h.integrityOf(ctx, tx, t)
@@ -138,14 +171,20 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 	if err := lay.resolve(ctx, h, tx, t, b); err != nil {
 		return err
 	}
+	// The series locks, the look-up of other versions under them and the
+	// fast path's savepoint go in one round trip.
+	var q pgx.Batch
 	if !probeAll {
 		// The partition locks of probeAll serialise the writers of a
 		// series already.
-		if err := h.lockSeries(ctx, tx, t, b); err != nil {
-			return err
-		}
+		h.queueLockSeries(&q, t, b)
 	}
-	if err := h.others(ctx, tx, t, lay, b); err != nil {
+	h.queueOthers(&q, t, lay, b)
+	fast := fastPath(t, integrity, b)
+	if fast {
+		q.Queue(`SAVEPOINT hot_fast`)
+	}
+	if err := tx.SendBatch(ctx, &q).Close(); err != nil {
 		return err
 	}
 	if b.substitute {
@@ -153,7 +192,7 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 			return err
 		}
 	}
-	if fastPath(t, integrity, b) {
+	if fast {
 		switch done, err := h.copyDirect(ctx, tx, t, integrity, lay, b); {
 		case err != nil:
 			return err
@@ -211,18 +250,14 @@ func (b *batch) anyProbe() bool {
 	return false
 }
 
-// checkPartitions fails the batch if a row has no attached partition, with
-// an InvalidInput error wrapping ErrNoPartition that names those rows.
-func (h *Tier) checkPartitions(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) error {
-	rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-WHERE i.inhparent = $1::regclass AND NOT i.inhdetachpending`, h.ident(t.Name))
-	if err != nil {
-		return err
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
+// attachedSQL returns the names of the partitions attached to the table $1.
+const attachedSQL = `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = $1::regclass AND NOT i.inhdetachpending`
+
+// checkPartitions fails the batch if a row has no attached partition
+// (names, as attachedSQL returns them), with an InvalidInput error
+// wrapping ErrNoPartition that names those rows.
+func checkPartitions(t *series.Table, b *batch, names []string) error {
 	attached := make(map[int64]bool, len(names))
 	for _, n := range names {
 		if start, ok := partitionStart(t, n); ok {

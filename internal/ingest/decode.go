@@ -101,8 +101,11 @@ type Decoder struct {
 	format Format
 	csv    *csv.Reader
 	header []string
-	lines  *bufio.Scanner
-	line   int
+	// vals holds the fields of the CSV record being decoded, by column:
+	// one map for every record, as record keeps none of it.
+	vals  map[string]string
+	lines *bufio.Scanner
+	line  int
 }
 
 // NewDecoder returns a decoder of readings of t in format f from r. A CSV
@@ -207,13 +210,16 @@ func (d *Decoder) nextCSV() (Record, error) {
 	}
 	line, _ := d.csv.FieldPos(0)
 	d.line, _ = d.csv.FieldPos(len(fields) - 1)
-	vals := make(map[string]string, len(fields))
+	if d.vals == nil {
+		d.vals = make(map[string]string, len(fields))
+	}
+	clear(d.vals)
 	for i, f := range fields {
 		if f != "" {
-			vals[d.header[i]] = f
+			d.vals[d.header[i]] = f
 		}
 	}
-	return d.record(line, vals)
+	return d.record(line, d.vals)
 }
 
 func (d *Decoder) nextJSON() (Record, error) {

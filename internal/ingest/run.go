@@ -81,6 +81,10 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // Run decodes d and writes its readings in atomic batches until the end or
 // the first batch that cannot be written, which writes nothing and comes
 // back as a *BatchError naming its lines. Batches before it stay written.
+//
+// The next batch is decoded while the one before it is written, on a
+// goroutine of its own: two batches at most are held, and they are written
+// one after another, in order, each after the previous write returned.
 func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summary, error) {
 	n := opts.BatchRows
 	switch {
@@ -90,34 +94,20 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 		return Summary{}, fmt.Errorf("ingest: a batch of %d rows: want 1 to %d", n, MaxBatchRows)
 	}
 	var sum Summary
-	// The batches grow as they are read: a large batch size must not
-	// cost its memory up front for a small delivery.
-	recs := make([]Record, 0, min(n, DefaultBatchRows))
-	rows := make([]series.Reading, 0, min(n, DefaultBatchRows))
-	for done := false; !done; {
-		recs, rows = recs[:0], rows[:0]
-		var bad []*LineError
-		for len(recs) < n {
-			rec, err := d.Next()
-			if err == io.EOF {
-				done = true
-				break
-			}
-			var le *LineError
-			if errors.As(err, &le) {
-				bad = append(bad, le)
-				recs = append(recs, rec)
-				continue
-			}
-			if err != nil {
-				return sum, err
-			}
-			recs = append(recs, rec)
-			rows = append(rows, rec.Reading)
+	stop, cancel := context.WithCancel(ctx)
+	batches := make(chan *decoded) // unbuffered: one batch decoded ahead, no more
+	go decodeAhead(stop, d, n, batches)
+	// The decoding goroutine ends before Run returns: d is the caller's.
+	defer func() {
+		cancel()
+		for range batches {
 		}
-		if len(recs) == 0 {
-			break
+	}()
+	for b := range batches {
+		if b.err != nil {
+			return sum, b.err
 		}
+		recs, rows, bad := b.recs, b.rows, b.bad
 		first, last := recs[0].Line, recs[len(recs)-1].Line
 		if len(bad) > 0 {
 			return sum, &BatchError{FirstLine: first, LastLine: last, Lines: bad, Err: errors.New("records could not be decoded")}
@@ -156,7 +146,67 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 			opts.Progress(sum)
 		}
 	}
-	return sum, nil
+	return sum, ctx.Err()
+}
+
+// A decoded batch is what decodeAhead read for one write: its records,
+// the readings of those that decoded, and the lines that did not; or the
+// decoder's error, which ends the run.
+type decoded struct {
+	recs []Record
+	rows []series.Reading
+	bad  []*LineError
+	err  error
+}
+
+// decodeAhead decodes batches of n records from d and sends them on out,
+// in order, until d ends, fails or ctx is done; then it closes out. It
+// fills two batches in turn: the one it fills was sent two batches ago,
+// and out being unbuffered, its write has returned since.
+func decodeAhead(ctx context.Context, d *Decoder, n int, out chan<- *decoded) {
+	defer close(out)
+	var bufs [2]decoded
+	for k := 0; ; k++ {
+		b := &bufs[k%2]
+		if b.recs == nil {
+			// The batches grow as they are read: a large batch size must
+			// not cost its memory up front for a small delivery.
+			b.recs = make([]Record, 0, min(n, DefaultBatchRows))
+			b.rows = make([]series.Reading, 0, min(n, DefaultBatchRows))
+		}
+		b.recs, b.rows, b.bad = b.recs[:0], b.rows[:0], nil
+		end := false
+		for len(b.recs) < n {
+			rec, err := d.Next()
+			if err == io.EOF {
+				end = true
+				break
+			}
+			var le *LineError
+			if errors.As(err, &le) {
+				b.bad = append(b.bad, le)
+				b.recs = append(b.recs, rec)
+				continue
+			}
+			if err != nil {
+				b.err, end = err, true
+				break
+			}
+			b.recs = append(b.recs, rec)
+			b.rows = append(b.rows, rec.Reading)
+		}
+		if len(b.recs) == 0 && b.err == nil {
+			return
+		}
+		select {
+		case out <- b:
+		case <-ctx.Done():
+			return
+		}
+		if end {
+			return
+		}
+	}
 }
 
 // batchError names the lines of the rows a refused batch names, and of

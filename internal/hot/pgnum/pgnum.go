@@ -51,7 +51,12 @@ func (c codec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pg
 type microPlan struct{}
 
 func (microPlan) Encode(value any, buf []byte) ([]byte, error) {
-	v := int64(value.(Micro))
+	return AppendMicro(buf, value.(Micro)), nil
+}
+
+// AppendMicro appends m in the binary numeric format, without its length.
+func AppendMicro(buf []byte, m Micro) []byte {
+	v := int64(m)
 	var sign uint16
 	a := uint64(v)
 	if v < 0 {
@@ -72,13 +77,18 @@ func (microPlan) Encode(value any, buf []byte) ([]byte, error) {
 	}
 	groups[n] = uint16(fp / 100)
 	groups[n+1] = uint16(fp % 100 * 100)
-	return appendNumeric(buf, groups[:n+2], weight, sign, 6), nil
+	return appendNumeric(buf, groups[:n+2], weight, sign, 6)
 }
 
 type uintPlan struct{}
 
 func (uintPlan) Encode(value any, buf []byte) ([]byte, error) {
-	v := uint64(value.(Uint))
+	return AppendUint(buf, value.(Uint)), nil
+}
+
+// AppendUint appends u in the binary numeric format, without its length.
+func AppendUint(buf []byte, u Uint) []byte {
+	v := uint64(u)
 	var groups [5]uint16
 	n := 0
 	for x := v; x > 0; x /= 10000 {
@@ -87,7 +97,7 @@ func (uintPlan) Encode(value any, buf []byte) ([]byte, error) {
 	for i, x := n-1, v; i >= 0; i, x = i-1, x/10000 {
 		groups[i] = uint16(x % 10000)
 	}
-	return appendNumeric(buf, groups[:n], n-1, 0, 0), nil
+	return appendNumeric(buf, groups[:n], n-1, 0, 0)
 }
 
 // appendNumeric writes the binary numeric format: ndigits, weight, sign and

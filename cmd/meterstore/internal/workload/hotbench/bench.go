@@ -28,6 +28,10 @@ const (
 	// Statement is hot.Tier.Write into a table of integrity statement,
 	// where PostgreSQL enforces every rule for every client.
 	Statement = "hot Write, database-enforced"
+	// StatementEach writes the batches of a turn into a table of integrity
+	// statement with hot.Tier.WriteEach: the next batch checked and
+	// converted while the one before it is written.
+	StatementEach = "hot WriteEach, database-enforced"
 )
 
 // Config configures a run.
@@ -37,7 +41,11 @@ type Config struct {
 	// taken against; nil means the hot write variants, FormatVariants
 	// the ingest of delivery formats.
 	Variants []string
-	Logger   *slog.Logger
+	// Turn is the number of consecutive batches each variant writes in
+	// its turn; zero means one. StatementEach overlaps its work only
+	// within a turn.
+	Turn   int
+	Logger *slog.Logger
 }
 
 // DefaultConfig measures every variant on DefaultFixture.
@@ -50,6 +58,7 @@ type Result struct {
 	Fixture    Fixture   `json:"fixture"`
 	Rows       int       `json:"rows"`
 	Batches    int       `json:"batches"`
+	Turn       int       `json:"batches_a_turn"`
 	Variants   []Variant `json:"variants"`
 	// MSCONSToCSV is the readings/s of MSCONSIngest over those of
 	// CSVIngest, when both ran.
@@ -57,6 +66,9 @@ type Result struct {
 	// EnforcedToCopyPK is the readings/s of Statement over those of
 	// RawCopyPK, when both ran.
 	EnforcedToCopyPK float64 `json:"database_enforced_to_copy_pk,omitempty"`
+	// EachToCopyPK is the readings/s of StatementEach over those of
+	// RawCopyPK, when both ran.
+	EachToCopyPK float64 `json:"write_each_to_copy_pk,omitempty"`
 	// ServerTime is the server's time per statement, from
 	// pg_stat_statements when the server has it loaded.
 	ServerTime []ServerStatement `json:"server_time,omitempty"`
@@ -104,7 +116,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Result, error) {
 	for _, v := range want {
 		switch v {
 		case RawCopy:
-		case RawCopyPK, RawCopyChecks, Exclusion, NoExclusion, Statement, CSVIngest, MSCONSIngest:
+		case RawCopyPK, RawCopyChecks, Exclusion, NoExclusion, Statement, StatementEach, CSVIngest, MSCONSIngest:
 			variants = append(variants, v)
 		default:
 			return nil, fmt.Errorf("hotbench: unknown variant %q", v)
@@ -140,27 +152,31 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Result, error) {
 	stats := resetStatements(ctx, pool, log)
 	spent := make([]time.Duration, len(variants))
 	start := time.Now()
-	for b := 0; ; b++ {
-		batch := gen.Next()
-		if batch == nil {
+	turn := max(cfg.Turn, 1)
+	res.Turn = turn
+	for b, t := 0, 0; ; t++ {
+		var batches [][]series.Reading
+		for range turn {
+			if batch := gen.Next(); batch != nil {
+				batches = append(batches, batch)
+			}
+		}
+		if batches == nil {
 			break
 		}
-		res.Batches++
+		res.Batches += len(batches)
 		for k := range variants {
-			i := (b + k) % len(variants)
-			in, err := s.encode(variants[i], batch, b)
+			i := (t + k) % len(variants)
+			d, err := s.turn(ctx, variants[i], batches, b)
 			if err != nil {
-				return nil, fmt.Errorf("hotbench: %s, batch %d: %w", variants[i], b, err)
+				return nil, fmt.Errorf("hotbench: %s, batches from %d: %w", variants[i], b, err)
 			}
-			t0 := time.Now()
-			if err := s.write(ctx, variants[i], batch, in); err != nil {
-				return nil, fmt.Errorf("hotbench: %s, batch %d: %w", variants[i], b, err)
-			}
-			spent[i] += time.Since(t0)
+			spent[i] += d
 		}
-		if b%20 == 19 {
-			log.Info("hotbench: progress", "batches", b+1, "elapsed", time.Since(start).Round(time.Second))
+		if b/20 != (b+len(batches))/20 {
+			log.Info("hotbench: progress", "batches", b+len(batches), "elapsed", time.Since(start).Round(time.Second))
 		}
+		b += len(batches)
 	}
 	for i, v := range variants {
 		n, bytes, err := s.Size(ctx, v)
@@ -187,6 +203,9 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Result, error) {
 	}
 	if speed[Statement] > 0 && speed[RawCopyPK] > 0 {
 		res.EnforcedToCopyPK = speed[Statement] / speed[RawCopyPK]
+	}
+	if speed[StatementEach] > 0 && speed[RawCopyPK] > 0 {
+		res.EachToCopyPK = speed[StatementEach] / speed[RawCopyPK]
 	}
 	if speed[CSVIngest] > 0 && speed[MSCONSIngest] > 0 {
 		// A format that is fast but stores something else is no result.
@@ -239,12 +258,13 @@ func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants [
 	}
 	for _, v := range variants {
 		switch v {
-		case Exclusion, NoExclusion, Statement, CSVIngest, MSCONSIngest:
-			name := map[string]string{Exclusion: "lastgang_excl", NoExclusion: "lastgang_noexcl", Statement: "lastgang_stmt"}[v]
+		case Exclusion, NoExclusion, Statement, StatementEach, CSVIngest, MSCONSIngest:
+			name := map[string]string{Exclusion: "lastgang_excl", NoExclusion: "lastgang_noexcl", Statement: "lastgang_stmt", StatementEach: "lastgang_each"}[v]
 			if name == "" {
 				name = ingestTables[v]
 			}
-			integrity := map[string]series.Integrity{Exclusion: series.IntegrityExclusion, NoExclusion: series.IntegrityWrite, Statement: series.IntegrityStatement}[v]
+			integrity := map[string]series.Integrity{Exclusion: series.IntegrityExclusion, NoExclusion: series.IntegrityWrite,
+				Statement: series.IntegrityStatement, StatementEach: series.IntegrityStatement}[v]
 			t, err := decl(name, integrity, true)
 			if err != nil {
 				return nil, err
@@ -279,6 +299,37 @@ func NewSetup(ctx context.Context, pool *pgxpool.Pool, schema string, variants [
 		s.raw[v] = id
 	}
 	return s, nil
+}
+
+// turn writes the batches of a turn with variant v, the first numbered b,
+// and returns the time spent writing them (encoding a delivery not
+// included).
+func (s *Setup) turn(ctx context.Context, v string, batches [][]series.Reading, b int) (time.Duration, error) {
+	if v == StatementEach {
+		t0 := time.Now()
+		i := 0
+		err := s.tier.WriteEach(ctx, s.tables[v], func() ([]series.Reading, error) {
+			if i == len(batches) {
+				return nil, nil
+			}
+			i++
+			return batches[i-1], nil
+		}, func(_ series.Result, err error) error { return err })
+		return time.Since(t0), err
+	}
+	var spent time.Duration
+	for k, batch := range batches {
+		in, err := s.encode(v, batch, b+k)
+		if err != nil {
+			return 0, err
+		}
+		t0 := time.Now()
+		if err := s.write(ctx, v, batch, in); err != nil {
+			return 0, err
+		}
+		spent += time.Since(t0)
+	}
+	return spent, nil
 }
 
 // Write writes a batch with variant v; an ingest variant encodes it first.

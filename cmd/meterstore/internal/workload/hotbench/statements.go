@@ -27,7 +27,7 @@ func resetStatements(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 func serverTime(ctx context.Context, pool *pgxpool.Pool, readings int) ([]ServerStatement, error) {
 	rows, err := pool.Query(ctx, `SELECT query, calls, rows, total_exec_time FROM pg_stat_statements
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-ORDER BY total_exec_time DESC LIMIT 16`)
+ORDER BY total_exec_time DESC LIMIT 24`)
 	if err != nil {
 		return nil, err
 	}

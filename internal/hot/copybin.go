@@ -1,0 +1,114 @@
+package hot
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/meterstore/meterstore/internal/hot/pgnum"
+	"github.com/meterstore/meterstore/series"
+)
+
+// The direct copy in binary, encoded ahead.
+//
+// pgx encodes a COPY value by value, looking up an encode plan for each
+// through reflection: a quarter of the client's time in a write of the
+// dictionary layout. Its rows have eight columns of fixed types, so the
+// tier encodes them itself, in COPY's binary format, and can do so before
+// the write's transaction: the two ids, known only once the dictionaries
+// have been read, have a fixed place in each row and are filled in then.
+// WriteEach encodes a batch while the one before it is being written.
+
+// copySignature begins COPY's binary format: the signature, no flags, no
+// header extension.
+const copySignature = "PGCOPY\n\xff\r\n\x00" + "\x00\x00\x00\x00" + "\x00\x00\x00\x00"
+
+// pgEpoch is PostgreSQL's epoch for timestamps and dates, in Unix seconds.
+const pgEpoch = 946684800
+
+// An encoded batch is its rows in COPY's binary format for the direct copy
+// into a table of the dictionary layout (dictLayout.writeColumns).
+type encoded struct {
+	buf []byte
+	at  []int // where each row's series id begins; its attr id follows 8 bytes on
+}
+
+// binaryDirect reports whether the rows of t in layout l may be copied
+// from an encoded batch: the dictionary layout without attribute columns,
+// whose types the encoder does not know.
+func binaryDirect(t *series.Table, l layout) bool {
+	if _, ok := l.(dictLayout); !ok {
+		return false
+	}
+	for _, c := range t.Columns {
+		if !c.Identity {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeDirect encodes rows in the columns of dictLayout.writeColumns,
+// with their ids as they are.
+func encodeDirect(rows []staged) *encoded {
+	e := &encoded{buf: make([]byte, 0, len(copySignature)+len(rows)*112+2), at: make([]int, len(rows))}
+	b := append(e.buf, copySignature...)
+	for i := range rows {
+		r := &rows[i]
+		b = binary.BigEndian.AppendUint16(b, 8)
+		e.at[i] = len(b) + 4
+		b = appendInt32(b, r.series)
+		b = appendInt32(b, r.attr)
+		b = appendTime(b, r.from)
+		b = appendTime(b, r.to)
+		b = appendField(b, func(b []byte) []byte { return pgnum.AppendMicro(b, r.value) })
+		b = binary.BigEndian.AppendUint32(b, uint32(len(r.quality)))
+		b = append(b, r.quality...)
+		b = appendField(b, func(b []byte) []byte { return pgnum.AppendUint(b, r.version) })
+		b = binary.BigEndian.AppendUint32(b, 4)
+		b = binary.BigEndian.AppendUint32(b, uint32(int32((r.day.Unix()-pgEpoch)/86400)))
+	}
+	e.buf = binary.BigEndian.AppendUint16(b, 0xffff)
+	return e
+}
+
+// setIDs fills in the ids of rows, which e encodes.
+func (e *encoded) setIDs(rows []staged) {
+	for i := range rows {
+		binary.BigEndian.PutUint32(e.buf[e.at[i]:], uint32(rows[i].series))
+		binary.BigEndian.PutUint32(e.buf[e.at[i]+8:], uint32(rows[i].attr))
+	}
+}
+
+func appendInt32(b []byte, v int32) []byte {
+	b = binary.BigEndian.AppendUint32(b, 4)
+	return binary.BigEndian.AppendUint32(b, uint32(v))
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	b = binary.BigEndian.AppendUint32(b, 8)
+	return binary.BigEndian.AppendUint64(b, uint64(t.UnixMicro()-pgEpoch*1_000_000))
+}
+
+// appendField appends the value enc appends, after its length.
+func appendField(b []byte, enc func([]byte) []byte) []byte {
+	at := len(b)
+	b = enc(append(b, 0, 0, 0, 0))
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
+}
+
+// copyEncoded copies b's encoded rows into t's parent, in tx.
+func (h *Tier) copyEncoded(ctx context.Context, tx pgx.Tx, t *series.Table, l layout, b *batch) error {
+	if b.enc == nil {
+		b.enc = encodeDirect(b.rows)
+	}
+	b.enc.setIDs(b.rows)
+	cols := l.writeColumns(t, true)
+	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b.enc.buf),
+		`COPY `+h.ident(t.Name)+` (`+strings.Join(cols, ", ")+`) FROM STDIN BINARY`)
+	return err
+}
