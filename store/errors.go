@@ -52,6 +52,9 @@ var (
 	ErrNoTable = errors.New("store: no such table")
 	// ErrNotReadOnly refuses a query that is not a single SELECT.
 	ErrNotReadOnly = query.ErrNotReadOnly
+	// ErrManyStatements refuses a text of several statements; it wraps
+	// ErrNotReadOnly.
+	ErrManyStatements = query.ErrManyStatements
 	// ErrTooManyRows refuses a result larger than QueryOptions.MaxRows.
 	ErrTooManyRows = query.ErrTooManyRows
 	// ErrResultTooLarge refuses a result that would hold more bytes in

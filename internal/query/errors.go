@@ -2,6 +2,7 @@ package query
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/series"
@@ -11,6 +12,11 @@ import (
 // single SELECT: DDL, DML, COPY, ATTACH, INSTALL, LOAD, PRAGMA, SET, CALL,
 // EXPORT, EXPLAIN, or several statements at once.
 var ErrNotReadOnly = errors.New("query: only a single SELECT statement may run")
+
+// ErrManyStatements is wrapped by the refusal of a text of several
+// statements, which a protocol may answer otherwise than a write; it wraps
+// ErrNotReadOnly.
+var ErrManyStatements = fmt.Errorf("%w: send one statement at a time", ErrNotReadOnly)
 
 // ErrColdUnreachable is wrapped by the error of a query that needs the cold
 // tier when its watermark or its files cannot be read. It is

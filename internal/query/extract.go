@@ -163,7 +163,7 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 		return analysis{}, fmt.Errorf("%w: DuckDB, which runs every query, cannot take a part of this statement (%s): %s",
 			ErrInvalidQuery, doc.ErrorType, doc.ErrorMessage)
 	case len(doc.Statements) != 1:
-		return analysis{}, fmt.Errorf("%w: %d statements", ErrNotReadOnly, len(doc.Statements))
+		return analysis{}, fmt.Errorf("%w: %d statements", ErrManyStatements, len(doc.Statements))
 	}
 	var stmt map[string]any
 	d := json.NewDecoder(bytes.NewReader(doc.Statements[0]))

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/server/apierror"
+	"github.com/meterstore/meterstore/store"
 )
 
 // SQLSTATEs the server answers with, as PostgreSQL names them.
@@ -100,11 +101,11 @@ func classify(ctx context.Context, err error) *wireError {
 		return errorf(codeQueryCanceled, "canceling statement due to statement timeout")
 	}
 	f := apierror.Query(ctx, err)
+	if errors.Is(err, store.ErrManyStatements) {
+		return errorf(codeSyntaxError, "%s", f.Message)
+	}
 	switch f.Kind {
 	case apierror.NotReadOnly:
-		if strings.HasSuffix(f.Message, "statements (queries are read-only)") {
-			return errorf(codeSyntaxError, "%s: send one statement per query", f.Message)
-		}
 		return errorf(codeReadOnly, "%s", f.Message)
 	case apierror.InvalidQuery:
 		return errorf(invalidQueryCode(f.Message), "%s", f.Message)
