@@ -25,13 +25,14 @@ func describes(node map[string]any) bool {
 			rest.walk(v)
 		}
 	}
-	return len(rest.readings) == 0 && len(rest.completeness) == 0 && !rest.opaque
+	return len(rest.readings) == 0 && len(rest.completeness) == 0 && len(rest.daily) == 0 && !rest.opaque
 }
 
 // references collects what a statement names that could read readings.
 type references struct {
 	readings     []map[string]any // base table references to readings or readings_versions, of any table
 	completeness []map[string]any // base table references to completeness, which reads readings
+	daily        []map[string]any // base table references to daily, which reads readings
 	opaque       bool             // query(...), query_table(...) or a SHOW of a table name
 	// others is whether the statement may read a relation besides the
 	// tiers': another base table (the system tables, a CTE, DuckDB's
@@ -49,6 +50,8 @@ func (r *references) walk(v any) {
 				r.readings = append(r.readings, v)
 			case isCompleteness(name):
 				r.completeness = append(r.completeness, v)
+			case isDaily(name):
+				r.daily = append(r.daily, v)
 			default:
 				r.others = true
 			}

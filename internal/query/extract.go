@@ -65,6 +65,9 @@ type analysis struct {
 	// skipCompleteness: the statement does not read the relation
 	// completeness, whose view need not be bound.
 	skipCompleteness bool
+	// daily names the tables whose relation daily the statement reads,
+	// "" for self.
+	daily map[string]bool
 	// skipVersions: it reads no readings_versions either (completeness
 	// does), whose view and superseded files need not be bound.
 	skipVersions bool
@@ -196,6 +199,16 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 		byTable[name]++
 		a.mark(r, name, self)
 	}
+	// daily reads its table's readings.
+	for _, r := range refs.daily {
+		name := tableOf(r, self)
+		byTable[name]++
+		if a.daily == nil {
+			a.daily = map[string]bool{}
+		}
+		a.daily[name] = true
+		a.mark(r, name, self)
+	}
 	for _, r := range refs.completeness {
 		name := tableOf(r, self)
 		if name != "" && !slices.Contains(a.completenessOf, name) {
@@ -219,13 +232,19 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 		return a, nil
 	}
 	a.skipCompleteness = len(refs.completeness) == 0 && !refs.opaque
-	if !refs.opaque && a.skipCompleteness {
+	if !refs.opaque && a.skipCompleteness && len(refs.daily) == 0 {
+		// daily reads columns of readings the statement need not name.
 		a.columns = columnNames(stmt)
 	}
 	a.skipVersions = a.skipCompleteness && !slices.ContainsFunc(refs.readings, func(r map[string]any) bool {
 		return strings.EqualFold(str(r["table_name"]), "readings_versions")
 	})
 	if refs.opaque {
+		// query(...) may name daily in a string.
+		if a.daily == nil {
+			a.daily = map[string]bool{}
+		}
+		a.daily[""] = true
 		return a, nil
 	}
 	for name := range a.Tables {
@@ -247,6 +266,8 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 		return a, nil
 	case len(refs.completeness) == 1:
 		return a, a.completeness(ctx, q, node, self)
+	case a.daily[""]:
+		return a, a.dailyRange(ctx, q, node, self)
 	}
 	r, err := rangeOf(ctx, q, node, "", self)
 	a.Range = r

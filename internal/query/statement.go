@@ -305,6 +305,12 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 			}
 			rels = append(rels, "completeness")
 		}
+		if a.daily[""] && e.table.TimeModel == series.Interval {
+			if err := createDaily(ctx, inst.conn, e.table, e.layout, home); err != nil {
+				return err
+			}
+			rels = append(rels, "daily")
+		}
 		if a.named {
 			if err := createAlias(ctx, inst.conn, e.table.Name, rels); err != nil {
 				return err
@@ -316,6 +322,11 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		f, err := o.engine.read(ctx, inst, placeOf(o.name), o.r, st.opts, !a.skipVersions, &tr)
 		if err != nil {
 			return fmt.Errorf("query: table %s: %w", o.name, err)
+		}
+		if st.a.daily[o.name] {
+			if err := createDaily(ctx, inst.conn, o.engine.table, o.engine.layout, placeOf(o.name)); err != nil {
+				return fmt.Errorf("query: table %s: %w", o.name, err)
+			}
 		}
 		files = append(files, f...)
 		h.Tables = append(h.Tables, tr)
