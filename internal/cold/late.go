@@ -133,7 +133,7 @@ func (c *Tier) appendLate(ctx context.Context, t *Table, rows []series.Reading) 
 		op:      op,
 		enc:     enc,
 		rows:    Readings(fresh),
-		summary: iceberg.Properties{SummaryWatermark: FormatTime(w)},
+		summary: lateSummary(w, fresh),
 		rowsKey: SummaryLateRows,
 		pin:     true, // checked against this snapshot only
 	})
@@ -301,4 +301,15 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// lateSummary returns the summary of a commit of the late corrections
+// rows, below watermark w.
+func lateSummary(w time.Time, rows []series.Reading) iceberg.Properties {
+	lo, hi := rows[0].From, rows[0].From
+	for i := range rows {
+		lo, hi = minTime(lo, rows[i].From), maxTime(hi, rows[i].From)
+	}
+	return iceberg.Properties{SummaryWatermark: FormatTime(w),
+		SummaryLateFrom: FormatTime(lo), SummaryLateTo: FormatTime(hi.Add(time.Microsecond))}
 }

@@ -69,6 +69,9 @@ type Tier struct {
 	// beforeCommit, if set, runs between staging and committing a
 	// snapshot: tests use it to lose a race on purpose.
 	beforeCommit func(ctx context.Context, name string)
+	// rollupSkipsLate, tests only: CatchUpRollup leaves out the days of
+	// late corrections, so that a test shows it would notice.
+	rollupSkipsLate bool
 	// purgeStep, if set, runs before Purge deletes each file and, with "",
 	// before it drops the entry: tests fail it to cut a purge short.
 	purgeStep func(file string) error

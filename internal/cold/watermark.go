@@ -18,8 +18,13 @@ const (
 	SummaryArchivedTo   = "meterstore.archived-to"   // end of the archived window, exclusive
 	SummaryRows         = "meterstore.rows"          // readings the commit added
 	SummaryLateRows     = "meterstore.late-rows"     // late corrections below W the commit added
-	SummaryReasserted   = "meterstore.reasserted-from"
-	SummaryCommitID     = "meterstore.commit-id" // unique per attempt: tells whether it landed
+	// SummaryLateFrom and SummaryLateTo bound the from of the late
+	// corrections a commit added, [from, to): the days whose rollup they
+	// change (see CatchUpRollup).
+	SummaryLateFrom   = "meterstore.late-from"
+	SummaryLateTo     = "meterstore.late-to"
+	SummaryReasserted = "meterstore.reasserted-from"
+	SummaryCommitID   = "meterstore.commit-id" // unique per attempt: tells whether it landed
 	// SummaryWriteMillis is how long the commit took to write its data
 	// files and stage its snapshot, in milliseconds of the wall clock: the
 	// archival's cost per window, which the dashboard plots.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/internal/rollup"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
@@ -202,6 +203,25 @@ func newDailyFixture(t *testing.T, tab *series.Table, channel string, days []met
 	return f
 }
 
+// rollup returns the lines of rollup.Compute's rows for the days lo to
+// hi of what was recorded at or before known, rendered as daily's.
+func (f *dailyFixture) rollup(lo, hi metering.Date, known time.Time) []string {
+	var out []string
+	for _, x := range rollup.Compute(f.tab, cal, f.o.visible(known), 0) {
+		if x.Day.Compare(lo) < 0 || x.Day.Compare(hi) > 0 {
+			continue
+		}
+		ch := ""
+		if len(x.Identity) > 0 {
+			ch = x.Identity[0]
+		}
+		out = append(out, fmt.Sprintf("%s|%s|%s|%s|%s|%s|%s|%d|%d|%s|%d|%d|%d|%d|%d", x.MaLo, x.OBIS, ch, x.Day, x.Commodity, x.Resolution, x.Unit,
+			x.Expected, x.Present, series.Decimal(x.Sum), x.Qualities[0], x.Qualities[1], x.Qualities[2], x.MaxVersion, x.MaxRecord.UnixMicro()))
+	}
+	slices.Sort(out)
+	return out
+}
+
 // check returns the checks of daily that fail on e, for each mode, for
 // every day and for each range of days, by name.
 func (f *dailyFixture) check(t *testing.T, e *Engine, ranges [][2]string) []string {
@@ -214,6 +234,10 @@ func (f *dailyFixture) check(t *testing.T, e *Engine, ranges [][2]string) []stri
 			}
 			if len(want) == 0 {
 				t.Fatalf("oracle: no days in %s..%s", r[0], r[1])
+			}
+			// The rollup the cold tier stores computes the same rows.
+			if computed := f.rollup(date(t, r[0]), date(t, r[1]), m.known); !slices.Equal(computed, want) {
+				t.Fatalf("rollup.Compute, %s..%s, %s: %d rows, want %d; first difference: %s", r[0], r[1], m.name, len(computed), len(want), firstDifference(computed, want))
 			}
 			sql := dailyLines(f.channel) + ` WHERE balancing_day BETWEEN '` + r[0] + `' AND '` + r[1] + `'`
 			name := "daily " + r[0] + ".." + r[1] + ", " + m.name

@@ -1,0 +1,223 @@
+package cold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/internal/rollup"
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
+)
+
+// The daily rollup of an interval table t is an Iceberg table of its own,
+// of t's name in the namespace rollup.Namespace of t's, partitioned by the month of the
+// day's start. It is only appended to: a series' day is written again as
+// a higher rollup_version (see rollup.Current), each snapshot naming in its
+// summary the snapshot of t and the watermark it reflects. The two tables
+// commit separately, so a reader compares those with the snapshot of t it
+// reads (see RollupState).
+
+// RollupHandle returns the handle of t's rollup table, reading nothing.
+func (c *Tier) RollupHandle(t *Table) *Table {
+	d := *cloneDecl(&t.decl)
+	ns := rollup.Namespace(c.opts.Namespace)
+	d.Name = ns + "." + t.decl.Name // as messages name it
+	return &Table{decl: d, ident: table.Identifier{ns, t.decl.Name}}
+}
+
+// EnsureRollup creates the rollup table of the interval table t unless it
+// exists, and returns its handle.
+func (c *Tier) EnsureRollup(ctx context.Context, t *Table) (*Table, error) {
+	if t.decl.TimeModel != series.Interval {
+		return nil, fmt.Errorf("cold: rollup of %s: only interval tables have one", t.decl.Name)
+	}
+	h := c.RollupHandle(t)
+	_, err := c.load(ctx, h)
+	switch {
+	case err == nil:
+		return h, nil
+	case !errors.Is(err, icecatalog.ErrNoSuchTable) && !errors.Is(err, icecatalog.ErrNoSuchNamespace):
+		return nil, fmt.Errorf("cold: ensure the rollup of %s: %w", t.decl.Name, err)
+	}
+	err = c.cat.CreateNamespace(ctx, table.Identifier{h.ident[0]}, iceberg.Properties{"owner": "meterstore"})
+	if err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
+		return nil, fmt.Errorf("cold: ensure the rollup of %s: create namespace %s: %w", t.decl.Name, h.ident[0], err)
+	}
+	sc := rollup.Schema(&t.decl)
+	from, _ := sc.FindFieldByName("from")
+	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{from.ID}, FieldID: 1000, Name: "from_month", Transform: iceberg.MonthTransform{}})
+	props := iceberg.Properties{
+		table.PropertyFormatVersion:               "2",
+		table.MetadataDeleteAfterCommitEnabledKey: "true",
+		table.ParquetCompressionKey:               "zstd",
+		table.ParquetCompressionLevelKey:          fmt.Sprint(c.opts.ZstdLevel),
+		table.WriteTargetFileSizeBytesKey:         fmt.Sprint(c.opts.TargetFileSize),
+	}
+	_, err = c.cat.CreateTable(ctx, h.ident, sc, icecatalog.WithPartitionSpec(&spec), icecatalog.WithProperties(props))
+	if err != nil && !errors.Is(err, icecatalog.ErrTableAlreadyExists) { // a concurrent EnsureRollup may come first
+		return nil, fmt.Errorf("cold: ensure the rollup of %s: %w", t.decl.Name, err)
+	}
+	return h, nil
+}
+
+// A RollupState is what a rollup table's current snapshot reflects: the
+// snapshot of the source table and its watermark. Ok is false for a
+// rollup without snapshots.
+type RollupState struct {
+	Source    int64
+	Watermark time.Time
+	Ok        bool
+}
+
+// RollupState returns what rollup table r's current snapshot reflects.
+func (c *Tier) RollupState(ctx context.Context, r *Table) (RollupState, error) {
+	ice, err := c.load(ctx, r)
+	if err != nil {
+		return RollupState{}, err
+	}
+	return rollupState(ice.CurrentSnapshot())
+}
+
+func rollupState(s *table.Snapshot) (RollupState, error) {
+	if s == nil || s.Summary == nil {
+		return RollupState{}, nil
+	}
+	p := s.Summary.Properties
+	src, err := strconv.ParseInt(p[rollup.SummarySourceSnapshot], 10, 64)
+	if err != nil {
+		return RollupState{}, fmt.Errorf("cold: rollup snapshot %d: %s: %w", s.SnapshotID, rollup.SummarySourceSnapshot, err)
+	}
+	w, err := parseTime(p[rollup.SummaryWatermark])
+	if err != nil {
+		return RollupState{}, fmt.Errorf("cold: rollup snapshot %d: %s: %w", s.SnapshotID, rollup.SummaryWatermark, err)
+	}
+	return RollupState{Source: src, Watermark: w, Ok: true}, nil
+}
+
+// appendRollup appends rows to rollup table r as one snapshot reflecting
+// snapshot source of the source table, at watermark w.
+func (c *Tier) appendRollup(ctx context.Context, r *Table, rows []rollup.Row, source int64, w string) (Commit, error) {
+	ice, err := c.load(ctx, r)
+	if err != nil {
+		return Commit{}, err
+	}
+	asc, err := table.SchemaToArrowSchema(ice.Schema(), nil, true, false)
+	if err != nil {
+		return Commit{}, fmt.Errorf("cold: rollup %s: %w", r.decl.Name, err)
+	}
+	rec := &records{schema: asc, batches: rollupBatches(&r.decl, c.cal, asc, rows, max(c.opts.BatchRows, 1))}
+	return c.commit(ctx, r, ice, write{
+		op:      "rollup",
+		records: []*records{rec},
+		summary: iceberg.Properties{rollup.SummarySourceSnapshot: strconv.FormatInt(source, 10), rollup.SummaryWatermark: w},
+		rowsKey: SummaryRows,
+		pin:     true, // a catch-up is computed against the rollup it read
+	})
+}
+
+// rollupBatches returns rows as record batches of schema asc, n rows each.
+func rollupBatches(decl *series.Table, cal *metering.Calendar, asc *arrow.Schema, rows []rollup.Row, n int) iter.Seq2[arrow.RecordBatch, error] {
+	qs := metering.Qualities()
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for lo := 0; lo < len(rows); lo += n {
+			b := array.NewRecordBuilder(memory.DefaultAllocator, asc)
+			for _, x := range rows[lo:min(lo+n, len(rows))] {
+				ids := 0
+				for i, f := range asc.Fields() {
+					fb := b.Field(i)
+					switch f.Name {
+					case "malo_id":
+						fb.(*array.StringBuilder).Append(x.MaLo)
+					case "obis_code":
+						fb.(*array.StringBuilder).Append(x.OBIS)
+					case "balancing_day":
+						fb.(*array.Date32Builder).Append(arrow.Date32FromTime(time.Date(x.Day.Year, x.Day.Month, x.Day.Day, 0, 0, 0, 0, time.UTC)))
+					case "sparte":
+						fb.(*array.StringBuilder).Append(x.Commodity.String())
+					case "resolution":
+						fb.(*array.StringBuilder).Append(x.Resolution.String())
+					case "unit":
+						fb.(*array.StringBuilder).Append(x.Unit.String())
+					case "from":
+						fb.(*array.TimestampBuilder).Append(arrow.Timestamp(cal.BalancingDayStart(x.Day, x.Commodity).UnixMicro()))
+					case "to":
+						fb.(*array.TimestampBuilder).Append(arrow.Timestamp(cal.BalancingDayEnd(x.Day, x.Commodity).UnixMicro()))
+					case "expected":
+						if x.Expected < 0 {
+							fb.AppendNull()
+						} else {
+							fb.(*array.Int64Builder).Append(x.Expected)
+						}
+					case "present":
+						fb.(*array.Int64Builder).Append(x.Present)
+					case "value_sum":
+						fb.(*array.Decimal128Builder).Append(decimal128.FromI64(x.Sum))
+					case "max_version":
+						fb.(*array.Decimal128Builder).Append(decimal128.FromU64(x.MaxVersion))
+					case "max_recorded_at":
+						fb.(*array.TimestampBuilder).Append(arrow.Timestamp(x.MaxRecord.UnixMicro()))
+					case "rollup_version":
+						fb.(*array.Int64Builder).Append(x.Version)
+					default:
+						if q := qualityOf(qs, f.Name); q >= 0 {
+							fb.(*array.Int64Builder).Append(x.Qualities[q])
+							continue
+						}
+						// An identity column, in declared order.
+						v := ""
+						if ids < len(x.Identity) {
+							v = x.Identity[ids]
+						}
+						ids++
+						if err := appendIdentity(fb, v); err != nil {
+							b.Release()
+							yield(nil, fmt.Errorf("cold: rollup %s: column %q: %w", decl.Name, f.Name, err))
+							return
+						}
+					}
+				}
+			}
+			rec := b.NewRecordBatch()
+			b.Release()
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}
+}
+
+func qualityOf(qs []metering.Quality, name string) int {
+	for i, q := range qs {
+		if rollup.QualityColumn(q) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func appendIdentity(b array.Builder, v string) error {
+	switch b := b.(type) {
+	case *array.StringBuilder:
+		b.Append(v)
+	case *array.Int64Builder:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return err
+		}
+		b.Append(n)
+	default:
+		return fmt.Errorf("arrow builder %T", b)
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package cold
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/internal/rollup"
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
+)
+
+// rollupFixture writes readings to a table and remembers them, to check
+// its rollup against the rollup of everything written.
+type rollupFixture struct {
+	e       *env
+	tab     *series.Table
+	h       *Table
+	rng     *rand.Rand
+	written []series.Reading
+	w       time.Time
+	batches uint64 // late batches stored
+}
+
+// window returns 1 to 3 versions of each quarter hour of locations 0 to
+// 2 on both channels in [from, to), of random values and qualities, about
+// one in ten missing, in primary key order.
+func (f *rollupFixture) window(from, to time.Time) []series.Reading {
+	qs := []metering.Quality{metering.TrueValue, metering.Substitute, metering.Proposed}
+	var out []series.Reading
+	for i := range 3 {
+		for k := 0; from.Add(time.Duration(k) * 15 * time.Minute).Before(to); k++ {
+			for _, ch := range []string{"A", "B"} {
+				if f.rng.IntN(10) == 0 {
+					continue
+				}
+				r := quarterHour(i, from, k)
+				r.Extra = map[string]string{"channel": ch}
+				for v := range f.rng.IntN(3) + 1 {
+					r.Version = 20260101000000 + uint64(v)
+					r.Value = series.Decimal(f.rng.Int64N(1_000_000_000))
+					r.Quality = qs[f.rng.IntN(len(qs))]
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b series.Reading) int {
+		return cmp.Or(strings.Compare(a.MaLo, b.MaLo), a.From.Compare(b.From),
+			strings.Compare(a.Extra["channel"], b.Extra["channel"]), cmp.Compare(a.Version, b.Version))
+	})
+	return out
+}
+
+func (f *rollupFixture) archive(t *testing.T, from, to time.Time) {
+	rows := f.window(from, to)
+	f.e.archive(t, f.h, from, to, rows)
+	f.written = append(f.written, rows...)
+	f.w = to
+}
+
+// late stores corrections of n random written readings below W: most
+// under a higher version, some under a lower one, which must not win.
+func (f *rollupFixture) late(t *testing.T, n int) {
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	f.batches++
+	seen := map[string]bool{}
+	var late []series.Reading
+	for range n {
+		r := f.written[f.rng.IntN(len(f.written))]
+		k := r.MaLo + r.Extra["channel"] + r.From.String()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		r.Version, r.RecordedAt = 20260201000000+f.batches, at
+		if f.rng.IntN(4) == 0 {
+			r.Version = 20250101000000 + f.batches
+		}
+		r.Value, r.Quality = series.Decimal(f.rng.Int64N(1_000_000_000)), metering.Substitute
+		late = append(late, r)
+	}
+	if _, err := f.e.tier.AppendLate(t.Context(), f.h, late); err != nil {
+		t.Fatal(err)
+	}
+	f.written = append(f.written, late...)
+}
+
+// check returns why the rollup does not hold what the written readings
+// give for every day that ends at or before W, or "".
+func (f *rollupFixture) check(t *testing.T) string {
+	t.Helper()
+	got, st, err := f.e.tier.RollupRows(t.Context(), f.e.tier.RollupHandle(f.h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ice, err := f.e.tier.Iceberg(t.Context(), f.h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Ok || st.Source != ice.CurrentSnapshot().SnapshotID || !st.Watermark.Equal(f.w) {
+		return fmt.Sprintf("the rollup reflects %+v, want snapshot %d at %v", st, ice.CurrentSnapshot().SnapshotID, f.w)
+	}
+	var want []string
+	for _, x := range rollup.Compute(f.tab, cal, f.written, 0) {
+		if !cal.BalancingDayEnd(x.Day, x.Commodity).After(f.w) {
+			want = append(want, rollupLine(x))
+		}
+	}
+	var have []string
+	for _, x := range rollup.Current(got) {
+		have = append(have, rollupLine(x))
+	}
+	if !slices.Equal(have, want) {
+		for i := range min(len(have), len(want)) {
+			if have[i] != want[i] {
+				return fmt.Sprintf("%d rollup rows, want %d: got %s, want %s", len(have), len(want), have[i], want[i])
+			}
+		}
+		return fmt.Sprintf("%d rollup rows, want %d", len(have), len(want))
+	}
+	return ""
+}
+
+// rollupLine renders x without its rollup version.
+func rollupLine(x rollup.Row) string {
+	x.Version, x.MaxRecord = 0, x.MaxRecord.UTC()
+	return fmt.Sprintf("%+v", x)
+}
+
+// TestDailyRollupCatchUp archives windows that cut Berlin days, the day
+// summer time begins among them, catches the rollup up after each (once
+// only after two, as after a crash between the commits), then stores late
+// corrections below W: the rollup's resolved rows equal the rollup of
+// everything written for every settled day, and its snapshot names the
+// table's. Without the late corrections' days it must fail.
+func TestDailyRollupCatchUp(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		t.Run(fmt.Sprintf("skip late %v", skip), func(t *testing.T) {
+			e := newEnv(t, Options{})
+			e.tier.rollupSkipsLate = skip
+			f := &rollupFixture{e: e, tab: loadProfile("power"), rng: rand.New(rand.NewPCG(50, uint64(time.Now().UnixNano())))}
+			f.h = e.ensure(t, f.tab)
+			catchUp := func(what string) {
+				t.Helper()
+				if _, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				if why := f.check(t); why != "" && !(skip && strings.HasPrefix(what, "late")) {
+					t.Fatalf("%s: %s", what, why)
+				} else if skip && strings.HasPrefix(what, "late") {
+					if why == "" {
+						t.Fatalf("%s: the rollup without the late days passed", what)
+					}
+					t.Logf("%s, late days left out: %s", what, why)
+				}
+			}
+			mar27, mar28h10 := time.Date(2026, 3, 27, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 28, 10, 0, 0, 0, time.UTC)
+			mar30h5, apr1 := time.Date(2026, 3, 30, 5, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+			f.archive(t, mar27, mar28h10)
+			catchUp("first window")
+			f.archive(t, mar28h10, mar30h5)
+			f.archive(t, mar30h5, apr1)
+			catchUp("two windows at once")
+			// Nothing changed: nothing is written.
+			if c, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil || c.SnapshotID != 0 {
+				t.Fatalf("a catch-up of nothing: %+v, %v", c, err)
+			}
+			f.late(t, 20)
+			catchUp("late corrections")
+			f.late(t, 5)
+			f.late(t, 5)
+			catchUp("late corrections in two commits")
+		})
+	}
+}

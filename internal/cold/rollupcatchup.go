@@ -1,0 +1,148 @@
+package cold
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/internal/rollup"
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
+)
+
+// CatchUpRollup brings the rollup of the interval table t up to t's
+// current snapshot S: it computes the rows of every settled day (one that
+// ends at or before S's watermark) that changed since the snapshot the
+// rollup reflects, from S's rows, and appends them as rollup version S's
+// sequence number, in one snapshot naming S and its watermark. A day
+// changes when the watermark passes its end, or when a late correction
+// (see SummaryLateFrom) falls in it; compactions change none. Where the
+// rollup reflects no ancestor of S, or a snapshot between does what this
+// cannot tell (a late commit without its range, a foreign engine's
+// append), every settled day is computed again. It does nothing when the
+// rollup reflects S already, and returns the zero Commit then.
+//
+// It runs after the commits it follows, never inside them: a crash
+// between leaves the rollup behind, which a reader notices (RollupState)
+// and the next call mends.
+func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
+	if t.decl.TimeModel != series.Interval {
+		return Commit{}, nil
+	}
+	r, err := c.EnsureRollup(ctx, t)
+	if err != nil {
+		return Commit{}, err
+	}
+	ice, err := c.load(ctx, t)
+	if err != nil {
+		return Commit{}, err
+	}
+	snap := ice.CurrentSnapshot()
+	w, ok, err := Watermark(ice.Metadata())
+	if err != nil || !ok || snap == nil {
+		return Commit{}, err
+	}
+	st, err := c.RollupState(ctx, r)
+	if err != nil {
+		return Commit{}, err
+	}
+	if st.Ok && st.Source == snap.SnapshotID {
+		return Commit{}, nil
+	}
+	ranges := changedSince(ice.Metadata(), snap, st, w)
+	if c.rollupSkipsLate {
+		ranges = ranges[:1]
+	}
+	var rows []rollup.Row
+	done := map[rollup.Key]bool{}
+	for _, q := range ranges {
+		got, err := c.rollupOf(ctx, t, ice, q, w, snap.SequenceNumber)
+		if err != nil {
+			return Commit{}, err
+		}
+		// A day two ranges share is computed by each, alike: the first's
+		// rows are kept.
+		n := len(rows)
+		for _, x := range got {
+			if !done[x.KeyOf()] {
+				rows = append(rows, x)
+			}
+		}
+		for _, x := range rows[n:] {
+			done[x.KeyOf()] = true
+		}
+	}
+	return c.appendRollup(ctx, r, rows, snap.SnapshotID, FormatTime(w))
+}
+
+// changedSince returns the ranges of from whose settled days changed
+// between the snapshot st reflects and snap, at watermark w: first the
+// range the watermark moved over, then one per late commit.
+func changedSince(meta table.Metadata, snap *table.Snapshot, st RollupState, w time.Time) []series.Range {
+	all := []series.Range{{To: w}}
+	if !st.Ok {
+		return all
+	}
+	out := []series.Range{{From: st.Watermark, To: w}}
+	for s := snap; s.SnapshotID != st.Source; {
+		if s.Summary != nil && s.Summary.Operation != table.OpReplace {
+			p := s.Summary.Properties
+			_, late := p[SummaryLateRows]
+			_, archived := p[SummaryArchivedFrom]
+			switch {
+			case late:
+				lo, err1 := parseTime(p[SummaryLateFrom])
+				hi, err2 := parseTime(p[SummaryLateTo])
+				if err1 != nil || err2 != nil {
+					return all
+				}
+				out = append(out, series.Range{From: lo, To: hi})
+			case archived:
+			case p["added-data-files"] != "" && p["added-data-files"] != "0":
+				return all // what it added is not known here
+			}
+		}
+		if s.ParentSnapshotID == nil {
+			return all // st's snapshot is no ancestor: expired, or another history
+		}
+		if s = meta.SnapshotByID(*s.ParentSnapshotID); s == nil {
+			return all
+		}
+	}
+	return out
+}
+
+// rollupOf returns the rollup rows, of version v, of the settled days
+// (ending at or before w) that overlap q, from the rows of the snapshot
+// ice is at. It reads every day whole: from midnight of the Berlin day
+// before q's start, so that a gas day begun then is read from its start.
+func (c *Tier) rollupOf(ctx context.Context, t *Table, ice *table.Table, q series.Range, w time.Time, v int64) ([]rollup.Row, error) {
+	scan := series.Range{To: w}
+	if !q.From.IsZero() {
+		scan.From = c.cal.DayStart(c.cal.BalancingDay(q.From, metering.Electricity).AddDays(-1))
+	}
+	if !q.To.IsZero() && q.To.Before(w) {
+		last := c.cal.BalancingDay(q.To.Add(-time.Microsecond), metering.Electricity)
+		scan.To = minTime(w, c.cal.GasDayEnd(last))
+	}
+	if !scan.To.After(scan.From) && !scan.From.IsZero() {
+		return nil, nil
+	}
+	b := rollup.NewBuilder(&t.decl, c.cal)
+	for r, err := range c.scan(ctx, t, ice, scan) {
+		if err != nil {
+			return nil, fmt.Errorf("cold: rollup of %s: %w", t.decl.Name, err)
+		}
+		b.Add(&r)
+	}
+	var out []rollup.Row
+	for _, x := range b.Rows(v) {
+		start, end := c.cal.BalancingDayStart(x.Day, x.Commodity), c.cal.BalancingDayEnd(x.Day, x.Commodity)
+		overlaps := (q.From.IsZero() || end.After(q.From)) && (q.To.IsZero() || start.Before(q.To))
+		if overlaps && !end.After(w) && (scan.From.IsZero() || !start.Before(scan.From)) {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,113 @@
+package cold
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/internal/rollup"
+	"github.com/meterstore/meterstore/metering"
+)
+
+// RollupRows returns every row of rollup table r's current snapshot, of
+// every rollup version (see rollup.Current for those that hold), and what
+// the snapshot reflects. It holds them all: for tests and verification of
+// samples, not for queries, which read the files.
+func (c *Tier) RollupRows(ctx context.Context, r *Table) ([]rollup.Row, RollupState, error) {
+	ice, err := c.load(ctx, r)
+	if err != nil {
+		return nil, RollupState{}, err
+	}
+	st, err := rollupState(ice.CurrentSnapshot())
+	if err != nil || !st.Ok {
+		return nil, st, err
+	}
+	s := ice.Scan(table.WithMaxConcurrency(1))
+	defer s.Close()
+	_, recs, err := s.ToArrowRecords(ctx)
+	if err != nil {
+		return nil, st, fmt.Errorf("cold: read the rollup %s: %w", r.decl.Name, err)
+	}
+	var out []rollup.Row
+	for rec, err := range recs {
+		if err != nil {
+			return nil, st, fmt.Errorf("cold: read the rollup %s: %w", r.decl.Name, err)
+		}
+		rows, err := decodeRollup(rec)
+		rec.Release()
+		if err != nil {
+			return nil, st, fmt.Errorf("cold: read the rollup %s: %w", r.decl.Name, err)
+		}
+		out = append(out, rows...)
+	}
+	return out, st, nil
+}
+
+// decodeRollup returns the rows of a record batch of a rollup table.
+func decodeRollup(rec arrow.RecordBatch) ([]rollup.Row, error) {
+	qs := metering.Qualities()
+	n := int(rec.NumRows())
+	out := make([]rollup.Row, n)
+	for i := range out {
+		out[i].Qualities = make([]int64, len(qs))
+	}
+	for ci, f := range rec.Schema().Fields() {
+		col := rec.Column(ci)
+		for i := range out {
+			x := &out[i]
+			var err error
+			switch f.Name {
+			case "malo_id":
+				x.MaLo = col.(*array.String).Value(i)
+			case "obis_code":
+				x.OBIS = col.(*array.String).Value(i)
+			case "balancing_day":
+				y, m, d := col.(*array.Date32).Value(i).ToTime().Date()
+				x.Day = metering.Date{Year: y, Month: m, Day: d}
+			case "sparte":
+				x.Commodity, err = metering.ParseCommodity(col.(*array.String).Value(i))
+			case "resolution":
+				x.Resolution, err = metering.ParseResolution(col.(*array.String).Value(i))
+			case "unit":
+				x.Unit, err = metering.ParseUnit(col.(*array.String).Value(i))
+			case "from", "to":
+			case "expected":
+				x.Expected = -1
+				if col.IsValid(i) {
+					x.Expected = col.(*array.Int64).Value(i)
+				}
+			case "present":
+				x.Present = col.(*array.Int64).Value(i)
+			case "value_sum":
+				x.Sum = int64(col.(*array.Decimal128).Value(i).LowBits()) // a sum of a day fits in int64 (Row.Sum)
+			case "max_version":
+				x.MaxVersion = col.(*array.Decimal128).Value(i).LowBits()
+			case "max_recorded_at":
+				x.MaxRecord = time.UnixMicro(int64(col.(*array.Timestamp).Value(i))).UTC()
+			case "rollup_version":
+				x.Version = col.(*array.Int64).Value(i)
+			default:
+				if q := qualityOf(qs, f.Name); q >= 0 {
+					x.Qualities[q] = col.(*array.Int64).Value(i)
+					continue
+				}
+				switch a := col.(type) {
+				case *array.String:
+					x.Identity = append(x.Identity, a.Value(i))
+				case *array.Int64:
+					x.Identity = append(x.Identity, strconv.FormatInt(a.Value(i), 10))
+				default:
+					err = fmt.Errorf("column %q of type %s", f.Name, f.Type)
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,188 @@
+// Package rollup defines the daily rollup of an interval table: per series
+// and balancing day, what GROUP BY over the resolved readings gives (the
+// relation daily of the query package). The cold tier stores it for
+// settled days in an Iceberg table of its own, written as appends of
+// higher rollup versions, never rewritten; this package holds its schema,
+// its name, and the one Go computation of its rows, which the writer and
+// the tests share.
+package rollup
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
+)
+
+// Namespace returns the Iceberg namespace of the rollups of the tables of
+// namespace ns: ns_daily. Each rollup has its table's name there, so that
+// it clashes with no declared table, which all live in ns.
+func Namespace(ns string) string { return ns + "_daily" }
+
+// A Row is one row of the rollup: a series' intervals of one balancing day
+// of one sparte, resolution and unit (normally the day's only row).
+type Row struct {
+	MaLo, OBIS string
+	Identity   []string // the identity columns' values, in declared order
+	Day        metering.Date
+	Commodity  metering.Commodity
+	Resolution metering.Resolution
+	Unit       metering.Unit
+	// Expected is the intervals the calendar expects of the day; -1 for a
+	// resolution coarser than a day.
+	Expected   int64
+	Present    int64
+	Sum        int64   // millionths, as series.Decimal; the sum of a day fits
+	Qualities  []int64 // per metering.Qualities(), in order
+	MaxVersion uint64
+	MaxRecord  time.Time
+	// Version is the rollup version that wrote the row: the highest
+	// version of a series' day holds its rows.
+	Version int64
+}
+
+// A Key names a series' day, the unit of a rollup rewrite: every row of
+// a key is written again together.
+type Key struct {
+	MaLo, OBIS, Identity string // Identity: the values joined by a NUL
+	Day                  metering.Date
+}
+
+// KeyOf returns the key of r.
+func (r *Row) KeyOf() Key {
+	return Key{r.MaLo, r.OBIS, strings.Join(r.Identity, "\x00"), r.Day}
+}
+
+// A Builder computes rollup rows from readings given in any order, every
+// version of a merge key included: it keeps the winner of each (the
+// highest version, then the latest recorded_at) in a compact form.
+type Builder struct {
+	decl *series.Table
+	cal  *metering.Calendar
+	best map[mergeKey]winner
+}
+
+type mergeKey struct {
+	malo, obis, identity string
+	from                 int64
+}
+
+// A winner is what a rollup row needs of a merge key's winning version.
+type winner struct {
+	version  uint64
+	recorded time.Time
+	value    series.Decimal
+	quality  metering.Quality
+	day      metering.Date
+	com      metering.Commodity
+	res      metering.Resolution
+	unit     metering.Unit
+}
+
+// NewBuilder returns a Builder for readings of the interval table decl.
+func NewBuilder(decl *series.Table, cal *metering.Calendar) *Builder {
+	return &Builder{decl: decl, cal: cal, best: map[mergeKey]winner{}}
+}
+
+// Add adds a version of a reading.
+func (b *Builder) Add(r *series.Reading) {
+	k := mergeKey{r.MaLo, r.OBIS, strings.Join(identity(b.decl, r), "\x00"), r.From.UnixMicro()}
+	if w, ok := b.best[k]; ok && (r.Version < w.version || r.Version == w.version && !r.RecordedAt.After(w.recorded)) {
+		return
+	}
+	b.best[k] = winner{r.Version, r.RecordedAt, r.Value, r.Quality, r.BalancingDay, cmp.Or(r.Commodity, b.decl.Commodity), r.Resolution, r.Unit}
+}
+
+func identity(decl *series.Table, r *series.Reading) []string {
+	var out []string
+	for _, c := range decl.Columns {
+		if c.Identity {
+			out = append(out, r.Extra[c.Name])
+		}
+	}
+	return out
+}
+
+// Compute returns the rollup rows, of rollup version v, of readings of
+// the interval table decl, every version included.
+func Compute(decl *series.Table, cal *metering.Calendar, readings []series.Reading, v int64) []Row {
+	b := NewBuilder(decl, cal)
+	for i := range readings {
+		b.Add(&readings[i])
+	}
+	return b.Rows(v)
+}
+
+// Rows returns the rollup rows, of rollup version v, of the winners added
+// so far, in key order.
+func (b *Builder) Rows(v int64) []Row {
+	type group struct {
+		malo, obis, identity string
+		day                  metering.Date
+		com                  metering.Commodity
+		res                  metering.Resolution
+		unit                 metering.Unit
+	}
+	qs := metering.Qualities()
+	rows := map[group]*Row{}
+	for k, w := range b.best {
+		g := group{k.malo, k.obis, k.identity, w.day, w.com, w.res, w.unit}
+		x := rows[g]
+		if x == nil {
+			var id []string
+			if k.identity != "" || len(identity(b.decl, &series.Reading{})) > 0 {
+				id = strings.Split(k.identity, "\x00")
+			}
+			x = &Row{MaLo: k.malo, OBIS: k.obis, Identity: id, Day: w.day, Commodity: w.com,
+				Resolution: w.res, Unit: w.unit, Expected: -1, Qualities: make([]int64, len(qs)), Version: v}
+			if n, err := b.cal.IntervalsPerDay(w.day, w.res, w.com); err == nil {
+				x.Expected = int64(n)
+			}
+			rows[g] = x
+		}
+		x.Present++
+		x.Sum += int64(w.value)
+		if q := slices.Index(qs, w.quality); q >= 0 {
+			x.Qualities[q]++
+		}
+		x.MaxVersion = max(x.MaxVersion, w.version)
+		if w.recorded.After(x.MaxRecord) {
+			x.MaxRecord = w.recorded
+		}
+	}
+	out := make([]Row, 0, len(rows))
+	for _, x := range rows {
+		out = append(out, *x)
+	}
+	slices.SortFunc(out, compare)
+	return out
+}
+
+func compare(a, b Row) int {
+	return cmp.Or(strings.Compare(a.MaLo, b.MaLo), strings.Compare(a.OBIS, b.OBIS),
+		slices.Compare(a.Identity, b.Identity), a.Day.Compare(b.Day),
+		cmp.Compare(a.Commodity, b.Commodity), cmp.Compare(a.Resolution, b.Resolution), cmp.Compare(a.Unit, b.Unit))
+}
+
+// Current returns the rows of rows that hold: of each key, those of its
+// highest rollup version, in key order.
+func Current(rows []Row) []Row {
+	top := map[Key]int64{}
+	for i := range rows {
+		k := rows[i].KeyOf()
+		if v, ok := top[k]; !ok || rows[i].Version > v {
+			top[k] = rows[i].Version
+		}
+	}
+	var out []Row
+	for _, r := range rows {
+		if r.Version == top[r.KeyOf()] {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, compare)
+	return out
+}
