@@ -48,6 +48,7 @@ func (a *Archiver) Cycle(ctx context.Context, t *series.Table, ct *cold.Table, n
 	if err := c.windows(ctx); err != nil {
 		return c.end(err)
 	}
+	c.rollup(ctx)
 	if err := c.check(ctx); err != nil {
 		return c.fail(err)
 	}
@@ -260,4 +261,22 @@ func (c *cycle) check(ctx context.Context) error {
 		a.log.Error("archive: invariant violated", "table", t.Name, "violation", v)
 	}
 	return nil
+}
+
+// rollup catches the table's daily rollup up with what this cycle and the
+// late corrections since the last one committed (see cold.CatchUpRollup).
+// A rollup that cannot be written fails nothing: it stays behind, reads
+// compute the days it lacks from the readings, and the next cycle tries
+// again.
+func (c *cycle) rollup(ctx context.Context) {
+	if c.t.TimeModel != series.Interval {
+		return
+	}
+	commit, err := c.a.cold.CatchUpRollup(ctx, c.ct)
+	if err != nil {
+		c.out.RollupErr = err.Error()
+		c.a.log.Warn("archive: the daily rollup stays behind", "table", c.t.Name, "err", err)
+		return
+	}
+	c.out.RollupSnapshot, c.out.RollupRows = commit.SnapshotID, commit.Rows
 }

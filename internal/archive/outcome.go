@@ -75,6 +75,13 @@ type Outcome struct {
 	// another session, or a process that declares a column the window's
 	// rows hold values in.
 	Waiting string
+	// RollupSnapshot is the snapshot of the daily rollup the cycle
+	// committed, zero if none, with RollupRows rows; RollupErr says why
+	// the rollup could not be caught up, which leaves it behind until a
+	// later cycle (reads compute what it lacks from the readings).
+	RollupSnapshot int64
+	RollupRows     int64
+	RollupErr      string
 }
 
 // Healthy reports whether the cycle needs no operator: it did not fail,
