@@ -2,15 +2,18 @@ package cold
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/internal/rollup"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // RollupRows returns every row of rollup table r's current snapshot, of
@@ -110,4 +113,33 @@ func decodeRollup(rec arrow.RecordBatch) ([]rollup.Row, error) {
 		}
 	}
 	return out, nil
+}
+
+// PlanRollup plans the files of the rollup of t that reflect t's snapshot
+// source, for the days whose start q selects: those of the newest rollup
+// snapshot naming source in its summary, with that snapshot's watermark.
+// ok is false when no rollup snapshot names it (the rollup is behind, or
+// there is none): the reader computes the days from the readings then.
+func (c *Tier) PlanRollup(ctx context.Context, t *Table, source int64, q series.Range) (p Plan, ok bool, err error) {
+	r := c.RollupHandle(t)
+	ice, err := c.load(ctx, r)
+	if errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace) {
+		return Plan{}, false, nil
+	}
+	if err != nil {
+		return Plan{}, false, err
+	}
+	want := strconv.FormatInt(source, 10)
+	meta := ice.Metadata()
+	for s := ice.CurrentSnapshot(); s != nil; {
+		if s.Summary != nil && s.Summary.Properties[rollup.SummarySourceSnapshot] == want {
+			p, err := c.planOf(ctx, r, ice, s, q)
+			return p, err == nil, err
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return Plan{}, false, nil
 }

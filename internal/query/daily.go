@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
@@ -68,12 +69,17 @@ func (a *analysis) dailyRange(ctx context.Context, q querier, node map[string]an
 }
 
 // createDaily creates the view daily in p's schema over its readings, if
-// the table is an interval table.
-func createDaily(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, p place) error {
+// the table is an interval table, and over the stored rollup's days if
+// stored is not nil.
+func createDaily(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, p place, stored *storedDays) error {
 	if t.TimeModel != series.Interval {
 		return nil
 	}
-	if _, err := conn.ExecContext(ctx, `CREATE VIEW `+database+`.`+rel(p.out, "daily")+` AS `+dailySQL(l, rel(p.out, "readings"))); err != nil {
+	sel := dailySQL(l, rel(p.out, "readings"), time.Time{})
+	if stored != nil {
+		sel = storedDailySQL(l, rel(p.out, "readings"), stored)
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE VIEW `+database+`.`+rel(p.out, "daily")+` AS `+sel); err != nil {
 		return fmt.Errorf("query: create the view daily: %w", err)
 	}
 	return nil
@@ -88,8 +94,8 @@ func dailyQualityColumn(q metering.Quality) string { return "quality_" + strings
 
 // dailySQL returns the SELECT of the relation daily over the resolved
 // readings of the relation readings; see the comment at the top of this
-// file.
-func dailySQL(l layout, readings string) string {
+// file. A day of readings from after is read; zero: every day.
+func dailySQL(l layout, readings string, after time.Time) string {
 	var keys []string
 	for _, k := range l.key {
 		if k != "from" {
@@ -109,6 +115,10 @@ func dailySQL(l layout, readings string) string {
 		aggs = append(aggs, `count(*) FILTER (WHERE quality = `+quote(q.String())+`) AS `+ident(dailyQualityColumn(q)))
 	}
 	aggs = append(aggs, `max(version) AS max_version`, `max(recorded_at) AS max_recorded_at`)
+	where := ""
+	if !after.IsZero() {
+		where = ` WHERE "from" >= ` + timestamptz(after)
+	}
 	var qcols []string
 	for _, q := range dailyQualities {
 		qcols = append(qcols, ident(dailyQualityColumn(q)))
@@ -119,6 +129,59 @@ func dailySQL(l layout, readings string) string {
 	CAST(CASE WHEN resolution IN (` + strings.Join(counted, ", ") + `) THEN meter_expected_intervals(balancing_day, resolution, sparte) END AS BIGINT) AS expected,
 	present, value_sum, ` + strings.Join(qcols, ", ") + `, max_version, max_recorded_at
 FROM (SELECT ` + group + `, ` + strings.Join(aggs, ", ") + `
-	FROM ` + database + `.` + readings + `
+	FROM ` + database + `.` + readings + where + `
 	GROUP BY ` + group + `)`
+}
+
+// dailyColumns returns daily's columns, each cast to its type.
+func dailyColumns(l layout) []string {
+	types := map[string]string{}
+	for _, c := range l.cols {
+		types[c.name] = c.typ
+	}
+	var out []string
+	for _, k := range l.key {
+		if k != "from" {
+			out = append(out, `CAST(`+ident(k)+` AS `+types[k]+`) AS `+ident(k))
+		}
+	}
+	out = append(out, `CAST(balancing_day AS DATE) AS balancing_day`, `CAST(sparte AS VARCHAR) AS sparte`,
+		`CAST(resolution AS VARCHAR) AS resolution`, `CAST(unit AS VARCHAR) AS unit`,
+		`CAST("from" AS TIMESTAMPTZ) AS "from"`, `CAST("to" AS TIMESTAMPTZ) AS "to"`,
+		`CAST(expected AS BIGINT) AS expected`, `CAST(present AS BIGINT) AS present`,
+		`CAST(value_sum AS DECIMAL(38,6)) AS value_sum`)
+	for _, q := range dailyQualities {
+		out = append(out, `CAST(`+ident(dailyQualityColumn(q))+` AS BIGINT) AS `+ident(dailyQualityColumn(q)))
+	}
+	return append(out, `CAST(max_version AS DECIMAL(20,0)) AS max_version`, `CAST(max_recorded_at AS TIMESTAMPTZ) AS max_recorded_at`)
+}
+
+// storedDailySQL returns the SELECT of daily with the days that end at or
+// before stored.w from the rollup's files, of each series' day the rows of
+// its highest rollup_version, and the later days from readings. The
+// readings of those begin after midnight two Berlin days before w, where
+// no day ending after w begins earlier.
+func storedDailySQL(l layout, readings string, stored *storedDays) string {
+	cols := strings.Join(dailyColumns(l), ", ")
+	var keys []string
+	for _, k := range l.key {
+		if k != "from" {
+			keys = append(keys, ident(k))
+		}
+	}
+	w := timestamptz(stored.w)
+	after := calendar.DayStart(calendar.BalancingDay(stored.w, metering.Electricity).AddDays(-2))
+	recent := `SELECT ` + cols + ` FROM (` + dailySQL(l, readings, after) + `) WHERE "to" > ` + w
+	if len(stored.files) == 0 {
+		return recent
+	}
+	quoted := make([]string, len(stored.files))
+	for i, f := range stored.files {
+		quoted[i] = quote(f)
+	}
+	return `SELECT ` + cols + ` FROM read_parquet([` + strings.Join(quoted, ", ") + `], union_by_name = true, hive_partitioning = false)
+	WHERE "to" <= ` + w + `
+	QUALIFY rollup_version = max(rollup_version) OVER (PARTITION BY ` + strings.Join(keys, ", ") + `, balancing_day)
+UNION ALL
+` + recent
 }

@@ -1,10 +1,12 @@
 package query
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,6 +135,7 @@ func newDailyFixture(t *testing.T, tab *series.Table, channel string, days []met
 		t.Fatal(err)
 	}
 	f.s.addHot(above...)
+	f.catchUp(t)
 	f.o.rows = append(f.o.rows, below...)
 	f.o.rows = append(f.o.rows, above...)
 	p, err := f.s.tier.Plan(ctx, f.s.h, series.Range{})
@@ -184,6 +187,10 @@ func newDailyFixture(t *testing.T, tab *series.Table, channel string, days []met
 			t.Fatalf("late batch %d: %v", b, err)
 		}
 		f.s.addHot(hot...)
+		if b != 1 {
+			// After the second batch, the rollup stays behind.
+			f.catchUp(t)
+		}
 		f.o.rows = append(f.o.rows, late...)
 		f.o.rows = append(f.o.rows, hot...)
 		knownAt = append(knownAt, at)
@@ -196,7 +203,8 @@ func newDailyFixture(t *testing.T, tab *series.Table, channel string, days []met
 	f.modes = []dailyMode{
 		{"current", ReadOptions{}, time.Time{}},
 		{"as of the snapshot before the late corrections", ReadOptions{AsOfSnapshot: snaps[0]}, knownAt[0].Add(-time.Microsecond)},
-		{"as of the snapshot of the second late batch", ReadOptions{AsOfSnapshot: snaps[2]}, knownAt[2].Add(-time.Microsecond)},
+		{"as of the snapshot of the first late batch", ReadOptions{AsOfSnapshot: snaps[1]}, knownAt[1].Add(-time.Microsecond)},
+		{"as of the snapshot of the second late batch, which the rollup does not reflect", ReadOptions{AsOfSnapshot: snaps[2]}, knownAt[2].Add(-time.Microsecond)},
 		{"as known after the first late batch", ReadOptions{KnownAt: knownAt[0]}, knownAt[0]},
 		{"as known after the second late batch", ReadOptions{KnownAt: knownAt[1]}, knownAt[1]},
 	}
@@ -220,6 +228,40 @@ func (f *dailyFixture) rollup(lo, hi metering.Date, known time.Time) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// catchUp catches the rollup up with the table.
+func (f *dailyFixture) catchUp(t *testing.T) {
+	t.Helper()
+	if _, err := f.s.tier.CatchUpRollup(t.Context(), f.s.h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A rollupSource plans the stored rollup for daily, counting the plans
+// it makes; latest, a deliberately wrong one, plans the rollup of the
+// table's latest snapshot whichever snapshot a read asks for.
+type rollupSource struct {
+	*icebergSource
+	latest bool
+	used   atomic.Int64
+}
+
+func (s *rollupSource) Rollup(ctx context.Context, source int64, q series.Range) (cold.Plan, bool, error) {
+	if s.latest {
+		st, err := s.tier.RollupState(ctx, s.tier.RollupHandle(s.h))
+		if err != nil {
+			return cold.Plan{}, false, err
+		}
+		source = st.Source
+	}
+	p, ok, err := s.tier.PlanRollup(ctx, s.h, source, q)
+	if err != nil || !ok {
+		return cold.Plan{}, false, err
+	}
+	s.used.Add(1)
+	lp, err := p.Local(ctx, s.cache)
+	return lp, err == nil, err
 }
 
 // check returns the checks of daily that fail on e, for each mode, for
@@ -307,6 +349,25 @@ func TestDailyOracle(t *testing.T) {
 			}
 			if failed := f.check(t, e, c.ranges); len(failed) > 0 {
 				t.Fatalf("%d checks failed:\n%s", len(failed), strings.Join(failed, "\n"))
+			}
+			// With the stored rollup for the snapshots it reflects.
+			rs := &rollupSource{icebergSource: f.s}
+			stored, err := New(c.tab, rs, Settings{Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if failed := f.check(t, stored, c.ranges); len(failed) > 0 {
+				t.Fatalf("with the rollup, %d checks failed:\n%s", len(failed), strings.Join(failed, "\n"))
+			}
+			if rs.used.Load() == 0 {
+				t.Fatal("no read used the rollup")
+			}
+			t.Logf("%d reads used the rollup", rs.used.Load())
+			rs.latest = true
+			if failed := f.check(t, stored, c.ranges); len(failed) == 0 {
+				t.Fatal("a rollup of another snapshot than the one read passed the oracle")
+			} else {
+				t.Logf("a rollup of another snapshot than the one read failed %d checks", len(failed))
 			}
 			e.broken = brokenTrustMarks
 			failed := f.check(t, e, c.ranges)

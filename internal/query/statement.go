@@ -306,7 +306,14 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 			rels = append(rels, "completeness")
 		}
 		if a.daily[""] && e.table.TimeModel == series.Interval {
-			if err := createDaily(ctx, inst.conn, e.table, e.layout, home); err != nil {
+			stored, err := e.storedDaily(ctx, &tr, a.Range, st.opts)
+			if err != nil {
+				return err
+			}
+			if stored != nil {
+				files = append(files, stored.files...)
+			}
+			if err := createDaily(ctx, inst.conn, e.table, e.layout, home, stored); err != nil {
 				return err
 			}
 			rels = append(rels, "daily")
@@ -323,8 +330,15 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		if err != nil {
 			return fmt.Errorf("query: table %s: %w", o.name, err)
 		}
-		if st.a.daily[o.name] {
-			if err := createDaily(ctx, inst.conn, o.engine.table, o.engine.layout, placeOf(o.name)); err != nil {
+		if st.a.daily[o.name] && o.engine.table.TimeModel == series.Interval {
+			stored, err := o.engine.storedDaily(ctx, &tr, o.r, st.opts)
+			if stored != nil {
+				f = append(f, stored.files...)
+			}
+			if err == nil {
+				err = createDaily(ctx, inst.conn, o.engine.table, o.engine.layout, placeOf(o.name), stored)
+			}
+			if err != nil {
 				return fmt.Errorf("query: table %s: %w", o.name, err)
 			}
 		}
