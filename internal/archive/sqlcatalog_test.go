@@ -69,7 +69,9 @@ func TestCycleOverIcebergSQLCatalog(t *testing.T) {
 		t.Fatalf("watermark read back through the SQL catalog: %v %v %v, want %v", w, ok, err, out.Watermark)
 	}
 	var n int
-	if err := pool.QueryRow(ctx, "SELECT count(*) FROM iceberg_tables WHERE table_name = $1", e.t.Name).Scan(&n); err != nil || n != 1 {
+	// The table's daily rollup has its name in a namespace of its own.
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM iceberg_tables WHERE table_namespace = $1 AND table_name = $2",
+		e.ct.Identifier()[0], e.t.Name).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("iceberg_tables rows for %s: %d, %v", e.t.Name, n, err)
 	}
 	checkTiers(t, e, o.snapshot())
