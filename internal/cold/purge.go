@@ -10,6 +10,7 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/internal/rollup"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -25,11 +26,25 @@ import (
 // metadata file is the last to go) and names its location, and an entry
 // whose metadata file is gone is one a purge emptied, which the rerun
 // drops. Dropping first would leave files no rerun can find.
+//
+// The table's daily rollup (see CatchUpRollup), which sums its readings,
+// is purged first, the same way: a purge cut short between the two leaves
+// the table, and a rerun purges the rollup a cycle may have begun again.
 func (c *Tier) Purge(ctx context.Context, name, confirm string) (int, error) {
 	if name == "" || confirm != name {
 		return 0, fmt.Errorf("cold: purge %q: %w", name, series.ErrNotConfirmed)
 	}
-	ident := table.Identifier{c.opts.Namespace, name}
+	n, err := c.purge(ctx, table.Identifier{rollup.Namespace(c.opts.Namespace), name})
+	if err != nil && !errors.Is(err, icecatalog.ErrNoSuchTable) && !errors.Is(err, icecatalog.ErrNoSuchNamespace) {
+		return n, fmt.Errorf("cold: purge the rollup of %s: %w", name, err)
+	}
+	m, err := c.purge(ctx, table.Identifier{c.opts.Namespace, name})
+	return n + m, err
+}
+
+// purge destroys the table ident as Purge describes.
+func (c *Tier) purge(ctx context.Context, ident table.Identifier) (int, error) {
+	name := ident[len(ident)-1]
 	ice, err := c.cat.LoadTable(ctx, ident)
 	if errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, icecatalog.ErrNoSuchTable) {
 		// A purge deleted the metadata file and stopped before the drop.

@@ -2,6 +2,7 @@ package cold
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/meterstore/meterstore/internal/rollup"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
@@ -175,6 +177,16 @@ func TestDailyRollupCatchUp(t *testing.T) {
 			f.late(t, 5)
 			f.late(t, 5)
 			catchUp("late corrections in two commits")
+			if skip {
+				return
+			}
+			// A purge takes the rollup with the table.
+			if _, err := e.tier.Purge(t.Context(), "power", "power"); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := e.tier.RollupRows(t.Context(), e.tier.RollupHandle(f.h)); !errors.Is(err, icecatalog.ErrNoSuchTable) {
+				t.Fatalf("the rollup after a purge: %v", err)
+			}
 		})
 	}
 }
