@@ -35,6 +35,13 @@ type ArchiveOutcome struct {
 	// another session, or a process that declares a column the window's
 	// rows hold values in.
 	Waiting string
+	// RollupSnapshot is the snapshot of the table's daily rollup the
+	// cycle committed, zero if none, with RollupRows rows; RollupErr says
+	// why the rollup could not be caught up: it stays behind, which costs
+	// reads of daily time, not answers, until a later cycle.
+	RollupSnapshot int64
+	RollupRows     int64
+	RollupErr      string
 }
 
 // Healthy reports whether the cycle needs no operator: it neither failed

@@ -70,6 +70,9 @@ func newArchive() *cobra.Command {
 				for _, v := range out.Violations {
 					fmt.Fprintf(w, "  invariant violation: %s\n", printable(fmt.Sprint(v)))
 				}
+				if out.RollupErr != "" {
+					fmt.Fprintf(w, "  daily rollup behind (daily reads compute its days from readings): %s\n", printable(out.RollupErr))
+				}
 				if err != nil {
 					errs = append(errs, err)
 				}
