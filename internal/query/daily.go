@@ -30,10 +30,15 @@ import (
 //
 // A series has one row a day, or one for each sparte, resolution and unit
 // it delivered that day, so that no sum adds values of different units.
-// The relation is computed from readings, so it is exact by construction
-// whatever the statement reads as of or as known at; days are bounded by
-// a statement's top-level conjuncts on balancing_day (and malo_id) when
-// it reads daily once and nothing else of its table.
+// Days are bounded by a statement's top-level conjuncts on balancing_day
+// (and malo_id) when it reads daily once and nothing else of its table.
+//
+// In an automatic read without known_at, current or as of a snapshot S,
+// the days ending at or before S's watermark come from the stored rollup
+// (see cold.Tier.CatchUpRollup) if a rollup snapshot names S, and the
+// later days are aggregated from readings; in every other read (the
+// rollup behind S, known_at, a historical or operational read) all days
+// are aggregated from readings, exact by construction, only slower.
 
 func isDaily(name string) bool { return strings.EqualFold(name, "daily") }
 
