@@ -143,3 +143,24 @@ func (c *Tier) PlanRollup(ctx context.Context, t *Table, source int64, q series.
 	}
 	return Plan{}, false, nil
 }
+
+// PlanRollupCurrent plans the files of the current snapshot of the rollup
+// of t, for the days whose start q selects, and returns the snapshot of t
+// it reflects; ok is false if there is none. The plan's Watermark is the
+// one it reflects.
+func (c *Tier) PlanRollupCurrent(ctx context.Context, t *Table, q series.Range) (p Plan, source int64, ok bool, err error) {
+	r := c.RollupHandle(t)
+	ice, err := c.load(ctx, r)
+	if errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace) {
+		return Plan{}, 0, false, nil
+	}
+	if err != nil {
+		return Plan{}, 0, false, err
+	}
+	st, err := rollupState(ice.CurrentSnapshot())
+	if err != nil || !st.Ok {
+		return Plan{}, 0, false, err
+	}
+	p, err = c.planOf(ctx, r, ice, ice.CurrentSnapshot(), q)
+	return p, st.Source, err == nil, err
+}

@@ -68,6 +68,8 @@ type analysis struct {
 	// daily names the tables whose relation daily the statement reads,
 	// "" for self.
 	daily map[string]bool
+	// dailyOnly: of self, the statement reads daily once and nothing else.
+	dailyOnly bool
 	// skipVersions: it reads no readings_versions either (completeness
 	// does), whose view and superseded files need not be bound.
 	skipVersions bool
@@ -267,6 +269,7 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	case len(refs.completeness) == 1:
 		return a, a.completeness(ctx, q, node, self)
 	case a.daily[""]:
+		a.dailyOnly = true
 		return a, a.dailyRange(ctx, q, node, self)
 	}
 	r, err := rangeOf(ctx, q, node, "", self)

@@ -49,7 +49,7 @@ func (s *icebergSource) ColdAt(ctx context.Context, q series.Range, ref cold.Sna
 	return p.Local(ctx, s.cache)
 }
 
-func newIcebergSource(t *testing.T, tab *series.Table) *icebergSource {
+func newIcebergSource(t testing.TB, tab *series.Table) *icebergSource {
 	t.Helper()
 	wh, err := catalog.OpenWarehouse(t.Context(), "file://"+t.TempDir())
 	if err != nil {

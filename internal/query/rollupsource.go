@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -16,6 +17,10 @@ type RollupSource interface {
 	// source of the cold table, for the days q bounds; ok is false if no
 	// rollup reflects it.
 	Rollup(ctx context.Context, source int64, q series.Range) (p cold.Plan, ok bool, err error)
+	// RollupCurrent plans the local files of the rollup's current
+	// snapshot as Rollup does, and returns the snapshot it reflects; the
+	// plan's Watermark is that snapshot's.
+	RollupCurrent(ctx context.Context, q series.Range) (p cold.Plan, source int64, ok bool, err error)
 }
 
 var _ RollupSource = (*TableSource)(nil)
@@ -31,11 +36,23 @@ func (s *TableSource) Rollup(ctx context.Context, source int64, q series.Range) 
 	return lp, err == nil, err
 }
 
+// RollupCurrent plans the rollup's current snapshot and makes its files
+// local, vetted as every cold plan is.
+func (s *TableSource) RollupCurrent(ctx context.Context, q series.Range) (cold.Plan, int64, bool, error) {
+	p, source, ok, err := s.ColdTier.PlanRollupCurrent(ctx, s.ColdTable, q)
+	if err != nil || !ok {
+		return cold.Plan{}, 0, false, s.found(ctx, err)
+	}
+	lp, err := s.local(ctx, p)
+	return lp, source, err == nil, err
+}
+
 // A storedDays is the part of daily the rollup answers: the days ending at
 // or before w, from files.
 type storedDays struct {
-	files []string
-	w     time.Time
+	files  []string
+	w      time.Time
+	source int64 // the snapshot of the table it reflects
 }
 
 // storedDaily returns the rollup that answers daily's settled days for the
@@ -52,5 +69,33 @@ func (e *Engine) storedDaily(ctx context.Context, tr *TableRead, r series.Range,
 	if err != nil || !ok {
 		return nil, err
 	}
-	return &storedDays{files: p.Files, w: tr.Watermark}, nil
+	return &storedDays{files: p.Files, w: tr.Watermark, source: tr.Snapshot}, nil
+}
+
+// peekDaily returns the rollup's current snapshot for a statement that
+// reads daily alone of its table, in a current automatic read without
+// known_at, and the range of readings the days after its watermark need:
+// those from midnight two Berlin days before it (see storedDailySQL). The
+// caller reads that range, and uses the rollup only if the read's
+// snapshot is the one it reflects. Without a rollup it returns r.
+func (e *Engine) peekDaily(ctx context.Context, r series.Range, o ReadOptions) (*storedDays, series.Range, error) {
+	rs, ok := e.src.(RollupSource)
+	if !ok || o.Mode != ReadAuto || !o.KnownAt.IsZero() || o.asOf() {
+		return nil, r, nil
+	}
+	p, source, ok, err := rs.RollupCurrent(ctx, r)
+	if err != nil || !ok || !p.HasWatermark {
+		return nil, r, err
+	}
+	after := calendar.DayStart(calendar.BalancingDay(p.Watermark, metering.Electricity).AddDays(-2))
+	if !r.To.IsZero() && !r.To.After(after) {
+		// Every day is below the rollup's watermark, but a statement's
+		// range stays non-empty to read the snapshot it must match.
+		after = r.To.Add(-time.Microsecond)
+	}
+	narrow := r
+	if narrow.From.Before(after) {
+		narrow.From = after
+	}
+	return &storedDays{files: p.Files, w: p.Watermark, source: source}, narrow, nil
 }

@@ -288,10 +288,31 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 	begin := time.Now()
 	var files []string
 	if !a.NoReadings {
-		var tr TableRead
-		var err error
-		if files, err = e.read(ctx, inst, home, a.Range, st.opts, !a.skipVersions, &tr); err != nil {
+		var (
+			tr  TableRead
+			err error
+			pre *storedDays
+		)
+		r := a.Range
+		if a.dailyOnly && e.table.TimeModel == series.Interval {
+			if pre, r, err = e.peekDaily(ctx, r, st.opts); err != nil {
+				return err
+			}
+		}
+		if files, err = e.read(ctx, inst, home, r, st.opts, !a.skipVersions, &tr); err != nil {
 			return err
+		}
+		if pre != nil && (tr.Snapshot != pre.source || !tr.HasWatermark || !tr.Watermark.Equal(pre.w)) {
+			// The table moved on since its rollup: read it whole.
+			if _, err := inst.conn.ExecContext(ctx, `DROP VIEW IF EXISTS `+database+`.`+rel(home.out, "readings")+`; DROP VIEW IF EXISTS `+database+`.`+rel(home.out, "readings_versions")); err != nil {
+				return fmt.Errorf("query: read the table again: %w", err)
+			}
+			pre, tr = nil, TableRead{}
+			more, err := e.read(ctx, inst, home, a.Range, st.opts, !a.skipVersions, &tr)
+			if err != nil {
+				return err
+			}
+			files = append(files, more...)
 		}
 		h.own(tr)
 		rels := []string{"readings"}
@@ -306,9 +327,11 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 			rels = append(rels, "completeness")
 		}
 		if a.daily[""] && e.table.TimeModel == series.Interval {
-			stored, err := e.storedDaily(ctx, &tr, a.Range, st.opts)
-			if err != nil {
-				return err
+			stored := pre
+			if stored == nil {
+				if stored, err = e.storedDaily(ctx, &tr, a.Range, st.opts); err != nil {
+					return err
+				}
 			}
 			if stored != nil {
 				files = append(files, stored.files...)
