@@ -51,6 +51,12 @@ type Verification struct {
 	// watermark covers nor an archival recorded, a commit MeterStore did
 	// not make in the table's metadata mirror (also in Forks).
 	Problems []string
+	// RollupDays counts the balancing days whose daily rollup was
+	// compared with the readings (every settled day with Deep, else a
+	// sample; a difference is in Problems); RollupBehind says the rollup
+	// reflects an older snapshot, so nothing was compared.
+	RollupDays   int
+	RollupBehind bool
 	// Forks are the commits MeterStore did not make found in the table's
 	// Hadoop-layout metadata mirror, and the mirror files altered in place
 	// (Fork.Altered); ResolveForks moves them aside and mirrors the log
@@ -173,6 +179,14 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 	}
 	if err := settle(ctx, t.decl.Name, altered, opts.Deep); err != nil {
 		errs = append(errs, err)
+	}
+	if ct != nil {
+		rc, err := s.cold.VerifyRollup(ctx, ct, opts.Deep)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		v.RollupDays, v.RollupBehind = rc.Days, rc.Behind
+		v.Problems = append(v.Problems, rc.Problems...)
 	}
 	pc, err := s.arch.CheckPartitions(ctx, t.decl, t.cold)
 	if err != nil {

@@ -152,6 +152,15 @@ func TestDailyRollupCatchUp(t *testing.T) {
 				if _, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
+				for _, deep := range []bool{false, true} {
+					v, err := e.tier.VerifyRollup(t.Context(), f.h, deep)
+					if err != nil || !v.Present || v.Behind || v.Days == 0 {
+						t.Fatalf("%s: verify (deep %v): %+v, %v", what, deep, v, err)
+					}
+					if late := skip && strings.HasPrefix(what, "late"); late != (len(v.Problems) > 0) && (deep || !late) {
+						t.Fatalf("%s: verify (deep %v) found %v", what, deep, v.Problems)
+					}
+				}
 				if why := f.check(t); why != "" && !(skip && strings.HasPrefix(what, "late")) {
 					t.Fatalf("%s: %s", what, why)
 				} else if skip && strings.HasPrefix(what, "late") {

@@ -21,6 +21,11 @@ import (
 // the snapshot reflects. It holds them all: for tests and verification of
 // samples, not for queries, which read the files.
 func (c *Tier) RollupRows(ctx context.Context, r *Table) ([]rollup.Row, RollupState, error) {
+	return c.rollupRows(ctx, r, series.Range{})
+}
+
+// rollupRows is RollupRows for the days whose start q selects.
+func (c *Tier) rollupRows(ctx context.Context, r *Table, q series.Range) ([]rollup.Row, RollupState, error) {
 	ice, err := c.load(ctx, r)
 	if err != nil {
 		return nil, RollupState{}, err
@@ -29,7 +34,7 @@ func (c *Tier) RollupRows(ctx context.Context, r *Table) ([]rollup.Row, RollupSt
 	if err != nil || !st.Ok {
 		return nil, st, err
 	}
-	s := ice.Scan(table.WithMaxConcurrency(1))
+	s := ice.Scan(table.WithMaxConcurrency(1), table.WithRowFilter(rowFilter(q)))
 	defer s.Close()
 	_, recs, err := s.ToArrowRecords(ctx)
 	if err != nil {

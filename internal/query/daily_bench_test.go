@@ -2,6 +2,8 @@ package query
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,8 +15,12 @@ import (
 // days with intervals missing, through daily computed from readings and
 // through daily from the stored rollup, in the same run; the two must
 // agree. The ratio of the two is the rollup's speedup.
+// MS_BENCH_DAILY_METERS sets the meters (default 50).
 func BenchmarkDaily(b *testing.B) {
-	const meters = 50
+	meters := 50
+	if n, err := strconv.Atoi(os.Getenv("MS_BENCH_DAILY_METERS")); err == nil && n > 0 {
+		meters = n
+	}
 	tab := loadProfile()
 	s := newIcebergSource(b, tab)
 	for _, w := range [][2]time.Time{{jan2026, feb2026}, {feb2026, mar2026}} {
