@@ -18,6 +18,9 @@ type Expiry struct {
 	Restamped bool    // the watermark was re-stamped first
 	Expired   []int64 // the removed snapshots, ascending
 	Kept      int     // snapshots left
+	// RollupExpired counts the snapshots of the table's daily rollup
+	// removed with them: those reflecting a snapshot removed.
+	RollupExpired int
 }
 
 // ExpireSnapshots removes the snapshots of table name that the configured

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/series"
 )
 
 // ReassertWatermark re-stamps the watermark onto the current snapshot when a
@@ -87,6 +88,9 @@ type Expiry struct {
 	Restamped bool    // the watermark was re-stamped first
 	Expired   []int64 // the removed snapshots, ascending
 	Kept      int     // snapshots left
+	// RollupExpired counts the snapshots of the daily rollup removed
+	// with them: those reflecting a snapshot removed.
+	RollupExpired int
 }
 
 // ExpireSnapshots removes old snapshots from t's metadata. Snapshot expiry
@@ -142,6 +146,16 @@ func (c *Tier) ExpireSnapshots(ctx context.Context, t *Table, now time.Time, r R
 	}
 	out.Expired = expire
 	c.log.Info("cold: snapshots expired", "table", t.decl.Name, "expired", len(expire), "kept", out.Kept)
+	// The rollup's snapshots of the snapshots gone follow them.
+	if t.decl.TimeModel == series.Interval {
+		after, err := c.load(ctx, t)
+		if err == nil {
+			out.RollupExpired, err = c.expireRollup(ctx, t, after.Metadata())
+		}
+		if err != nil {
+			return out, err
+		}
+	}
 	return out, nil
 }
 

@@ -189,6 +189,18 @@ func TestDailyRollupCatchUp(t *testing.T) {
 			if skip {
 				return
 			}
+			// Expiry takes the rollup's snapshots of the snapshots it
+			// removes; the current one still reflects the table's.
+			x, err := e.tier.ExpireSnapshots(t.Context(), f.h, time.Now().Add(time.Hour), Retention{KeepLast: 1, MaxAge: time.Minute})
+			if err != nil || len(x.Expired) == 0 || x.RollupExpired == 0 {
+				t.Fatalf("expiry: %+v, %v", x, err)
+			}
+			if why := f.check(t); why != "" {
+				t.Fatalf("after expiry: %s", why)
+			}
+			if _, ok, err := e.tier.PlanRollup(t.Context(), f.h, x.Expired[0], series.Range{}); ok || err != nil {
+				t.Fatalf("the rollup of an expired snapshot: %v, %v", ok, err)
+			}
 			// A purge takes the rollup with the table.
 			if _, err := e.tier.Purge(t.Context(), "power", "power"); err != nil {
 				t.Fatal(err)

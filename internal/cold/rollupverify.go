@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/internal/rollup"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
@@ -120,4 +122,46 @@ func compareRollup(got, want []rollup.Row) string {
 		}
 	}
 	return ""
+}
+
+// expireRollup removes the snapshots of t's daily rollup that reflect
+// snapshots of t that are gone (expired): no read can ask for them any
+// more. The current snapshot and those a reference names stay. It
+// returns how many it removed.
+func (c *Tier) expireRollup(ctx context.Context, t *Table, meta table.Metadata) (int, error) {
+	r := c.RollupHandle(t)
+	ice, err := c.load(ctx, r)
+	if errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	rm := ice.Metadata()
+	cur := rm.CurrentSnapshot()
+	if cur == nil {
+		return 0, nil
+	}
+	keep := map[int64]bool{cur.SnapshotID: true}
+	for _, ref := range rm.Refs() {
+		keep[ref.SnapshotID] = true
+	}
+	var expire []int64
+	for _, s := range rm.Snapshots() {
+		if keep[s.SnapshotID] || s.Summary == nil {
+			continue
+		}
+		src, err := strconv.ParseInt(s.Summary.Properties[rollup.SummarySourceSnapshot], 10, 64)
+		if err == nil && meta.SnapshotByID(src) == nil {
+			expire = append(expire, s.SnapshotID)
+		}
+	}
+	if len(expire) == 0 {
+		return 0, nil
+	}
+	reqs := []table.Requirement{table.AssertTableUUID(rm.TableUUID()), table.AssertRefSnapshotID(table.MainBranch, &cur.SnapshotID)}
+	if _, _, err := c.cat.CommitTable(ctx, r.ident, reqs, []table.Update{table.NewRemoveSnapshotsUpdate(expire, false)}); err != nil {
+		return 0, fmt.Errorf("cold: expire %d snapshots of %s: %w", len(expire), r.decl.Name, err)
+	}
+	return len(expire), nil
 }
