@@ -180,7 +180,9 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 	if err := settle(ctx, t.decl.Name, altered, opts.Deep); err != nil {
 		errs = append(errs, err)
 	}
-	if ct != nil {
+	// The rollup is compared with a scan of the data files: not with
+	// files found altered, which no read serves.
+	if ct != nil && len(altered) == 0 {
 		rc, err := s.cold.VerifyRollup(ctx, ct, opts.Deep)
 		if err != nil {
 			errs = append(errs, err)

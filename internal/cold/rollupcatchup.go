@@ -2,6 +2,7 @@ package cold
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -56,7 +57,11 @@ func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 	}
 	var rows []rollup.Row
 	done := map[rollup.Key]bool{}
-	for _, q := range ranges {
+	chunks, err := c.rollupChunks(ctx, t, ice, snap, ranges, w)
+	if err != nil {
+		return Commit{}, err
+	}
+	for _, q := range chunks {
 		got, err := c.rollupOf(ctx, t, ice, q, w, snap.SequenceNumber)
 		if err != nil {
 			return Commit{}, err
@@ -115,12 +120,14 @@ func changedSince(meta table.Metadata, snap *table.Snapshot, st RollupState, w t
 
 // rollupOf returns the rollup rows, of version v, of the settled days
 // (ending at or before w) that overlap q, from the rows of the snapshot
-// ice is at. It reads every day whole: from midnight of the Berlin day
-// before q's start, so that a gas day begun then is read from its start.
+// ice is at. It reads every such day whole.
 func (c *Tier) rollupOf(ctx context.Context, t *Table, ice *table.Table, q series.Range, w time.Time, v int64) ([]rollup.Row, error) {
 	scan := series.Range{To: w}
 	if !q.From.IsZero() {
-		scan.From = c.cal.DayStart(c.cal.BalancingDay(q.From, metering.Electricity).AddDays(-1))
+		// The earliest start of a balancing day, of any commodity, that
+		// holds q.From: every day overlapping q begins there or later.
+		scan.From = minTime(c.cal.DayStart(c.cal.BalancingDay(q.From, metering.Electricity)),
+			c.cal.GasDayStart(c.cal.BalancingDay(q.From, metering.Gas)))
 	}
 	if !q.To.IsZero() && q.To.Before(w) {
 		last := c.cal.BalancingDay(q.To.Add(-time.Microsecond), metering.Electricity)
@@ -145,4 +152,64 @@ func (c *Tier) rollupOf(ctx context.Context, t *Table, ice *table.Table, q serie
 		}
 	}
 	return out, nil
+}
+
+// rollupChunkDays bounds the days one scan of a catch-up reads, and so the
+// readings it holds at once: the rows it computes are kept, one a series'
+// day.
+const rollupChunkDays = 7
+
+// rollupChunks splits ranges into ranges of at most rollupChunkDays days
+// each, a range open below starting at the earliest "from" of snap's data
+// files, by their bounds.
+func (c *Tier) rollupChunks(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot, ranges []series.Range, w time.Time) ([]series.Range, error) {
+	var out []series.Range
+	for _, q := range ranges {
+		if q.From.IsZero() {
+			lo, ok, err := c.earliestFrom(ctx, t, ice, snap)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				out = append(out, q) // no bounds to start from: one scan
+				continue
+			}
+			q.From = lo
+		}
+		if q.To.IsZero() || q.To.After(w) {
+			q.To = w
+		}
+		for from := q.From; from.Before(q.To); {
+			to := minTime(q.To, from.Add(rollupChunkDays*24*time.Hour))
+			out = append(out, series.Range{From: from, To: to})
+			from = to
+		}
+	}
+	return out, nil
+}
+
+// earliestFrom returns the lowest "from" of snap's data files, by their
+// lower bounds; ok is false if it has none, or a file says nothing.
+func (c *Tier) earliestFrom(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot) (time.Time, bool, error) {
+	ch, err := c.chainOf(ctx, t, ice, snap)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	f, ok := ice.Schema().FindFieldByName("from")
+	if !ok {
+		return time.Time{}, false, nil
+	}
+	var lo int64
+	found := false
+	for _, df := range ch.files {
+		b, ok := df.LowerBoundValues()[f.ID]
+		if !ok || len(b) != 8 {
+			return time.Time{}, false, nil
+		}
+		us := int64(binary.LittleEndian.Uint64(b))
+		if !found || us < lo {
+			lo, found = us, true
+		}
+	}
+	return time.UnixMicro(lo).UTC(), found, nil
 }

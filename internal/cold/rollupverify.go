@@ -97,8 +97,11 @@ func (c *Tier) VerifyRollup(ctx context.Context, t *Table, deep bool) (RollupChe
 		out.Rows += len(got)
 		out.Days++
 		if p := compareRollup(got, want); p != "" {
-			out.Problems = append(out.Problems, fmt.Sprintf("daily rollup of %s, days from %s to %s: %s",
-				t.decl.Name, FormatTime(q.From), FormatTime(q.To), p))
+			days := "every settled day"
+			if !q.From.IsZero() {
+				days = "the day of " + FormatTime(q.From)
+			}
+			out.Problems = append(out.Problems, fmt.Sprintf("the daily rollup of %s differs from its readings, %s: %s", t.decl.Name, days, p))
 		}
 	}
 	return out, nil
