@@ -33,6 +33,13 @@ deployment of its own and a generated token, and measures:
     larger than query.max_rows: it needs POST /v1/query to stream; then
     the same through the PostgreSQL protocol (pgx) and Flight SQL (rows/s
     against HTTP's), and a point query's p50 latency over HTTP and pgx;
+  - with --portal, --portal-clients clients asking random meters' first
+    day over the typed resource GET /v1/tables/{table}/series/{malo}/{obis},
+    in turns with the same clients asking PostgreSQL alone for the same
+    resolved readings (pgx, a prepared statement), then the typed reads
+    while the next day is ingested: p50/p99, answers/s and their ratio
+    (goals: at least 0.5 of PostgreSQL's answers/s, p99 under ingest at
+    most 50 ms); --query-clients 0 leaves the ingest alone with them;
   - serve's peak RSS (VmHWM) per phase and over the run;
   - at the end, that each table holds exactly the readings acknowledged;
     otherwise the bench fails.
@@ -82,6 +89,8 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 	f.IntVar(&c.Rounds, "rounds", c.Rounds, "turns the in-process and HTTP writers take on the first day")
 	f.DurationVar(&c.QueryFor, "query-for", c.QueryFor, "how long the query clients run alone")
 	f.IntVar(&c.MaxRows, "max-rows", c.MaxRows, "query.max_rows of the deployment")
+	f.BoolVar(&c.Portal, "portal", false, "also run the portal workload: random meters' days over the typed series resource, against PostgreSQL alone")
+	f.IntVar(&c.PortalClients, "portal-clients", c.PortalClients, "concurrent clients of the portal workload, and PostgreSQL connections")
 	f.BoolVar(&c.LargeResult, "large-result", false, "also ask for every reading, a result much larger than --max-rows (needs a streaming POST /v1/query)")
 	return cmd
 }
@@ -98,23 +107,16 @@ func printServe(w io.Writer, r *servebench.Result) {
 	}
 	tw.Flush()
 	if len(r.Queries) > 0 {
-		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "queries\tclients\tanswers\tanswers/s\trows\tp50 ms\tp99 ms\tmax ms\terrors\tserve peak RSS MiB\t\n")
-		for _, q := range r.Queries {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%d\t%s\t\n",
-				q.Name, q.Clients, q.Answers, q.PerSec, q.Rows, q.P50ms, q.P99ms, q.Maxms, q.Errors, rssMiB(q.PeakRSS))
-		}
-		tw.Flush()
-		for _, q := range r.Queries {
-			if q.FirstError != "" {
-				fmt.Fprintf(w, "queries %s: first error: %s\n", q.Name, q.FirstError)
-			}
-		}
+		printQueries(w, "queries", r.Queries)
 		if len(r.Queries) == 2 && r.Queries[0].P50ms > 0 {
 			a, l := r.Queries[0], r.Queries[1]
 			fmt.Fprintf(w, "under ingest load / alone: p50 x%.2f, p99 x%.2f\n", l.P50ms/a.P50ms, l.P99ms/a.P99ms)
 		}
+	}
+	if len(r.Portal) > 0 {
+		printQueries(w, "portal", r.Portal)
+		fmt.Fprintf(w, "portal: typed answers/s over PostgreSQL's %.2f (goal >= 0.5), p99 under ingest %.2f ms (goal <= 50)\n",
+			r.PortalQPSvsPostgres, r.PortalP99UnderIngest)
 	}
 	if l := r.Large; l != nil {
 		fmt.Fprintf(w, "\nlarge result (every reading, query.max_rows %d): status %d, %d rows, %.1f MiB in %.2f s, serve peak RSS %s MiB",
@@ -153,6 +155,24 @@ func printServe(w io.Writer, r *servebench.Result) {
 }
 
 // rssMiB formats a resident set in MiB, "-" for none measured.
+// printQueries prints the query phases qs under the heading kind, and the
+// first error of each that had one.
+func printQueries(w io.Writer, kind string, qs []servebench.Queries) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tclients\tanswers\tanswers/s\trows\tp50 ms\tp99 ms\tmax ms\terrors\tserve peak RSS MiB\t\n", kind)
+	for _, q := range qs {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%d\t%.2f\t%.2f\t%.2f\t%d\t%s\t\n",
+			q.Name, q.Clients, q.Answers, q.PerSec, q.Rows, q.P50ms, q.P99ms, q.Maxms, q.Errors, rssMiB(q.PeakRSS))
+	}
+	tw.Flush()
+	for _, q := range qs {
+		if q.FirstError != "" {
+			fmt.Fprintf(w, "%s %s: first error: %s\n", kind, q.Name, q.FirstError)
+		}
+	}
+}
+
 func rssMiB(b int64) string {
 	if b == 0 {
 		return "-"

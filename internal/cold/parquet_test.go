@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -187,6 +189,18 @@ func checkPageStatistics(t *testing.T, rdr *file.Reader, g, c int, col string) {
 func TestSupersededPages(t *testing.T) {
 	e := newEnv(t, Options{})
 	h := e.ensure(t, loadProfile("power"))
+	// Pages of 1 MiB, so that the current file's value column is one page.
+	ice, err := e.foreign.LoadTable(t.Context(), h.Identifier())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := ice.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{table.ParquetPageSizeBytesKey: "1048576"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	// Two versions of every quarter hour: as many superseded rows as
 	// current ones, more than the largest write batch several times over.
 	var rows []series.Reading

@@ -3,8 +3,12 @@ package cold
 import (
 	"flag"
 	"math/rand/v2"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apache/iceberg-go"
 
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
@@ -13,6 +17,7 @@ import (
 var (
 	benchMeters = flag.Int("series-meters", 1000, "meters of BenchmarkSeriesRead's fixture")
 	benchDay    = flag.Bool("series-day", false, "BenchmarkSeriesRead reads a day, not the month")
+	benchProps  = flag.String("series-props", "", "BenchmarkSeriesRead's table properties, key=value,...")
 )
 
 // fleetDay returns the quarter hours of meters meters on the UTC day from
@@ -46,6 +51,24 @@ func BenchmarkSeriesRead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if *benchProps != "" {
+		props := iceberg.Properties{}
+		for _, kv := range strings.Split(*benchProps, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			props[k] = v
+		}
+		ice, err := e.foreign.LoadTable(b.Context(), h.Identifier())
+		if err != nil {
+			b.Fatal(err)
+		}
+		tx := ice.NewTransaction()
+		if err := tx.SetProperties(props); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Commit(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for from := feb2026; !from.After(mar2026); from = from.AddDate(0, 0, 1) {
 		to := from.AddDate(0, 0, 1)
@@ -57,6 +80,7 @@ func BenchmarkSeriesRead(b *testing.B) {
 	month := series.Range{From: feb2026, To: mar2026}
 	run := func(b *testing.B) {
 		var rows int
+		cpu0 := cpuTime(b)
 		for b.Loop() {
 			m := malo(rng.IntN(*benchMeters))
 			q := month
@@ -78,12 +102,37 @@ func BenchmarkSeriesRead(b *testing.B) {
 			rows = len(rs)
 		}
 		b.ReportMetric(float64(rows), "readings/op")
+		// The process's CPU time, which other work on the machine
+		// inflates less than the wall time.
+		b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	}
+	footprint := func() {
+		fp, err := e.tier.Footprint(b.Context(), h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%d files, %.4f B a reading", fp.Files, fp.BytesPerReading())
+		for _, c := range fp.Columns {
+			b.Logf("  %s %.4f", c.Name, fp.ColumnBytesPerReading(c))
+		}
+		b.Logf("  overhead %.4f", float64(fp.OverheadBytes())/float64(fp.Readings))
+	}
+	footprint()
 	b.Run("daily", run)
 	c, err := e.tier.Compact(b.Context(), h, CompactOptions{Settled: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("compacted %d files into %d", c.Rewritten, c.Written)
+	footprint()
 	b.Run("compacted", run)
+}
+
+// cpuTime returns the CPU time the process has taken, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

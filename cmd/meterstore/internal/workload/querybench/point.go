@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/hotbench"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/store"
 )
@@ -57,7 +58,7 @@ func measurePoint(ctx context.Context, s *store.Store, pool *pgxpool.Pool, c Con
 	year := cal.DayStart(metering.Date{Year: c.Start.Year, Month: time.January, Day: 1})
 	yearEnd := cal.DayStart(metering.Date{Year: c.Start.Year + 1, Month: time.January, Day: 1})
 	sqlDay := `SELECT * FROM readings WHERE malo_id = '%s' AND obis_code = '` + obis + `' AND "from" >= ` + lit(day) + ` AND "from" < ` + lit(dayEnd) + ` ORDER BY "from"`
-	pgSQL, err := pointPostgresSQL(ctx, pool)
+	pgSQL, err := hotbench.SeriesSQL(ctx, pool, schema, "power")
 	if err != nil {
 		return err
 	}
@@ -169,23 +170,4 @@ func pointRuns(ask func(m string) (int, error), meters []string, runs, clients i
 		return nil, 0, errs[0]
 	}
 	return lat, float64(len(lat)) / el.Seconds(), nil
-}
-
-// pointPostgresSQL returns (i): one meter's resolved readings of a range
-// as PostgreSQL computes them alone, every column of readings, with the
-// parameters market location, OBIS code, from and to.
-func pointPostgresSQL(ctx context.Context, pool *pgxpool.Pool) (string, error) {
-	var dict bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, schema+".power_series").Scan(&dict); err != nil {
-		return "", fmt.Errorf("querybench: %w", err)
-	}
-	if dict {
-		return fmt.Sprintf(`SELECT DISTINCT ON (r."from") s.malo_id, a.melo_id, s.obis_code, a.sparte, r."from", r."to", r.value, a.unit, r.quality,
-	a.resolution, r.version, a.version_scope, r.recorded_at, r.balancing_day, a.subject_id
-FROM %[1]s.power r JOIN %[1]s.power_series s ON s.id = r.series JOIN %[1]s.power_attrs a ON a.id = r.attr
-WHERE s.malo_id = $1 AND s.obis_code = $2 AND r."from" >= $3 AND r."from" < $4 ORDER BY r."from", r.version DESC`, schema), nil
-	}
-	return fmt.Sprintf(`SELECT DISTINCT ON ("from") malo_id, melo_id, obis_code, sparte, "from", "to", value, unit, quality,
-	resolution, version, version_scope, recorded_at, balancing_day, subject_id
-FROM %s.power WHERE malo_id = $1 AND obis_code = $2 AND "from" >= $3 AND "from" < $4 ORDER BY "from", version DESC`, schema), nil
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,6 +55,13 @@ type Config struct {
 	// larger than MaxRows: it needs POST /v1/query to stream, and fails
 	// with 413 (result_too_large) while the server holds a result whole.
 	LargeResult bool
+	// Portal adds the portal workload: PortalClients clients asking random
+	// meters' first day over serve's typed series resource, alone and
+	// while the next day is ingested, and the same clients asking
+	// PostgreSQL alone for the same resolved readings through pgx, a
+	// prepared statement, in turns with the typed reads alone.
+	Portal        bool
+	PortalClients int
 	// Dir holds the deployment's files; empty means a temporary directory,
 	// removed at the end.
 	Dir    string
@@ -68,7 +76,7 @@ func DefaultConfig() Config {
 	f := hotbench.DefaultFixture()
 	f.Day = metering.Date{}
 	f.Meters = 2_000
-	return Config{Fixture: f, IngestClients: 4, QueryClients: 2, Rounds: 4, QueryFor: 15 * time.Second, MaxRows: 20_000}
+	return Config{Fixture: f, IngestClients: 4, QueryClients: 2, PortalClients: 8, Rounds: 4, QueryFor: 15 * time.Second, MaxRows: 20_000}
 }
 
 // Ingest is one way of writing a day's deliveries.
@@ -169,6 +177,16 @@ type Result struct {
 	// refused to reset the peak, each is the peak since the start.
 	PhaseRSS bool    `json:"phase_rss"`
 	Counts   []Count `json:"counts"`
+	// Portal is the portal workload, with Portal: the typed reads alone,
+	// PostgreSQL alone, the typed reads under ingest load. PortalSQL is
+	// PostgreSQL's statement.
+	Portal    []Queries `json:"portal,omitempty"`
+	PortalSQL string    `json:"portal_postgres_sql,omitempty"`
+	// PortalQPSvsPostgres is the typed reads' answers a second alone over
+	// PostgreSQL's (goal: at least 0.5); PortalP99UnderIngest their p99
+	// under ingest load (goal: at most 50 ms).
+	PortalQPSvsPostgres  float64 `json:"portal_qps_vs_postgres,omitempty"`
+	PortalP99UnderIngest float64 `json:"portal_p99_ms_under_ingest,omitempty"`
 }
 
 // The names of the phases.
@@ -190,7 +208,8 @@ const (
 // Run starts serve on a deployment of its own in PgURL and measures, in
 // this order: the first day written by the in-process baseline and by the
 // HTTP clients in alternating rounds; the query clients alone on that day;
-// the next day over HTTP while the query clients go on; optionally the
+// with Portal, the portal clients alone, in turns with PostgreSQL; the
+// next day over HTTP while the query and portal clients go on; optionally the
 // large result. Then it counts both tables. A failed count check returns
 // the result with a *CountError.
 func Run(ctx context.Context, cfg Config) (res *Result, err error) {
@@ -213,7 +232,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, step := range []func(context.Context) error{r.firstDay, r.queriesAlone, r.secondDay, r.largeResult, r.count, r.wire} {
+	for _, step := range []func(context.Context) error{r.firstDay, r.queriesAlone, r.portalAlone, r.secondDay, r.largeResult, r.count, r.wire} {
 		if err := step(ctx); err != nil {
 			return r.res, err
 		}
@@ -238,6 +257,7 @@ type run struct {
 	s       *store.Store // the in-process baseline's
 	srv     *server
 	client  *httpClient
+	portal  *portal // with Portal, once portalAlone has run
 
 	inProc, overHTTP, loaded tally
 	wantRows                 int64 // of the query clients' statement
@@ -249,7 +269,7 @@ func newRun(cfg Config) (*run, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Binary == "" || cfg.PgURL == "" || cfg.IngestClients < 1 || cfg.QueryClients < 0 || cfg.Rounds < 1 || cfg.MaxRows < 1 {
+	if cfg.Binary == "" || cfg.PgURL == "" || cfg.IngestClients < 1 || cfg.QueryClients < 0 || cfg.Portal && cfg.PortalClients < 1 || cfg.Rounds < 1 || cfg.MaxRows < 1 {
 		return nil, fmt.Errorf("servebench: invalid configuration: binary %q, %d ingest and %d query clients, %d rounds, max rows %d",
 			cfg.Binary, cfg.IngestClients, cfg.QueryClients, cfg.Rounds, cfg.MaxRows)
 	}
@@ -327,7 +347,7 @@ func (r *run) open(ctx context.Context) error {
 		return err
 	}
 	r.client = &httpClient{token: dep.token, dropEvery: r.cfg.dropEvery,
-		c: &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: r.cfg.IngestClients + r.cfg.QueryClients + 1}}}
+		c: &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: r.cfg.IngestClients + r.cfg.QueryClients + r.cfg.PortalClients + 1}}}
 	r.dep = dep
 	return nil
 }
@@ -436,19 +456,21 @@ func (r *run) secondDay(ctx context.Context) error {
 	}
 	encode(second)
 	var under Queries
+	var portal *loopRun
 	var loadedTime time.Duration
 	loadedPeak, err := r.phase(func() error {
-		stop, done := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(done)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
 			if r.cfg.QueryClients > 0 {
 				under = r.client.queryLoad(ctx, stop, r.cfg.QueryClients, httpTable, r.res.QuerySQL, r.wantRows)
 			}
-		}()
+		})
+		wg.Go(func() { portal = r.portalLoad(ctx, stop) })
 		var err error
 		loadedTime, err = parallel(ctx, r.cfg.IngestClients, second, r.client.ingest(httpTable, &r.loaded))
 		close(stop)
-		<-done
+		wg.Wait()
 		return err
 	})
 	if err != nil {
@@ -459,6 +481,12 @@ func (r *run) secondDay(ctx context.Context) error {
 	if r.cfg.QueryClients > 0 {
 		under.Name, under.PeakRSS = QueriesLoaded, loadedPeak
 		res.Queries = append(res.Queries, under)
+	}
+	if portal != nil {
+		p := summarize(r.cfg.PortalClients, *portal)
+		p.Name, p.PeakRSS = PortalLoaded, loadedPeak
+		res.Portal = append(res.Portal, p)
+		res.PortalP99UnderIngest = p.P99ms
 	}
 	for i := range res.Ingest {
 		res.Ingest[i].Ratio = res.Ingest[i].ReadingsPerSec / res.Ingest[0].ReadingsPerSec

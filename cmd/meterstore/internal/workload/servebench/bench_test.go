@@ -39,14 +39,15 @@ func tinyConfig(t *testing.T, bin string) Config {
 }
 
 // TestRun runs a tiny bench end to end against a real serve and
-// PostgreSQL: every phase measured, the count check passed; then the
+// PostgreSQL: every phase measured, the portal workload's answers each a
+// meter's whole day, the count check passed; then the
 // same with a client that drops acknowledged batches, which the count
 // check must catch.
 func TestRun(t *testing.T) {
 	bin := buildMeterstore(t)
 
 	c := tinyConfig(t, bin)
-	c.LargeResult = true
+	c.LargeResult, c.Portal, c.PortalClients = true, true, 2
 	res, err := Run(t.Context(), c)
 	if res == nil || len(res.Counts) != 2 {
 		t.Fatalf("no count check: %+v, %v", res, err)
@@ -100,6 +101,21 @@ func TestRun(t *testing.T) {
 		if q.Answers == 0 || q.Errors != 0 || q.Rows != 200 || q.P50ms <= 0 || q.P99ms < q.P50ms || q.PeakRSS <= 0 {
 			t.Errorf("query phase %+v", q)
 		}
+	}
+	// Typed alone, PostgreSQL alone, typed under ingest: every answer a
+	// meter's 96 quarter hours, or it counts as an error.
+	if len(res.Portal) != 3 {
+		t.Fatalf("portal cases: %+v", res.Portal)
+	}
+	for i, q := range res.Portal {
+		if q.Name != []string{PortalAlone, PortalPostgres, PortalLoaded}[i] || q.Answers == 0 || q.Errors != 0 || q.Rows != 96 ||
+			q.Clients != 2 || q.P50ms <= 0 || q.P99ms < q.P50ms || (q.PeakRSS > 0) == (q.Name == PortalPostgres) {
+			t.Errorf("portal case %+v", q)
+		}
+	}
+	if res.PortalQPSvsPostgres <= 0 || res.PortalP99UnderIngest != res.Portal[2].P99ms || !strings.Contains(res.PortalSQL, "$4") {
+		t.Errorf("portal: %.2f of PostgreSQL's answers/s, p99 under ingest %.2f ms, statement %q",
+			res.PortalQPSvsPostgres, res.PortalP99UnderIngest, res.PortalSQL)
 	}
 	if res.IdleRSS <= 0 || res.PeakRSS < res.IdleRSS {
 		t.Errorf("serve RSS: idle %d, peak %d", res.IdleRSS, res.PeakRSS)

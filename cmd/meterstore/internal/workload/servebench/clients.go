@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sync"
@@ -180,14 +181,19 @@ type queryAnswer struct {
 // query posts sql over table, asks for CSV and reads the answer as it
 // comes, counting its lines, without holding it.
 func (h *httpClient) query(ctx context.Context, table, sql string) queryAnswer {
-	url := h.base + "/v1/query"
 	body, _ := json.Marshal(map[string]string{"table": table, "sql": sql})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+"/v1/query", bytes.NewReader(body))
 	if err != nil {
 		return queryAnswer{err: err.Error()}
 	}
-	req.Header.Set("Authorization", "Bearer "+h.token)
 	req.Header.Set("Content-Type", "application/json")
+	return h.csv(req)
+}
+
+// csv sends req with the token, asking for CSV, and reads the answer as
+// it comes, counting its lines after the header, without holding it.
+func (h *httpClient) csv(req *http.Request) queryAnswer {
+	req.Header.Set("Authorization", "Bearer "+h.token)
 	req.Header.Set("Accept", "text/csv")
 	start := time.Now()
 	resp, err := h.c.Do(req)
@@ -201,7 +207,7 @@ func (h *httpClient) query(ctx context.Context, table, sql string) queryAnswer {
 		a.err, a.took = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b)), time.Since(start)
 		return a
 	}
-	// No value of the bench's queries holds a line break, so a line is a row.
+	// No value of the bench's answers holds a line break, so a line is a row.
 	r := bufio.NewReaderSize(resp.Body, 64<<10)
 	for {
 		line, err := r.ReadSlice('\n')
@@ -226,22 +232,36 @@ func (h *httpClient) query(ctx context.Context, table, sql string) queryAnswer {
 }
 
 // queryLoad runs clients query loops on sql until stop is closed and
-// returns their latencies and what went wrong. A query in flight when stop
-// closes is finished and counted: on a loaded machine one answer can take
-// longer than a phase. An answer of other than wantRows rows (when
-// positive) counts as an error.
+// returns their latencies and what went wrong (see loop).
 func (h *httpClient) queryLoad(ctx context.Context, stop <-chan struct{}, clients int, table, sql string, wantRows int64) Queries {
+	l := loop(ctx, stop, clients, wantRows, func(context.Context, *rand.Rand) queryAnswer { return h.query(ctx, table, sql) })
+	return summarize(clients, l)
+}
+
+// A loopRun is what the clients of one loop saw.
+type loopRun struct {
+	took    []time.Duration // of the right answers
+	errs    int
+	first   string
+	rows    int64
+	seconds float64
+}
+
+// loop runs clients loops of ask until stop is closed, each client with
+// a random source of its own. A question in flight when stop closes is
+// finished and counted: on a loaded machine one answer can take longer
+// than a phase. An answer of other than wantRows rows (when positive)
+// counts as an error.
+func loop(ctx context.Context, stop <-chan struct{}, clients int, wantRows int64, ask func(context.Context, *rand.Rand) queryAnswer) loopRun {
 	var (
-		mu    sync.Mutex
-		took  []time.Duration
-		errs  int
-		first string
-		rows  int64
-		wg    sync.WaitGroup
+		mu sync.Mutex
+		l  loopRun
+		wg sync.WaitGroup
 	)
 	start := time.Now()
-	for range clients {
+	for i := range clients {
 		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), uint64(start.UnixNano())))
 			for {
 				select {
 				case <-stop:
@@ -250,27 +270,43 @@ func (h *httpClient) queryLoad(ctx context.Context, stop <-chan struct{}, client
 					return
 				default:
 				}
-				a := h.query(ctx, table, sql)
+				a := ask(ctx, rng)
 				if a.err == "" && wantRows > 0 && a.rows != wantRows {
 					a.err = fmt.Sprintf("%d rows, want %d", a.rows, wantRows)
 				}
 				mu.Lock()
 				if a.err != "" {
-					errs++
-					if first == "" {
-						first = a.err
+					l.errs++
+					if l.first == "" {
+						l.first = a.err
 					}
 				} else {
-					took = append(took, a.took)
-					rows = a.rows
+					l.took = append(l.took, a.took)
+					l.rows = a.rows
 				}
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	q := Queries{Clients: clients, Seconds: time.Since(start).Seconds(), Answers: len(took), Rows: rows,
-		Errors: errs, FirstError: first}
+	l.seconds = time.Since(start).Seconds()
+	return l
+}
+
+// summarize returns the measurement of the loops runs, of clients each.
+func summarize(clients int, runs ...loopRun) Queries {
+	q := Queries{Clients: clients}
+	var took []time.Duration
+	for _, l := range runs {
+		took = append(took, l.took...)
+		q.Seconds += l.seconds
+		q.Errors += l.errs
+		if q.FirstError == "" {
+			q.FirstError = l.first
+		}
+		q.Rows = max(q.Rows, l.rows)
+	}
+	q.Answers = len(took)
 	q.P50ms, q.P99ms, q.Maxms = quantiles(took)
 	if q.Seconds > 0 {
 		q.PerSec = float64(q.Answers) / q.Seconds

@@ -1,0 +1,32 @@
+package hotbench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// SeriesSQL returns the statement with which PostgreSQL alone answers one
+// series' resolved readings of a range, every column of readings, from
+// the hot table named table in schema: the baseline of a typed read. Its
+// parameters are the market location, the OBIS code, from and to. The
+// statement follows the table's layout: the dictionary layout's series
+// and attribute tables where they exist, the plain table otherwise.
+func SeriesSQL(ctx context.Context, pool *pgxpool.Pool, schema, table string) (string, error) {
+	var dict bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{schema, table + "_series"}.Sanitize()).Scan(&dict); err != nil {
+		return "", fmt.Errorf("hotbench: the layout of %s.%s: %w", schema, table, err)
+	}
+	if dict {
+		return fmt.Sprintf(`SELECT DISTINCT ON (r."from") s.malo_id, a.melo_id, s.obis_code, a.sparte, r."from", r."to", r.value, a.unit, r.quality,
+	a.resolution, r.version, a.version_scope, r.recorded_at, r.balancing_day, a.subject_id
+FROM %[1]s r JOIN %[2]s s ON s.id = r.series JOIN %[3]s a ON a.id = r.attr
+WHERE s.malo_id = $1 AND s.obis_code = $2 AND r."from" >= $3 AND r."from" < $4 ORDER BY r."from", r.version DESC`,
+			pgx.Identifier{schema, table}.Sanitize(), pgx.Identifier{schema, table + "_series"}.Sanitize(), pgx.Identifier{schema, table + "_attrs"}.Sanitize()), nil
+	}
+	return fmt.Sprintf(`SELECT DISTINCT ON ("from") malo_id, melo_id, obis_code, sparte, "from", "to", value, unit, quality,
+	resolution, version, version_scope, recorded_at, balancing_day, subject_id
+FROM %s WHERE malo_id = $1 AND obis_code = $2 AND "from" >= $3 AND "from" < $4 ORDER BY "from", version DESC`, pgx.Identifier{schema, table}.Sanitize()), nil
+}
