@@ -131,7 +131,7 @@ func TestDictionaryLayoutOpened(t *testing.T) {
 		t.Fatalf("series: %d readings, want 96", len(res.Readings))
 	}
 	for _, s := range res.Readings {
-		if v := uint64(100); s.From.Before(day.Add(150*time.Minute)) {
+		if v := uint64(100); s.From.Before(day.Add(150 * time.Minute)) {
 			v = 101
 			if s.Version != v {
 				t.Fatalf("series: %v at version %d, want %d", s.From, s.Version, v)
