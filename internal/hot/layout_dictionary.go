@@ -214,9 +214,9 @@ BEGIN
 	IF v_s IS NULL THEN
 		RETURN NULL;
 	END IF;
-	SELECT u.s, u.b2 INTO v_bad, v_badb FROM unnest(v_s, v_b, v_b2) AS u(s, b, b2)
+	SELECT u.s, u.b2 INTO v_bad, v_badb FROM (SELECT DISTINCT * FROM unnest(v_s, v_b, v_b2) AS x(s, b, b2)) u
 	WHERE NOT EXISTS (SELECT 1 FROM ` + ser + ` d WHERE d.id = u.s AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("series", seriesName(t)) + `
-	SELECT u.a, u.b2 INTO v_bad, v_badb FROM unnest(v_a, v_b, v_b2) AS u(a, b, b2)
+	SELECT u.a, u.b2 INTO v_bad, v_badb FROM (SELECT DISTINCT * FROM unnest(v_a, v_b, v_b2) AS x(a, b, b2)) u
 	WHERE NOT EXISTS (SELECT 1 FROM ` + attrs + ` d WHERE d.id = u.a AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("attr", attrsName(t)) + `
 	SELECT array_agg(s), array_agg(op), array_agg(v), array_agg(b), array_agg(lo), array_agg(hi), array_agg(n)
 	INTO v_gs, v_gop, v_gv, v_gb, v_glo, v_ghi, v_gn
@@ -377,6 +377,8 @@ func (l dictLayout) forgetPartition(ctx context.Context, h *Tier, tx pgx.Tx, t *
 	_, err := tx.Exec(ctx, `SET LOCAL meterstore.forget = off`)
 	return err
 }
+
+func (dictLayout) keyOptions() string { return "" }
 
 func (dictLayout) columnExpr(*series.Table, string) string { return "" }
 
