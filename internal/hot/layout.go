@@ -34,9 +34,6 @@ type layout interface {
 	dictNames(t *series.Table) []string
 	// primaryKey returns the quoted primary key columns of t.
 	primaryKey(t *series.Table) string
-	// keyOptions returns what follows a partition's PRIMARY KEY (...):
-	// its index's storage parameters, if any.
-	keyOptions() string
 	// forgetPartition deletes in tx what t's layout keeps of the dropped
 	// partition [from, to) beside it.
 	forgetPartition(ctx context.Context, h *Tier, tx pgx.Tx, t *series.Table, from, to time.Time) error

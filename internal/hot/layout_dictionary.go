@@ -378,8 +378,6 @@ func (l dictLayout) forgetPartition(ctx context.Context, h *Tier, tx pgx.Tx, t *
 	return err
 }
 
-func (dictLayout) keyOptions() string { return "" }
-
 func (dictLayout) columnExpr(*series.Table, string) string { return "" }
 
 func (dictLayout) storedVersion(p string) string { return numericVersion(p) }

@@ -106,13 +106,6 @@ func (leanLayout) checkBody(h *Tier, t *series.Table) string {
 	return dictCheckBody(h, t, func(r string) string { return leanTo(t, r+`"from"`) }, "int8")
 }
 
-// keyOptions fills the primary key's leaf pages: a write's new series
-// get ids above every other of their bucket, so its readings go in at
-// the right end of the index, which leaves the pages it fills 90 % full
-// by default. A correction inserted amid full pages splits one page for
-// its readings.
-func (leanLayout) keyOptions() string { return ` WITH (fillfactor = 100)` }
-
 // columnExpr derives to and version.
 func (leanLayout) columnExpr(t *series.Table, name string) string {
 	switch name {

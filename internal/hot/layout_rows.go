@@ -273,8 +273,6 @@ func (rowsLayout) runArgs(t *series.Table, rows []staged, rs []versionRun) []any
 	return args
 }
 
-func (rowsLayout) keyOptions() string { return "" }
-
 func (rowsLayout) columnExpr(*series.Table, string) string { return "" }
 
 func (rowsLayout) storedVersion(p string) string { return numericVersion(p) }

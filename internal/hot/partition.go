@@ -169,7 +169,7 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *series.Table
 	stmts := []string{
 		`CREATE TABLE ` + part + ` (LIKE ` + parent + ` INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
 		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_bound") + ` CHECK (` + bound + `)`,
-		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_pkey") + ` PRIMARY KEY (` + lay.primaryKey(t) + `)` + lay.keyOptions(),
+		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_pkey") + ` PRIMARY KEY (` + lay.primaryKey(t) + `)`,
 	}
 	// The statement triggers also while an upgrade to IntegrityStatement
 	// runs (upgrade.go), whatever this process's declaration says: they
