@@ -24,7 +24,7 @@ server in one run: raw COPY into a plain table with the hot table's columns,
 the same with its primary key, the same with the primary key and the hot
 table's CHECK constraints (both for reference), and the hot tier's Write
 into a table of each integrity: statement (PostgreSQL enforces every rule
-per statement: "database-enforced", in the dictionary layout of a new such
+per statement: "database-enforced", in the lean layout of a new such
 table), write (Write alone checks the rules between rows) and exclusion
 (GiST exclusion constraints). The variants take turns batch by batch.
 Ratios are against raw COPY; bytes per reading count heap, indexes, the

@@ -69,7 +69,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 	f.IntVar(&c.Threads, "threads", c.Threads, "DuckDB threads, for MeterStore and the floor")
 	f.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "DuckDB memory_limit, for MeterStore and the floor")
 	f.StringVar(&c.Dir, "dir", "", "keep the warehouse here (default: a temporary directory)")
-	f.StringVar(&c.Integrity, "integrity", c.Integrity, "the table's integrity (auto: the dictionary layout)")
+	f.StringVar(&c.Integrity, "integrity", c.Integrity, "the table's integrity (auto: the lean layout)")
 	return cmd
 }
 

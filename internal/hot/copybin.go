@@ -40,7 +40,9 @@ type encoded struct {
 // from an encoded batch: the dictionary layout without attribute columns,
 // whose types the encoder does not know.
 func binaryDirect(t *series.Table, l layout) bool {
-	if _, ok := l.(dictLayout); !ok {
+	switch l.(type) {
+	case dictLayout, leanLayout:
+	default:
 		return false
 	}
 	for _, c := range t.Columns {
@@ -51,9 +53,12 @@ func binaryDirect(t *series.Table, l layout) bool {
 	return true
 }
 
-// encodeDirect encodes rows in the columns of dictLayout.writeColumns,
-// with their ids as they are.
-func encodeDirect(rows []staged) *encoded {
+// encodeDirect encodes rows in the columns of l.writeColumns, l being
+// one of the dictionary layouts, with their ids as they are.
+func encodeDirect(l layout, rows []staged) *encoded {
+	if _, ok := l.(leanLayout); ok {
+		return encodeLean(rows)
+	}
 	e := &encoded{buf: make([]byte, 0, len(copySignature)+len(rows)*112+2), at: make([]int, len(rows))}
 	b := append(e.buf, copySignature...)
 	for i := range rows {
@@ -70,6 +75,25 @@ func encodeDirect(rows []staged) *encoded {
 		b = appendField(b, func(b []byte) []byte { return pgnum.AppendUint(b, r.version) })
 		b = binary.BigEndian.AppendUint32(b, 4)
 		b = binary.BigEndian.AppendUint32(b, uint32(int32((r.day.Unix()-pgEpoch)/86400)))
+	}
+	e.buf = binary.BigEndian.AppendUint16(b, 0xffff)
+	return e
+}
+
+// encodeLean encodes rows in the columns of leanLayout.writeColumns.
+func encodeLean(rows []staged) *encoded {
+	e := &encoded{buf: make([]byte, 0, len(copySignature)+len(rows)*64+2), at: make([]int, len(rows))}
+	b := append(e.buf, copySignature...)
+	for i := range rows {
+		r := &rows[i]
+		b = binary.BigEndian.AppendUint16(b, 5)
+		e.at[i] = len(b) + 4
+		b = appendInt32(b, r.series)
+		b = appendInt32(b, r.attr)
+		b = appendTime(b, r.from)
+		b = binary.BigEndian.AppendUint32(b, 8)
+		b = binary.BigEndian.AppendUint64(b, uint64(versionBiased(uint64(r.version))))
+		b = appendField(b, func(b []byte) []byte { return pgnum.AppendMicro(b, r.value) })
 	}
 	e.buf = binary.BigEndian.AppendUint16(b, 0xffff)
 	return e
@@ -104,7 +128,7 @@ func appendField(b []byte, enc func([]byte) []byte) []byte {
 // copyEncoded copies b's encoded rows into t's parent, in tx.
 func (h *Tier) copyEncoded(ctx context.Context, tx pgx.Tx, t *series.Table, l layout, b *batch) error {
 	if b.enc == nil {
-		b.enc = encodeDirect(b.rows)
+		b.enc = encodeDirect(l, b.rows)
 	}
 	b.enc.setIDs(b.rows)
 	cols := l.writeColumns(t, true)

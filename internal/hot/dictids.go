@@ -22,6 +22,9 @@ type dictionary struct {
 	cols  []string // key columns, unquoted
 	types []string // their SQL types
 	null  []bool   // whether NULL is a value of the key column
+	// fixedCols are key columns whose values the server gives, fixedVals
+	// (SQL expressions such as now()): not sent, and not returned.
+	fixedCols, fixedVals []string
 }
 
 // unnest returns the FROM item of the key arrays $1...$n, one column k<i>
@@ -44,6 +47,8 @@ func (d *dictionary) outputs(p string) string {
 		switch d.types[i] {
 		case "timestamptz":
 			out[i] = `to_char(` + p + quote(c) + ` AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '+00'`
+		case "date":
+			out[i] = `to_char(` + p + quote(c) + `, 'YYYY-MM-DD')`
 		default:
 			out[i] = p + quote(c) + `::text`
 		}
@@ -61,6 +66,9 @@ func (h *Tier) dictSelectSQL(d *dictionary) string {
 		}
 		on[i] = "d." + quote(c) + op + "u.k" + strconv.Itoa(i) + "::" + d.types[i]
 	}
+	for i, c := range d.fixedCols {
+		on = append(on, "d."+quote(c)+" = "+d.fixedVals[i])
+	}
 	return `SELECT d.id, ` + d.outputs("d.") + ` FROM ` + d.unnest() + ` JOIN ` + h.ident(d.name) + ` d ON ` + strings.Join(on, " AND ")
 }
 
@@ -76,6 +84,9 @@ func (h *Tier) dictInsertSQL(d *dictionary) string {
 	for i, c := range d.cols {
 		cols[i] = quote(c)
 		vals[i] = "u.k" + strconv.Itoa(i) + "::" + d.types[i]
+	}
+	for i, c := range d.fixedCols {
+		cols, vals = append(cols, quote(c)), append(vals, d.fixedVals[i])
 	}
 	return `INSERT INTO ` + h.ident(d.name) + ` (` + strings.Join(cols, ", ") + `) SELECT ` + strings.Join(vals, ", ") +
 		` FROM ` + d.unnest() + ` ORDER BY u.i ON CONFLICT ON CONSTRAINT ` + quote(d.name+"_key") + ` DO NOTHING RETURNING id, ` + d.outputs("")
@@ -179,15 +190,16 @@ func (h *Tier) ids(ctx context.Context, tx pgx.Tx, d *dictionary, keys [][]*stri
 }
 
 // resolveIDs gives every row of b the ids of its series and attributes
-// in t's dictionaries, inserting the keys that are missing. A deadlock or
+// in t's dictionaries, those of the lean layout if lean, inserting the
+// keys that are missing. A deadlock or
 // a unique violation between concurrent inserts is retried from a
 // savepoint, at most maxAttempts times, then reported Unavailable.
-func (h *Tier) resolveIDs(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) error {
+func (h *Tier) resolveIDs(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch, lean bool) error {
 	for attempt := 1; ; attempt++ {
 		if _, err := tx.Exec(ctx, `SAVEPOINT hot_dict`); err != nil {
 			return err
 		}
-		err := h.resolve(ctx, tx, t, b)
+		err := h.resolve(ctx, tx, t, b, lean)
 		var pgErr *pgconn.PgError
 		switch {
 		case err == nil:
@@ -206,8 +218,11 @@ func (h *Tier) resolveIDs(ctx context.Context, tx pgx.Tx, t *series.Table, b *ba
 
 // resolve collects b's distinct dictionary keys, finds or inserts them,
 // and records the ids in b's rows.
-func (h *Tier) resolve(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch) error {
+func (h *Tier) resolve(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch, lean bool) error {
 	serDict, attrDict := dictionaries(t)
+	if lean {
+		attrDict = leanAttrs(t)
+	}
 	ident := t.Identity()
 	type keyed struct {
 		at   map[string]int
@@ -233,7 +248,7 @@ func (h *Tier) resolve(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch
 		if p := t.Width.Start(s.from); bucket == nil || !p.Equal(start) {
 			bt := bucketText(t, s.from)
 			bucket, start = &bt, p
-		} else if p := &b.rows[i-1]; t.CompareSeries(p.src, s.src) == 0 && sameAttrs(p, s) {
+		} else if p := &b.rows[i-1]; t.CompareSeries(p.src, s.src) == 0 && sameAttrs(p, s) && (!lean || p.quality == s.quality && p.day.Equal(s.day)) {
 			// Rows come in runs of one series and delivery as well: the
 			// keys of the row before are this row's.
 			sIdx[i], aIdx[i] = sIdx[i-1], aIdx[i-1]
@@ -251,7 +266,12 @@ func (h *Tier) resolve(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch
 			sk = append(sk, &v)
 		}
 		sIdx[i] = add(&ser, sk)
-		aIdx[i] = add(&attrs, []*string{bucket, &s.sparte, &s.unit, &s.resolution, &s.src.VersionScope, s.melo, s.subject})
+		ak := []*string{bucket, &s.sparte, &s.unit, &s.resolution, &s.src.VersionScope, s.melo, s.subject}
+		if lean {
+			day := s.day.Format(time.DateOnly)
+			ak = append(ak, &s.quality, &day)
+		}
+		aIdx[i] = add(&attrs, ak)
 	}
 	sIDs, sNew, err := h.ids(ctx, tx, &serDict, ser.keys)
 	if err != nil {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -18,7 +21,36 @@ import (
 // series id of another day would otherwise defeat the primary key: the
 // same merge key under two ids.
 func TestDictionaryForeignKeys(t *testing.T) {
+	for _, lay := range dictLayouts {
+		t.Run(lay.String(), func(t *testing.T) { testDictionaryForeignKeys(t, lay) })
+	}
+}
+
+// dictLayouts are the layouts with dictionaries: the lean one new tables
+// get, and the dictionary layout of tables made before it.
+var dictLayouts = []layout{layoutLean, layoutDictionary}
+
+// dictTier returns a tier whose new tables of integrity statement get
+// layout lay, and its pool.
+func dictTier(t *testing.T, lay layout) (*Tier, *pgxpool.Pool) {
 	h, pool := newTier(t, Options{})
+	h.statementLayout = lay
+	return h, pool
+}
+
+// rawReading returns the columns and values a plain client writes for a
+// quarter hour of series and attr ids at from, under version, in layout
+// lay.
+func rawReading(lay layout, series, attr int32, from time.Time, version int, day string) ([]string, []any) {
+	if lay == layoutLean {
+		return []string{"series", "attr", "from", "version", "value"}, []any{series, attr, from, versionBiased(uint64(version)), "1"}
+	}
+	return []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"},
+		[]any{series, attr, from, from.Add(15 * time.Minute), "1", "220", version, day}
+}
+
+func testDictionaryForeignKeys(t *testing.T, lay layout) {
+	h, pool := dictTier(t, lay)
 	tab := lastgang("lastgang")
 	declare(t, h, tab)
 	ctx := context.Background()
@@ -35,16 +67,34 @@ func TestDictionaryForeignKeys(t *testing.T) {
 		return n
 	}
 	stored := count()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
 	var today, tomorrow, attr int32
 	if err := pool.QueryRow(ctx, `SELECT (SELECT id FROM meterstore.lastgang_series WHERE bucket = $1),
-	(SELECT id FROM meterstore.lastgang_series WHERE bucket = $2), (SELECT id FROM meterstore.lastgang_attrs WHERE bucket = $1)`,
+	(SELECT id FROM meterstore.lastgang_series WHERE bucket = $2), (SELECT min(id) FROM meterstore.lastgang_attrs WHERE bucket = $1)`,
 		day, day.Add(24*time.Hour)).Scan(&today, &tomorrow, &attr); err != nil {
 		t.Fatal(err)
 	}
 	insert := func(rel string, series, attr int32, version int) error {
-		_, err := pool.Exec(ctx, `INSERT INTO `+rel+` (series, attr, "from", "to", value, quality, version, balancing_day)
-VALUES ($1, $2, $3, $4, 1, '220', $5, '2026-03-02')`, series, attr, day.Add(time.Hour), day.Add(time.Hour+15*time.Minute), version)
+		cols, vals := rawReading(lay, series, attr, day.Add(time.Hour), version, "2026-03-02")
+		params := make([]string, len(cols))
+		for i := range cols {
+			params[i] = "$" + strconv.Itoa(i+1)
+		}
+		_, err := pool.Exec(ctx, `INSERT INTO `+rel+` (`+strings.Join(quoted("", cols), ", ")+`) VALUES (`+strings.Join(params, ", ")+`)`, vals...)
 		return err
+	}
+	copyRows := func(rows ...[]any) error {
+		cols, _ := rawReading(lay, 0, 0, day, 0, "")
+		_, err := conn.Conn().CopyFrom(ctx, []string{"meterstore", "lastgang"}, cols, pgx.CopyFromRows(rows))
+		return err
+	}
+	row := func(series int32, from time.Time, version int, day string) []any {
+		_, vals := rawReading(lay, series, attr, from, version, day)
+		return vals
 	}
 	for _, x := range []struct {
 		what       string
@@ -61,24 +111,15 @@ VALUES ($1, $2, $3, $4, 1, '220', $5, '2026-03-02')`, series, attr, day.Add(time
 		}
 	}
 	// By COPY, one good row among them: the statement is refused whole.
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
 	slot := day.Add(2 * time.Hour)
-	_, err = conn.Conn().CopyFrom(ctx, []string{"meterstore", "lastgang"}, []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"},
-		pgx.CopyFromRows([][]any{{today, attr, slot, slot.Add(15 * time.Minute), "1", "220", 200, "2026-03-02"},
-			{tomorrow, attr, slot.Add(15 * time.Minute), slot.Add(30 * time.Minute), "1", "220", 200, "2026-03-02"}}))
+	err = copyRows(row(today, slot, 200, "2026-03-02"), row(tomorrow, slot.Add(15*time.Minute), 200, "2026-03-02"))
 	if !refusedAs(err, "23503") {
 		t.Errorf("COPY with a series id of the next day: %v, want a foreign key violation", err)
 	}
 	// One series, attr and version in both days: the check groups the
 	// rows by ids and version, and must still see the second bucket.
 	later := day.Add(24*time.Hour + 2*time.Hour)
-	_, err = conn.Conn().CopyFrom(ctx, []string{"meterstore", "lastgang"}, []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"},
-		pgx.CopyFromRows([][]any{{today, attr, slot, slot.Add(15 * time.Minute), "1", "220", 201, "2026-03-02"},
-			{today, attr, later, later.Add(15 * time.Minute), "1", "220", 201, "2026-03-03"}}))
+	err = copyRows(row(today, slot, 201, "2026-03-02"), row(today, later, 201, "2026-03-03"))
 	if !refusedAs(err, "23503") || !containsConstraint(err, "lastgang_series_fkey") {
 		t.Errorf("COPY with a series id of today in today and tomorrow: %v, want a foreign key violation of lastgang_series_fkey", err)
 	}
@@ -100,7 +141,23 @@ func containsConstraint(err error, c string) bool {
 // TestDictionaryGuard: a plain client can neither UPDATE nor DELETE nor
 // TRUNCATE a dictionary: readings refer to its rows by id.
 func TestDictionaryGuard(t *testing.T) {
-	h, pool := newTier(t, Options{})
+	for _, lay := range dictLayouts {
+		t.Run(lay.String(), func(t *testing.T) { testDictionaryGuard(t, lay) })
+	}
+}
+
+// attrsOfDays is how many attrs rows n writes of one bucket's readings,
+// in Berlin days days, make in layout lay: the lean layout's key has the
+// balancing day and the write's time.
+func attrsOfDays(lay layout, n, days int) int {
+	if lay == layoutLean {
+		return n * days
+	}
+	return 1
+}
+
+func testDictionaryGuard(t *testing.T, lay layout) {
+	h, pool := dictTier(t, lay)
 	tab := lastgang("lastgang")
 	declare(t, h, tab)
 	ctx := context.Background()
@@ -118,8 +175,8 @@ func TestDictionaryGuard(t *testing.T) {
 		}
 	}
 	var s, a int
-	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM meterstore.lastgang_series), (SELECT count(*) FROM meterstore.lastgang_attrs)`).Scan(&s, &a); err != nil || s != 1 || a != 1 {
-		t.Fatalf("%d series and %d attrs left, want 1 and 1 (%v)", s, a, err)
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM meterstore.lastgang_series), (SELECT count(*) FROM meterstore.lastgang_attrs)`).Scan(&s, &a); err != nil || s != 1 || a != attrsOfDays(lay, 1, 2) {
+		t.Fatalf("%d series and %d attrs left, want 1 and %d (%v)", s, a, attrsOfDays(lay, 1, 2), err)
 	}
 	if got := scanAll(t, h, tab); len(got) != 96 || got[0].MaLo != malo(1) {
 		t.Fatalf("scanned %d readings", len(got))
@@ -130,7 +187,13 @@ func TestDictionaryGuard(t *testing.T) {
 // its bucket and the spans in it, and leaves those of the other days; a
 // purge drops the dictionaries.
 func TestDictionaryDrop(t *testing.T) {
-	h, pool := newTier(t, Options{})
+	for _, lay := range dictLayouts {
+		t.Run(lay.String(), func(t *testing.T) { testDictionaryDrop(t, lay) })
+	}
+}
+
+func testDictionaryDrop(t *testing.T, lay layout) {
+	h, pool := dictTier(t, lay)
 	tab := lastgang("lastgang")
 	declare(t, h, tab)
 	ctx := context.Background()
@@ -147,8 +210,11 @@ func TestDictionaryDrop(t *testing.T) {
 		}
 		return s, a, o
 	}
-	if s, a, o := counts(); s != 3 || a != 2 || o != 3 {
-		t.Fatalf("%d series, %d attrs, %d spans; want 3, 2, 3", s, a, o)
+	// Each bucket has the attrs of one write; in the lean layout one per
+	// Berlin day the bucket meets.
+	wantAttrs := attrsOfDays(lay, 1, 2) + attrsOfDays(lay, 1, 2)
+	if s, a, o := counts(); s != 3 || a != wantAttrs || o != 3 {
+		t.Fatalf("%d series, %d attrs, %d spans; want 3, %d, 3", s, a, o, wantAttrs)
 	}
 	if err := h.Detach(ctx, tab, day); err != nil {
 		t.Fatal(err)
@@ -163,8 +229,8 @@ func TestDictionaryDrop(t *testing.T) {
 	if err := h.Drop(ctx, tab, day); err != nil {
 		t.Fatal(err)
 	}
-	if s, a, o := counts(); s != 1 || a != 1 || o != 1 {
-		t.Fatalf("after the drop: %d series, %d attrs, %d spans; want 1, 1, 1", s, a, o)
+	if s, a, o := counts(); s != 1 || a != attrsOfDays(lay, 1, 2) || o != 1 {
+		t.Fatalf("after the drop: %d series, %d attrs, %d spans; want 1, %d, 1", s, a, o, attrsOfDays(lay, 1, 2))
 	}
 	if got := scanAll(t, h, tab); len(got) != 96 || !got[0].From.Equal(day.Add(24*time.Hour)) {
 		t.Fatalf("scanned %d readings after the drop", len(got))
@@ -186,7 +252,7 @@ func TestDictionaryDrop(t *testing.T) {
 func TestRowsLayoutKept(t *testing.T) {
 	h, pool := newTier(t, Options{})
 	tab := lastgang("lastgang")
-	declareVariant(t, h, tab, variant{"rows", series.IntegrityStatement, true})
+	declareVariant(t, h, tab, variant{"rows", series.IntegrityStatement, true, false})
 	ctx := context.Background()
 	// As a statement table created by the version before: format 2,
 	// statement, no layout.
@@ -231,12 +297,13 @@ func TestRowsLayoutKept(t *testing.T) {
 	}
 }
 
-// TestDictionarySize: the same readings take fewer bytes in the
-// dictionary layout than in the rows layout, counting everything Size
-// counts (heap, indexes, spans, dictionaries).
+// TestDictionarySize: the same readings take fewer bytes in the lean
+// layout than in the dictionary layout, and fewer there than in the rows
+// layout, counting everything Size counts (heap, indexes, spans,
+// dictionaries).
 func TestDictionarySize(t *testing.T) {
 	ctx := context.Background()
-	var bytes [2]int64
+	var bytes [3]int64
 	for i, v := range statementLayouts {
 		h, _ := newTier(t, Options{})
 		tab := lastgang("lastgang")
@@ -253,8 +320,8 @@ func TestDictionarySize(t *testing.T) {
 		bytes[i] = b
 		t.Logf("%s: %d bytes, %d per reading", v.name, b, b/n)
 	}
-	if bytes[0] >= bytes[1] {
-		t.Fatalf("dictionary layout %d bytes, rows layout %d", bytes[0], bytes[1])
+	if bytes[0] >= bytes[1] || bytes[1] >= bytes[2] {
+		t.Fatalf("lean layout %d bytes, dictionary layout %d, rows layout %d", bytes[0], bytes[1], bytes[2])
 	}
 }
 
@@ -262,7 +329,13 @@ func TestDictionarySize(t *testing.T) {
 // attributes at once each get the one id of a key: the loser of an insert
 // waits for the winner and reads its id, and every reading is stored once.
 func TestDictionaryConcurrentKeys(t *testing.T) {
-	h, pool := newTier(t, Options{})
+	for _, lay := range dictLayouts {
+		t.Run(lay.String(), func(t *testing.T) { testDictionaryConcurrentKeys(t, lay) })
+	}
+}
+
+func testDictionaryConcurrentKeys(t *testing.T, lay layout) {
+	h, pool := dictTier(t, lay)
 	tab := lastgang("lastgang")
 	declare(t, h, tab)
 	ctx := context.Background()
@@ -290,8 +363,10 @@ func TestDictionaryConcurrentKeys(t *testing.T) {
 	(SELECT count(*) FROM meterstore.lastgang)`).Scan(&s, &a, &n); err != nil {
 		t.Fatal(err)
 	}
-	if s != 8 || a != 1 || n != writers*8*4 {
-		t.Fatalf("%d series, %d attrs, %d readings; want 8, 1, %d", s, a, n, writers*8*4)
+	// In the lean layout each write has attrs of its own: their key has
+	// the write's time.
+	if want := attrsOfDays(lay, writers, 1); s != 8 || a != want || n != writers*8*4 {
+		t.Fatalf("%d series, %d attrs, %d readings; want 8, %d, %d", s, a, n, want, writers*8*4)
 	}
 	if got := scanAll(t, h, tab); len(got) != n {
 		t.Fatalf("scanned %d readings, want %d", len(got), n)

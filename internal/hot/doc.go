@@ -72,16 +72,19 @@
 //
 // # Layouts
 //
-// A new table of IntegrityStatement is stored in the dictionary layout,
-// every other table, and every table created before, in the rows layout,
-// which its stored definition records and no declaration changes. The
-// layout is a type (layout.go) whose two implementations hold what of the
-// tier's SQL differs between them, the table's DDL, its check function,
-// the columns a write supplies, how a read finds a series and what a
-// dropped partition leaves: rowsLayout (layout_rows.go) and dictLayout
-// (layout_dictionary.go). hot_tables records it as it always has, "" or
-// "dictionary", parsed once (parseLayout); Tier.Ensure creates a table's
-// relations and refreshes its check function through it.
+// A new table of IntegrityStatement is stored in the lean layout, every
+// other new table in the rows layout; a table keeps the layout it was
+// created in, which its stored definition records and no declaration
+// changes, so the tables of a deployment made by older code (the rows
+// layout, or the dictionary layout of statement tables made before the
+// lean one) are read and written as they are. The layout is a type
+// (layout.go) whose implementations hold what of the tier's SQL differs
+// between them, the table's DDL, its check function, the columns a write
+// supplies, how a read finds a series and what a dropped partition
+// leaves: rowsLayout (layout_rows.go), dictLayout (layout_dictionary.go)
+// and leanLayout (layout_lean.go). hot_tables records it as "",
+// "dictionary" or "lean", parsed once (parseLayout); Tier.Ensure creates
+// a table's relations and refreshes its check function through it.
 //
 // In the rows layout a row holds every column. In the dictionary layout
 // what many readings share lives once per partition's bucket in two
@@ -94,7 +97,11 @@
 // an id that names no dictionary row of the reading's bucket (23503), and
 // a trigger refuses changes of the dictionaries but where a partition is
 // dropped or the table purged. Reads join the dictionaries back (natural),
-// so every reading comes out as the rows layout stores it.
+// so every reading comes out as the rows layout stores it. The lean
+// layout is the dictionary layout with a narrower row (series, attr, from,
+// version, value): to is derived from from and the table's one fixed
+// resolution, version is stored as int8 less 2⁶³, and quality, recorded_at
+// and the balancing day are keys of the attrs dictionary.
 //
 // # Writes and scans
 //

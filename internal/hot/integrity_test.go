@@ -64,24 +64,36 @@ type variant struct {
 	name      string
 	integrity series.Integrity
 	rows      bool // statement in the rows layout, by upgrade
+	dict      bool // statement in the dictionary layout, as before the lean one
 }
 
-// statementLayouts are the two layouts a table of integrity statement
+// statementLayouts are the three layouts a table of integrity statement
 // can have.
 var statementLayouts = []variant{
-	{"dictionary", series.IntegrityStatement, false},
-	{"rows", series.IntegrityStatement, true},
+	{"lean", series.IntegrityStatement, false, false},
+	{"dictionary", series.IntegrityStatement, false, true},
+	{"rows", series.IntegrityStatement, true, false},
 }
 
 // declareVariant declares tab, whose Integrity is left as the test set it
 // unless v says otherwise, as v says, with the partitions of declare.
 func declareVariant(t testing.TB, h *Tier, tab *series.Table, v variant) {
 	t.Helper()
+	if v.dict {
+		h.statementLayout = layoutDictionary
+	}
 	if !v.rows {
 		if v.integrity != series.IntegrityAuto {
 			tab.Integrity = v.integrity
 		}
 		declare(t, h, tab)
+		want := newLayout(tab.Integrity)
+		if v.dict {
+			want = layoutDictionary
+		}
+		if l, err := h.layoutOf(context.Background(), h.pool, tab); tab.Integrity != series.IntegrityAuto && (err != nil || l != want) {
+			t.Fatalf("table: layout %q, %v; want %q", l, err, want)
+		}
 		return
 	}
 	old := *tab
@@ -106,7 +118,7 @@ func refusedAs(err error, code string) bool {
 // IntegrityWrite the rules between rows are not enforced for such a
 // client, which the same statements show.
 func TestStatementIntegrity(t *testing.T) {
-	for _, v := range append(statementLayouts, variant{"write", series.IntegrityWrite, false}) {
+	for _, v := range append(statementLayouts, variant{"write", series.IntegrityWrite, false, false}) {
 		t.Run(v.name, func(t *testing.T) {
 			h, pool := newTier(t, Options{})
 			tab := lastgang("lastgang")
@@ -522,7 +534,7 @@ func testStatementCheckRefreshed(t *testing.T, v variant) {
 		}
 		code = "23P01"
 	}
-	if lay == layoutDictionary {
+	if lay == layoutDictionary || lay == layoutLean {
 		// The dictionary's CHECK refuses a bad id whatever the function;
 		// what the function checks is that the ids name dictionary rows.
 		if err := plainDict(ctx, pool, "meterstore.lastgang", qhRow(malo(2), "kWh", day, 1, "9900000000003:2026-03", 1)); err != nil {
@@ -530,6 +542,11 @@ func testStatementCheckRefreshed(t *testing.T, v variant) {
 		}
 		insert = func(slot int) error {
 			from := day.Add(time.Duration(slot) * 15 * time.Minute)
+			if lay == layoutLean {
+				_, err := pool.Exec(ctx, `INSERT INTO meterstore.lastgang (series, attr, "from", version, value)
+SELECT id, 2147483000, $1, 1, 1 FROM meterstore.lastgang_series`, from)
+				return err
+			}
 			_, err := pool.Exec(ctx, `INSERT INTO meterstore.lastgang (series, attr, "from", "to", value, quality, version, balancing_day)
 SELECT id, 2147483000, $1, $2, 1, '220', 1, '2026-03-02' FROM meterstore.lastgang_series`, from, from.Add(15*time.Minute))
 			return err

@@ -12,7 +12,8 @@ import (
 // A layout is how a table's readings are stored, and what of the tier's
 // SQL depends on it: rowsLayout (layout_rows.go) stores every column in
 // the table's rows, dictLayout (layout_dictionary.go) stores ids of the
-// table's dictionaries in place of what many readings share. What is the
+// table's dictionaries in place of what many readings share, and
+// leanLayout (layout_lean.go) stores less again. What is the
 // same in both stays with its caller, which asks the layout for the rest.
 type layout interface {
 	// String returns the layout as hot_tables records it in a table's
@@ -77,17 +78,36 @@ type layout interface {
 	runKey(h *Tier, t *series.Table) (cols, args []string, on, scope string)
 	// runArgs returns the arrays of runKey for the runs rs of rows.
 	runArgs(t *series.Table, rows []staged, rs []versionRun) []any
+
+	// columnExpr returns the expression, over a stored row's columns,
+	// of the column name of the rows a Read presents (Shape.Rows) if the
+	// layout derives it, "" if the rows hold it.
+	columnExpr(t *series.Table, name string) string
+	// storedVersion returns the version of stored row p as int8, less
+	// 2⁶³ (see versionBias).
+	storedVersion(p string) string
+	// versionParam returns v, a version sent as text, as what compares
+	// with the stored version column.
+	versionParam(v string) string
+	// insertSelect returns the select list, over the staging table, of
+	// the columns writeColumns names.
+	insertSelect(t *series.Table) []string
+	// naturalSources returns the expressions of the natural columns that
+	// series.go's resolved reads take from elsewhere than the rows r:
+	// nil if the rows hold all of them, unqualified.
+	naturalSources(t *series.Table) map[string]string
 }
 
-// The two layouts.
+// The three layouts.
 var (
 	layoutRows       layout = rowsLayout{}
 	layoutDictionary layout = dictLayout{}
+	layoutLean       layout = leanLayout{}
 )
 
 // parseLayout returns the layout that hot_tables records as s.
 func parseLayout(s string) (layout, error) {
-	for _, l := range []layout{layoutRows, layoutDictionary} {
+	for _, l := range []layout{layoutRows, layoutDictionary, layoutLean} {
 		if l.String() == s {
 			return l, nil
 		}
@@ -95,12 +115,12 @@ func parseLayout(s string) (layout, error) {
 	return nil, fmt.Errorf("unknown layout %q", s)
 }
 
-// newLayout returns the layout a new table of integrity i gets: the
-// dictionary layout for IntegrityStatement, whose one fixed resolution it
-// relies on, the rows layout otherwise.
+// newLayout returns the layout a new table of integrity i gets: the lean
+// layout for IntegrityStatement, whose one fixed resolution it relies on,
+// the rows layout otherwise.
 func newLayout(i series.Integrity) layout {
 	if i == series.IntegrityStatement {
-		return layoutDictionary
+		return layoutLean
 	}
 	return layoutRows
 }

@@ -178,6 +178,13 @@ func (dictLayout) natural(h *Tier, t *series.Table, rel string) string {
 // inside NOT EXISTS: beside it, as an OR, it would make the planner hash
 // the whole dictionary for every statement.
 func (dictLayout) checkBody(h *Tier, t *series.Table) string {
+	return dictCheckBody(h, t, func(r string) string { return r + `"to"` }, "numeric")
+}
+
+// dictCheckBody returns the dictionary layouts' check body, with to(r)
+// the end of the interval of row r ("" for the row of an aggregate) and
+// vtype the type of the version column.
+func dictCheckBody(h *Tier, t *series.Table, to func(r string) string, vtype string) string {
 	ser, attrs := h.ident(seriesName(t)), h.ident(attrsName(t))
 	owners := h.ident(ownersName(t))
 	// fkey raises the error a foreign key on column col to dictionary
@@ -195,21 +202,21 @@ func (dictLayout) checkBody(h *Tier, t *series.Table) string {
 	whole := wholeCond(t, "u.")
 	return `
 DECLARE
-	v_s int4[]; v_a int4[]; v_v numeric[]; v_b timestamptz[]; v_b2 timestamptz[]; v_lo timestamptz[]; v_hi timestamptz[]; v_n int8[];
-	v_gs int4[]; v_gop text[]; v_gv numeric[]; v_gb timestamptz[]; v_glo timestamptz[]; v_ghi timestamptz[]; v_gn int8[];
+	v_s int4[]; v_a int4[]; v_v ` + vtype + `[]; v_b timestamptz[]; v_b2 timestamptz[]; v_lo timestamptz[]; v_hi timestamptz[]; v_n int8[];
+	v_gs int4[]; v_gop text[]; v_gv ` + vtype + `[]; v_gb timestamptz[]; v_glo timestamptz[]; v_ghi timestamptz[]; v_gn int8[];
 	v_bad int4; v_badb timestamptz;
 BEGIN
 	SELECT array_agg(series), array_agg(attr), array_agg(version), array_agg(` + bucketExpr(t, "lo") + `),
 		array_agg(` + bucketExpr(t, "last") + `), array_agg(lo), array_agg(hi), array_agg(n)
 	INTO v_s, v_a, v_v, v_b, v_b2, v_lo, v_hi, v_n
-	FROM (SELECT series, attr, version, min("from") AS lo, max("from") AS last, max("to") AS hi, count(*) AS n
+	FROM (SELECT series, attr, version, min("from") AS lo, max("from") AS last, max(` + to("") + `) AS hi, count(*) AS n
 		FROM new_rows GROUP BY series, attr, version) g;
 	IF v_s IS NULL THEN
 		RETURN NULL;
 	END IF;
-	SELECT u.s, u.b2 INTO v_bad, v_badb FROM unnest(v_s, v_b, v_b2) AS u(s, b, b2)
+	SELECT u.s, u.b2 INTO v_bad, v_badb FROM (SELECT DISTINCT * FROM unnest(v_s, v_b, v_b2) AS x(s, b, b2)) u
 	WHERE NOT EXISTS (SELECT 1 FROM ` + ser + ` d WHERE d.id = u.s AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("series", seriesName(t)) + `
-	SELECT u.a, u.b2 INTO v_bad, v_badb FROM unnest(v_a, v_b, v_b2) AS u(a, b, b2)
+	SELECT u.a, u.b2 INTO v_bad, v_badb FROM (SELECT DISTINCT * FROM unnest(v_a, v_b, v_b2) AS x(a, b, b2)) u
 	WHERE NOT EXISTS (SELECT 1 FROM ` + attrs + ` d WHERE d.id = u.a AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("attr", attrsName(t)) + `
 	SELECT array_agg(s), array_agg(op), array_agg(v), array_agg(b), array_agg(lo), array_agg(hi), array_agg(n)
 	INTO v_gs, v_gop, v_gv, v_gb, v_glo, v_ghi, v_gn
@@ -223,12 +230,12 @@ BEGIN
 	ORDER BY 1, 2, 3;
 	IF EXISTS (SELECT 1 FROM ` + g + ` WHERE NOT (` + whole + `)) THEN
 		INSERT INTO ` + owners + ` (series, operator, span)
-		SELECT DISTINCT r.series, split_part(d.version_scope, ':', 1), tstzrange(r."from", r."to")
+		SELECT DISTINCT r.series, split_part(d.version_scope, ':', 1), tstzrange(r."from", ` + to("r.") + `)
 		FROM new_rows r JOIN ` + attrs + ` d ON d.id = r.attr
 		WHERE (r.series, split_part(d.version_scope, ':', 1), r.version, ` + bucketExpr(t, `r."from"`) + `) IN
 			(SELECT u.s, u.op, u.v, u.b FROM ` + g + ` WHERE NOT (` + whole + `))
 		AND NOT EXISTS (SELECT 1 FROM ` + owners + ` o WHERE o.series = r.series AND o.operator = split_part(d.version_scope, ':', 1)
-			AND o.span @> tstzrange(r."from", r."to"))
+			AND o.span @> tstzrange(r."from", ` + to("r.") + `))
 		ORDER BY 1, 2, 3;
 	END IF;
 	RETURN NULL;
@@ -272,7 +279,7 @@ func (dictLayout) stageIDValues(v []any, r *staged) []any { return append(v, &r.
 // resolve looks up the ids of the dictionary rows of b's rows, inserting
 // the missing ones (resolveIDs).
 func (dictLayout) resolve(ctx context.Context, h *Tier, tx pgx.Tx, t *series.Table, b *batch) error {
-	return h.resolveIDs(ctx, tx, t, b)
+	return h.resolveIDs(ctx, tx, t, b, false)
 }
 
 // sameSeries compares the series ids: a run stays within a bucket.
@@ -317,13 +324,19 @@ func (l dictLayout) keyFilter(h *Tier, t *series.Table, p Partition, keys []stri
 // shape presents the rows with their ids and the columns they hold, and
 // the two dictionaries, series first, with theirs.
 func (dictLayout) shape(t *series.Table) Shape {
-	all := readColumns(t)
 	ser, attrs := dictionaries(t)
+	return dictShape(t, ser, attrs)
+}
+
+// dictShape returns the shape of t's readings with dictionaries ser and
+// attrs.
+func dictShape(t *series.Table, ser, attrs dictionary) Shape {
+	all := readColumns(t)
 	owner := map[string]int{} // natural column: 1 series, 2 attrs
 	for _, c := range ser.cols[1:] {
 		owner[c] = 1
 	}
-	for _, c := range attrs.cols[1:] {
+	for _, c := range append(attrs.cols[1:], attrs.fixedCols...) {
 		owner[c] = 2
 	}
 	s := Shape{Series: "series"}
@@ -363,4 +376,30 @@ func (l dictLayout) forgetPartition(ctx context.Context, h *Tier, tx pgx.Tx, t *
 	}
 	_, err := tx.Exec(ctx, `SET LOCAL meterstore.forget = off`)
 	return err
+}
+
+func (dictLayout) columnExpr(*series.Table, string) string { return "" }
+
+func (dictLayout) storedVersion(p string) string { return numericVersion(p) }
+
+func (dictLayout) versionParam(v string) string { return v + "::numeric" }
+
+func (l dictLayout) insertSelect(t *series.Table) []string { return l.writeColumns(t, true) }
+
+// naturalSources takes the dictionaries' columns from the series s and
+// the attributes a.
+func (dictLayout) naturalSources(t *series.Table) map[string]string {
+	src := map[string]string{}
+	for _, c := range []string{"malo_id", "obis_code"} {
+		src[c] = "s." + c
+	}
+	for _, c := range []string{"melo_id", "sparte", "unit", "resolution", "version_scope", "subject_id"} {
+		src[c] = "a." + c
+	}
+	for _, c := range t.Columns {
+		if c.Identity {
+			src[c.Name] = "s." + quote(c.Name)
+		}
+	}
+	return src
 }

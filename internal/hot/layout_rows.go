@@ -272,3 +272,17 @@ func (rowsLayout) runArgs(t *series.Table, rows []staged, rs []versionRun) []any
 	}
 	return args
 }
+
+func (rowsLayout) columnExpr(*series.Table, string) string { return "" }
+
+func (rowsLayout) storedVersion(p string) string { return numericVersion(p) }
+
+func (rowsLayout) versionParam(v string) string { return v + "::numeric" }
+
+func (l rowsLayout) insertSelect(t *series.Table) []string { return l.writeColumns(t, true) }
+
+func (rowsLayout) naturalSources(*series.Table) map[string]string { return nil }
+
+// numericVersion returns the numeric(20,0) version of stored row p as
+// int8, less 2⁶³.
+func numericVersion(p string) string { return `(` + p + `.version - ` + versionBias + `)::int8` }

@@ -110,9 +110,9 @@ func (h *Tier) othersSQL(t *series.Table, l layout) string {
 	keyCols, keyArgs, on, scope := l.runKey(h, t)
 	cols := append([]string{"lo", "hi", "v"}, keyCols...)
 	args := append([]string{"$1::timestamptz[]", "$2::timestamptz[]", "$3::text[]"}, keyArgs...)
-	return `SELECT r.i::int4, p."from", (p.version - ` + versionBias + `)::int8, ` + scope + `
+	return `SELECT r.i::int4, p."from", ` + l.storedVersion("p") + `, ` + scope + `
 FROM unnest(` + strings.Join(args, ", ") + `) WITH ORDINALITY AS r(` + strings.Join(cols, ", ") + `, i)
-JOIN ` + h.ident(t.Name) + ` p ON ` + on + ` AND p."from" >= r.lo AND p."from" <= r.hi AND p.version <> r.v::numeric`
+JOIN ` + h.ident(t.Name) + ` p ON ` + on + ` AND p."from" >= r.lo AND p."from" <= r.hi AND p.version <> ` + l.versionParam("r.v")
 }
 
 // queueOthers records, for each row of b, whether a lower or a higher version

@@ -15,9 +15,10 @@ import (
 // each takes another path to the stored rows (constraints and the fast
 // path, the dictionary layout, the check under partition locks).
 var outcomeVariants = []variant{
-	{"exclusion", series.IntegrityExclusion, false},
-	{"dictionary", series.IntegrityStatement, false},
-	{"write", series.IntegrityWrite, false},
+	{"exclusion", series.IntegrityExclusion, false, false},
+	{"lean", series.IntegrityStatement, false, false},
+	{"dictionary", series.IntegrityStatement, false, true},
+	{"write", series.IntegrityWrite, false, false},
 }
 
 // slots returns quarter hours of meter i at the slots given, under

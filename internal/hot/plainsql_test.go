@@ -2,6 +2,8 @@ package hot
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +45,41 @@ func isDictionary(ctx context.Context, q execQuerier, table string) (bool, error
 	return ok, err
 }
 
+// isLean reports whether table (schema-qualified, unquoted) is in the
+// lean layout: whether its attrs dictionary has the quality.
+func isLean(ctx context.Context, q execQuerier, table string) (bool, error) {
+	var ok bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'quality' AND NOT attisdropped)`,
+		table+"_attrs").Scan(&ok)
+	return ok, err
+}
+
+// leanResolution returns the resolution a plain client states in the lean
+// layout's attrs for r, which has no to: r's own, unless its interval
+// lasts another time than a quarter hour.
+func leanResolution(r plainRow) string {
+	if d := r.to.Sub(r.from); d != 15*time.Minute {
+		return "PT" + strconv.Itoa(int(d.Minutes())) + "M"
+	}
+	return r.resolution
+}
+
+// leanAttr returns, as a, the newest attrs row of table whose key is $1
+// (bucket) and from $n on melo_id, sparte, unit, resolution, version
+// scope, quality and balancing day.
+func leanAttr(table string, n int) string {
+	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
+	return `(SELECT * FROM ` + table + `_attrs WHERE bucket = $1 AND melo_id IS NOT DISTINCT FROM ` + p(0) + ` AND sparte = ` + p(1) + ` AND unit = ` + p(2) +
+		` AND resolution = ` + p(3) + ` AND version_scope = ` + p(4) + ` AND subject_id IS NULL AND quality = ` + p(5) + ` AND balancing_day = ` + p(6) +
+		` ORDER BY recorded_at DESC LIMIT 1) a`
+}
+
+// leanVersion returns version as the lean layout stores it, less 2⁶³.
+func leanVersion(version any) (int64, error) {
+	v, err := strconv.ParseUint(fmt.Sprint(version), 10, 64)
+	return int64(v ^ 1<<63), err
+}
+
 // plainInsert inserts r into rel, table (schema-qualified, unquoted) or one
 // of its partitions, with plain SQL as psql would: in the rows layout one
 // INSERT of the natural columns; in the dictionary layout the dictionary
@@ -63,6 +100,16 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		return err
 	}
 	bucket := r.from.UTC().Truncate(24 * time.Hour)
+	if lean, err := isLean(ctx, q, table); err != nil {
+		return err
+	} else if lean {
+		_, err = q.Exec(ctx, `INSERT INTO `+rel+` (series, attr, "from", version, value)
+SELECT s.id, a.id, $11, ($12::numeric - 9223372036854775808)::int8, $13
+FROM `+table+`_series s, `+leanAttr(table, 4)+`
+WHERE s.bucket = $1 AND s.malo_id = $2 AND s.obis_code = $3`,
+			bucket, r.malo, r.obis, r.melo, r.sparte, r.unit, leanResolution(r), r.scope, r.quality, r.day, r.from, r.version, r.value)
+		return err
+	}
 	_, err = q.Exec(ctx, `INSERT INTO `+rel+` (series, attr, "from", "to", value, quality, version, balancing_day)
 SELECT s.id, a.id, $7, $8, $9, $10, $11, $12
 FROM `+table+`_series s, `+table+`_attrs a
@@ -78,6 +125,13 @@ func plainDict(ctx context.Context, q execQuerier, table string, r plainRow) err
 	bucket := r.from.UTC().Truncate(24 * time.Hour)
 	if _, err := q.Exec(ctx, `INSERT INTO `+table+`_series (bucket, malo_id, obis_code) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
 		bucket, r.malo, r.obis); err != nil {
+		return err
+	}
+	if lean, err := isLean(ctx, q, table); err != nil {
+		return err
+	} else if lean {
+		_, err := q.Exec(ctx, `INSERT INTO `+table+`_attrs (bucket, melo_id, sparte, unit, resolution, version_scope, quality, balancing_day) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+			bucket, r.melo, r.sparte, r.unit, leanResolution(r), r.scope, r.quality, r.day)
 		return err
 	}
 	_, err := q.Exec(ctx, `INSERT INTO `+table+`_attrs (bucket, melo_id, sparte, unit, resolution, version_scope) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
@@ -104,6 +158,10 @@ func plainCopy(ctx context.Context, conn *pgx.Conn, table, rel string, rows []pl
 			pgx.CopyFromRows(data))
 		return err
 	}
+	lean, err := isLean(ctx, conn, table)
+	if err != nil {
+		return err
+	}
 	for _, r := range rows {
 		bucket := r.from.UTC().Truncate(24 * time.Hour)
 		var sid, aid int32
@@ -113,6 +171,20 @@ func plainCopy(ctx context.Context, conn *pgx.Conn, table, rel string, rows []pl
 		}
 		if err := conn.QueryRow(ctx, `SELECT id FROM `+table+`_series WHERE bucket = $1 AND malo_id = $2 AND obis_code = $3`, bucket, r.malo, r.obis).Scan(&sid); err != nil {
 			return err
+		}
+		if lean {
+			if err := plainDict(ctx, conn, table, r); err != nil {
+				return err
+			}
+			if err := conn.QueryRow(ctx, `SELECT a.id FROM `+leanAttr(table, 2), bucket, r.melo, r.sparte, r.unit, leanResolution(r), r.scope, r.quality, r.day).Scan(&aid); err != nil {
+				return err
+			}
+			v, err := leanVersion(r.version)
+			if err != nil {
+				return err
+			}
+			data = append(data, []any{sid, aid, r.from, v, r.value})
+			continue
 		}
 		if _, err := conn.Exec(ctx, `INSERT INTO `+table+`_attrs (bucket, sparte, unit, resolution, version_scope) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
 			bucket, r.sparte, r.unit, r.resolution, r.scope); err != nil {
@@ -124,6 +196,10 @@ AND melo_id IS NULL AND subject_id IS NULL`, bucket, r.sparte, r.unit, r.resolut
 		}
 		data = append(data, []any{sid, aid, r.from, r.to, r.value, r.quality, r.version, r.day})
 	}
-	_, err = conn.CopyFrom(ctx, ident, []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"}, pgx.CopyFromRows(data))
+	cols := []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"}
+	if lean {
+		cols = []string{"series", "attr", "from", "version", "value"}
+	}
+	_, err = conn.CopyFrom(ctx, ident, cols, pgx.CopyFromRows(data))
 	return err
 }

@@ -208,6 +208,9 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 			return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("no column %d of relation %d", col, rel)}
 		}
 		c.kinds[i], list[i] = from.Columns[col].Kind, quote(from.Columns[col].Name)
+		if e := r.lay.columnExpr(r.t, from.Columns[col].Name); rel == 0 && e != "" {
+			list[i] = e + ` AS ` + list[i]
+		}
 	}
 	var order string
 	if winners {

@@ -199,8 +199,13 @@ func readAll(t *testing.T, r *Read, winners bool) []string {
 func TestReadMatchesScan(t *testing.T) {
 	h, _ := newTier(t, Options{})
 	ctx := t.Context()
-	for _, i := range []series.Integrity{series.IntegrityStatement, series.IntegrityWrite} {
-		tab := readTable(t, h, "read_"+i.String(), i)
+	for _, c := range []struct {
+		i   series.Integrity
+		lay layout
+	}{{series.IntegrityStatement, layoutLean}, {series.IntegrityStatement, layoutDictionary}, {series.IntegrityWrite, layoutRows}} {
+		i := c.i
+		h.statementLayout = c.lay
+		tab := readTable(t, h, "read_"+i.String()+c.lay.String(), i)
 		rows := readRows(3, 3, 10)
 		var first, second []series.Reading
 		for _, r := range rows {
@@ -212,7 +217,7 @@ func TestReadMatchesScan(t *testing.T) {
 		}
 		mustWrite(t, h, tab, first)
 		mustWrite(t, h, tab, second)
-		if lay, err := h.layoutOf(ctx, h.pool, tab); err != nil || (lay == layoutDictionary) != (i == series.IntegrityStatement) {
+		if lay, err := h.layoutOf(ctx, h.pool, tab); err != nil || lay != c.lay {
 			t.Fatalf("%s: layout %q, %v", i, lay, err)
 		}
 		for _, q := range []series.Range{

@@ -182,6 +182,9 @@ func (h *Tier) ensureBase(ctx context.Context, tx pgx.Tx) error {
 func (h *Tier) create(ctx context.Context, tx pgx.Tx, t *series.Table) (tableInfo, error) {
 	chosen := newIntegrity(t)
 	lay := newLayout(chosen)
+	if chosen == series.IntegrityStatement && h.statementLayout != nil {
+		lay = h.statementLayout
+	}
 	if err := h.refuseTaken(ctx, tx, "ensure", t, chosen, lay); err != nil {
 		return tableInfo{}, err
 	}
@@ -191,6 +194,7 @@ func (h *Tier) create(ctx context.Context, tx pgx.Tx, t *series.Table) (tableInf
 		}
 	}
 	want := definitionOf(t, chosen)
+	want.Layout = lay.String()
 	def, _ := json.Marshal(want)
 	if _, err := tx.Exec(ctx, `INSERT INTO `+h.ident(metaTable)+` (name, time_model, merge_key, definition) VALUES ($1, $2, $3, $4)`,
 		t.Name, want.TimeModel, want.MergeKey, def); err != nil {

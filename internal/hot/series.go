@@ -151,8 +151,8 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	}
 	var inner string
 	switch l.(type) {
-	case dictLayout:
-		inner = h.seriesDict(t, q, ident, arg)
+	case dictLayout, leanLayout:
+		inner = h.seriesDict(t, l, q, ident, arg)
 	default:
 		inner = h.seriesRows(t, q, ident, arg)
 	}
@@ -213,7 +213,7 @@ func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]strin
 	for i, k := range key {
 		desc[i] = quote(k) + ` DESC`
 	}
-	return `SELECT DISTINCT ON (` + strings.Join(quoted("", key), ", ") + `) ` + strings.Join(naturalList(t, ""), ", ") +
+	return `SELECT DISTINCT ON (` + strings.Join(quoted("", key), ", ") + `) ` + strings.Join(naturalList(t, nil), ", ") +
 		` FROM ` + h.ident(t.Name) + ` WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY ` + strings.Join(desc, ", ") + `, version DESC`
 }
@@ -222,7 +222,7 @@ func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]strin
 // market location in the buckets of the range, looked up by the series
 // dictionary's key (bucket first) where the range is bounded, then the
 // primary key (series, from, version) read backwards.
-func (h *Tier) seriesDict(t *series.Table, q SeriesQuery, ident map[string]string, arg func(any) string) string {
+func (h *Tier) seriesDict(t *series.Table, l layout, q SeriesQuery, ident map[string]string, arg func(any) string) string {
 	sub := []string{`malo_id = ` + arg(q.MaLo), `obis_code = ` + arg(q.OBIS)}
 	if bs := buckets(t, q.From, q.To); bs != nil {
 		sub = append([]string{`bucket = ANY (` + arg(bs) + `::timestamptz[])`}, sub...)
@@ -233,8 +233,13 @@ func (h *Tier) seriesDict(t *series.Table, q SeriesQuery, ident map[string]strin
 		}
 	}
 	where := []string{`r.series = ANY (ARRAY(SELECT id FROM ` + h.ident(seriesName(t)) + ` WHERE ` + strings.Join(sub, " AND ") + `))`}
-	where = append(where, bounds(`r."from"`, `r.recorded_at`, q, arg)...)
-	return `SELECT DISTINCT ON (r.series, r."from") ` + strings.Join(naturalList(t, "dict"), ", ") +
+	src := l.naturalSources(t)
+	recorded := `r.recorded_at`
+	if e, ok := src["recorded_at"]; ok {
+		recorded = e
+	}
+	where = append(where, bounds(`r."from"`, recorded, q, arg)...)
+	return `SELECT DISTINCT ON (r.series, r."from") ` + strings.Join(naturalList(t, src), ", ") +
 		` FROM ` + h.ident(t.Name) + ` r JOIN ` + h.ident(seriesName(t)) + ` s ON s.id = r.series JOIN ` +
 		h.ident(attrsName(t)) + ` a ON a.id = r.attr WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY r.series DESC, r."from" DESC, r.version DESC`
@@ -276,28 +281,15 @@ func bounds(from, recorded string, q SeriesQuery, arg func(any) string) []string
 }
 
 // naturalList returns the select list of the natural columns, named as
-// readNames says, of the rows layout's table or (dict) of the dictionary
-// layout's rows r joined to their series s and attributes a.
-func naturalList(t *series.Table, dict string) []string {
-	src := map[string]string{}
-	if dict != "" {
-		for _, c := range []string{"malo_id", "obis_code"} {
-			src[c] = "s." + c
-		}
-		for _, c := range []string{"melo_id", "sparte", "unit", "resolution", "version_scope", "subject_id"} {
-			src[c] = "a." + c
-		}
-		for _, c := range t.Columns {
-			if c.Identity {
-				src[c.Name] = "s." + quote(c.Name)
-			}
-		}
-	}
+// readNames says, of the rows layout's table (src nil) or of a dictionary
+// layout's rows r, the columns src names taken from its expressions
+// (layout.naturalSources).
+func naturalList(t *series.Table, src map[string]string) []string {
 	expr := func(name string) string {
 		if s, ok := src[name]; ok {
 			return s
 		}
-		if dict != "" {
+		if src != nil {
 			return "r." + quote(name)
 		}
 		return quote(name)

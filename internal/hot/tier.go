@@ -54,6 +54,10 @@ type Tier struct {
 	// upgradeBatchRows, so that a small table is backfilled in batches.
 	onUpgradeStep func(step string)
 	upgradeBatch  int
+	// statementLayout, set by tests, is the layout new tables of
+	// IntegrityStatement get in place of newLayout's: the dictionary
+	// layout makes them as the code before the lean layout did.
+	statementLayout layout
 }
 
 // schemaPattern is what a schema name must look like: it is spliced into

@@ -95,7 +95,7 @@ func (h *Tier) prepareWrite(t *series.Table, rows []series.Reading, o WriteOptio
 	// is after the table's first write: WriteEach then encodes a batch
 	// while the one before it is being written.
 	if l, ok := h.knownLayout(t); ok && binaryDirect(t, l) && !o.Substitute {
-		b.enc = encodeDirect(b.rows)
+		b.enc = encodeDirect(l, b.rows)
 	}
 	return b, nil
 }
@@ -396,8 +396,8 @@ func (h *Tier) stageDDL(t *series.Table, l layout) string {
 }
 
 func (h *Tier) insertSQL(t *series.Table, l layout) string {
-	cols := strings.Join(l.writeColumns(t, true), ", ")
-	return `INSERT INTO ` + h.ident(t.Name) + ` (` + cols + `) SELECT ` + cols + ` FROM ` + stageName(t, l)
+	return `INSERT INTO ` + h.ident(t.Name) + ` (` + strings.Join(l.writeColumns(t, true), ", ") + `) SELECT ` +
+		strings.Join(l.insertSelect(t), ", ") + ` FROM ` + stageName(t, l)
 }
 
 // stageSource feeds staged rows to COPY. Values are pointers into the

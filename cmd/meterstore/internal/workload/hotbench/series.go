@@ -19,6 +19,21 @@ func SeriesSQL(ctx context.Context, pool *pgxpool.Pool, schema, table string) (s
 	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{schema, table + "_series"}.Sanitize()).Scan(&dict); err != nil {
 		return "", fmt.Errorf("hotbench: the layout of %s.%s: %w", schema, table, err)
 	}
+	var lean bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'quality' AND NOT attisdropped)`,
+		pgx.Identifier{schema, table + "_attrs"}.Sanitize()).Scan(&lean); err != nil {
+		return "", fmt.Errorf("hotbench: the layout of %s.%s: %w", schema, table, err)
+	}
+	if lean {
+		// The lean layout derives to from the resolution (the fixtures'
+		// quarter hours) and stores version less 2⁶³; quality,
+		// recorded_at and the balancing day are the attrs'.
+		return fmt.Sprintf(`SELECT DISTINCT ON (r."from") s.malo_id, a.melo_id, s.obis_code, a.sparte, r."from", r."from" + interval '15 minutes' AS "to", r.value, a.unit, a.quality,
+	a.resolution, r.version::numeric + 9223372036854775808 AS version, a.version_scope, a.recorded_at, a.balancing_day, a.subject_id
+FROM %[1]s r JOIN %[2]s s ON s.id = r.series JOIN %[3]s a ON a.id = r.attr
+WHERE s.malo_id = $1 AND s.obis_code = $2 AND r."from" >= $3 AND r."from" < $4 ORDER BY r."from", r.version DESC`,
+			pgx.Identifier{schema, table}.Sanitize(), pgx.Identifier{schema, table + "_series"}.Sanitize(), pgx.Identifier{schema, table + "_attrs"}.Sanitize()), nil
+	}
 	if dict {
 		return fmt.Sprintf(`SELECT DISTINCT ON (r."from") s.malo_id, a.melo_id, s.obis_code, a.sparte, r."from", r."to", r.value, a.unit, r.quality,
 	a.resolution, r.version, a.version_scope, r.recorded_at, r.balancing_day, a.subject_id

@@ -46,7 +46,7 @@ type Config struct {
 	Threads     int    `json:"threads"`
 	MemoryLimit string `json:"memory_limit"`
 	// Integrity is the table's (see series.ParseIntegrity); auto, the
-	// default, gives a new table of quarter hours the dictionary layout.
+	// default, gives a new table of quarter hours the lean layout.
 	Integrity string `json:"integrity"`
 	// Dir holds the warehouse and the query cache; empty means a
 	// temporary directory.
@@ -58,7 +58,7 @@ type Config struct {
 // DefaultConfig is 2,000 meters' quarter hours for 36 Berlin days from 1
 // February, with the last 7 days' settlement lag: February is cold, 1
 // March to 8 March 23:00 UTC stays in PostgreSQL (1.53M readings and their
-// corrections, in the dictionary layout a new table gets), and a year
+// corrections, in the lean layout a new table gets), and a year
 // spans both tiers.
 func DefaultConfig() Config {
 	return Config{Meters: 2_000, Start: metering.Date{Year: 2026, Month: time.February, Day: 1}, Days: 36,
