@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
@@ -187,6 +188,7 @@ func (p *pager) readRows(ctx context.Context, lo, n int64) error {
 // of DuckDB reading the pages is classified: one past the memory limit
 // is the statement's, not the engine's.
 func fetch(ctx context.Context, conn *sql.Conn, h *Header, res result, start func(*Header) error, row func([]any) error, seen func(rows, bytes int64)) error {
+	begin := time.Now()
 	types := res.types
 	if types == nil {
 		names, t, err := tableColumns(ctx, conn)
@@ -244,6 +246,7 @@ func fetch(ctx context.Context, conn *sql.Conn, h *Header, res result, start fun
 			for i, t := range types {
 				h.Types[i] = t.DatabaseTypeName()
 			}
+			h.Timing.step(StepFirstPage, begin)
 			if err := start(h); err != nil {
 				rows.Close()
 				return err

@@ -29,6 +29,7 @@ type Statement struct {
 	deadline time.Time // of Settings.Timeout; zero: none
 	begin    time.Time
 	ran      bool
+	steps    Timing // Prepare's steps
 }
 
 // ErrForbidden is wrapped by a *ForbiddenError.
@@ -111,7 +112,10 @@ func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*St
 			return err
 		}
 		st.inst, st.sp = inst, e.spare
-		return st.prepare(ctx, sql, o)
+		begin := st.steps.step(StepInstance, st.begin)
+		err = st.prepare(ctx, sql, o)
+		st.steps.step(StepAnalysis, begin)
+		return err
 	})
 	if err != nil {
 		st.Close()
@@ -279,10 +283,13 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		return unbound(a.unbound)
 	}
 	h := &Header{Range: a.Range, Mode: st.opts.Mode}
+	h.Timing.Steps = st.steps.Steps
 	if a.relations {
+		begin := time.Now()
 		if err := createRelations(ctx, inst.conn, st.rels); err != nil {
 			return err
 		}
+		h.Timing.step(StepRelations, begin)
 	}
 	h.Timing.Open = time.Since(st.begin)
 	begin := time.Now()
@@ -294,6 +301,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 			return err
 		}
 		h.own(tr)
+		h.Timing.Steps = append(h.Timing.Steps, tr.Timing.Steps...)
 		rels := []string{"readings"}
 		if !a.skipVersions {
 			rels = append(rels, "readings_versions")
@@ -318,6 +326,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 			return fmt.Errorf("query: table %s: %w", o.name, err)
 		}
 		files = append(files, f...)
+		h.Timing.Steps = append(h.Timing.Steps, tr.Timing.Steps...)
 		h.Tables = append(h.Tables, tr)
 	}
 	if len(h.Tables) > 0 {
@@ -327,9 +336,11 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		h.Timing.Hot += tr.Timing.Hot
 		h.Timing.Plan += tr.Timing.Plan
 	}
+	lock := time.Now()
 	if err := inst.lockdown(ctx, files, len(files) == 0 && len(inst.hot) > 0); err != nil {
 		return err
 	}
+	h.Timing.step(StepLockdown, lock)
 	h.Timing.Read = time.Since(begin)
 	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, pages: e.pages}, h, start, row)
 }

@@ -32,8 +32,15 @@ type split struct {
 func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Range, o ReadOptions, versions bool, res *TableRead) ([]string, error) {
 	v := view{knownAt: o.KnownAt, ceiling: o.KnownAt, broken: e.broken, noVersions: !versions}
 	res.Name, res.Range, res.Ceiling = e.table.Name, r, o.KnownAt
+	// views creates the views in p, with v as it is then.
+	views := func(hot *hotScan, files fileSet, s split) error {
+		begin := time.Now()
+		err := createViews(ctx, inst.conn, e.layout, p, hot, files, s, v)
+		res.Timing.step(StepViews, begin)
+		return err
+	}
 	if r.Empty() {
-		return nil, createViews(ctx, inst.conn, e.layout, p, nil, fileSet{}, split{}, v)
+		return nil, views(nil, fileSet{}, split{})
 	}
 	if o.asOf() {
 		pl, err := e.src.ColdAt(ctx, r, o.ref())
@@ -61,7 +68,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 		}()
 		if r.Empty() {
 			res.Tiers = nil
-			return pl.Files, createViews(ctx, inst.conn, e.layout, p, nil, fileSet{}, split{}, v)
+			return pl.Files, views(nil, fileSet{}, split{})
 		}
 	}
 	switch o.Mode {
@@ -70,13 +77,13 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 		if err != nil {
 			return nil, err
 		}
-		return files.all(), createViews(ctx, inst.conn, e.layout, p, nil, files, s, v)
+		return files.all(), views(nil, files, s)
 	case ReadOperational:
 		hot, err := e.operational(ctx, inst, r, res)
 		if err != nil {
 			return nil, err
 		}
-		return nil, createViews(ctx, inst.conn, e.layout, p, hot, fileSet{}, split{}, v)
+		return nil, views(hot, fileSet{}, split{})
 	}
 	var err error
 	for attempt := range retries + 1 {
@@ -102,7 +109,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 			if v.asOf != nil {
 				all = append(all, v.asOf.files.all()...)
 			}
-			return all, createViews(ctx, inst.conn, e.layout, p, hot, files, s, v)
+			return all, views(hot, files, s)
 		}
 		if !errors.Is(err, ErrInFlight) {
 			return nil, err
@@ -118,7 +125,9 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead) (fileSet, split, *hotScan, error) {
 	res.Snapshot = 0
 	lo, hi := r.From, r.To
+	begin := time.Now()
 	w0, ok0, err := e.src.Watermark(ctx)
+	res.Timing.step(StepWatermark, begin)
 	if err != nil {
 		return e.hotOnly(ctx, inst, r, res, err)
 	}
@@ -133,6 +142,7 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 			return fileSet{}, split{}, nil, err
 		}
 		res.Timing.Hot += time.Since(begin)
+		res.Timing.step(StepHotSnapshot, begin)
 	}
 	fail := func(err error) (fileSet, split, *hotScan, error) {
 		if hot != nil {
@@ -146,6 +156,7 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 		begin := time.Now()
 		pl, err := e.src.Cold(ctx, series.Range{From: lo, To: hi, MaLo: r.MaLo})
 		res.Timing.Plan += time.Since(begin)
+		res.Timing.step(StepColdPlan, begin)
 		if err != nil {
 			if hot != nil {
 				inst.dropHot(hot)
@@ -163,9 +174,11 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 		res.Snapshot = pl.SnapshotID
 	}
 	if needHot {
+		begin := time.Now()
 		if err := e.checkFloor(ctx, later(lo, s.w, s.hasW), hi); err != nil {
 			return fail(err)
 		}
+		res.Timing.step(StepFloor, begin)
 	}
 	res.Tiers = nil
 	if needCold {
@@ -185,6 +198,7 @@ func (e *Engine) historical(ctx context.Context, r series.Range, res *TableRead)
 	begin := time.Now()
 	pl, err := e.src.ColdAlone(ctx, series.Range{From: r.From, To: r.To, MaLo: r.MaLo})
 	res.Timing.Plan += time.Since(begin)
+	res.Timing.step(StepColdPlan, begin)
 	if err != nil {
 		return fileSet{}, split{}, fmt.Errorf("%w: %w", ErrColdUnreachable, err)
 	}
@@ -211,7 +225,9 @@ func (e *Engine) operational(ctx context.Context, inst *instance, r series.Range
 		return nil, err
 	}
 	res.Timing.Hot += time.Since(begin)
+	begin = res.Timing.step(StepHotSnapshot, begin)
 	f, err := e.src.HotFloor(ctx)
+	res.Timing.step(StepFloor, begin)
 	if err != nil {
 		inst.dropHot(hot)
 		return nil, fmt.Errorf("query: hot tier: %w", err)

@@ -69,6 +69,13 @@ func measurePoint(ctx context.Context, s *store.Store, pool *pgxpool.Pool, c Con
 		rs, err := s.SeriesReadings(ctx, "power", store.SeriesQuery{MaLo: m, OBIS: obis, From: from, To: to})
 		return len(rs), err
 	}
+	// The steps of (g)'s statements with one client, by name: where its
+	// fixed cost goes.
+	var (
+		stepsMu sync.Mutex
+		steps   = map[string][]float64{}
+		trace   bool
+	)
 	cases := []struct {
 		c   *PointCase
 		ask func(m string) (int, error)
@@ -77,6 +84,17 @@ func measurePoint(ctx context.Context, s *store.Store, pool *pgxpool.Pool, c Con
 			r, err := s.Query(ctx, "power", fmt.Sprintf(sqlDay, m))
 			if err != nil {
 				return 0, err
+			}
+			if trace {
+				took := map[string]time.Duration{}
+				for _, st := range r.Timing.Steps {
+					took[st.Name] += st.Took
+				}
+				stepsMu.Lock()
+				for name, d := range took {
+					steps[name] = append(steps[name], ms(d))
+				}
+				stepsMu.Unlock()
 			}
 			return len(r.Rows), nil
 		}},
@@ -106,6 +124,7 @@ func measurePoint(ctx context.Context, s *store.Store, pool *pgxpool.Pool, c Con
 		}
 		pc.c.Rows = n
 		for clients := 1; clients <= 2; clients++ {
+			trace = clients == 1 && pc.c == &res.PointSQL
 			lat, qps, err := pointRuns(pc.ask, meters, c.PointRuns, clients)
 			if err != nil {
 				return fmt.Errorf("querybench: %s: %w", pc.c.Name, err)
@@ -118,6 +137,12 @@ func measurePoint(ctx context.Context, s *store.Store, pool *pgxpool.Pool, c Con
 		}
 	}
 	fmt.Fprintln(c.Progress)
+	if res.Timing == nil {
+		res.Timing = map[string]float64{}
+	}
+	for name, xs := range steps {
+		res.Timing["g.mean."+name] = mean(xs)
+	}
 	if res.PointSQL.Rows != res.PointTyped.Rows || res.PointTyped.Rows != res.PointPostgres.Rows {
 		return fmt.Errorf("querybench: the point questions disagree: SQL %d rows, typed %d, PostgreSQL %d",
 			res.PointSQL.Rows, res.PointTyped.Rows, res.PointPostgres.Rows)
@@ -188,4 +213,16 @@ WHERE s.malo_id = $1 AND s.obis_code = $2 AND r."from" >= $3 AND r."from" < $4 O
 	return fmt.Sprintf(`SELECT DISTINCT ON ("from") malo_id, melo_id, obis_code, sparte, "from", "to", value, unit, quality,
 	resolution, version, version_scope, recorded_at, balancing_day, subject_id
 FROM %s.power WHERE malo_id = $1 AND obis_code = $2 AND "from" >= $3 AND "from" < $4 ORDER BY "from", version DESC`, schema), nil
+}
+
+// mean returns the mean of xs, 0 for none.
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
 }
