@@ -76,6 +76,8 @@ type Engine struct {
 	// statement hands over.
 	pages func(rows, bytes int64)
 	spare *spare
+	// analysed keeps the analyses of recent statements.
+	analysed *analyses
 
 	mu     sync.RWMutex
 	rels   []Relation
@@ -110,7 +112,7 @@ func New(t *series.Table, src Source, s Settings) (*Engine, error) {
 	}
 	sp := &spare{set: s}
 	sp.put(inst)
-	return &Engine{table: t, layout: l, src: src, set: s, spare: sp}, nil
+	return &Engine{table: t, layout: l, src: src, set: s, spare: sp, analysed: newAnalyses()}, nil
 }
 
 // Close waits for the DuckDB instances of ended statements to close and

@@ -132,7 +132,7 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	if o.Default {
 		self = st.e.table.Name
 	}
-	a, err := analyze(ctx, st.inst.conn, sql, self, o.Params)
+	a, err := st.e.analyze(ctx, st.inst.conn, sql, self, o.Params)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 			return err
 		}
 		st.e = e
-		if a, err = analyze(ctx, st.inst.conn, sql, name, o.Params); err != nil {
+		if a, err = e.analyze(ctx, st.inst.conn, sql, name, o.Params); err != nil {
 			return err
 		}
 	} else if !o.Default && a.unqualified {
