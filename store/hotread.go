@@ -38,6 +38,12 @@ type hotRead struct {
 
 func (r hotRead) Shape() query.HotShape { return r.shape }
 
+// SnapshotFloor returns the table's floor as the read's snapshot saw it.
+func (r hotRead) SnapshotFloor() (query.Floor, bool) {
+	detached, attached := r.Read.Floor()
+	return query.Floor{Detached: detached, Attached: attached, HasAttached: !attached.IsZero()}, true
+}
+
 func (r hotRead) Close() error { return nil }
 
 func (r hotRead) Scan(ctx context.Context, rel, unit int, cols []int, winners bool) (query.HotCursor, error) {

@@ -33,6 +33,8 @@ type Read struct {
 	shape Shape
 	parts []Partition
 	batch int // rows a cursor fetches at once
+	// detached and attached are the floor as of the snapshot (Floor).
+	detached, attached time.Time
 
 	rows, bytes atomic.Int64
 	first, last atomic.Int64 // unix nanoseconds of the first and last batch
@@ -44,8 +46,8 @@ const batchRows = 8192
 
 // Read returns t's rows in the snapshot that q selects (its from range,
 // market locations and OBIS codes): it lists the partitions then attached
-// that q meets, and estimates the rows of its relations, in one round trip
-// on the snapshot's first connection.
+// that q meets and the table's floor (Floor), and estimates the rows of
+// its relations, in one round trip on the snapshot's first connection.
 func (s *Snapshot) Read(ctx context.Context, t *series.Table, q series.Range) (*Read, error) {
 	const op = "read"
 	if err := t.Validate(); err != nil {
@@ -60,12 +62,16 @@ func (s *Snapshot) Read(ctx context.Context, t *series.Table, q series.Range) (*
 	est := func(name string) string {
 		return `(SELECT reltuples::int8 FROM pg_catalog.pg_class WHERE oid = ` + lit(h.ident(name)) + `::regclass)`
 	}
-	cols := []string{"c.relname", "c.reltuples::int8"}
+	cols := []string{"c.relname", "c.reltuples::int8", "i.inhrelid IS NOT NULL AND NOT i.inhdetachpending"}
 	for _, d := range lay.dictNames(t) {
 		cols = append(cols, est(d))
 	}
-	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
-WHERE i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass AND NOT i.inhdetachpending`
+	// Every partition, attached or detached, as partitions lists them:
+	// the detached ones give the floor as of the snapshot (see Floor).
+	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass
+WHERE n.nspname = ` + lit(h.schema) + ` AND c.relkind = 'r' AND c.relname ~ ` + lit("^"+t.Name+"_p[0-9]{8}$")
 	// s.conns grows as connections join the snapshot (acquire).
 	s.mu.Lock()
 	holder := s.conns[0]
@@ -79,19 +85,23 @@ WHERE i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass AND NOT i.inhdetachpe
 	if err != nil {
 		return nil, classify(op, t.Name, err)
 	}
-	var total int64
+	var (
+		total int64
+		every []Partition
+	)
 	for _, row := range res[0].Rows {
 		for i := range r.shape.Dicts {
-			if row[i+2] != nil {
-				r.shape.Dicts[i].Rows, _ = strconv.ParseInt(string(row[i+2]), 10, 64)
+			if row[i+3] != nil {
+				r.shape.Dicts[i].Rows, _ = strconv.ParseInt(string(row[i+3]), 10, 64)
 			}
 		}
 		start, ok := partitionStart(t, string(row[0]))
 		if !ok {
 			continue
 		}
-		p := Partition{Name: string(row[0]), From: start, To: t.Width.Next(start), Attached: true}
-		if (!q.To.IsZero() && !p.From.Before(q.To)) || (!q.From.IsZero() && !q.From.Before(p.To)) {
+		p := Partition{Name: string(row[0]), From: start, To: t.Width.Next(start), Attached: string(row[2]) == "t"}
+		every = append(every, p)
+		if !p.Attached || (!q.To.IsZero() && !p.From.Before(q.To)) || (!q.From.IsZero() && !q.From.Before(p.To)) {
 			continue
 		}
 		if n, err := strconv.ParseInt(string(row[1]), 10, 64); err == nil && n > 0 {
@@ -101,8 +111,15 @@ WHERE i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass AND NOT i.inhdetachpe
 	}
 	slices.SortFunc(r.parts, func(a, b Partition) int { return a.From.Compare(b.From) })
 	r.shape.Rows.Rows = total
+	r.detached, r.attached = floor(every)
 	return r, nil
 }
+
+// Floor returns the table's floor (see Tier.Floor) as of the snapshot,
+// listed with the read's partitions: every row at or above detached was
+// in a partition the snapshot saw attached, which the read reads by its
+// name even once it is detached.
+func (r *Read) Floor() (detached, attached time.Time) { return r.detached, r.attached }
 
 // lit returns s as a string literal whatever standard_conforming_strings.
 func lit(s string) string {

@@ -446,3 +446,47 @@ func TestCursorAbandoned(t *testing.T) {
 		t.Errorf("%d goroutines after the snapshot closed, %d before it opened", n, before)
 	}
 }
+
+// TestReadFloorAsOfSnapshot: a read's floor is the table's as its
+// snapshot saw it, listed with its partitions: a partition detached
+// before the snapshot lifts it, one detached after does not, and the read
+// still reads the latter, as the snapshot saw it, by its name.
+func TestReadFloorAsOfSnapshot(t *testing.T) {
+	h, _ := newTier(t, Options{})
+	ctx := t.Context()
+	tab := readTable(t, h, "snap_floor", series.IntegrityStatement)
+	mustWrite(t, h, tab, readRows(2, 3, 1))
+	second := series.Range{From: day.AddDate(0, 0, 1), To: day.AddDate(0, 0, 2)}
+	want := 0
+	for _, r := range scanAll(t, h, tab) {
+		if !r.From.Before(second.From) && r.From.Before(second.To) {
+			want++
+		}
+	}
+	if err := h.Detach(ctx, tab, day); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := h.OpenSnapshot(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if err := h.Detach(ctx, tab, second.From); err != nil {
+		t.Fatal(err)
+	}
+	r, err := snap.Read(ctx, tab, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detached, attached := r.Floor()
+	if !detached.Equal(second.From) || !attached.Equal(second.From) {
+		t.Errorf("floor as of the snapshot: detached %v, attached %v; want both %v", detached, attached, second.From)
+	}
+	nowDetached, _, err := h.Floor(ctx, tab)
+	if err != nil || !nowDetached.Equal(second.To) {
+		t.Fatalf("floor now: %v, %v; want %v", nowDetached, err, second.To)
+	}
+	if got := readAll(t, r, false); len(got) != want || want == 0 {
+		t.Errorf("the partition detached after the snapshot: %d rows, want %d", len(got), want)
+	}
+}

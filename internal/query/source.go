@@ -144,6 +144,14 @@ type scanned struct {
 	fn  func(ctx context.Context, rows int64)
 }
 
+// SnapshotFloor passes on the read's own, if it knows one.
+func (s scanned) SnapshotFloor() (Floor, bool) {
+	if fr, ok := s.HotRead.(FlooredRead); ok {
+		return fr.SnapshotFloor()
+	}
+	return Floor{}, false
+}
+
 func (s scanned) Close() error {
 	err := s.HotRead.Close()
 	n, _, _ := s.Moved()
@@ -261,6 +269,16 @@ type HotRead interface {
 	// time from the first batch asked for to the last one received.
 	Moved() (rows, bytes int64, span time.Duration)
 	Close() error
+}
+
+// A FlooredRead is a HotRead that knows its table's Floor as of its
+// snapshot, listed with the partitions it reads (ok), so that the engine
+// need not read the floor again to vouch for the read: every row at or
+// above Floor.Detached was in a partition the snapshot saw attached, and
+// is read.
+type FlooredRead interface {
+	HotRead
+	SnapshotFloor() (f Floor, ok bool)
 }
 
 // A HotCursor hands over the rows of one part of a relation of a

@@ -175,7 +175,7 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 	}
 	if needHot {
 		begin := time.Now()
-		if err := e.checkFloor(ctx, later(lo, s.w, s.hasW), hi); err != nil {
+		if err := e.checkFloor(ctx, hot, later(lo, s.w, s.hasW), hi); err != nil {
 			return fail(err)
 		}
 		res.Timing.step(StepFloor, begin)
@@ -284,14 +284,24 @@ func checkLocal(files []string) error {
 // above W: no partition of it was detached (by an archival whose commit the
 // cold plan did not see) before the scan. A partition detached then is
 // still detached now, since it is dropped only after its commit and a
-// grace, so a floor read now at or below from vouches for the scan.
-func (e *Engine) checkFloor(ctx context.Context, from, hi time.Time) error {
+// grace, so a floor read now at or below from vouches for the scan; so
+// does the floor as of the scan's snapshot, if the read knows it
+// (FlooredRead), which saves the round trip.
+func (e *Engine) checkFloor(ctx context.Context, hot *hotScan, from, hi time.Time) error {
 	if !hi.IsZero() && !from.Before(hi) {
 		return nil
 	}
-	f, err := e.src.HotFloor(ctx)
-	if err != nil {
-		return fmt.Errorf("query: hot tier: %w", err)
+	f, ok := Floor{}, false
+	if hot != nil {
+		if fr, is := hot.read.(FlooredRead); is {
+			f, ok = fr.SnapshotFloor()
+		}
+	}
+	if !ok {
+		var err error
+		if f, err = e.src.HotFloor(ctx); err != nil {
+			return fmt.Errorf("query: hot tier: %w", err)
+		}
 	}
 	if f.Detached.After(from) {
 		return fmt.Errorf("%w: partitions up to %s are detached and not yet archived, the query needs rows from %s", ErrInFlight, stamp(f.Detached), stamp(from))
