@@ -50,15 +50,57 @@ const batchRows = 8192
 // its relations, in one round trip on the snapshot's first connection.
 func (s *Snapshot) Read(ctx context.Context, t *series.Table, q series.Range) (*Read, error) {
 	const op = "read"
-	if err := t.Validate(); err != nil {
+	r, list, err := s.h.newRead(ctx, t, q)
+	if err != nil {
 		return nil, err
 	}
-	h := s.h
-	lay, err := h.layoutOf(ctx, h.pool, t)
+	r.s = s
+	// s.conns grows as connections join the snapshot (acquire).
+	s.mu.Lock()
+	holder := s.conns[0]
+	s.mu.Unlock()
+	holder.mu.Lock()
+	res, err := holder.c.Conn().PgConn().Exec(ctx, list).ReadAll()
+	holder.mu.Unlock()
+	if err == nil && len(res) != 1 {
+		err = fmt.Errorf("list the partitions: %d results", len(res))
+	}
 	if err != nil {
 		return nil, classify(op, t.Name, err)
 	}
-	r := &Read{s: s, t: t, q: q, lay: lay, shape: lay.shape(t), batch: batchRows}
+	r.listed(res[0].Rows)
+	return r, nil
+}
+
+// OpenSnapshotRead takes a snapshot as OpenSnapshot does and opens the
+// Read of t in it that q selects, in the one round trip that takes the
+// snapshot.
+func (h *Tier) OpenSnapshotRead(ctx context.Context, conns int, t *series.Table, q series.Range) (*Snapshot, *Read, error) {
+	r, list, err := h.newRead(ctx, t, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, res, err := h.openSnapshot(ctx, conns, list)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.s = s
+	r.listed(res.Rows)
+	return s, r, nil
+}
+
+// newRead returns a Read of t's rows that q selects, in no snapshot yet,
+// and the statement that lists its partitions, whose rows listed takes.
+func (h *Tier) newRead(ctx context.Context, t *series.Table, q series.Range) (*Read, string, error) {
+	const op = "read"
+	if err := t.Validate(); err != nil {
+		return nil, "", err
+	}
+	lay, err := h.layoutOf(ctx, h.pool, t)
+	if err != nil {
+		return nil, "", classify(op, t.Name, err)
+	}
+	r := &Read{t: t, q: q, lay: lay, shape: lay.shape(t), batch: batchRows}
 	est := func(name string) string {
 		return `(SELECT reltuples::int8 FROM pg_catalog.pg_class WHERE oid = ` + lit(h.ident(name)) + `::regclass)`
 	}
@@ -68,28 +110,22 @@ func (s *Snapshot) Read(ctx context.Context, t *series.Table, q series.Range) (*
 	}
 	// Every partition, attached or detached, as partitions lists them:
 	// the detached ones give the floor as of the snapshot (see Floor).
-	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM pg_catalog.pg_class c
+	list := `SELECT ` + strings.Join(cols, ", ") + ` FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass
 WHERE n.nspname = ` + lit(h.schema) + ` AND c.relkind = 'r' AND c.relname ~ ` + lit("^"+t.Name+"_p[0-9]{8}$")
-	// s.conns grows as connections join the snapshot (acquire).
-	s.mu.Lock()
-	holder := s.conns[0]
-	s.mu.Unlock()
-	holder.mu.Lock()
-	res, err := holder.c.Conn().PgConn().Exec(ctx, sql).ReadAll()
-	holder.mu.Unlock()
-	if err == nil && len(res) != 1 {
-		err = fmt.Errorf("list the partitions: %d results", len(res))
-	}
-	if err != nil {
-		return nil, classify(op, t.Name, err)
-	}
+	return r, list, nil
+}
+
+// listed completes r from the rows of its listing (see newRead): the
+// attached partitions q meets, the rows' estimates, the floor.
+func (r *Read) listed(rows [][][]byte) {
+	t, q := r.t, r.q
 	var (
 		total int64
 		every []Partition
 	)
-	for _, row := range res[0].Rows {
+	for _, row := range rows {
 		for i := range r.shape.Dicts {
 			if row[i+3] != nil {
 				r.shape.Dicts[i].Rows, _ = strconv.ParseInt(string(row[i+3]), 10, 64)
@@ -112,7 +148,6 @@ WHERE n.nspname = ` + lit(h.schema) + ` AND c.relkind = 'r' AND c.relname ~ ` + 
 	slices.SortFunc(r.parts, func(a, b Partition) int { return a.From.Compare(b.From) })
 	r.shape.Rows.Rows = total
 	r.detached, r.attached = floor(every)
-	return r, nil
 }
 
 // Floor returns the table's floor (see Tier.Floor) as of the snapshot,

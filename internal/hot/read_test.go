@@ -490,3 +490,62 @@ func TestReadFloorAsOfSnapshot(t *testing.T) {
 		t.Errorf("the partition detached after the snapshot: %d rows, want %d", len(got), want)
 	}
 }
+
+// TestOpenSnapshotRead: a snapshot taken with its first read in one round
+// trip reads what a snapshot and a read taken apart read: the rows
+// written before it alone, the same partitions and floor, and another
+// table's read in the same snapshot.
+func TestOpenSnapshotRead(t *testing.T) {
+	h, _ := newTier(t, Options{})
+	ctx := t.Context()
+	a := readTable(t, h, "one_a", series.IntegrityStatement)
+	b := readTable(t, h, "one_b", series.IntegrityWrite)
+	first := readRows(2, 3, 1)
+	mustWrite(t, h, a, first)
+	mustWrite(t, h, b, first)
+	if err := h.Detach(ctx, a, day); err != nil {
+		t.Fatal(err)
+	}
+	apart, err := h.OpenSnapshot(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer apart.Close()
+	want, err := apart.Read(ctx, a, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows := readAll(t, want, false)
+	snap, r, err := h.OpenSnapshotRead(ctx, 2, a, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	var later []series.Reading // in a's attached partitions
+	for _, x := range readRows(3, 3, 5) {
+		if !x.From.Before(day.AddDate(0, 0, 1)) {
+			later = append(later, x)
+		}
+	}
+	mustWrite(t, h, a, later)
+	mustWrite(t, h, b, later)
+	wd, wa := want.Floor()
+	gd, ga := r.Floor()
+	if !slices.Equal(r.Partitions(), want.Partitions()) || !gd.Equal(wd) || !ga.Equal(wa) || !gd.Equal(day.AddDate(0, 0, 1)) {
+		t.Errorf("partitions %v, floor %v %v; want %v, %v %v", r.Partitions(), gd, ga, want.Partitions(), wd, wa)
+	}
+	if got := readAll(t, r, false); len(got) == 0 || !slices.Equal(got, wantRows) {
+		t.Errorf("%d rows, want the %d of the snapshot taken apart", len(got), len(wantRows))
+	}
+	other, err := snap.Read(ctx, b, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantB []string
+	for _, x := range scanAll(t, h, b) {
+		wantB = append(wantB, natural(x))
+	}
+	if got := readAll(t, other, false); len(got) >= len(wantB) || len(got) == 0 {
+		t.Errorf("another table in the snapshot: %d rows, want fewer than the %d written since", len(got), len(wantB))
+	}
+}

@@ -243,22 +243,35 @@ func (e *Engine) operational(ctx context.Context, inst *instance, r series.Range
 // openHot opens a read of the hot rows of q and makes its relations
 // table functions of inst, which closes it with the query. The first
 // takes the query's snapshot of the hot tier, in which every table is
-// read: a query holds one connection however many tables it reads.
+// read (with its read, in one step, where the source can: a
+// SnapshotReader): a query holds one connection however many tables it
+// reads.
 func (e *Engine) openHot(ctx context.Context, inst *instance, q series.Range) (*hotScan, error) {
 	threads := e.set.Threads
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	if inst.snap == nil {
+	var hr HotRead
+	sr, one := e.src.(SnapshotReader)
+	switch {
+	case inst.snap == nil && one:
+		snap, r, err := sr.HotSnapshotRead(ctx, threads, q)
+		if err != nil {
+			return nil, fmt.Errorf("query: hot tier: %w", err)
+		}
+		inst.snap, hr = snap, r
+	case inst.snap == nil:
 		snap, err := e.src.HotSnapshot(ctx, threads)
 		if err != nil {
 			return nil, fmt.Errorf("query: hot tier: %w", err)
 		}
 		inst.snap = snap
 	}
-	hr, err := e.src.HotRead(ctx, inst.snap, q)
-	if err != nil {
-		return nil, fmt.Errorf("query: hot tier: %w", err)
+	if hr == nil {
+		var err error
+		if hr, err = e.src.HotRead(ctx, inst.snap, q); err != nil {
+			return nil, fmt.Errorf("query: hot tier: %w", err)
+		}
 	}
 	hot, err := registerHot(inst.conn, hr, e.table.Name, inst.nextFunc(), threads, inst.columns)
 	if err != nil {
