@@ -35,9 +35,9 @@ type pager struct {
 	rows    *sql.Stmt
 	rowsSQL string
 	conn    *sql.Conn
-	fixed   int64 // the bytes of every row when blocks is nil
-	ahead  []span    // the rows from the next page on, in order
-	end    bool      // ahead reaches the last row
+	fixed   int64  // the bytes of every row when blocks is nil
+	ahead   []span // the rows from the next page on, in order
+	end     bool   // ahead reaches the last row
 }
 
 // A span is a run of rows whose bytes the pager knows: a block, or a row.
