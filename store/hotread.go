@@ -13,8 +13,18 @@ import (
 // the tiers do not import each other.
 type hotTier struct{ *hot.Tier }
 
+var _ query.HotSnapshotReader = hotTier{}
+
 func (h hotTier) Snapshot(ctx context.Context, conns int) (query.HotSnapshot, error) {
 	return h.OpenSnapshot(ctx, conns)
+}
+
+func (h hotTier) SnapshotRead(ctx context.Context, conns int, t *series.Table, q series.Range) (query.HotSnapshot, query.HotRead, error) {
+	s, r, err := h.OpenSnapshotRead(ctx, conns, t, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, hotRead{Read: r, shape: shapeOf(r.Shape())}, nil
 }
 
 func (h hotTier) Read(ctx context.Context, snap query.HotSnapshot, t *series.Table, q series.Range) (query.HotRead, error) {
@@ -37,6 +47,12 @@ type hotRead struct {
 }
 
 func (r hotRead) Shape() query.HotShape { return r.shape }
+
+// SnapshotFloor returns the table's floor as the read's snapshot saw it.
+func (r hotRead) SnapshotFloor() (query.Floor, bool) {
+	detached, attached := r.Read.Floor()
+	return query.Floor{Detached: detached, Attached: attached, HasAttached: !attached.IsZero()}, true
+}
 
 func (r hotRead) Close() error { return nil }
 

@@ -87,6 +87,9 @@ type Store struct {
 	// read between its cold plan and its hot statement: where a
 	// concurrent archival would move rows between the tiers.
 	typedHook func()
+	// sqlHook, set by tests alone, runs after an SQL read has read a
+	// table's watermark, before it opens its hot snapshot or plans.
+	sqlHook func()
 	// ledgerSeen says the archival ledger exists, once a typed read saw
 	// it: typed reads then read its watermark in their hot statement.
 	ledgerSeen atomic.Bool
@@ -339,7 +342,11 @@ func (s *Store) open(ctx context.Context, t *table) error {
 		HotTier: hotTier{s.hot}, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
 		Scanned: func(ctx context.Context, n int64) { s.metrics.Scanned(ctx, decl.Name, metrics.TierHot, n) },
 		VetWatermark: func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error) {
-			return s.arch.VetWatermark(ctx, decl.Name, read)
+			w, ok, err := s.arch.VetWatermark(ctx, decl.Name, read)
+			if s.sqlHook != nil {
+				s.sqlHook()
+			}
+			return w, ok, err
 		},
 		VetPlan:      func(ctx context.Context, p cold.Plan) error { return s.altered.Vet(ctx, decl.Name, p) },
 		CheckDigests: s.opts.Query.VerifyDigests,

@@ -103,6 +103,16 @@ func printQuery(w io.Writer, r *querybench.Result) {
 		fmt.Fprintf(w, "(%s) at p50, ms: DuckDB start %.1f, hot snapshot %.1f, cold planning %.1f, views %.1f, computing %.1f (hot rows crossing %.1f), rest %.1f\n",
 			q, t[q+".open"], t[q+".hot_open"], t[q+".cold_plan"], t[q+".views"], t[q+".run"], t[q+".hot_scan"], t[q+".rest"])
 	}
+	var steps []string
+	for _, name := range []string{"instance", "analysis", "relations", "watermark", "hot_snapshot", "cold_plan", "floor",
+		"views", "lockdown", "describe", "create", "finish", "first_page"} {
+		if ms, ok := t["g.mean."+name]; ok {
+			steps = append(steps, fmt.Sprintf("%s %.2f", name, ms))
+		}
+	}
+	if len(steps) > 0 {
+		fmt.Fprintf(w, "(g) mean ms a statement by step: %s\n", strings.Join(steps, ", "))
+	}
 	if s := t["e.hot_scan"]; s > 0 {
 		fmt.Fprintf(w, "(e) moved %d hot rows from PostgreSQL, %.0f rows/s at p50\n", r.HotMoved, float64(r.HotMoved)/s*1000)
 	}

@@ -33,6 +33,8 @@ type Read struct {
 	shape Shape
 	parts []Partition
 	batch int // rows a cursor fetches at once
+	// detached and attached are the floor as of the snapshot (Floor).
+	detached, attached time.Time
 
 	rows, bytes atomic.Int64
 	first, last atomic.Int64 // unix nanoseconds of the first and last batch
@@ -44,34 +46,21 @@ const batchRows = 8192
 
 // Read returns t's rows in the snapshot that q selects (its from range,
 // market locations and OBIS codes): it lists the partitions then attached
-// that q meets, and estimates the rows of its relations, in one round trip
-// on the snapshot's first connection.
+// that q meets and the table's floor (Floor), and estimates the rows of
+// its relations, in one round trip on the snapshot's first connection.
 func (s *Snapshot) Read(ctx context.Context, t *series.Table, q series.Range) (*Read, error) {
 	const op = "read"
-	if err := t.Validate(); err != nil {
+	r, list, err := s.h.newRead(ctx, t, q)
+	if err != nil {
 		return nil, err
 	}
-	h := s.h
-	lay, err := h.layoutOf(ctx, h.pool, t)
-	if err != nil {
-		return nil, classify(op, t.Name, err)
-	}
-	r := &Read{s: s, t: t, q: q, lay: lay, shape: lay.shape(t), batch: batchRows}
-	est := func(name string) string {
-		return `(SELECT reltuples::int8 FROM pg_catalog.pg_class WHERE oid = ` + lit(h.ident(name)) + `::regclass)`
-	}
-	cols := []string{"c.relname", "c.reltuples::int8"}
-	for _, d := range lay.dictNames(t) {
-		cols = append(cols, est(d))
-	}
-	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
-WHERE i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass AND NOT i.inhdetachpending`
+	r.s = s
 	// s.conns grows as connections join the snapshot (acquire).
 	s.mu.Lock()
 	holder := s.conns[0]
 	s.mu.Unlock()
 	holder.mu.Lock()
-	res, err := holder.c.Conn().PgConn().Exec(ctx, sql).ReadAll()
+	res, err := holder.c.Conn().PgConn().Exec(ctx, list).ReadAll()
 	holder.mu.Unlock()
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("list the partitions: %d results", len(res))
@@ -79,19 +68,76 @@ WHERE i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass AND NOT i.inhdetachpe
 	if err != nil {
 		return nil, classify(op, t.Name, err)
 	}
-	var total int64
-	for _, row := range res[0].Rows {
+	r.listed(res[0].Rows)
+	return r, nil
+}
+
+// OpenSnapshotRead takes a snapshot as OpenSnapshot does and opens the
+// Read of t in it that q selects, in the one round trip that takes the
+// snapshot.
+func (h *Tier) OpenSnapshotRead(ctx context.Context, conns int, t *series.Table, q series.Range) (*Snapshot, *Read, error) {
+	r, list, err := h.newRead(ctx, t, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, res, err := h.openSnapshot(ctx, conns, list)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.s = s
+	r.listed(res.Rows)
+	return s, r, nil
+}
+
+// newRead returns a Read of t's rows that q selects, in no snapshot yet,
+// and the statement that lists its partitions, whose rows listed takes.
+func (h *Tier) newRead(ctx context.Context, t *series.Table, q series.Range) (*Read, string, error) {
+	const op = "read"
+	if err := t.Validate(); err != nil {
+		return nil, "", err
+	}
+	lay, err := h.layoutOf(ctx, h.pool, t)
+	if err != nil {
+		return nil, "", classify(op, t.Name, err)
+	}
+	r := &Read{t: t, q: q, lay: lay, shape: lay.shape(t), batch: batchRows}
+	est := func(name string) string {
+		return `(SELECT reltuples::int8 FROM pg_catalog.pg_class WHERE oid = ` + lit(h.ident(name)) + `::regclass)`
+	}
+	cols := []string{"c.relname", "c.reltuples::int8", "i.inhrelid IS NOT NULL AND NOT i.inhdetachpending"}
+	for _, d := range lay.dictNames(t) {
+		cols = append(cols, est(d))
+	}
+	// Every partition, attached or detached, as partitions lists them:
+	// the detached ones give the floor as of the snapshot (see Floor).
+	list := `SELECT ` + strings.Join(cols, ", ") + ` FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass
+WHERE n.nspname = ` + lit(h.schema) + ` AND c.relkind = 'r' AND c.relname ~ ` + lit("^"+t.Name+"_p[0-9]{8}$")
+	return r, list, nil
+}
+
+// listed completes r from the rows of its listing (see newRead): the
+// attached partitions q meets, the rows' estimates, the floor.
+func (r *Read) listed(rows [][][]byte) {
+	t, q := r.t, r.q
+	var (
+		total int64
+		every []Partition
+	)
+	for _, row := range rows {
 		for i := range r.shape.Dicts {
-			if row[i+2] != nil {
-				r.shape.Dicts[i].Rows, _ = strconv.ParseInt(string(row[i+2]), 10, 64)
+			if row[i+3] != nil {
+				r.shape.Dicts[i].Rows, _ = strconv.ParseInt(string(row[i+3]), 10, 64)
 			}
 		}
 		start, ok := partitionStart(t, string(row[0]))
 		if !ok {
 			continue
 		}
-		p := Partition{Name: string(row[0]), From: start, To: t.Width.Next(start), Attached: true}
-		if (!q.To.IsZero() && !p.From.Before(q.To)) || (!q.From.IsZero() && !q.From.Before(p.To)) {
+		p := Partition{Name: string(row[0]), From: start, To: t.Width.Next(start), Attached: string(row[2]) == "t"}
+		every = append(every, p)
+		if !p.Attached || (!q.To.IsZero() && !p.From.Before(q.To)) || (!q.From.IsZero() && !q.From.Before(p.To)) {
 			continue
 		}
 		if n, err := strconv.ParseInt(string(row[1]), 10, 64); err == nil && n > 0 {
@@ -101,8 +147,14 @@ WHERE i.inhparent = ` + lit(h.ident(t.Name)) + `::regclass AND NOT i.inhdetachpe
 	}
 	slices.SortFunc(r.parts, func(a, b Partition) int { return a.From.Compare(b.From) })
 	r.shape.Rows.Rows = total
-	return r, nil
+	r.detached, r.attached = floor(every)
 }
+
+// Floor returns the table's floor (see Tier.Floor) as of the snapshot,
+// listed with the read's partitions: every row at or above detached was
+// in a partition the snapshot saw attached, which the read reads by its
+// name even once it is detached.
+func (r *Read) Floor() (detached, attached time.Time) { return r.detached, r.attached }
 
 // lit returns s as a string literal whatever standard_conforming_strings.
 func lit(s string) string {

@@ -451,3 +451,106 @@ func TestCursorAbandoned(t *testing.T) {
 		t.Errorf("%d goroutines after the snapshot closed, %d before it opened", n, before)
 	}
 }
+
+// TestReadFloorAsOfSnapshot: a read's floor is the table's as its
+// snapshot saw it, listed with its partitions: a partition detached
+// before the snapshot lifts it, one detached after does not, and the read
+// still reads the latter, as the snapshot saw it, by its name.
+func TestReadFloorAsOfSnapshot(t *testing.T) {
+	h, _ := newTier(t, Options{})
+	ctx := t.Context()
+	tab := readTable(t, h, "snap_floor", series.IntegrityStatement)
+	mustWrite(t, h, tab, readRows(2, 3, 1))
+	second := series.Range{From: day.AddDate(0, 0, 1), To: day.AddDate(0, 0, 2)}
+	want := 0
+	for _, r := range scanAll(t, h, tab) {
+		if !r.From.Before(second.From) && r.From.Before(second.To) {
+			want++
+		}
+	}
+	if err := h.Detach(ctx, tab, day); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := h.OpenSnapshot(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if err := h.Detach(ctx, tab, second.From); err != nil {
+		t.Fatal(err)
+	}
+	r, err := snap.Read(ctx, tab, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detached, attached := r.Floor()
+	if !detached.Equal(second.From) || !attached.Equal(second.From) {
+		t.Errorf("floor as of the snapshot: detached %v, attached %v; want both %v", detached, attached, second.From)
+	}
+	nowDetached, _, err := h.Floor(ctx, tab)
+	if err != nil || !nowDetached.Equal(second.To) {
+		t.Fatalf("floor now: %v, %v; want %v", nowDetached, err, second.To)
+	}
+	if got := readAll(t, r, false); len(got) != want || want == 0 {
+		t.Errorf("the partition detached after the snapshot: %d rows, want %d", len(got), want)
+	}
+}
+
+// TestOpenSnapshotRead: a snapshot taken with its first read in one round
+// trip reads what a snapshot and a read taken apart read: the rows
+// written before it alone, the same partitions and floor, and another
+// table's read in the same snapshot.
+func TestOpenSnapshotRead(t *testing.T) {
+	h, _ := newTier(t, Options{})
+	ctx := t.Context()
+	a := readTable(t, h, "one_a", series.IntegrityStatement)
+	b := readTable(t, h, "one_b", series.IntegrityWrite)
+	first := readRows(2, 3, 1)
+	mustWrite(t, h, a, first)
+	mustWrite(t, h, b, first)
+	if err := h.Detach(ctx, a, day); err != nil {
+		t.Fatal(err)
+	}
+	apart, err := h.OpenSnapshot(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer apart.Close()
+	want, err := apart.Read(ctx, a, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows := readAll(t, want, false)
+	snap, r, err := h.OpenSnapshotRead(ctx, 2, a, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	var later []series.Reading // in a's attached partitions
+	for _, x := range readRows(3, 3, 5) {
+		if !x.From.Before(day.AddDate(0, 0, 1)) {
+			later = append(later, x)
+		}
+	}
+	mustWrite(t, h, a, later)
+	mustWrite(t, h, b, later)
+	wd, wa := want.Floor()
+	gd, ga := r.Floor()
+	if !slices.Equal(r.Partitions(), want.Partitions()) || !gd.Equal(wd) || !ga.Equal(wa) || !gd.Equal(day.AddDate(0, 0, 1)) {
+		t.Errorf("partitions %v, floor %v %v; want %v, %v %v", r.Partitions(), gd, ga, want.Partitions(), wd, wa)
+	}
+	if got := readAll(t, r, false); len(got) == 0 || !slices.Equal(got, wantRows) {
+		t.Errorf("%d rows, want the %d of the snapshot taken apart", len(got), len(wantRows))
+	}
+	other, err := snap.Read(ctx, b, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantB []string
+	for _, x := range scanAll(t, h, b) {
+		wantB = append(wantB, natural(x))
+	}
+	if got := readAll(t, other, false); len(got) >= len(wantB) || len(got) == 0 {
+		t.Errorf("another table in the snapshot: %d rows, want fewer than the %d written since", len(got), len(wantB))
+	}
+}

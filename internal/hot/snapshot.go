@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -52,31 +53,45 @@ type readConn struct {
 // conns connections at once. It waits while half the pool's connections
 // hold snapshots.
 func (h *Tier) OpenSnapshot(ctx context.Context, conns int) (*Snapshot, error) {
+	s, _, err := h.openSnapshot(ctx, conns, "")
+	return s, err
+}
+
+// openSnapshot takes a snapshot as OpenSnapshot does and runs then, if
+// any, in it, in the same round trip, and returns its result.
+func (h *Tier) openSnapshot(ctx context.Context, conns int, then string) (*Snapshot, *pgconn.Result, error) {
 	const op = "read"
 	select {
 	case h.snapshots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, classify(op, "", context.Cause(ctx))
+		return nil, nil, classify(op, "", context.Cause(ctx))
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &Snapshot{h: h, max: max(1, min(conns, cap(h.snapshots))), ctx: rctx, cancel: cancel, token: true}
 	holder, err := h.pool.Acquire(ctx)
 	if err != nil {
 		s.Close()
-		return nil, classify(op, "", err)
+		return nil, nil, classify(op, "", err)
 	}
 	s.conns = []*readConn{{c: holder}}
-	res, err := holder.Conn().PgConn().Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
-SELECT pg_catalog.pg_export_snapshot()`).ReadAll()
-	if err == nil && (len(res) != 2 || len(res[1].Rows) != 1) {
+	sql, want := `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
+SELECT pg_catalog.pg_export_snapshot()`, 2
+	if then != "" {
+		sql, want = sql+";\n"+then, 3
+	}
+	res, err := holder.Conn().PgConn().Exec(ctx, sql).ReadAll()
+	if err == nil && (len(res) != want || len(res[1].Rows) != 1) {
 		err = errors.New("no snapshot exported")
 	}
 	if err != nil {
 		s.Close()
-		return nil, classify(op, "", err)
+		return nil, nil, classify(op, "", err)
 	}
 	s.snap = string(res[1].Rows[0][0])
-	return s, nil
+	if then == "" {
+		return s, nil, nil
+	}
+	return s, res[2], nil
 }
 
 // assign returns the connection a new cursor is declared on, the least

@@ -76,6 +76,8 @@ type Engine struct {
 	// statement hands over.
 	pages func(rows, bytes int64)
 	spare *spare
+	// analysed keeps the analyses of recent statements.
+	analysed *analyses
 
 	mu     sync.RWMutex
 	rels   []Relation
@@ -110,7 +112,7 @@ func New(t *series.Table, src Source, s Settings) (*Engine, error) {
 	}
 	sp := &spare{set: s}
 	sp.put(inst)
-	return &Engine{table: t, layout: l, src: src, set: s, spare: sp}, nil
+	return &Engine{table: t, layout: l, src: src, set: s, spare: sp, analysed: newAnalyses()}, nil
 }
 
 // Close waits for the DuckDB instances of ended statements to close and
@@ -192,6 +194,41 @@ type Timing struct {
 	HotRows  int64
 	HotBytes int64
 	HotScan  time.Duration
+	// Steps is the time of each step before the first row, in the order
+	// they ran, a step of several tables once for each: the fixed cost of
+	// a statement, step by step (see the Step constants).
+	Steps []Step
+}
+
+// A Step is the time one step of a statement took.
+type Step struct {
+	Name string
+	Took time.Duration
+}
+
+// The steps of Timing.Steps.
+const (
+	StepInstance    = "instance"     // taking the spare DuckDB instance
+	StepAnalysis    = "analysis"     // analysing the statement (or finding it analysed)
+	StepRelations   = "relations"    // the in-memory relations, such as system.tables
+	StepWatermark   = "watermark"    // reading W
+	StepHotSnapshot = "hot_snapshot" // the hot snapshot, the partition list, the table functions
+	StepColdPlan    = "cold_plan"    // planning the cold files
+	StepFloor       = "floor"        // the hot floor that vouches for the hot read
+	StepViews       = "views"        // the views over the tiers
+	StepLockdown    = "lockdown"     // locking DuckDB down
+	StepDescribe    = "describe"     // the statement's columns
+	StepCreate      = "create"       // computing the result (CREATE TABLE AS)
+	StepFinish      = "finish"       // ending the hot reads and the snapshot
+	StepFirstPage   = "first_page"   // reading the first page of the result
+)
+
+// step adds the time since begin to t.Steps as name's, and returns now,
+// the beginning of the next step.
+func (t *Timing) step(name string, begin time.Time) time.Time {
+	now := time.Now()
+	t.Steps = append(t.Steps, Step{Name: name, Took: now.Sub(begin)})
+	return now
 }
 
 // A Result is the answer to a query, held in memory.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
@@ -28,10 +29,15 @@ const (
 // bytes of each of its rows.
 type pager struct {
 	blocks *sql.Stmt // per block of the rows from $1 to $2: its rows and bytes
-	rows   *sql.Stmt // the bytes of each row from $1 to $2, with its rowid
-	fixed  int64     // the bytes of every row when blocks is nil
-	ahead  []span    // the rows from the next page on, in order
-	end    bool      // ahead reaches the last row
+	// rows gives the bytes of each row from $1 to $2, with its rowid: the
+	// statement rowsSQL, prepared when a block first holds more than a
+	// page, which few results have.
+	rows    *sql.Stmt
+	rowsSQL string
+	conn    *sql.Conn
+	fixed   int64  // the bytes of every row when blocks is nil
+	ahead   []span // the rows from the next page on, in order
+	end     bool   // ahead reaches the last row
 }
 
 // A span is a run of rows whose bytes the pager knows: a block, or a row.
@@ -69,17 +75,14 @@ func newPager(ctx context.Context, conn *sql.Conn, types []duckdb.TypeInfo, stor
 	if err != nil {
 		return nil, fmt.Errorf("query: the result's row sizes: %w", err)
 	}
-	rows, err := conn.PrepareContext(ctx, `SELECT rowid, bytes FROM `+sized+` ORDER BY rowid`)
-	if err != nil {
-		blocks.Close()
-		return nil, fmt.Errorf("query: the result's row sizes: %w", err)
-	}
-	return &pager{blocks: blocks, rows: rows}, nil
+	return &pager{blocks: blocks, conn: conn, rowsSQL: `SELECT rowid, bytes FROM ` + sized + ` ORDER BY rowid`}, nil
 }
 
 func (p *pager) close() {
 	if p.blocks != nil {
 		p.blocks.Close()
+	}
+	if p.rows != nil {
 		p.rows.Close()
 	}
 }
@@ -152,6 +155,13 @@ func (p *pager) readBlocks(ctx context.Context, lo int64) error {
 // readRows replaces the first span ahead, the n rows from lo, by a span of
 // each row.
 func (p *pager) readRows(ctx context.Context, lo, n int64) error {
+	if p.rows == nil {
+		st, err := p.conn.PrepareContext(ctx, p.rowsSQL)
+		if err != nil {
+			return fmt.Errorf("query: the result's row sizes: %w", err)
+		}
+		p.rows = st
+	}
 	rows, err := p.rows.QueryContext(ctx, lo, lo+n)
 	if err != nil {
 		return classify(err)
@@ -187,6 +197,7 @@ func (p *pager) readRows(ctx context.Context, lo, n int64) error {
 // of DuckDB reading the pages is classified: one past the memory limit
 // is the statement's, not the engine's.
 func fetch(ctx context.Context, conn *sql.Conn, h *Header, res result, start func(*Header) error, row func([]any) error, seen func(rows, bytes int64)) error {
+	begin := time.Now()
 	types := res.types
 	if types == nil {
 		names, t, err := tableColumns(ctx, conn)
@@ -244,6 +255,7 @@ func fetch(ctx context.Context, conn *sql.Conn, h *Header, res result, start fun
 			for i, t := range types {
 				h.Types[i] = t.DatabaseTypeName()
 			}
+			h.Timing.step(StepFirstPage, begin)
 			if err := start(h); err != nil {
 				rows.Close()
 				return err

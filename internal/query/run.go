@@ -27,6 +27,7 @@ const resultTable = "meterstore_result"
 // statement before the last on Prepare, and so would CREATE TABLE AS.
 func run(ctx context.Context, inst *instance, r runSpec, h *Header, start func(*Header) error, row func([]any) error) error {
 	conn := inst.conn
+	begin := time.Now()
 	names, types, ok := described(ctx, conn, r)
 	if !ok {
 		var err error
@@ -34,7 +35,7 @@ func run(ctx context.Context, inst *instance, r runSpec, h *Header, start func(*
 			return inst.finish(h, err)
 		}
 	}
-	begin := time.Now()
+	begin = h.Timing.step(StepDescribe, begin)
 	if unresolved(types) {
 		// DuckDB learns the types from the values bound: the table
 		// has the columns, and the values are measured as the pages
@@ -45,6 +46,7 @@ func run(ctx context.Context, inst *instance, r runSpec, h *Header, start func(*
 	}
 	sizes, err := create(ctx, conn, r, names, types)
 	h.Timing.Run = time.Since(begin)
+	begin = h.Timing.step(StepCreate, begin)
 	var de *duckdb.Error
 	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeParser {
 		// DESCRIBE and SUMMARIZE, which CREATE TABLE AS does not take:
@@ -61,6 +63,7 @@ func run(ctx context.Context, inst *instance, r runSpec, h *Header, start func(*
 	if err := inst.finish(h, err); err != nil {
 		return err
 	}
+	h.Timing.step(StepFinish, begin)
 	if len(r.params) > 0 {
 		// The values bound may change the types the preparation saw:
 		// the table has the columns' types.

@@ -71,6 +71,19 @@ type HotTier interface {
 	Floor(ctx context.Context, t *series.Table) (detached, attached time.Time, err error)
 }
 
+// A SnapshotReader is a Source that takes a query's hot snapshot and
+// opens the first HotRead in it in one step (one round trip, where
+// HotSnapshot and HotRead take one each).
+type SnapshotReader interface {
+	HotSnapshotRead(ctx context.Context, conns int, q series.Range) (HotSnapshot, HotRead, error)
+}
+
+// A HotSnapshotReader is a HotTier that takes a snapshot and opens a
+// Read in it in one step; see SnapshotReader.
+type HotSnapshotReader interface {
+	SnapshotRead(ctx context.Context, conns int, t *series.Table, q series.Range) (HotSnapshot, HotRead, error)
+}
+
 // A TableSource is the Source of a declared table: its rows in the hot
 // tier and its files in the cold tier.
 type TableSource struct {
@@ -105,7 +118,10 @@ type TableSource struct {
 	Altered func(ctx context.Context, err *cold.AlteredFileError)
 }
 
-var _ Source = (*TableSource)(nil)
+var (
+	_ Source         = (*TableSource)(nil)
+	_ SnapshotReader = (*TableSource)(nil)
+)
 
 // Watermark returns the cold table's W.
 func (s *TableSource) Watermark(ctx context.Context) (time.Time, bool, error) {
@@ -131,6 +147,35 @@ func (s *TableSource) HotSnapshot(ctx context.Context, conns int) (HotSnapshot, 
 // HotRead opens a read of the hot rows q selects in snap.
 func (s *TableSource) HotRead(ctx context.Context, snap HotSnapshot, q series.Range) (HotRead, error) {
 	r, err := s.HotTier.Read(ctx, snap, s.Table, q)
+	return s.scanned(ctx, r, err)
+}
+
+// HotSnapshotRead takes a snapshot of the hot tier and opens the read of
+// the hot rows q selects in it: in one step if the hot tier can
+// (HotSnapshotReader).
+func (s *TableSource) HotSnapshotRead(ctx context.Context, conns int, q series.Range) (HotSnapshot, HotRead, error) {
+	sr, ok := s.HotTier.(HotSnapshotReader)
+	if !ok {
+		snap, err := s.HotSnapshot(ctx, conns)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := s.HotRead(ctx, snap, q)
+		if err != nil {
+			return nil, nil, errors.Join(err, snap.Close())
+		}
+		return snap, r, nil
+	}
+	snap, r, err := sr.SnapshotRead(ctx, conns, s.Table, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	hr, _ := s.scanned(ctx, r, nil)
+	return snap, hr, nil
+}
+
+// scanned returns r, which err opened, telling Scanned of its rows, if set.
+func (s *TableSource) scanned(ctx context.Context, r HotRead, err error) (HotRead, error) {
 	if err != nil || s.Scanned == nil {
 		return r, err
 	}
@@ -142,6 +187,14 @@ type scanned struct {
 	HotRead
 	ctx context.Context
 	fn  func(ctx context.Context, rows int64)
+}
+
+// SnapshotFloor passes on the read's own, if it knows one.
+func (s scanned) SnapshotFloor() (Floor, bool) {
+	if fr, ok := s.HotRead.(FlooredRead); ok {
+		return fr.SnapshotFloor()
+	}
+	return Floor{}, false
 }
 
 func (s scanned) Close() error {
@@ -261,6 +314,16 @@ type HotRead interface {
 	// time from the first batch asked for to the last one received.
 	Moved() (rows, bytes int64, span time.Duration)
 	Close() error
+}
+
+// A FlooredRead is a HotRead that knows its table's Floor as of its
+// snapshot, listed with the partitions it reads (ok), so that the engine
+// need not read the floor again to vouch for the read: every row at or
+// above Floor.Detached was in a partition the snapshot saw attached, and
+// is read.
+type FlooredRead interface {
+	HotRead
+	SnapshotFloor() (f Floor, ok bool)
 }
 
 // A HotCursor hands over the rows of one part of a relation of a

@@ -29,6 +29,7 @@ type Statement struct {
 	deadline time.Time // of Settings.Timeout; zero: none
 	begin    time.Time
 	ran      bool
+	steps    Timing // Prepare's steps
 }
 
 // ErrForbidden is wrapped by a *ForbiddenError.
@@ -111,7 +112,10 @@ func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*St
 			return err
 		}
 		st.inst, st.sp = inst, e.spare
-		return st.prepare(ctx, sql, o)
+		begin := st.steps.step(StepInstance, st.begin)
+		err = st.prepare(ctx, sql, o)
+		st.steps.step(StepAnalysis, begin)
+		return err
 	})
 	if err != nil {
 		st.Close()
@@ -128,7 +132,7 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	if o.Default {
 		self = st.e.table.Name
 	}
-	a, err := analyze(ctx, st.inst.conn, sql, self, o.Params)
+	a, err := st.e.analyze(ctx, st.inst.conn, sql, self, o.Params)
 	if err != nil {
 		return err
 	}
@@ -145,7 +149,7 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 			return err
 		}
 		st.e = e
-		if a, err = analyze(ctx, st.inst.conn, sql, name, o.Params); err != nil {
+		if a, err = e.analyze(ctx, st.inst.conn, sql, name, o.Params); err != nil {
 			return err
 		}
 	} else if !o.Default && a.unqualified {
@@ -279,10 +283,13 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		return unbound(a.unbound)
 	}
 	h := &Header{Range: a.Range, Mode: st.opts.Mode}
+	h.Timing.Steps = st.steps.Steps
 	if a.relations {
+		begin := time.Now()
 		if err := createRelations(ctx, inst.conn, st.rels); err != nil {
 			return err
 		}
+		h.Timing.step(StepRelations, begin)
 	}
 	h.Timing.Open = time.Since(st.begin)
 	begin := time.Now()
@@ -315,6 +322,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 			files = append(files, more...)
 		}
 		h.own(tr)
+		h.Timing.Steps = append(h.Timing.Steps, tr.Timing.Steps...)
 		rels := []string{"readings"}
 		if !a.skipVersions {
 			rels = append(rels, "readings_versions")
@@ -366,6 +374,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 			}
 		}
 		files = append(files, f...)
+		h.Timing.Steps = append(h.Timing.Steps, tr.Timing.Steps...)
 		h.Tables = append(h.Tables, tr)
 	}
 	if len(h.Tables) > 0 {
@@ -375,9 +384,11 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		h.Timing.Hot += tr.Timing.Hot
 		h.Timing.Plan += tr.Timing.Plan
 	}
+	lock := time.Now()
 	if err := inst.lockdown(ctx, files, len(files) == 0 && len(inst.hot) > 0); err != nil {
 		return err
 	}
+	h.Timing.step(StepLockdown, lock)
 	h.Timing.Read = time.Since(begin)
 	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, pages: e.pages}, h, start, row)
 }

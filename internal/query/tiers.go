@@ -32,8 +32,15 @@ type split struct {
 func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Range, o ReadOptions, versions bool, res *TableRead) ([]string, error) {
 	v := view{knownAt: o.KnownAt, ceiling: o.KnownAt, broken: e.broken, noVersions: !versions}
 	res.Name, res.Range, res.Ceiling = e.table.Name, r, o.KnownAt
+	// views creates the views in p, with v as it is then.
+	views := func(hot *hotScan, files fileSet, s split) error {
+		begin := time.Now()
+		err := createViews(ctx, inst.conn, e.layout, p, hot, files, s, v)
+		res.Timing.step(StepViews, begin)
+		return err
+	}
 	if r.Empty() {
-		return nil, createViews(ctx, inst.conn, e.layout, p, nil, fileSet{}, split{}, v)
+		return nil, views(nil, fileSet{}, split{})
 	}
 	if o.asOf() {
 		pl, err := e.src.ColdAt(ctx, r, o.ref())
@@ -61,7 +68,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 		}()
 		if r.Empty() {
 			res.Tiers = nil
-			return pl.Files, createViews(ctx, inst.conn, e.layout, p, nil, fileSet{}, split{}, v)
+			return pl.Files, views(nil, fileSet{}, split{})
 		}
 	}
 	switch o.Mode {
@@ -70,13 +77,13 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 		if err != nil {
 			return nil, err
 		}
-		return files.all(), createViews(ctx, inst.conn, e.layout, p, nil, files, s, v)
+		return files.all(), views(nil, files, s)
 	case ReadOperational:
 		hot, err := e.operational(ctx, inst, r, res)
 		if err != nil {
 			return nil, err
 		}
-		return nil, createViews(ctx, inst.conn, e.layout, p, hot, fileSet{}, split{}, v)
+		return nil, views(hot, fileSet{}, split{})
 	}
 	var err error
 	for attempt := range retries + 1 {
@@ -102,7 +109,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 			if v.asOf != nil {
 				all = append(all, v.asOf.files.all()...)
 			}
-			return all, createViews(ctx, inst.conn, e.layout, p, hot, files, s, v)
+			return all, views(hot, files, s)
 		}
 		if !errors.Is(err, ErrInFlight) {
 			return nil, err
@@ -118,7 +125,9 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead) (fileSet, split, *hotScan, error) {
 	res.Snapshot = 0
 	lo, hi := r.From, r.To
+	begin := time.Now()
 	w0, ok0, err := e.src.Watermark(ctx)
+	res.Timing.step(StepWatermark, begin)
 	if err != nil {
 		return e.hotOnly(ctx, inst, r, res, err)
 	}
@@ -133,6 +142,7 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 			return fileSet{}, split{}, nil, err
 		}
 		res.Timing.Hot += time.Since(begin)
+		res.Timing.step(StepHotSnapshot, begin)
 	}
 	fail := func(err error) (fileSet, split, *hotScan, error) {
 		if hot != nil {
@@ -146,6 +156,7 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 		begin := time.Now()
 		pl, err := e.src.Cold(ctx, series.Range{From: lo, To: hi, MaLo: r.MaLo})
 		res.Timing.Plan += time.Since(begin)
+		res.Timing.step(StepColdPlan, begin)
 		if err != nil {
 			if hot != nil {
 				inst.dropHot(hot)
@@ -163,9 +174,11 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 		res.Snapshot = pl.SnapshotID
 	}
 	if needHot {
-		if err := e.checkFloor(ctx, later(lo, s.w, s.hasW), hi); err != nil {
+		begin := time.Now()
+		if err := e.checkFloor(ctx, hot, later(lo, s.w, s.hasW), hi); err != nil {
 			return fail(err)
 		}
+		res.Timing.step(StepFloor, begin)
 	}
 	res.Tiers = nil
 	if needCold {
@@ -185,6 +198,7 @@ func (e *Engine) historical(ctx context.Context, r series.Range, res *TableRead)
 	begin := time.Now()
 	pl, err := e.src.ColdAlone(ctx, series.Range{From: r.From, To: r.To, MaLo: r.MaLo})
 	res.Timing.Plan += time.Since(begin)
+	res.Timing.step(StepColdPlan, begin)
 	if err != nil {
 		return fileSet{}, split{}, fmt.Errorf("%w: %w", ErrColdUnreachable, err)
 	}
@@ -211,7 +225,9 @@ func (e *Engine) operational(ctx context.Context, inst *instance, r series.Range
 		return nil, err
 	}
 	res.Timing.Hot += time.Since(begin)
+	begin = res.Timing.step(StepHotSnapshot, begin)
 	f, err := e.src.HotFloor(ctx)
+	res.Timing.step(StepFloor, begin)
 	if err != nil {
 		inst.dropHot(hot)
 		return nil, fmt.Errorf("query: hot tier: %w", err)
@@ -227,22 +243,35 @@ func (e *Engine) operational(ctx context.Context, inst *instance, r series.Range
 // openHot opens a read of the hot rows of q and makes its relations
 // table functions of inst, which closes it with the query. The first
 // takes the query's snapshot of the hot tier, in which every table is
-// read: a query holds one connection however many tables it reads.
+// read (with its read, in one step, where the source can: a
+// SnapshotReader): a query holds one connection however many tables it
+// reads.
 func (e *Engine) openHot(ctx context.Context, inst *instance, q series.Range) (*hotScan, error) {
 	threads := e.set.Threads
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	if inst.snap == nil {
+	var hr HotRead
+	sr, one := e.src.(SnapshotReader)
+	switch {
+	case inst.snap == nil && one:
+		snap, r, err := sr.HotSnapshotRead(ctx, threads, q)
+		if err != nil {
+			return nil, fmt.Errorf("query: hot tier: %w", err)
+		}
+		inst.snap, hr = snap, r
+	case inst.snap == nil:
 		snap, err := e.src.HotSnapshot(ctx, threads)
 		if err != nil {
 			return nil, fmt.Errorf("query: hot tier: %w", err)
 		}
 		inst.snap = snap
 	}
-	hr, err := e.src.HotRead(ctx, inst.snap, q)
-	if err != nil {
-		return nil, fmt.Errorf("query: hot tier: %w", err)
+	if hr == nil {
+		var err error
+		if hr, err = e.src.HotRead(ctx, inst.snap, q); err != nil {
+			return nil, fmt.Errorf("query: hot tier: %w", err)
+		}
 	}
 	hot, err := registerHot(inst.conn, hr, e.table.Name, inst.nextFunc(), threads, inst.columns)
 	if err != nil {
@@ -268,14 +297,24 @@ func checkLocal(files []string) error {
 // above W: no partition of it was detached (by an archival whose commit the
 // cold plan did not see) before the scan. A partition detached then is
 // still detached now, since it is dropped only after its commit and a
-// grace, so a floor read now at or below from vouches for the scan.
-func (e *Engine) checkFloor(ctx context.Context, from, hi time.Time) error {
+// grace, so a floor read now at or below from vouches for the scan; so
+// does the floor as of the scan's snapshot, if the read knows it
+// (FlooredRead), which saves the round trip.
+func (e *Engine) checkFloor(ctx context.Context, hot *hotScan, from, hi time.Time) error {
 	if !hi.IsZero() && !from.Before(hi) {
 		return nil
 	}
-	f, err := e.src.HotFloor(ctx)
-	if err != nil {
-		return fmt.Errorf("query: hot tier: %w", err)
+	f, ok := Floor{}, false
+	if hot != nil {
+		if fr, is := hot.read.(FlooredRead); is {
+			f, ok = fr.SnapshotFloor()
+		}
+	}
+	if !ok {
+		var err error
+		if f, err = e.src.HotFloor(ctx); err != nil {
+			return fmt.Errorf("query: hot tier: %w", err)
+		}
 	}
 	if f.Detached.After(from) {
 		return fmt.Errorf("%w: partitions up to %s are detached and not yet archived, the query needs rows from %s", ErrInFlight, stamp(f.Detached), stamp(from))

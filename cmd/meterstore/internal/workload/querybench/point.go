@@ -70,6 +70,13 @@ func measurePoint(ctx context.Context, s *store.Store, pool *pgxpool.Pool, c Con
 		rs, err := s.SeriesReadings(ctx, "power", store.SeriesQuery{MaLo: m, OBIS: obis, From: from, To: to})
 		return len(rs), err
 	}
+	// The steps of (g)'s statements with one client, by name: where its
+	// fixed cost goes.
+	var (
+		stepsMu sync.Mutex
+		steps   = map[string][]float64{}
+		trace   bool
+	)
 	cases := []struct {
 		c   *PointCase
 		ask func(m string) (int, error)
@@ -78,6 +85,17 @@ func measurePoint(ctx context.Context, s *store.Store, pool *pgxpool.Pool, c Con
 			r, err := s.Query(ctx, "power", fmt.Sprintf(sqlDay, m))
 			if err != nil {
 				return 0, err
+			}
+			if trace {
+				took := map[string]time.Duration{}
+				for _, st := range r.Timing.Steps {
+					took[st.Name] += st.Took
+				}
+				stepsMu.Lock()
+				for name, d := range took {
+					steps[name] = append(steps[name], ms(d))
+				}
+				stepsMu.Unlock()
 			}
 			return len(r.Rows), nil
 		}},
@@ -107,6 +125,7 @@ func measurePoint(ctx context.Context, s *store.Store, pool *pgxpool.Pool, c Con
 		}
 		pc.c.Rows = n
 		for clients := 1; clients <= 2; clients++ {
+			trace = clients == 1 && pc.c == &res.PointSQL
 			lat, qps, err := pointRuns(pc.ask, meters, c.PointRuns, clients)
 			if err != nil {
 				return fmt.Errorf("querybench: %s: %w", pc.c.Name, err)
@@ -119,6 +138,12 @@ func measurePoint(ctx context.Context, s *store.Store, pool *pgxpool.Pool, c Con
 		}
 	}
 	fmt.Fprintln(c.Progress)
+	if res.Timing == nil {
+		res.Timing = map[string]float64{}
+	}
+	for name, xs := range steps {
+		res.Timing["g.mean."+name] = mean(xs)
+	}
 	if res.PointSQL.Rows != res.PointTyped.Rows || res.PointTyped.Rows != res.PointPostgres.Rows {
 		return fmt.Errorf("querybench: the point questions disagree: SQL %d rows, typed %d, PostgreSQL %d",
 			res.PointSQL.Rows, res.PointTyped.Rows, res.PointPostgres.Rows)
@@ -170,4 +195,16 @@ func pointRuns(ask func(m string) (int, error), meters []string, runs, clients i
 		return nil, 0, errs[0]
 	}
 	return lat, float64(len(lat)) / el.Seconds(), nil
+}
+
+// mean returns the mean of xs, 0 for none.
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
 }

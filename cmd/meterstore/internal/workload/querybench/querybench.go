@@ -120,7 +120,9 @@ type Result struct {
 	// and analysis, opening the hot snapshot, cold planning, the views
 	// over the tiers, computing the result (the scans; the hot rows cross
 	// meanwhile, for hot_scan of it), and the rest (reading the result,
-	// closing DuckDB).
+	// closing DuckDB). "g.mean." and a step of query.Timing.Steps is the
+	// mean time a statement of (g) with one client spent in that step,
+	// the warm-up included, over the statements that took it.
 	Timing map[string]float64 `json:"timing_ms"`
 }
 
