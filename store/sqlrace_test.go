@@ -1,10 +1,8 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 )
@@ -91,55 +89,13 @@ func TestSQLReadRacesArchival(t *testing.T) {
 	}
 
 	// Free: readers of the day being archived beside the archival.
-	var (
-		wg            sync.WaitGroup
-		mu            sync.Mutex
-		reads, flight int
-		failed        error
-	)
-	for d := 5; d < days-2; d++ {
-		stop := make(chan struct{})
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; n < 200; n++ {
-					select {
-					case <-stop:
-						if n > 0 {
-							return
-						}
-					default:
-					}
-					res, err := s.Query(ctx, "power", sqlDay(d))
-					mu.Lock()
-					switch {
-					case errors.Is(err, ErrInFlight):
-						flight++ // refused, retryably: never a wrong answer
-					case err != nil:
-						failed = errors.Join(failed, fmt.Errorf("day %d: %w", d, err))
-					default:
-						reads++
-						if got := sqlKeys(res); !slices.Equal(got, want[d]) {
-							failed = errors.Join(failed, fmt.Errorf("day %d: %d rows, want %d each once: %s", d, len(got), len(want[d]), firstDiff(got, want[d])))
-						}
-					}
-					mu.Unlock()
-				}
-			}()
+	readBesideArchivals(t, 5, days-2, archive, want, func(d int) ([]string, error) {
+		res, err := s.Query(ctx, "power", sqlDay(d))
+		if err != nil {
+			return nil, err
 		}
-		time.Sleep(20 * time.Millisecond)
-		archive(d)
-		close(stop)
-		wg.Wait()
-	}
-	if failed != nil {
-		t.Fatal(failed)
-	}
-	if reads == 0 {
-		t.Fatal("no read answered")
-	}
-	t.Logf("%d reads beside archivals answered exactly, %d refused in flight", reads, flight)
+		return sqlKeys(res), nil
+	})
 }
 
 // TestSQLReadAfterCommit: what the engine keeps between statements (the
