@@ -62,12 +62,7 @@ func TestSQLReadRacesArchival(t *testing.T) {
 			t.Fatalf("day %d: %d rows before any archival, want 192", d, len(want[d]))
 		}
 	}
-	archive := func(d int) {
-		out, err := s.Archive(ctx, "power", dayN(d+1).Add(testArchive.SettlementLag))
-		if err != nil || !out.Watermark.Equal(dayN(d+1)) {
-			t.Errorf("archive of day %d: %+v, %v", d, out, err)
-		}
-	}
+	archive := func(d int) { archiveDay(t, s, d) }
 
 	// The archival of day d between the read of W, at day d, and the
 	// hot snapshot.
@@ -105,17 +100,7 @@ func TestSQLReadRacesArchival(t *testing.T) {
 // below W it sees the correction.
 func TestSQLReadAfterCommit(t *testing.T) {
 	ctx := t.Context()
-	s := newEnv(t).open(t, Options{})
-	if err := s.CreatePartitions(ctx, dayN(0), dayN(6)); err != nil {
-		t.Fatal(err)
-	}
-	var batch []Reading
-	for d := range 5 {
-		for slot := range 96 {
-			batch = append(batch, qh(0, d, slot, "A", 1, int64(d*1000+slot)))
-		}
-	}
-	mustWrite(t, s, batch)
+	s := fiveDays(t)
 	text := fmt.Sprintf(`SELECT CAST(value AS VARCHAR) FROM readings WHERE malo_id = '%s' AND "from" >= '%s' AND "from" < '%s' ORDER BY "from"`,
 		malo(0), dayN(1).Format(time.RFC3339), dayN(3).Format(time.RFC3339))
 	read := func(what string, tiers []string, w time.Time, value string) {
