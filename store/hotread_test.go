@@ -21,11 +21,23 @@ type hookTier struct {
 
 func (h hookTier) Read(ctx context.Context, snap query.HotSnapshot, t *series.Table, q series.Range) (query.HotRead, error) {
 	r, err := h.hotTier.Read(ctx, snap, t, q)
+	h.opened(err)
+	return r, err
+}
+
+// SnapshotRead runs the hook after a snapshot taken with its first read.
+func (h hookTier) SnapshotRead(ctx context.Context, conns int, t *series.Table, q series.Range) (query.HotSnapshot, query.HotRead, error) {
+	snap, r, err := h.hotTier.SnapshotRead(ctx, conns, t, q)
+	h.opened(err)
+	return snap, r, err
+}
+
+// opened runs the hook, once, after a read opened without err.
+func (h hookTier) opened(err error) {
 	if f := *h.hook; err == nil && f != nil {
 		*h.hook = nil
 		f()
 	}
-	return r, err
 }
 
 // TestHotReadOneSnapshot reads the hot tier in parallel, on two

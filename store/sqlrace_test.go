@@ -1,10 +1,8 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 )
@@ -64,12 +62,7 @@ func TestSQLReadRacesArchival(t *testing.T) {
 			t.Fatalf("day %d: %d rows before any archival, want 192", d, len(want[d]))
 		}
 	}
-	archive := func(d int) {
-		out, err := s.Archive(ctx, "power", dayN(d+1).Add(testArchive.SettlementLag))
-		if err != nil || !out.Watermark.Equal(dayN(d+1)) {
-			t.Errorf("archive of day %d: %+v, %v", d, out, err)
-		}
-	}
+	archive := func(d int) { archiveDay(t, s, d) }
 
 	// The archival of day d between the read of W, at day d, and the
 	// hot snapshot.
@@ -91,55 +84,13 @@ func TestSQLReadRacesArchival(t *testing.T) {
 	}
 
 	// Free: readers of the day being archived beside the archival.
-	var (
-		wg            sync.WaitGroup
-		mu            sync.Mutex
-		reads, flight int
-		failed        error
-	)
-	for d := 5; d < days-2; d++ {
-		stop := make(chan struct{})
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; n < 200; n++ {
-					select {
-					case <-stop:
-						if n > 0 {
-							return
-						}
-					default:
-					}
-					res, err := s.Query(ctx, "power", sqlDay(d))
-					mu.Lock()
-					switch {
-					case errors.Is(err, ErrInFlight):
-						flight++ // refused, retryably: never a wrong answer
-					case err != nil:
-						failed = errors.Join(failed, fmt.Errorf("day %d: %w", d, err))
-					default:
-						reads++
-						if got := sqlKeys(res); !slices.Equal(got, want[d]) {
-							failed = errors.Join(failed, fmt.Errorf("day %d: %d rows, want %d each once: %s", d, len(got), len(want[d]), firstDiff(got, want[d])))
-						}
-					}
-					mu.Unlock()
-				}
-			}()
+	readBesideArchivals(t, 5, days-2, archive, want, func(d int) ([]string, error) {
+		res, err := s.Query(ctx, "power", sqlDay(d))
+		if err != nil {
+			return nil, err
 		}
-		time.Sleep(20 * time.Millisecond)
-		archive(d)
-		close(stop)
-		wg.Wait()
-	}
-	if failed != nil {
-		t.Fatal(failed)
-	}
-	if reads == 0 {
-		t.Fatal("no read answered")
-	}
-	t.Logf("%d reads beside archivals answered exactly, %d refused in flight", reads, flight)
+		return sqlKeys(res), nil
+	})
 }
 
 // TestSQLReadAfterCommit: what the engine keeps between statements (the
@@ -149,17 +100,7 @@ func TestSQLReadRacesArchival(t *testing.T) {
 // below W it sees the correction.
 func TestSQLReadAfterCommit(t *testing.T) {
 	ctx := t.Context()
-	s := newEnv(t).open(t, Options{})
-	if err := s.CreatePartitions(ctx, dayN(0), dayN(6)); err != nil {
-		t.Fatal(err)
-	}
-	var batch []Reading
-	for d := range 5 {
-		for slot := range 96 {
-			batch = append(batch, qh(0, d, slot, "A", 1, int64(d*1000+slot)))
-		}
-	}
-	mustWrite(t, s, batch)
+	s := fiveDays(t)
 	text := fmt.Sprintf(`SELECT CAST(value AS VARCHAR) FROM readings WHERE malo_id = '%s' AND "from" >= '%s' AND "from" < '%s' ORDER BY "from"`,
 		malo(0), dayN(1).Format(time.RFC3339), dayN(3).Format(time.RFC3339))
 	read := func(what string, tiers []string, w time.Time, value string) {

@@ -56,12 +56,7 @@ func TestTypedReadRacesArchival(t *testing.T) {
 			t.Fatalf("%s: day %d: %d readings, want %d, each once: %s", what, d, len(got), len(want[d]), firstDiff(got, want[d]))
 		}
 	}
-	archive := func(d int) {
-		out, err := s.Archive(ctx, "power", dayN(d+1).Add(testArchive.SettlementLag))
-		if err != nil || !out.Watermark.Equal(dayN(d+1)) {
-			t.Errorf("archive of day %d: %+v, %v", d, out, err)
-		}
-	}
+	archive := func(d int) { archiveDay(t, s, d) }
 
 	// The archival of day d between the plan, which saw W at day d, and
 	// the hot statement.
@@ -81,19 +76,62 @@ func TestTypedReadRacesArchival(t *testing.T) {
 	}
 
 	// Free: readers of the day being archived beside the archival.
+	readBesideArchivals(t, 5, days-2, archive, want, func(d int) ([]string, error) {
+		rs, err := s.SeriesReadings(ctx, "power", day(d))
+		got := make([]string, len(rs))
+		for i, r := range rs {
+			got[i] = typedKey(r)
+		}
+		slices.Sort(got)
+		return got, err
+	})
+}
+
+// fiveDays returns a store whose power table holds meter 0's quarter
+// hours of channel A for days 0 to 4, the value of slot n of day d
+// d*1000+n, all hot.
+func fiveDays(t *testing.T) *Store {
+	s := newEnv(t).open(t, Options{})
+	if err := s.CreatePartitions(t.Context(), dayN(0), dayN(6)); err != nil {
+		t.Fatal(err)
+	}
+	var batch []Reading
+	for d := range 5 {
+		for slot := range 96 {
+			batch = append(batch, qh(0, d, slot, "A", 1, int64(d*1000+slot)))
+		}
+	}
+	mustWrite(t, s, batch)
+	return s
+}
+
+// archiveDay archives power's day d, which moves W to its end.
+func archiveDay(t *testing.T, s *Store, d int) {
+	out, err := s.Archive(t.Context(), "power", dayN(d+1).Add(testArchive.SettlementLag))
+	if err != nil || !out.Watermark.Equal(dayN(d+1)) {
+		t.Errorf("archive of day %d: %+v, %v", d, out, err)
+	}
+}
+
+// readBesideArchivals has two readers read each day from first to before
+// end with read while archive archives it, and fails unless every answer
+// is the day's want, each reading once; a read refused in flight
+// (ErrInFlight) is no wrong answer.
+func readBesideArchivals(t *testing.T, first, end int, archive func(int), want map[int][]string, read func(d int) ([]string, error)) {
+	t.Helper()
 	var (
 		wg            sync.WaitGroup
 		mu            sync.Mutex
 		reads, flight int
 		failed        error
 	)
-	for d := 5; d < days-2; d++ {
+	for d := first; d < end; d++ {
 		stop := make(chan struct{})
 		for range 2 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for n := 0; ; n++ {
+				for n := 0; n < 200; n++ {
 					select {
 					case <-stop:
 						if n > 0 {
@@ -101,7 +139,7 @@ func TestTypedReadRacesArchival(t *testing.T) {
 						}
 					default:
 					}
-					rs, err := s.SeriesReadings(ctx, "power", day(d))
+					got, err := read(d)
 					mu.Lock()
 					switch {
 					case errors.Is(err, ErrInFlight):
@@ -110,11 +148,6 @@ func TestTypedReadRacesArchival(t *testing.T) {
 						failed = errors.Join(failed, fmt.Errorf("day %d: %w", d, err))
 					default:
 						reads++
-						got := make([]string, len(rs))
-						for i, r := range rs {
-							got[i] = typedKey(r)
-						}
-						slices.Sort(got)
 						if !slices.Equal(got, want[d]) {
 							failed = errors.Join(failed, fmt.Errorf("day %d: %d readings, want %d each once: %s", d, len(got), len(want[d]), firstDiff(got, want[d])))
 						}
@@ -123,7 +156,7 @@ func TestTypedReadRacesArchival(t *testing.T) {
 				}
 			}()
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 		archive(d)
 		close(stop)
 		wg.Wait()
@@ -150,17 +183,7 @@ func typedKey(r Reading) string {
 // correction below W sees the correction.
 func TestTypedReadAfterCommit(t *testing.T) {
 	ctx := t.Context()
-	s := newEnv(t).open(t, Options{})
-	if err := s.CreatePartitions(ctx, dayN(0), dayN(6)); err != nil {
-		t.Fatal(err)
-	}
-	var batch []Reading
-	for d := range 5 {
-		for slot := range 96 {
-			batch = append(batch, qh(0, d, slot, "A", 1, int64(d*1000+slot)))
-		}
-	}
-	mustWrite(t, s, batch)
+	s := fiveDays(t)
 	q := SeriesQuery{MaLo: malo(0), OBIS: "1-1:1.29.0", From: dayN(1), To: dayN(3)}
 	read := func(what string, tiers []string, w time.Time, value int64) {
 		t.Helper()
