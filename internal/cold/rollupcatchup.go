@@ -31,7 +31,7 @@ func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 	if t.decl.TimeModel != series.Interval {
 		return Commit{}, nil
 	}
-	r, err := c.EnsureRollup(ctx, t)
+	r, rice, err := c.ensureRollup(ctx, t)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -44,7 +44,7 @@ func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 	if err != nil || !ok || snap == nil {
 		return Commit{}, err
 	}
-	st, err := c.RollupState(ctx, r)
+	st, err := rollupState(rice.CurrentSnapshot())
 	if err != nil {
 		return Commit{}, err
 	}
@@ -78,7 +78,7 @@ func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 			done[x.KeyOf()] = true
 		}
 	}
-	return c.appendRollup(ctx, r, rows, snap.SnapshotID, FormatTime(w))
+	return c.appendRollup(ctx, r, rice, rows, snap.SnapshotID, FormatTime(w))
 }
 
 // changedSince returns the ranges of from whose settled days changed
