@@ -137,7 +137,7 @@ func (c *Tier) rollupOf(ctx context.Context, t *Table, ice *table.Table, q serie
 		return nil, nil
 	}
 	b := rollup.NewBuilder(&t.decl, c.cal)
-	for r, err := range c.scan(ctx, t, ice, scan) {
+	for r, err := range c.scanColumns(ctx, t, ice, scan, rollup.Needs(&t.decl)) {
 		if err != nil {
 			return nil, fmt.Errorf("cold: rollup of %s: %w", t.decl.Name, err)
 		}
