@@ -18,7 +18,8 @@ import (
 // rollup reflects, from S's rows, and appends them as rollup version S's
 // sequence number, in one snapshot naming S and its watermark. A day
 // changes when the watermark passes its end, or when a late correction
-// (see SummaryLateFrom) falls in it; compactions change none. Where the
+// (see SummaryLateFrom) falls in it; compactions and re-markings of
+// files (SummaryCompacted, SummaryResettled) change none. Where the
 // rollup reflects no ancestor of S, or a snapshot between does what this
 // cannot tell (a late commit without its range, a foreign engine's
 // append), every settled day is computed again. It does nothing when the
@@ -95,7 +96,11 @@ func changedSince(meta table.Metadata, snap *table.Snapshot, st RollupState, w t
 			p := s.Summary.Properties
 			_, late := p[SummaryLateRows]
 			_, archived := p[SummaryArchivedFrom]
+			_, compacted := p[SummaryCompacted]
+			_, resettled := p[SummaryResettled]
 			switch {
+			case compacted || resettled:
+				// Our rewrites of files: the same readings, the same winners.
 			case late:
 				lo, err1 := parseTime(p[SummaryLateFrom])
 				hi, err2 := parseTime(p[SummaryLateTo])
