@@ -39,20 +39,26 @@ func (c *Tier) RollupHandle(t *Table) *Table {
 // EnsureRollup creates the rollup table of the interval table t unless it
 // exists, and returns its handle.
 func (c *Tier) EnsureRollup(ctx context.Context, t *Table) (*Table, error) {
+	h, _, err := c.ensureRollup(ctx, t)
+	return h, err
+}
+
+// ensureRollup is EnsureRollup, and returns the rollup table's state too.
+func (c *Tier) ensureRollup(ctx context.Context, t *Table) (*Table, *table.Table, error) {
 	if t.decl.TimeModel != series.Interval {
-		return nil, fmt.Errorf("cold: rollup of %s: only interval tables have one", t.decl.Name)
+		return nil, nil, fmt.Errorf("cold: rollup of %s: only interval tables have one", t.decl.Name)
 	}
 	h := c.RollupHandle(t)
-	_, err := c.load(ctx, h)
+	ice, err := c.load(ctx, h)
 	switch {
 	case err == nil:
-		return h, nil
+		return h, ice, nil
 	case !errors.Is(err, icecatalog.ErrNoSuchTable) && !errors.Is(err, icecatalog.ErrNoSuchNamespace):
-		return nil, fmt.Errorf("cold: ensure the rollup of %s: %w", t.decl.Name, err)
+		return nil, nil, fmt.Errorf("cold: ensure the rollup of %s: %w", t.decl.Name, err)
 	}
 	err = c.cat.CreateNamespace(ctx, table.Identifier{h.ident[0]}, iceberg.Properties{"owner": "meterstore"})
 	if err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
-		return nil, fmt.Errorf("cold: ensure the rollup of %s: create namespace %s: %w", t.decl.Name, h.ident[0], err)
+		return nil, nil, fmt.Errorf("cold: ensure the rollup of %s: create namespace %s: %w", t.decl.Name, h.ident[0], err)
 	}
 	sc := rollup.Schema(&t.decl)
 	from, _ := sc.FindFieldByName("from")
@@ -64,11 +70,14 @@ func (c *Tier) EnsureRollup(ctx context.Context, t *Table) (*Table, error) {
 		table.ParquetCompressionLevelKey:          fmt.Sprint(c.opts.ZstdLevel),
 		table.WriteTargetFileSizeBytesKey:         fmt.Sprint(c.opts.TargetFileSize),
 	}
-	_, err = c.cat.CreateTable(ctx, h.ident, sc, icecatalog.WithPartitionSpec(&spec), icecatalog.WithProperties(props))
-	if err != nil && !errors.Is(err, icecatalog.ErrTableAlreadyExists) { // a concurrent EnsureRollup may come first
-		return nil, fmt.Errorf("cold: ensure the rollup of %s: %w", t.decl.Name, err)
+	ice, err = c.cat.CreateTable(ctx, h.ident, sc, icecatalog.WithPartitionSpec(&spec), icecatalog.WithProperties(props))
+	if errors.Is(err, icecatalog.ErrTableAlreadyExists) { // a concurrent EnsureRollup came first
+		ice, err = c.load(ctx, h)
 	}
-	return h, nil
+	if err != nil {
+		return nil, nil, fmt.Errorf("cold: ensure the rollup of %s: %w", t.decl.Name, err)
+	}
+	return h, ice, nil
 }
 
 // A RollupState is what a rollup table's current snapshot reflects: the
@@ -105,13 +114,10 @@ func rollupState(s *table.Snapshot) (RollupState, error) {
 	return RollupState{Source: src, Watermark: w, Ok: true}, nil
 }
 
-// appendRollup appends rows to rollup table r as one snapshot reflecting
+// appendRollup appends rows to rollup table r, at state ice, as one
+// snapshot reflecting
 // snapshot source of the source table, at watermark w.
-func (c *Tier) appendRollup(ctx context.Context, r *Table, rows []rollup.Row, source int64, w string) (Commit, error) {
-	ice, err := c.load(ctx, r)
-	if err != nil {
-		return Commit{}, err
-	}
+func (c *Tier) appendRollup(ctx context.Context, r *Table, ice *table.Table, rows []rollup.Row, source int64, w string) (Commit, error) {
 	asc, err := table.SchemaToArrowSchema(ice.Schema(), nil, true, false)
 	if err != nil {
 		return Commit{}, fmt.Errorf("cold: rollup %s: %w", r.decl.Name, err)

@@ -189,6 +189,18 @@ func TestDailyRollupCatchUp(t *testing.T) {
 			if skip {
 				return
 			}
+			// A compaction that re-marks the late corrections changes no
+			// day: the catch-up after it computes none.
+			comp, err := e.tier.Compact(t.Context(), f.h, CompactOptions{})
+			if err != nil || comp.SnapshotID == 0 || comp.Resettled == 0 {
+				t.Fatalf("compaction: %+v, %v", comp, err)
+			}
+			if c, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil || c.SnapshotID == 0 || c.Rows != 0 {
+				t.Fatalf("the catch-up after a compaction: %+v, %v; want a snapshot of no rows", c, err)
+			}
+			if why := f.check(t); why != "" {
+				t.Fatalf("after compaction: %s", why)
+			}
 			// Expiry takes the rollup's snapshots of the snapshots it
 			// removes; the current one still reflects the table's.
 			x, err := e.tier.ExpireSnapshots(t.Context(), f.h, time.Now().Add(time.Hour), Retention{KeepLast: 1, MaxAge: time.Minute})

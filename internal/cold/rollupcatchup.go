@@ -18,7 +18,8 @@ import (
 // rollup reflects, from S's rows, and appends them as rollup version S's
 // sequence number, in one snapshot naming S and its watermark. A day
 // changes when the watermark passes its end, or when a late correction
-// (see SummaryLateFrom) falls in it; compactions change none. Where the
+// (see SummaryLateFrom) falls in it; compactions and re-markings of
+// files (SummaryCompacted, SummaryResettled) change none. Where the
 // rollup reflects no ancestor of S, or a snapshot between does what this
 // cannot tell (a late commit without its range, a foreign engine's
 // append), every settled day is computed again. It does nothing when the
@@ -31,7 +32,7 @@ func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 	if t.decl.TimeModel != series.Interval {
 		return Commit{}, nil
 	}
-	r, err := c.EnsureRollup(ctx, t)
+	r, rice, err := c.ensureRollup(ctx, t)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -44,7 +45,7 @@ func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 	if err != nil || !ok || snap == nil {
 		return Commit{}, err
 	}
-	st, err := c.RollupState(ctx, r)
+	st, err := rollupState(rice.CurrentSnapshot())
 	if err != nil {
 		return Commit{}, err
 	}
@@ -78,7 +79,7 @@ func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 			done[x.KeyOf()] = true
 		}
 	}
-	return c.appendRollup(ctx, r, rows, snap.SnapshotID, FormatTime(w))
+	return c.appendRollup(ctx, r, rice, rows, snap.SnapshotID, FormatTime(w))
 }
 
 // changedSince returns the ranges of from whose settled days changed
@@ -95,7 +96,11 @@ func changedSince(meta table.Metadata, snap *table.Snapshot, st RollupState, w t
 			p := s.Summary.Properties
 			_, late := p[SummaryLateRows]
 			_, archived := p[SummaryArchivedFrom]
+			_, compacted := p[SummaryCompacted]
+			_, resettled := p[SummaryResettled]
 			switch {
+			case compacted || resettled:
+				// Our rewrites of files: the same readings, the same winners.
 			case late:
 				lo, err1 := parseTime(p[SummaryLateFrom])
 				hi, err2 := parseTime(p[SummaryLateTo])
@@ -137,7 +142,7 @@ func (c *Tier) rollupOf(ctx context.Context, t *Table, ice *table.Table, q serie
 		return nil, nil
 	}
 	b := rollup.NewBuilder(&t.decl, c.cal)
-	for r, err := range c.scan(ctx, t, ice, scan) {
+	for r, err := range c.scanColumns(ctx, t, ice, scan, rollup.Needs(&t.decl)) {
 		if err != nil {
 			return nil, fmt.Errorf("cold: rollup of %s: %w", t.decl.Name, err)
 		}

@@ -28,6 +28,12 @@ func (c *Tier) Scan(ctx context.Context, t *Table, q series.Range) Rows {
 
 // scan reads the snapshot ice is at.
 func (c *Tier) scan(ctx context.Context, t *Table, ice *table.Table, q series.Range) Rows {
+	return c.scanColumns(ctx, t, ice, q, nil)
+}
+
+// scanColumns is scan reading only the declared columns keep keeps (nil:
+// all); the readings it returns lack the others.
+func (c *Tier) scanColumns(ctx context.Context, t *Table, ice *table.Table, q series.Range, keep func(name string) bool) Rows {
 	return func(yield func(series.Reading, error) bool) {
 		if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
 			return
@@ -37,7 +43,7 @@ func (c *Tier) scan(ctx context.Context, t *Table, ice *table.Table, q series.Ra
 		have := ice.Schema()
 		var names []string
 		for _, f := range Schema(&t.decl).Fields() {
-			if _, ok := have.FindFieldByName(f.Name); ok {
+			if _, ok := have.FindFieldByName(f.Name); ok && (keep == nil || keep(f.Name)) {
 				names = append(names, f.Name)
 			}
 		}

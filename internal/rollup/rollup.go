@@ -82,6 +82,23 @@ type winner struct {
 	unit     metering.Unit
 }
 
+// Needs returns whether the Builder needs column name of decl's readings:
+// the series, the day and what the rollup counts, not the rest.
+func Needs(decl *series.Table) func(name string) bool {
+	return func(name string) bool {
+		switch name {
+		case "malo_id", "obis_code", "sparte", "from", "value", "unit", "quality", "resolution", "version", "recorded_at", "balancing_day":
+			return true
+		}
+		for _, c := range decl.Columns {
+			if c.Identity && c.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // NewBuilder returns a Builder for readings of the interval table decl.
 func NewBuilder(decl *series.Table, cal *metering.Calendar) *Builder {
 	return &Builder{decl: decl, cal: cal, best: map[mergeKey]winner{}}
