@@ -30,7 +30,7 @@ func TestTypedReadsOwnConnections(t *testing.T) {
 		return p
 	}
 	var writes statements
-	pool, reads := open(1, &writes), open(2, nil)
+	pool, reads := open(4, &writes), open(2, nil)
 	s, err := Open(ctx, Options{Pool: pool, ReadPool: reads, Catalog: e.cat, Tables: []Table{power()}, Archive: testArchive,
 		Query: QueryOptions{CacheDir: t.TempDir()}})
 	if err != nil {
@@ -48,11 +48,13 @@ func TestTypedReadsOwnConnections(t *testing.T) {
 		if _, err := s.SeriesReadings(ctx, "power", q); err != nil { // warm: layouts and the like
 			t.Fatalf("%s, warm-up: %v", what, err)
 		}
-		held, err := pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
+		for range pool.Config().MaxConns {
+			held, err := pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Release()
 		}
-		defer held.Release()
 		before := writes.n.Load()
 		// The deadline only bounds the failure: a read waiting for the
 		// held connection would wait for ever.
