@@ -28,7 +28,7 @@ func TestConfigDefaults(t *testing.T) {
 	}); !reflect.DeepEqual(got, want) {
 		t.Errorf("cold options %+v; want %+v", got, want)
 	}
-	if got, want := o.Hot.tier(nil), (hot.Options{Schema: "meterstore", DDLLockTimeout: hot.DefaultDDLLockTimeout}); !reflect.DeepEqual(got, want) {
+	if got, want := o.Hot.tier(nil, nil), (hot.Options{Schema: "meterstore", DDLLockTimeout: hot.DefaultDDLLockTimeout}); !reflect.DeepEqual(got, want) {
 		t.Errorf("hot options %+v; want %+v", got, want)
 	}
 	if got, want := o.Archive.config(nil), (archive.Config{SettlementLag: 45 * day, Step: day, MaxWindowsPerCycle: archive.DefaultMaxWindowsPerCycle,
@@ -81,7 +81,7 @@ func TestConfigNoLockTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := OptionsFrom(c).Hot.tier(nil).DDLLockTimeout; got != hot.NoLockTimeout {
+	if got := OptionsFrom(c).Hot.tier(nil, nil).DDLLockTimeout; got != hot.NoLockTimeout {
 		t.Errorf("DDLLockTimeout %v; want NoLockTimeout", got)
 	}
 	// So does a query timeout of "0s".

@@ -28,6 +28,13 @@ import (
 // declared table. Close releases what it started, and the private server
 // if no other process uses it. Each of with adjusts the options after they
 // are derived from cfg, such as WithMeters.
+//
+// The hot tier's connections are two pools on postgres.url: one for
+// writes, archival and SQL reads, and one reserved for the typed series
+// reads, so that ingest's COPYs, which hold a connection each for a whole
+// batch, cannot make a portal's small reads wait for one. Each has the
+// URL's pool_max_conns connections, pgx's default (the larger of 4 and
+// the CPUs) where it names none.
 func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with ...ConfigOption) (_ *Store, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -58,6 +65,11 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with 
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
 	closers = append(closers, pool.Close)
+	reads, err := pgxpool.NewWithConfig(ctx, pcfg.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("store: connect the series reads: %w", err)
+	}
+	closers = append(closers, reads.Close)
 	if err := localWarehouse(cfg.Warehouse.URL); err != nil {
 		return nil, err
 	}
@@ -87,7 +99,7 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with 
 		return nil, err
 	}
 	opts := OptionsFrom(cfg)
-	opts.Pool, opts.Catalog, opts.Registry, opts.Logger = pool, cat, reg, log
+	opts.Pool, opts.ReadPool, opts.Catalog, opts.Registry, opts.Logger = pool, reads, cat, reg, log
 	for _, f := range with {
 		f(&opts)
 	}

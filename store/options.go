@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/meterstore/meterstore/internal/archive"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
@@ -132,8 +134,8 @@ type SnapshotRetention struct {
 	KeepLast int
 }
 
-func (o HotOptions) tier(log *slog.Logger) hot.Options {
-	return hot.Options{Schema: o.Schema, DDLLockTimeout: o.DDLLockTimeout, Logger: log}
+func (o HotOptions) tier(log *slog.Logger, reads *pgxpool.Pool) hot.Options {
+	return hot.Options{Schema: o.Schema, DDLLockTimeout: o.DDLLockTimeout, Logger: log, ReadPool: reads}
 }
 
 func (o ColdOptions) tier(log *slog.Logger) cold.Options {

@@ -47,6 +47,11 @@ type Options struct {
 	// Pool is the PostgreSQL database of the hot tier; the Store does not
 	// close it.
 	Pool *pgxpool.Pool
+	// ReadPool, if set, is the same database's connections reserved for
+	// the typed series reads (SeriesReadings, LatestReading, Gaps), so
+	// that they never wait behind writes holding every connection of
+	// Pool; nil means Pool. The Store does not close it.
+	ReadPool *pgxpool.Pool
 	// Catalog holds the cold tables; the catalog package's, on a
 	// consensus log, or any iceberg-go catalog.
 	Catalog icecatalog.Catalog
@@ -196,7 +201,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.metrics, err = metrics.New(opts.Meters); err != nil {
 		return nil, fmt.Errorf("store: metrics: %w", err)
 	}
-	if s.hot, err = hot.New(opts.Pool, opts.Hot.tier(log)); err != nil {
+	if s.hot, err = hot.New(opts.Pool, opts.Hot.tier(log, opts.ReadPool)); err != nil {
 		return nil, err
 	}
 	if s.cold, err = cold.New(opts.Catalog, opts.Cold.tier(log)); err != nil {

@@ -443,7 +443,13 @@ func (s *Store) ledgerExists(ctx context.Context) (bool, error) {
 	if s.ledgerSeen.Load() {
 		return true, nil
 	}
-	ok, err := s.arch.LedgerExists(ctx)
+	// Asked on the series reads' connections: until the first archival
+	// this is every typed read's, and writes may hold every other.
+	var db archive.RowQuerier = s.opts.Pool
+	if s.opts.ReadPool != nil {
+		db = s.opts.ReadPool
+	}
+	ok, err := s.arch.LedgerExistsOn(ctx, db)
 	if ok {
 		s.ledgerSeen.Store(true)
 	}

@@ -3,6 +3,8 @@ package archive
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // A reader that answers from a cold plan and a PostgreSQL statement can
@@ -18,8 +20,20 @@ import (
 // Where it does not, no table has a record, and VetWatermark passes every
 // watermark read after this answer.
 func (a *Archiver) LedgerExists(ctx context.Context) (bool, error) {
+	return a.LedgerExistsOn(ctx, a.ledger.pool)
+}
+
+// A RowQuerier runs a statement of one row: a pool, a connection or a
+// transaction on the ledger's database.
+type RowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// LedgerExistsOn is LedgerExists asked through db, so that a reader with
+// connections of its own does not wait for one of the archiver's.
+func (a *Archiver) LedgerExistsOn(ctx context.Context, db RowQuerier) (bool, error) {
 	var ok bool
-	if err := a.ledger.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, a.ledger.wmIdent()).Scan(&ok); err != nil {
+	if err := db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, a.ledger.wmIdent()).Scan(&ok); err != nil {
 		return false, ledgerFailed("", err)
 	}
 	return ok, nil

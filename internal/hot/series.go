@@ -66,7 +66,7 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 	if err := t.Validate(); err != nil {
 		return SeriesResult{}, err
 	}
-	lay, err := h.layoutOf(ctx, h.pool, t)
+	lay, err := h.layoutOf(ctx, h.reads, t)
 	if err != nil {
 		return SeriesResult{}, classify(op, t.Name, err)
 	}
@@ -74,7 +74,7 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 	if err != nil {
 		return SeriesResult{}, &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: err}
 	}
-	rows, err := h.pool.Query(ctx, sql, args...)
+	rows, err := h.reads.Query(ctx, sql, args...)
 	if err != nil {
 		return SeriesResult{}, classify(op, t.Name, err)
 	}

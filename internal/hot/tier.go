@@ -33,6 +33,10 @@ type Options struct {
 	// Logger receives a line per partition created, detached or dropped
 	// and per deferral; nil discards them.
 	Logger *slog.Logger
+	// ReadPool, if set, answers ReadSeries, so that a series read does
+	// not wait for a connection a write holds for its COPY; nil means the
+	// tier's pool. The tier does not close it.
+	ReadPool *pgxpool.Pool
 }
 
 // A Tier is the PostgreSQL tier of a store: declared tables, their
@@ -42,6 +46,7 @@ type Options struct {
 type Tier struct {
 	integrityCache
 	pool        *pgxpool.Pool
+	reads       *pgxpool.Pool // ReadSeries' connections
 	schema      string
 	lockTimeout time.Duration
 	cal         *metering.Calendar
@@ -91,7 +96,11 @@ func New(pool *pgxpool.Pool, opts Options) (*Tier, error) {
 	if pool != nil {
 		tokens = max(1, int(pool.Config().MaxConns)/2)
 	}
-	return &Tier{pool: pool, schema: opts.Schema, lockTimeout: opts.DDLLockTimeout, cal: cal, log: opts.Logger,
+	reads := opts.ReadPool
+	if reads == nil {
+		reads = pool
+	}
+	return &Tier{pool: pool, reads: reads, schema: opts.Schema, lockTimeout: opts.DDLLockTimeout, cal: cal, log: opts.Logger,
 		snapshots: make(chan struct{}, tokens)}, nil
 }
 
