@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/query"
 )
 
@@ -50,22 +46,8 @@ func TestSQLReadRoundTrips(t *testing.T) {
 		}
 		return tripConn{Conn: c, n: &trips}, nil
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	wh, err := catalog.OpenWarehouse(ctx, "file://"+e.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { wh.Bucket.Close() })
-	cat, closeCat, err := OpenCatalog(ctx, CatalogOptions{Log: LogPostgres, Warehouse: wh, Postgres: cfg, LogOptions: postgres.Options{Schema: "meterstore"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeCat)
-	s, err := Open(ctx, Options{Pool: pool, Catalog: cat, Tables: []Table{power()}, Archive: testArchive,
+	te := envOf(t, cfg, e.dir, LogPostgres)
+	s, err := Open(ctx, Options{Pool: te.pool, Catalog: te.cat, Tables: []Table{power()}, Archive: testArchive,
 		Query: QueryOptions{CacheDir: t.TempDir(), Threads: 1}})
 	if err != nil {
 		t.Fatal(err)
