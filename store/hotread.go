@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/query"
@@ -13,7 +14,10 @@ import (
 // the tiers do not import each other.
 type hotTier struct{ *hot.Tier }
 
-var _ query.HotSnapshotReader = hotTier{}
+var (
+	_ query.HotSnapshotReader = hotTier{}
+	_ query.HotBesideReader   = hotTier{}
+)
 
 func (h hotTier) Snapshot(ctx context.Context, conns int) (query.HotSnapshot, error) {
 	return h.OpenSnapshot(ctx, conns)
@@ -25,6 +29,14 @@ func (h hotTier) SnapshotRead(ctx context.Context, conns int, t *series.Table, q
 		return nil, nil, err
 	}
 	return s, hotRead{Read: r, shape: shapeOf(r.Shape())}, nil
+}
+
+func (h hotTier) SnapshotReadBeside(ctx context.Context, conns int, t *series.Table, q series.Range, beside func(arg func(any) string) string) (query.HotSnapshot, query.HotRead, time.Time, bool, error) {
+	s, r, b, err := h.OpenSnapshotReadBeside(ctx, conns, t, q, beside)
+	if err != nil {
+		return nil, nil, time.Time{}, false, err
+	}
+	return s, hotRead{Read: r, shape: shapeOf(r.Shape())}, b.At, b.Has, nil
 }
 
 func (h hotTier) Read(ctx context.Context, snap query.HotSnapshot, t *series.Table, q series.Range) (query.HotRead, error) {

@@ -56,18 +56,24 @@ func newEnv(t *testing.T) *testEnv { t.Helper(); return newEnvOn(t, LogPostgres)
 // on log: LogPostgres or LogObjectStore (the serverless deployment).
 func newEnvOn(t *testing.T, log string) *testEnv {
 	t.Helper()
-	ctx := t.Context()
 	url := pgtest.NewDB(t)
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return envOf(t, cfg, t.TempDir(), log)
+}
+
+// envOf opens a pool of cfg, and the catalog with its log on log over the
+// warehouse in dir, its log's pool of cfg too.
+func envOf(t *testing.T, cfg *pgxpool.Config, dir, log string) *testEnv {
+	t.Helper()
+	ctx := t.Context()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	dir := t.TempDir()
 	wh, err := catalog.OpenWarehouse(ctx, "file://"+dir)
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/meterstore/meterstore/catalog"
-	"github.com/meterstore/meterstore/consensus/postgres"
 	"github.com/meterstore/meterstore/internal/pgtest"
 )
 
@@ -41,28 +39,12 @@ func storedKeys(t *testing.T, s *Store) []string {
 // e's warehouse, with the catalog's log where e keeps it.
 func restoredEnv(t *testing.T, e *testEnv, backup string) *testEnv {
 	t.Helper()
-	ctx := t.Context()
 	url := pgtest.Restore(t, backup)
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	wh, err := catalog.OpenWarehouse(ctx, "file://"+e.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { wh.Bucket.Close() })
-	cat, closeCat, err := OpenCatalog(ctx, CatalogOptions{Log: e.log, Warehouse: wh, Postgres: cfg, LogOptions: postgres.Options{Schema: "meterstore"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeCat)
-	return &testEnv{pool: pool, cat: cat, dir: e.dir, log: e.log}
+	return envOf(t, cfg, e.dir, e.log)
 }
 
 // TestRestoredDatabase restores the hot tier's database from a logical

@@ -76,17 +76,51 @@ func (s *Snapshot) Read(ctx context.Context, t *series.Table, q series.Range) (*
 // Read of t in it that q selects, in the one round trip that takes the
 // snapshot.
 func (h *Tier) OpenSnapshotRead(ctx context.Context, conns int, t *series.Table, q series.Range) (*Snapshot, *Read, error) {
+	s, r, _, err := h.OpenSnapshotReadBeside(ctx, conns, t, q, nil)
+	return s, r, err
+}
+
+// A Beside is the timestamp a statement read beside its rows, in their
+// snapshot (see SeriesQuery.Beside); Has is false where it read none.
+type Beside struct {
+	At  time.Time
+	Has bool
+}
+
+// OpenSnapshotReadBeside opens the Read as OpenSnapshotRead does and, if
+// beside is set, reads the scalar subquery of a timestamp it returns in
+// the snapshot too, in the same round trip (arg makes a value a literal).
+func (h *Tier) OpenSnapshotReadBeside(ctx context.Context, conns int, t *series.Table, q series.Range, beside func(arg func(any) string) string) (*Snapshot, *Read, Beside, error) {
 	r, list, err := h.newRead(ctx, t, q)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, Beside{}, err
 	}
-	s, res, err := h.openSnapshot(ctx, conns, list)
+	then := []string{list}
+	if beside != nil {
+		// In microseconds since the epoch, which no session setting
+		// changes, where a timestamp's text depends on DateStyle.
+		then = append(then, `SELECT (EXTRACT(EPOCH FROM `+beside(func(v any) string { return lit(fmt.Sprint(v)) })+`::timestamptz) * 1000000)::int8`)
+	}
+	s, res, err := h.openSnapshot(ctx, conns, then...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, Beside{}, err
 	}
 	r.s = s
-	r.listed(res.Rows)
-	return s, r, nil
+	r.listed(res[0].Rows)
+	var b Beside
+	if beside != nil {
+		if len(res) != 2 || len(res[1].Rows) != 1 || len(res[1].Rows[0]) != 1 {
+			return nil, nil, Beside{}, errors.Join(fmt.Errorf("hot: read beside the snapshot: %d results", len(res)), s.Close())
+		}
+		if v := res[1].Rows[0][0]; v != nil {
+			us, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil {
+				return nil, nil, Beside{}, errors.Join(fmt.Errorf("hot: read beside the snapshot: %w", err), s.Close())
+			}
+			b = Beside{At: time.UnixMicro(us).UTC(), Has: true}
+		}
+	}
+	return s, r, b, nil
 }
 
 // newRead returns a Read of t's rows that q selects, in no snapshot yet,

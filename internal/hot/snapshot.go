@@ -53,13 +53,14 @@ type readConn struct {
 // conns connections at once. It waits while half the pool's connections
 // hold snapshots.
 func (h *Tier) OpenSnapshot(ctx context.Context, conns int) (*Snapshot, error) {
-	s, _, err := h.openSnapshot(ctx, conns, "")
+	s, _, err := h.openSnapshot(ctx, conns)
 	return s, err
 }
 
-// openSnapshot takes a snapshot as OpenSnapshot does and runs then, if
-// any, in it, in the same round trip, and returns its result.
-func (h *Tier) openSnapshot(ctx context.Context, conns int, then string) (*Snapshot, *pgconn.Result, error) {
+// openSnapshot takes a snapshot as OpenSnapshot does and runs the
+// statements then in it, in the same round trip, and returns their
+// results.
+func (h *Tier) openSnapshot(ctx context.Context, conns int, then ...string) (*Snapshot, []*pgconn.Result, error) {
 	const op = "read"
 	select {
 	case h.snapshots <- struct{}{}:
@@ -74,11 +75,12 @@ func (h *Tier) openSnapshot(ctx context.Context, conns int, then string) (*Snaps
 		return nil, nil, classify(op, "", err)
 	}
 	s.conns = []*readConn{{c: holder}}
-	sql, want := `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
-SELECT pg_catalog.pg_export_snapshot()`, 2
-	if then != "" {
-		sql, want = sql+";\n"+then, 3
+	sql := `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
+SELECT pg_catalog.pg_export_snapshot()`
+	for _, t := range then {
+		sql += ";\n" + t
 	}
+	want := 2 + len(then)
 	res, err := holder.Conn().PgConn().Exec(ctx, sql).ReadAll()
 	if err == nil && (len(res) != want || len(res[1].Rows) != 1) {
 		err = errors.New("no snapshot exported")
@@ -88,10 +90,7 @@ SELECT pg_catalog.pg_export_snapshot()`, 2
 		return nil, nil, classify(op, "", err)
 	}
 	s.snap = string(res[1].Rows[0][0])
-	if then == "" {
-		return s, nil, nil
-	}
-	return s, res[2], nil
+	return s, res[2:], nil
 }
 
 // assign returns the connection a new cursor is declared on, the least

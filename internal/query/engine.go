@@ -212,7 +212,7 @@ const (
 	StepAnalysis    = "analysis"     // analysing the statement (or finding it analysed)
 	StepRelations   = "relations"    // the in-memory relations, such as system.tables
 	StepWatermark   = "watermark"    // reading W
-	StepHotSnapshot = "hot_snapshot" // the hot snapshot, the partition list, the table functions
+	StepHotSnapshot = "hot_snapshot" // the hot snapshot, the partition list, the ledger's W (folded), the table functions
 	StepColdPlan    = "cold_plan"    // planning the cold files
 	StepFloor       = "floor"        // the hot floor that vouches for the hot read
 	StepViews       = "views"        // the views over the tiers

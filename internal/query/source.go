@@ -84,6 +84,45 @@ type HotSnapshotReader interface {
 	SnapshotRead(ctx context.Context, conns int, t *series.Table, q series.Range) (HotSnapshot, HotRead, error)
 }
 
+// A HotBesideReader is a HotSnapshotReader that reads a timestamp beside
+// (see Vouch.Ledger) in the statement that takes the snapshot; has is
+// false where it read none.
+type HotBesideReader interface {
+	SnapshotReadBeside(ctx context.Context, conns int, t *series.Table, q series.Range, beside func(arg func(any) string) string) (snap HotSnapshot, r HotRead, at time.Time, has bool, err error)
+}
+
+// A FoldingSource is a Source whose watermark's vetting can be folded into
+// the statement that takes the hot snapshot, a round trip less: W read
+// unvetted (FoldWatermark), then vetted by what that statement read
+// (HotSnapshotReadVouched); where it does not vouch, the caller starts
+// over with Watermark, which vets first.
+type FoldingSource interface {
+	// FoldWatermark returns W as Watermark does; folded says it is not
+	// vetted yet and HotSnapshotReadVouched must vet it.
+	FoldWatermark(ctx context.Context) (w time.Time, ok, folded bool, err error)
+	// HotSnapshotReadVouched opens the snapshot and read as
+	// HotSnapshotRead does if what the same statement read vouches for w
+	// (ok false: none) as Watermark's vetting would; otherwise it opens
+	// nothing, and vouched is false.
+	HotSnapshotReadVouched(ctx context.Context, conns int, q series.Range, w time.Time, ok bool) (snap HotSnapshot, r HotRead, vouched bool, err error)
+}
+
+// Vouch folds a TableSource's VetWatermark into the hot snapshot (see
+// FoldingSource).
+type Vouch struct {
+	// Ledger returns, once W was read, the scalar subquery that reads the
+	// watermark that vets it, or exists false where there is no record to
+	// vet by, which vouches for any W read before (an error: fold
+	// nothing).
+	Ledger func(ctx context.Context) (beside func(arg func(any) string) string, exists bool, err error)
+	// Vouches reports whether lw (lok false: none), read after w, vouches
+	// for w (hasW false: none).
+	Vouches func(w time.Time, hasW bool, lw time.Time, lok bool) bool
+	// Failed, if set, is told of an error of a snapshot that read the
+	// ledger, before the read starts over without it.
+	Failed func(err error)
+}
+
 // A TableSource is the Source of a declared table: its rows in the hot
 // tier and its files in the cold tier.
 type TableSource struct {
@@ -101,6 +140,9 @@ type TableSource struct {
 	// archival ledger first, then read); an error fails the read as if the
 	// cold tier were unreachable.
 	VetWatermark func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error)
+	// Vouch, if set with VetWatermark, folds the vetting of W into the
+	// hot snapshot's statement where the hot tier can (HotBesideReader).
+	Vouch *Vouch
 	// VetPlan, if set, vets every cold plan, current or past, before a
 	// file of it is read: it refuses one holding a file known not to be
 	// the one its commit recorded (an error wrapping cold.ErrAltered).
@@ -121,6 +163,7 @@ type TableSource struct {
 var (
 	_ Source         = (*TableSource)(nil)
 	_ SnapshotReader = (*TableSource)(nil)
+	_ FoldingSource  = (*TableSource)(nil)
 )
 
 // Watermark returns the cold table's W.
@@ -137,6 +180,54 @@ func (s *TableSource) Watermark(ctx context.Context) (time.Time, bool, error) {
 		return time.Time{}, false, err
 	}
 	return w, ok, nil
+}
+
+// FoldWatermark returns the cold table's W, unvetted (folded) where
+// Vouch and the hot tier can vet it in the hot snapshot.
+func (s *TableSource) FoldWatermark(ctx context.Context) (time.Time, bool, bool, error) {
+	if _, can := s.HotTier.(HotBesideReader); !can || s.Vouch == nil || s.VetWatermark == nil {
+		w, ok, err := s.Watermark(ctx)
+		return w, ok, false, err
+	}
+	w, ok, err := s.ColdTier.Watermark(ctx, s.ColdTable)
+	if err != nil {
+		return time.Time{}, false, false, cold.Unavailable("read", s.Table.Name, err)
+	}
+	switch _, exists, err := s.Vouch.Ledger(ctx); {
+	case err != nil:
+		w, ok, err := s.Watermark(ctx)
+		return w, ok, false, err
+	case !exists:
+		return w, ok, false, nil
+	}
+	return w, ok, true, nil
+}
+
+// HotSnapshotReadVouched opens the hot snapshot and read of q in one
+// statement that reads the ledger too, and reports whether it vouches for
+// w. Where it cannot (Vouch.Failed is told of an error of that statement)
+// it opens nothing and vouches for nothing: the caller starts over.
+func (s *TableSource) HotSnapshotReadVouched(ctx context.Context, conns int, q series.Range, w time.Time, ok bool) (HotSnapshot, HotRead, bool, error) {
+	br, can := s.HotTier.(HotBesideReader)
+	if !can || s.Vouch == nil {
+		return nil, nil, false, nil
+	}
+	beside, exists, err := s.Vouch.Ledger(ctx)
+	if err != nil || !exists {
+		return nil, nil, false, nil
+	}
+	snap, r, lw, lok, err := br.SnapshotReadBeside(ctx, conns, s.Table, q, beside)
+	if err != nil {
+		if s.Vouch.Failed != nil {
+			s.Vouch.Failed(err)
+		}
+		return nil, nil, false, nil
+	}
+	if !s.Vouch.Vouches(w, ok, lw, lok) {
+		return nil, nil, false, snap.Close()
+	}
+	hr, _ := s.scanned(ctx, r, nil)
+	return snap, hr, true, nil
 }
 
 // HotSnapshot takes a snapshot of the hot tier.

@@ -99,7 +99,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 			s     split
 			hot   *hotScan
 		)
-		files, s, hot, err = e.attempt(ctx, inst, p, r, res)
+		files, s, hot, err = e.attempt(ctx, inst, p, r, res, true)
 		if err == nil && v.asOf != nil && v.asOf.s.hasW && s.hasW && s.w.Before(v.asOf.s.w) {
 			return nil, fmt.Errorf("query: the cold tier's watermark %s is below the watermark %s of the snapshot read as of",
 				stamp(s.w), stamp(v.asOf.s.w))
@@ -122,11 +122,28 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 // snapshot), then plans the cold tier, then reads the hot floor that
 // vouches for the hot read. The hot rows themselves cross while the
 // statement runs, from the snapshot opened before the cold plan.
-func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead) (fileSet, split, *hotScan, error) {
+//
+// With fold, W0 of the query's first table is read unvetted where the
+// source can vet it in the statement that takes the hot snapshot
+// (FoldingSource): where that does not vouch for W0, the attempt starts
+// over without fold, W0 vetted before. A read needing no hot row is
+// vetted by its cold plan, whose W, at or above W0, Source.Cold vets.
+func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead, fold bool) (fileSet, split, *hotScan, error) {
 	res.Snapshot = 0
 	lo, hi := r.From, r.To
 	begin := time.Now()
-	w0, ok0, err := e.src.Watermark(ctx)
+	fs, canFold := e.src.(FoldingSource)
+	var (
+		w0       time.Time
+		ok0      bool
+		unvetted bool
+		err      error
+	)
+	if fold && canFold && inst.snap == nil {
+		w0, ok0, unvetted, err = fs.FoldWatermark(ctx)
+	} else {
+		w0, ok0, err = e.src.Watermark(ctx)
+	}
 	res.Timing.step(StepWatermark, begin)
 	if err != nil {
 		return e.hotOnly(ctx, inst, r, res, err)
@@ -138,7 +155,16 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 	var hot *hotScan
 	if needHot {
 		begin := time.Now()
-		if hot, err = e.openHot(ctx, inst, series.Range{From: later(lo, w0, ok0), To: hi, MaLo: r.MaLo}); err != nil {
+		q := series.Range{From: later(lo, w0, ok0), To: hi, MaLo: r.MaLo}
+		if unvetted {
+			var vouched bool
+			if hot, vouched, err = e.openVouched(ctx, inst, fs, q, w0, ok0); err != nil {
+				return fileSet{}, split{}, nil, err
+			}
+			if !vouched {
+				return e.attempt(ctx, inst, p, r, res, false)
+			}
+		} else if hot, err = e.openHot(ctx, inst, q); err != nil {
 			return fileSet{}, split{}, nil, err
 		}
 		res.Timing.Hot += time.Since(begin)
@@ -247,10 +273,7 @@ func (e *Engine) operational(ctx context.Context, inst *instance, r series.Range
 // SnapshotReader): a query holds one connection however many tables it
 // reads.
 func (e *Engine) openHot(ctx context.Context, inst *instance, q series.Range) (*hotScan, error) {
-	threads := e.set.Threads
-	if threads <= 0 {
-		threads = runtime.NumCPU()
-	}
+	threads := e.threads()
 	var hr HotRead
 	sr, one := e.src.(SnapshotReader)
 	switch {
@@ -273,13 +296,43 @@ func (e *Engine) openHot(ctx context.Context, inst *instance, q series.Range) (*
 			return nil, fmt.Errorf("query: hot tier: %w", err)
 		}
 	}
-	hot, err := registerHot(inst.conn, hr, e.table.Name, inst.nextFunc(), threads, inst.columns)
+	return e.register(inst, hr)
+}
+
+// register makes the relations of hr table functions of inst, which
+// closes it with the query.
+func (e *Engine) register(inst *instance, hr HotRead) (*hotScan, error) {
+	hot, err := registerHot(inst.conn, hr, e.table.Name, inst.nextFunc(), e.threads(), inst.columns)
 	if err != nil {
 		hr.Close()
 		return nil, err
 	}
 	inst.hot = append(inst.hot, hot)
 	return hot, nil
+}
+
+// threads is how many connections a hot read may use at once.
+func (e *Engine) threads() int {
+	if e.set.Threads > 0 {
+		return e.set.Threads
+	}
+	return runtime.NumCPU()
+}
+
+// openVouched opens the query's hot snapshot and the read of q in it as
+// openHot does, in a statement that vets w (ok false: none) too; where
+// that does not vouch for it, it opens nothing and vouched is false.
+func (e *Engine) openVouched(ctx context.Context, inst *instance, fs FoldingSource, q series.Range, w time.Time, ok bool) (_ *hotScan, vouched bool, _ error) {
+	snap, hr, vouched, err := fs.HotSnapshotReadVouched(ctx, e.threads(), q, w, ok)
+	if err != nil {
+		return nil, false, fmt.Errorf("query: hot tier: %w", err)
+	}
+	if !vouched {
+		return nil, false, nil
+	}
+	inst.snap = snap
+	hot, err := e.register(inst, hr)
+	return hot, true, err
 }
 
 // checkLocal makes sure that files are local paths, which DuckDB reads and
