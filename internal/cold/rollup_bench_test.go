@@ -10,12 +10,19 @@ import (
 // BenchmarkDailyRollupArchive archives a day of 500 meters' quarter hours
 // a loop, each followed by the rollup's catch-up, and reports the time of
 // each and the rollup's share of the archival (rollup-%) and its bytes per
-// series' day.
+// series' day: the catch-up from the archival's sums ("sums") and, as the
+// baseline, reading the window back ("read back").
 //
 //	go test -run '^$' -bench DailyRollupArchive ./internal/cold
 func BenchmarkDailyRollupArchive(b *testing.B) {
+	b.Run("sums", func(b *testing.B) { benchRollupArchive(b, false) })
+	b.Run("read back", func(b *testing.B) { benchRollupArchive(b, true) })
+}
+
+func benchRollupArchive(b *testing.B, readBack bool) {
 	const meters = 500
 	e := newEnv(b, Options{})
+	e.tier.rollupReadsBack = readBack
 	h := e.ensure(b, loadProfile("power"))
 	day := jan2026
 	var archive, rollup time.Duration
