@@ -71,7 +71,7 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 	}
 	enc.mark, enc.order = true, newKeyOrder(&t.decl)
 	var sums *rollup.Stream
-	if t.decl.TimeModel == series.Interval {
+	if t.decl.TimeModel == series.Interval && !c.rollupReadsBack {
 		sums = rollup.NewStream(&t.decl, c.cal)
 		rows = summed(rows, sums)
 	}

@@ -183,11 +183,17 @@ func TestDailyRollupCatchUp(t *testing.T) {
 			if n := e.tier.rollupSummed.Load(); n != 1 {
 				t.Fatalf("catch-ups from an archival's rows: %d, want 1", n)
 			}
+			// The next one carries the sums of the day left unsettled.
 			f.archive(t, mar30h5, apr1)
+			catchUp("a window from its rows and the last one's")
+			if n := e.tier.rollupSummed.Load(); n != 2 {
+				t.Fatalf("catch-ups from an archival's rows: %d, want 2", n)
+			}
 			f.archive(t, apr1, apr2h3)
+			f.archive(t, apr2h3, time.Date(2026, 4, 3, 0, 0, 0, 0, time.UTC))
 			catchUp("two windows at once")
-			if n := e.tier.rollupSummed.Load(); n != 1 {
-				t.Fatalf("catch-ups from an archival's rows: %d, want 1 (two windows read back)", n)
+			if n := e.tier.rollupSummed.Load(); n != 2 {
+				t.Fatalf("catch-ups from an archival's rows: %d, want 2 (two windows read back)", n)
 			}
 			// Nothing changed: nothing is written.
 			if c, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil || c.SnapshotID != 0 {

@@ -23,10 +23,40 @@ import (
 // the readings back instead.
 
 // archivedRollups holds, per table, the rollup sums of the last archival
-// committed through this Tier.
+// committed through this Tier, and the sums of the days its catch-up left
+// unsettled.
 type archivedRollups struct {
-	mu sync.Mutex
-	m  map[string]archivedRollup
+	mu    sync.Mutex
+	m     map[string]archivedRollup
+	carry map[string]rollupCarry
+}
+
+// A rollupCarry is the sums of the readings of snapshot from lo up to its
+// watermark, by day: the days a catch-up from an archival's sums left
+// unsettled, which the next one completes without reading them back.
+type rollupCarry struct {
+	snapshot int64
+	lo       time.Time
+	rows     []rollup.Row
+}
+
+func (a *archivedRollups) putCarry(t *Table, x rollupCarry) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.carry == nil {
+		a.carry = map[string]rollupCarry{}
+	}
+	a.carry[strings.Join(t.ident, ".")] = x
+}
+
+// takeCarry returns and forgets t's carry.
+func (a *archivedRollups) takeCarry(t *Table) (rollupCarry, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := strings.Join(t.ident, ".")
+	x, ok := a.carry[k]
+	delete(a.carry, k)
+	return x, ok
 }
 
 type archivedRollup struct {
@@ -74,12 +104,14 @@ func summed(rows Rows, s *rollup.Stream) Rows {
 // and its parent is st's.
 func (c *Tier) rollupFromArchive(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot, st RollupState, w time.Time) (rows []rollup.Row, ok bool, err error) {
 	a, found := c.archived.take(t)
+	carry, carried := c.archived.takeCarry(t)
 	if !found || c.rollupReadsBack || a.snapshot != snap.SnapshotID || !st.Ok || snap.ParentSnapshotID == nil || *snap.ParentSnapshotID != st.Source {
 		return nil, false, nil
 	}
 	prev := st.Watermark
 	// Every reading at or above prev is the archival's; a day straddling
-	// prev needs the readings below it too, read from lo.
+	// prev needs the readings below it too, from lo: carried from the last
+	// catch-up if it summed them, else read.
 	lo := prev
 	for _, com := range rollupCommodities(&t.decl) {
 		d := c.cal.BalancingDay(prev, com)
@@ -87,7 +119,12 @@ func (c *Tier) rollupFromArchive(ctx context.Context, t *Table, ice *table.Table
 			lo = minTime(lo, start)
 		}
 	}
-	if lo.Before(prev) {
+	switch {
+	case carried && carry.snapshot == st.Source && !lo.Before(carry.lo):
+		// The last catch-up summed every reading from carry.lo to prev.
+		a.sums.AddRows(carry.rows)
+		lo = carry.lo
+	case lo.Before(prev):
 		b := rollup.NewBuilder(&t.decl, c.cal)
 		for r, err := range c.scanColumns(ctx, t, ice, series.Range{From: lo, To: prev}, rollup.Needs(&t.decl)) {
 			if err != nil {
@@ -97,9 +134,12 @@ func (c *Tier) rollupFromArchive(ctx context.Context, t *Table, ice *table.Table
 		}
 		a.sums.AddBuilder(b)
 	}
+	next := rollupCarry{snapshot: snap.SnapshotID, lo: lo}
 	for _, x := range a.sums.Rows(snap.SequenceNumber) {
 		start, end := c.cal.BalancingDayStart(x.Day, x.Commodity), c.cal.BalancingDayEnd(x.Day, x.Commodity)
 		switch {
+		case end.After(w) && !start.Before(lo):
+			next.rows = append(next.rows, x) // summed whole, so far
 		case !end.After(prev) || end.After(w):
 			// Settled before, or not yet.
 		case start.Before(lo):
@@ -110,6 +150,7 @@ func (c *Tier) rollupFromArchive(ctx context.Context, t *Table, ice *table.Table
 			rows = append(rows, x)
 		}
 	}
+	c.archived.putCarry(t, next)
 	c.rollupSummed.Add(1)
 	return rows, true, nil
 }

@@ -76,9 +76,9 @@ type Tier struct {
 	// rollupSkipsLate, tests only: CatchUpRollup leaves out the days of
 	// late corrections, so that a test shows it would notice.
 	rollupSkipsLate bool
-	// rollupReadsBack, tests only: CatchUpRollup ignores an archival's
-	// sums and reads its window back; rollupSummed counts the catch-ups
-	// that took the sums.
+	// rollupReadsBack, tests only: an archival sums nothing and
+	// CatchUpRollup reads its window back; rollupSummed counts the
+	// catch-ups that took an archival's sums.
 	rollupReadsBack bool
 	rollupSummed    atomic.Int64
 	// purgeStep, if set, runs before Purge deletes each file and, with "",

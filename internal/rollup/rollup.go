@@ -205,6 +205,27 @@ func (d *days) add(k mergeKey, w winner) {
 	}
 }
 
+// addRow adds the sums of r to its group's.
+func (d *days) addRow(r *Row) {
+	g := group{r.MaLo, r.OBIS, strings.Join(r.Identity, "\x00"), r.Day, r.Commodity, r.Resolution, r.Unit}
+	x := d.groups[g]
+	if x == nil {
+		c := *r
+		c.Qualities = slices.Clone(r.Qualities)
+		d.groups[g] = &c
+		return
+	}
+	x.Present += r.Present
+	x.Sum += r.Sum
+	for i := range min(len(x.Qualities), len(r.Qualities)) {
+		x.Qualities[i] += r.Qualities[i]
+	}
+	x.MaxVersion = max(x.MaxVersion, r.MaxVersion)
+	if r.MaxRecord.After(x.MaxRecord) {
+		x.MaxRecord = r.MaxRecord
+	}
+}
+
 func (d *days) rows(v int64) []Row {
 	out := make([]Row, 0, len(d.groups))
 	for _, x := range d.groups {

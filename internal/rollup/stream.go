@@ -56,3 +56,11 @@ func (s *Stream) Rows(v int64) []Row {
 	s.flush()
 	return s.d.rows(v)
 }
+
+// AddRows adds rows, sums of readings whose merge keys the Stream must
+// not have had: a day's rows computed in parts add up.
+func (s *Stream) AddRows(rows []Row) {
+	for i := range rows {
+		s.d.addRow(&rows[i])
+	}
+}
