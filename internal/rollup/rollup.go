@@ -179,7 +179,8 @@ func newDays(decl *series.Table, cal *metering.Calendar) *days {
 	return &days{decl: decl, cal: cal, qs: metering.Qualities(), groups: map[group]*Row{}}
 }
 
-func (d *days) add(k mergeKey, w winner) {
+// add adds w, the winner of k, and returns its row.
+func (d *days) add(k mergeKey, w winner) *Row {
 	g := group{k.malo, k.obis, k.identity, w.day, w.com, w.res, w.unit}
 	x := d.groups[g]
 	if x == nil {
@@ -194,6 +195,12 @@ func (d *days) add(k mergeKey, w winner) {
 		}
 		d.groups[g] = x
 	}
+	d.count(x, w)
+	return x
+}
+
+// count adds w to x, its row.
+func (d *days) count(x *Row, w winner) {
 	x.Present++
 	x.Sum += int64(w.value)
 	if q := slices.Index(d.qs, w.quality); q >= 0 {

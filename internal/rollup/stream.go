@@ -10,21 +10,44 @@ import (
 // keeps one reading's winner at a time and a row per series' day, not a
 // winner per merge key as a Builder does.
 type Stream struct {
-	d   *days
-	key mergeKey
-	w   winner
-	ok  bool
+	d      *days
+	idCols []string // the identity columns, in declared order
+	key    mergeKey
+	w      winner
+	ok     bool
+	// last is the row of the last winner added, and g its group: the
+	// next winner is most often of the same series' day.
+	last *Row
+	g    group
 }
 
 // NewStream returns a Stream for readings of the interval table decl.
 func NewStream(decl *series.Table, cal *metering.Calendar) *Stream {
-	return &Stream{d: newDays(decl, cal)}
+	s := &Stream{d: newDays(decl, cal)}
+	for _, c := range decl.Columns {
+		if c.Identity {
+			s.idCols = append(s.idCols, c.Name)
+		}
+	}
+	return s
+}
+
+// keyOf is keyOf, without joining the identity again for a reading of
+// the series before.
+func (s *Stream) keyOf(r *series.Reading) mergeKey {
+	if !s.ok || r.MaLo != s.key.malo || r.OBIS != s.key.obis {
+		return keyOf(s.d.decl, r)
+	}
+	if len(s.idCols) == 1 && r.Extra[s.idCols[0]] != s.key.identity || len(s.idCols) > 1 {
+		return keyOf(s.d.decl, r)
+	}
+	return mergeKey{s.key.malo, s.key.obis, s.key.identity, r.From.UnixMicro()}
 }
 
 // Add adds a version of a reading, after the other versions of its merge
 // key if any.
 func (s *Stream) Add(r *series.Reading) {
-	k := keyOf(s.d.decl, r)
+	k := s.keyOf(r)
 	if s.ok && k == s.key {
 		if beats(r, s.w) {
 			s.w = winnerOf(s.d.decl, r)
@@ -36,10 +59,16 @@ func (s *Stream) Add(r *series.Reading) {
 }
 
 func (s *Stream) flush() {
-	if s.ok {
-		s.d.add(s.key, s.w)
-		s.ok = false
+	if !s.ok {
+		return
 	}
+	s.ok = false
+	g := group{s.key.malo, s.key.obis, s.key.identity, s.w.day, s.w.com, s.w.res, s.w.unit}
+	if s.last != nil && g == s.g {
+		s.d.count(s.last, s.w)
+		return
+	}
+	s.last, s.g = s.d.add(s.key, s.w), g
 }
 
 // AddBuilder adds the winners of b, whose merge keys the Stream must not
