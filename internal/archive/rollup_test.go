@@ -15,7 +15,7 @@ import (
 // up with the late corrections the writer routed to the cold tier.
 func TestDailyRollupCycle(t *testing.T) {
 	ctx := t.Context()
-	e := newEnv(t, 5)
+	e := newEnv(t, 7)
 	o := newOracle()
 	fill(t, e, o, 2, 0, 1, 2, 3)
 	a := e.archiver(t, dayConfig)
@@ -72,6 +72,16 @@ func TestDailyRollupCycle(t *testing.T) {
 	out, err = a.Cycle(ctx, e.t, e.ct, dayN(4))
 	if err != nil || out.RollupSnapshot != 0 {
 		t.Fatalf("cycle with nothing new: %+v, %v", out, err)
+	}
+	// Cycles of a window each, after a caught-up rollup: their days come
+	// from the rows the archival wrote, not a read of them.
+	fill(t, e, o, 2, 4, 5)
+	for _, now := range []int{5, 6} {
+		out, err = a.Cycle(ctx, e.t, e.ct, dayN(now))
+		if err != nil || len(out.Windows) != 1 || out.RollupSnapshot == 0 || out.RollupErr != "" {
+			t.Fatalf("cycle on day %d: %+v, %v", now, out, err)
+		}
+		check(fmt.Sprintf("after the cycle on day %d", now))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/meterstore/meterstore/internal/rollup"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -69,7 +70,12 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 		return Commit{}, err
 	}
 	enc.mark, enc.order = true, newKeyOrder(&t.decl)
-	return c.commit(ctx, t, ice, write{
+	var sums *rollup.Stream
+	if t.decl.TimeModel == series.Interval && !c.rollupReadsBack {
+		sums = rollup.NewStream(&t.decl, c.cal)
+		rows = summed(rows, sums)
+	}
+	cm, err := c.commit(ctx, t, ice, write{
 		op:   op,
 		enc:  enc,
 		rows: rows,
@@ -86,4 +92,8 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 		},
 		rowsKey: SummaryRows,
 	})
+	if err == nil && sums != nil {
+		c.archived.put(t, archivedRollup{snapshot: cm.SnapshotID, sums: sums})
+	}
+	return cm, err
 }

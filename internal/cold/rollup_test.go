@@ -172,11 +172,29 @@ func TestDailyRollupCatchUp(t *testing.T) {
 			}
 			mar27, mar28h10 := time.Date(2026, 3, 27, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 28, 10, 0, 0, 0, time.UTC)
 			mar30h5, apr1 := time.Date(2026, 3, 30, 5, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+			apr2h3 := time.Date(2026, 4, 2, 3, 0, 0, 0, time.UTC)
 			f.archive(t, mar27, mar28h10)
 			catchUp("first window")
+			// One window after a caught-up rollup: its days come from the
+			// rows archived, the day straddling the old watermark with its
+			// part below read back.
 			f.archive(t, mar28h10, mar30h5)
+			catchUp("a window from its rows")
+			if n := e.tier.rollupSummed.Load(); n != 1 {
+				t.Fatalf("catch-ups from an archival's rows: %d, want 1", n)
+			}
+			// The next one carries the sums of the day left unsettled.
 			f.archive(t, mar30h5, apr1)
+			catchUp("a window from its rows and the last one's")
+			if n := e.tier.rollupSummed.Load(); n != 2 {
+				t.Fatalf("catch-ups from an archival's rows: %d, want 2", n)
+			}
+			f.archive(t, apr1, apr2h3)
+			f.archive(t, apr2h3, time.Date(2026, 4, 3, 0, 0, 0, 0, time.UTC))
 			catchUp("two windows at once")
+			if n := e.tier.rollupSummed.Load(); n != 2 {
+				t.Fatalf("catch-ups from an archival's rows: %d, want 2 (two windows read back)", n)
+			}
 			// Nothing changed: nothing is written.
 			if c, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil || c.SnapshotID != 0 {
 				t.Fatalf("a catch-up of nothing: %+v, %v", c, err)

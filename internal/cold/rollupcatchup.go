@@ -22,7 +22,10 @@ import (
 // files (SummaryCompacted, SummaryResettled) change none. Where the
 // rollup reflects no ancestor of S, or a snapshot between does what this
 // cannot tell (a late commit without its range, a foreign engine's
-// append), every settled day is computed again. It does nothing when the
+// append), every settled day is computed again. After one archival
+// through this Tier and nothing else, the days come from the rows it
+// wrote (see rollupFromArchive) rather than from a read of the window.
+// It does nothing when the
 // rollup reflects S already, and returns the zero Commit then.
 //
 // It runs after the commits it follows, never inside them: a crash
@@ -51,6 +54,12 @@ func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 	}
 	if st.Ok && st.Source == snap.SnapshotID {
 		return Commit{}, nil
+	}
+	if rows, ok, err := c.rollupFromArchive(ctx, t, ice, snap, st, w); err != nil || ok {
+		if err != nil {
+			return Commit{}, err
+		}
+		return c.appendRollup(ctx, r, rice, rows, snap.SnapshotID, FormatTime(w))
 	}
 	ranges := changedSince(ice.Metadata(), snap, st, w)
 	if c.rollupSkipsLate {

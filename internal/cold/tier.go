@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
@@ -65,6 +66,9 @@ type Tier struct {
 	// manifests of recent snapshots they are made from.
 	plans  planCache
 	chains chainCache
+	// archived keeps the rollup sums of the last archival of each table
+	// until the catch-up after it (see rollupFromArchive).
+	archived archivedRollups
 
 	// beforeCommit, if set, runs between staging and committing a
 	// snapshot: tests use it to lose a race on purpose.
@@ -72,6 +76,11 @@ type Tier struct {
 	// rollupSkipsLate, tests only: CatchUpRollup leaves out the days of
 	// late corrections, so that a test shows it would notice.
 	rollupSkipsLate bool
+	// rollupReadsBack, tests only: an archival sums nothing and
+	// CatchUpRollup reads its window back; rollupSummed counts the
+	// catch-ups that took an archival's sums.
+	rollupReadsBack bool
+	rollupSummed    atomic.Int64
 	// purgeStep, if set, runs before Purge deletes each file and, with "",
 	// before it drops the entry: tests fail it to cut a purge short.
 	purgeStep func(file string) error

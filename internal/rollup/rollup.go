@@ -106,11 +106,25 @@ func NewBuilder(decl *series.Table, cal *metering.Calendar) *Builder {
 
 // Add adds a version of a reading.
 func (b *Builder) Add(r *series.Reading) {
-	k := mergeKey{r.MaLo, r.OBIS, strings.Join(identity(b.decl, r), "\x00"), r.From.UnixMicro()}
-	if w, ok := b.best[k]; ok && (r.Version < w.version || r.Version == w.version && !r.RecordedAt.After(w.recorded)) {
+	k := keyOf(b.decl, r)
+	if w, ok := b.best[k]; ok && !beats(r, w) {
 		return
 	}
-	b.best[k] = winner{r.Version, r.RecordedAt, r.Value, r.Quality, r.BalancingDay, cmp.Or(r.Commodity, b.decl.Commodity), r.Resolution, r.Unit}
+	b.best[k] = winnerOf(b.decl, r)
+}
+
+func keyOf(decl *series.Table, r *series.Reading) mergeKey {
+	return mergeKey{r.MaLo, r.OBIS, strings.Join(identity(decl, r), "\x00"), r.From.UnixMicro()}
+}
+
+// beats reports whether r wins over w, a version of its merge key: the
+// higher version, then the later recorded_at.
+func beats(r *series.Reading, w winner) bool {
+	return r.Version > w.version || r.Version == w.version && r.RecordedAt.After(w.recorded)
+}
+
+func winnerOf(decl *series.Table, r *series.Reading) winner {
+	return winner{r.Version, r.RecordedAt, r.Value, r.Quality, r.BalancingDay, cmp.Or(r.Commodity, decl.Commodity), r.Resolution, r.Unit}
 }
 
 func identity(decl *series.Table, r *series.Reading) []string {
@@ -136,43 +150,95 @@ func Compute(decl *series.Table, cal *metering.Calendar, readings []series.Readi
 // Rows returns the rollup rows, of rollup version v, of the winners added
 // so far, in key order.
 func (b *Builder) Rows(v int64) []Row {
-	type group struct {
-		malo, obis, identity string
-		day                  metering.Date
-		com                  metering.Commodity
-		res                  metering.Resolution
-		unit                 metering.Unit
-	}
-	qs := metering.Qualities()
-	rows := map[group]*Row{}
+	d := newDays(b.decl, b.cal)
 	for k, w := range b.best {
-		g := group{k.malo, k.obis, k.identity, w.day, w.com, w.res, w.unit}
-		x := rows[g]
-		if x == nil {
-			var id []string
-			if k.identity != "" || len(identity(b.decl, &series.Reading{})) > 0 {
-				id = strings.Split(k.identity, "\x00")
-			}
-			x = &Row{MaLo: k.malo, OBIS: k.obis, Identity: id, Day: w.day, Commodity: w.com,
-				Resolution: w.res, Unit: w.unit, Expected: -1, Qualities: make([]int64, len(qs)), Version: v}
-			if n, err := b.cal.IntervalsPerDay(w.day, w.res, w.com); err == nil {
-				x.Expected = int64(n)
-			}
-			rows[g] = x
-		}
-		x.Present++
-		x.Sum += int64(w.value)
-		if q := slices.Index(qs, w.quality); q >= 0 {
-			x.Qualities[q]++
-		}
-		x.MaxVersion = max(x.MaxVersion, w.version)
-		if w.recorded.After(x.MaxRecord) {
-			x.MaxRecord = w.recorded
-		}
+		d.add(k, w)
 	}
-	out := make([]Row, 0, len(rows))
-	for _, x := range rows {
-		out = append(out, *x)
+	return d.rows(v)
+}
+
+// A group is a rollup row's key: a series' day of one sparte, resolution
+// and unit.
+type group struct {
+	malo, obis, identity string
+	day                  metering.Date
+	com                  metering.Commodity
+	res                  metering.Resolution
+	unit                 metering.Unit
+}
+
+// days sums winners into rollup rows.
+type days struct {
+	decl   *series.Table
+	cal    *metering.Calendar
+	qs     []metering.Quality
+	groups map[group]*Row
+}
+
+func newDays(decl *series.Table, cal *metering.Calendar) *days {
+	return &days{decl: decl, cal: cal, qs: metering.Qualities(), groups: map[group]*Row{}}
+}
+
+// add adds w, the winner of k, and returns its row.
+func (d *days) add(k mergeKey, w winner) *Row {
+	g := group{k.malo, k.obis, k.identity, w.day, w.com, w.res, w.unit}
+	x := d.groups[g]
+	if x == nil {
+		var id []string
+		if k.identity != "" || len(identity(d.decl, &series.Reading{})) > 0 {
+			id = strings.Split(k.identity, "\x00")
+		}
+		x = &Row{MaLo: k.malo, OBIS: k.obis, Identity: id, Day: w.day, Commodity: w.com,
+			Resolution: w.res, Unit: w.unit, Expected: -1, Qualities: make([]int64, len(d.qs))}
+		if n, err := d.cal.IntervalsPerDay(w.day, w.res, w.com); err == nil {
+			x.Expected = int64(n)
+		}
+		d.groups[g] = x
+	}
+	d.count(x, w)
+	return x
+}
+
+// count adds w to x, its row.
+func (d *days) count(x *Row, w winner) {
+	x.Present++
+	x.Sum += int64(w.value)
+	if q := slices.Index(d.qs, w.quality); q >= 0 {
+		x.Qualities[q]++
+	}
+	x.MaxVersion = max(x.MaxVersion, w.version)
+	if w.recorded.After(x.MaxRecord) {
+		x.MaxRecord = w.recorded
+	}
+}
+
+// addRow adds the sums of r to its group's.
+func (d *days) addRow(r *Row) {
+	g := group{r.MaLo, r.OBIS, strings.Join(r.Identity, "\x00"), r.Day, r.Commodity, r.Resolution, r.Unit}
+	x := d.groups[g]
+	if x == nil {
+		c := *r
+		c.Qualities = slices.Clone(r.Qualities)
+		d.groups[g] = &c
+		return
+	}
+	x.Present += r.Present
+	x.Sum += r.Sum
+	for i := range min(len(x.Qualities), len(r.Qualities)) {
+		x.Qualities[i] += r.Qualities[i]
+	}
+	x.MaxVersion = max(x.MaxVersion, r.MaxVersion)
+	if r.MaxRecord.After(x.MaxRecord) {
+		x.MaxRecord = r.MaxRecord
+	}
+}
+
+func (d *days) rows(v int64) []Row {
+	out := make([]Row, 0, len(d.groups))
+	for _, x := range d.groups {
+		r := *x
+		r.Version = v
+		out = append(out, r)
 	}
 	slices.SortFunc(out, compare)
 	return out
