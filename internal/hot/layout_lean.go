@@ -127,7 +127,7 @@ func (leanLayout) versionParam(v string) string {
 func (l leanLayout) insertSelect(t *series.Table) []string {
 	cols := l.writeColumns(t, true)
 	for i, c := range cols {
-		if c == "version" {
+		if c == quote("version") {
 			cols[i] = `(version - ` + versionBias + `)::int8`
 		}
 	}
