@@ -16,6 +16,7 @@ func newBench() *cobra.Command {
 	bench.AddCommand(newBenchIngest())
 	bench.AddCommand(newBenchArchive())
 	bench.AddCommand(newBenchQuery())
+	bench.AddCommand(newBenchDaily())
 	bench.AddCommand(newBenchServe())
 	bench.AddCommand(newBenchAge())
 	return bench

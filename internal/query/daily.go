@@ -163,9 +163,8 @@ func dailyColumns(l layout) []string {
 
 // storedDailySQL returns the SELECT of daily with the days that end at or
 // before stored.w from the rollup's files, of each series' day the rows of
-// its highest rollup_version, and the later days from readings. The
-// readings of those begin after midnight two Berlin days before w, where
-// no day ending after w begins earlier.
+// its highest rollup_version, and the later days from the readings from
+// recentFrom(w) on.
 func storedDailySQL(l layout, readings string, stored *storedDays) string {
 	cols := strings.Join(dailyColumns(l), ", ")
 	var keys []string
@@ -175,8 +174,7 @@ func storedDailySQL(l layout, readings string, stored *storedDays) string {
 		}
 	}
 	w := timestamptz(stored.w)
-	after := calendar.DayStart(calendar.BalancingDay(stored.w, metering.Electricity).AddDays(-2))
-	recent := `SELECT ` + cols + ` FROM (` + dailySQL(l, readings, after) + `) WHERE "to" > ` + w
+	recent := `SELECT ` + cols + ` FROM (` + dailySQL(l, readings, recentFrom(stored.w)) + `) WHERE "to" > ` + w
 	if len(stored.files) == 0 {
 		return recent
 	}

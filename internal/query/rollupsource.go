@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
-	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -75,7 +74,7 @@ func (e *Engine) storedDaily(ctx context.Context, tr *TableRead, r series.Range,
 // peekDaily returns the rollup's current snapshot for a statement that
 // reads daily alone of its table, in a current automatic read without
 // known_at, and the range of readings the days after its watermark need:
-// those from midnight two Berlin days before it (see storedDailySQL). The
+// those from recentFrom of it (see storedDailySQL). The
 // caller reads that range, and uses the rollup only if the read's
 // snapshot is the one it reflects. Without a rollup it returns r.
 func (e *Engine) peekDaily(ctx context.Context, r series.Range, o ReadOptions) (*storedDays, series.Range, error) {
@@ -87,10 +86,11 @@ func (e *Engine) peekDaily(ctx context.Context, r series.Range, o ReadOptions) (
 	if err != nil || !ok || !p.HasWatermark {
 		return nil, r, err
 	}
-	after := calendar.DayStart(calendar.BalancingDay(p.Watermark, metering.Electricity).AddDays(-2))
-	if !r.To.IsZero() && !r.To.After(after) {
-		// Every day is below the rollup's watermark, but a statement's
-		// range stays non-empty to read the snapshot it must match.
+	after := recentFrom(p.Watermark)
+	if !r.To.IsZero() && !r.To.After(p.Watermark) {
+		// Every day of the statement ends at or before the rollup's
+		// watermark, so no reading is aggregated, but a statement's range
+		// stays non-empty to read the snapshot it must match.
 		after = r.To.Add(-time.Microsecond)
 	}
 	narrow := r
@@ -99,3 +99,9 @@ func (e *Engine) peekDaily(ctx context.Context, r series.Range, o ReadOptions) (
 	}
 	return &storedDays{files: p.Files, w: p.Watermark, source: source}, narrow, nil
 }
+
+// recentFrom returns where the readings begin that daily's days ending
+// after w need: no balancing day lasts more than 25 hours, so such a day
+// begins after w less 25 hours, and a day that begins earlier ends at or
+// before w and comes from the rollup.
+func recentFrom(w time.Time) time.Time { return w.Add(-25 * time.Hour) }

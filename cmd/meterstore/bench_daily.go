@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/querybench"
+	"github.com/meterstore/meterstore/metering"
+)
+
+func newBenchDaily() *cobra.Command {
+	c := querybench.DefaultDailyConfig()
+	var pgURL, jsonPath, start string
+	cmd := &cobra.Command{
+		Use:   "daily",
+		Short: "Per-day and per-month questions through the relation daily against the same from readings",
+		Long: `Loads --meters meters' quarter hours for --days days (the archival
+benchmark's fixture, 3% of the meter-days corrected under a higher version)
+through the hot tier, archives all but the last --hot-days (each cycle also
+writes the daily rollup), and asks, --runs times each after a warm-up,
+interleaved:
+  (1) per day of the fixture, the meters with missing intervals and the
+      intervals present,
+  (2) every meter's total per month over the first three months,
+each through daily and computed from readings. It checks that both give the
+same rows, and prints the p50s, the speedups (readings over daily) and
+daily_speedup, the smaller one; the rollup's bytes per series-day; and the
+load and archival times (the archival's includes the rollup's).
+Without --pg-url it starts a private PostgreSQL server with default settings.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			d, err := metering.ParseDate(start)
+			if err != nil {
+				return err
+			}
+			c.Start, c.Progress, c.Logger = d, os.Stderr, logger()
+			url, stop, err := benchServer(ctx, pgURL, nil, c.Logger)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			res, err := querybench.RunDaily(ctx, url, c)
+			if err != nil {
+				return err
+			}
+			printDaily(cmd.OutOrStdout(), res)
+			return printJSON(cmd.OutOrStdout(), jsonPath, res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&pgURL, "pg-url", "", "PostgreSQL server to measure (default: a private one)")
+	f.StringVar(&jsonPath, "json", "", "also write the JSON result to this file")
+	f.StringVar(&start, "start", c.Start.String(), "first Berlin day of the fixture")
+	f.IntVar(&c.Meters, "meters", c.Meters, "meters")
+	f.IntVar(&c.Days, "days", c.Days, "days of quarter hours")
+	f.IntVar(&c.HotDays, "hot-days", c.HotDays, "last days left in PostgreSQL")
+	f.IntVar(&c.Runs, "runs", c.Runs, "runs per question after one warm-up")
+	f.IntVar(&c.Threads, "threads", c.Threads, "DuckDB threads")
+	f.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "DuckDB memory_limit")
+	f.StringVar(&c.Dir, "dir", "", "keep the warehouse here (default: a temporary directory)")
+	f.StringVar(&c.Integrity, "integrity", c.Integrity, "the table's integrity (auto: the lean layout)")
+	return cmd
+}
+
+func printDaily(w io.Writer, r *querybench.DailyResult) {
+	fmt.Fprintf(w, "\n%d readings: %d cold, %d hot, W %s; loaded in %.0f s, archived in %.1f s (rollup: %d rows in %d snapshots)\n",
+		r.Readings, r.ColdRows, r.HotRows, stamp(r.Watermark), r.LoadSecs, r.ArchiveSecs, r.RollupRows, r.RollupSnapshots)
+	fmt.Fprintf(w, "rollup: %d files, %d bytes, %d settled series-days, %.2f B a series-day\n\n",
+		r.RollupFiles, r.RollupBytes, r.SeriesDays, r.BytesPerSeriesDay)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "question\trows\tdaily p50 ms\treadings p50 ms\tspeedup\tsame answers")
+	for _, q := range []querybench.DailyCase{r.Completeness, r.Monthly} {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.2f\t%v\n", q.Name, q.Rows, q.DailyP50, q.ReadingsP50, q.Speedup, q.Equal)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\ndaily_speedup: %.2f   (goal: at least 20: %s)\n", r.DailySpeedup, yes(r.DailySpeedup >= 20))
+}

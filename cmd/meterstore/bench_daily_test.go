@@ -1,0 +1,43 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/querybench"
+	"github.com/meterstore/meterstore/internal/pgtest"
+)
+
+// TestBenchDaily runs `bench daily` tiny: both questions answer the same
+// through daily and through readings, from a rollup the archival wrote,
+// and the JSON carries the speedups and the rollup's size.
+func TestBenchDaily(t *testing.T) {
+	url := pgtest.NewDB(t)
+	path := filepath.Join(t.TempDir(), "daily.json")
+	out := mustRun(t, "bench", "daily", "--pg-url", url, "--meters", "20", "--days", "35", "--hot-days", "3",
+		"--runs", "1", "--start", "2026-03-01", "--json", path)
+	for _, want := range []string{"daily_speedup: ", "B a series-day"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("no %q in\n%s", want, out)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res querybench.DailyResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	// 35 days from 1 March: the completeness question has a row a day,
+	// the monthly one a row a meter and month (March and April).
+	if !res.Completeness.Equal || !res.Monthly.Equal || res.Completeness.Rows != 35 || res.Monthly.Rows != 20*2 {
+		t.Fatalf("answers: %+v\n%+v", res.Completeness, res.Monthly)
+	}
+	if res.RollupRows == 0 || res.RollupFiles == 0 || res.SeriesDays < 20*30 || res.BytesPerSeriesDay <= 0 || res.DailySpeedup <= 0 {
+		t.Fatalf("result: %+v", res)
+	}
+}
