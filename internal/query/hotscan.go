@@ -312,6 +312,9 @@ func (s *hotScan) relation(l layout, where []string, resolved, ceiling bool) (st
 		fn, resolved = s.winners, false
 	}
 	rows := `(SELECT ` + strings.Join(inner, ", ") + ` FROM ` + fn + `())`
+	if ceiling && !own["recorded_at"] {
+		rows = s.withRecordedAt(rows)
+	}
 	if len(where) > 0 {
 		rows = `(SELECT * FROM ` + rows + ` WHERE ` + strings.Join(where, " AND ") + `)`
 	}
@@ -364,6 +367,29 @@ func (s *hotScan) relation(l layout, where []string, resolved, ceiling bool) (st
 		sel[i] = `CAST(` + src + ` AS ` + c.typ + `) AS ` + ident(c.name)
 	}
 	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + from, nil
+}
+
+// withRecordedAt returns rows with the recorded_at of the dictionary that
+// holds it (the lean layout's attributes): a ceiling compares it, and the
+// resolution under a ceiling ranks by it, both before the dictionaries are
+// joined for the answer.
+func (s *hotScan) withRecordedAt(rows string) string {
+	for j, d := range s.shape.Dicts {
+		for _, c := range d.Columns {
+			if c.Name != "recorded_at" {
+				continue
+			}
+			var id HotColumn
+			for _, dc := range d.Columns {
+				if dc.Name == d.ID {
+					id = dc
+				}
+			}
+			return `(SELECT r0.*, d0.recorded_at FROM ` + rows + ` AS r0 JOIN (SELECT ` + hotValue(ident(d.ID), id.Kind) + ` AS id, ` +
+				hotValue(ident(c.Name), c.Kind) + ` AS recorded_at FROM ` + s.fns[j+1] + `()) AS d0 ON d0.id = r0.` + ident(d.Ref) + `)`
+		}
+	}
+	return rows
 }
 
 // needs reports whether the statement may read a column of dictionary d,
