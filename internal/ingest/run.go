@@ -167,6 +167,12 @@ func decodeAhead(ctx context.Context, d *Decoder, n int, out chan<- *decoded) {
 	defer close(out)
 	var bufs [2]decoded
 	for k := 0; ; k++ {
+		// Once Run stops, its drain takes what is sent as readily as the
+		// cancellation is seen: without this check a select could pick
+		// the send again and again and decode batches no one writes.
+		if ctx.Err() != nil {
+			return
+		}
 		b := &bufs[k%2]
 		if b.recs == nil {
 			// The batches grow as they are read: a large batch size must
