@@ -93,7 +93,7 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 		rowsKey: SummaryRows,
 	})
 	if err == nil && sums != nil {
-		c.archived.put(t, archivedRollup{snapshot: cm.SnapshotID, sums: sums})
+		c.archived.sums.put(t, archivedRollup{snapshot: cm.SnapshotID, sums: sums})
 	}
 	return cm, err
 }

@@ -26,9 +26,33 @@ import (
 // committed through this Tier, and the sums of the days its catch-up left
 // unsettled.
 type archivedRollups struct {
-	mu    sync.Mutex
-	m     map[string]archivedRollup
-	carry map[string]rollupCarry
+	sums  perTable[archivedRollup]
+	carry perTable[rollupCarry]
+}
+
+// perTable holds one value per table until it is taken.
+type perTable[T any] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
+
+func (p *perTable[T]) put(t *Table, x T) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]T{}
+	}
+	p.m[strings.Join(t.ident, ".")] = x
+}
+
+// take returns and forgets t's value.
+func (p *perTable[T]) take(t *Table) (T, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := strings.Join(t.ident, ".")
+	x, ok := p.m[k]
+	delete(p.m, k)
+	return x, ok
 }
 
 // A rollupCarry is the sums of the readings of snapshot from lo up to its
@@ -40,47 +64,9 @@ type rollupCarry struct {
 	rows     []rollup.Row
 }
 
-func (a *archivedRollups) putCarry(t *Table, x rollupCarry) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.carry == nil {
-		a.carry = map[string]rollupCarry{}
-	}
-	a.carry[strings.Join(t.ident, ".")] = x
-}
-
-// takeCarry returns and forgets t's carry.
-func (a *archivedRollups) takeCarry(t *Table) (rollupCarry, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	k := strings.Join(t.ident, ".")
-	x, ok := a.carry[k]
-	delete(a.carry, k)
-	return x, ok
-}
-
 type archivedRollup struct {
 	snapshot int64 // the archival's snapshot
 	sums     *rollup.Stream
-}
-
-func (a *archivedRollups) put(t *Table, x archivedRollup) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.m == nil {
-		a.m = map[string]archivedRollup{}
-	}
-	a.m[strings.Join(t.ident, ".")] = x
-}
-
-// take returns and forgets t's sums.
-func (a *archivedRollups) take(t *Table) (archivedRollup, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	k := strings.Join(t.ident, ".")
-	x, ok := a.m[k]
-	delete(a.m, k)
-	return x, ok
 }
 
 // summed returns rows, each added to s as it passes.
@@ -103,8 +89,8 @@ func summed(rows Rows, s *rollup.Stream) Rows {
 // all that changed since the snapshot st reflects: snap is the archival's,
 // and its parent is st's.
 func (c *Tier) rollupFromArchive(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot, st RollupState, w time.Time) (rows []rollup.Row, ok bool, err error) {
-	a, found := c.archived.take(t)
-	carry, carried := c.archived.takeCarry(t)
+	a, found := c.archived.sums.take(t)
+	carry, carried := c.archived.carry.take(t)
 	if !found || c.rollupReadsBack || a.snapshot != snap.SnapshotID || !st.Ok || snap.ParentSnapshotID == nil || *snap.ParentSnapshotID != st.Source {
 		return nil, false, nil
 	}
@@ -150,7 +136,7 @@ func (c *Tier) rollupFromArchive(ctx context.Context, t *Table, ice *table.Table
 			rows = append(rows, x)
 		}
 	}
-	c.archived.putCarry(t, next)
+	c.archived.carry.put(t, next)
 	c.rollupSummed.Add(1)
 	return rows, true, nil
 }
