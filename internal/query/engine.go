@@ -135,6 +135,7 @@ func New(s Settings, tables Tables) (*Engine, error) {
 		return nil, err
 	}
 	sp := &spare{set: s}
+	sp.started.Add(1)
 	sp.put(inst)
 	return &Engine{set: s, tables: Tables{Names: slices.Clone(tables.Names), Open: tables.Open}, spare: sp, analysed: newAnalyses()}, nil
 }
