@@ -134,7 +134,7 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	if err != nil {
 		return err
 	}
-	if len(a.completenessOf) == 1 && !a.unqualified && a.completenessIn[""] == false {
+	if len(a.completenessOf) == 1 && !a.unqualified && !a.completenessIn[""] {
 		name := a.completenessOf[0]
 		if err := authorise(append([]string{name}, a.tables()...), o.May); err != nil {
 			return err
@@ -343,19 +343,18 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 	if st.self != "" && !a.NoReadings {
 		h.first(h.Tables[0])
 	}
-	if st.self != "" && !a.NoReadings {
-		// The default table's schema is searched first: an unqualified
-		// relation of the tiers is its.
-		if _, err := inst.conn.ExecContext(ctx, `SET search_path = `+quote(database+`.`+ident(st.self)+`,`+database+`.main`)); err != nil {
-			return fmt.Errorf("query: the default table %s: %w", st.self, err)
-		}
-	}
 	for _, tr := range h.Tables {
 		h.Timing.Hot += tr.Timing.Hot
 		h.Timing.Plan += tr.Timing.Plan
 	}
+	// The default table's schema is searched first: an unqualified
+	// relation of the tiers is its.
+	search := ""
+	if st.self != "" && !a.NoReadings {
+		search = st.self
+	}
 	lock := time.Now()
-	if err := inst.lockdown(ctx, files, len(files) == 0 && len(inst.hot) > 0); err != nil {
+	if err := inst.lockdown(ctx, files, len(files) == 0 && len(inst.hot) > 0, search); err != nil {
 		return err
 	}
 	h.Timing.step(StepLockdown, lock)
