@@ -57,6 +57,10 @@ type Verification struct {
 	// reflects an older snapshot, so nothing was compared.
 	RollupDays   int
 	RollupBehind bool
+	// RollupAlteredFiles are the files of the table's daily rollup found
+	// not to be the files their commits recorded (each in Problems too):
+	// its rows are not compared with the readings then.
+	RollupAlteredFiles []string
 	// Forks are the commits MeterStore did not make found in the table's
 	// Hadoop-layout metadata mirror, and the mirror files altered in place
 	// (Fork.Altered); ResolveForks moves them aside and mirrors the log
@@ -182,7 +186,13 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 	}
 	// The rollup is compared with a scan of the data files: not with
 	// files found altered, which no read serves.
-	if ct != nil && len(altered) == 0 {
+	intact := true
+	if ct != nil {
+		var rerrs []error
+		intact, rerrs = s.verifyRollupFiles(ctx, ct, opts, &v)
+		errs = append(errs, rerrs...)
+	}
+	if ct != nil && len(altered) == 0 && intact {
 		rc, err := s.cold.VerifyRollup(ctx, ct, opts.Deep)
 		if err != nil {
 			errs = append(errs, err)
@@ -231,7 +241,7 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 		if err != nil {
 			errs = append(errs, err)
 		} else {
-			v.Orphans, v.YoungOrphans = r.Orphans, r.YoungFiles
+			v.Orphans, v.YoungOrphans = append(v.Orphans, r.Orphans...), append(v.YoungOrphans, r.YoungFiles...)
 			for _, o := range r.Orphans {
 				v.Problems = append(v.Problems, fmt.Sprintf("a file nothing references, older than the safety age %s: %s (%d bytes, modified %s, %s ago)",
 					age, o.Location, o.Size, o.ModTime.UTC().Format(time.RFC3339), wall.Sub(o.ModTime).Round(time.Minute)))
