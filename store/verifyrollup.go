@@ -15,12 +15,14 @@ import (
 // ct itself: its current metadata file against the digest the log
 // recorded, the chain of every snapshot it keeps, its data files (with
 // opts.Deep, their SHA-256), its metadata mirror, and the files under its
-// location that nothing references. What it finds goes into v, each
+// location that nothing references (unless the mirror holds a fork:
+// ResolveForks moves the rollup's aside with the table's). What it finds goes into v, each
 // problem naming the rollup; intact is false if a file of the rollup is
 // not the one committed, so that its rows are not compared. A table
 // without a rollup has nothing to check.
 func (s *Store) verifyRollupFiles(ctx context.Context, ct *cold.Table, opts VerifyOptions, v *Verification) (intact bool, errs []error) {
 	r := s.cold.RollupHandle(ct)
+	forked := false
 	name := "the daily rollup " + r.Name()
 	fc, err := s.cold.VerifyFiles(ctx, r, cold.VerifyOptions{Deep: opts.Deep})
 	var ae *cold.AlteredFileError
@@ -56,8 +58,9 @@ func (s *Store) verifyRollupFiles(ctx context.Context, ct *cold.Table, opts Veri
 		err = mc.VerifyMirror(ctx, r.Identifier())
 		switch {
 		case errors.As(err, &fe):
+			forked = true
 			for _, f := range fe.Forks {
-				v.Problems = append(v.Problems, name+": its metadata mirror holds a file MeterStore did not commit: "+f.String())
+				v.Problems = append(v.Problems, name+": "+forkProblem(f))
 			}
 		case err != nil:
 			errs = append(errs, err)
@@ -68,6 +71,10 @@ func (s *Store) verifyRollupFiles(ctx context.Context, ct *cold.Table, opts Veri
 			s.log.Error("store: a file of the daily rollup is not the file its commit recorded", "table", v.Table, "file", f)
 		}
 		return false, errs
+	}
+	if forked {
+		// Orphans refuses a mirror that holds a fork, a problem already.
+		return true, errs
 	}
 	age := opts.OrphanAge
 	if age <= 0 {
