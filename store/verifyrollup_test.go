@@ -16,7 +16,7 @@ import (
 // verification names the file, under the rollup's name,
 // and compares no rollup rows; restored, the verification passes again.
 // A rollup file nothing references, older than the safety age, is an
-// orphan of the table.
+// orphan of the table, which Orphans removes.
 func TestTamperedRollupFileIsCaught(t *testing.T) {
 	ctx := t.Context()
 	s, e, _, _ := tamperFixture(t)
@@ -83,5 +83,15 @@ func TestTamperedRollupFileIsCaught(t *testing.T) {
 	if v.OK() || len(v.Orphans) != 1 || !strings.HasSuffix(v.Orphans[0].Location, "stray.parquet") ||
 		len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "daily rollup") {
 		t.Fatalf("verification with a stray rollup file: %+v", v)
+	}
+	rep, err := s.Orphans(ctx, "power", OrphanOptions{Delete: true})
+	if err != nil || rep.Deleted != 1 || len(rep.Orphans) != 1 || !strings.HasSuffix(rep.Orphans[0].Location, "stray.parquet") {
+		t.Fatalf("orphan removal: %+v, %v", rep, err)
+	}
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Fatalf("the stray rollup file after its removal: %v", err)
+	}
+	if v := s.Verify(ctx, VerifyOptions{})[0]; !v.OK() {
+		t.Fatalf("verification after the orphan removal: %+v", v)
 	}
 }
