@@ -16,7 +16,8 @@ import (
 // verification names the file, under the rollup's name,
 // and compares no rollup rows; restored, the verification passes again.
 // A rollup file nothing references, older than the safety age, is an
-// orphan of the table, which Orphans removes.
+// orphan of the table, which Orphans removes; a compaction compacts the
+// rollup too.
 func TestTamperedRollupFileIsCaught(t *testing.T) {
 	ctx := t.Context()
 	s, e, _, _ := tamperFixture(t)
@@ -93,5 +94,19 @@ func TestTamperedRollupFileIsCaught(t *testing.T) {
 	}
 	if v := s.Verify(ctx, VerifyOptions{})[0]; !v.OK() {
 		t.Fatalf("verification after the orphan removal: %+v", v)
+	}
+
+	// A compaction takes the rollup's two files of the month with it.
+	c, err := s.Compact(ctx, "power", CompactOptions{})
+	if err != nil || c.Rollup.SnapshotID == 0 || c.Rollup.FilesBefore != 2 || c.Rollup.FilesAfter != 1 {
+		t.Fatalf("compaction: %+v, %v; want the rollup's files compacted", c, err)
+	}
+	// The table's compaction leaves the rollup a snapshot behind, until
+	// the next cycle.
+	if out, err := s.Archive(ctx, "power", dayN(4)); err != nil || out.RollupErr != "" {
+		t.Fatalf("the cycle after the compaction: %+v, %v", out, err)
+	}
+	if v := s.Verify(ctx, VerifyOptions{Deep: true})[0]; !v.OK() || v.RollupDays == 0 {
+		t.Fatalf("deep verification after the compaction: %+v", v)
 	}
 }
