@@ -2,8 +2,10 @@ package hot
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,6 +109,54 @@ func (e *encoded) setIDs(rows []staged) {
 	}
 }
 
+// keyOrder returns e's rows in the order of the primary key: series id,
+// from, version. Series ids follow the dictionary's key order, not the
+// batch's, and rows copied out of key order land in the middle of the
+// index's pages and split them half full; in key order a batch's new
+// series go to the rightmost pages, which splits leave full.
+func (e *encoded) keyOrder(rows []staged) []byte {
+	type key struct {
+		series int32
+		at     int32 // index in rows
+		from   int64
+		v      uint64
+	}
+	keys := make([]key, len(rows))
+	sorted := true
+	for i := range rows {
+		r := &rows[i]
+		keys[i] = key{r.series, int32(i), r.from.UnixMicro(), uint64(r.version)}
+		if i > 0 && sorted {
+			p := &keys[i-1]
+			sorted = p.series < r.series || p.series == r.series && (p.from < keys[i].from || p.from == keys[i].from && p.v < keys[i].v)
+		}
+	}
+	if sorted {
+		return e.buf
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.series, b.series); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.from, b.from); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.v, b.v)
+	})
+	// A row begins with its field count and the series id's length, 6
+	// bytes before the id, and ends where the next begins.
+	out := make([]byte, 0, len(e.buf))
+	out = append(out, e.buf[:len(copySignature)]...)
+	for _, k := range keys {
+		end := len(e.buf) - 2
+		if int(k.at)+1 < len(rows) {
+			end = e.at[k.at+1] - 6
+		}
+		out = append(out, e.buf[e.at[k.at]-6:end]...)
+	}
+	return append(out, e.buf[len(e.buf)-2:]...)
+}
+
 func appendInt32(b []byte, v int32) []byte {
 	b = binary.BigEndian.AppendUint32(b, 4)
 	return binary.BigEndian.AppendUint32(b, uint32(v))
@@ -132,7 +182,7 @@ func (h *Tier) copyEncoded(ctx context.Context, tx pgx.Tx, t *series.Table, l la
 	}
 	b.enc.setIDs(b.rows)
 	cols := l.writeColumns(t, true)
-	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b.enc.buf),
+	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b.enc.keyOrder(b.rows)),
 		`COPY `+h.ident(t.Name)+` (`+strings.Join(cols, ", ")+`) FROM STDIN BINARY`)
 	return err
 }
