@@ -109,32 +109,39 @@ func (e *encoded) setIDs(rows []staged) {
 	}
 }
 
-// keyOrder returns e's rows in the order of the primary key: series id,
-// from, version. Series ids follow the dictionary's key order, not the
-// batch's, and rows copied out of key order land in the middle of the
-// index's pages and split them half full; in key order a batch's new
-// series go to the rightmost pages, which splits leave full.
+// keyOrder returns e's rows in the order of the primary key, series id
+// first. Series ids follow the dictionary's key order, not the batch's,
+// and rows copied out of key order land in the middle of the index's
+// pages and split them half full; in key order a batch's new series go
+// to the rightmost pages, which splits leave full. Rows come in runs of
+// one series and version whose starts ascend, and the runs are sorted:
+// only two versions of a series in one batch are then not quite in key
+// order, which costs the index a little room, never a row.
 func (e *encoded) keyOrder(rows []staged) []byte {
-	type key struct {
-		series int32
-		at     int32 // index in rows
-		from   int64
-		v      uint64
+	type run struct {
+		series     int32
+		from       int64
+		v          uint64
+		first, end int // rows[first:end]
 	}
-	keys := make([]key, len(rows))
+	var runs []run
 	sorted := true
 	for i := range rows {
 		r := &rows[i]
-		keys[i] = key{r.series, int32(i), r.from.UnixMicro(), uint64(r.version)}
-		if i > 0 && sorted {
-			p := &keys[i-1]
-			sorted = p.series < r.series || p.series == r.series && (p.from < keys[i].from || p.from == keys[i].from && p.v < keys[i].v)
+		if n := len(runs); n > 0 {
+			p := &runs[n-1]
+			if p.series == r.series && p.v == uint64(r.version) && rows[i-1].from.Before(r.from) {
+				p.end = i + 1
+				continue
+			}
+			sorted = sorted && (p.series < r.series || p.series == r.series && rows[p.first].from.Before(r.from))
 		}
+		runs = append(runs, run{series: r.series, from: r.from.UnixMicro(), v: uint64(r.version), first: i, end: i + 1})
 	}
 	if sorted {
 		return e.buf
 	}
-	slices.SortFunc(keys, func(a, b key) int {
+	slices.SortFunc(runs, func(a, b run) int {
 		if c := cmp.Compare(a.series, b.series); c != 0 {
 			return c
 		}
@@ -144,15 +151,15 @@ func (e *encoded) keyOrder(rows []staged) []byte {
 		return cmp.Compare(a.v, b.v)
 	})
 	// A row begins with its field count and the series id's length, 6
-	// bytes before the id, and ends where the next begins.
+	// bytes before the id; a run ends where the row after it begins.
 	out := make([]byte, 0, len(e.buf))
 	out = append(out, e.buf[:len(copySignature)]...)
-	for _, k := range keys {
+	for _, r := range runs {
 		end := len(e.buf) - 2
-		if int(k.at)+1 < len(rows) {
-			end = e.at[k.at+1] - 6
+		if r.end < len(rows) {
+			end = e.at[r.end] - 6
 		}
-		out = append(out, e.buf[e.at[k.at]-6:end]...)
+		out = append(out, e.buf[e.at[r.first]-6:end]...)
 	}
 	return append(out, e.buf[len(e.buf)-2:]...)
 }
