@@ -123,7 +123,9 @@ func NewDecoder(r io.Reader, f Format, t *series.Table) (*Decoder, error) {
 	switch f {
 	case CSV:
 		d.csv = csv.NewReader(r)
-		d.csv.ReuseRecord = false
+		// Only the fields' strings outlive the next Read: record reads the
+		// slice at once.
+		d.csv.ReuseRecord = true
 		header, err := d.csv.Read()
 		var pe *csv.ParseError
 		switch {
