@@ -296,9 +296,16 @@ func checkPartitions(t *series.Table, b *batch, names []string) error {
 func (h *Tier) lockPartitions(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch, all bool) error {
 	var keys []int32
 	var parts []time.Time
+	var own, next time.Time // the partition of the row before, when it read only that one
 	for i := range b.rows {
 		s := &b.rows[i]
-		parts = probedPartitions(t, s, parts[:0])
+		// Rows come in runs of one partition: a row within the one
+		// before's, without ancestors, reads only that one too.
+		if len(s.anc) == 0 && !s.from.Before(own) && !next.Before(s.to) {
+			parts = append(parts[:0], own)
+		} else if parts = probedPartitions(t, s, parts[:0]); len(parts) == 1 && len(s.anc) == 0 {
+			own, next = parts[0], t.Width.Next(parts[0])
+		}
 		s.probe = all || len(parts) > 1
 		if !s.probe {
 			continue
