@@ -56,7 +56,8 @@ func binaryDirect(t *series.Table, l layout) bool {
 }
 
 // encodeDirect encodes rows in the columns of l.writeColumns, l being
-// one of the dictionary layouts, with their ids as they are.
+// one of the dictionary layouts, with room for their ids, which it does
+// not read: the write may be finding them meanwhile.
 func encodeDirect(l layout, rows []staged) *encoded {
 	if _, ok := l.(leanLayout); ok {
 		return encodeLean(rows)
@@ -67,8 +68,8 @@ func encodeDirect(l layout, rows []staged) *encoded {
 		r := &rows[i]
 		b = binary.BigEndian.AppendUint16(b, 8)
 		e.at[i] = len(b) + 4
-		b = appendInt32(b, r.series)
-		b = appendInt32(b, r.attr)
+		b = appendInt32(b, 0) // the ids, filled in by setIDs
+		b = appendInt32(b, 0)
 		b = appendTime(b, r.from)
 		b = appendTime(b, r.to)
 		b = appendField(b, func(b []byte) []byte { return pgnum.AppendMicro(b, r.value) })
@@ -90,8 +91,8 @@ func encodeLean(rows []staged) *encoded {
 		r := &rows[i]
 		b = binary.BigEndian.AppendUint16(b, 5)
 		e.at[i] = len(b) + 4
-		b = appendInt32(b, r.series)
-		b = appendInt32(b, r.attr)
+		b = appendInt32(b, 0) // the ids, filled in by setIDs
+		b = appendInt32(b, 0)
 		b = appendTime(b, r.from)
 		b = binary.BigEndian.AppendUint32(b, 8)
 		b = binary.BigEndian.AppendUint64(b, uint64(versionBiased(uint64(r.version))))
@@ -184,7 +185,11 @@ func appendField(b []byte, enc func([]byte) []byte) []byte {
 
 // copyEncoded copies b's encoded rows into t's parent, in tx.
 func (h *Tier) copyEncoded(ctx context.Context, tx pgx.Tx, t *series.Table, l layout, b *batch) error {
-	if b.enc == nil {
+	switch {
+	case b.enc != nil:
+	case b.encoding != nil:
+		b.enc = <-b.encoding
+	default:
 		b.enc = encodeDirect(l, b.rows)
 	}
 	b.enc.setIDs(b.rows)
