@@ -223,7 +223,7 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 		case err != nil:
 			return err
 		case done:
-			return tx.Commit(ctx)
+			return h.commit(ctx, tx)
 		}
 		// A stored row refused the batch: it may be a redelivery, which
 		// is no error, so the staged path finds out which rows did.
@@ -262,6 +262,17 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 			return err
 		}
 		probeAll = true
+	}
+	return h.commit(ctx, tx)
+}
+
+// commit commits a write's transaction once the test hook, if set, has
+// let it: a test holds a write there, its rows stored and uncommitted.
+func (h *Tier) commit(ctx context.Context, tx pgx.Tx) error {
+	if h.beforeCommit != nil {
+		if err := h.beforeCommit(ctx); err != nil {
+			return err
+		}
 	}
 	return tx.Commit(ctx)
 }
