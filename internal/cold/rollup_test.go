@@ -297,3 +297,56 @@ func TestDailyRollupCompaction(t *testing.T) {
 	f.archive(t, from, from.Add(24*time.Hour))
 	catchUp("a window after the compaction")
 }
+
+// TestDailyRollupPrepCrash archives a window whose rollup commit the
+// archival prepared, and "crashes" before the catch-up: another Tier on
+// the same catalog, which holds no prep, catches the rollup up by reading
+// the window back, and the prepared file is left for orphan removal. The
+// first Tier's catch-up then finds its prep overtaken: it commits
+// nothing, and deletes the file.
+func TestDailyRollupPrepCrash(t *testing.T) {
+	e := newEnv(t, Options{})
+	f := &rollupFixture{e: e, tab: loadProfile("power"), rng: rand.New(rand.NewPCG(52, uint64(time.Now().UnixNano())))}
+	f.h = e.ensure(t, f.tab)
+	mar2, mar3, mar4 := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
+	f.archive(t, mar2, mar3)
+	if _, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil {
+		t.Fatal(err)
+	}
+	f.archive(t, mar3, mar4)
+	r := e.tier.RollupHandle(f.h)
+	orphans := func() int {
+		t.Helper()
+		rep, err := e.tier.Orphans(t.Context(), r, OrphanOptions{Before: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rep.Orphans)
+	}
+	if n := orphans(); n != 1 {
+		t.Fatalf("%d unreferenced rollup files after the archival, want its prepared one", n)
+	}
+	other, err := New(e.cat, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oh, err := other.Ensure(t.Context(), f.tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := other.CatchUpRollup(t.Context(), oh); err != nil || c.SnapshotID == 0 || other.rollupSummed.Load() != 0 {
+		t.Fatalf("the catch-up after the crash: %+v, %v, %d from sums", c, err, other.rollupSummed.Load())
+	}
+	if why := f.check(t); why != "" {
+		t.Fatalf("after the crash: %s", why)
+	}
+	if c, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil || c.SnapshotID != 0 {
+		t.Fatalf("the overtaken prep's catch-up: %+v, %v; want nothing committed", c, err)
+	}
+	if n := orphans(); n != 0 {
+		t.Fatalf("%d unreferenced rollup files after the overtaken prep, want none", n)
+	}
+	if why := f.check(t); why != "" {
+		t.Fatalf("at the end: %s", why)
+	}
+}
