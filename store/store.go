@@ -185,7 +185,7 @@ func (e *TableOpenError) IsRetryable() bool { return IsRetryable(e.Err) }
 // such, fails Open; a table that cannot be opened for any other reason
 // (unreadable cold metadata, a quarantined schema) does not: it fails
 // alone, and Status names it.
-func Open(ctx context.Context, opts Options) (*Store, error) {
+func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if opts.Pool == nil || opts.Catalog == nil {
 		return nil, errors.New("store: a pool and a catalog are required")
 	}
@@ -198,7 +198,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		opts.Catalog = catalog.Guard(opts.Catalog, cold.WatermarkCheck())
 	}
 	s := &Store{opts: opts, log: log, archive: opts.Archive.config(log)}
-	var err error
 	if s.metrics, err = metrics.New(opts.Meters); err != nil {
 		return nil, fmt.Errorf("store: metrics: %w", err)
 	}
@@ -226,6 +225,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.engine, err = query.New(opts.Query.settings(), query.Tables{Names: names, Open: s.queryTable}); err != nil {
 		return nil, fmt.Errorf("store: query engine: %w", err)
 	}
+	// Built before the tables, so that settings it refuses touch none of
+	// them; an Open that fails after it closes its warm instance now
+	// rather than when its idle timer fires.
+	defer func() {
+		if err != nil {
+			s.engine.Close()
+		}
+	}()
 	seen := map[string]bool{}
 	for i := range opts.Tables {
 		decl := &opts.Tables[i]

@@ -114,20 +114,35 @@ func isReadings(name string) bool {
 func str(v any) string { s, _ := v.(string); return s }
 
 // tableOf returns the declared table whose relation the base table
-// reference ref names: "" for the table self whose engine runs the
-// statement (no schema, main or self's name), otherwise its schema, the
-// name of another table. A reference into another catalog than the
-// query's is self's: it binds to nothing, and reading self unbounded is
-// the conservative answer.
+// reference ref names: "" for the default table self (no schema or
+// self's name), otherwise its schema, the name of another table. A
+// reference into another catalog than the query's is self's: it binds to
+// nothing, and reading self unbounded is the conservative answer.
 func tableOf(ref map[string]any, self string) string {
 	schema := strings.ToLower(str(ref["schema_name"]))
 	if c := str(ref["catalog_name"]); c != "" && !strings.EqualFold(c, database) {
 		return ""
 	}
-	if schema == "" || schema == "main" || schema == self {
+	if schema == "" || schema == self {
 		return ""
 	}
 	return schema
+}
+
+// inMain returns the first relation of the tiers the statement names in
+// the schema main of the query's database, as written, "" if none. No
+// table's relations are there: each table's are in the schema of its
+// name, and the default table's are also found unqualified.
+func (r *references) inMain() (schema, name string) {
+	for _, refs := range [][]map[string]any{r.readings, r.completeness, r.daily} {
+		for _, ref := range refs {
+			c := str(ref["catalog_name"])
+			if strings.EqualFold(str(ref["schema_name"]), "main") && (c == "" || strings.EqualFold(c, database)) {
+				return str(ref["schema_name"]), str(ref["table_name"])
+			}
+		}
+	}
+	return "", ""
 }
 
 // qualify sets the catalog of every table reference system.x to the

@@ -118,7 +118,7 @@ type querier interface {
 
 // analyze parses text with DuckDB's own parser (json_serialize_sql),
 // refuses it unless it is a single SELECT, and returns the range it reads
-// of the table self (readings, readings_versions, main.x or self.x) and of
+// of the table self (readings, readings_versions or self.x) and of
 // every other table it names (<table>.readings). It is conservative: only
 // a table whose relations the statement references exactly once, where
 // that reference is a leaf of the FROM of a SELECT without CTE or sample
@@ -191,6 +191,16 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	node, _ := stmt["node"].(map[string]any)
 	var refs references
 	refs.walk(node)
+	if schema, name := refs.inMain(); schema != "" {
+		// It would bind to nothing, and only once the tiers had been
+		// read for it.
+		table := self
+		if table == "" {
+			table = "<table>"
+		}
+		return analysis{}, fmt.Errorf("%w: %s.%s: a table's relations are in the schema of its name, as %s.%s, and the default table's are also found unqualified",
+			ErrInvalidQuery, schema, name, table, name)
+	}
 	a.relations = a.system || refs.others
 	// The references of each table, self's under "".
 	byTable := map[string]int{}

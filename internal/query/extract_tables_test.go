@@ -40,9 +40,9 @@ func TestExtractTables(t *testing.T) {
 		// Unqualified columns are ambiguous in a join: they bound nothing.
 		{sql: `SELECT * FROM readings p, gas.readings g WHERE "from" >= '2026-01-01 00:00:00Z'`,
 			unqual: true, own: open, tables: map[string]series.Range{"gas": open}},
-		// The default table by its name, and its relations in main.
+		// The default table by its name, and unqualified.
 		{sql: `SELECT * FROM power.readings WHERE "from" >= '2026-01-01 00:00:00Z'`, own: from(a)},
-		{sql: `SELECT * FROM power.readings x JOIN main.readings y USING (malo_id) WHERE x."from" >= '2026-01-01 00:00:00Z'`, own: open, unqual: true},
+		{sql: `SELECT * FROM power.readings x JOIN readings y USING (malo_id) WHERE x."from" >= '2026-01-01 00:00:00Z'`, own: open, unqual: true},
 		// Twice the same table, a subquery, a CTE, a positional or as-of
 		// join, query_table: open.
 		{sql: `SELECT * FROM gas.readings g JOIN gas.readings_versions v USING (malo_id) WHERE g."from" >= '2026-01-01 00:00:00Z'`,

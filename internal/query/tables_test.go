@@ -284,9 +284,47 @@ func TestCrossTableRefusals(t *testing.T) {
 	}
 }
 
+// TestMainRefused: no table's relations are in the schema main, so a
+// statement that names main.readings or the like, with a default table or
+// without, is refused at its analysis with an error that says where they
+// are, before either table's tiers are read; the same relations in the
+// schema of their table are read.
+func TestMainRefused(t *testing.T) {
+	tt := newTwoTables(t)
+	tt.power.Calls()
+	tt.gas.Calls()
+	for _, c := range []struct{ sql, self, want string }{
+		{`SELECT count(*) FROM main.readings`, "power", "main.readings: a table's relations are in the schema of its name, as power.readings"},
+		{`SELECT count(*) FROM MAIN.readings_versions`, "power", "MAIN.readings_versions: "},
+		{`SELECT count(*) FROM meterstore.main.completeness`, "power", "main.completeness: "},
+		{`SELECT count(*) FROM main.daily`, "power", "main.daily: "},
+		{`SELECT count(*) FROM power.readings x JOIN main.readings y USING (malo_id)`, "power", "main.readings: "},
+		{`SELECT count(*) FROM gas.readings, main.readings`, "", "main.readings: a table's relations are in the schema of its name, as <table>.readings"},
+		{`SELECT * FROM query('SELECT count(*) FROM main.readings')`, "power", "main.readings: "},
+	} {
+		st, err := tt.ePower.Prepare(t.Context(), c.sql, PrepareOptions{Table: c.self})
+		if st != nil {
+			st.Close()
+		}
+		if !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s, default %q: %v, want an invalid statement saying %q", c.sql, c.self, err, c.want)
+		}
+		if calls := append(tt.power.Calls(), tt.gas.Calls()...); len(calls) != 0 {
+			t.Errorf("%s: a refused statement read the tiers: %v", c.sql, calls)
+		}
+	}
+	if _, err := Extract(`SELECT * FROM main.readings`); !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), "main.readings: ") {
+		t.Errorf("Extract of main.readings: %v", err)
+	}
+	want := rowsOf(query(t, tt.ePower, `SELECT count(*) FROM readings`))
+	if got := rowsOf(query(t, tt.ePower, `SELECT count(*) FROM meterstore.power.readings`)); len(want) != 1 || !slices.Equal(got, want) {
+		t.Errorf("power.readings in the query's database: %v, unqualified %v", got, want)
+	}
+}
+
 // TestCrossTableAlone: a statement that reads only another table reads
 // none of the engine's own, and the engine's own table by its name is
-// the same as in main.
+// the same as unqualified.
 func TestCrossTableAlone(t *testing.T) {
 	tt := newTwoTables(t)
 	tt.power.Calls()
