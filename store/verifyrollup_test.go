@@ -109,4 +109,29 @@ func TestTamperedRollupFileIsCaught(t *testing.T) {
 	if v := s.Verify(ctx, VerifyOptions{Deep: true})[0]; !v.OK() || v.RollupDays == 0 {
 		t.Fatalf("deep verification after the compaction: %+v", v)
 	}
+
+	// The files the compaction replaced go as the table's do: expiry takes
+	// the rollup's snapshots with the table's, and orphan removal deletes
+	// the files, so the superseded day's sum is in no file left.
+	x := e.open(t, Options{Snapshots: SnapshotRetention{MaxAge: time.Millisecond, KeepLast: 1}})
+	time.Sleep(5 * time.Millisecond)
+	if ex, err := x.ExpireSnapshots(ctx, "power", time.Now()); err != nil || len(ex.Expired) == 0 || ex.RollupExpired == 0 {
+		t.Fatalf("expiry: %+v, %v", ex, err)
+	}
+	if rep, err := x.Orphans(ctx, "power", OrphanOptions{OlderThan: time.Nanosecond, Delete: true}); err != nil || rep.Deleted == 0 {
+		t.Fatalf("orphan removal after expiry: %+v, %v", rep, err)
+	}
+	for _, p := range []string{old, next} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("rollup file %s, which the compaction replaced, after expiry and orphan removal: %v", p, err)
+		}
+	}
+	for _, f := range warehouseFiles(t, e.dir, "meterstore_daily/power/data") {
+		if p := filepath.Join(e.dir, f); strings.HasSuffix(f, ".parquet") && tampertest.Holds(t, p, "value_sum", 7004) {
+			t.Fatalf("rollup file %s still holds the superseded day's sum", f)
+		}
+	}
+	if v := x.Verify(ctx, VerifyOptions{Deep: true})[0]; !v.OK() || v.RollupDays == 0 {
+		t.Fatalf("deep verification after expiry and orphan removal: %+v", v)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/internal/rollup"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
@@ -275,6 +277,7 @@ func TestDailyRollupCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	preCompaction := rollupDataFiles(t, e, r)
 	c, err := e.tier.CompactRollup(t.Context(), f.h, 2)
 	if err != nil || c.SnapshotID == 0 || c.FilesAfter >= c.FilesBefore || c.FilesAfter != 1 || c.RowsAfter >= c.RowsBefore {
 		t.Fatalf("compaction: %+v, %v; want fewer files, and rows of superseded rollup versions gone", c, err)
@@ -291,11 +294,72 @@ func TestDailyRollupCompaction(t *testing.T) {
 	if fc, err := e.tier.VerifyFiles(t.Context(), r, VerifyOptions{Deep: true}); err != nil || len(fc.Problems) > 0 || fc.Files != c.FilesAfter {
 		t.Fatalf("the rollup's files after the compaction: %+v, %v", fc, err)
 	}
+	ice, err := e.tier.load(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := ice.FS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := ice.Scan().PlanFiles(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := slices.DeleteFunc(preCompaction, func(p string) bool {
+		return slices.ContainsFunc(tasks, func(ft table.FileScanTask) bool { return ft.File.FilePath() == p })
+	})
 	if again, err := e.tier.CompactRollup(t.Context(), f.h, 2); err != nil || again.SnapshotID != 0 {
 		t.Fatalf("a compaction of a file a month: %+v, %v", again, err)
 	}
 	f.archive(t, from, from.Add(24*time.Hour))
 	catchUp("a window after the compaction")
+	// The files the compaction replaced go as the table's do: expiry takes
+	// the rollup's snapshots of the table's snapshots it removes, and then
+	// nothing references them, so orphan removal deletes them.
+	if _, err := e.tier.ExpireSnapshots(t.Context(), f.h, time.Now().Add(time.Hour), Retention{KeepLast: 1, MaxAge: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.tier.Orphans(t.Context(), r, OrphanOptions{Before: time.Now().Add(time.Hour), Delete: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := rollupDataFiles(t, e, r)
+	gone := 0
+	for _, p := range replaced {
+		if slices.Contains(left, p) {
+			t.Fatalf("rollup file %s, which the compaction replaced, is still referenced after expiry", p)
+		}
+		if _, err := fsys.Open(p); !errors.Is(err, iofs.ErrNotExist) {
+			t.Fatalf("rollup file %s, which the compaction replaced, is still there after orphan removal (%d deleted): %v", p, rep.Deleted, err)
+		}
+		gone++
+	}
+	if gone == 0 {
+		t.Fatal("the compaction replaced no rollup file")
+	}
+	if why := f.check(t); why != "" {
+		t.Fatalf("after expiry and orphan removal: %s", why)
+	}
+}
+
+// rollupDataFiles returns the data files r's metadata references, of every
+// snapshot it holds.
+func rollupDataFiles(t *testing.T, e *env, r *Table) []string {
+	t.Helper()
+	ice, err := e.tier.load(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := ice.FS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := collectReferences(ice.Metadata(), ice.MetadataLocation(), fsys, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return refs.data
 }
 
 // TestDailyRollupPrepCrash archives a window whose rollup commit the
