@@ -390,7 +390,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 	}
 	h.Timing.step(StepLockdown, lock)
 	h.Timing.Read = time.Since(begin)
-	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, pages: e.pages}, h, start, row)
+	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, small: smallHint(a), memo: a.memo, pages: e.pages}, h, start, row)
 }
 
 // visibleRelations returns rels with only the rows of the tables may
