@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -42,6 +43,44 @@ const smallSeries = 16
 // share it.
 type runMemo struct {
 	rows atomic.Int64 // of the last complete result, plus one; 0: none yet
+
+	mu   sync.Mutex
+	cols *keptColumns // nil: none kept
+}
+
+// A keptColumns is the names and types of a statement's columns as the
+// views of the engines scope bound it.
+type keptColumns struct {
+	names []string
+	types []duckdb.TypeInfo
+	scope []*Engine
+}
+
+// columns returns the names and types of the statement's columns kept
+// for the views of the engines scope, if any: they are a function of the
+// statement's text and parameters, which key the analysis, and of the
+// views, which are the tables' declarations and layouts, fixed for an
+// engine's life.
+func (m *runMemo) columns(scope []*Engine) (names []string, types []duckdb.TypeInfo, ok bool) {
+	if m == nil || scope == nil {
+		return nil, nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cols == nil || !slices.Equal(m.cols.scope, scope) {
+		return nil, nil, false
+	}
+	return m.cols.names, m.cols.types, true
+}
+
+// keep keeps the names and types of the statement's columns for scope.
+func (m *runMemo) keep(scope []*Engine, names []string, types []duckdb.TypeInfo) {
+	if m == nil || scope == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cols = &keptColumns{names: names, types: types, scope: scope}
 }
 
 // small reports whether the statement's result is to be tried as a small

@@ -45,6 +45,15 @@ func TestSmallResultSkipsTheTable(t *testing.T) {
 	if len(small.Rows) == 0 {
 		t.Fatal("no rows of one meter's day")
 	}
+	key, _ := analysisKey(point, e.table.Name, nil)
+	a, _ := e.analysed.get(key)
+	names, _, ok := a.memo.columns([]*Engine{e})
+	if !ok || !slices.Equal(names, small.Columns) {
+		t.Fatalf("columns kept with the analysis: %v %v", names, ok)
+	}
+	if _, _, ok := a.memo.columns([]*Engine{newEngine(t, s)}); ok {
+		t.Fatal("columns kept for another engine's views")
+	}
 	forget(t, e, point)
 	table := query(t, e, point)
 	if got := stepNames(table.Header); !slices.Equal(got, []string{StepDescribe, StepCreate, StepFinish, StepFirstPage}) {

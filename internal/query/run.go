@@ -28,12 +28,16 @@ const resultTable = "meterstore_result"
 func run(ctx context.Context, inst *instance, r runSpec, h *Header, start func(*Header) error, row func([]any) error) error {
 	conn := inst.conn
 	begin := time.Now()
-	names, types, ok := described(ctx, conn, r)
+	names, types, ok := r.memo.columns(r.scope)
 	if !ok {
-		var err error
-		if names, types, err = check(ctx, conn, r.sql, r.rendered); err != nil {
-			return inst.finish(h, err)
+		names, types, ok = described(ctx, conn, r)
+		if !ok {
+			var err error
+			if names, types, err = check(ctx, conn, r.sql, r.rendered); err != nil {
+				return inst.finish(h, err)
+			}
 		}
+		r.memo.keep(r.scope, names, types)
 	}
 	begin = h.Timing.step(StepDescribe, begin)
 	if unresolved(types) {
@@ -125,6 +129,10 @@ type runSpec struct {
 	// memo is what the statement's earlier runs learnt, if kept.
 	small bool
 	memo  *runMemo
+	// scope are the engines whose views the statement binds, the
+	// statement's own first; nil where it binds other relations too,
+	// whose columns are not kept (see runMemo.columns).
+	scope []*Engine
 	// pages, if set, learns the rows and bytes of each page (tests).
 	pages func(rows, bytes int64)
 }

@@ -385,12 +385,29 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		h.Timing.Plan += tr.Timing.Plan
 	}
 	lock := time.Now()
-	if err := inst.lockdown(ctx, files, len(files) == 0 && len(inst.hot) > 0); err != nil {
+	threads := e.set.Threads
+	if len(files) == 0 && len(inst.hot) > 0 {
+		threads = 1
+	}
+	if err := inst.lockdown(ctx, files, threads); err != nil {
 		return err
 	}
 	h.Timing.step(StepLockdown, lock)
 	h.Timing.Read = time.Since(begin)
-	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, small: smallHint(a), memo: a.memo, pages: e.pages}, h, start, row)
+	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, small: smallHint(a), memo: a.memo, scope: st.scope(), pages: e.pages}, h, start, row)
+}
+
+// scope returns the engines whose views the statement binds, its own
+// first, or nil where it may bind an in-memory relation too.
+func (st *Statement) scope() []*Engine {
+	if st.a.relations {
+		return nil
+	}
+	out := []*Engine{st.e}
+	for _, o := range st.others {
+		out = append(out, o.engine)
+	}
+	return out
 }
 
 // visibleRelations returns rels with only the rows of the tables may
