@@ -26,7 +26,7 @@ func benchmarkQuery(b *testing.B, sql string) {
 	}
 	s.archive(feb2026)
 	s.archive(mar2026)
-	e, err := New(s.tab, s, Settings{Threads: 1})
+	e, err := single(s.tab, s, Settings{Threads: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,12 +58,12 @@ func BenchmarkSmallResult(b *testing.B) {
 	for _, m := range []int{0, 1, 2} {
 		s.addHot(quarterHours(1, jan2026.AddDate(0, m, 0), 96)...)
 	}
-	e, err := New(s.tab, s, Settings{Threads: 1})
+	e, err := single(s.tab, s, Settings{Threads: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	point := `SELECT "from", value FROM readings WHERE malo_id = '` + malo(1) + `' AND "from" >= '2026-03-01 00:00:00Z' AND "from" < '2026-03-02 00:00:00Z'`
-	key, _ := analysisKey(point, e.table.Name, nil)
+	key, _ := analysisKey(point, e.first(), nil)
 	var took, steps [2]time.Duration
 	for b.Loop() {
 		for large := range 2 {

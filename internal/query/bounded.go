@@ -49,19 +49,21 @@ type runMemo struct {
 }
 
 // A keptColumns is the names and types of a statement's columns as the
-// views of the engines scope bound it.
+// views of the tables scope bound it.
 type keptColumns struct {
 	names []string
 	types []duckdb.TypeInfo
-	scope []*Engine
+	scope []*Table
 }
 
 // columns returns the names and types of the statement's columns kept
-// for the views of the engines scope, if any: they are a function of the
-// statement's text and parameters, which key the analysis, and of the
-// views, which are the tables' declarations and layouts, fixed for an
-// engine's life.
-func (m *runMemo) columns(scope []*Engine) (names []string, types []duckdb.TypeInfo, ok bool) {
+// for the views of the tables scope, if any. They are a function of the
+// statement's text, default table and parameters, which key the
+// analysis, and of the views, which are each table's declaration and
+// layout: a Table holds one declaration for its life, and a table opened
+// again, or with its columns evolved, is another Table (NewTable). The
+// Tables kept are held, so that no other takes one's address.
+func (m *runMemo) columns(scope []*Table) (names []string, types []duckdb.TypeInfo, ok bool) {
 	if m == nil || scope == nil {
 		return nil, nil, false
 	}
@@ -74,7 +76,7 @@ func (m *runMemo) columns(scope []*Engine) (names []string, types []duckdb.TypeI
 }
 
 // keep keeps the names and types of the statement's columns for scope.
-func (m *runMemo) keep(scope []*Engine, names []string, types []duckdb.TypeInfo) {
+func (m *runMemo) keep(scope []*Table, names []string, types []duckdb.TypeInfo) {
 	if m == nil || scope == nil {
 		return
 	}

@@ -22,7 +22,7 @@ func stepNames(h Header) []string {
 // forget has e's kept analysis of text take its next result for large.
 func forget(t *testing.T, e *Engine, text string) {
 	t.Helper()
-	key, ok := analysisKey(text, e.table.Name, nil)
+	key, ok := analysisKey(text, e.first(), nil)
 	a, hit := e.analysed.get(key)
 	if !ok || !hit || a.memo == nil {
 		t.Fatalf("no analysis kept of %s", text)
@@ -45,14 +45,14 @@ func TestSmallResultSkipsTheTable(t *testing.T) {
 	if len(small.Rows) == 0 {
 		t.Fatal("no rows of one meter's day")
 	}
-	key, _ := analysisKey(point, e.table.Name, nil)
+	key, _ := analysisKey(point, e.first(), nil)
 	a, _ := e.analysed.get(key)
-	names, _, ok := a.memo.columns([]*Engine{e})
+	names, _, ok := a.memo.columns([]*Table{e.firstTable()})
 	if !ok || !slices.Equal(names, small.Columns) {
 		t.Fatalf("columns kept with the analysis: %v %v", names, ok)
 	}
-	if _, _, ok := a.memo.columns([]*Engine{newEngine(t, s)}); ok {
-		t.Fatal("columns kept for another engine's views")
+	if _, _, ok := a.memo.columns([]*Table{newEngine(t, s).firstTable()}); ok {
+		t.Fatal("columns kept for another Table's views")
 	}
 	forget(t, e, point)
 	table := query(t, e, point)

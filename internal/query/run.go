@@ -129,10 +129,10 @@ type runSpec struct {
 	// memo is what the statement's earlier runs learnt, if kept.
 	small bool
 	memo  *runMemo
-	// scope are the engines whose views the statement binds, the
-	// statement's own first; nil where it binds other relations too,
-	// whose columns are not kept (see runMemo.columns).
-	scope []*Engine
+	// scope are the tables whose views the statement binds, its default
+	// first; nil where it binds other relations too, whose columns are
+	// not kept (see runMemo.columns).
+	scope []*Table
 	// pages, if set, learns the rows and bytes of each page (tests).
 	pages func(rows, bytes int64)
 }
