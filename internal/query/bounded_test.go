@@ -1,10 +1,14 @@
 package query
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/meterstore/meterstore/series"
 )
 
 // stepNames returns the names of h's steps from describe on.
@@ -64,6 +68,57 @@ func TestSmallResultSkipsTheTable(t *testing.T) {
 	}
 	if fmt.Sprint(small.Rows) != fmt.Sprint(table.Rows) {
 		t.Errorf("rows differ from the table's:\n%v\n%v", small.Rows, table.Rows)
+	}
+}
+
+// TestKeptColumnsFollowTheTable: a statement's columns kept with its
+// analysis are the ones of the Table it bound; the table opened again
+// with a column more, as an evolution of its declaration does, its next
+// run has the new column, in its header and its rows.
+func TestKeptColumnsFollowTheTable(t *testing.T) {
+	before := newSource(t, loadProfile())
+	evolved := loadProfile()
+	evolved.Columns = append(evolved.Columns, series.Column{Name: "tariff"})
+	after := newSource(t, evolved)
+	var open atomic.Pointer[Table]
+	for _, s := range []*memSource{before, after} {
+		s.addHot(quarterHours(1, mar2026, 4)...)
+	}
+	first, err := NewTable(before.tab, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open.Store(first)
+	e, err := New(Settings{Threads: 1, MemoryLimit: "256MB"}, Tables{Names: []string{"power"},
+		Open: func(context.Context, string) (*Table, error) { return open.Load(), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	all := `SELECT * FROM readings ORDER BY "from"`
+	old := query(t, e, all)
+	if slices.Contains(old.Columns, "tariff") || !slices.Contains(old.Columns, "seq") || len(old.Rows) != 4 {
+		t.Fatalf("before the evolution: columns %v, %d rows", old.Columns, len(old.Rows))
+	}
+	second, err := NewTable(after.tab, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open.Store(second)
+	res := query(t, e, all)
+	if got := stepNames(res.Header); !slices.Equal(got, []string{StepDescribe, StepBounded, StepFinish}) {
+		t.Fatalf("steps after the evolution: %v", got)
+	}
+	if !slices.Equal(res.Columns, append(slices.Clone(old.Columns), "tariff")) || len(res.Types) != len(res.Columns) {
+		t.Fatalf("columns after the evolution %v %v, before %v", res.Columns, res.Types, old.Columns)
+	}
+	if len(res.Rows) != 4 {
+		t.Fatalf("%d rows after the evolution", len(res.Rows))
+	}
+	for i, r := range res.Rows {
+		if len(r) != len(res.Columns) || r[len(r)-1] != nil {
+			t.Fatalf("row %d after the evolution: %v", i, r)
+		}
 	}
 }
 
