@@ -105,6 +105,9 @@ type analysis struct {
 	// any relation, lowercase; nil if it may read every column (see
 	// columnNames).
 	columns map[string]bool
+	// memo is what the statement's runs learn for the next, shared by
+	// the copies of a kept analysis; nil for one not kept.
+	memo *runMemo
 }
 
 // onlySelect is json_serialize_sql's error for a statement other than a
