@@ -167,6 +167,8 @@ func rollupBatches(decl *series.Table, cal *metering.Calendar, asc *arrow.Schema
 						}
 					case "present":
 						fb.(*array.Int64Builder).Append(x.Present)
+					case "on_grid":
+						fb.(*array.Int64Builder).Append(x.OnGrid)
 					case "value_sum":
 						fb.(*array.Decimal128Builder).Append(decimal128.FromI64(x.Sum))
 					case "max_version":

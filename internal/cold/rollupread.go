@@ -90,6 +90,8 @@ func decodeRollup(rec arrow.RecordBatch) ([]rollup.Row, error) {
 				}
 			case "present":
 				x.Present = col.(*array.Int64).Value(i)
+			case "on_grid":
+				x.OnGrid = col.(*array.Int64).Value(i)
 			case "value_sum":
 				x.Sum = int64(col.(*array.Decimal128).Value(i).LowBits()) // a sum of a day fits in int64 (Row.Sum)
 			case "max_version":

@@ -216,6 +216,13 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 		if name != "" && !slices.Contains(a.completenessOf, name) {
 			a.completenessOf = append(a.completenessOf, name)
 		}
+		if name == "" {
+			// completeness reads daily.
+			if a.daily == nil {
+				a.daily = map[string]bool{}
+			}
+			a.daily[""] = true
+		}
 		a.mark(r, name, self)
 	}
 	for name := range byTable {
@@ -238,7 +245,7 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 		// daily reads columns of readings the statement need not name.
 		a.columns = columnNames(stmt)
 	}
-	a.skipVersions = a.skipCompleteness && !slices.ContainsFunc(refs.readings, func(r map[string]any) bool {
+	a.skipVersions = !refs.opaque && !slices.ContainsFunc(refs.readings, func(r map[string]any) bool {
 		return strings.EqualFold(str(r["table_name"]), "readings_versions")
 	})
 	if refs.opaque {
@@ -267,6 +274,8 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	case own+len(refs.completeness) != 1:
 		return a, nil
 	case len(refs.completeness) == 1:
+		// completeness reads daily alone, which may come from the rollup.
+		a.dailyOnly = true
 		return a, a.completeness(ctx, q, node, self)
 	case a.daily[""]:
 		a.dailyOnly = true

@@ -327,13 +327,6 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		if !a.skipVersions {
 			rels = append(rels, "readings_versions")
 		}
-		if !a.skipCompleteness && e.table.TimeModel == series.Interval {
-			dueBy := st.opts.now().Add(-e.set.DeliveryLag)
-			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days, dueBy); err != nil {
-				return err
-			}
-			rels = append(rels, "completeness")
-		}
 		if a.daily[""] && e.table.TimeModel == series.Interval {
 			stored := pre
 			if stored == nil {
@@ -348,6 +341,13 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 				return err
 			}
 			rels = append(rels, "daily")
+		}
+		if !a.skipCompleteness && e.table.TimeModel == series.Interval {
+			dueBy := st.opts.now().Add(-e.set.DeliveryLag)
+			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, rel(home.out, "daily"), a.days, dueBy); err != nil {
+				return err
+			}
+			rels = append(rels, "completeness")
 		}
 		if a.named {
 			if err := createAlias(ctx, inst.conn, e.table.Name, rels); err != nil {
