@@ -92,6 +92,21 @@ func TestServeDashboardScale(t *testing.T) {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
 	}
 	session := resp.Cookies()[0]
+	// The server's own time for the page, without a browser, for where
+	// the browser's time goes.
+	for i := range 2 {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", p.base+"/", nil)
+		req.AddCookie(session)
+		begin := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		fmt.Printf("dashboard, %d meters × %d archived days, GET / %d: %d, %d bytes in %v (Go client)\n",
+			meters, days, i, resp.StatusCode, n, time.Since(begin).Round(time.Millisecond))
+	}
 
 	// The proxy carries the session, as in TestServeDashboard, and adds
 	// the timing script, which the page's policy would refuse: it drops
