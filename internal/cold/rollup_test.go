@@ -241,3 +241,59 @@ func TestDailyRollupCatchUp(t *testing.T) {
 		})
 	}
 }
+
+// TestDailyRollupCompaction compacts a rollup of a file a catch-up, late
+// corrections among them: it holds fewer files and only the rows of each
+// series' day's highest rollup version after, reflects what it reflected
+// before, and its resolved rows, its verification against the readings
+// and its files' tamper evidence are as before; a catch-up after it goes
+// on from there, and a compaction of one file a month does nothing.
+func TestDailyRollupCompaction(t *testing.T) {
+	e := newEnv(t, Options{})
+	f := &rollupFixture{e: e, tab: loadProfile("power"), rng: rand.New(rand.NewPCG(51, uint64(time.Now().UnixNano())))}
+	f.h = e.ensure(t, f.tab)
+	catchUp := func(what string) {
+		t.Helper()
+		if _, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if why := f.check(t); why != "" {
+			t.Fatalf("%s: %s", what, why)
+		}
+	}
+	from := time.Date(2026, 3, 25, 0, 0, 0, 0, time.UTC) // windows within a month: readings come partition by partition
+	for i := range 4 {
+		to := from.Add(36 * time.Hour)
+		f.archive(t, from, to)
+		catchUp(fmt.Sprintf("window %d", i))
+		from = to
+	}
+	f.late(t, 20)
+	catchUp("late corrections")
+	r := e.tier.RollupHandle(f.h)
+	before, err := e.tier.RollupState(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.tier.CompactRollup(t.Context(), f.h, 2)
+	if err != nil || c.SnapshotID == 0 || c.FilesAfter >= c.FilesBefore || c.FilesAfter != 1 || c.RowsAfter >= c.RowsBefore {
+		t.Fatalf("compaction: %+v, %v; want fewer files, and rows of superseded rollup versions gone", c, err)
+	}
+	if after, err := e.tier.RollupState(t.Context(), r); err != nil || after != before {
+		t.Fatalf("the rollup reflects %+v after the compaction (%v), %+v before", after, err, before)
+	}
+	if why := f.check(t); why != "" {
+		t.Fatalf("after the compaction: %s", why)
+	}
+	if v, err := e.tier.VerifyRollup(t.Context(), f.h, true); err != nil || v.Behind || v.Days == 0 || len(v.Problems) > 0 {
+		t.Fatalf("verification after the compaction: %+v, %v", v, err)
+	}
+	if fc, err := e.tier.VerifyFiles(t.Context(), r, VerifyOptions{Deep: true}); err != nil || len(fc.Problems) > 0 || fc.Files != c.FilesAfter {
+		t.Fatalf("the rollup's files after the compaction: %+v, %v", fc, err)
+	}
+	if again, err := e.tier.CompactRollup(t.Context(), f.h, 2); err != nil || again.SnapshotID != 0 {
+		t.Fatalf("a compaction of a file a month: %+v, %v", again, err)
+	}
+	f.archive(t, from, from.Add(24*time.Hour))
+	catchUp("a window after the compaction")
+}

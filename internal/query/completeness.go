@@ -149,14 +149,14 @@ var countedResolutions = []metering.Resolution{
 	metering.FiveMinutes, metering.QuarterHour, metering.HalfHour, metering.Hour, metering.Day,
 }
 
-// createCompleteness creates the view main.completeness over daily, the
-// relation daily of the table, for the days d, if the table is an
-// interval table; a day that ends at or before dueBy is due.
-func createCompleteness(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, daily string, d dayRange, dueBy time.Time) error {
+// createCompleteness creates the view completeness in p's schema over its
+// relation daily for the days d, if the table is an interval table; a day
+// that ends at or before dueBy is due.
+func createCompleteness(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, p place, d dayRange, dueBy time.Time) error {
 	if t.TimeModel != series.Interval {
 		return nil
 	}
-	if _, err := conn.ExecContext(ctx, `CREATE VIEW main.completeness AS `+completenessSQL(l, daily, d, dueBy)); err != nil {
+	if _, err := conn.ExecContext(ctx, `CREATE VIEW `+database+`.`+rel(p.out, "completeness")+` AS `+completenessSQL(l, p, d, dueBy)); err != nil {
 		return fmt.Errorf("query: create the view completeness: %w", err)
 	}
 	return nil
@@ -181,11 +181,11 @@ func resolutionStep() string {
 }
 
 // completenessSQL returns the SELECT of the relation completeness over the
-// days d of the relation daily, a day due if it ends at or before dueBy;
+// days d of p's relation daily, a day due if it ends at or before dueBy;
 // see the comment at the top of this file. daily's rows give what each
 // series delivered on a day (present, and of those on_grid); the grid of
 // days from each series' first gives the days it was silent.
-func completenessSQL(l layout, daily string, d dayRange, dueBy time.Time) string {
+func completenessSQL(l layout, p place, d dayRange, dueBy time.Time) string {
 	var keys []string
 	for _, k := range l.key {
 		if k != "from" {
@@ -214,7 +214,7 @@ func completenessSQL(l layout, daily string, d dayRange, dueBy time.Time) string
 	counted := `resolution IN (` + strings.Join(names, ", ") + `)`
 	date := func(x metering.Date) string { return `DATE ` + quote(x.String()) }
 
-	src := database + `.` + daily
+	src := rel(p.out, "daily")
 	lo, hi := `(SELECT min(balancing_day) FROM `+src+`)`, `(SELECT max(balancing_day) FROM `+src+`)`
 	inRange := ""
 	if d.hasLo {

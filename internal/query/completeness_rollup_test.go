@@ -46,17 +46,17 @@ func TestCompletenessReadsRollup(t *testing.T) {
 	if _, err := s.tier.AppendLate(t.Context(), s.h, []series.Reading{late}); err != nil {
 		t.Fatal(err)
 	}
-	computed, err := New(tab, s, Settings{Threads: 1, MemoryLimit: "256MB"})
+	computed, err := single(tab, s, Settings{Threads: 1, MemoryLimit: "256MB"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	honest := &rollupSource{icebergSource: s}
-	stored, err := New(tab, honest, Settings{Threads: 1, MemoryLimit: "256MB"})
+	stored, err := single(tab, honest, Settings{Threads: 1, MemoryLimit: "256MB"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stale := &rollupSource{icebergSource: s, latest: true}
-	wrong, err := New(tab, stale, Settings{Threads: 1, MemoryLimit: "256MB"})
+	wrong, err := single(tab, stale, Settings{Threads: 1, MemoryLimit: "256MB"})
 	if err != nil {
 		t.Fatal(err)
 	}
