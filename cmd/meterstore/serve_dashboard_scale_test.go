@@ -32,12 +32,14 @@ const navTiming = `<script>addEventListener("load", () => {
 	document.body.appendChild(p);
 });</script>`
 
-// TestServeDashboardScale loads the dashboard of a deployment of 5,000
-// meters (MS_DASHBOARD_METERS) with two archived days (MS_DASHBOARD_DAYS),
-// so that completeness comes from the stored daily rollup, in headless
-// Chromium, and prints the load time the browser measured (Navigation
-// Timing). It asserts the page's content, never its time: every meter's
-// day is present on each archived day.
+// TestServeDashboardScale loads the dashboard of a deployment of 300
+// meters with two archived days (MS_DASHBOARD_DAYS), so that completeness
+// comes from the stored daily rollup, in headless Chromium, and prints
+// the load time the browser measured (Navigation Timing). It asserts the
+// page's content, never its time: every meter's day is present on each
+// archived day. The scale the dashboard is measured at, 5,000 meters, is
+// opt-in, as MS_DASHBOARD_METERS=5000: it takes about 8 minutes under
+// -race, too long for every CI run.
 func TestServeDashboardScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ingests a million readings")
@@ -46,7 +48,7 @@ func TestServeDashboardScale(t *testing.T) {
 	if err != nil {
 		t.Skip("chromium is not installed (apt-get install chromium)")
 	}
-	meters, days := envInt("MS_DASHBOARD_METERS", 5000), envInt("MS_DASHBOARD_DAYS", 2)
+	meters, days := envInt("MS_DASHBOARD_METERS", 300), envInt("MS_DASHBOARD_DAYS", 2)
 	dir := t.TempDir()
 	bin := buildBinary(t, dir)
 	cfgPath, _ := deploymentConfig(t, dir)
