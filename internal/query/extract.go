@@ -229,6 +229,11 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 			a.completenessOf = append(a.completenessOf, name)
 		}
 		compl[name] = true
+		// completeness reads daily.
+		if a.daily == nil {
+			a.daily = map[string]bool{}
+		}
+		a.daily[name] = true
 		a.mark(r, name, self)
 	}
 	if len(compl) > 0 {
@@ -252,7 +257,7 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 		// daily reads columns of readings the statement need not name.
 		a.columns = columnNames(stmt)
 	}
-	a.skipVersions = a.skipCompleteness && !slices.ContainsFunc(refs.readings, func(r map[string]any) bool {
+	a.skipVersions = !refs.opaque && !slices.ContainsFunc(refs.readings, func(r map[string]any) bool {
 		return strings.EqualFold(str(r["table_name"]), "readings_versions")
 	})
 	if refs.opaque {
@@ -276,6 +281,8 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	case own+len(refs.completeness) != 1:
 		return a, nil
 	case len(refs.completeness) == 1:
+		// completeness reads daily alone, which may come from the rollup.
+		a.dailyOnly = true
 		return a, a.completeness(ctx, q, node, self)
 	case a.daily[""]:
 		a.dailyOnly = true

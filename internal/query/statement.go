@@ -414,13 +414,7 @@ func (st *Statement) readTable(ctx context.Context, u use) ([]string, TableRead,
 		}
 		files = append(files, more...)
 	}
-	if u.completeness && interval {
-		dueBy := st.opts.now().Add(-st.e.set.DeliveryLag)
-		if err := createCompleteness(ctx, inst.conn, u.t.table, u.t.layout, p, u.days, dueBy); err != nil {
-			return nil, tr, err
-		}
-	}
-	if u.daily && interval {
+	if (u.daily || u.completeness) && interval {
 		stored := pre
 		if stored == nil {
 			if stored, err = e.storedDaily(ctx, &tr, u.r, st.opts); err != nil {
@@ -431,6 +425,13 @@ func (st *Statement) readTable(ctx context.Context, u use) ([]string, TableRead,
 			files = append(files, stored.files...)
 		}
 		if err := createDaily(ctx, inst.conn, u.t.table, u.t.layout, p, stored); err != nil {
+			return nil, tr, err
+		}
+	}
+	// completeness counts from daily, created above.
+	if u.completeness && interval {
+		dueBy := st.opts.now().Add(-st.e.set.DeliveryLag)
+		if err := createCompleteness(ctx, inst.conn, u.t.table, u.t.layout, p, u.days, dueBy); err != nil {
 			return nil, tr, err
 		}
 	}
