@@ -407,6 +407,21 @@ type HotRead interface {
 	Close() error
 }
 
+// A HotDayRead is a HotRead whose hot tier sums the resolved rows of each
+// series and day itself, so that a row a day crosses instead of the day's
+// readings (see the relation daily).
+type HotDayRead interface {
+	HotRead
+	// DayColumns returns the columns of the day sums: the series, balancing_day,
+	// sparte, resolution, unit, then daily's counts, value_sum (as text),
+	// max_version and max_recorded_at; ok is false where the read sums none.
+	DayColumns() (cols []HotColumn, ok bool)
+	// ScanDays opens a cursor over the day sums of the resolved rows of
+	// part unit of the rows (see Units) from lo on, with the columns cols.
+	// A day the parts or lo cut comes as partial sums.
+	ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (HotCursor, error)
+}
+
 // A FlooredRead is a HotRead that knows its table's Floor as of its
 // snapshot, listed with the partitions it reads (ok), so that the engine
 // need not read the floor again to vouch for the read: every row at or

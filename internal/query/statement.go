@@ -344,7 +344,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 			if stored != nil {
 				files = append(files, stored.files...)
 			}
-			if err := createDaily(ctx, inst.conn, e.table, e.layout, home, stored); err != nil {
+			if err := createDaily(ctx, inst, e.table, e.layout, home, stored); err != nil {
 				return err
 			}
 			rels = append(rels, "daily")
@@ -367,7 +367,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 				f = append(f, stored.files...)
 			}
 			if err == nil {
-				err = createDaily(ctx, inst.conn, o.engine.table, o.engine.layout, placeOf(o.name), stored)
+				err = createDaily(ctx, inst, o.engine.table, o.engine.layout, placeOf(o.name), stored)
 			}
 			if err != nil {
 				return fmt.Errorf("query: table %s: %w", o.name, err)

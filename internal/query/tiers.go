@@ -37,6 +37,10 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 		begin := time.Now()
 		err := createViews(ctx, inst.conn, e.layout, p, hot, files, s, v)
 		res.Timing.step(StepViews, begin)
+		if inst.reads == nil {
+			inst.reads = map[string]tierRead{}
+		}
+		inst.reads[p.out] = tierRead{hot: hot, s: s, v: v}
 		return err
 	}
 	if r.Empty() {
