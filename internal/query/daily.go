@@ -85,7 +85,7 @@ func createDaily(ctx context.Context, inst *instance, t *series.Table, l layout,
 		lo = recentFrom(stored.w)
 	}
 	readings := rel(p.out, "readings")
-	sel, err := inst.hotDays(l, p, readings, lo)
+	sel, err := inst.hotDays(l, p, lo)
 	if err != nil {
 		return err
 	}
@@ -101,12 +101,12 @@ func createDaily(ctx context.Context, inst *instance, t *series.Table, l layout,
 	return nil
 }
 
-// hotDays returns the SELECT of daily over p's readings from lo on with
+// hotDays returns the SELECT of daily over p's tiers from lo on with
 // the hot rows' days summed in PostgreSQL, or "" where the read of p's
 // tiers does not allow it: only the current tiers' resolved rows at or
 // above W, with no recorded_at ceiling (which may let another version
 // win), of a layout that sums days, are what its sums are of.
-func (inst *instance) hotDays(l layout, p place, readings string, lo time.Time) (string, error) {
+func (inst *instance) hotDays(l layout, p place, lo time.Time) (string, error) {
 	rd, ok := inst.reads[p.out]
 	if !ok || rd.hot == nil || !rd.v.ceiling.IsZero() || rd.v.asOf != nil {
 		return "", nil
@@ -116,7 +116,7 @@ func (inst *instance) hotDays(l layout, p place, readings string, lo time.Time) 
 	if err != nil || !ok {
 		return "", err
 	}
-	return dailySplitSQL(l, readings, hotDaysSQL(l, fn, cols), rd.s, lo), nil
+	return dailySplitSQL(l, rd.cold, hotDaysSQL(l, fn, cols), lo), nil
 }
 
 // dailyQualities are the quality codes daily counts, one column each.
@@ -134,7 +134,7 @@ func dailySQL(l layout, readings string, after time.Time) string {
 	if !after.IsZero() {
 		where = `"from" >= ` + timestamptz(after)
 	}
-	return dailyOuterSQL(l, dailyPartialSQL(l, readings, where))
+	return dailyOuterSQL(l, dailyPartialSQL(l, database+`.`+readings, where))
 }
 
 // dailyGroup returns what daily groups by: the series, its day, sparte,
@@ -149,9 +149,10 @@ func dailyGroup(l layout) string {
 	return strings.Join(keys, ", ") + `, balancing_day, sparte, resolution, unit`
 }
 
-// dailyPartialSQL returns daily's sums of the readings of relation
-// readings that where selects ("": all), grouped by dailyGroup.
-func dailyPartialSQL(l layout, readings, where string) string {
+// dailyPartialSQL returns daily's sums of the readings of from (a
+// relation or a subquery) that where selects ("": all), grouped by
+// dailyGroup.
+func dailyPartialSQL(l layout, from, where string) string {
 	group := dailyGroup(l)
 	aggs := []string{
 		`count(*) AS present`,
@@ -165,7 +166,7 @@ func dailyPartialSQL(l layout, readings, where string) string {
 		where = ` WHERE ` + where
 	}
 	return `SELECT ` + group + `, ` + strings.Join(aggs, ", ") + `
-	FROM ` + database + `.` + readings + where + `
+	FROM ` + from + where + `
 	GROUP BY ` + group
 }
 
@@ -189,19 +190,20 @@ func dailyOuterSQL(l layout, inner string) string {
 FROM (` + inner + `)`
 }
 
-// dailySplitSQL returns the SELECT of daily over the cold rows of
-// relation readings (below s's W, from lo on) and the day sums the hot
-// tier computed of its rows at or above W, in the SELECT hotDays: the
-// partial sums of a day on both sides of W add up.
-func dailySplitSQL(l layout, readings, hotDays string, s split, lo time.Time) string {
+// dailySplitSQL returns the SELECT of daily over the resolved cold rows
+// of the SELECT cold ("": none) from lo on, and the day sums the hot tier
+// computed of its rows, in the SELECT hotDays: a day's partial sums on
+// both sides of W add up. Read apart from readings, the cold rows leave
+// the hot tier's rows unread, which a filter on readings would not.
+func dailySplitSQL(l layout, cold, hotDays string, lo time.Time) string {
 	group := dailyGroup(l)
 	parts := []string{hotDays}
-	if s.hasW {
-		where := `"from" < ` + timestamptz(s.w)
+	if cold != "" {
+		where := ""
 		if !lo.IsZero() {
-			where += ` AND "from" >= ` + timestamptz(lo)
+			where = `"from" >= ` + timestamptz(lo)
 		}
-		parts = append([]string{dailyPartialSQL(l, readings, where)}, parts...)
+		parts = append([]string{dailyPartialSQL(l, `(`+cold+`)`, where)}, parts...)
 	}
 	sums := []string{`CAST(sum(present) AS BIGINT) AS present`, `CAST(sum(value_sum) AS DECIMAL(38,6)) AS value_sum`}
 	for _, q := range dailyQualities {

@@ -39,6 +39,9 @@ type tierRead struct {
 	hot *hotScan
 	s   split
 	v   view
+	// cold is the SELECT of readings' resolved rows below the split, ""
+	// if none (see createViews).
+	cold string
 }
 
 // nextFunc returns a prefix for the names of new table functions.

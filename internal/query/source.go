@@ -288,6 +288,24 @@ func (s scanned) SnapshotFloor() (Floor, bool) {
 	return Floor{}, false
 }
 
+// DayColumns passes on the read's own, if it sums days.
+func (s scanned) DayColumns() ([]HotColumn, bool) {
+	if dr, ok := s.HotRead.(HotDayRead); ok {
+		return dr.DayColumns()
+	}
+	return nil, false
+}
+
+// ScanDays passes on to the read's own; DayColumns says whether it has
+// one.
+func (s scanned) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (HotCursor, error) {
+	dr, ok := s.HotRead.(HotDayRead)
+	if !ok {
+		return nil, errors.New("query: the hot read sums no days")
+	}
+	return dr.ScanDays(ctx, unit, lo, cols)
+}
+
 func (s scanned) Close() error {
 	err := s.HotRead.Close()
 	n, _, _ := s.Moved()
