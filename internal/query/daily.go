@@ -264,14 +264,30 @@ func dailyColumns(l layout) []string {
 // before stored.w from the rollup's files, of each series' day the rows of
 // its highest rollup_version, and the later days from recent, the SELECT
 // of daily over the readings from recentFrom(w) on.
+//
+// The rollup's rows are resolved as archival appends them: nearly all at
+// the lowest rollup_version, a few days corrected by higher ones. The rows
+// of the lowest version win unless their day has a higher one, which an
+// anti join on equalities finds; only the higher versions' rows are
+// ranked by a window. A window over every row sorts them all, ten times
+// the cost of reading them (0.5 to 0.9 s for 410,000 rows, measured).
 func storedDailySQL(l layout, recent string, stored *storedDays) string {
 	cols := strings.Join(dailyColumns(l), ", ")
-	var keys []string
+	var keys, on []string
 	for _, k := range l.key {
-		if k != "from" {
-			keys = append(keys, ident(k))
+		if k == "from" {
+			continue
 		}
+		keys = append(keys, ident(k))
+		// An identity column a file predates is NULL in its rows.
+		op := ` IS NOT DISTINCT FROM `
+		if k == "malo_id" || k == "obis_code" {
+			op = ` = `
+		}
+		on = append(on, `f.`+ident(k)+op+`h.`+ident(k))
 	}
+	keys = append(keys, "balancing_day")
+	on = append(on, `f.balancing_day = h.balancing_day`)
 	w := timestamptz(stored.w)
 	recent = `SELECT ` + cols + ` FROM (` + recent + `) WHERE "to" > ` + w
 	if len(stored.files) == 0 {
@@ -281,9 +297,14 @@ func storedDailySQL(l layout, recent string, stored *storedDays) string {
 	for i, f := range stored.files {
 		quoted[i] = quote(f)
 	}
-	return `SELECT ` + cols + ` FROM read_parquet([` + strings.Join(quoted, ", ") + `], union_by_name = true, hive_partitioning = false)
-	WHERE "to" <= ` + w + `
-	QUALIFY rollup_version = max(rollup_version) OVER (PARTITION BY ` + strings.Join(keys, ", ") + `, balancing_day)
+	files := `read_parquet([` + strings.Join(quoted, ", ") + `], union_by_name = true, hive_partitioning = false)`
+	lowest := `(SELECT min(rollup_version) FROM ` + files + `)`
+	settled := `SELECT * FROM ` + files + ` WHERE "to" <= ` + w
+	return `SELECT ` + cols + ` FROM (` + settled + ` AND rollup_version = ` + lowest + `) f
+	ANTI JOIN (SELECT DISTINCT ` + strings.Join(keys, ", ") + ` FROM ` + files + ` WHERE rollup_version > ` + lowest + `) h ON ` + strings.Join(on, " AND ") + `
+UNION ALL
+SELECT ` + cols + ` FROM (` + settled + ` AND rollup_version > ` + lowest + `
+	QUALIFY rollup_version = max(rollup_version) OVER (PARTITION BY ` + strings.Join(keys, ", ") + `))
 UNION ALL
 ` + recent
 }
