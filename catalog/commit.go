@@ -404,6 +404,11 @@ func (c *Catalog) DropTable(ctx context.Context, ident table.Identifier) error {
 // nothing but what every build sets: its last-updated time and the
 // metadata log.
 func unchanged(current, next table.Metadata) bool {
+	if len(current.Snapshots()) != len(next.Snapshots()) || current.LastSequenceNumber() != next.LastSequenceNumber() {
+		// A commit of a snapshot, told apart without encoding the
+		// metadata twice: most commits are.
+		return false
+	}
 	if next.Equals(current) {
 		return true
 	}

@@ -301,19 +301,50 @@ func (t *Table) CompareSeries(a, b *Reading) int {
 	return 0
 }
 
+// seriesRanks returns the rank of each row's series in CompareSeries
+// order, equal for rows of one series. Rows come in runs of a series, so
+// only the runs' first rows are compared and sorted, and the batch's sort
+// compares integers in place of strings.
+func seriesRanks(t *Table, rows []Reading) []int32 {
+	rank := make([]int32, len(rows))
+	var firsts []int32 // the first row of each run
+	for i := range rows {
+		if i == 0 || t.CompareSeries(&rows[i-1], &rows[i]) != 0 {
+			firsts = append(firsts, int32(i))
+		}
+		rank[i] = int32(len(firsts) - 1) // the run's, until ranked below
+	}
+	runs := slices.Clone(firsts)
+	slices.SortStableFunc(runs, func(x, y int32) int { return t.CompareSeries(&rows[x], &rows[y]) })
+	runRank := make([]int32, len(firsts))
+	var r int32
+	for k, f := range runs {
+		if k > 0 && t.CompareSeries(&rows[runs[k-1]], &rows[f]) != 0 {
+			r++
+		}
+		run, _ := slices.BinarySearch(firsts, f)
+		runRank[run] = r
+	}
+	for i := range rank {
+		rank[i] = runRank[rank[i]]
+	}
+	return rank
+}
+
 // checkConflicts finds the integrity violations inside the batch and marks
 // exact repetitions of an earlier row. It sorts the rows by series, from
 // and version, which a batch delivered meter by meter mostly is already,
 // and compares neighbours.
 func (b *Batch) checkConflicts(t *Table, bad *Problems) {
 	rows := b.Rows
+	rank := seriesRanks(t, rows)
 	order := make([]int32, len(rows))
 	for i := range order {
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(x, y int32) int {
 		a, c := &rows[x], &rows[y]
-		if r := t.CompareSeries(a, c); r != 0 {
+		if r := cmp.Compare(rank[x], rank[y]); r != 0 {
 			return r
 		}
 		if r := a.From.Compare(c.From); r != 0 {
@@ -328,7 +359,7 @@ func (b *Batch) checkConflicts(t *Table, bad *Problems) {
 	for p := 1; p < len(order); p++ {
 		i, j := int(order[p-1]), int(order[p])
 		prev, s := &rows[i], &rows[j]
-		if t.CompareSeries(prev, s) != 0 || !prev.From.Equal(s.From) {
+		if rank[i] != rank[j] || !prev.From.Equal(s.From) {
 			first = p
 			continue
 		}

@@ -106,8 +106,9 @@ type OrphanReport = cold.OrphanReport
 // A KeptFile is a file Orphans keeps, with the reason (OrphanReport.Kept).
 type KeptFile = cold.KeptFile
 
-// Orphans lists the files under table name's Iceberg location that nothing
-// references and that are older than the safety age, and with
+// Orphans lists the files under table name's Iceberg location, and its
+// daily rollup's, that nothing references and that are older than the
+// safety age, and with
 // opts.Delete deletes them: metadata of commits that lost, files of
 // failed archivals and foreign writes, manifest lists and metadata files
 // snapshot expiry left. Every file a snapshot still in the metadata
@@ -118,7 +119,7 @@ func (s *Store) Orphans(ctx context.Context, name string, opts OrphanOptions) (O
 	if opts.OlderThan < 0 {
 		return OrphanReport{}, fmt.Errorf("store: orphan files of %s: negative safety age %s", name, opts.OlderThan)
 	}
-	_, ct, _, err := s.opened(ctx, name)
+	t, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return OrphanReport{}, err
 	}
@@ -126,7 +127,15 @@ func (s *Store) Orphans(ctx context.Context, name string, opts OrphanOptions) (O
 	if age == 0 {
 		age = DefaultOrphanAge
 	}
-	r, err := s.cold.Orphans(ctx, ct, cold.OrphanOptions{Before: s.opts.Now.wall().Add(-age), Delete: opts.Delete})
+	co := cold.OrphanOptions{Before: s.opts.Now.wall().Add(-age), Delete: opts.Delete}
+	r, err := s.cold.Orphans(ctx, ct, co)
+	if err == nil {
+		// The daily rollup's files are the table's too: a commit of it
+		// cut short leaves them as the table's do.
+		var rr OrphanReport
+		rr, err = s.rollupOrphans(ctx, t, ct, co)
+		r = addOrphans(r, rr)
+	}
 	if err == nil || len(r.Orphans) > 0 {
 		s.metrics.Orphans(ctx, name, int64(len(r.Orphans)), r.Bytes(), int64(r.Deleted), r.DeletedBytes)
 	}

@@ -158,6 +158,6 @@ func (s *Store) lift(ctx context.Context, t *table) error {
 		return fmt.Errorf("store: declare %s: %w", t.decl.Name, err)
 	}
 	s.log.Info("store: quarantine lifted: the table runs on its declaration", "table", t.decl.Name, "was", t.quarantine)
-	t.quarantine, t.stored, t.cold, t.engine = nil, nil, nil, nil
+	t.quarantine, t.stored, t.cold, t.query = nil, nil, nil, nil
 	return nil
 }

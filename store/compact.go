@@ -59,7 +59,16 @@ type Compaction struct {
 	Rows            int64 // rows rewritten
 	BytesRead       int64 // size of the removed files
 	BytesWritten    int64 // size of the added files
+	// Rollup is what the compaction did with the table's daily rollup
+	// (see cold.Tier.CompactRollup): its files, one an archival cycle,
+	// rewritten as one a month of the rows that hold, when a month holds
+	// MinSmallFiles of them (more than SmallFilesOver, if set).
+	Rollup RollupCompaction
 }
+
+// RollupCompaction reports what a compaction did with a table's daily
+// rollup; one with SnapshotID 0 committed nothing.
+type RollupCompaction = cold.RollupCompaction
 
 // ErrCompactionConflict is wrapped by the refusal of a compaction that
 // another commit overtook; running it again is safe.
@@ -90,7 +99,19 @@ func (s *Store) Compact(ctx context.Context, name string, opts CompactOptions) (
 		}
 		c, err := s.cold.Compact(ctx, ct, cold.CompactOptions(opts))
 		out = Compaction(c)
-		return err
+		if err != nil {
+			return err
+		}
+		// The rollup is derived: one left uncompacted costs reads, not
+		// answers, so its failure is logged, not the compaction's.
+		least := max(opts.MinSmallFiles, 2)
+		if opts.SmallFilesOver > 0 {
+			least = max(least, opts.SmallFilesOver+1) // the loop's threshold
+		}
+		if out.Rollup, err = s.cold.CompactRollup(ctx, ct, least); err != nil {
+			s.log.Warn("store: the daily rollup was not compacted", "table", name, "err", err)
+		}
+		return nil
 	})
 	s.metrics.Compacted(ctx, name, compactionOutcome(out, err), int64(out.Rewritten), out.BytesRead,
 		int64(out.Written), out.BytesWritten)
@@ -100,6 +121,10 @@ func (s *Store) Compact(ctx context.Context, name string, opts CompactOptions) (
 	if out.SnapshotID != 0 {
 		s.log.Info("store: compacted", "table", name, "files_before", out.FilesBefore, "files_after", out.FilesAfter,
 			"manifests_before", out.ManifestsBefore, "manifests_after", out.ManifestsAfter)
+	}
+	if out.Rollup.SnapshotID != 0 {
+		s.log.Info("store: compacted the daily rollup", "table", name,
+			"files_before", out.Rollup.FilesBefore, "files_after", out.Rollup.FilesAfter)
 	}
 	return out, nil
 }

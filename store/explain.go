@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meterstore/meterstore/internal/query"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -31,34 +30,29 @@ type TableExplanation struct {
 }
 
 // Explain says what a statement with default table name (none if empty),
-// as Query runs it,
-// would read of each table, reading no row and no data file: its
-// analysis (the tables, the range of "from" of each and its market
-// locations), each table's watermark, the cold files its plan keeps (from
-// the manifests, whose statistics prune them) and the hot partitions the
-// range overlaps. The statement is prepared and refused as Prepare
-// refuses it, with may.
+// as Query runs it, would read of each table, reading no row and no data
+// file; see Statement.Explain. The statement is prepared and refused as
+// Prepare refuses it, with may.
 func (s *Store) Explain(ctx context.Context, name, sql string, may func(table string) bool) ([]TableExplanation, error) {
 	st, err := s.Prepare(ctx, sql, StatementOptions{Table: name, May: may})
 	if err != nil {
 		return nil, err
 	}
-	tables := st.Tables()
-	st.Close()
-	a, err := query.Extract(sql)
-	if err != nil {
-		return nil, err
-	}
+	defer st.Close()
+	return st.Explain(ctx)
+}
+
+// Explain says what the statement would read of each table it reads,
+// reading no row and no data file: its analysis (the tables, the range of
+// "from" of each and its market locations, with the values of its
+// parameters), each table's watermark, the cold files its plan keeps
+// (from the manifests, whose statistics prune them) and the hot
+// partitions the range overlaps. It does not run the statement, which
+// may still run or be closed.
+func (st *Statement) Explain(ctx context.Context) ([]TableExplanation, error) {
 	var out []TableExplanation
-	for _, t := range tables {
-		r, ok := a.Tables[t]
-		if t == name && !a.NoReadings {
-			r, ok = a.Range, true
-		}
-		if !ok {
-			return nil, fmt.Errorf("store: explain: the statement's analysis has no range for table %s", t)
-		}
-		x, err := s.explainTable(ctx, t, r)
+	for _, r := range st.st.Ranges() {
+		x, err := st.s.explainTable(ctx, r.Table, r.Range)
 		if err != nil {
 			return nil, err
 		}

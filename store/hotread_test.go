@@ -73,11 +73,8 @@ func TestHotReadOneSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	var hook func()
-	e, err := query.New(tb.decl, &query.TableSource{HotTier: hookTier{hotTier{s.hot}, &hook}, ColdTier: s.cold, Table: tb.decl, ColdTable: ct},
+	e := soleEngine(t, tb.decl, &query.TableSource{HotTier: hookTier{hotTier{s.hot}, &hook}, ColdTier: s.cold, Table: tb.decl, ColdTable: ct},
 		query.Settings{Threads: 2, CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// With nothing archived yet, a query plans no cold files, and the
 	// first archival below would put its rows in flight: the query
 	// retries, and reads a later state.
@@ -108,7 +105,7 @@ func TestHotReadOneSnapshot(t *testing.T) {
 			mustWrite(t, s, corr)
 			o.ack(corr)
 		}
-		st, err := e.Prepare(ctx, cols+c.rel, query.PrepareOptions{Default: true})
+		st, err := e.Prepare(ctx, cols+c.rel, query.PrepareOptions{Table: "power"})
 		var res *query.Result
 		if err == nil {
 			res, err = st.Query(ctx)

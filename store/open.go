@@ -147,13 +147,9 @@ func localWarehouse(raw string) error {
 // log, the warehouse and the private server; a Store from Open owns
 // nothing else.
 func (s *Store) Close() {
-	for _, t := range s.tables {
-		t.mu.Lock()
-		if t.engine != nil {
-			// Its statements' DuckDB instances close in the background.
-			t.engine.Close()
-		}
-		t.mu.Unlock()
+	if s.engine != nil {
+		// Its statements' DuckDB instances close in the background.
+		s.engine.Close()
 	}
 	closeAll(s.closers)
 	s.closers = nil

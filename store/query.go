@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/meterstore/meterstore/internal/query"
@@ -138,9 +136,10 @@ func (s *Store) Prepare(ctx context.Context, sql string, o StatementOptions) (*S
 	if o.Table == "" && o.Read.AsOfSnapshot != 0 {
 		o.Table = s.soleTable(sql)
 	}
-	engine, err := s.host(ctx, o.Table)
-	if err != nil {
-		return nil, err
+	if o.Table != "" {
+		if _, err := s.table(o.Table); err != nil {
+			return nil, err
+		}
 	}
 	system := s.systemTables
 	if o.Read.Mode == ReadHistorical {
@@ -148,7 +147,7 @@ func (s *Store) Prepare(ctx context.Context, sql string, o StatementOptions) (*S
 		// computed, never anew (their status reads the hot tier).
 		system = func(context.Context, bool) []query.Relation { return s.lastSystemTables() }
 	}
-	st, err := engine.Prepare(ctx, sql, query.PrepareOptions{Read: o.Read, May: o.May, Default: o.Table != "", Params: o.Params, System: system})
+	st, err := s.engine.Prepare(ctx, sql, query.PrepareOptions{Read: o.Read, May: o.May, Table: o.Table, Params: o.Params, System: system})
 	if err != nil {
 		return nil, err
 	}
@@ -170,28 +169,6 @@ func (s *Store) soleTable(sql string) string {
 		}
 	}
 	return ""
-}
-
-// host returns the engine that runs a statement: the default table's, or
-// without one that of the first table that opens, which only runs it: the
-// tables the statement names are read by their own engines.
-func (s *Store) host(ctx context.Context, name string) (*query.Engine, error) {
-	if name != "" {
-		_, _, engine, err := s.openedHot(ctx, name)
-		return engine, err
-	}
-	var errs []error
-	for _, t := range s.tables {
-		_, engine, err := s.ready(ctx, t)
-		if err == nil {
-			return engine, nil
-		}
-		errs = append(errs, err)
-	}
-	if len(errs) == 0 {
-		return nil, fmt.Errorf("store: no table is declared to query: %w", ErrNoTable)
-	}
-	return nil, fmt.Errorf("store: no table opens to run a query: %w", errors.Join(errs...))
 }
 
 // Tables returns the declared tables the statement reads, its default

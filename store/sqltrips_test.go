@@ -68,21 +68,17 @@ func TestSQLReadRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	engine := func(v *query.Vouch) *query.Engine {
-		e, err := query.New(tb.decl, &query.TableSource{HotTier: hotTier{s.hot}, ColdTier: s.cold, Table: tb.decl, ColdTable: ct,
+		return soleEngine(t, tb.decl, &query.TableSource{HotTier: hotTier{s.hot}, ColdTier: s.cold, Table: tb.decl, ColdTable: ct,
 			VetWatermark: func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error) {
 				return s.arch.VetWatermark(ctx, "power", read)
 			}, Vouch: v}, query.Settings{Threads: 1, CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
 	}
 	folding, unfolded := engine(s.vouch("power")), engine(nil)
 	hotDays := `SELECT count(*) FROM readings WHERE "from" >= ` + ts(dayN(4))
 	read := func(e *query.Engine, what string) int64 {
 		t.Helper()
 		before := trips.Load()
-		st, err := e.Prepare(ctx, hotDays, query.PrepareOptions{Default: true})
+		st, err := e.Prepare(ctx, hotDays, query.PrepareOptions{Table: "power"})
 		var res *query.Result
 		if err == nil {
 			res, err = st.Query(ctx)

@@ -101,6 +101,7 @@ type Store struct {
 	altered    *altered.Record // the cold files found altered
 	metrics    *metrics.Metrics
 	tables     []*table       // in declaration order
+	engine     *query.Engine  // answers SQL over every table
 	closers    []func()       // what OpenConfig started, for Close
 	private    *privateServer // the private server OpenConfig started or joined
 
@@ -119,12 +120,12 @@ type table struct {
 	decl *series.Table
 
 	mu       sync.Mutex
-	hotReady bool          // the hot tier's table is ensured
-	cold     *cold.Table   // nil until opened
-	engine   *query.Engine // nil until opened
-	openErr  error         // why the last attempt to open failed
-	forks    string        // the mirror forks last logged, so each is logged once
-	below    string        // the partitions below W last logged, likewise
+	hotReady bool         // the hot tier's table is ensured
+	cold     *cold.Table  // nil until opened
+	query    *query.Table // nil until opened: the table as SQL reads it
+	openErr  error        // why the last attempt to open failed
+	forks    string       // the mirror forks last logged, so each is logged once
+	below    string       // the partitions below W last logged, likewise
 	// coldErr is why the cold tier could not be ensured when the table
 	// opened (its warehouse or catalog away, its metadata unreadable):
 	// the table then runs on its hot tier alone, cold is a handle that
@@ -184,7 +185,7 @@ func (e *TableOpenError) IsRetryable() bool { return IsRetryable(e.Err) }
 // such, fails Open; a table that cannot be opened for any other reason
 // (unreadable cold metadata, a quarantined schema) does not: it fails
 // alone, and Status names it.
-func Open(ctx context.Context, opts Options) (*Store, error) {
+func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if opts.Pool == nil || opts.Catalog == nil {
 		return nil, errors.New("store: a pool and a catalog are required")
 	}
@@ -197,7 +198,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		opts.Catalog = catalog.Guard(opts.Catalog, cold.WatermarkCheck())
 	}
 	s := &Store{opts: opts, log: log, archive: opts.Archive.config(log)}
-	var err error
 	if s.metrics, err = metrics.New(opts.Meters); err != nil {
 		return nil, fmt.Errorf("store: metrics: %w", err)
 	}
@@ -218,6 +218,21 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.router.Vet = s.arch.VetWatermark
 	s.router.Recorded = s.arch.RecordedWatermark
 	s.router.AcceptAhead = opts.Hot.AcceptAhead
+	names := make([]string, len(opts.Tables))
+	for i := range opts.Tables {
+		names[i] = opts.Tables[i].Name
+	}
+	if s.engine, err = query.New(opts.Query.settings(), query.Tables{Names: names, Open: s.queryTable}); err != nil {
+		return nil, fmt.Errorf("store: query engine: %w", err)
+	}
+	// Built before the tables, so that settings it refuses touch none of
+	// them; an Open that fails after it closes its warm instance now
+	// rather than when its idle timer fires.
+	defer func() {
+		if err != nil {
+			s.engine.Close()
+		}
+	}()
 	seen := map[string]bool{}
 	for i := range opts.Tables {
 		decl := &opts.Tables[i]
@@ -251,14 +266,14 @@ func declarationRefused(err error) bool {
 }
 
 // ready opens t unless it is open: it ensures the table in both tiers and
-// builds its query engine. A quarantined table is open: whether its cold
+// builds the table as SQL reads it. A quarantined table is open: whether its cold
 // schema cannot take its rows or its hot tier refused its change of
 // columns, it ingests and answers, and the archiver refuses it. An error
 // is a *TableOpenError; the next call tries again.
-func (s *Store) ready(ctx context.Context, t *table) (*cold.Table, *query.Engine, error) {
+func (s *Store) ready(ctx context.Context, t *table) (*cold.Table, *query.Table, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.engine != nil {
+	if t.query != nil {
 		if !t.hotReady && s.opts.Now.wall().Sub(t.hotTried) >= coldRetry {
 			t.hotTried = s.opts.Now.wall()
 			if err := s.ensureHot(ctx, t); err != nil {
@@ -270,7 +285,7 @@ func (s *Store) ready(ctx context.Context, t *table) (*cold.Table, *query.Engine
 		if t.coldErr != nil {
 			s.retryCold(ctx, t, false)
 		}
-		return t.cold, t.engine, nil
+		return t.cold, t.query, nil
 	}
 	err := s.open(ctx, t)
 	if err != nil {
@@ -281,7 +296,7 @@ func (s *Store) ready(ctx context.Context, t *table) (*cold.Table, *query.Engine
 		s.log.Info("store: table opened", "table", t.decl.Name, "after", t.openErr)
 		t.openErr = nil
 	}
-	return t.cold, t.engine, nil
+	return t.cold, t.query, nil
 }
 
 // ensureHot ensures the hot tier's table of t; t.mu is held.
@@ -343,7 +358,7 @@ func (s *Store) open(ctx context.Context, t *table) error {
 		s.log.Warn("store: the cold tier of the table cannot be ensured; it runs on PostgreSQL alone until it can",
 			"table", decl.Name, "err", err)
 	}
-	engine, err := query.New(decl, &query.TableSource{
+	qt, err := query.NewTable(decl, &query.TableSource{
 		HotTier: hotTier{s.hot}, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
 		Scanned: func(ctx context.Context, n int64) { s.metrics.Scanned(ctx, decl.Name, metrics.TierHot, n) },
 		VetWatermark: func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error) {
@@ -357,40 +372,30 @@ func (s *Store) open(ctx context.Context, t *table) error {
 		VetPlan:      func(ctx context.Context, p cold.Plan) error { return s.altered.Vet(ctx, decl.Name, p) },
 		CheckDigests: s.opts.Query.VerifyDigests,
 		Altered:      func(ctx context.Context, e *cold.AlteredFileError) { s.readFoundAltered(ctx, decl.Name, e) },
-	}, s.opts.Query.settings())
+	})
 	if err != nil {
 		return fmt.Errorf("store: query engine of %s: %w", decl.Name, err)
 	}
-	s.mu.Lock()
-	if s.system != nil {
-		engine.SetRelations(s.system)
-	}
-	s.mu.Unlock()
-	engine.SetTables(s.engineOf)
-	t.cold, t.engine = ct, engine
+	t.cold, t.query = ct, qt
 	return nil
 }
 
-// engineOf returns the query engine of table name, opening it if need be,
-// for a statement of another table that names it: ok is false if no table
-// of that name is declared. A table that cannot be opened fails that
+// queryTable returns table name as SQL reads it, opening it if need be,
+// for a statement that names it. A table that cannot be opened fails that
 // statement with its *TableOpenError.
-func (s *Store) engineOf(ctx context.Context, name string) (*query.Engine, bool, error) {
+func (s *Store) queryTable(ctx context.Context, name string) (*query.Table, error) {
 	t, err := s.table(name)
 	if err != nil {
-		return nil, false, nil
+		return nil, err
 	}
-	_, engine, err := s.ready(ctx, t)
-	if err != nil {
-		return nil, true, err
-	}
-	return engine, true, nil
+	_, qt, err := s.ready(ctx, t)
+	return qt, err
 }
 
 // opened returns t's handles, opening it if need be, for an operation
 // that needs its cold tier: one that runs on its hot tier alone fails it
 // with why its cold tier cannot be ensured, retryably where that is.
-func (s *Store) opened(ctx context.Context, name string) (*table, *cold.Table, *query.Engine, error) {
+func (s *Store) opened(ctx context.Context, name string) (*table, *cold.Table, *query.Table, error) {
 	t, ct, engine, err := s.openedHot(ctx, name)
 	if err != nil {
 		return nil, nil, nil, err
@@ -406,7 +411,7 @@ func (s *Store) opened(ctx context.Context, name string) (*table, *cold.Table, *
 
 // openedHot is opened for an operation that may run on the hot tier
 // alone: a write, a query.
-func (s *Store) openedHot(ctx context.Context, name string) (*table, *cold.Table, *query.Engine, error) {
+func (s *Store) openedHot(ctx context.Context, name string) (*table, *cold.Table, *query.Table, error) {
 	t, err := s.table(name)
 	if err != nil {
 		return nil, nil, nil, err
@@ -464,7 +469,7 @@ func (s *Store) retryCold(ctx context.Context, t *table, force bool) {
 func (s *Store) retryColdNow(ctx context.Context, t *table) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.engine != nil && t.coldErr != nil {
+	if t.query != nil && t.coldErr != nil {
 		s.retryCold(ctx, t, true)
 	}
 }

@@ -367,14 +367,7 @@ func (s *Store) publishSystemTables(ctx context.Context, sts []TableStatus) erro
 	s.mu.Lock()
 	s.system, s.systemAt = rels, s.opts.Now.wall()
 	s.mu.Unlock()
-	for _, t := range s.tables {
-		t.mu.Lock()
-		engine := t.engine
-		t.mu.Unlock()
-		if engine != nil {
-			engine.SetRelations(rels)
-		}
-	}
+	s.engine.SetRelations(rels)
 	return err
 }
 

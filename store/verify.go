@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/series"
 )
 
 // A Verification is what Verify found of one table.
@@ -57,6 +59,10 @@ type Verification struct {
 	// reflects an older snapshot, so nothing was compared.
 	RollupDays   int
 	RollupBehind bool
+	// RollupAlteredFiles are the files of the table's daily rollup found
+	// not to be the files their commits recorded (each in Problems too):
+	// its rows are not compared with the readings then.
+	RollupAlteredFiles []string
 	// Forks are the commits MeterStore did not make found in the table's
 	// Hadoop-layout metadata mirror, and the mirror files altered in place
 	// (Fork.Altered); ResolveForks moves them aside and mirrors the log
@@ -182,7 +188,13 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 	}
 	// The rollup is compared with a scan of the data files: not with
 	// files found altered, which no read serves.
-	if ct != nil && len(altered) == 0 {
+	intact := true
+	if ct != nil {
+		var rerrs []error
+		intact, rerrs = s.verifyRollupFiles(ctx, ct, opts, &v)
+		errs = append(errs, rerrs...)
+	}
+	if ct != nil && len(altered) == 0 && intact {
 		rc, err := s.cold.VerifyRollup(ctx, ct, opts.Deep)
 		if err != nil {
 			errs = append(errs, err)
@@ -205,15 +217,7 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 		case errors.As(err, &fe):
 			v.Forks = fe.Forks
 			for _, f := range fe.Forks {
-				switch {
-				case f.Altered:
-					v.Problems = append(v.Problems, "a file of the metadata mirror is not the one committed: "+f.String())
-					continue
-				case f.Lost:
-					v.Problems = append(v.Problems, "the catalog's log lost a commit it made (a database restored from a backup?); --resolve-forks moves its mirror aside: "+f.String())
-					continue
-				}
-				v.Problems = append(v.Problems, "a commit MeterStore did not make in the metadata mirror: "+f.String())
+				v.Problems = append(v.Problems, forkProblem(f))
 			}
 		case err != nil:
 			errs = append(errs, err)
@@ -231,7 +235,7 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 		if err != nil {
 			errs = append(errs, err)
 		} else {
-			v.Orphans, v.YoungOrphans = r.Orphans, r.YoungFiles
+			v.Orphans, v.YoungOrphans = append(v.Orphans, r.Orphans...), append(v.YoungOrphans, r.YoungFiles...)
 			for _, o := range r.Orphans {
 				v.Problems = append(v.Problems, fmt.Sprintf("a file nothing references, older than the safety age %s: %s (%d bytes, modified %s, %s ago)",
 					age, o.Location, o.Size, o.ModTime.UTC().Format(time.RFC3339), wall.Sub(o.ModTime).Round(time.Minute)))
@@ -244,14 +248,26 @@ func (s *Store) verify(ctx context.Context, t *table, opts VerifyOptions) Verifi
 	return v
 }
 
+// forkProblem says what fork f of a metadata mirror is.
+func forkProblem(f catalog.Fork) string {
+	switch {
+	case f.Altered:
+		return "a file of the metadata mirror is not the one committed: " + f.String()
+	case f.Lost:
+		return "the catalog's log lost a commit it made (a database restored from a backup?); --resolve-forks moves its mirror aside: " + f.String()
+	}
+	return "a commit MeterStore did not make in the metadata mirror: " + f.String()
+}
+
 // ResolveForks moves the commits MeterStore did not make out of the
 // metadata mirror of table name into metadata/forked/, and mirrors the
-// log's head again (catalog.ResolveForks). It returns what it moved, for
+// log's head again (catalog.ResolveForks), and those of its daily rollup
+// table. It returns what it moved, for
 // the operator's record; the foreign metadata and its data files are kept,
 // and rows a foreign writer added reach MeterStore only by being written
 // through it. A catalog that writes no mirror has nothing to resolve.
 func (s *Store) ResolveForks(ctx context.Context, name string) ([]catalog.Fork, error) {
-	_, ct, _, err := s.opened(ctx, name)
+	t, ct, _, err := s.opened(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -260,6 +276,16 @@ func (s *Store) ResolveForks(ctx context.Context, name string) ([]catalog.Fork, 
 		return nil, nil
 	}
 	forks, err := mc.ResolveForks(ctx, ct.Identifier())
+	if err == nil && t.decl.TimeModel == series.Interval {
+		// The daily rollup's mirror forks with the table's, when the log
+		// lost commits of both.
+		var rf []catalog.Fork
+		rf, err = mc.ResolveForks(ctx, s.cold.RollupHandle(ct).Identifier())
+		if errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace) {
+			err = nil
+		}
+		forks = append(forks, rf...)
+	}
 	for _, f := range forks {
 		s.log.Warn("store: moved a commit MeterStore did not make out of the metadata mirror",
 			"table", name, "file", f.File, "snapshot", f.SnapshotID, "records", f.Records)

@@ -2,7 +2,9 @@ package cold
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -70,10 +72,12 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 		return Commit{}, err
 	}
 	enc.mark, enc.order = true, newKeyOrder(&t.decl)
-	var sums *rollup.Stream
+	var finish func(Commit, error) *rollupPrep
 	if t.decl.TimeModel == series.Interval && !c.rollupReadsBack {
-		sums = rollup.NewStream(&t.decl, c.cal)
-		rows = summed(rows, sums)
+		sums := rollup.NewStream(&t.decl, c.cal)
+		passed := make(chan struct{})
+		rows = summed(rows, sums, sync.OnceFunc(func() { close(passed) }))
+		finish = c.prepareRollup(ctx, t, ice, sums, passed, w)
 	}
 	cm, err := c.commit(ctx, t, ice, write{
 		op:   op,
@@ -92,8 +96,15 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 		},
 		rowsKey: SummaryRows,
 	})
-	if err == nil && sums != nil {
-		c.archived.sums.put(t, archivedRollup{snapshot: cm.SnapshotID, sums: sums})
+	if finish != nil {
+		prep := finish(cm, err)
+		if err == nil {
+			// A prep the next archival landed over is stale: no catch-up
+			// ran between the two.
+			if old, ok := c.archived.prepared.swap(t, prep); ok && old != nil {
+				_ = c.abandon(old.r, old.p, errors.New("cold: superseded by a later archival"))
+			}
+		}
 	}
 	return cm, err
 }

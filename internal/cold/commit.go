@@ -82,75 +82,124 @@ const commitTimeout = time.Minute
 // pinned is staged again on the new head instead, with the data files
 // written once, as often as the table's commit.retry.num-retries allows.
 func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) (Commit, error) {
+	p, err := c.writeData(ctx, h, ice, w)
+	if err != nil {
+		return Commit{}, err
+	}
+	return c.land(ctx, h, p, nil)
+}
+
+// A pending commit is a write whose data files are written and hashed,
+// but not yet committed: land commits it, abandon deletes its files.
+type pending struct {
+	w       write
+	wt      *table.Table // the table as of the next attempt, through rec
+	rec     *recordingFS
+	files   []iceberg.DataFile
+	added   []FileDigest
+	rows    int64
+	summary iceberg.Properties
+	// base, if set, is the proven chain of wt's current snapshot, read
+	// before the files were written (see stage).
+	base *chain
+}
+
+// writeData writes the data files of w on ice, the first half of commit.
+func (c *Tier) writeData(ctx context.Context, h *Table, ice *table.Table, w write) (*pending, error) {
 	fs, err := ice.FS(ctx)
 	if err != nil {
-		return Commit{}, fmt.Errorf("cold: %s %s: file IO: %w", w.op, h.decl.Name, err)
+		return nil, fmt.Errorf("cold: %s %s: file IO: %w", w.op, h.decl.Name, err)
 	}
 	wfs, ok := fs.(icebergio.WriteFileIO)
 	if !ok {
-		return Commit{}, fmt.Errorf("cold: %s %s: %w", w.op, h.decl.Name, table.ErrWriteIORequired)
+		return nil, fmt.Errorf("cold: %s %s: %w", w.op, h.decl.Name, table.ErrWriteIORequired)
 	}
-	rec := &recordingFS{WriteFileIO: wfs}
-	on := func(ice *table.Table) *table.Table {
-		return table.New(ice.Identifier(), ice.Metadata(), ice.MetadataLocation(),
-			func(context.Context) (icebergio.IO, error) { return rec, nil }, c.cat)
-	}
-	wt := on(ice)
+	p := &pending{w: w, rec: &recordingFS{WriteFileIO: wfs}}
+	p.wt = c.through(ice, p.rec)
 
 	began := time.Now() // the wall clock, for SummaryWriteMillis: a cost, not a time of the data
-	summary := maps.Clone(w.summary)
+	p.summary = maps.Clone(w.summary)
+	if p.summary == nil {
+		p.summary = iceberg.Properties{}
+	}
 
 	streams := w.records
 	if w.enc != nil {
 		streams = []*records{{schema: w.enc.schema, batches: w.enc.batches(w.rows, w.check), enc: w.enc}}
 	}
-	var (
-		files []iceberg.DataFile
-		rows  int64
-	)
 	for _, s := range streams {
 		// Every partition touched keeps a file, with its buffered row
 		// group, open until its month is passed or the stream ends:
 		// superseded versions interleave with the current ones, so no
 		// write is clustered by partition.
-		written, err := writeFiles(ctx, wt, rec, s)
+		written, err := writeFiles(ctx, p.wt, p.rec, s)
 		if err != nil {
 			if s.enc != nil {
 				if _, eerr := s.enc.result(); eerr != nil {
 					// The typed error of the row or source that ended the stream.
-					return Commit{}, c.discard(h, w.op, rec, eerr)
+					return nil, c.discard(h, w.op, p.rec, eerr)
 				}
 			}
-			return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: write data files: %w", w.op, h.decl.Name, err))
+			return nil, c.discard(h, w.op, p.rec, fmt.Errorf("cold: %s %s: write data files: %w", w.op, h.decl.Name, err))
 		}
-		files = append(files, written...)
+		p.files = append(p.files, written...)
 		if s.enc != nil {
 			n, _ := s.enc.result()
-			rows += n
+			p.rows += n
 		} else {
-			rows += s.rows
+			p.rows += s.rows
 		}
 	}
 	if w.rowsKey != "" {
-		summary[w.rowsKey] = strconv.FormatInt(rows, 10)
-		summary[SummaryWriteMillis] = strconv.FormatInt(time.Since(began).Milliseconds(), 10)
+		p.summary[w.rowsKey] = strconv.FormatInt(p.rows, 10)
+		p.summary[SummaryWriteMillis] = strconv.FormatInt(time.Since(began).Milliseconds(), 10)
 	}
-	added := slices.Clone(w.adopt)
-	for _, f := range files {
-		d, ok := rec.digest(f.FilePath())
+	p.added = slices.Clone(w.adopt)
+	for _, f := range p.files {
+		d, ok := p.rec.digest(f.FilePath())
 		if !ok || d.Size != f.FileSizeBytes() {
-			return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: data file %s of %d bytes: its digest was not recorded as it was written (%d bytes hashed)",
+			return nil, c.discard(h, w.op, p.rec, fmt.Errorf("cold: %s %s: data file %s of %d bytes: its digest was not recorded as it was written (%d bytes hashed)",
 				w.op, h.decl.Name, f.FilePath(), f.FileSizeBytes(), d.Size))
 		}
 		d.Path, d.Records = f.FilePath(), f.Count()
-		added = append(added, d)
+		p.added = append(p.added, d)
 	}
+	return p, nil
+}
 
-	retries := ice.Properties().GetInt(table.CommitNumRetriesKey, table.CommitNumRetriesDefault)
+// through returns ice with its file IO through rec.
+func (c *Tier) through(ice *table.Table, rec *recordingFS) *table.Table {
+	return table.New(ice.Identifier(), ice.Metadata(), ice.MetadataLocation(),
+		func(context.Context) (icebergio.IO, error) { return rec, nil }, c.cat)
+}
+
+// abandon deletes the files of p, which will not be committed.
+func (c *Tier) abandon(h *Table, p *pending, cause error) error {
+	return c.discard(h, p.w.op, p.rec, cause)
+}
+
+// land commits p, with extra added to its snapshot summary: as one
+// append snapshot of the table p was written on, with the digest index
+// that records their SHA-256 (see SummaryDigests), computed as they were
+// written. A commit that did not land deletes every file it wrote before
+// it returns the error; one whose outcome is unknown keeps them and says
+// so.
+//
+// iceberg-go never replays the snapshot onto a newer head: the index is
+// built on the snapshot it replaces, and a replay would commit an index
+// that lacks the files of the commits in between. A write that is not
+// pinned is staged again on the new head instead, with the data files
+// written once, as often as the table's commit.retry.num-retries allows.
+func (c *Tier) land(ctx context.Context, h *Table, p *pending, extra iceberg.Properties) (Commit, error) {
+	w, rec, wt := p.w, p.rec, p.wt
+	summary := maps.Clone(p.summary)
+	maps.Copy(summary, extra)
+	base := p.base
+	retries := wt.Properties().GetInt(table.CommitNumRetriesKey, table.CommitNumRetriesDefault)
 	for attempt := 0; ; attempt++ {
 		id := uuid.NewString()
 		mark := len(rec.created())
-		st, err := c.stage(ctx, h, wt, rec, w, files, added, id, maps.Clone(summary))
+		st, err := c.stage(ctx, h, wt, rec, w, p.files, p.added, id, maps.Clone(summary), base)
 		if err != nil {
 			return Commit{}, c.discard(h, w.op, rec, err)
 		}
@@ -169,7 +218,7 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 			if lerr != nil {
 				return Commit{}, c.discard(h, w.op, rec, fmt.Errorf("cold: %s %s: commit: %w (and reading the table again: %w)", w.op, h.decl.Name, err, lerr))
 			}
-			wt = on(cur)
+			wt, base = c.through(cur, rec), nil
 			continue
 		}
 		meta := landed
@@ -182,9 +231,9 @@ func (c *Tier) commit(ctx context.Context, h *Table, ice *table.Table, w write) 
 		if s == nil {
 			return Commit{}, fmt.Errorf("cold: %s %s: the committed metadata lacks snapshot %s=%s", w.op, h.decl.Name, SummaryCommitID, id)
 		}
-		out := Commit{SnapshotID: s.SnapshotID, Rows: rows, Files: len(files)}
+		out := Commit{SnapshotID: s.SnapshotID, Rows: p.rows, Files: len(p.files)}
 		out.Watermark, _ = parseTime(s.Summary.Properties[SummaryWatermark])
-		for _, f := range files {
+		for _, f := range p.files {
 			out.Bytes += f.FileSizeBytes()
 		}
 		return out, nil
@@ -206,7 +255,12 @@ type staged struct {
 // carries its manifests on and pins them anew, so it must not build on
 // ones that are not the committed ones. Pinned to wt's current snapshot,
 // the commit fails rather than replay.
-func (c *Tier) stage(ctx context.Context, h *Table, wt *table.Table, rec *recordingFS, w write, files []iceberg.DataFile, added []FileDigest, id string, summary iceberg.Properties) (staged, error) {
+//
+// proven, if not nil, is a chain of wt's current snapshot proven earlier,
+// used instead of a fresh proof unless w merges manifests: carried on,
+// its manifests are pinned by the digests that proof read, so a file
+// altered since still fails the next read.
+func (c *Tier) stage(ctx context.Context, h *Table, wt *table.Table, rec *recordingFS, w write, files []iceberg.DataFile, added []FileDigest, id string, summary iceberg.Properties, proven *chain) (staged, error) {
 	fail := func(err error) (staged, error) {
 		var altered *AlteredFileError
 		if errors.As(err, &altered) {
@@ -217,7 +271,9 @@ func (c *Tier) stage(ctx context.Context, h *Table, wt *table.Table, rec *record
 	summary[SummaryCommitID] = id
 	base := wt.Metadata()
 	var baseChain *chain
-	if cur := base.CurrentSnapshot(); cur != nil {
+	if cur := base.CurrentSnapshot(); cur != nil && proven != nil && proven.snapshot == cur.SnapshotID && !w.merge {
+		baseChain = proven
+	} else if cur != nil {
 		// Afresh, not from the cache: what a proof found earlier may have
 		// been altered since, and a manifest merge would carry it on.
 		var err error

@@ -93,6 +93,9 @@ type Compaction struct {
 	Rows            int64 // rows rewritten
 	BytesRead       int64 // size of the removed files
 	BytesWritten    int64 // size of the added files
+	// Rollup is what CompactRollup did with the table's daily rollup, when
+	// the caller ran it beside (the store's Compact does).
+	Rollup RollupCompaction
 }
 
 // Compact rewrites the small data files of t, partition by partition, as

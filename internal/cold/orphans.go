@@ -114,7 +114,7 @@ func (c *Tier) Orphans(ctx context.Context, t *Table, opts OrphanOptions) (Orpha
 		return OrphanReport{}, err
 	}
 	loc := strings.TrimSuffix(ice.Location(), "/")
-	if !ownLocation(loc, name) {
+	if !ownLocation(loc, t.ident[len(t.ident)-1]) { // a rollup's name says its namespace too
 		return fail(fmt.Errorf("location %s is not named after the table, so other tables' files may lie under it", loc))
 	}
 	fs, err := ice.FS(ctx)

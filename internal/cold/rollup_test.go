@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/internal/rollup"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
@@ -239,5 +241,176 @@ func TestDailyRollupCatchUp(t *testing.T) {
 				t.Fatalf("the rollup after a purge: %v", err)
 			}
 		})
+	}
+}
+
+// TestDailyRollupCompaction compacts a rollup of a file a catch-up, late
+// corrections among them: it holds fewer files and only the rows of each
+// series' day's highest rollup version after, reflects what it reflected
+// before, and its resolved rows, its verification against the readings
+// and its files' tamper evidence are as before; a catch-up after it goes
+// on from there, and a compaction of one file a month does nothing.
+func TestDailyRollupCompaction(t *testing.T) {
+	e := newEnv(t, Options{})
+	f := &rollupFixture{e: e, tab: loadProfile("power"), rng: rand.New(rand.NewPCG(51, uint64(time.Now().UnixNano())))}
+	f.h = e.ensure(t, f.tab)
+	catchUp := func(what string) {
+		t.Helper()
+		if _, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if why := f.check(t); why != "" {
+			t.Fatalf("%s: %s", what, why)
+		}
+	}
+	from := time.Date(2026, 3, 25, 0, 0, 0, 0, time.UTC) // windows within a month: readings come partition by partition
+	for i := range 4 {
+		to := from.Add(36 * time.Hour)
+		f.archive(t, from, to)
+		catchUp(fmt.Sprintf("window %d", i))
+		from = to
+	}
+	f.late(t, 20)
+	catchUp("late corrections")
+	r := e.tier.RollupHandle(f.h)
+	before, err := e.tier.RollupState(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	preCompaction := rollupDataFiles(t, e, r)
+	c, err := e.tier.CompactRollup(t.Context(), f.h, 2)
+	if err != nil || c.SnapshotID == 0 || c.FilesAfter >= c.FilesBefore || c.FilesAfter != 1 || c.RowsAfter >= c.RowsBefore {
+		t.Fatalf("compaction: %+v, %v; want fewer files, and rows of superseded rollup versions gone", c, err)
+	}
+	if after, err := e.tier.RollupState(t.Context(), r); err != nil || after != before {
+		t.Fatalf("the rollup reflects %+v after the compaction (%v), %+v before", after, err, before)
+	}
+	if why := f.check(t); why != "" {
+		t.Fatalf("after the compaction: %s", why)
+	}
+	if v, err := e.tier.VerifyRollup(t.Context(), f.h, true); err != nil || v.Behind || v.Days == 0 || len(v.Problems) > 0 {
+		t.Fatalf("verification after the compaction: %+v, %v", v, err)
+	}
+	if fc, err := e.tier.VerifyFiles(t.Context(), r, VerifyOptions{Deep: true}); err != nil || len(fc.Problems) > 0 || fc.Files != c.FilesAfter {
+		t.Fatalf("the rollup's files after the compaction: %+v, %v", fc, err)
+	}
+	ice, err := e.tier.load(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := ice.FS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := ice.Scan().PlanFiles(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := slices.DeleteFunc(preCompaction, func(p string) bool {
+		return slices.ContainsFunc(tasks, func(ft table.FileScanTask) bool { return ft.File.FilePath() == p })
+	})
+	if again, err := e.tier.CompactRollup(t.Context(), f.h, 2); err != nil || again.SnapshotID != 0 {
+		t.Fatalf("a compaction of a file a month: %+v, %v", again, err)
+	}
+	f.archive(t, from, from.Add(24*time.Hour))
+	catchUp("a window after the compaction")
+	// The files the compaction replaced go as the table's do: expiry takes
+	// the rollup's snapshots of the table's snapshots it removes, and then
+	// nothing references them, so orphan removal deletes them.
+	if _, err := e.tier.ExpireSnapshots(t.Context(), f.h, time.Now().Add(time.Hour), Retention{KeepLast: 1, MaxAge: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.tier.Orphans(t.Context(), r, OrphanOptions{Before: time.Now().Add(time.Hour), Delete: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := rollupDataFiles(t, e, r)
+	gone := 0
+	for _, p := range replaced {
+		if slices.Contains(left, p) {
+			t.Fatalf("rollup file %s, which the compaction replaced, is still referenced after expiry", p)
+		}
+		if _, err := fsys.Open(p); !errors.Is(err, iofs.ErrNotExist) {
+			t.Fatalf("rollup file %s, which the compaction replaced, is still there after orphan removal (%d deleted): %v", p, rep.Deleted, err)
+		}
+		gone++
+	}
+	if gone == 0 {
+		t.Fatal("the compaction replaced no rollup file")
+	}
+	if why := f.check(t); why != "" {
+		t.Fatalf("after expiry and orphan removal: %s", why)
+	}
+}
+
+// rollupDataFiles returns the data files r's metadata references, of every
+// snapshot it holds.
+func rollupDataFiles(t *testing.T, e *env, r *Table) []string {
+	t.Helper()
+	ice, err := e.tier.load(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := ice.FS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := collectReferences(ice.Metadata(), ice.MetadataLocation(), fsys, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return refs.data
+}
+
+// TestDailyRollupPrepCrash archives a window whose rollup commit the
+// archival prepared, and "crashes" before the catch-up: another Tier on
+// the same catalog, which holds no prep, catches the rollup up by reading
+// the window back, and the prepared file is left for orphan removal. The
+// first Tier's catch-up then finds its prep overtaken: it commits
+// nothing, and deletes the file.
+func TestDailyRollupPrepCrash(t *testing.T) {
+	e := newEnv(t, Options{})
+	f := &rollupFixture{e: e, tab: loadProfile("power"), rng: rand.New(rand.NewPCG(52, uint64(time.Now().UnixNano())))}
+	f.h = e.ensure(t, f.tab)
+	mar2, mar3, mar4 := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
+	f.archive(t, mar2, mar3)
+	if _, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil {
+		t.Fatal(err)
+	}
+	f.archive(t, mar3, mar4)
+	r := e.tier.RollupHandle(f.h)
+	orphans := func() int {
+		t.Helper()
+		rep, err := e.tier.Orphans(t.Context(), r, OrphanOptions{Before: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rep.Orphans)
+	}
+	if n := orphans(); n != 1 {
+		t.Fatalf("%d unreferenced rollup files after the archival, want its prepared one", n)
+	}
+	other, err := New(e.cat, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oh, err := other.Ensure(t.Context(), f.tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := other.CatchUpRollup(t.Context(), oh); err != nil || c.SnapshotID == 0 || other.rollupSummed.Load() != 0 {
+		t.Fatalf("the catch-up after the crash: %+v, %v, %d from sums", c, err, other.rollupSummed.Load())
+	}
+	if why := f.check(t); why != "" {
+		t.Fatalf("after the crash: %s", why)
+	}
+	if c, err := e.tier.CatchUpRollup(t.Context(), f.h); err != nil || c.SnapshotID != 0 {
+		t.Fatalf("the overtaken prep's catch-up: %+v, %v; want nothing committed", c, err)
+	}
+	if n := orphans(); n != 0 {
+		t.Fatalf("%d unreferenced rollup files after the overtaken prep, want none", n)
+	}
+	if why := f.check(t); why != "" {
+		t.Fatalf("at the end: %s", why)
 	}
 }

@@ -23,8 +23,9 @@ import (
 // rollup reflects no ancestor of S, or a snapshot between does what this
 // cannot tell (a late commit without its range, a foreign engine's
 // append), every settled day is computed again. After one archival
-// through this Tier and nothing else, the days come from the rows it
-// wrote (see rollupFromArchive) rather than from a read of the window.
+// through this Tier and nothing else, it commits what the archival
+// prepared from the rows it wrote (see prepareRollup) rather than read
+// the window back.
 // It does nothing when the
 // rollup reflects S already, and returns the zero Commit then.
 //
@@ -34,6 +35,12 @@ import (
 func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 	if t.decl.TimeModel != series.Interval {
 		return Commit{}, nil
+	}
+	if prep, _ := c.archived.prepared.take(t); prep != nil {
+		cm, ok, err := c.landRollup(ctx, t, prep)
+		if err != nil || ok {
+			return cm, err
+		}
 	}
 	r, rice, err := c.ensureRollup(ctx, t)
 	if err != nil {
@@ -54,12 +61,6 @@ func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 	}
 	if st.Ok && st.Source == snap.SnapshotID {
 		return Commit{}, nil
-	}
-	if rows, ok, err := c.rollupFromArchive(ctx, t, ice, snap, st, w); err != nil || ok {
-		if err != nil {
-			return Commit{}, err
-		}
-		return c.appendRollup(ctx, r, rice, rows, snap.SnapshotID, FormatTime(w))
 	}
 	ranges := changedSince(ice.Metadata(), snap, st, w)
 	if c.rollupSkipsLate {

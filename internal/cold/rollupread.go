@@ -30,6 +30,11 @@ func (c *Tier) rollupRows(ctx context.Context, r *Table, q series.Range) ([]roll
 	if err != nil {
 		return nil, RollupState{}, err
 	}
+	return c.rollupRowsOf(ctx, r, ice, q)
+}
+
+// rollupRowsOf is rollupRows of rollup table r at state ice.
+func (c *Tier) rollupRowsOf(ctx context.Context, r *Table, ice *table.Table, q series.Range) ([]rollup.Row, RollupState, error) {
 	st, err := rollupState(ice.CurrentSnapshot())
 	if err != nil || !st.Ok {
 		return nil, st, err

@@ -16,18 +16,19 @@ import (
 // An archival of an interval table sums the rows it writes into rollup
 // rows as they pass (a rollup.Stream), so that the catch-up after it need
 // not read the window back: only the part below the previous watermark of
-// a day straddling it is read, by its day. The sums are kept here, the
-// last archival's per table, until a catch-up takes them; a catch-up that
+// a day straddling it is read, by its day. The rollup commit they make is
+// prepared beside the archival (see prepareRollup) and kept here, the
+// last archival's per table, until a catch-up lands it; a catch-up that
 // finds none, or finds more changed than that archival (a crash between
 // the two commits, late corrections, a snapshot of another writer), reads
 // the readings back instead.
 
-// archivedRollups holds, per table, the rollup sums of the last archival
-// committed through this Tier, and the sums of the days its catch-up left
+// archivedRollups holds, per table, the rollup commit the last archival
+// through this Tier prepared, and the sums of the days its catch-up left
 // unsettled.
 type archivedRollups struct {
-	sums  perTable[archivedRollup]
-	carry perTable[rollupCarry]
+	prepared perTable[*rollupPrep]
+	carry    perTable[rollupCarry]
 }
 
 // perTable holds one value per table until it is taken.
@@ -36,13 +37,19 @@ type perTable[T any] struct {
 	m  map[string]T
 }
 
-func (p *perTable[T]) put(t *Table, x T) {
+func (p *perTable[T]) put(t *Table, x T) { p.swap(t, x) }
+
+// swap puts x as t's value and returns the one it replaces.
+func (p *perTable[T]) swap(t *Table, x T) (old T, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
 		p.m = map[string]T{}
 	}
-	p.m[strings.Join(t.ident, ".")] = x
+	k := strings.Join(t.ident, ".")
+	old, ok = p.m[k]
+	p.m[k] = x
+	return old, ok
 }
 
 // take returns and forgets t's value.
@@ -64,13 +71,9 @@ type rollupCarry struct {
 	rows     []rollup.Row
 }
 
-type archivedRollup struct {
-	snapshot int64 // the archival's snapshot
-	sums     *rollup.Stream
-}
-
-// summed returns rows, each added to s as it passes.
-func summed(rows Rows, s *rollup.Stream) Rows {
+// summed returns rows, each added to s as it passes; end, if not nil, is
+// called once they are all passed.
+func summed(rows Rows, s *rollup.Stream, end func()) Rows {
 	return func(yield func(series.Reading, error) bool) {
 		for r, err := range rows {
 			if err == nil {
@@ -80,20 +83,20 @@ func summed(rows Rows, s *rollup.Stream) Rows {
 				return
 			}
 		}
+		if end != nil {
+			end()
+		}
 	}
 }
 
-// rollupFromArchive returns the rollup rows, of version snap's sequence
-// number, of the days that snap, an archival through this Tier, settled,
-// from the sums it kept. ok is false, and nothing is read, unless that is
-// all that changed since the snapshot st reflects: snap is the archival's,
-// and its parent is st's.
-func (c *Tier) rollupFromArchive(ctx context.Context, t *Table, ice *table.Table, snap *table.Snapshot, st RollupState, w time.Time) (rows []rollup.Row, ok bool, err error) {
-	a, found := c.archived.sums.take(t)
-	carry, carried := c.archived.carry.take(t)
-	if !found || c.rollupReadsBack || a.snapshot != snap.SnapshotID || !st.Ok || snap.ParentSnapshotID == nil || *snap.ParentSnapshotID != st.Source {
-		return nil, false, nil
-	}
+// rowsFromSums returns the rollup rows, of version v, of the days settled
+// between st's watermark and w, from sums, the sums of every reading at
+// or above st's watermark, and the readings below it of a day straddling
+// it: from carry if that holds them (carried), else read from ice, which
+// holds the same readings below st's watermark as st's source. It
+// returns the carry of the days left unsettled, without its snapshot.
+// ok is false where sums cannot tell a day.
+func (c *Tier) rowsFromSums(ctx context.Context, t *Table, ice *table.Table, sums *rollup.Stream, carry rollupCarry, carried bool, st RollupState, w time.Time, v int64) (rows []rollup.Row, next rollupCarry, ok bool, err error) {
 	prev := st.Watermark
 	// Every reading at or above prev is the archival's; a day straddling
 	// prev needs the readings below it too, from lo: carried from the last
@@ -108,20 +111,20 @@ func (c *Tier) rollupFromArchive(ctx context.Context, t *Table, ice *table.Table
 	switch {
 	case carried && carry.snapshot == st.Source && !lo.Before(carry.lo):
 		// The last catch-up summed every reading from carry.lo to prev.
-		a.sums.AddRows(carry.rows)
+		sums.AddRows(carry.rows)
 		lo = carry.lo
 	case lo.Before(prev):
 		b := rollup.NewBuilder(&t.decl, c.cal)
 		for r, err := range c.scanColumns(ctx, t, ice, series.Range{From: lo, To: prev}, rollup.Needs(&t.decl)) {
 			if err != nil {
-				return nil, false, fmt.Errorf("cold: rollup of %s: %w", t.decl.Name, err)
+				return nil, rollupCarry{}, false, fmt.Errorf("cold: rollup of %s: %w", t.decl.Name, err)
 			}
 			b.Add(&r)
 		}
-		a.sums.AddBuilder(b)
+		sums.AddBuilder(b)
 	}
-	next := rollupCarry{snapshot: snap.SnapshotID, lo: lo}
-	for _, x := range a.sums.Rows(snap.SequenceNumber) {
+	next = rollupCarry{lo: lo}
+	for _, x := range sums.Rows(v) {
 		start, end := c.cal.BalancingDayStart(x.Day, x.Commodity), c.cal.BalancingDayEnd(x.Day, x.Commodity)
 		switch {
 		case end.After(w) && !start.Before(lo):
@@ -131,14 +134,12 @@ func (c *Tier) rollupFromArchive(ctx context.Context, t *Table, ice *table.Table
 		case start.Before(lo):
 			// A day of a commodity the table does not declare, straddling
 			// prev: its part below was not read.
-			return nil, false, nil
+			return nil, rollupCarry{}, false, nil
 		default:
 			rows = append(rows, x)
 		}
 	}
-	c.archived.carry.put(t, next)
-	c.rollupSummed.Add(1)
-	return rows, true, nil
+	return rows, next, true, nil
 }
 
 // rollupCommodities returns the commodities whose days the readings of

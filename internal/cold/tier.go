@@ -66,8 +66,8 @@ type Tier struct {
 	// manifests of recent snapshots they are made from.
 	plans  planCache
 	chains chainCache
-	// archived keeps the rollup sums of the last archival of each table
-	// until the catch-up after it (see rollupFromArchive).
+	// archived keeps the rollup commit the last archival of each table
+	// prepared until the catch-up after it (see prepareRollup).
 	archived archivedRollups
 
 	// beforeCommit, if set, runs between staging and committing a

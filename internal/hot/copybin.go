@@ -2,8 +2,10 @@ package hot
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +56,8 @@ func binaryDirect(t *series.Table, l layout) bool {
 }
 
 // encodeDirect encodes rows in the columns of l.writeColumns, l being
-// one of the dictionary layouts, with their ids as they are.
+// one of the dictionary layouts, with room for their ids, which it does
+// not read: the write may be finding them meanwhile.
 func encodeDirect(l layout, rows []staged) *encoded {
 	if _, ok := l.(leanLayout); ok {
 		return encodeLean(rows)
@@ -65,8 +68,8 @@ func encodeDirect(l layout, rows []staged) *encoded {
 		r := &rows[i]
 		b = binary.BigEndian.AppendUint16(b, 8)
 		e.at[i] = len(b) + 4
-		b = appendInt32(b, r.series)
-		b = appendInt32(b, r.attr)
+		b = appendInt32(b, 0) // the ids, filled in by setIDs
+		b = appendInt32(b, 0)
 		b = appendTime(b, r.from)
 		b = appendTime(b, r.to)
 		b = appendField(b, func(b []byte) []byte { return pgnum.AppendMicro(b, r.value) })
@@ -88,8 +91,8 @@ func encodeLean(rows []staged) *encoded {
 		r := &rows[i]
 		b = binary.BigEndian.AppendUint16(b, 5)
 		e.at[i] = len(b) + 4
-		b = appendInt32(b, r.series)
-		b = appendInt32(b, r.attr)
+		b = appendInt32(b, 0) // the ids, filled in by setIDs
+		b = appendInt32(b, 0)
 		b = appendTime(b, r.from)
 		b = binary.BigEndian.AppendUint32(b, 8)
 		b = binary.BigEndian.AppendUint64(b, uint64(versionBiased(uint64(r.version))))
@@ -105,6 +108,61 @@ func (e *encoded) setIDs(rows []staged) {
 		binary.BigEndian.PutUint32(e.buf[e.at[i]:], uint32(rows[i].series))
 		binary.BigEndian.PutUint32(e.buf[e.at[i]+8:], uint32(rows[i].attr))
 	}
+}
+
+// keyOrder returns e's rows in the order of the primary key, series id
+// first. Series ids follow the dictionary's key order, not the batch's,
+// and rows copied out of key order land in the middle of the index's
+// pages and split them half full; in key order a batch's new series go
+// to the rightmost pages, which splits leave full. Rows come in runs of
+// one series and version whose starts ascend, and the runs are sorted:
+// only two versions of a series in one batch are then not quite in key
+// order, which costs the index a little room, never a row.
+func (e *encoded) keyOrder(rows []staged) []byte {
+	type run struct {
+		series     int32
+		from       int64
+		v          uint64
+		first, end int // rows[first:end]
+	}
+	var runs []run
+	sorted := true
+	for i := range rows {
+		r := &rows[i]
+		if n := len(runs); n > 0 {
+			p := &runs[n-1]
+			if p.series == r.series && p.v == uint64(r.version) && rows[i-1].from.Before(r.from) {
+				p.end = i + 1
+				continue
+			}
+			sorted = sorted && (p.series < r.series || p.series == r.series && rows[p.first].from.Before(r.from))
+		}
+		runs = append(runs, run{series: r.series, from: r.from.UnixMicro(), v: uint64(r.version), first: i, end: i + 1})
+	}
+	if sorted {
+		return e.buf
+	}
+	slices.SortFunc(runs, func(a, b run) int {
+		if c := cmp.Compare(a.series, b.series); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.from, b.from); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.v, b.v)
+	})
+	// A row begins with its field count and the series id's length, 6
+	// bytes before the id; a run ends where the row after it begins.
+	out := make([]byte, 0, len(e.buf))
+	out = append(out, e.buf[:len(copySignature)]...)
+	for _, r := range runs {
+		end := len(e.buf) - 2
+		if r.end < len(rows) {
+			end = e.at[r.end] - 6
+		}
+		out = append(out, e.buf[e.at[r.first]-6:end]...)
+	}
+	return append(out, e.buf[len(e.buf)-2:]...)
 }
 
 func appendInt32(b []byte, v int32) []byte {
@@ -127,12 +185,16 @@ func appendField(b []byte, enc func([]byte) []byte) []byte {
 
 // copyEncoded copies b's encoded rows into t's parent, in tx.
 func (h *Tier) copyEncoded(ctx context.Context, tx pgx.Tx, t *series.Table, l layout, b *batch) error {
-	if b.enc == nil {
+	switch {
+	case b.enc != nil:
+	case b.encoding != nil:
+		b.enc = <-b.encoding
+	default:
 		b.enc = encodeDirect(l, b.rows)
 	}
 	b.enc.setIDs(b.rows)
 	cols := l.writeColumns(t, true)
-	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b.enc.buf),
+	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b.enc.keyOrder(b.rows)),
 		`COPY `+h.ident(t.Name)+` (`+strings.Join(cols, ", ")+`) FROM STDIN BINARY`)
 	return err
 }

@@ -108,36 +108,55 @@ func keyString(k []*string) string {
 	return b.String()
 }
 
-// ids returns the id of each key, distinct keys, inserting those the
-// dictionary lacks, and which of them it inserted. Keys are inserted
-// sorted, so two writers wait for each other at their first common key
-// rather than deadlock; ids are not spent on keys that exist.
-func (h *Tier) ids(ctx context.Context, tx pgx.Tx, d *dictionary, keys [][]*string) (_ []int32, inserted []bool, _ error) {
-	strs := make([]string, len(keys))
-	at := make(map[string]int, len(keys))
+// A lookup is the keys of one dictionary a write needs ids for, and what
+// ids found of them.
+type lookup struct {
+	d    *dictionary
+	keys [][]*string
+	strs []string       // keyString of each key
+	at   map[string]int // index of each key by its keyString
+	// out, found and inserted hold each key's id, whether it has one,
+	// and whether this transaction inserted its row.
+	out             []int32
+	found, inserted []bool
+}
+
+func newLookup(d *dictionary, keys [][]*string) *lookup {
+	l := &lookup{d: d, keys: keys, strs: make([]string, len(keys)), at: make(map[string]int, len(keys)),
+		out: make([]int32, len(keys)), found: make([]bool, len(keys)), inserted: make([]bool, len(keys))}
 	for i, k := range keys {
-		strs[i] = keyString(k)
-		at[strs[i]] = i
+		l.strs[i] = keyString(k)
+		l.at[l.strs[i]] = i
 	}
-	out := make([]int32, len(keys))
-	found := make([]bool, len(keys))
-	inserted = make([]bool, len(keys))
-	collect := func(sql string, want []int, ins bool) error {
-		args := make([]any, len(d.cols))
-		for c := range d.cols {
-			col := make([]*string, len(want))
-			for j, i := range want {
-				col[j] = keys[i][c]
-			}
-			args[c] = col
+	return l
+}
+
+// missing returns the keys without an id, in key order.
+func (l *lookup) missing() []int {
+	var m []int
+	for i := range l.keys {
+		if !l.found[i] {
+			m = append(m, i)
 		}
-		rows, err := tx.Query(ctx, sql, args...)
-		if err != nil {
-			return err
+	}
+	slices.SortFunc(m, func(a, b int) int { return strings.Compare(l.strs[a], l.strs[b]) })
+	return m
+}
+
+// queue queues sql on the keys want and records the ids it returns,
+// as inserted if ins.
+func (l *lookup) queue(q *pgx.Batch, sql string, want []int, ins bool) {
+	args := make([]any, len(l.d.cols))
+	for c := range l.d.cols {
+		col := make([]*string, len(want))
+		for j, i := range want {
+			col[j] = l.keys[i][c]
 		}
-		defer rows.Close()
-		k := make([]*string, len(d.cols))
-		dst := make([]any, 1+len(d.cols))
+		args[c] = col
+	}
+	q.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		k := make([]*string, len(l.d.cols))
+		dst := make([]any, 1+len(l.d.cols))
 		var id int32
 		dst[0] = &id
 		for c := range k {
@@ -147,46 +166,70 @@ func (h *Tier) ids(ctx context.Context, tx pgx.Tx, d *dictionary, keys [][]*stri
 			if err := rows.Scan(dst...); err != nil {
 				return err
 			}
-			i, ok := at[keyString(k)]
+			i, ok := l.at[keyString(k)]
 			if !ok {
-				return fmt.Errorf("dictionary %s returned a key not asked for", d.name)
+				return fmt.Errorf("dictionary %s returned a key not asked for", l.d.name)
 			}
-			out[i], found[i], inserted[i] = id, true, ins
+			l.out[i], l.found[i], l.inserted[i] = id, true, ins
 		}
 		return rows.Err()
-	}
-	missing := func() []int {
-		var m []int
-		for i := range keys {
-			if !found[i] {
-				m = append(m, i)
-			}
+	})
+}
+
+// ids finds the id of every key of ls, inserting those the dictionaries
+// lack, after the statements of pre, which go in the first round trip.
+// Each step goes in one round trip for all dictionaries: the look-up,
+// the insert of the keys missing and, if a concurrent writer inserted
+// some of them first, their look-up again. Keys are inserted sorted, the
+// dictionaries in the order of ls, so two writers wait for each other at
+// their first common key rather than deadlock; ids are not spent on keys
+// that exist.
+func (h *Tier) ids(ctx context.Context, tx pgx.Tx, pre []string, ls ...*lookup) error {
+	send := func(step func(q *pgx.Batch, l *lookup)) error {
+		var q pgx.Batch
+		for _, s := range pre {
+			q.Queue(s)
 		}
-		return m
-	}
-	all := make([]int, len(keys))
-	for i := range all {
-		all[i] = i
-	}
-	if err := collect(h.dictSelectSQL(d), all, false); err != nil {
-		return nil, nil, err
-	}
-	if m := missing(); len(m) > 0 {
-		slices.SortFunc(m, func(a, b int) int { return strings.Compare(strs[a], strs[b]) })
-		if err := collect(h.dictInsertSQL(d), m, true); err != nil {
-			return nil, nil, err
+		pre = nil
+		for _, l := range ls {
+			step(&q, l)
 		}
-		// Keys a concurrent writer inserted and committed meanwhile.
-		if m := missing(); len(m) > 0 {
-			if err := collect(h.dictSelectSQL(d), m, false); err != nil {
-				return nil, nil, err
-			}
+		if q.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, &q).Close()
+	}
+	all := func(l *lookup) []int {
+		a := make([]int, len(l.keys))
+		for i := range a {
+			a[i] = i
+		}
+		return a
+	}
+	if err := send(func(q *pgx.Batch, l *lookup) { l.queue(q, h.dictSelectSQL(l.d), all(l), false) }); err != nil {
+		return err
+	}
+	if err := send(func(q *pgx.Batch, l *lookup) {
+		if m := l.missing(); len(m) > 0 {
+			l.queue(q, h.dictInsertSQL(l.d), m, true)
+		}
+	}); err != nil {
+		return err
+	}
+	// Keys a concurrent writer inserted and committed meanwhile.
+	if err := send(func(q *pgx.Batch, l *lookup) {
+		if m := l.missing(); len(m) > 0 {
+			l.queue(q, h.dictSelectSQL(l.d), m, false)
+		}
+	}); err != nil {
+		return err
+	}
+	for _, l := range ls {
+		if m := l.missing(); len(m) > 0 {
+			return fmt.Errorf("dictionary %s: %d keys neither found nor inserted", l.d.name, len(m))
 		}
 	}
-	if m := missing(); len(m) > 0 {
-		return nil, nil, fmt.Errorf("dictionary %s: %d keys neither found nor inserted", d.name, len(m))
-	}
-	return out, inserted, nil
+	return nil
 }
 
 // resolveIDs gives every row of b the ids of its series and attributes
@@ -196,9 +239,6 @@ func (h *Tier) ids(ctx context.Context, tx pgx.Tx, d *dictionary, keys [][]*stri
 // savepoint, at most maxAttempts times, then reported Unavailable.
 func (h *Tier) resolveIDs(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch, lean bool) error {
 	for attempt := 1; ; attempt++ {
-		if _, err := tx.Exec(ctx, `SAVEPOINT hot_dict`); err != nil {
-			return err
-		}
 		err := h.resolve(ctx, tx, t, b, lean)
 		var pgErr *pgconn.PgError
 		switch {
@@ -218,6 +258,7 @@ func (h *Tier) resolveIDs(ctx context.Context, tx pgx.Tx, t *series.Table, b *ba
 
 // resolve collects b's distinct dictionary keys, finds or inserts them,
 // and records the ids in b's rows.
+// The savepoint is set in the look-up's first round trip.
 func (h *Tier) resolve(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch, lean bool) error {
 	serDict, attrDict := dictionaries(t)
 	if lean {
@@ -273,17 +314,13 @@ func (h *Tier) resolve(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch
 		}
 		aIdx[i] = add(&attrs, ak)
 	}
-	sIDs, sNew, err := h.ids(ctx, tx, &serDict, ser.keys)
-	if err != nil {
-		return err
-	}
-	aIDs, _, err := h.ids(ctx, tx, &attrDict, attrs.keys)
-	if err != nil {
+	sl, al := newLookup(&serDict, ser.keys), newLookup(&attrDict, attrs.keys)
+	if err := h.ids(ctx, tx, []string{`SAVEPOINT hot_dict`}, sl, al); err != nil {
 		return err
 	}
 	for i := range b.rows {
 		r := &b.rows[i]
-		r.series, r.attr, r.newSeries = sIDs[sIdx[i]], aIDs[aIdx[i]], sNew[sIdx[i]]
+		r.series, r.attr, r.newSeries = sl.out[sIdx[i]], al.out[aIdx[i]], sl.inserted[sIdx[i]]
 	}
 	return nil
 }

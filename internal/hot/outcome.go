@@ -55,6 +55,10 @@ func seriesHash(t *series.Table, r *series.Reading) uint32 {
 func (h *Tier) queueLockSeries(q *pgx.Batch, t *series.Table, b *batch) {
 	fine := make([]int32, 0, len(b.rows))
 	for i := range b.rows {
+		// Rows come in runs of a series, hashed once.
+		if i > 0 && t.CompareSeries(b.rows[i-1].src, b.rows[i].src) == 0 {
+			continue
+		}
 		fine = append(fine, int32(seriesHash(t, b.rows[i].src)))
 	}
 	slices.Sort(fine)

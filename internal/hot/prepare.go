@@ -50,8 +50,10 @@ type batch struct {
 	// before it is stored (WriteOptions.Substitute).
 	substitute bool
 	// enc holds the rows encoded for the direct copy, if they were
-	// encoded ahead (copybin.go).
-	enc *encoded
+	// encoded ahead (copybin.go); else encoding delivers them once the
+	// goroutine encoding them during the write's first round trips has.
+	enc      *encoded
+	encoding <-chan *encoded
 }
 
 // prepare checks the batch with the table's one definition of a valid

@@ -50,7 +50,9 @@ func (h *Tier) WriteEach(ctx context.Context, t *series.Table, next func() ([]se
 			case len(rows) == 0:
 				return
 			default:
-				p.b, p.err = h.prepareWrite(t, rows, WriteOptions{})
+				if p.b, p.err = h.prepareWrite(t, rows, WriteOptions{}); p.err == nil {
+					h.encodeAhead(t, p.b)
+				}
 			}
 			select {
 			case ready <- p:

@@ -1,6 +1,7 @@
 package hot
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -63,6 +64,9 @@ type Tier struct {
 	// IntegrityStatement get in place of newLayout's: the dictionary
 	// layout makes them as the code before the lean layout did.
 	statementLayout layout
+	// beforeCommit, set by tests, is called before a write commits; an
+	// error fails the write, which then rolls back.
+	beforeCommit func(ctx context.Context) error
 }
 
 // schemaPattern is what a schema name must look like: it is spliced into

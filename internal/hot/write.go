@@ -91,13 +91,32 @@ func (h *Tier) prepareWrite(t *series.Table, rows []series.Reading, o WriteOptio
 		return nil, err
 	}
 	b.substitute = o.Substitute
-	// Encoded ahead where the table's layout is known already, which it
-	// is after the table's first write: WriteEach then encodes a batch
-	// while the one before it is being written.
-	if l, ok := h.knownLayout(t); ok && binaryDirect(t, l) && !o.Substitute {
+	return b, nil
+}
+
+// encodeAhead encodes b's rows for the direct copy now, where t's layout
+// is known already, which it is after the table's first write: WriteEach
+// encodes a batch while the one before it is being written.
+func (h *Tier) encodeAhead(t *series.Table, b *batch) {
+	if l, ok := h.knownLayout(t); ok && binaryDirect(t, l) && !b.substitute {
 		b.enc = encodeDirect(l, b.rows)
 	}
-	return b, nil
+}
+
+// encodeAside starts encoding b's rows for the direct copy on a
+// goroutine of its own, where t's layout is known and they were not
+// encoded ahead, so that Write encodes them while it waits for the
+// transaction's first round trips. The encoder reads only what the write
+// does not change before the copy: the rows' intervals, values and
+// versions (a substitute's versions change, and are never encoded).
+func (h *Tier) encodeAside(t *series.Table, b *batch) {
+	l, ok := h.knownLayout(t)
+	if !ok || !binaryDirect(t, l) || b.substitute || b.enc != nil {
+		return
+	}
+	done := make(chan *encoded, 1) // the encoder never waits, whether or not the write gets to the copy
+	b.encoding = done
+	go func() { done <- encodeDirect(l, b.rows) }()
 }
 
 // writePrepared writes a batch prepareWrite prepared, in a transaction
@@ -121,6 +140,13 @@ func (h *Tier) writePrepared(ctx context.Context, t *series.Table, b *batch) (se
 }
 
 func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
+	h.encodeAside(t, b)
+	defer func() {
+		// No encoder outlives the write, though its copy was not reached.
+		if b.enc == nil && b.encoding != nil {
+			b.enc = <-b.encoding
+		}
+	}()
 	conn, err := h.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -197,7 +223,7 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 		case err != nil:
 			return err
 		case done:
-			return tx.Commit(ctx)
+			return h.commit(ctx, tx)
 		}
 		// A stored row refused the batch: it may be a redelivery, which
 		// is no error, so the staged path finds out which rows did.
@@ -236,6 +262,17 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 			return err
 		}
 		probeAll = true
+	}
+	return h.commit(ctx, tx)
+}
+
+// commit commits a write's transaction once the test hook, if set, has
+// let it: a test holds a write there, its rows stored and uncommitted.
+func (h *Tier) commit(ctx context.Context, tx pgx.Tx) error {
+	if h.beforeCommit != nil {
+		if err := h.beforeCommit(ctx); err != nil {
+			return err
+		}
 	}
 	return tx.Commit(ctx)
 }
@@ -296,9 +333,16 @@ func checkPartitions(t *series.Table, b *batch, names []string) error {
 func (h *Tier) lockPartitions(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch, all bool) error {
 	var keys []int32
 	var parts []time.Time
+	var own, next time.Time // the partition of the row before, when it read only that one
 	for i := range b.rows {
 		s := &b.rows[i]
-		parts = probedPartitions(t, s, parts[:0])
+		// Rows come in runs of one partition: a row within the one
+		// before's, without ancestors, reads only that one too.
+		if len(s.anc) == 0 && !s.from.Before(own) && !next.Before(s.to) {
+			parts = append(parts[:0], own)
+		} else if parts = probedPartitions(t, s, parts[:0]); len(parts) == 1 && len(s.anc) == 0 {
+			own, next = parts[0], t.Width.Next(parts[0])
+		}
 		s.probe = all || len(parts) > 1
 		if !s.probe {
 			continue

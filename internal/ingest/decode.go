@@ -101,9 +101,9 @@ type Decoder struct {
 	format Format
 	csv    *csv.Reader
 	header []string
-	// vals holds the fields of the CSV record being decoded, by column:
-	// one map for every record, as record keeps none of it.
-	vals  map[string]string
+	// at holds the field of each column in a CSV record (columnName's
+	// order), -1 for a column the header does not name.
+	at    []int
 	lines *bufio.Scanner
 	line  int
 }
@@ -123,7 +123,9 @@ func NewDecoder(r io.Reader, f Format, t *series.Table) (*Decoder, error) {
 	switch f {
 	case CSV:
 		d.csv = csv.NewReader(r)
-		d.csv.ReuseRecord = false
+		// Only the fields' strings outlive the next Read: record reads the
+		// slice at once.
+		d.csv.ReuseRecord = true
 		header, err := d.csv.Read()
 		var pe *csv.ParseError
 		switch {
@@ -148,6 +150,10 @@ func NewDecoder(r io.Reader, f Format, t *series.Table) (*Decoder, error) {
 			d.header = append(d.header, h)
 		}
 		d.line = line
+		d.at = make([]int, len(builtin)+len(t.Columns))
+		for c := range d.at {
+			d.at[c] = slices.Index(d.header, d.column(c))
+		}
 	case JSONLines:
 		d.lines = bufio.NewScanner(r)
 		d.lines.Buffer(make([]byte, 64<<10), 16<<20)
@@ -210,16 +216,12 @@ func (d *Decoder) nextCSV() (Record, error) {
 	}
 	line, _ := d.csv.FieldPos(0)
 	d.line, _ = d.csv.FieldPos(len(fields) - 1)
-	if d.vals == nil {
-		d.vals = make(map[string]string, len(fields))
-	}
-	clear(d.vals)
-	for i, f := range fields {
-		if f != "" {
-			d.vals[d.header[i]] = f
+	return d.record(line, func(c int) (string, bool) {
+		if i := d.at[c]; i >= 0 && i < len(fields) && fields[i] != "" {
+			return fields[i], true
 		}
-	}
-	return d.record(line, d.vals)
+		return "", false
+	})
 }
 
 func (d *Decoder) nextJSON() (Record, error) {
@@ -249,7 +251,10 @@ func (d *Decoder) nextJSON() (Record, error) {
 				vals[k] = s
 			}
 		}
-		return d.record(d.line, vals)
+		return d.record(d.line, func(c int) (string, bool) {
+			v, ok := vals[d.column(c)]
+			return v, ok
+		})
 	}
 	if err := d.lines.Err(); err != nil {
 		return Record{}, fmt.Errorf("ingest: line %d: %w", d.line+1, err)
@@ -320,6 +325,33 @@ func scalar(v json.RawMessage) (string, error) {
 var builtin = []string{"malo_id", "melo_id", "obis_code", "sparte", "from", "to", "value", "unit",
 	"quality", "resolution", "version", "version_scope", "subject_id"}
 
+// The numbers of the builtin columns; the table's declared columns
+// follow them (Decoder.column).
+const (
+	colMaLo = iota
+	colMeLo
+	colOBIS
+	colSparte
+	colFrom
+	colTo
+	colValue
+	colUnit
+	colQuality
+	colResolution
+	colVersion
+	colVersionScope
+	colSubject
+)
+
+// column returns the name of column c: a builtin one, then the table's
+// declared columns in order.
+func (d *Decoder) column(c int) string {
+	if c < len(builtin) {
+		return builtin[c]
+	}
+	return d.t.Columns[c-len(builtin)].Name
+}
+
 func (d *Decoder) known(name string) bool {
 	for _, b := range builtin {
 		if b == name {
@@ -334,49 +366,52 @@ func (d *Decoder) known(name string) bool {
 	return false
 }
 
-// record converts one record's values into a reading. Only the encoding is
-// checked here; what the values mean is Write's to check.
-func (d *Decoder) record(line int, v map[string]string) (Record, error) {
+// record converts one record's values into a reading: value(c) returns
+// the value of column c (column's numbering), false if the record has
+// none. Only the encoding is checked here; what the values mean is
+// Write's to check.
+func (d *Decoder) record(line int, value func(c int) (string, bool)) (Record, error) {
 	rec := Record{Line: line}
 	r := &rec.Reading
-	fail := func(col string, err error) (Record, error) {
-		return rec, &LineError{Line: line, Column: col, Err: err}
+	fail := func(col int, err error) (Record, error) {
+		return rec, &LineError{Line: line, Column: d.column(col), Err: err}
 	}
-	r.MaLo, r.MeLo, r.OBIS = v["malo_id"], v["melo_id"], v["obis_code"]
-	r.VersionScope, r.Subject = v["version_scope"], v["subject_id"]
+	v := func(c int) string { s, _ := value(c); return s }
+	r.MaLo, r.MeLo, r.OBIS = v(colMaLo), v(colMeLo), v(colOBIS)
+	r.VersionScope, r.Subject = v(colVersionScope), v(colSubject)
 	var err error
-	if s, ok := v["sparte"]; ok {
+	if s, ok := value(colSparte); ok {
 		if r.Commodity, err = metering.ParseCommodity(s); err != nil {
-			return fail("sparte", err)
+			return fail(colSparte, err)
 		}
 	}
-	if r.From, err = instant(v["from"]); err != nil {
-		return fail("from", err)
+	if r.From, err = instant(v(colFrom)); err != nil {
+		return fail(colFrom, err)
 	}
-	if s, ok := v["to"]; ok {
+	if s, ok := value(colTo); ok {
 		if r.To, err = instant(s); err != nil {
-			return fail("to", err)
+			return fail(colTo, err)
 		}
 	}
-	if r.Value, err = series.ParseDecimal(v["value"]); err != nil {
-		return fail("value", err)
+	if r.Value, err = series.ParseDecimal(v(colValue)); err != nil {
+		return fail(colValue, err)
 	}
-	if r.Unit, err = metering.ParseUnit(v["unit"]); err != nil {
-		return fail("unit", err)
+	if r.Unit, err = metering.ParseUnit(v(colUnit)); err != nil {
+		return fail(colUnit, err)
 	}
-	if r.Quality, err = metering.ParseQuality(v["quality"]); err != nil {
-		return fail("quality", err)
+	if r.Quality, err = metering.ParseQuality(v(colQuality)); err != nil {
+		return fail(colQuality, err)
 	}
-	if s, ok := v["resolution"]; ok {
+	if s, ok := value(colResolution); ok {
 		if r.Resolution, err = metering.ParseResolution(s); err != nil {
-			return fail("resolution", err)
+			return fail(colResolution, err)
 		}
 	}
-	if r.Version, err = strconv.ParseUint(v["version"], 10, 64); err != nil {
-		return fail("version", err)
+	if r.Version, err = strconv.ParseUint(v(colVersion), 10, 64); err != nil {
+		return fail(colVersion, err)
 	}
-	for _, c := range d.t.Columns {
-		if s, ok := v[c.Name]; ok {
+	for k, c := range d.t.Columns {
+		if s, ok := value(len(builtin) + k); ok {
 			if r.Extra == nil {
 				r.Extra = map[string]string{}
 			}

@@ -20,7 +20,7 @@ func TestAnalysisKept(t *testing.T) {
 	const text = `SELECT malo_id, count(*), sum(value) FROM readings WHERE "from" >= $1 AND "from" < $2 AND malo_id = $3 GROUP BY 1`
 	lo, hi := time.Date(2026, 2, 28, 23, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC)
 	run := func(may func(string) bool, params ...any) ([]string, []string, error) {
-		st, err := e.Prepare(t.Context(), text, PrepareOptions{Default: true, Params: params, May: may})
+		st, err := e.Prepare(t.Context(), text, PrepareOptions{Table: e.first(), Params: params, May: may})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -44,7 +44,7 @@ func TestReadAsOf(t *testing.T) {
 	ctx := t.Context()
 	tab := loadProfile()
 	s := newIcebergSource(t, tab)
-	e, err := New(tab, s, Settings{Threads: 1})
+	e, err := single(tab, s, Settings{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,11 @@ type references struct {
 	completeness []map[string]any // base table references to completeness, which reads readings
 	daily        []map[string]any // base table references to daily, which reads readings
 	opaque       bool             // query(...), query_table(...) or a SHOW of a table name
+	// inner are the statements of the opaque calls query('...') that
+	// name their statement by a string literal; unknown is set if some
+	// opaque call names its relations otherwise.
+	inner   []string
+	unknown bool
 	// others is whether the statement may read a relation besides the
 	// tiers': another base table (the system tables, a CTE, DuckDB's
 	// catalog views), a table function or a SHOW.
@@ -58,13 +63,21 @@ func (r *references) walk(v any) {
 		case "TABLE_FUNCTION":
 			r.others = true
 			f, _ := v["function"].(map[string]any)
-			if name := strings.ToLower(str(f["function_name"])); name == "query" || name == "query_table" {
+			switch name := strings.ToLower(str(f["function_name"])); name {
+			case "query":
 				r.opaque = true
+				if text, ok := literal(f); ok {
+					r.inner = append(r.inner, text)
+				} else {
+					r.unknown = true
+				}
+			case "query_table":
+				r.opaque, r.unknown = true, true
 			}
 		case "SHOW_REF":
 			r.others = true
 			if str(v["table_name"]) != "" {
-				r.opaque = true
+				r.opaque, r.unknown = true, true
 			}
 		}
 		for _, c := range v {
@@ -77,6 +90,23 @@ func (r *references) walk(v any) {
 	}
 }
 
+// literal returns the text of the one argument of the function call f if
+// it is a string literal.
+func literal(f map[string]any) (string, bool) {
+	args, _ := f["children"].([]any)
+	if len(args) != 1 {
+		return "", false
+	}
+	c, _ := args[0].(map[string]any)
+	if c["class"] != "CONSTANT" {
+		return "", false
+	}
+	v, _ := c["value"].(map[string]any)
+	typ, _ := v["type"].(map[string]any)
+	text, ok := v["value"].(string)
+	return text, ok && typ["id"] == "VARCHAR" && v["is_null"] != true
+}
+
 func isReadings(name string) bool {
 	return strings.EqualFold(name, "readings") || strings.EqualFold(name, "readings_versions")
 }
@@ -84,20 +114,35 @@ func isReadings(name string) bool {
 func str(v any) string { s, _ := v.(string); return s }
 
 // tableOf returns the declared table whose relation the base table
-// reference ref names: "" for the table self whose engine runs the
-// statement (no schema, main or self's name), otherwise its schema, the
-// name of another table. A reference into another catalog than the
-// query's is self's: it binds to nothing, and reading self unbounded is
-// the conservative answer.
+// reference ref names: "" for the default table self (no schema or
+// self's name), otherwise its schema, the name of another table. A
+// reference into another catalog than the query's is self's: it binds to
+// nothing, and reading self unbounded is the conservative answer.
 func tableOf(ref map[string]any, self string) string {
 	schema := strings.ToLower(str(ref["schema_name"]))
 	if c := str(ref["catalog_name"]); c != "" && !strings.EqualFold(c, database) {
 		return ""
 	}
-	if schema == "" || schema == "main" || schema == self {
+	if schema == "" || schema == self {
 		return ""
 	}
 	return schema
+}
+
+// inMain returns the first relation of the tiers the statement names in
+// the schema main of the query's database, as written, "" if none. No
+// table's relations are there: each table's are in the schema of its
+// name, and the default table's are also found unqualified.
+func (r *references) inMain() (schema, name string) {
+	for _, refs := range [][]map[string]any{r.readings, r.completeness, r.daily} {
+		for _, ref := range refs {
+			c := str(ref["catalog_name"])
+			if strings.EqualFold(str(ref["schema_name"]), "main") && (c == "" || strings.EqualFold(c, database)) {
+				return str(ref["schema_name"]), str(ref["table_name"])
+			}
+		}
+	}
+	return "", ""
 }
 
 // qualify sets the catalog of every table reference system.x to the

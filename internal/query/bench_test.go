@@ -25,7 +25,7 @@ func benchmarkQuery(b *testing.B, sql string) {
 	}
 	s.archive(feb2026)
 	s.archive(mar2026)
-	e, err := New(s.tab, s, Settings{Threads: 1})
+	e, err := single(s.tab, s, Settings{Threads: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestErrorsQuoteTheCaller(t *testing.T) {
 		{ten, []any{1, "abc"}, "LINE 10: "},
 		{`SELECT nosuch AS x`, nil, "LINE 1: "},
 	} {
-		st, err := e.Prepare(t.Context(), c.sql, PrepareOptions{Default: true, Params: c.params})
+		st, err := e.Prepare(t.Context(), c.sql, PrepareOptions{Table: e.first(), Params: c.params})
 		if err == nil {
 			_, err = st.Query(t.Context())
 		}

@@ -149,23 +149,23 @@ var countedResolutions = []metering.Resolution{
 	metering.FiveMinutes, metering.QuarterHour, metering.HalfHour, metering.Hour, metering.Day,
 }
 
-// createCompleteness creates the view main.completeness over readings and
-// readings_versions for the days d, if the table is an interval table; a
-// day that ends at or before dueBy is due.
-func createCompleteness(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, d dayRange, dueBy time.Time) error {
+// createCompleteness creates the view completeness in p's schema over its
+// readings and readings_versions for the days d, if the table is an
+// interval table; a day that ends at or before dueBy is due.
+func createCompleteness(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, p place, d dayRange, dueBy time.Time) error {
 	if t.TimeModel != series.Interval {
 		return nil
 	}
-	if _, err := conn.ExecContext(ctx, `CREATE VIEW main.completeness AS `+completenessSQL(l, d, dueBy)); err != nil {
+	if _, err := conn.ExecContext(ctx, `CREATE VIEW `+database+`.`+rel(p.out, "completeness")+` AS `+completenessSQL(l, p, d, dueBy)); err != nil {
 		return fmt.Errorf("query: create the view completeness: %w", err)
 	}
 	return nil
 }
 
-// completenessSQL returns the SELECT of the relation completeness over the
-// days d, a day due if it ends at or before dueBy; see the comment at the
-// top of this file.
-func completenessSQL(l layout, d dayRange, dueBy time.Time) string {
+// completenessSQL returns the SELECT of the relation completeness of p's
+// readings over the days d, a day due if it ends at or before dueBy; see
+// the comment at the top of this file.
+func completenessSQL(l layout, p place, d dayRange, dueBy time.Time) string {
 	var keys []string
 	for _, k := range l.key {
 		if k != "from" {
@@ -205,7 +205,7 @@ func completenessSQL(l layout, d dayRange, dueBy time.Time) string {
 	counted := `resolution IN (` + strings.Join(names, ", ") + `)`
 	date := func(x metering.Date) string { return `DATE ` + quote(x.String()) }
 
-	lo, hi := `(SELECT min(balancing_day) FROM main.readings_versions)`, `(SELECT max(balancing_day) FROM main.readings_versions)`
+	lo, hi := `(SELECT min(balancing_day) FROM `+rel(p.out, "readings_versions")+`)`, `(SELECT max(balancing_day) FROM `+rel(p.out, "readings_versions")+`)`
 	// The bounds on "from" let the resolution of readings and the scan of
 	// the cold files skip the rows before and after the range.
 	inRange := ""
@@ -228,7 +228,7 @@ func completenessSQL(l layout, d dayRange, dueBy time.Time) string {
 	SELECT ` + list("") + `, ` + date(d.lo.AddDays(-1)) + ` AS balancing_day,
 		arg_max(sparte, "from") AS sparte, arg_max(resolution, "from") AS resolution,
 		CAST(0 AS BIGINT) AS present, CAST(0 AS BIGINT) AS surplus
-	FROM main.readings_versions
+	FROM ` + rel(p.out, "readings_versions") + `
 	WHERE ` + counted + ` AND balancing_day >= ` + date(first) + ` AND balancing_day < ` + date(d.lo) + `
 		AND "from" >= ` + timestamptz(calendar.DayStart(first)) + ` AND "from" < ` + timestamptz(calendar.GasDayStart(d.lo)) + `
 	GROUP BY ALL`
@@ -252,7 +252,7 @@ WITH bounds AS (
 		count(*) FILTER (WHERE r."from" >= c.day_from AND r."from" < c.day_to AND CASE r.resolution
 			WHEN 'P1D' THEN r."from" = c.day_from
 			ELSE (epoch_us(r."from") - epoch_us(c.day_from)) % (` + strings.ReplaceAll(step.String(), "resolution", "r.resolution") + `) = 0 END) AS good
-	FROM (SELECT * FROM main.readings WHERE ` + counted + inRange + `) AS r
+	FROM (SELECT * FROM ` + rel(p.out, "readings") + ` WHERE ` + counted + inRange + `) AS r
 	JOIN cal AS c ON c.balancing_day = r.balancing_day AND c.sparte = r.sparte
 	GROUP BY ALL
 ), known AS (

@@ -80,7 +80,7 @@ func coldFleet(b *testing.B, s *memSource, days int) {
 func benchmarkFleet(b *testing.B, sql string) {
 	s := newSource(b, loadProfile())
 	coldFleet(b, s, 31+28)
-	e, err := New(s.tab, s, Settings{Threads: 2, MemoryLimit: "2GB"})
+	e, err := single(s.tab, s, Settings{Threads: 2, MemoryLimit: "2GB"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -37,12 +37,12 @@ func BenchmarkDaily(b *testing.B) {
 	if _, err := s.tier.CatchUpRollup(b.Context(), s.h); err != nil {
 		b.Fatal(err)
 	}
-	computed, err := New(tab, s, Settings{Threads: 2})
+	computed, err := single(tab, s, Settings{Threads: 2})
 	if err != nil {
 		b.Fatal(err)
 	}
 	rs := &rollupSource{icebergSource: s}
-	stored, err := New(tab, rs, Settings{Threads: 2})
+	stored, err := single(tab, rs, Settings{Threads: 2})
 	if err != nil {
 		b.Fatal(err)
 	}

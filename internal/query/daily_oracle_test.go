@@ -355,7 +355,7 @@ func TestDailyOracle(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			days := []metering.Date{date(t, "2026-03-27"), date(t, "2026-03-28"), date(t, "2026-03-29"), date(t, "2026-03-30"), date(t, "2026-03-31")}
 			f := newDailyFixture(t, c.tab, c.channel, days, c.w, c.intervals)
-			e, err := New(c.tab, f.s, Settings{Threads: 1})
+			e, err := single(c.tab, f.s, Settings{Threads: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,7 +364,7 @@ func TestDailyOracle(t *testing.T) {
 			}
 			// With the stored rollup for the snapshots it reflects.
 			rs := &rollupSource{icebergSource: f.s}
-			stored, err := New(c.tab, rs, Settings{Threads: 1})
+			stored, err := single(c.tab, rs, Settings{Threads: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -404,7 +404,7 @@ func TestDailyOracle(t *testing.T) {
 			} else {
 				t.Logf("a rollup of another snapshot than the one read failed %d checks", len(failed))
 			}
-			e.broken = brokenTrustMarks
+			e.firstTable().broken = brokenTrustMarks
 			failed := f.check(t, e, c.ranges)
 			if len(failed) == 0 {
 				t.Fatal("a resolution that ignores late corrections passed the oracle")

@@ -21,11 +21,14 @@
 // taken to mean the relation, and the statement runs as DuckDB renders it
 // with the catalog spelled out.
 //
-// # Other tables
+// # Tables
 //
-// A statement may read other declared tables too (see Engine.SetTables),
-// named as <table>.readings and <table>.readings_versions; the engine's own
-// table is reachable by its name as well. Each is read with its own Source,
+// One Engine answers for every declared table of a deployment (Tables).
+// A statement reads each table it names the same way, into the schema of
+// its name: <table>.readings, <table>.readings_versions,
+// <table>.completeness and <table>.daily; its default table, if it has
+// one (PrepareOptions.Table), is searched first, so that an unqualified
+// readings is the default table's. Each is read with its own Source,
 // bounded by its own range (see Extract: a table is bounded by the
 // conjuncts on its own columns where its one reference is a leaf of a plain
 // join, and read unbounded otherwise), and split at its own W, into
@@ -34,7 +37,10 @@
 // statement that reads another. The tables are read one after the other,
 // each as below; no snapshot spans two tables, whose watermarks move
 // independently. Header.Tables reports each table's W, tiers and snapshot.
-// A name that is no declared table is an invalid statement.
+// A name that is no declared table is an invalid statement. A statement
+// that calls query('...') reads, whole and with every relation, the tables
+// the statement in the literal names (and so is authorised for them); its
+// default table if it names it, or if a call's statement is no literal.
 //
 // # Reading the tiers
 //

@@ -64,14 +64,13 @@ func (e *Engine) maxResultBytes() int64 {
 	return DefaultMaxResultBytes
 }
 
-// An Engine answers SQL over the two tiers of one table. It is safe for
-// concurrent use; every query runs in a DuckDB instance of its own.
+// An Engine answers SQL over the two tiers of every declared table of a
+// deployment, each in the schema of its name (power.readings). It is safe
+// for concurrent use; every query runs in a DuckDB instance of its own,
+// taken from the one pool of warm instances the engine keeps.
 type Engine struct {
-	table  *series.Table
-	layout layout
-	src    Source
 	set    Settings
-	broken broken // tests only: a deliberately wrong resolution
+	tables Tables
 	// pages, tests only, learns the rows and bytes of each page a
 	// statement hands over.
 	pages func(rows, bytes int64)
@@ -79,31 +78,56 @@ type Engine struct {
 	// analysed keeps the analyses of recent statements.
 	analysed *analyses
 
-	mu     sync.RWMutex
-	rels   []Relation
-	lookup Lookup // the other tables; nil: none
+	mu   sync.RWMutex
+	rels []Relation
 }
 
-// New returns an Engine for table t, whose tiers src reads. It starts one
-// DuckDB instance, which checks s and serves the first query. An engine
-// keeps one instance started ahead of the next query, closed when no
-// query came for half a minute; each instance serves one query only.
-func New(t *series.Table, src Source, s Settings) (*Engine, error) {
+// Tables are the declared tables an Engine reads.
+type Tables struct {
+	// Names are the declared tables, in the order declared.
+	Names []string
+	// Open returns the table name, one of Names, opening it if need be;
+	// an error says that it is declared but cannot be read now.
+	Open func(ctx context.Context, name string) (*Table, error)
+}
+
+// A Table is one declared table an Engine reads: its declaration and the
+// Source of its two tiers.
+type Table struct {
+	table  *series.Table
+	layout layout
+	src    Source
+	broken broken // tests only: a deliberately wrong resolution
+}
+
+// NewTable returns the Table of declaration t, whose tiers src reads.
+func NewTable(t *series.Table, src Source) (*Table, error) {
 	if err := t.Validate(); err != nil {
 		return nil, fmt.Errorf("query: %w", err)
 	}
 	if src == nil {
 		return nil, errors.New("query: a source is required")
 	}
+	l, err := layoutOf(t)
+	if err != nil {
+		return nil, err
+	}
+	return &Table{table: t, layout: l, src: src}, nil
+}
+
+// New returns an Engine over tables. It starts one DuckDB instance, which
+// checks s and serves the first query. The engine keeps one instance
+// started ahead of the next query, closed when no query came for half a
+// minute; each instance serves one query only.
+func New(s Settings, tables Tables) (*Engine, error) {
 	if s.Threads < 0 {
 		return nil, fmt.Errorf("query: %d threads", s.Threads)
 	}
 	if s.MaxResultBytes < 0 || s.Timeout < 0 {
 		return nil, fmt.Errorf("query: negative bound: max result bytes %d, timeout %v", s.MaxResultBytes, s.Timeout)
 	}
-	l, err := layoutOf(t)
-	if err != nil {
-		return nil, err
+	if tables.Open == nil && len(tables.Names) > 0 {
+		return nil, errors.New("query: tables without a way to open them")
 	}
 	// Starting one checks s; it is the first query's.
 	inst, err := start(context.Background(), s)
@@ -111,8 +135,9 @@ func New(t *series.Table, src Source, s Settings) (*Engine, error) {
 		return nil, err
 	}
 	sp := &spare{set: s}
+	sp.started.Add(1)
 	sp.put(inst)
-	return &Engine{table: t, layout: l, src: src, set: s, spare: sp, analysed: newAnalyses()}, nil
+	return &Engine{set: s, tables: Tables{Names: slices.Clone(tables.Names), Open: tables.Open}, spare: sp, analysed: newAnalyses()}, nil
 }
 
 // Close waits for the DuckDB instances of ended statements to close and
@@ -165,10 +190,10 @@ type Header struct {
 	// Range is the range of "from" the statement could read, and so the
 	// range fetched from the tiers.
 	Range series.Range
-	// Tables says how each table the statement read was read, the
-	// engine's own table first, then the others it names, by name; the
-	// fields above are the engine's own table's. A statement that reads
-	// no table has none.
+	// Tables says how each table the statement read was read, its
+	// default table first, then the others it names, by name; the fields
+	// above are the default table's, zero if it read none. A statement
+	// that reads no table has none.
 	Tables []TableRead
 	// Mode is the tiers the query read (ReadOptions.Mode); each of
 	// Tables says what it could not see in a historical or operational

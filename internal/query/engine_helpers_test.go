@@ -1,6 +1,10 @@
 package query
 
-import "context"
+import (
+	"context"
+
+	"github.com/meterstore/meterstore/series"
+)
 
 // The tests run a statement as the store does: Prepare, with the engine's
 // table the default, then Query or Stream.
@@ -12,7 +16,7 @@ func queryOf(ctx context.Context, e *Engine, sql string) (*Result, error) {
 
 // queryAt runs sql on e as opts says and returns its rows, held.
 func queryAt(ctx context.Context, e *Engine, sql string, opts ReadOptions) (*Result, error) {
-	st, err := e.Prepare(ctx, sql, PrepareOptions{Read: opts, Default: true})
+	st, err := e.Prepare(ctx, sql, PrepareOptions{Read: opts, Table: e.first()})
 	if err != nil {
 		return nil, err
 	}
@@ -21,9 +25,43 @@ func queryAt(ctx context.Context, e *Engine, sql string, opts ReadOptions) (*Res
 
 // streamOf runs sql on e and streams its rows to start and row.
 func streamOf(ctx context.Context, e *Engine, sql string, start func(*Header) error, row func([]any) error) error {
-	st, err := e.Prepare(ctx, sql, PrepareOptions{Default: true})
+	st, err := e.Prepare(ctx, sql, PrepareOptions{Table: e.first()})
 	if err != nil {
 		return err
 	}
 	return st.Stream(ctx, start, row)
+}
+
+// single returns an engine over the one table tab, whose tiers src reads.
+func single(tab *series.Table, src Source, s Settings) (*Engine, error) {
+	t, err := NewTable(tab, src)
+	if err != nil {
+		return nil, err
+	}
+	return deployment(s, t)
+}
+
+// deployment returns an engine over tables; the tests' statements take
+// the first as their default.
+func deployment(s Settings, tables ...*Table) (*Engine, error) {
+	byName := map[string]*Table{}
+	var names []string
+	for _, t := range tables {
+		byName[t.table.Name] = t
+		names = append(names, t.table.Name)
+	}
+	return New(s, Tables{Names: names, Open: func(_ context.Context, name string) (*Table, error) { return byName[name], nil }})
+}
+
+// first returns the name of e's first table, the default of the tests'
+// statements.
+func (e *Engine) first() string { return e.tables.Names[0] }
+
+// firstTable returns e's first table.
+func (e *Engine) firstTable() *Table {
+	t, err := e.tables.Open(context.Background(), e.first())
+	if err != nil {
+		panic(err)
+	}
+	return t
 }

@@ -21,11 +21,12 @@ import (
 // rows outside it cannot change the statement's answer.
 type Analysis struct {
 	series.Range
-	// NoReadings is true when the statement reads neither relation: no
-	// tier is read, and the relations do not exist in its session.
+	// NoReadings is true when the statement reads no relation of the
+	// default table (readings, readings_versions, completeness, daily):
+	// its tiers are not read. Range is the default table's.
 	NoReadings bool
 	// Tables are the other declared tables whose relations the statement
-	// names as <table>.readings or <table>.readings_versions, with the
+	// names as <table>.readings, <table>.completeness and so on, with the
 	// range of each, bounded by the same rules.
 	Tables map[string]series.Range
 }
@@ -66,8 +67,8 @@ type analysis struct {
 	// completeness, whose view need not be bound.
 	skipCompleteness bool
 	// daily names the tables whose relation daily the statement reads,
-	// "" for self.
-	daily map[string]bool
+	// "" for self; completeness those whose completeness it reads.
+	daily, completenessIn map[string]bool
 	// dailyOnly: of self, the statement reads daily once and nothing else.
 	dailyOnly bool
 	// skipVersions: it reads no readings_versions either (completeness
@@ -83,14 +84,11 @@ type analysis struct {
 	// days is the range of balancing days the statement reads of the
 	// relation completeness; see completenessDays.
 	days dayRange
-	// named is true when the statement names the engine's own table's
-	// relations by its name, as <table>.readings.
-	named bool
 	// unqualified is true when it names a relation of the tiers without
 	// a table: readings, readings_versions or completeness.
 	unqualified bool
 	// completenessOf names the other tables whose completeness the
-	// statement reads, which only the table it runs on can answer.
+	// statement reads.
 	completenessOf []string
 	// system is true when it names a relation in the schema system.
 	system bool
@@ -120,7 +118,7 @@ type querier interface {
 
 // analyze parses text with DuckDB's own parser (json_serialize_sql),
 // refuses it unless it is a single SELECT, and returns the range it reads
-// of the table self (readings, readings_versions, main.x or self.x) and of
+// of the table self (readings, readings_versions or self.x) and of
 // every other table it names (<table>.readings). It is conservative: only
 // a table whose relations the statement references exactly once, where
 // that reference is a leaf of the FROM of a SELECT without CTE or sample
@@ -193,6 +191,16 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	node, _ := stmt["node"].(map[string]any)
 	var refs references
 	refs.walk(node)
+	if schema, name := refs.inMain(); schema != "" {
+		// It would bind to nothing, and only once the tiers had been
+		// read for it.
+		table := self
+		if table == "" {
+			table = "<table>"
+		}
+		return analysis{}, fmt.Errorf("%w: %s.%s: a table's relations are in the schema of its name, as %s.%s, and the default table's are also found unqualified",
+			ErrInvalidQuery, schema, name, table, name)
+	}
 	a.relations = a.system || refs.others
 	// The references of each table, self's under "".
 	byTable := map[string]int{}
@@ -211,20 +219,23 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 		a.daily[name] = true
 		a.mark(r, name, self)
 	}
+	compl := map[string]bool{}
 	for _, r := range refs.completeness {
 		name := tableOf(r, self)
 		if name != "" && !slices.Contains(a.completenessOf, name) {
 			a.completenessOf = append(a.completenessOf, name)
 		}
+		compl[name] = true
 		a.mark(r, name, self)
 	}
+	if len(compl) > 0 {
+		a.completenessIn = compl
+	}
 	for name := range byTable {
-		if name != "" {
-			if a.Tables == nil {
-				a.Tables = map[string]series.Range{}
-			}
-			a.Tables[name] = series.Range{}
-		}
+		a.read(name)
+	}
+	for _, name := range a.completenessOf {
+		a.read(name)
 	}
 	if describes(node) {
 		a.Range = series.Range{From: epoch, To: epoch}
@@ -242,15 +253,10 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 		return strings.EqualFold(str(r["table_name"]), "readings_versions")
 	})
 	if refs.opaque {
-		// query(...) may name daily in a string.
-		if a.daily == nil {
-			a.daily = map[string]bool{}
-		}
-		a.daily[""] = true
-		return a, nil
+		return a, a.opaque(ctx, q, refs, self, byTable[""] > 0 || compl[""])
 	}
 	for name := range a.Tables {
-		if byTable[name] != 1 {
+		if byTable[name] != 1 || compl[name] {
 			continue
 		}
 		r, err := rangeOf(ctx, q, node, name, self)
@@ -261,7 +267,7 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	}
 	own := byTable[""]
 	switch {
-	case own == 0 && len(refs.completeness) == 0:
+	case own == 0 && !compl[""]:
 		a.NoReadings = true
 		return a, nil
 	case own+len(refs.completeness) != 1:
@@ -277,6 +283,49 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	return a, err
 }
 
+// read notes that the statement reads table name, "" for self.
+func (a *analysis) read(name string) {
+	if name == "" {
+		return
+	}
+	if a.Tables == nil {
+		a.Tables = map[string]series.Range{}
+	}
+	a.Tables[name] = series.Range{}
+}
+
+// opaque completes the analysis of a statement that calls query(...) or
+// query_table(...), whose relations only DuckDB knows when it runs: every
+// table it reads is read whole, with all its relations. The statements of
+// query('...') given as string literals are analysed for the tables they
+// name; if another call names relations otherwise, self is read, as it is
+// if own says the statement names it.
+func (a *analysis) opaque(ctx context.Context, q querier, refs references, self string, own bool) error {
+	own = own || refs.unknown
+	for _, text := range refs.inner {
+		in, err := analyze(ctx, q, text, self, nil)
+		if err != nil {
+			return fmt.Errorf("%w: the statement of query(...): %w", ErrInvalidQuery, err)
+		}
+		own = own || !in.NoReadings
+		for name := range in.Tables {
+			a.read(name)
+		}
+	}
+	if a.daily == nil {
+		a.daily = map[string]bool{}
+	}
+	if a.completenessIn == nil {
+		a.completenessIn = map[string]bool{}
+	}
+	for name := range a.Tables {
+		a.daily[name], a.completenessIn[name] = true, true
+	}
+	a.daily[""], a.completenessIn[""] = own, own
+	a.NoReadings = !own
+	return nil
+}
+
 // tables returns the other tables a statement reads, by name.
 func (a *analysis) tables() []string {
 	out := make([]string, 0, len(a.Tables))
@@ -287,15 +336,10 @@ func (a *analysis) tables() []string {
 	return out
 }
 
-// mark notes how a reference r to a relation of table name (tableOf's,
-// "" for self) names it: by self's name, or without a table.
+// mark notes whether a reference r to a relation of table name (tableOf's,
+// "" for self) names it without a table.
 func (a *analysis) mark(r map[string]any, name, self string) {
-	if name != "" {
-		return
-	}
-	if self != "" && strings.EqualFold(str(r["schema_name"]), self) {
-		a.named = true
-	} else {
+	if name == "" && (self == "" || !strings.EqualFold(str(r["schema_name"]), self)) {
 		a.unqualified = true
 	}
 }

@@ -28,33 +28,33 @@ func TestExtractTables(t *testing.T) {
 		sql    string
 		own    series.Range
 		noOwn  bool
-		named  bool
+		unqual bool
 		tables map[string]series.Range
 	}{
 		{sql: `SELECT * FROM gas.readings WHERE "from" >= '2026-01-01 00:00:00Z' AND "from" < '2026-02-01 00:00:00Z'`,
 			noOwn: true, tables: map[string]series.Range{"gas": ab}},
 		{sql: `SELECT * FROM readings p JOIN gas.readings g USING (malo_id) WHERE p."from" >= '2026-01-01 00:00:00Z' AND g."from" < '2026-02-01 00:00:00Z'`,
-			own: from(a), tables: map[string]series.Range{"gas": {To: b}}},
+			unqual: true, own: from(a), tables: map[string]series.Range{"gas": {To: b}}},
 		{sql: `SELECT * FROM readings p LEFT JOIN gas.readings_versions g ON p.malo_id = g.malo_id, system.tables s WHERE g."from" BETWEEN '2026-01-01 00:00:00Z' AND '2026-01-31 23:59:59.999999Z' AND g.malo_id = 'x'`,
-			own: open, tables: map[string]series.Range{"gas": {From: a, To: b, MaLo: []string{"x"}}}},
+			unqual: true, own: open, tables: map[string]series.Range{"gas": {From: a, To: b, MaLo: []string{"x"}}}},
 		// Unqualified columns are ambiguous in a join: they bound nothing.
 		{sql: `SELECT * FROM readings p, gas.readings g WHERE "from" >= '2026-01-01 00:00:00Z'`,
-			own: open, tables: map[string]series.Range{"gas": open}},
-		// The engine's own table by its name, and its relations in main.
-		{sql: `SELECT * FROM power.readings WHERE "from" >= '2026-01-01 00:00:00Z'`, own: from(a), named: true},
-		{sql: `SELECT * FROM power.readings x JOIN main.readings y USING (malo_id) WHERE x."from" >= '2026-01-01 00:00:00Z'`, own: open, named: true},
+			unqual: true, own: open, tables: map[string]series.Range{"gas": open}},
+		// The default table by its name, and unqualified.
+		{sql: `SELECT * FROM power.readings WHERE "from" >= '2026-01-01 00:00:00Z'`, own: from(a)},
+		{sql: `SELECT * FROM power.readings x JOIN readings y USING (malo_id) WHERE x."from" >= '2026-01-01 00:00:00Z'`, own: open, unqual: true},
 		// Twice the same table, a subquery, a CTE, a positional or as-of
 		// join, query_table: open.
 		{sql: `SELECT * FROM gas.readings g JOIN gas.readings_versions v USING (malo_id) WHERE g."from" >= '2026-01-01 00:00:00Z'`,
 			noOwn: true, tables: map[string]series.Range{"gas": open}},
 		{sql: `SELECT * FROM readings p WHERE p."from" >= '2026-01-01 00:00:00Z' AND p.malo_id IN (SELECT malo_id FROM gas.readings WHERE "from" >= '2026-01-01 00:00:00Z')`,
-			own: from(a), tables: map[string]series.Range{"gas": open}},
+			unqual: true, own: from(a), tables: map[string]series.Range{"gas": open}},
 		{sql: `WITH g AS (SELECT * FROM gas.readings) SELECT * FROM g WHERE "from" >= '2026-01-01 00:00:00Z'`,
 			noOwn: true, tables: map[string]series.Range{"gas": open}},
 		{sql: `SELECT * FROM readings p POSITIONAL JOIN gas.readings g WHERE g."from" >= '2026-01-01 00:00:00Z' AND p."from" >= '2026-01-01 00:00:00Z'`,
-			own: open, tables: map[string]series.Range{"gas": open}},
+			unqual: true, own: open, tables: map[string]series.Range{"gas": open}},
 		{sql: `SELECT * FROM readings p ASOF JOIN gas.readings g ON p.malo_id = g.malo_id AND p."from" >= g."from" WHERE g."from" >= '2026-01-01 00:00:00Z'`,
-			own: open, tables: map[string]series.Range{"gas": open}},
+			unqual: true, own: open, tables: map[string]series.Range{"gas": open}},
 		{sql: `SELECT * FROM gas.readings g, query_table('readings') WHERE g."from" >= '2026-01-01 00:00:00Z'`,
 			tables: map[string]series.Range{"gas": open}},
 		{sql: `SELECT * FROM gas.readings AS g(a, b, c) WHERE g."from" >= '2026-01-01 00:00:00Z'`,
@@ -68,8 +68,8 @@ func TestExtractTables(t *testing.T) {
 			t.Errorf("%s: %v", c.sql, err)
 			continue
 		}
-		if !sameRange(got.Range, c.own) || got.NoReadings != c.noOwn || got.named != c.named {
-			t.Errorf("%s:\n own %+v no readings %v named %v\nwant %+v %v %v", c.sql, got.Range, got.NoReadings, got.named, c.own, c.noOwn, c.named)
+		if !sameRange(got.Range, c.own) || got.NoReadings != c.noOwn || got.unqualified != c.unqual {
+			t.Errorf("%s:\n own %+v no readings %v unqualified %v\nwant %+v %v %v", c.sql, got.Range, got.NoReadings, got.unqualified, c.own, c.noOwn, c.unqual)
 		}
 		if !maps.EqualFunc(got.Tables, c.tables, sameRange) || (got.Tables == nil) != (c.tables == nil) {
 			t.Errorf("%s:\n tables %+v\n  want %+v", c.sql, got.Tables, c.tables)

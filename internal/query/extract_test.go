@@ -45,7 +45,7 @@ func TestExtractForms(t *testing.T) {
 		{`SELECT * FROM readings WHERE "from" >= '2025-01-01 00:00:00Z' AND "from" >= '2026-01-01 00:00:00Z' AND "from" < '2027-01-01 00:00:00Z' AND "from" < '2026-02-01 00:00:00Z'`, ts(a), ts(b)},
 		// Nested ANDs, other conjuncts, qualifiers, aliases, case.
 		{`SELECT * FROM readings r WHERE (r."from" >= '2026-01-01 00:00:00Z' AND malo_id = 'x') AND ("FROM" < '2026-02-01 00:00:00Z' AND value > 0)`, ts(a), ts(b)},
-		{`SELECT * FROM main.readings_versions WHERE readings_versions."from" >= '2026-01-01 00:00:00Z'`, ts(a), zero},
+		{`SELECT * FROM readings_versions WHERE readings_versions."from" >= '2026-01-01 00:00:00Z'`, ts(a), zero},
 		{`SELECT * FROM READINGS WHERE "from" >= '2026-01-01 00:00:00Z' AND "from" < b."from"`, ts(a), zero},
 		{`FROM readings WHERE "from" >= '2026-01-01 00:00:00Z' ORDER BY 1 LIMIT 3`, ts(a), zero},
 		{`SELECT malo_id, count(*) FROM readings WHERE "from" >= '2026-01-01 00:00:00Z' GROUP BY ALL HAVING count(*) > 1 QUALIFY row_number() OVER () = 1`, ts(a), zero},

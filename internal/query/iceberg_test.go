@@ -119,7 +119,7 @@ func TestIcebergTier(t *testing.T) {
 	all.addHot(march...)
 	s.floor = mar2026
 
-	e, err := New(tab, s, Settings{Threads: 1})
+	e, err := single(tab, s, Settings{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,15 +186,22 @@ func connector(q url.Values, spill string) (*duckdb.Connector, error) {
 // Go callbacks, and a second DuckDB thread mostly waits for them, spinning
 // on a core PostgreSQL and the decoding need (measured: one thread
 // answered a hot day's totals faster).
-func (inst *instance) lockdown(ctx context.Context, files []string, oneThread bool) error {
+//
+// search, if set, is the schema searched first for an unqualified
+// relation (the statement's default table's), set in the same call.
+func (inst *instance) lockdown(ctx context.Context, files []string, oneThread bool, search string) error {
 	quoted := make([]string, len(files))
 	for i, f := range files {
 		quoted[i] = quote(f)
 	}
-	stmts := []string{
-		`SET allowed_paths = [` + strings.Join(quoted, ", ") + `]`,
-		`SET enable_external_access = false`,
+	var stmts []string
+	if search != "" {
+		stmts = append(stmts, `SET search_path = `+quote(database+`.`+ident(search)+`,`+database+`.main`))
 	}
+	stmts = append(stmts,
+		`SET allowed_paths = [`+strings.Join(quoted, ", ")+`]`,
+		`SET enable_external_access = false`,
+	)
 	if oneThread {
 		stmts = append(stmts, `SET threads = 1`)
 	}

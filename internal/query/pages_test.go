@@ -17,7 +17,7 @@ import (
 // rows in pages of at most maxPage rows.
 func TestPagesBoundedInBytes(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "1GB", CacheDir: t.TempDir()})
+	e, err := single(s.tab, s, Settings{Threads: 1, MemoryLimit: "1GB", CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestPagesBoundedInBytes(t *testing.T) {
 // before the header, though none of its values passes maxValueBytes.
 func TestRowBound(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "512MB", CacheDir: t.TempDir()})
+	e, err := single(s.tab, s, Settings{Threads: 1, MemoryLimit: "512MB", CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestValueRefusedBeforeStored(t *testing.T) {
 // unguarded and measured by its pages.
 func TestGuardedColumnsKeepTheResult(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 2, MemoryLimit: "512MB"})
+	e, err := single(s.tab, s, Settings{Threads: 2, MemoryLimit: "512MB"})
 	if err != nil {
 		t.Fatal(err)
 	}

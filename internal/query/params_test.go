@@ -19,7 +19,7 @@ func TestParams(t *testing.T) {
 	s := threeMonths(t)
 	e := newEngine(t, s)
 	run := func(sql string, params ...any) ([]string, []string, error) {
-		st, err := e.Prepare(t.Context(), sql, PrepareOptions{Default: true, Params: params})
+		st, err := e.Prepare(t.Context(), sql, PrepareOptions{Table: e.first(), Params: params})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -97,7 +97,7 @@ func TestParamColumns(t *testing.T) {
 		{`SELECT ? AS a, ? AS a`, []any{"x", 2.5}, []string{"a", "a_1"}, []string{"VARCHAR", "DOUBLE"}, "[x 2.5]"},
 		{`SELECT CAST(? AS VARCHAR) AS a, 7 AS a`, []any{"x"}, []string{"a", "a"}, []string{"VARCHAR", "INTEGER"}, "[x 7]"},
 	} {
-		st, err := e.Prepare(t.Context(), c.sql, PrepareOptions{Default: true, Params: c.params})
+		st, err := e.Prepare(t.Context(), c.sql, PrepareOptions{Table: e.first(), Params: c.params})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestParamsUnused(t *testing.T) {
 		{`SELECT $a AS x`, []any{sql.Named("a", 1), sql.Named("b", 2)}, "$b"},
 		{`SELECT count(*) FROM readings WHERE malo_id = $1`, []any{malo(1), "extra"}, "$2"},
 	} {
-		_, err := e.Prepare(t.Context(), c.sql, PrepareOptions{Default: true, Params: c.params})
+		_, err := e.Prepare(t.Context(), c.sql, PrepareOptions{Table: e.first(), Params: c.params})
 		if !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), "a value is given for "+c.name) {
 			t.Errorf("%s with %v: %v; want an invalid statement naming %s", c.sql, c.params, err, c.name)
 		}
@@ -146,7 +146,7 @@ func TestParamsUnused(t *testing.T) {
 		{`SELECT $1 AS x, $1 AS y, $2 AS z`, []any{"a", 2}},
 		{`SELECT $a AS x, $a AS y, $b AS z`, []any{sql.Named("a", 1), sql.Named("b", 2)}},
 	} {
-		st, err := e.Prepare(t.Context(), c.sql, PrepareOptions{Default: true, Params: c.params})
+		st, err := e.Prepare(t.Context(), c.sql, PrepareOptions{Table: e.first(), Params: c.params})
 		if err != nil {
 			t.Fatalf("%s, every value used: %v", c.sql, err)
 		}

@@ -262,7 +262,7 @@ func TestResolutionOracle(t *testing.T) {
 		}
 		return failed
 	}
-	e, err := New(tab, s, Settings{Threads: 1})
+	e, err := single(tab, s, Settings{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestResolutionOracle(t *testing.T) {
 	}
 	// Files that hold current and superseded versions together, as files
 	// written before the column partitioned the table do, are filtered.
-	mixed, err := New(tab, mixedSource{s}, Settings{Threads: 1})
+	mixed, err := single(tab, mixedSource{s}, Settings{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestResolutionOracle(t *testing.T) {
 		t.Fatalf("with mixed files, %d checks failed:\n%s", len(failed), strings.Join(failed, "\n"))
 	}
 	for _, b := range []broken{brokenTrustMarks, brokenIgnoreMarks} {
-		e.broken = b
+		e.firstTable().broken = b
 		failed := check(e)
 		if len(failed) == 0 {
 			t.Errorf("broken resolution %d passed the oracle", b)

@@ -59,7 +59,7 @@ type storedDays struct {
 // every version recorded (no known_at), of a snapshot with a watermark,
 // whose rollup reflects exactly that snapshot. Otherwise daily is computed
 // from readings, which is exact too.
-func (e *Engine) storedDaily(ctx context.Context, tr *TableRead, r series.Range, o ReadOptions) (*storedDays, error) {
+func (e *reader) storedDaily(ctx context.Context, tr *TableRead, r series.Range, o ReadOptions) (*storedDays, error) {
 	rs, ok := e.src.(RollupSource)
 	if !ok || o.Mode != ReadAuto || !o.KnownAt.IsZero() || !tr.HasWatermark || tr.Snapshot == 0 {
 		return nil, nil
@@ -77,7 +77,7 @@ func (e *Engine) storedDaily(ctx context.Context, tr *TableRead, r series.Range,
 // those from recentFrom of it (see storedDailySQL). The
 // caller reads that range, and uses the rollup only if the read's
 // snapshot is the one it reflects. Without a rollup it returns r.
-func (e *Engine) peekDaily(ctx context.Context, r series.Range, o ReadOptions) (*storedDays, series.Range, error) {
+func (e *reader) peekDaily(ctx context.Context, r series.Range, o ReadOptions) (*storedDays, series.Range, error) {
 	rs, ok := e.src.(RollupSource)
 	if !ok || o.Mode != ReadAuto || !o.KnownAt.IsZero() || o.asOf() {
 		return nil, r, nil

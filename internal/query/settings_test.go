@@ -14,7 +14,7 @@ import (
 
 func TestSettingsApply(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "100MB"})
+	e, err := single(s.tab, s, Settings{Threads: 1, MemoryLimit: "100MB"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestSettingsApply(t *testing.T) {
 		t.Fatalf("settings %q, want %q", got, want)
 	}
 	for _, bad := range []Settings{{MemoryLimit: "lots"}, {Threads: -1}} {
-		if _, err := New(s.tab, s, bad); err == nil {
+		if _, err := single(s.tab, s, bad); err == nil {
 			t.Errorf("settings %+v accepted", bad)
 		}
 	}
@@ -33,7 +33,7 @@ func TestSettingsApply(t *testing.T) {
 // threads configured, one that reads the hot tier alone on one thread.
 func TestThreadsPerStatement(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 2})
+	e, err := single(s.tab, s, Settings{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ const bigSort = `SELECT count(*) FROM (SELECT range::VARCHAR AS s FROM range(300
 
 func TestMemoryLimitFailsAQuery(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "16MB"})
+	e, err := single(s.tab, s, Settings{Threads: 1, MemoryLimit: "16MB"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestMemoryLimitFailsAQuery(t *testing.T) {
 // growing without bound in memory; at the bound it answers.
 func TestMaxRows(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 1, MaxRows: 100})
+	e, err := single(s.tab, s, Settings{Threads: 1, MaxRows: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestMaxRows(t *testing.T) {
 func TestSpillIntoTheCacheDir(t *testing.T) {
 	s := threeMonths(t)
 	dir := t.TempDir()
-	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "16MB", CacheDir: dir})
+	e, err := single(s.tab, s, Settings{Threads: 1, MemoryLimit: "16MB", CacheDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestSetRelationsWhileQuerying(t *testing.T) {
 // answers.
 func TestMaxResultBytes(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 1, MaxResultBytes: 1 << 20})
+	e, err := single(s.tab, s, Settings{Threads: 1, MaxResultBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestMaxResultBytes(t *testing.T) {
 	if err != nil || len(res.Rows) != 100 {
 		t.Fatalf("400 KiB under a bound of 1 MiB: %v", err)
 	}
-	if _, err := New(s.tab, s, Settings{MaxResultBytes: -1}); err == nil {
+	if _, err := single(s.tab, s, Settings{MaxResultBytes: -1}); err == nil {
 		t.Error("a negative MaxResultBytes accepted")
 	}
 }
@@ -214,7 +214,7 @@ func TestMaxResultBytes(t *testing.T) {
 // query would take hours.
 func TestTimeout(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 1, Timeout: 3 * time.Second})
+	e, err := single(s.tab, s, Settings{Threads: 1, Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestTimeout(t *testing.T) {
 		t.Fatal(n)
 	}
 	// The caller's own deadline is the caller's: no ErrTimeout.
-	e, err = New(s.tab, s, Settings{Threads: 1})
+	e, err = single(s.tab, s, Settings{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -382,7 +382,7 @@ func quarterHours(i int, start time.Time, n int) []series.Reading {
 // newEngine returns an engine over s with small settings.
 func newEngine(t *testing.T, s *memSource) *Engine {
 	t.Helper()
-	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "256MB"})
+	e, err := single(s.tab, s, Settings{Threads: 1, MemoryLimit: "256MB"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +27,9 @@ type spare struct {
 	// fills counts the spares being started, which close waits for: one
 	// started after it would keep a DuckDB open until its idle timer.
 	fills sync.WaitGroup
+	// started counts the instances started, spares and those a query
+	// opened for want of one; cold counts the latter.
+	started, cold atomic.Int64
 }
 
 // retire closes inst, whose statement has ended, in the background.
@@ -72,6 +76,8 @@ func (s *spare) take(ctx context.Context) (*instance, error) {
 		s.fill()
 	}()
 	if inst == nil {
+		s.started.Add(1)
+		s.cold.Add(1)
 		return open(ctx, s.set)
 	}
 	if err := inst.spillInto(ctx, s.set.CacheDir); err != nil {
@@ -91,6 +97,7 @@ func (s *spare) fill() {
 	}
 	s.filling = true
 	s.mu.Unlock()
+	s.started.Add(1)
 	inst, err := start(context.Background(), s.set)
 	s.mu.Lock()
 	s.filling = false

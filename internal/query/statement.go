@@ -20,11 +20,11 @@ import (
 type Statement struct {
 	e        *Engine
 	inst     *instance
-	sp       *spare // inst's, which retires it
 	a        analysis
+	self     string // the table the analysis calls "", if any
 	opts     ReadOptions
 	params   []any
-	others   []another
+	uses     []use // the tables it reads, self first
 	rels     []Relation
 	deadline time.Time // of Settings.Timeout; zero: none
 	begin    time.Time
@@ -56,11 +56,11 @@ type PrepareOptions struct {
 	// May, if set, tells which tables the caller may read; a statement
 	// that reads another is refused. Nil allows every table.
 	May func(table string) bool
-	// Default makes the engine's own table the statement's default: an
-	// unqualified readings, readings_versions or completeness reads it.
+	// Table, if set, is the statement's default table: an unqualified
+	// readings, readings_versions, completeness or daily reads it.
 	// Without it, every relation of the tiers must name its table, as
-	// power.readings, and the engine only runs the statement.
-	Default bool
+	// power.readings.
+	Table string
 	// Params are the values of the statement's placeholders: positional
 	// ones for $1, $2 or ?, sql.Named ones for $name. They are bound when
 	// it runs, never made SQL text, and the analysis takes them as the
@@ -87,8 +87,8 @@ var ErrUnqualified = fmt.Errorf("%w: name the table of readings, readings_versio
 // refuses fails with a *ForbiddenError, whatever that table holds. The
 // system relations the statement sees hold only the rows of the tables May
 // allows. Every declared table is a schema of the statement, as
-// power.readings; the engine's own table is the default of unqualified
-// relations if o.Default says so. Settings.Timeout bounds the statement
+// power.readings; o.Table, if set, is the default of unqualified
+// relations. Settings.Timeout bounds the statement
 // from Prepare to its last row. A statement that is not a single SELECT
 // fails with an error wrapping ErrNotReadOnly, one DuckDB cannot parse or
 // one longer than MaxStatementBytes with ErrInvalidQuery; a table name that is no declared table is invalid,
@@ -111,7 +111,7 @@ func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*St
 		if err != nil {
 			return err
 		}
-		st.inst, st.sp = inst, e.spare
+		st.inst = inst
 		begin := st.steps.step(StepInstance, st.begin)
 		err = st.prepare(ctx, sql, o)
 		st.steps.step(StepAnalysis, begin)
@@ -124,35 +124,30 @@ func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*St
 	return st, nil
 }
 
-// prepare analyses sql for st's engine, or for the engine of the one other
-// table whose completeness sql reads: only the table a statement runs on
-// answers its completeness.
+// prepare analyses sql with o.Table as its default, or for the one
+// table whose completeness sql reads when it has no unqualified relation:
+// the analysis bounds the days of its default table's completeness.
 func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) error {
-	self := ""
-	if o.Default {
-		self = st.e.table.Name
-	}
-	a, err := st.e.analyze(ctx, st.inst.conn, sql, self, o.Params)
+	e := st.e
+	st.self = o.Table
+	a, err := e.analyze(ctx, st.inst.conn, sql, o.Table, o.Params)
 	if err != nil {
 		return err
 	}
-	if len(a.completenessOf) > 1 || len(a.completenessOf) == 1 && o.Default && a.unqualified {
-		return fmt.Errorf("%w: a statement reads the completeness of one table, with no other table's unqualified relations", ErrInvalidQuery)
-	}
-	if len(a.completenessOf) == 1 {
+	if len(a.completenessOf) == 1 && !a.unqualified && !a.completenessIn[""] {
 		name := a.completenessOf[0]
-		if err := st.authorise(append([]string{name}, a.tables()...), o.May); err != nil {
+		if err := authorise(append([]string{name}, a.tables()...), o.May); err != nil {
 			return err
 		}
-		e, err := st.e.other(ctx, name)
-		if err != nil {
+		if _, err := e.table(ctx, name); err != nil {
 			return err
 		}
-		st.e = e
 		if a, err = e.analyze(ctx, st.inst.conn, sql, name, o.Params); err != nil {
 			return err
 		}
-	} else if !o.Default && a.unqualified {
+		st.self = name
+	}
+	if st.self == "" && (a.unqualified || !a.NoReadings) {
 		return ErrUnqualified
 	}
 	if len(a.unbound) > 0 && o.Params != nil {
@@ -163,7 +158,7 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	}
 	st.a, st.params = a, o.Params
 	st.inst.columns = a.columns
-	if err := st.authorise(st.Tables(), o.May); err != nil {
+	if err := authorise(st.Tables(), o.May); err != nil {
 		return err
 	}
 	if o.Read.AsOfSnapshot != 0 && len(a.Tables) > 0 {
@@ -171,10 +166,10 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 		return fmt.Errorf("%w: as of snapshot %d: a snapshot is one table's, and the statement reads %s: read it as of a time, or name one table alone as its default",
 			ErrInvalidQuery, o.Read.AsOfSnapshot, strings.Join(st.Tables(), ", "))
 	}
-	if st.others, err = st.e.others(ctx, a.Tables); err != nil {
+	if st.uses, err = st.tablesRead(ctx); err != nil {
 		return err
 	}
-	rels := st.e.relations()
+	rels := e.relations()
 	if o.System != nil {
 		rels = o.System(ctx, a.system)
 	}
@@ -182,8 +177,28 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	return nil
 }
 
+// tablesRead returns the tables the statement reads and how, its default
+// first.
+func (st *Statement) tablesRead(ctx context.Context) ([]use, error) {
+	a := st.a
+	var out []use
+	for _, name := range st.Tables() {
+		t, err := st.e.table(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		u := use{name: name, t: t, r: a.Tables[name], versions: !a.skipVersions, daily: a.daily[name], completeness: a.completenessIn[name]}
+		if name == st.self && !a.NoReadings {
+			u.r, u.daily, u.completeness = a.Range, a.daily[""], a.completenessIn[""]
+			u.dailyOnly, u.days = a.dailyOnly, a.days
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
 // authorise refuses tables unless may allows each.
-func (st *Statement) authorise(tables []string, may func(string) bool) error {
+func authorise(tables []string, may func(string) bool) error {
 	if may == nil {
 		return nil
 	}
@@ -204,14 +219,33 @@ func (st *Statement) authorise(tables []string, may func(string) bool) error {
 // then the named ones ($name as "name") by name.
 func (st *Statement) Placeholders() []string { return st.a.placeholders }
 
-// Tables returns the declared tables the statement reads: the engine's own
+// Tables returns the declared tables the statement reads: its default
 // first if it reads it, then the others it names, by name.
 func (st *Statement) Tables() []string {
 	var out []string
-	if !st.a.NoReadings {
-		out = append(out, st.e.table.Name)
+	if st.self != "" && !st.a.NoReadings {
+		out = append(out, st.self)
 	}
 	return append(out, st.a.tables()...)
+}
+
+// A TableRange is the range of "from" a statement may read of one table
+// (a zero bound open), and its market locations if it names them: what it
+// reads of the table's tiers.
+type TableRange struct {
+	Table string
+	Range series.Range
+}
+
+// Ranges returns, for each table the statement reads in the order of
+// Tables, the range its analysis bounds, with the values of its
+// parameters taken as the constants they are.
+func (st *Statement) Ranges() []TableRange {
+	out := make([]TableRange, len(st.uses))
+	for i, u := range st.uses {
+		out[i] = TableRange{Table: u.name, Range: u.r}
+	}
+	return out
 }
 
 // Stream runs the statement, holding none of its rows: it reads the tiers
@@ -256,7 +290,7 @@ func (st *Statement) Query(ctx context.Context) (*Result, error) {
 // which are closed in the background (Engine.Close waits for them).
 func (st *Statement) Close() {
 	if st.inst != nil {
-		st.sp.retire(st.inst)
+		st.e.spare.retire(st.inst)
 		st.inst = nil
 	}
 }
@@ -278,7 +312,7 @@ func (st *Statement) within(ctx context.Context, fn func(context.Context) error)
 }
 
 func (st *Statement) stream(ctx context.Context, start func(*Header) error, row func([]any) error) error {
-	e, inst, a := st.e, st.inst, st.a
+	inst, a := st.inst, st.a
 	if len(a.unbound) > 0 {
 		return unbound(a.unbound)
 	}
@@ -294,84 +328,10 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 	h.Timing.Open = time.Since(st.begin)
 	begin := time.Now()
 	var files []string
-	if !a.NoReadings {
-		var (
-			tr  TableRead
-			err error
-			pre *storedDays
-		)
-		r := a.Range
-		if a.dailyOnly && e.table.TimeModel == series.Interval {
-			if pre, r, err = e.peekDaily(ctx, r, st.opts); err != nil {
-				return err
-			}
-		}
-		if files, err = e.read(ctx, inst, home, r, st.opts, !a.skipVersions, &tr); err != nil {
-			return err
-		}
-		if pre != nil && (tr.Snapshot != pre.source || !tr.HasWatermark || !tr.Watermark.Equal(pre.w)) {
-			// The table moved on since its rollup: read it whole.
-			if _, err := inst.conn.ExecContext(ctx, `DROP VIEW IF EXISTS `+database+`.`+rel(home.out, "readings")+`; DROP VIEW IF EXISTS `+database+`.`+rel(home.out, "readings_versions")); err != nil {
-				return fmt.Errorf("query: read the table again: %w", err)
-			}
-			pre, tr = nil, TableRead{}
-			more, err := e.read(ctx, inst, home, a.Range, st.opts, !a.skipVersions, &tr)
-			if err != nil {
-				return err
-			}
-			files = append(files, more...)
-		}
-		h.own(tr)
-		h.Timing.Steps = append(h.Timing.Steps, tr.Timing.Steps...)
-		rels := []string{"readings"}
-		if !a.skipVersions {
-			rels = append(rels, "readings_versions")
-		}
-		if !a.skipCompleteness && e.table.TimeModel == series.Interval {
-			dueBy := st.opts.now().Add(-e.set.DeliveryLag)
-			if err := createCompleteness(ctx, inst.conn, e.table, e.layout, a.days, dueBy); err != nil {
-				return err
-			}
-			rels = append(rels, "completeness")
-		}
-		if a.daily[""] && e.table.TimeModel == series.Interval {
-			stored := pre
-			if stored == nil {
-				if stored, err = e.storedDaily(ctx, &tr, a.Range, st.opts); err != nil {
-					return err
-				}
-			}
-			if stored != nil {
-				files = append(files, stored.files...)
-			}
-			if err := createDaily(ctx, inst, e.table, e.layout, home, stored); err != nil {
-				return err
-			}
-			rels = append(rels, "daily")
-		}
-		if a.named {
-			if err := createAlias(ctx, inst.conn, e.table.Name, rels); err != nil {
-				return err
-			}
-		}
-	}
-	for _, o := range st.others {
-		var tr TableRead
-		f, err := o.engine.read(ctx, inst, placeOf(o.name), o.r, st.opts, !a.skipVersions, &tr)
+	for _, u := range st.uses {
+		f, tr, err := st.readTable(ctx, u)
 		if err != nil {
-			return fmt.Errorf("query: table %s: %w", o.name, err)
-		}
-		if st.a.daily[o.name] && o.engine.table.TimeModel == series.Interval {
-			stored, err := o.engine.storedDaily(ctx, &tr, o.r, st.opts)
-			if stored != nil {
-				f = append(f, stored.files...)
-			}
-			if err == nil {
-				err = createDaily(ctx, inst, o.engine.table, o.engine.layout, placeOf(o.name), stored)
-			}
-			if err != nil {
-				return fmt.Errorf("query: table %s: %w", o.name, err)
-			}
+			return fmt.Errorf("query: table %s: %w", u.name, err)
 		}
 		files = append(files, f...)
 		h.Timing.Steps = append(h.Timing.Steps, tr.Timing.Steps...)
@@ -380,17 +340,83 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 	if len(h.Tables) > 0 {
 		h.KnownAt = st.opts.KnownAt
 	}
+	if st.self != "" && !a.NoReadings {
+		h.first(h.Tables[0])
+	}
 	for _, tr := range h.Tables {
 		h.Timing.Hot += tr.Timing.Hot
 		h.Timing.Plan += tr.Timing.Plan
 	}
+	// The default table's schema is searched first: an unqualified
+	// relation of the tiers is its.
+	search := ""
+	if st.self != "" && !a.NoReadings {
+		search = st.self
+	}
 	lock := time.Now()
-	if err := inst.lockdown(ctx, files, len(files) == 0 && len(inst.hot) > 0); err != nil {
+	if err := inst.lockdown(ctx, files, len(files) == 0 && len(inst.hot) > 0, search); err != nil {
 		return err
 	}
 	h.Timing.step(StepLockdown, lock)
 	h.Timing.Read = time.Since(begin)
-	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, pages: e.pages}, h, start, row)
+	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, pages: st.e.pages}, h, start, row)
+}
+
+// readTable reads the tiers of the table u into the schema of its name,
+// with the relations the statement reads of it, and returns the files
+// they read.
+func (st *Statement) readTable(ctx context.Context, u use) ([]string, TableRead, error) {
+	inst, e := st.inst, &reader{Table: u.t, set: st.e.set}
+	p := placeOf(u.name)
+	interval := u.t.table.TimeModel == series.Interval
+	var (
+		tr  TableRead
+		pre *storedDays
+		err error
+	)
+	r := u.r
+	if u.dailyOnly && interval {
+		if pre, r, err = e.peekDaily(ctx, r, st.opts); err != nil {
+			return nil, tr, err
+		}
+	}
+	files, err := e.read(ctx, inst, p, r, st.opts, u.versions, &tr)
+	if err != nil {
+		return nil, tr, err
+	}
+	if pre != nil && (tr.Snapshot != pre.source || !tr.HasWatermark || !tr.Watermark.Equal(pre.w)) {
+		// The table moved on since its rollup: read it whole.
+		if _, err := inst.conn.ExecContext(ctx, `DROP VIEW IF EXISTS `+database+`.`+rel(p.out, "readings")+`; DROP VIEW IF EXISTS `+database+`.`+rel(p.out, "readings_versions")); err != nil {
+			return nil, tr, fmt.Errorf("query: read the table again: %w", err)
+		}
+		pre, tr = nil, TableRead{}
+		more, err := e.read(ctx, inst, p, u.r, st.opts, u.versions, &tr)
+		if err != nil {
+			return nil, tr, err
+		}
+		files = append(files, more...)
+	}
+	if u.completeness && interval {
+		dueBy := st.opts.now().Add(-st.e.set.DeliveryLag)
+		if err := createCompleteness(ctx, inst.conn, u.t.table, u.t.layout, p, u.days, dueBy); err != nil {
+			return nil, tr, err
+		}
+	}
+	if u.daily && interval {
+		stored := pre
+		if stored == nil {
+			if stored, err = e.storedDaily(ctx, &tr, u.r, st.opts); err != nil {
+				return nil, tr, err
+			}
+		}
+		if stored != nil {
+			files = append(files, stored.files...)
+		}
+		if err := createDaily(ctx, inst, u.t.table, u.t.layout, p, stored); err != nil {
+			return nil, tr, err
+		}
+	}
+	return files, tr, nil
 }
 
 // visibleRelations returns rels with only the rows of the tables may

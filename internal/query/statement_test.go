@@ -33,7 +33,7 @@ func TestPrepareRefusesBeforeReading(t *testing.T) {
 		tt.power.Calls()
 		tt.gas.Calls()
 
-		st, err := tt.eGas.Prepare(t.Context(), sql, PrepareOptions{May: gasOnly, Default: true})
+		st, err := tt.eGas.Prepare(t.Context(), sql, PrepareOptions{May: gasOnly, Table: tt.eGas.first()})
 		var fe *ForbiddenError
 		if !errors.As(err, &fe) || !errors.Is(err, ErrForbidden) || !slices.Equal(fe.Tables, []string{"power"}) {
 			if st != nil {
@@ -52,16 +52,16 @@ func TestPrepareRefusesBeforeReading(t *testing.T) {
 
 	// A name that is no table is refused for a caller who may not read it,
 	// as a declared one is: the refusal does not tell which names exist.
-	_, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM nosuch.readings`, PrepareOptions{May: gasOnly, Default: true})
+	_, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM nosuch.readings`, PrepareOptions{May: gasOnly, Table: tt.eGas.first()})
 	if !errors.Is(err, ErrForbidden) {
 		t.Fatalf("an undeclared table for a limited caller: %v", err)
 	}
-	if _, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM nosuch.readings`, PrepareOptions{Default: true}); !errors.Is(err, ErrInvalidQuery) {
+	if _, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM nosuch.readings`, PrepareOptions{Table: tt.eGas.first()}); !errors.Is(err, ErrInvalidQuery) {
 		t.Fatalf("an undeclared table for an unlimited caller: %v", err)
 	}
 
 	// Allowed, it reads what it names.
-	st, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM readings, power.readings`, PrepareOptions{Default: true})
+	st, err := tt.eGas.Prepare(t.Context(), `SELECT count(*) FROM readings, power.readings`, PrepareOptions{Table: tt.eGas.first()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestPrepareRefusesBeforeReading(t *testing.T) {
 		t.Errorf("Tables %v", got)
 	}
 	st.Close()
-	st, err = tt.eGas.Prepare(t.Context(), `SELECT 1`, PrepareOptions{May: gasOnly, Default: true})
+	st, err = tt.eGas.Prepare(t.Context(), `SELECT 1`, PrepareOptions{May: gasOnly, Table: tt.eGas.first()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestPrepareShowsVisibleSystemRows(t *testing.T) {
 		Columns: []Column{{Name: "table", Type: "VARCHAR"}, {Name: "healthy", Type: "BOOLEAN"}},
 		Rows:    [][]any{{"power", true}, {"gas", false}}}})
 	read := func(may func(string) bool) []string {
-		st, err := tt.eGas.Prepare(t.Context(), `SELECT "table" FROM system.tables ORDER BY 1`, PrepareOptions{May: may, Default: true})
+		st, err := tt.eGas.Prepare(t.Context(), `SELECT "table" FROM system.tables ORDER BY 1`, PrepareOptions{May: may, Table: tt.eGas.first()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,10 +141,10 @@ func TestPrepareWithoutDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(tables, []string{"gas", "power"}) || len(rows) != 1 || rows[0] != "["+want+"]" {
-			t.Errorf("on %s: tables %v, rows %v; want [%s]", host.table.Name, tables, rows, want)
+			t.Errorf("on %s: tables %v, rows %v; want [%s]", host.first(), tables, rows, want)
 		}
 		if _, _, err := run(host, `SELECT count(*) FROM readings`, PrepareOptions{}); !errors.Is(err, ErrUnqualified) || !errors.Is(err, ErrInvalidQuery) {
-			t.Errorf("on %s, unqualified: %v", host.table.Name, err)
+			t.Errorf("on %s, unqualified: %v", host.first(), err)
 		}
 	}
 	// power's completeness, prepared on gas's engine without a default.

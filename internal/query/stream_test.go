@@ -18,7 +18,7 @@ import (
 // comes before the first row.
 func TestStreamPastTheBounds(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 1, MaxRows: 100, MaxResultBytes: 64 << 10})
+	e, err := single(s.tab, s, Settings{Threads: 1, MaxRows: 100, MaxResultBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestStreamPastTheBounds(t *testing.T) {
 
 	// Over both tiers: the header says what Query's result says.
 	const all = `SELECT * FROM readings_versions`
-	want, err := New(s.tab, s, Settings{Threads: 1})
+	want, err := single(s.tab, s, Settings{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestStreamPastTheBounds(t *testing.T) {
 func TestStreamStopsEarly(t *testing.T) {
 	s := threeMonths(t)
 	dir := t.TempDir()
-	e, err := New(s.tab, s, Settings{Threads: 1, CacheDir: dir})
+	e, err := single(s.tab, s, Settings{Threads: 1, CacheDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestStreamStopsEarly(t *testing.T) {
 // ErrTimeout.
 func TestStreamCancel(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 1})
+	e, err := single(s.tab, s, Settings{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestStreamCancel(t *testing.T) {
 		t.Fatalf("canceled after 10 rows: %d rows, %v", n, err)
 	}
 
-	e, err = New(s.tab, s, Settings{Threads: 1, Timeout: 100 * time.Millisecond})
+	e, err = single(s.tab, s, Settings{Threads: 1, Timeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestInvalidQuery(t *testing.T) {
 func TestStreamLargerThanMemory(t *testing.T) {
 	s := threeMonths(t)
 	dir := t.TempDir()
-	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "64MB", CacheDir: dir, MaxRows: 100_000})
+	e, err := single(s.tab, s, Settings{Threads: 1, MemoryLimit: "64MB", CacheDir: dir, MaxRows: 100_000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,20 +71,22 @@ func newTwoTables(t *testing.T) *twoTables {
 	g.addHot(gMar...)
 	g.floor = mar2026
 	tt := &twoTables{power: p, gas: g}
-	var err error
-	if tt.ePower, err = New(p.tab, p, Settings{Threads: 1}); err != nil {
+	pt, err := NewTable(p.tab, p)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if tt.eGas, err = New(g.tab, g, Settings{Threads: 1}); err != nil {
+	gt, err := NewTable(g.tab, g)
+	if err != nil {
 		t.Fatal(err)
 	}
-	engines := map[string]*Engine{"power": tt.ePower, "gas": tt.eGas}
-	lookup := func(_ context.Context, name string) (*Engine, bool, error) {
-		e, ok := engines[name]
-		return e, ok, nil
+	// One engine each, with the same tables, so that each table is the
+	// default of the tests' statements on one.
+	if tt.ePower, err = deployment(Settings{Threads: 1}, pt, gt); err != nil {
+		t.Fatal(err)
 	}
-	tt.ePower.SetTables(lookup)
-	tt.eGas.SetTables(lookup)
+	if tt.eGas, err = deployment(Settings{Threads: 1}, gt, pt); err != nil {
+		t.Fatal(err)
+	}
 	return tt
 }
 
@@ -186,15 +188,15 @@ func TestCrossTableJoin(t *testing.T) {
 	for _, e := range []*Engine{tt.ePower, tt.eGas} {
 		res := query(t, e, totals)
 		if len(res.Rows) != 3 || len(res.Tables) != 2 {
-			t.Fatalf("%s: %d rows, tables %+v", e.table.Name, len(res.Rows), res.Tables)
+			t.Fatalf("%s: %d rows, tables %+v", e.first(), len(res.Rows), res.Tables)
 		}
 		for _, r := range res.Rows {
 			if a := alone[text(r[0])]; a[0] != text(r[1]) || a[1] != text(r[2]) {
-				t.Errorf("%s: %v, alone %v", e.table.Name, r, a)
+				t.Errorf("%s: %v, alone %v", e.first(), r, a)
 			}
 		}
-		if res.Tables[0].Name != e.table.Name {
-			t.Errorf("%s: own table not first: %+v", e.table.Name, res.Tables)
+		if res.Tables[0].Name != e.first() {
+			t.Errorf("%s: own table not first: %+v", e.first(), res.Tables)
 		}
 	}
 }
@@ -222,13 +224,16 @@ func (s wrongW) Cold(ctx context.Context, q series.Range) (cold.Plan, error) {
 // engine that splits gas at power's watermark.
 func TestCrossTableOracle(t *testing.T) {
 	tt := newTwoTables(t)
-	bad, err := New(tt.gas.tab, wrongW{tt.gas}, Settings{Threads: 1})
+	bad, err := NewTable(tt.gas.tab, wrongW{tt.gas})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tt.ePower.SetTables(func(_ context.Context, name string) (*Engine, bool, error) { return bad, name == "gas", nil })
+	splitWrong, err := deployment(Settings{Threads: 1}, tt.ePower.firstTable(), bad)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := joinAlone(t, tt.ePower, tt.eGas, `"from" >= '2026-01-30 00:00:00Z' AND "from" < '2026-03-02 00:00:00Z'`)
-	res := query(t, tt.ePower, `SELECT p.malo_id, p."from", p.value, g.value FROM readings p JOIN gas.readings g ON p.malo_id = g.malo_id AND p."from" = g."from"
+	res := query(t, splitWrong, `SELECT p.malo_id, p."from", p.value, g.value FROM readings p JOIN gas.readings g ON p.malo_id = g.malo_id AND p."from" = g."from"
 		WHERE p."from" >= '2026-01-30 00:00:00Z' AND p."from" < '2026-03-02 00:00:00Z'`)
 	if len(want) == 0 || len(res.Rows) == len(want) {
 		t.Fatalf("split at the wrong W, the join still has the %d rows of the tables alone", len(want))
@@ -253,7 +258,7 @@ func TestCrossTableRefusals(t *testing.T) {
 	if calls := tt.power.Calls(); len(calls) != 0 {
 		t.Errorf("refused statements read power: %v", calls)
 	}
-	alone, err := New(tt.power.tab, tt.power, Settings{Threads: 1})
+	alone, err := single(tt.power.tab, tt.power, Settings{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,15 +269,62 @@ func TestCrossTableRefusals(t *testing.T) {
 		t.Error("as of one table's snapshot ID, another table was read")
 	}
 	boom := errors.New("gas cannot be opened")
-	tt.ePower.SetTables(func(context.Context, string) (*Engine, bool, error) { return nil, true, boom })
-	if _, err := queryOf(t.Context(), tt.ePower, `SELECT count(*) FROM gas.readings`); !errors.Is(err, boom) || errors.Is(err, ErrInvalidQuery) {
+	power := tt.ePower.firstTable()
+	unopened, err := New(Settings{Threads: 1}, Tables{Names: []string{"power", "gas"}, Open: func(_ context.Context, name string) (*Table, error) {
+		if name == "gas" {
+			return nil, boom
+		}
+		return power, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queryOf(t.Context(), unopened, `SELECT count(*) FROM gas.readings`); !errors.Is(err, boom) || errors.Is(err, ErrInvalidQuery) {
 		t.Errorf("a table that cannot be read: %v", err)
+	}
+}
+
+// TestMainRefused: no table's relations are in the schema main, so a
+// statement that names main.readings or the like, with a default table or
+// without, is refused at its analysis with an error that says where they
+// are, before either table's tiers are read; the same relations in the
+// schema of their table are read.
+func TestMainRefused(t *testing.T) {
+	tt := newTwoTables(t)
+	tt.power.Calls()
+	tt.gas.Calls()
+	for _, c := range []struct{ sql, self, want string }{
+		{`SELECT count(*) FROM main.readings`, "power", "main.readings: a table's relations are in the schema of its name, as power.readings"},
+		{`SELECT count(*) FROM MAIN.readings_versions`, "power", "MAIN.readings_versions: "},
+		{`SELECT count(*) FROM meterstore.main.completeness`, "power", "main.completeness: "},
+		{`SELECT count(*) FROM main.daily`, "power", "main.daily: "},
+		{`SELECT count(*) FROM power.readings x JOIN main.readings y USING (malo_id)`, "power", "main.readings: "},
+		{`SELECT count(*) FROM gas.readings, main.readings`, "", "main.readings: a table's relations are in the schema of its name, as <table>.readings"},
+		{`SELECT * FROM query('SELECT count(*) FROM main.readings')`, "power", "main.readings: "},
+	} {
+		st, err := tt.ePower.Prepare(t.Context(), c.sql, PrepareOptions{Table: c.self})
+		if st != nil {
+			st.Close()
+		}
+		if !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s, default %q: %v, want an invalid statement saying %q", c.sql, c.self, err, c.want)
+		}
+		if calls := append(tt.power.Calls(), tt.gas.Calls()...); len(calls) != 0 {
+			t.Errorf("%s: a refused statement read the tiers: %v", c.sql, calls)
+		}
+	}
+	if _, err := Extract(`SELECT * FROM main.readings`); !errors.Is(err, ErrInvalidQuery) || !strings.Contains(err.Error(), "main.readings: ") {
+		t.Errorf("Extract of main.readings: %v", err)
+	}
+	want := rowsOf(query(t, tt.ePower, `SELECT count(*) FROM readings`))
+	if got := rowsOf(query(t, tt.ePower, `SELECT count(*) FROM meterstore.power.readings`)); len(want) != 1 || !slices.Equal(got, want) {
+		t.Errorf("power.readings in the query's database: %v, unqualified %v", got, want)
 	}
 }
 
 // TestCrossTableAlone: a statement that reads only another table reads
 // none of the engine's own, and the engine's own table by its name is
-// the same as in main.
+// the same as unqualified.
 func TestCrossTableAlone(t *testing.T) {
 	tt := newTwoTables(t)
 	tt.power.Calls()

@@ -29,7 +29,7 @@ type split struct {
 // read fetches the rows of range r of e's table from the tiers into inst
 // and creates the views over them in p. It returns the Parquet files the
 // views read.
-func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Range, o ReadOptions, versions bool, res *TableRead) ([]string, error) {
+func (e *reader) read(ctx context.Context, inst *instance, p place, r series.Range, o ReadOptions, versions bool, res *TableRead) ([]string, error) {
 	v := view{knownAt: o.KnownAt, ceiling: o.KnownAt, broken: e.broken, noVersions: !versions}
 	res.Name, res.Range, res.Ceiling = e.table.Name, r, o.KnownAt
 	// views creates the views in p, with v as it is then.
@@ -132,7 +132,7 @@ func (e *Engine) read(ctx context.Context, inst *instance, p place, r series.Ran
 // (FoldingSource): where that does not vouch for W0, the attempt starts
 // over without fold, W0 vetted before. A read needing no hot row is
 // vetted by its cold plan, whose W, at or above W0, Source.Cold vets.
-func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead, fold bool) (fileSet, split, *hotScan, error) {
+func (e *reader) attempt(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead, fold bool) (fileSet, split, *hotScan, error) {
 	res.Snapshot = 0
 	lo, hi := r.From, r.To
 	begin := time.Now()
@@ -224,7 +224,7 @@ func (e *Engine) attempt(ctx context.Context, inst *instance, p place, r series.
 // historical plans the cold files of r with no PostgreSQL connection at
 // all (Source.ColdAlone): the rows below the planned snapshot's W, split
 // there; the rows at or above it are not seen, and res says so.
-func (e *Engine) historical(ctx context.Context, r series.Range, res *TableRead) (fileSet, split, error) {
+func (e *reader) historical(ctx context.Context, r series.Range, res *TableRead) (fileSet, split, error) {
 	begin := time.Now()
 	pl, err := e.src.ColdAlone(ctx, series.Range{From: r.From, To: r.To, MaLo: r.MaLo})
 	res.Timing.Plan += time.Since(begin)
@@ -248,7 +248,7 @@ func (e *Engine) historical(ctx context.Context, r series.Range, res *TableRead)
 // row of the attached partitions, unsplit; the rows below the lowest
 // attached partition (archived, or in flight) are not seen, and res says
 // so.
-func (e *Engine) operational(ctx context.Context, inst *instance, r series.Range, res *TableRead) (*hotScan, error) {
+func (e *reader) operational(ctx context.Context, inst *instance, r series.Range, res *TableRead) (*hotScan, error) {
 	begin := time.Now()
 	hot, err := e.openHot(ctx, inst, series.Range{From: r.From, To: r.To, MaLo: r.MaLo})
 	if err != nil {
@@ -276,7 +276,7 @@ func (e *Engine) operational(ctx context.Context, inst *instance, r series.Range
 // read (with its read, in one step, where the source can: a
 // SnapshotReader): a query holds one connection however many tables it
 // reads.
-func (e *Engine) openHot(ctx context.Context, inst *instance, q series.Range) (*hotScan, error) {
+func (e *reader) openHot(ctx context.Context, inst *instance, q series.Range) (*hotScan, error) {
 	threads := e.threads()
 	var hr HotRead
 	sr, one := e.src.(SnapshotReader)
@@ -305,7 +305,7 @@ func (e *Engine) openHot(ctx context.Context, inst *instance, q series.Range) (*
 
 // register makes the relations of hr table functions of inst, which
 // closes it with the query.
-func (e *Engine) register(inst *instance, hr HotRead) (*hotScan, error) {
+func (e *reader) register(inst *instance, hr HotRead) (*hotScan, error) {
 	hot, err := registerHot(inst.conn, hr, e.table.Name, inst.nextFunc(), e.threads(), inst.columns)
 	if err != nil {
 		hr.Close()
@@ -316,7 +316,7 @@ func (e *Engine) register(inst *instance, hr HotRead) (*hotScan, error) {
 }
 
 // threads is how many connections a hot read may use at once.
-func (e *Engine) threads() int {
+func (e *reader) threads() int {
 	if e.set.Threads > 0 {
 		return e.set.Threads
 	}
@@ -326,7 +326,7 @@ func (e *Engine) threads() int {
 // openVouched opens the query's hot snapshot and the read of q in it as
 // openHot does, in a statement that vets w (ok false: none) too; where
 // that does not vouch for it, it opens nothing and vouched is false.
-func (e *Engine) openVouched(ctx context.Context, inst *instance, fs FoldingSource, q series.Range, w time.Time, ok bool) (_ *hotScan, vouched bool, _ error) {
+func (e *reader) openVouched(ctx context.Context, inst *instance, fs FoldingSource, q series.Range, w time.Time, ok bool) (_ *hotScan, vouched bool, _ error) {
 	snap, hr, vouched, err := fs.HotSnapshotReadVouched(ctx, e.threads(), q, w, ok)
 	if err != nil {
 		return nil, false, fmt.Errorf("query: hot tier: %w", err)
@@ -357,7 +357,7 @@ func checkLocal(files []string) error {
 // grace, so a floor read now at or below from vouches for the scan; so
 // does the floor as of the scan's snapshot, if the read knows it
 // (FlooredRead), which saves the round trip.
-func (e *Engine) checkFloor(ctx context.Context, hot *hotScan, from, hi time.Time) error {
+func (e *reader) checkFloor(ctx context.Context, hot *hotScan, from, hi time.Time) error {
 	if !hi.IsZero() && !from.Before(hi) {
 		return nil
 	}
@@ -382,7 +382,7 @@ func (e *Engine) checkFloor(ctx context.Context, hot *hotScan, from, hi time.Tim
 // hotOnly answers from the hot tier alone when the cold tier failed with
 // cause: if the range lies at or above the hot floor, read both before and
 // after the hot read opens; otherwise the query fails.
-func (e *Engine) hotOnly(ctx context.Context, inst *instance, r series.Range, res *TableRead, cause error) (fileSet, split, *hotScan, error) {
+func (e *reader) hotOnly(ctx context.Context, inst *instance, r series.Range, res *TableRead, cause error) (fileSet, split, *hotScan, error) {
 	unreachable := fmt.Errorf("%w: %w", ErrColdUnreachable, cause)
 	covered := func() error {
 		f, err := e.src.HotFloor(ctx)

@@ -13,7 +13,7 @@ import (
 // maxValueBytes is handed over whole.
 func TestValueBound(t *testing.T) {
 	s := threeMonths(t)
-	e, err := New(s.tab, s, Settings{Threads: 1, MemoryLimit: "1GB", CacheDir: t.TempDir()})
+	e, err := single(s.tab, s, Settings{Threads: 1, MemoryLimit: "1GB", CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestValueBound(t *testing.T) {
 	}
 	// With a parameter, whose column's type the preparation may not know,
 	// the bound comes from the result's own types.
-	st, err := e.Prepare(t.Context(), `SELECT 1 AS n, repeat(?, ?) AS p`, PrepareOptions{Default: true, Params: []any{"x", over}})
+	st, err := e.Prepare(t.Context(), `SELECT 1 AS n, repeat(?, ?) AS p`, PrepareOptions{Table: e.first(), Params: []any{"x", over}})
 	if err != nil {
 		t.Fatal(err)
 	}

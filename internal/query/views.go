@@ -13,9 +13,9 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
-// The tiers' rows of a table reach a statement through two views, readings_versions and
-// readings, in main for the engine's own table. Another table a statement
-// names has them in the schema of its name (see placeOf). The tiers'
+// The tiers' rows of a table reach a statement through two views,
+// readings_versions and readings, in the schema of its name (see placeOf).
+// The tiers'
 // relations (the hot tier's table functions, hotscan.go, and the scans of
 // the planned Parquet files) are written into those two views, not
 // created as views of their own: DuckDB binds a view when it is created,
@@ -25,11 +25,8 @@ import (
 // A place names the schema of one table's readings and readings_versions.
 type place struct{ out string }
 
-// home is the place of the engine's own table.
-var home = place{out: "main"}
-
-// placeOf returns the place of another table, name: its relations in the
-// schema of its name.
+// placeOf returns the place of table name: its relations in the schema
+// of its name.
 func placeOf(name string) place { return place{out: name} }
 
 // rel returns the qualified name of relation name in schema.

@@ -397,6 +397,19 @@ func TestFlightSQL(t *testing.T) {
 	if _, _, err := query(heatCtx, cl, `SELECT count(*) FROM heat.readings h JOIN power.readings p USING (malo_id, "from")`); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "power") {
 		t.Errorf("a token of heat reading power through heat: %v; want PermissionDenied", err)
 	}
+	// query('...') of heat, a table the token may read and not the first
+	// declared, answers as the statement inside it does; of power it is
+	// refused before a row.
+	_, direct, err := query(heatCtx, cl, `SELECT count(*), sum(value) FROM heat.readings`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := query(heatCtx, cl, `SELECT * FROM query('SELECT count(*), sum(value) FROM heat.readings')`); err != nil || fmt.Sprint(got) != fmt.Sprint(direct) {
+		t.Errorf("query() of heat for a token of heat: %v, %v; want %v", got, err, direct)
+	}
+	if _, _, err := query(heatCtx, cl, `SELECT * FROM query('SELECT count(*) FROM power.readings')`); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "power") {
+		t.Errorf("query() of power for a token of heat: %v; want PermissionDenied", err)
+	}
 	// A ticket is the client's: DoGet checks it again.
 	info, err := cl.Execute(ctx, fmt.Sprintf(perDay, "power."))
 	if err != nil {
@@ -420,7 +433,7 @@ func TestFlightSQL(t *testing.T) {
 			}
 		}
 	}
-	if want := map[string]int64{"missing": 1, "invalid": 1, "forbidden": 4}; fmt.Sprint(counts) != fmt.Sprint(want) {
+	if want := map[string]int64{"missing": 1, "invalid": 1, "forbidden": 5}; fmt.Sprint(counts) != fmt.Sprint(want) {
 		t.Errorf("auth failures by reason = %v; want %v", counts, want)
 	}
 	if log := logs.String(); strings.Contains(log, reportingTok) || strings.Contains(log, heatTok) || !strings.Contains(log, "flight sql call refused") {
