@@ -13,9 +13,10 @@ import (
 // knows nothing of it. A view that does not exist is an error wrapping
 // iceberg-go's catalog.ErrNoSuchView.
 type Views interface {
-	// ViewOf returns the name of the view that table name would offer.
-	// Whether it does is View's to say.
-	ViewOf(name string) string
+	// ViewsOf returns the names of the views that table name could
+	// offer, in order; whether it does is View's to say. A listing shows
+	// the first that View derives: a table offers one view.
+	ViewsOf(name string) []string
 	// TableOf returns the name of the table whose view view of namespace
 	// ns is, or an error wrapping catalog.ErrNoSuchView if view names no
 	// view.

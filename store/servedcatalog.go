@@ -24,5 +24,5 @@ type ServedCatalog struct {
 // tiers through the front door alone.
 func (s *Store) ServedCatalog() ServedCatalog {
 	cat, _ := s.opts.Catalog.(*catalog.Catalog)
-	return ServedCatalog{Catalog: cat, Views: cold.ReadingsViews{}}
+	return ServedCatalog{Catalog: cat, Views: cold.Views{}}
 }

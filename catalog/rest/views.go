@@ -81,14 +81,18 @@ func (s *restServer) listViews(w http.ResponseWriter, r *http.Request) {
 		if s.views == nil {
 			return nil, false
 		}
-		vid := table.Identifier{id[0], s.views.ViewOf(id[1])}
-		if _, _, err := s.loadView(r.Context(), vid); err != nil {
+		for _, name := range s.views.ViewsOf(id[1]) {
+			vid := table.Identifier{id[0], name}
+			_, _, err := s.loadView(r.Context(), vid)
+			if err == nil {
+				return vid, true
+			}
 			if !errors.Is(err, icecatalog.ErrNoSuchView) {
 				s.logger.Warn("catalog: view left out of the listing", "view", strings.Join(vid, "."), "err", err)
+				return nil, false
 			}
-			return nil, false
 		}
-		return vid, true
+		return nil, false
 	})
 }
 

@@ -19,7 +19,7 @@ import (
 // hook that knows nothing of readings.
 type echoViews struct{}
 
-func (echoViews) ViewOf(name string) string { return name + "_echo" }
+func (echoViews) ViewsOf(name string) []string { return []string{name + "_echo"} }
 
 func (echoViews) TableOf(ns, v string) (string, error) {
 	name, ok := strings.CutSuffix(v, "_echo")

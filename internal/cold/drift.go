@@ -189,11 +189,7 @@ func (c *Tier) evolveColumns(ctx context.Context, h *Table, ice *table.Table) (*
 			fields = append(fields, w)
 			added = append(added, w.Name)
 		}
-		sc := iceberg.NewSchemaWithIdentifiers(cur.ID, cur.IdentifierFieldIDs, fields...)
-		reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID()),
-			table.AssertCurrentSchemaID(cur.ID), table.AssertLastAssignedFieldID(meta.LastColumnID())}
-		updates := []table.Update{table.NewAddSchemaUpdate(sc), table.NewSetCurrentSchemaUpdate(-1)}
-		_, _, err = c.cat.CommitTable(ctx, h.ident, reqs, updates)
+		err = c.commitSchema(ctx, h, meta, fields)
 		if err == nil {
 			c.log.Info("cold: schema evolved as declared", "table", h.decl.Name, "added", added, "restored", restored)
 			return c.load(ctx, h)
@@ -206,6 +202,19 @@ func (c *Tier) evolveColumns(ctx context.Context, h *Table, ice *table.Table) (*
 			return nil, err
 		}
 	}
+}
+
+// commitSchema makes fields the current schema of table h, at meta, in a
+// metadata-only commit that fails if the schema or its last field id
+// changed since meta.
+func (c *Tier) commitSchema(ctx context.Context, h *Table, meta table.Metadata, fields []iceberg.NestedField) error {
+	cur := meta.CurrentSchema()
+	sc := iceberg.NewSchemaWithIdentifiers(cur.ID, cur.IdentifierFieldIDs, fields...)
+	reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID()),
+		table.AssertCurrentSchemaID(cur.ID), table.AssertLastAssignedFieldID(meta.LastColumnID())}
+	updates := []table.Update{table.NewAddSchemaUpdate(sc), table.NewSetCurrentSchemaUpdate(-1)}
+	_, _, err := c.cat.CommitTable(ctx, h.ident, reqs, updates)
+	return err
 }
 
 // evolveAttempts bounds how often evolveColumns compares and commits again

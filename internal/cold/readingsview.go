@@ -48,8 +48,8 @@ func ReadingsViewTable(view string) (string, bool) {
 	return t, ok && t != ""
 }
 
-// ViewOf implements catalog.Views: the readings view of table name.
-func (ReadingsViews) ViewOf(name string) string { return name + ReadingsViewSuffix }
+// ViewsOf implements catalog.Views: the readings view of table name.
+func (ReadingsViews) ViewsOf(name string) []string { return []string{name + ReadingsViewSuffix} }
 
 // TableOf implements catalog.Views.
 func (ReadingsViews) TableOf(ns, view string) (string, error) {

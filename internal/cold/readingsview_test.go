@@ -30,7 +30,7 @@ func TestReadingsViews(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := ReadingsViews{}
-	view := v.ViewOf(h.Name())
+	view := v.ViewsOf(h.Name())[0]
 	if name, err := v.TableOf("metering", view); err != nil || name != h.Name() {
 		t.Fatalf("TableOf(%s) = %q, %v", view, name, err)
 	}

@@ -115,9 +115,9 @@ func rollupState(s *table.Snapshot) (RollupState, error) {
 }
 
 // appendRollup appends rows to rollup table r, at state ice, as one
-// snapshot reflecting
-// snapshot source of the source table, at watermark w.
-func (c *Tier) appendRollup(ctx context.Context, r *Table, ice *table.Table, rows []rollup.Row, source int64, w string) (Commit, error) {
+// snapshot reflecting snapshot source of the source table, at watermark w,
+// that removes the data files replace.
+func (c *Tier) appendRollup(ctx context.Context, r *Table, ice *table.Table, rows []rollup.Row, replace []iceberg.DataFile, source int64, w string) (Commit, error) {
 	asc, err := table.SchemaToArrowSchema(ice.Schema(), nil, true, false)
 	if err != nil {
 		return Commit{}, fmt.Errorf("cold: rollup %s: %w", r.decl.Name, err)
@@ -128,6 +128,7 @@ func (c *Tier) appendRollup(ctx context.Context, r *Table, ice *table.Table, row
 		records: []*records{rec},
 		summary: iceberg.Properties{rollup.SummarySourceSnapshot: strconv.FormatInt(source, 10), rollup.SummaryWatermark: w},
 		rowsKey: SummaryRows,
+		replace: replace,
 		pin:     true, // a catch-up is computed against the rollup it read
 	})
 }
@@ -167,6 +168,8 @@ func rollupBatches(decl *series.Table, cal *metering.Calendar, asc *arrow.Schema
 						}
 					case "present":
 						fb.(*array.Int64Builder).Append(x.Present)
+					case "on_grid":
+						fb.(*array.Int64Builder).Append(x.OnGrid)
 					case "value_sum":
 						fb.(*array.Decimal128Builder).Append(decimal128.FromI64(x.Sum))
 					case "max_version":

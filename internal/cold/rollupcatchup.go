@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/meterstore/meterstore/internal/rollup"
 	"github.com/meterstore/meterstore/metering"
@@ -26,7 +27,10 @@ import (
 // through this Tier and nothing else, it commits what the archival
 // prepared from the rows it wrote (see prepareRollup) rather than read
 // the window back.
-// It does nothing when the
+// A rollup whose current snapshot lacks a column of the rollup's schema
+// (one an earlier release wrote, see rollupAnswers) has the columns added
+// and every settled day computed again, in a snapshot that replaces every
+// file it had. It does nothing when the
 // rollup reflects S already, and returns the zero Commit then.
 //
 // It runs after the commits it follows, never inside them: a crash
@@ -59,6 +63,22 @@ func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 	if err != nil {
 		return Commit{}, err
 	}
+	// A rollup written without a column of the rollup's schema is
+	// evolved and rewritten whole: every settled day, replacing its files.
+	var replace []iceberg.DataFile
+	if !rollupAnswers(&t.decl, rice, rice.CurrentSnapshot()) {
+		if rice, err = c.evolveRollup(ctx, r, rice); err != nil {
+			return Commit{}, err
+		}
+		if cur := rice.CurrentSnapshot(); cur != nil {
+			ch, err := c.chainOf(ctx, r, rice, cur)
+			if err != nil {
+				return Commit{}, err
+			}
+			replace = ch.files
+		}
+		st = RollupState{}
+	}
 	if st.Ok && st.Source == snap.SnapshotID {
 		return Commit{}, nil
 	}
@@ -89,7 +109,7 @@ func (c *Tier) CatchUpRollup(ctx context.Context, t *Table) (Commit, error) {
 			done[x.KeyOf()] = true
 		}
 	}
-	return c.appendRollup(ctx, r, rice, rows, snap.SnapshotID, FormatTime(w))
+	return c.appendRollup(ctx, r, rice, rows, replace, snap.SnapshotID, FormatTime(w))
 }
 
 // changedSince returns the ranges of from whose settled days changed

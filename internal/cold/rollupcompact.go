@@ -29,8 +29,9 @@ type RollupCompaction struct {
 // rollup answers the same after it; reads as of a source snapshot the
 // rollup reflected before read the rollup snapshots of then, which keep
 // their files until expiry. It does nothing unless a month holds
-// minFiles files (at least 2). A catch-up committed meanwhile makes it
-// fail with ErrCompactionConflict.
+// minFiles files (at least 2), nor to a rollup whose current snapshot
+// lacks a column of its schema (see rollupAnswers). A catch-up committed
+// meanwhile makes it fail with ErrCompactionConflict.
 func (c *Tier) CompactRollup(ctx context.Context, t *Table, minFiles int) (RollupCompaction, error) {
 	var out RollupCompaction
 	if t.decl.TimeModel != series.Interval {
@@ -45,7 +46,9 @@ func (c *Tier) CompactRollup(ctx context.Context, t *Table, minFiles int) (Rollu
 		return out, err
 	}
 	snap := ice.CurrentSnapshot()
-	if snap == nil {
+	if snap == nil || !rollupAnswers(&t.decl, ice, snap) {
+		// A rollup without a column of its schema is the catch-up's to
+		// rewrite whole: its rows rewritten here would read as zeros.
 		return out, nil
 	}
 	ch, err := c.chainOf(ctx, r, ice, snap)

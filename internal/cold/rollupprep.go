@@ -91,8 +91,8 @@ func (c *Tier) prepRollup(ctx context.Context, t *Table, ice *table.Table, sums 
 		return nil, err
 	}
 	st, err := rollupState(rice.CurrentSnapshot())
-	if err != nil || !st.Ok || st.Source != base.SnapshotID {
-		return nil, err
+	if err != nil || !st.Ok || st.Source != base.SnapshotID || !rollupAnswers(&t.decl, rice, rice.CurrentSnapshot()) {
+		return nil, err // a rollup to rewrite whole is the catch-up's
 	}
 	fs, err := rice.FS(ctx)
 	if err != nil {

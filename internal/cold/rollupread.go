@@ -95,6 +95,8 @@ func decodeRollup(rec arrow.RecordBatch) ([]rollup.Row, error) {
 				}
 			case "present":
 				x.Present = col.(*array.Int64).Value(i)
+			case "on_grid":
+				x.OnGrid = col.(*array.Int64).Value(i)
 			case "value_sum":
 				x.Sum = int64(col.(*array.Decimal128).Value(i).LowBits()) // a sum of a day fits in int64 (Row.Sum)
 			case "max_version":
@@ -129,7 +131,9 @@ func decodeRollup(rec arrow.RecordBatch) ([]rollup.Row, error) {
 // source, for the days whose start q selects: those of the newest rollup
 // snapshot naming source in its summary, with that snapshot's watermark.
 // ok is false when no rollup snapshot names it (the rollup is behind, or
-// there is none): the reader computes the days from the readings then.
+// there is none), or the one that does lacks a column of the rollup's
+// schema (see rollupAnswers): the reader computes the days from the
+// readings then.
 func (c *Tier) PlanRollup(ctx context.Context, t *Table, source int64, q series.Range) (p Plan, ok bool, err error) {
 	r := c.RollupHandle(t)
 	ice, err := c.load(ctx, r)
@@ -143,6 +147,9 @@ func (c *Tier) PlanRollup(ctx context.Context, t *Table, source int64, q series.
 	meta := ice.Metadata()
 	for s := ice.CurrentSnapshot(); s != nil; {
 		if s.Summary != nil && s.Summary.Properties[rollup.SummarySourceSnapshot] == want {
+			if !rollupAnswers(&t.decl, ice, s) {
+				return Plan{}, false, nil
+			}
 			p, err := c.planOf(ctx, r, ice, s, q)
 			return p, err == nil, err
 		}
@@ -156,8 +163,8 @@ func (c *Tier) PlanRollup(ctx context.Context, t *Table, source int64, q series.
 
 // PlanRollupCurrent plans the files of the current snapshot of the rollup
 // of t, for the days whose start q selects, and returns the snapshot of t
-// it reflects; ok is false if there is none. The plan's Watermark is the
-// one it reflects.
+// it reflects; ok is false if there is none or it lacks a column of the
+// rollup's schema. The plan's Watermark is the one it reflects.
 func (c *Tier) PlanRollupCurrent(ctx context.Context, t *Table, q series.Range) (p Plan, source int64, ok bool, err error) {
 	r := c.RollupHandle(t)
 	ice, err := c.load(ctx, r)
@@ -168,7 +175,7 @@ func (c *Tier) PlanRollupCurrent(ctx context.Context, t *Table, q series.Range) 
 		return Plan{}, 0, false, err
 	}
 	st, err := rollupState(ice.CurrentSnapshot())
-	if err != nil || !st.Ok {
+	if err != nil || !st.Ok || !rollupAnswers(&t.decl, ice, ice.CurrentSnapshot()) {
 		return Plan{}, 0, false, err
 	}
 	p, err = c.planOf(ctx, r, ice, ice.CurrentSnapshot(), q)

@@ -22,7 +22,9 @@ type RollupCheck struct {
 	// since rollups began, or a point table).
 	Present bool
 	// Behind: the rollup reflects another snapshot than the table's
-	// current one, so it was not compared (reads compute the days).
+	// current one, or lacks a column of the rollup's schema (an earlier
+	// release wrote it; the next catch-up rewrites it), so it was not
+	// compared (reads compute the days).
 	Behind bool
 	// Days are the balancing days compared, Rows the rollup rows.
 	Days, Rows int
@@ -57,6 +59,14 @@ func (c *Tier) VerifyRollup(ctx context.Context, t *Table, deep bool) (RollupChe
 	}
 	out.Present = true
 	if snap := ice.CurrentSnapshot(); snap == nil || snap.SnapshotID != st.Source {
+		out.Behind = true
+		return out, nil
+	}
+	rice, err := c.load(ctx, r)
+	if err != nil {
+		return out, err
+	}
+	if !rollupAnswers(&t.decl, rice, rice.CurrentSnapshot()) {
 		out.Behind = true
 		return out, nil
 	}

@@ -73,7 +73,11 @@ type SeriesFilter struct {
 // merge key the highest version, then the latest recorded_at), in no
 // particular order.
 func (r *SeriesReader) Read(ctx context.Context, decl *series.Table, p Plan, f SeriesFilter) ([]series.Reading, error) {
-	win := map[string]series.Reading{}
+	// The winner of each merge key, by its index in out: a reading is
+	// copied once, where it first wins, and replaced in place.
+	win := map[winnerKey]int{}
+	var out []series.Reading
+	ident := decl.Identity()
 	for i, path := range p.Files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -86,32 +90,46 @@ func (r *SeriesReader) Read(ctx context.Context, decl *series.Table, p Plan, f S
 			continue
 		}
 		err := r.readFile(ctx, decl, path, f, func(rd series.Reading) {
-			k := mergeKeyOf(decl, &rd)
-			if w, ok := win[k]; !ok || rd.Version > w.Version || rd.Version == w.Version && rd.RecordedAt.After(w.RecordedAt) {
-				win[k] = rd
+			k := mergeKeyOf(ident, &rd)
+			at, ok := win[k]
+			if !ok {
+				win[k] = len(out)
+				out = append(out, rd)
+				return
+			}
+			if w := &out[at]; rd.Version > w.Version || rd.Version == w.Version && rd.RecordedAt.After(w.RecordedAt) {
+				*w = rd
 			}
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cold: read series of %s from %s: %w", decl.Name, path, err)
 		}
 	}
-	out := make([]series.Reading, 0, len(win))
-	for _, rd := range win {
-		out = append(out, rd)
-	}
 	return out, nil
 }
 
-// mergeKeyOf returns the merge key of rd but its market location and
-// OBIS code, which the filter fixes: from and the identity values.
-func mergeKeyOf(decl *series.Table, rd *series.Reading) string {
-	var b strings.Builder
-	b.WriteString(rd.From.Format(time.RFC3339Nano))
-	for _, c := range decl.Identity() {
-		b.WriteByte(0)
-		b.WriteString(rd.Extra[c.Name])
+// A winnerKey is the merge key of a reading but its market location and
+// OBIS code, which the filter fixes: from, in microseconds, and the
+// identity values.
+type winnerKey struct {
+	from  int64
+	ident string
+}
+
+// mergeKeyOf returns the winnerKey of rd in a table of the identity
+// columns ident.
+func mergeKeyOf(ident []series.Column, rd *series.Reading) winnerKey {
+	k := winnerKey{from: rd.From.UnixMicro()}
+	if len(ident) == 0 {
+		return k
 	}
-	return b.String()
+	var b strings.Builder
+	for _, c := range ident {
+		b.WriteString(rd.Extra[c.Name])
+		b.WriteByte(0)
+	}
+	k.ident = b.String()
+	return k
 }
 
 // readFile calls fn with every row of the data file at path that f

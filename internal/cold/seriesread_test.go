@@ -136,7 +136,7 @@ func testSeriesReadPages(t *testing.T, plain bool) {
 			if r.MaLo != m || r.From.Before(from) || !r.From.Before(to) || channel != "" && r.Extra["channel"] != channel {
 				continue
 			}
-			k := mergeKeyOf(decl, &r)
+			k := r.From.UTC().Format(time.RFC3339Nano) + "\x00" + r.Extra["channel"] // the merge key but malo_id and obis_code
 			if w, ok := win[k]; !ok || r.Version > w.Version {
 				win[k] = r
 			}

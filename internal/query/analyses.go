@@ -95,6 +95,7 @@ func (e *Engine) analyze(ctx context.Context, conn *sql.Conn, text, self string,
 	}
 	a, err := analyze(ctx, conn, text, self, params)
 	if err == nil && ok {
+		a.memo = new(runMemo)
 		e.analysed.put(key, a)
 	}
 	return a, err

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // The cost of a query's own DuckDB instance: opening and closing it, and
@@ -47,3 +48,43 @@ func BenchmarkQueryCold(b *testing.B) {
 }
 
 func BenchmarkQueryBoth(b *testing.B) { benchmarkQuery(b, `SELECT count(*) FROM readings`) }
+
+// BenchmarkSmallResult runs one meter's hot day as a small result and,
+// its analysis made to remember a large one, through the result table,
+// alternately, and reports the time of the second over the first and the
+// mean of their steps from describe on.
+func BenchmarkSmallResult(b *testing.B) {
+	s := newSource(b, loadProfile())
+	for _, m := range []int{0, 1, 2} {
+		s.addHot(quarterHours(1, jan2026.AddDate(0, m, 0), 96)...)
+	}
+	e, err := single(s.tab, s, Settings{Threads: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	point := `SELECT "from", value FROM readings WHERE malo_id = '` + malo(1) + `' AND "from" >= '2026-03-01 00:00:00Z' AND "from" < '2026-03-02 00:00:00Z'`
+	key, _ := analysisKey(point, e.first(), nil)
+	var took, steps [2]time.Duration
+	for b.Loop() {
+		for large := range 2 {
+			if a, ok := e.analysed.get(key); ok && large == 1 {
+				a.memo.ran(boundedRows + 1)
+			}
+			begin := time.Now()
+			res, err := queryOf(context.Background(), e, point)
+			if err != nil || len(res.Rows) != 96 {
+				b.Fatal(err, len(res.Rows))
+			}
+			took[large] += time.Since(begin)
+			for _, st := range res.Timing.Steps {
+				if st.Name == StepBounded || st.Name == StepCreate || st.Name == StepFirstPage || st.Name == StepDescribe {
+					steps[large] += st.Took
+				}
+			}
+		}
+	}
+	b.ReportMetric(float64(took[1])/float64(took[0]), "table/bounded")
+	n := float64(b.N) * float64(time.Millisecond)
+	b.ReportMetric(float64(steps[0])/n, "bounded-ms")
+	b.ReportMetric(float64(steps[1])/n, "table-ms")
+}

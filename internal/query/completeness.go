@@ -150,8 +150,8 @@ var countedResolutions = []metering.Resolution{
 }
 
 // createCompleteness creates the view completeness in p's schema over its
-// readings and readings_versions for the days d, if the table is an
-// interval table; a day that ends at or before dueBy is due.
+// relation daily for the days d, if the table is an interval table; a day
+// that ends at or before dueBy is due.
 func createCompleteness(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, p place, d dayRange, dueBy time.Time) error {
 	if t.TimeModel != series.Interval {
 		return nil
@@ -162,9 +162,29 @@ func createCompleteness(ctx context.Context, conn *sql.Conn, t *series.Table, l 
 	return nil
 }
 
-// completenessSQL returns the SELECT of the relation completeness of p's
-// readings over the days d, a day due if it ends at or before dueBy; see
-// the comment at the top of this file.
+// resolutionStep returns a CASE over the column resolution giving the
+// step of each counted resolution in microseconds (a day's 24 hours for
+// P1D), NULL for any other: to find the grid and to prefer the finer of
+// two resolutions.
+func resolutionStep() string {
+	var b strings.Builder
+	b.WriteString(`CASE resolution`)
+	for _, r := range countedResolutions {
+		us := int64(24 * time.Hour / time.Microsecond)
+		if s, ok := r.Fixed(); ok {
+			us = int64(s / time.Microsecond)
+		}
+		fmt.Fprintf(&b, ` WHEN %s THEN %d`, quote(r.String()), us)
+	}
+	b.WriteString(` END`)
+	return b.String()
+}
+
+// completenessSQL returns the SELECT of the relation completeness over the
+// days d of p's relation daily, a day due if it ends at or before dueBy;
+// see the comment at the top of this file. daily's rows give what each
+// series delivered on a day (present, and of those on_grid); the grid of
+// days from each series' first gives the days it was silent.
 func completenessSQL(l layout, p place, d dayRange, dueBy time.Time) string {
 	var keys []string
 	for _, k := range l.key {
@@ -186,52 +206,39 @@ func completenessSQL(l layout, p place, d dayRange, dueBy time.Time) string {
 		}
 		return strings.Join(out, " AND ")
 	}
-	// The step of each resolution in microseconds, to find the grid and
-	// to prefer the finer of two resolutions.
-	var (
-		step  strings.Builder
-		names []string
-	)
-	step.WriteString(`CASE resolution`)
+	step := resolutionStep()
+	var names []string
 	for _, r := range countedResolutions {
-		us := int64(24 * time.Hour / time.Microsecond)
-		if s, ok := r.Fixed(); ok {
-			us = int64(s / time.Microsecond)
-		}
 		names = append(names, quote(r.String()))
-		fmt.Fprintf(&step, ` WHEN %s THEN %d`, quote(r.String()), us)
 	}
-	step.WriteString(` END`)
 	counted := `resolution IN (` + strings.Join(names, ", ") + `)`
 	date := func(x metering.Date) string { return `DATE ` + quote(x.String()) }
 
-	lo, hi := `(SELECT min(balancing_day) FROM `+rel(p.out, "readings_versions")+`)`, `(SELECT max(balancing_day) FROM `+rel(p.out, "readings_versions")+`)`
-	// The bounds on "from" let the resolution of readings and the scan of
-	// the cold files skip the rows before and after the range.
+	src := rel(p.out, "daily")
+	lo, hi := `(SELECT min(balancing_day) FROM `+src+`)`, `(SELECT max(balancing_day) FROM `+src+`)`
 	inRange := ""
 	if d.hasLo {
 		lo = date(d.lo)
-		inRange += ` AND "from" >= ` + timestamptz(calendar.DayStart(d.lo))
+		inRange += ` AND balancing_day >= ` + date(d.lo)
 	}
 	if d.hasHi {
 		hi = date(d.hi)
-		inRange += ` AND "from" < ` + timestamptz(calendar.GasDayEnd(d.hi))
+		inRange += ` AND balancing_day <= ` + date(d.hi)
 	}
 	// Seen before: the series that delivered in the lookback, each with the
-	// sparte and resolution of its latest reading there, placed on the day
-	// before the range. Any version will do to know that it delivered.
+	// kind of its last day there, placed on the day before the range.
 	seen := ""
 	if d.hasLo {
 		first := d.lo.AddDays(-CompletenessLookback)
 		seen = `
 	UNION ALL
-	SELECT ` + list("") + `, ` + date(d.lo.AddDays(-1)) + ` AS balancing_day,
-		arg_max(sparte, "from") AS sparte, arg_max(resolution, "from") AS resolution,
+	SELECT ` + list("") + `, ` + date(d.lo.AddDays(-1)) + ` AS balancing_day, sparte, resolution,
 		CAST(0 AS BIGINT) AS present, CAST(0 AS BIGINT) AS surplus
-	FROM ` + rel(p.out, "readings_versions") + `
-	WHERE ` + counted + ` AND balancing_day >= ` + date(first) + ` AND balancing_day < ` + date(d.lo) + `
-		AND "from" >= ` + timestamptz(calendar.DayStart(first)) + ` AND "from" < ` + timestamptz(calendar.GasDayStart(d.lo)) + `
-	GROUP BY ALL`
+	FROM (SELECT ` + list("") + `, balancing_day, sparte, resolution, sum(on_grid) AS good, sum(present) AS n
+		FROM ` + src + `
+		WHERE ` + counted + ` AND balancing_day >= ` + date(first) + ` AND balancing_day < ` + date(d.lo) + `
+		GROUP BY ALL)
+	QUALIFY row_number() OVER (PARTITION BY ` + list("") + ` ORDER BY balancing_day DESC, good DESC, n DESC, ` + step + `, sparte) = 1`
 	}
 	return `
 WITH bounds AS (
@@ -248,20 +255,17 @@ WITH bounds AS (
 ), counts AS (
 	-- Per series, day and resolution: the intervals, and those on the
 	-- resolution's grid within the day.
-	SELECT ` + list("r.") + `, r.sparte, r.resolution, r.balancing_day, count(*) AS n,
-		count(*) FILTER (WHERE r."from" >= c.day_from AND r."from" < c.day_to AND CASE r.resolution
-			WHEN 'P1D' THEN r."from" = c.day_from
-			ELSE (epoch_us(r."from") - epoch_us(c.day_from)) % (` + strings.ReplaceAll(step.String(), "resolution", "r.resolution") + `) = 0 END) AS good
-	FROM (SELECT * FROM ` + rel(p.out, "readings") + ` WHERE ` + counted + inRange + `) AS r
-	JOIN cal AS c ON c.balancing_day = r.balancing_day AND c.sparte = r.sparte
+	SELECT ` + list("") + `, sparte, resolution, balancing_day, sum(present) AS n, sum(on_grid) AS good
+	FROM ` + src + `
+	WHERE ` + counted + inRange + `
 	GROUP BY ALL
 ), known AS (
 	-- Per series, the days it delivered on, each with the resolution most
 	-- of its intervals have; then the series seen before the range.
-	(SELECT ` + list("") + `, balancing_day, sparte, resolution, good AS present,
+	(SELECT ` + list("") + `, balancing_day, sparte, resolution, CAST(good AS BIGINT) AS present,
 		CAST(sum(n) OVER (PARTITION BY ` + list("") + `, balancing_day) - good AS BIGINT) AS surplus
 	FROM counts
-	QUALIFY row_number() OVER (PARTITION BY ` + list("") + `, balancing_day ORDER BY good DESC, n DESC, ` + step.String() + `, sparte) = 1)` + seen + `
+	QUALIFY row_number() OVER (PARTITION BY ` + list("") + `, balancing_day ORDER BY good DESC, n DESC, ` + step + `, sparte) = 1)` + seen + `
 ), starts AS (
 	SELECT ` + list("") + `, greatest(min(balancing_day), (SELECT lo FROM bounds)) AS first
 	FROM known GROUP BY ALL
@@ -272,7 +276,9 @@ WITH bounds AS (
 ), rows AS (
 	-- Each day of a series with its last day of delivery up to it.
 	SELECT ` + list("g.") + `, k.sparte, k.resolution, g.balancing_day, c.day_from, c.day_to,
-		CAST(meter_expected_intervals(g.balancing_day, k.resolution, k.sparte) AS BIGINT) AS expected,
+		-- What meter_expected_intervals gives, in arithmetic rather than a
+		-- call into Go for each of a fleet's days.
+		CAST(CASE k.resolution WHEN 'P1D' THEN 1 ELSE (epoch_us(c.day_to) - epoch_us(c.day_from)) // (` + strings.ReplaceAll(step, "resolution", "k.resolution") + `) END AS BIGINT) AS expected,
 		CASE WHEN k.balancing_day = g.balancing_day THEN k.present ELSE 0 END AS present,
 		CASE WHEN k.balancing_day = g.balancing_day THEN k.surplus ELSE 0 END AS surplus
 	FROM grid AS g ASOF JOIN known AS k ON ` + equal("g", "k") + ` AND g.balancing_day >= k.balancing_day

@@ -21,6 +21,9 @@ import (
 //	expected BIGINT                          92, 96 or 100 quarter hours; 23, 24 or 25 hours; 1 for P1D;
 //	                                         NULL for a resolution coarser than a day
 //	present BIGINT                           the day's intervals (resolved readings)
+//	on_grid BIGINT                           those on the resolution's grid within the day (at its
+//	                                         start for P1D), which completeness counts as present;
+//	                                         0 for a resolution coarser than a day
 //	value_sum DECIMAL(38,6)                  the sum of their values
 //	quality_<code> BIGINT                    how many have that quality, one column per MSCONS code
 //	                                         (quality_220, quality_67, ..., quality_z18)
@@ -156,6 +159,8 @@ func dailyPartialSQL(l layout, from, where string) string {
 	group := dailyGroup(l)
 	aggs := []string{
 		`count(*) AS present`,
+		`count(*) FILTER (WHERE "from" >= day_from AND "from" < day_to AND CASE resolution WHEN 'P1D' THEN "from" = day_from
+			ELSE (epoch_us("from") - epoch_us(day_from)) % (` + resolutionStep() + `) = 0 END) AS on_grid`,
 		`CAST(sum(value) AS DECIMAL(38,6)) AS value_sum`,
 	}
 	for _, q := range dailyQualities {
@@ -166,7 +171,12 @@ func dailyPartialSQL(l layout, from, where string) string {
 		where = ` WHERE ` + where
 	}
 	return `SELECT ` + group + `, ` + strings.Join(aggs, ", ") + `
-	FROM ` + from + where + `
+	FROM ` + from + ` JOIN (
+		-- Where each day of the readings begins and ends, computed once a day.
+		SELECT balancing_day, sparte, meter_balancing_day_start(balancing_day, sparte) AS day_from,
+			meter_balancing_day_end(balancing_day, sparte) AS day_to
+		FROM (SELECT DISTINCT balancing_day, sparte FROM ` + from + where + `)
+	) USING (balancing_day, sparte)` + where + `
 	GROUP BY ` + group
 }
 
@@ -186,7 +196,7 @@ func dailyOuterSQL(l layout, inner string) string {
 	meter_balancing_day_start(balancing_day, sparte) AS "from",
 	meter_balancing_day_end(balancing_day, sparte) AS "to",
 	CAST(CASE WHEN resolution IN (` + strings.Join(counted, ", ") + `) THEN meter_expected_intervals(balancing_day, resolution, sparte) END AS BIGINT) AS expected,
-	present, value_sum, ` + strings.Join(qcols, ", ") + `, max_version, max_recorded_at
+	present, on_grid, value_sum, ` + strings.Join(qcols, ", ") + `, max_version, max_recorded_at
 FROM (` + inner + `)`
 }
 
@@ -205,7 +215,8 @@ func dailySplitSQL(l layout, cold, hotDays string, lo time.Time) string {
 		}
 		parts = append([]string{dailyPartialSQL(l, `(`+cold+`)`, where)}, parts...)
 	}
-	sums := []string{`CAST(sum(present) AS BIGINT) AS present`, `CAST(sum(value_sum) AS DECIMAL(38,6)) AS value_sum`}
+	sums := []string{`CAST(sum(present) AS BIGINT) AS present`, `CAST(sum(on_grid) AS BIGINT) AS on_grid`,
+		`CAST(sum(value_sum) AS DECIMAL(38,6)) AS value_sum`}
 	for _, q := range dailyQualities {
 		c := ident(dailyQualityColumn(q))
 		sums = append(sums, `CAST(sum(`+c+`) AS BIGINT) AS `+c)
@@ -252,7 +263,7 @@ func dailyColumns(l layout) []string {
 	out = append(out, `CAST(balancing_day AS DATE) AS balancing_day`, `CAST(sparte AS VARCHAR) AS sparte`,
 		`CAST(resolution AS VARCHAR) AS resolution`, `CAST(unit AS VARCHAR) AS unit`,
 		`CAST("from" AS TIMESTAMPTZ) AS "from"`, `CAST("to" AS TIMESTAMPTZ) AS "to"`,
-		`CAST(expected AS BIGINT) AS expected`, `CAST(present AS BIGINT) AS present`,
+		`CAST(expected AS BIGINT) AS expected`, `CAST(present AS BIGINT) AS present`, `CAST(on_grid AS BIGINT) AS on_grid`,
 		`CAST(value_sum AS DECIMAL(38,6)) AS value_sum`)
 	for _, q := range dailyQualities {
 		out = append(out, `CAST(`+ident(dailyQualityColumn(q))+` AS BIGINT) AS `+ident(dailyQualityColumn(q)))

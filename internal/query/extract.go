@@ -105,6 +105,9 @@ type analysis struct {
 	// any relation, lowercase; nil if it may read every column (see
 	// columnNames).
 	columns map[string]bool
+	// memo is what the statement's runs learn for the next, shared by
+	// the copies of a kept analysis; nil for one not kept.
+	memo *runMemo
 }
 
 // onlySelect is json_serialize_sql's error for a statement other than a
@@ -226,6 +229,11 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 			a.completenessOf = append(a.completenessOf, name)
 		}
 		compl[name] = true
+		// completeness reads daily.
+		if a.daily == nil {
+			a.daily = map[string]bool{}
+		}
+		a.daily[name] = true
 		a.mark(r, name, self)
 	}
 	if len(compl) > 0 {
@@ -249,7 +257,7 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 		// daily reads columns of readings the statement need not name.
 		a.columns = columnNames(stmt)
 	}
-	a.skipVersions = a.skipCompleteness && !slices.ContainsFunc(refs.readings, func(r map[string]any) bool {
+	a.skipVersions = !refs.opaque && !slices.ContainsFunc(refs.readings, func(r map[string]any) bool {
 		return strings.EqualFold(str(r["table_name"]), "readings_versions")
 	})
 	if refs.opaque {
@@ -273,6 +281,8 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 	case own+len(refs.completeness) != 1:
 		return a, nil
 	case len(refs.completeness) == 1:
+		// completeness reads daily alone, which may come from the rollup.
+		a.dailyOnly = true
 		return a, a.completeness(ctx, q, node, self)
 	case a.daily[""]:
 		a.dailyOnly = true

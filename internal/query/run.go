@@ -28,12 +28,16 @@ const resultTable = "meterstore_result"
 func run(ctx context.Context, inst *instance, r runSpec, h *Header, start func(*Header) error, row func([]any) error) error {
 	conn := inst.conn
 	begin := time.Now()
-	names, types, ok := described(ctx, conn, r)
+	names, types, ok := r.memo.columns(r.scope)
 	if !ok {
-		var err error
-		if names, types, err = check(ctx, conn, r.sql, r.rendered); err != nil {
-			return inst.finish(h, err)
+		names, types, ok = described(ctx, conn, r)
+		if !ok {
+			var err error
+			if names, types, err = check(ctx, conn, r.sql, r.rendered); err != nil {
+				return inst.finish(h, err)
+			}
 		}
+		r.memo.keep(r.scope, names, types)
 	}
 	begin = h.Timing.step(StepDescribe, begin)
 	if unresolved(types) {
@@ -44,8 +48,23 @@ func run(ctx context.Context, inst *instance, r runSpec, h *Header, start func(*
 	} else {
 		h.Columns = names
 	}
+	computing := begin
+	tried := false
+	if !unresolved(types) && r.memo.small(r.small) {
+		res, ok, err := bounded(ctx, conn, r, names, types)
+		h.Timing.Run = time.Since(computing)
+		begin = h.Timing.step(StepBounded, begin)
+		if err != nil || ok {
+			if err := inst.finish(h, err); err != nil {
+				return err
+			}
+			h.Timing.step(StepFinish, begin)
+			return handOver(h, res, r.memo, start, row)
+		}
+		tried = true
+	}
 	sizes, err := create(ctx, conn, r, names, types)
-	h.Timing.Run = time.Since(begin)
+	h.Timing.Run = time.Since(computing)
 	begin = h.Timing.step(StepCreate, begin)
 	var de *duckdb.Error
 	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeParser {
@@ -55,10 +74,7 @@ func run(ctx context.Context, inst *instance, r runSpec, h *Header, start func(*
 		return inst.finish(h, err)
 	}
 	if err != nil {
-		err = valueError(err, names)
-		if !errors.Is(err, ErrResultTooLarge) {
-			err = classify(quoteCaller(err, 1, r.rendered))
-		}
+		err = statementError(err, names, r.rendered)
 	}
 	if err := inst.finish(h, err); err != nil {
 		return err
@@ -69,7 +85,37 @@ func run(ctx context.Context, inst *instance, r runSpec, h *Header, start func(*
 		// the table has the columns' types.
 		types = nil
 	}
-	return fetch(ctx, conn, h, result{types: types, sizes: sizes}, start, row, r.pages)
+	var n int64
+	counted := func(vals []any) error {
+		n++
+		return row(vals)
+	}
+	if err := fetch(ctx, conn, h, result{types: types, sizes: sizes}, start, counted, r.pages); err != nil {
+		return err
+	}
+	if tried {
+		// Past the bounds of a small result, by its rows or a row's
+		// bytes: the next run need not try again.
+		n = max(n, boundedRows+1)
+	}
+	r.memo.ran(n)
+	return nil
+}
+
+// handOver hands h to start and the rows of a small result to row, and
+// records them in memo once all are handed over.
+func handOver(h *Header, res boundedResult, memo *runMemo, start func(*Header) error, row func([]any) error) error {
+	h.Types = res.types
+	if err := start(h); err != nil {
+		return err
+	}
+	for _, vals := range res.rows {
+		if err := row(vals); err != nil {
+			return err
+		}
+	}
+	memo.ran(int64(len(res.rows)))
+	return nil
 }
 
 // A runSpec is what run needs of a statement besides its instance.
@@ -79,6 +125,14 @@ type runSpec struct {
 	// (see analysis.render), so that an error quotes none of it.
 	rendered bool
 	params   []any
+	// small says the analysis takes the result for small (smallHint);
+	// memo is what the statement's earlier runs learnt, if kept.
+	small bool
+	memo  *runMemo
+	// scope are the tables whose views the statement binds, its default
+	// first; nil where it binds other relations too, whose columns are
+	// not kept (see runMemo.columns).
+	scope []*Table
 	// pages, if set, learns the rows and bytes of each page (tests).
 	pages func(rows, bytes int64)
 }

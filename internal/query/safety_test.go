@@ -139,7 +139,7 @@ func TestLockdownCannotBeUndone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inst.close()
-	if err := inst.lockdown(t.Context(), nil, false, ""); err != nil {
+	if err := inst.lockdown(t.Context(), nil, 0, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, stmt := range []string{

@@ -354,12 +354,30 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 		search = st.self
 	}
 	lock := time.Now()
-	if err := inst.lockdown(ctx, files, len(files) == 0 && len(inst.hot) > 0, search); err != nil {
+	threads := st.e.set.Threads
+	if len(files) == 0 && len(inst.hot) > 0 {
+		threads = 1
+	}
+	if err := inst.lockdown(ctx, files, threads, search); err != nil {
 		return err
 	}
 	h.Timing.step(StepLockdown, lock)
 	h.Timing.Read = time.Since(begin)
-	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, pages: st.e.pages}, h, start, row)
+	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, small: smallHint(a), memo: a.memo, scope: st.scope(), pages: st.e.pages}, h, start, row)
+}
+
+// scope returns the tables whose views the statement binds, its default
+// first, or nil where it may bind an in-memory relation too: its kept
+// columns are the columns for these tables (see runMemo.columns).
+func (st *Statement) scope() []*Table {
+	if st.a.relations {
+		return nil
+	}
+	out := make([]*Table, 0, len(st.uses))
+	for _, u := range st.uses {
+		out = append(out, u.t)
+	}
+	return out
 }
 
 // readTable reads the tiers of the table u into the schema of its name,
@@ -396,13 +414,7 @@ func (st *Statement) readTable(ctx context.Context, u use) ([]string, TableRead,
 		}
 		files = append(files, more...)
 	}
-	if u.completeness && interval {
-		dueBy := st.opts.now().Add(-st.e.set.DeliveryLag)
-		if err := createCompleteness(ctx, inst.conn, u.t.table, u.t.layout, p, u.days, dueBy); err != nil {
-			return nil, tr, err
-		}
-	}
-	if u.daily && interval {
+	if (u.daily || u.completeness) && interval {
 		stored := pre
 		if stored == nil {
 			if stored, err = e.storedDaily(ctx, &tr, u.r, st.opts); err != nil {
@@ -413,6 +425,13 @@ func (st *Statement) readTable(ctx context.Context, u use) ([]string, TableRead,
 			files = append(files, stored.files...)
 		}
 		if err := createDaily(ctx, inst, u.t.table, u.t.layout, p, stored); err != nil {
+			return nil, tr, err
+		}
+	}
+	// completeness counts from daily, created above.
+	if u.completeness && interval {
+		dueBy := st.opts.now().Add(-st.e.set.DeliveryLag)
+		if err := createCompleteness(ctx, inst.conn, u.t.table, u.t.layout, p, u.days, dueBy); err != nil {
 			return nil, tr, err
 		}
 	}

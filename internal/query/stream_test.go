@@ -252,6 +252,11 @@ func TestStreamLargerThanMemory(t *testing.T) {
 	if seen != n || !ordered || !slices.Equal(hdr.Columns, []string{"i", "i"}) {
 		t.Fatalf("%d rows, in order %v, columns %v", seen, ordered, hdr.Columns)
 	}
+	// Reading no table, it was tried as a small result first, within
+	// the same bounds.
+	if steps := stepNames(*hdr); !slices.Contains(steps, StepBounded) || !slices.Contains(steps, StepCreate) {
+		t.Errorf("steps %v: not tried as a small result first", steps)
+	}
 	// Go holds a page of rows, not the result.
 	t.Logf("%d rows of ~%d MB streamed; Go heap in use peaked %.1f MB above the %.1f MB before", n, n*208>>20,
 		float64(peak-base)/(1<<20), float64(base)/(1<<20))

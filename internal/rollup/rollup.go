@@ -33,8 +33,12 @@ type Row struct {
 	Unit       metering.Unit
 	// Expected is the intervals the calendar expects of the day; -1 for a
 	// resolution coarser than a day.
-	Expected   int64
-	Present    int64
+	Expected int64
+	Present  int64
+	// OnGrid is how many of them lie on the resolution's grid within the
+	// day (the one at the day's start for P1D), what completeness counts
+	// as present; 0 for a resolution coarser than a day.
+	OnGrid     int64
 	Sum        int64   // millionths, as series.Decimal; the sum of a day fits
 	Qualities  []int64 // per metering.Qualities(), in order
 	MaxVersion uint64
@@ -80,6 +84,7 @@ type winner struct {
 	com      metering.Commodity
 	res      metering.Resolution
 	unit     metering.Unit
+	from     time.Time
 }
 
 // Needs returns whether the Builder needs column name of decl's readings:
@@ -124,7 +129,7 @@ func beats(r *series.Reading, w winner) bool {
 }
 
 func winnerOf(decl *series.Table, r *series.Reading) winner {
-	return winner{r.Version, r.RecordedAt, r.Value, r.Quality, r.BalancingDay, cmp.Or(r.Commodity, decl.Commodity), r.Resolution, r.Unit}
+	return winner{r.Version, r.RecordedAt, r.Value, r.Quality, r.BalancingDay, cmp.Or(r.Commodity, decl.Commodity), r.Resolution, r.Unit, r.From}
 }
 
 func identity(decl *series.Table, r *series.Reading) []string {
@@ -173,10 +178,16 @@ type days struct {
 	cal    *metering.Calendar
 	qs     []metering.Quality
 	groups map[group]*Row
+	// spans holds where each row's day begins and ends, to place its
+	// intervals on the grid.
+	spans map[*Row]span
 }
 
+// A span is where a balancing day begins and ends.
+type span struct{ from, to time.Time }
+
 func newDays(decl *series.Table, cal *metering.Calendar) *days {
-	return &days{decl: decl, cal: cal, qs: metering.Qualities(), groups: map[group]*Row{}}
+	return &days{decl: decl, cal: cal, qs: metering.Qualities(), groups: map[group]*Row{}, spans: map[*Row]span{}}
 }
 
 // add adds w, the winner of k, and returns its row.
@@ -202,6 +213,9 @@ func (d *days) add(k mergeKey, w winner) *Row {
 // count adds w to x, its row.
 func (d *days) count(x *Row, w winner) {
 	x.Present++
+	if onGrid(w, d.spanOf(x)) {
+		x.OnGrid++
+	}
 	x.Sum += int64(w.value)
 	if q := slices.Index(d.qs, w.quality); q >= 0 {
 		x.Qualities[q]++
@@ -210,6 +224,30 @@ func (d *days) count(x *Row, w winner) {
 	if w.recorded.After(x.MaxRecord) {
 		x.MaxRecord = w.recorded
 	}
+}
+
+// spanOf returns where x's day begins and ends.
+func (d *days) spanOf(x *Row) span {
+	s, ok := d.spans[x]
+	if !ok {
+		s = span{d.cal.BalancingDayStart(x.Day, x.Commodity), d.cal.BalancingDayEnd(x.Day, x.Commodity)}
+		d.spans[x] = s
+	}
+	return s
+}
+
+// onGrid reports whether w's interval lies on its resolution's grid within
+// its day s, as completeness counts it present: for P1D, at the day's
+// start; for a fixed resolution, a whole number of steps after it.
+func onGrid(w winner, s span) bool {
+	if w.from.Before(s.from) || !w.from.Before(s.to) {
+		return false
+	}
+	if w.res == metering.Day {
+		return w.from.Equal(s.from)
+	}
+	step, ok := w.res.Fixed()
+	return ok && w.from.Sub(s.from)%step == 0
 }
 
 // addRow adds the sums of r to its group's.
@@ -223,6 +261,7 @@ func (d *days) addRow(r *Row) {
 		return
 	}
 	x.Present += r.Present
+	x.OnGrid += r.OnGrid
 	x.Sum += r.Sum
 	for i := range min(len(x.Qualities), len(r.Qualities)) {
 		x.Qualities[i] += r.Qualities[i]

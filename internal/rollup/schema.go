@@ -50,6 +50,7 @@ func Schema(t *series.Table) *iceberg.Schema {
 	add("to", ts, true, "where it ends")
 	add("expected", long, false, "intervals the calendar expects; null for a resolution coarser than a day")
 	add("present", long, true, "intervals of the day, versions resolved")
+	add("on_grid", long, true, "those on the resolution's grid within the day, which completeness counts")
 	add("value_sum", iceberg.DecimalTypeOf(38, 6), true, "sum of their values")
 	for _, q := range metering.Qualities() {
 		add(QualityColumn(q), long, true, "intervals of quality "+q.String())
