@@ -71,9 +71,11 @@ func TestDailyHotSums(t *testing.T) {
 	if _, err := s.Write(ctx, "power", losers); err != nil {
 		t.Fatal(err)
 	}
-	const cols = `malo_id, obis_code, channel, CAST(balancing_day AS VARCHAR), sparte, resolution, unit, present, CAST(value_sum AS VARCHAR),
+	const cols = `malo_id, obis_code, channel, CAST(balancing_day AS VARCHAR), sparte, resolution, unit, present, on_grid, CAST(value_sum AS VARCHAR),
 	quality_220, quality_67, CAST(max_version AS VARCHAR), epoch_us(max_recorded_at)`
 	const oracle = `SELECT ` + cols + ` FROM (SELECT malo_id, obis_code, channel, balancing_day, sparte, resolution, unit, count(*) AS present,
+	count(*) FILTER (WHERE "from" >= meter_balancing_day_start(balancing_day, sparte) AND "from" < meter_balancing_day_end(balancing_day, sparte)
+		AND (epoch_us("from") - epoch_us(meter_balancing_day_start(balancing_day, sparte))) % 900000000 = 0) AS on_grid,
 	CAST(sum(value) AS DECIMAL(38,6)) AS value_sum, count(*) FILTER (WHERE quality = '220') AS quality_220,
 	count(*) FILTER (WHERE quality = '67') AS quality_67, max(version) AS max_version, max(recorded_at) AS max_recorded_at
 	FROM readings GROUP BY ALL) ORDER BY ALL`

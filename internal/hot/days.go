@@ -25,15 +25,15 @@ import (
 // DayColumns returns the columns of the day sums of t's readings (see
 // Read.ScanDays), in their order: the series (malo_id, obis_code, the
 // identity columns), balancing_day, sparte, resolution and unit; then
-// present, value_sum (the exact sum as text), quality_<code> per quality
-// code, max_version and max_recorded_at.
+// present, on_grid (see onGrid), value_sum (the exact sum as text),
+// quality_<code> per quality code, max_version and max_recorded_at.
 func DayColumns(t *series.Table) []Column {
 	cols := []Column{{"malo_id", KindText}, {"obis_code", KindText}}
 	for _, c := range t.Identity() {
 		cols = append(cols, Column{c.Name, extraKind(c)})
 	}
 	cols = append(cols, Column{"balancing_day", KindDate}, Column{"sparte", KindText}, Column{"resolution", KindText},
-		Column{"unit", KindText}, Column{"present", KindInt64}, Column{"value_sum", KindText})
+		Column{"unit", KindText}, Column{"present", KindInt64}, Column{"on_grid", KindInt64}, Column{"value_sum", KindText})
 	for _, q := range metering.Qualities() {
 		cols = append(cols, Column{dayQualityColumn(q), KindInt64})
 	}
@@ -84,13 +84,13 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 // recorded_at (the rest is the attrs dictionary's), version the
 // expression of a version from the rows' max(version) mv.
 func dictDaySums(h *Tier, t *series.Table, rel string, where []string, onRows map[string]bool, version func(mv string) string) string {
-	held := []string{"series", "attr", "value", "version"}
+	held := []string{"series", `"from"`, "attr", "value", "version"}
 	var byRow []string
 	for _, c := range []string{"quality", "balancing_day", "recorded_at"} {
 		if onRows[c] {
 			held = append(held, c)
 			if c != "recorded_at" {
-				byRow = append(byRow, c)
+				byRow = append(byRow, "w."+c)
 			}
 		}
 	}
@@ -102,19 +102,24 @@ func dictDaySums(h *Tier, t *series.Table, rel string, where []string, onRows ma
 	// backwards, first row of each (series, from).
 	resolved := `SELECT DISTINCT ON (series, "from") ` + strings.Join(held, ", ") + ` FROM ` + rel + cond +
 		` ORDER BY series DESC, "from" DESC, version DESC`
-	group := append([]string{"series", "attr"}, byRow...)
-	aggs := []string{"count(*) AS n", "sum(value) AS v", "max(version) AS mv"}
-	if onRows["recorded_at"] {
-		aggs = append(aggs, "max(recorded_at) AS mr")
-	}
-	g := `SELECT ` + strings.Join(append(slices.Clone(group), aggs...), ", ") + ` FROM (` + resolved + `) w GROUP BY ` + strings.Join(group, ", ")
-	// of returns the source of column c: the grouped rows or the attrs.
-	of := func(c string) string {
+	// of returns the source of column c of table alias row: the rows or
+	// the attrs.
+	of := func(row, c string) string {
 		if onRows[c] {
-			return "g." + c
+			return row + "." + c
 		}
 		return "a." + c
 	}
+	// The attrs give each row its sparte and resolution, which its grid
+	// depends on, before the rows are grouped.
+	group := append([]string{"w.series", "w.attr"}, byRow...)
+	aggs := []string{"count(*) AS n", `count(*) FILTER (WHERE ` + onGrid(`w."from"`, of("w", "balancing_day"), "a.sparte", "a.resolution") + `) AS og`,
+		"sum(w.value) AS v", "max(w.version) AS mv"}
+	if onRows["recorded_at"] {
+		aggs = append(aggs, "max(w.recorded_at) AS mr")
+	}
+	g := `SELECT ` + strings.Join(append(slices.Clone(group), aggs...), ", ") + ` FROM (` + resolved + `) w JOIN ` +
+		h.ident(attrsName(t)) + ` a ON a.id = w.attr GROUP BY ` + strings.Join(group, ", ")
 	recorded := "max(a.recorded_at)"
 	if onRows["recorded_at"] {
 		recorded = "max(g.mr)"
@@ -127,11 +132,11 @@ func dictDaySums(h *Tier, t *series.Table, rel string, where []string, onRows ma
 		}
 		sel = append(sel, `s.`+quote(c.Name)+`::`+typ+` AS `+quote(c.Name))
 	}
-	day := of("balancing_day")
+	day := of("g", "balancing_day")
 	sel = append(sel, day+` AS balancing_day`, `a.sparte::text AS sparte`, `a.resolution::text AS resolution`, `a.unit::text AS unit`,
-		`sum(g.n)::int8 AS present`, `sum(g.v)::text AS value_sum`)
+		`sum(g.n)::int8 AS present`, `sum(g.og)::int8 AS on_grid`, `sum(g.v)::text AS value_sum`)
 	for _, q := range metering.Qualities() {
-		sel = append(sel, `coalesce(sum(g.n) FILTER (WHERE `+of("quality")+` = `+lit(q.String())+`), 0)::int8 AS `+quote(dayQualityColumn(q)))
+		sel = append(sel, `coalesce(sum(g.n) FILTER (WHERE `+of("g", "quality")+` = `+lit(q.String())+`), 0)::int8 AS `+quote(dayQualityColumn(q)))
 	}
 	sel = append(sel, version("max(g.mv)")+` AS max_version`, recorded+` AS max_recorded_at`)
 	// The series id is the series dictionary's primary key: its row's
@@ -155,3 +160,29 @@ func (leanLayout) daySums(h *Tier, t *series.Table, rel string, where []string) 
 
 // daySums: none; the engine sums the rows layout's readings itself.
 func (rowsLayout) daySums(*Tier, *series.Table, string, []string) string { return "" }
+
+// onGrid returns the condition that the reading from, of balancing day
+// day, sparte and resolution res (SQL expressions), lies on its
+// resolution's grid within its day, as the query engine's relation daily
+// counts on_grid: a fixed resolution's steps from where the day begins,
+// P1D at its start, never a coarser one. date_bin keeps clear of numeric
+// arithmetic on epochs.
+func onGrid(from, day, sparte, res string) string {
+	start := balancingDayStart(day, sparte)
+	var when []string
+	for r := metering.Resolution(1); r.Valid(); r++ {
+		if step, ok := r.Fixed(); ok {
+			when = append(when, fmt.Sprintf(`WHEN %s THEN date_bin(interval '%d seconds', %s, %s) = %s`, lit(r.String()), int64(step.Seconds()), from, start, from))
+		}
+	}
+	when = append(when, `WHEN `+lit(metering.Day.String())+` THEN `+from+` = `+start)
+	return `(` + from + ` >= ` + start + ` AND ` + from + ` < ` + balancingDayStart(`(`+day+` + 1)`, sparte) +
+		` AND CASE ` + res + ` ` + strings.Join(when, " ") + ` ELSE false END)`
+}
+
+// balancingDayStart returns the timestamptz at which balancing day day (a
+// date) of sparte begins: Berlin midnight, 06:00 for gas; neither hour is
+// ever skipped or repeated by a clock change.
+func balancingDayStart(day, sparte string) string {
+	return `((` + day + ` + CASE WHEN ` + sparte + ` = 'GAS' THEN time '06:00' ELSE time '00:00' END) AT TIME ZONE 'Europe/Berlin')`
+}
