@@ -143,7 +143,11 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	coalesce(array_agg(i.inhrelid IS NOT NULL AND NOT i.inhdetachpending), '{}') AS attached
 	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = ` + arg(h.ident(t.Name)) + `::regclass
-	WHERE n.nspname = ` + arg(h.schema) + ` AND c.relkind = 'r' AND c.relname ~ ` + arg("^"+t.Name+"_p[0-9]{8}$")
+	WHERE n.nspname = ` + arg(h.schema) + ` AND c.relkind = 'r' AND c.relname ~ ` + arg("^"+t.Name+"_p[0-9]{8}$") +
+		// The range lets a prepared statement's generic plan, which
+		// cannot see the pattern's prefix, read pg_class by its name
+		// index rather than whole.
+		` AND c.relname >= ` + arg(t.Name+"_p") + `::name AND c.relname < ` + arg(t.Name+"_q") + `::name`
 	ident := map[string]string{}
 	for _, c := range t.Identity() {
 		if v, ok := q.Identity[c.Name]; ok {
