@@ -130,8 +130,9 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 }
 
 // seriesSQL returns the statement of ReadSeries and its arguments: the
-// detached partitions of t, left joined with the resolved readings, so
-// that a series without readings still brings the floor.
+// resolved readings, and after them in UNION ALL one row of t's
+// partitions, which the statement's order puts first, so that a series
+// without readings still brings the floor.
 func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []any, error) {
 	var args []any
 	arg := func(v any) string {
