@@ -86,19 +86,25 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 		attached []bool
 		beside   *time.Time
 		present  bool
+		first    = true
 	)
-	// nil destinations skip the reading's columns, NULL where the series
-	// has no reading and the row carries the floor alone.
+	// The statement's first row carries the floor and the beside value
+	// alone (ORDER BY puts it first), every other row a reading alone:
+	// nil destinations skip what a row does not carry.
 	head := append([]any{&names, &attached, &beside, &present}, make([]any, len(d.dst))...)
-	full := append([]any{&names, &attached, &beside, &present}, d.dst...)
+	body := append([]any{nil, nil, nil, &present}, d.dst...)
 	for rows.Next() {
-		if err := rows.Scan(head...); err != nil {
-			return SeriesResult{}, classify(op, t.Name, err)
-		}
-		if !present {
+		if first {
+			first = false
+			if err := rows.Scan(head...); err != nil {
+				return SeriesResult{}, classify(op, t.Name, err)
+			}
+			if present {
+				return SeriesResult{}, classify(op, t.Name, fmt.Errorf("hot: the series statement's first row is a reading, not the floor"))
+			}
 			continue
 		}
-		if err := rows.Scan(full...); err != nil {
+		if err := rows.Scan(body...); err != nil {
 			return SeriesResult{}, classify(op, t.Name, err)
 		}
 		r, err := d.finish(op)
@@ -124,8 +130,9 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 }
 
 // seriesSQL returns the statement of ReadSeries and its arguments: the
-// detached partitions of t, left joined with the resolved readings, so
-// that a series without readings still brings the floor.
+// resolved readings, and after them in UNION ALL one row of t's
+// partitions, which the statement's order puts first, so that a series
+// without readings still brings the floor.
 func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []any, error) {
 	var args []any
 	arg := func(v any) string {
@@ -137,7 +144,11 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	coalesce(array_agg(i.inhrelid IS NOT NULL AND NOT i.inhdetachpending), '{}') AS attached
 	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = ` + arg(h.ident(t.Name)) + `::regclass
-	WHERE n.nspname = ` + arg(h.schema) + ` AND c.relkind = 'r' AND c.relname ~ ` + arg("^"+t.Name+"_p[0-9]{8}$")
+	WHERE n.nspname = ` + arg(h.schema) + ` AND c.relkind = 'r' AND c.relname ~ ` + arg("^"+t.Name+"_p[0-9]{8}$") +
+		// The range lets a prepared statement's generic plan, which
+		// cannot see the pattern's prefix, read pg_class by its name
+		// index rather than whole.
+		` AND c.relname >= ` + arg(t.Name+"_p") + `::name AND c.relname < ` + arg(t.Name+"_q") + `::name`
 	ident := map[string]string{}
 	for _, c := range t.Identity() {
 		if v, ok := q.Identity[c.Name]; ok {
@@ -175,7 +186,16 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	if q.Beside != nil {
 		beside = q.Beside(arg) + `::timestamptz`
 	}
-	sql := `WITH d AS (` + parts + `) SELECT d.names, d.attached, ` + beside + `, r."from" IS NOT NULL, r.* FROM d LEFT JOIN LATERAL (` + outer + `) r ON true`
+	// The floor once, in the statement's first row, rather than beside
+	// every reading: a day's 96 readings would carry the partition list
+	// 96 times, each decoded.
+	nulls := strings.Repeat(", NULL", len(readNames(t)))
+	order := `present, "from" DESC`
+	for _, c := range t.Identity() {
+		order += `, ` + quote(c.Name) + ` DESC`
+	}
+	sql := `SELECT NULL::text[] AS names, NULL::bool[] AS attached, NULL::timestamptz AS beside, true AS present, r.* FROM (` + outer + `) r` +
+		` UNION ALL SELECT d.names, d.attached, ` + beside + `, false` + nulls + ` FROM (` + parts + `) d ORDER BY ` + order
 	return sql, args, nil
 }
 
@@ -220,19 +240,22 @@ func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]strin
 
 // seriesDict resolves in the dictionary layout: the series ids of the
 // market location in the buckets of the range, looked up by the series
-// dictionary's key (bucket first) where the range is bounded, then the
-// primary key (series, from, version) read backwards.
+// dictionary's key (bucket first) where the range is bounded, each joined
+// to its rows by the primary key (series, from, version), the attributes
+// by theirs. Joined rather than given as an array of ids, so that the
+// planner nests the loops over those keys instead of hashing both
+// dictionaries whole, which grow with the meters and days held.
 func (h *Tier) seriesDict(t *series.Table, l layout, q SeriesQuery, ident map[string]string, arg func(any) string) string {
-	sub := []string{`malo_id = ` + arg(q.MaLo), `obis_code = ` + arg(q.OBIS)}
+	var where []string
 	if bs := buckets(t, q.From, q.To); bs != nil {
-		sub = append([]string{`bucket = ANY (` + arg(bs) + `::timestamptz[])`}, sub...)
+		where = append(where, `s.bucket = ANY (`+arg(bs)+`::timestamptz[])`)
 	}
+	where = append(where, `s.malo_id = `+arg(q.MaLo), `s.obis_code = `+arg(q.OBIS))
 	for _, c := range t.Identity() {
 		if v, ok := ident[c.Name]; ok {
-			sub = append(sub, quote(c.Name)+` = `+arg(v)+`::`+c.ColumnType().String())
+			where = append(where, `s.`+quote(c.Name)+` = `+arg(v)+`::`+c.ColumnType().String())
 		}
 	}
-	where := []string{`r.series = ANY (ARRAY(SELECT id FROM ` + h.ident(seriesName(t)) + ` WHERE ` + strings.Join(sub, " AND ") + `))`}
 	src := l.naturalSources(t)
 	recorded := `r.recorded_at`
 	if e, ok := src["recorded_at"]; ok {
@@ -240,7 +263,7 @@ func (h *Tier) seriesDict(t *series.Table, l layout, q SeriesQuery, ident map[st
 	}
 	where = append(where, bounds(`r."from"`, recorded, q, arg)...)
 	return `SELECT DISTINCT ON (r.series, r."from") ` + strings.Join(naturalList(t, src), ", ") +
-		` FROM ` + h.ident(t.Name) + ` r JOIN ` + h.ident(seriesName(t)) + ` s ON s.id = r.series JOIN ` +
+		` FROM ` + h.ident(seriesName(t)) + ` s JOIN ` + h.ident(t.Name) + ` r ON r.series = s.id JOIN ` +
 		h.ident(attrsName(t)) + ` a ON a.id = r.attr WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY r.series DESC, r."from" DESC, r.version DESC`
 }
