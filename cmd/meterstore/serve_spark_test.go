@@ -64,11 +64,17 @@ func lateCSV() string {
 	return b.String()
 }
 
-// snapshotList is what `meterstore snapshots` prints: the ids, oldest
-// first, and the watermark in force at the last one.
+// snapshotList is what `meterstore snapshots` prints of power: the ids,
+// oldest first, and the watermark in force at the last one.
 func snapshotList(t *testing.T, cfgPath string) ([]int64, string) {
 	t.Helper()
-	out := mustRun(t, "snapshots", "--table", "power", "-c", cfgPath)
+	return tableSnapshots(t, cfgPath, "power")
+}
+
+// tableSnapshots is snapshotList of table.
+func tableSnapshots(t *testing.T, cfgPath, table string) ([]int64, string) {
+	t.Helper()
+	out := mustRun(t, "snapshots", "--table", table, "-c", cfgPath)
 	var ids []int64
 	var watermark string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {

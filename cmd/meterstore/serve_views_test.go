@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +32,12 @@ import (
 // (resolution_sql and marked_resolution_sql, over the table by its name
 // in the table's namespace), whose per-meter monthly totals equal the
 // same readings.
+// In the same engine sessions (one JVM each for Spark and Trino), each
+// reads the daily view power_daily and the rollup table
+// meterstore_daily.power, and on the fixture (not the demo) gas's too
+// (gas days, a late correction below W): the view's rows, and the
+// table's resolved by its highest rollup_version per series' day, equal
+// MeterStore's daily for the days ending at or before W (checkDaily).
 // It needs Trino, Spark and DuckDB's Python package (.ci/run installs
 // them); without one it fails in CI and is skipped elsewhere.
 func TestReadingsViewEngines(t *testing.T) {
@@ -51,14 +59,30 @@ func TestReadingsViewEngines(t *testing.T) {
 	var (
 		f    *archivedFixture
 		late = strings.Count(lateCSV(), "\n") - 1
+		// The daily part: each rollup's W, and what it adds before the
+		// engines start.
+		dailyW     = map[string]string{}
+		dailySetup time.Duration
 	)
 	if os.Getenv("MS_VIEWS_DEMO") != "" {
 		f = newDemoFixture(t, meters, days, lateDemoReadings)
 		late = lateDemoReadings
 	} else {
 		f = newArchivedFixture(t, meters, days, trinoCatalog)
+		start := time.Now()
+		dailyW["gas"] = addGasDays(t, f)
+		dailySetup = time.Since(start)
 	}
 	d, c := f.d, f.c
+	dailyW["power"] = f.w
+	dailyTables := slices.Sorted(maps.Keys(dailyW))
+	dailyWant := map[string][][]string{}
+	start := time.Now()
+	for _, name := range dailyTables {
+		dailyWant[name] = dailyBelow(t, c, name, dailyW[name])
+	}
+	dailySetup += time.Since(start)
+	t.Logf("daily: the gas days and MeterStore's daily rows of %v took %.1fs", dailyTables, dailySetup.Seconds())
 	msSQL := fmt.Sprintf(`SELECT malo_id, strftime("from" AT TIME ZONE 'UTC', '%%Y-%%m') AS month, count(*) AS n, sum(value) AS s
 		FROM readings WHERE "from" < TIMESTAMPTZ '%s' GROUP BY 1, 2`, f.w)
 	monthly := msQuery(t, c, nil, msSQL)
@@ -96,6 +120,7 @@ func TestReadingsViewEngines(t *testing.T) {
 		"secret":      d.lakeTok,
 		"namespace":   "meterstore",
 		"table":       "power",
+		"daily":       map[string]any{"namespace": "meterstore_daily", "tables": dailyTables, "columns": dailyColumns},
 	}
 	specPath := filepath.Join(d.dir, "views.json")
 	data, _ := json.Marshal(spec)
@@ -123,6 +148,7 @@ func TestReadingsViewEngines(t *testing.T) {
 			View, Plain []float64
 			Rows        [][]string
 			Resolved    map[string][][]string
+			Daily       map[string]struct{ View, Table [][]string }
 		}
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 			t.Fatalf("serve_views.py %s: %v\n%s", engine, err, out)
@@ -135,6 +161,9 @@ func TestReadingsViewEngines(t *testing.T) {
 		}
 		for setting, rows := range res.Resolved {
 			same(t, engine+": system.resolution's "+setting+" per meter-month", anyRows(rows), monthly)
+		}
+		for _, name := range dailyTables {
+			checkDaily(t, engine+": "+name, anyRows(res.Daily[name].View), anyRows(res.Daily[name].Table), dailyWant[name])
 		}
 		times[engine] = timing{seconds(res.View), seconds(res.Plain)}
 	}
@@ -150,6 +179,13 @@ func TestReadingsViewEngines(t *testing.T) {
 		same(t, "trino: system.resolution's "+setting+" per meter-month",
 			q(`SELECT malo_id, format_datetime("from", 'yyyy-MM'), count(*), sum(value) FROM (`+stmt+`) r GROUP BY 1, 2`).rows, monthly)
 	}
+	dailyStart := time.Now()
+	cols := dailyText()
+	for _, name := range dailyTables {
+		checkDaily(t, "trino: "+name, q(fmt.Sprintf(`SELECT %s FROM meterstore_daily.%q`, cols, name+"_daily")).rows,
+			q(fmt.Sprintf(`SELECT %s, CAST(rollup_version AS VARCHAR) FROM meterstore_daily.%q`, cols, name)).rows, dailyWant[name])
+	}
+	t.Logf("trino: the daily views and rollup tables read in %.1fs", time.Since(dailyStart).Seconds())
 	q(plainSQL)
 	var trino timing
 	for range 3 {
@@ -230,7 +266,8 @@ const lateDemoReadings = 200
 // "reporting" of scope query, maintenance neither archiving nor
 // compacting while engines read), and delivers a higher version of the
 // late readings below W with the latest instants: late corrections, which
-// go to the cold tier unmarked.
+// go to the cold tier unmarked, and archives once more, which writes
+// their days' rollup.
 func newDemoFixture(t *testing.T, meters, days, late int) *archivedFixture {
 	t.Helper()
 	d := &catalogDeployment{dir: t.TempDir()}
@@ -274,6 +311,9 @@ func newDemoFixture(t *testing.T, meters, days, late int) *archivedFixture {
 		t.Fatal(err)
 	}
 	mustRun(t, append([]string{"ingest", "--table", "power", p}, c...)...)
+	// The next cycle writes the corrected days' rollup, which the daily
+	// views read.
+	mustRun(t, append([]string{"archive"}, c...)...)
 	ids, w2 := snapshotList(t, d.cfgPath)
 	if w2 != w {
 		t.Fatalf("the late corrections moved W from %s to %s", w, w2)

@@ -8,7 +8,6 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/view"
-	"github.com/google/uuid"
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/internal/resolve"
 	"github.com/meterstore/meterstore/internal/rollup"
@@ -88,41 +87,17 @@ func dailyView(ident, tbl table.Identifier, md table.Metadata, catalog string) (
 	if !rv || !day || len(key) < 3 || key[0] != "malo_id" || key[1] != "obis_code" {
 		return nil, fmt.Errorf("%w: %s.%s is no daily rollup", icecatalog.ErrNoSuchView, ns, name)
 	}
-	viewSchema := iceberg.NewSchema(0, fields...)
-	var reps []view.Representation
-	for _, d := range resolve.ViewDialects {
-		reps = append(reps, view.NewRepresentation(resolve.RollupSQL(d, d.Table(catalog, ns, name), cols, key, "rollup_version"), d.Name))
-	}
-	vprops := iceberg.Properties{
-		"comment": fmt.Sprintf("MeterStore's daily rows of %s.%s: of each series' balancing day (%s), the rows of its highest rollup_version; "+
-			"the days ending at or before the watermark meterstore.watermark", ns, name, strings.Join(key, ", ")),
-		"meterstore.rollup": ns + "." + name,
-	}
-	if s := md.CurrentSnapshot(); s != nil && s.Summary != nil {
-		for _, k := range []string{rollup.SummaryWatermark, rollup.SummarySourceSnapshot} {
-			if v, ok := s.Summary.Properties[k]; ok {
-				vprops[k] = v
-			}
-		}
-	}
-	version, err := view.NewVersion(int64(sc.ID+1), viewSchema.ID, reps, table.Identifier{ns},
-		view.WithTimestampMS(md.LastUpdatedMillis()),
-		view.WithVersionSummary(view.VersionSummary{"engine-name": "meterstore"}),
-		view.WithDefaultViewCatalog(catalog))
-	if err != nil {
-		return nil, fmt.Errorf("cold: the daily view of %s.%s: %w", ns, name, err)
-	}
-	b, err := view.NewMetadataBuilder()
-	if err != nil {
-		return nil, fmt.Errorf("cold: the daily view of %s.%s: %w", ns, name, err)
-	}
-	built, err := b.SetUUID(uuid.NewSHA1(md.TableUUID(), []byte(ident[1]))).
-		SetLoc(md.Location()).
-		SetProperties(vprops).
-		SetCurrentVersion(version, viewSchema).
-		Build()
-	if err != nil {
-		return nil, fmt.Errorf("cold: the daily view of %s.%s: %w", ns, name, err)
-	}
-	return built.Metadata, nil
+	return derivedView(viewSpec{
+		what:   "daily view",
+		fields: fields,
+		sql: func(d resolve.Dialect, relation string) string {
+			return resolve.RollupSQL(d, relation, cols, key, "rollup_version")
+		},
+		props: iceberg.Properties{
+			"comment": fmt.Sprintf("MeterStore's daily rows of %s.%s: of each series' balancing day (%s), the rows of its highest rollup_version; "+
+				"the days ending at or before the watermark meterstore.watermark", ns, name, strings.Join(key, ", ")),
+			"meterstore.rollup": ns + "." + name,
+		},
+		summary: []string{rollup.SummaryWatermark, rollup.SummarySourceSnapshot},
+	}, ident, tbl, md, catalog)
 }

@@ -9,7 +9,6 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/view"
-	"github.com/google/uuid"
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/internal/resolve"
 	"github.com/meterstore/meterstore/series"
@@ -99,43 +98,19 @@ func (ReadingsViews) View(ident, tbl table.Identifier, md table.Metadata, catalo
 		fields = append(fields, f)
 		cols = append(cols, f.Name)
 	}
-	viewSchema := iceberg.NewSchema(0, fields...)
-
-	var reps []view.Representation
-	for _, d := range resolve.ViewDialects {
-		reps = append(reps, view.NewRepresentation(resolve.SQL(d, d.Table(catalog, ns, name), cols, key, marked), d.Name))
-	}
-	viewName := ident[1]
-	vprops := iceberg.Properties{
-		"comment": fmt.Sprintf("MeterStore's readings of %s.%s: the winning version of each merge key (%s); "+
-			"the rows below the watermark meterstore.watermark of the table's current snapshot", ns, name, strings.Join(key, ", ")),
-		"meterstore.table":  ns + "." + name,
-		PropMergeKey:        strings.Join(key, ","),
-		"meterstore.marked": fmt.Sprint(marked),
-	}
-	if s := md.CurrentSnapshot(); s != nil && s.Summary != nil {
-		if w, ok := s.Summary.Properties[SummaryWatermark]; ok {
-			vprops[SummaryWatermark] = w
-		}
-	}
-	version, err := view.NewVersion(int64(sc.ID+1), viewSchema.ID, reps, table.Identifier{ns},
-		view.WithTimestampMS(md.LastUpdatedMillis()),
-		view.WithVersionSummary(view.VersionSummary{"engine-name": "meterstore"}),
-		view.WithDefaultViewCatalog(catalog))
-	if err != nil {
-		return nil, fmt.Errorf("cold: the readings view of %s.%s: %w", ns, name, err)
-	}
-	b, err := view.NewMetadataBuilder()
-	if err != nil {
-		return nil, fmt.Errorf("cold: the readings view of %s.%s: %w", ns, name, err)
-	}
-	built, err := b.SetUUID(uuid.NewSHA1(md.TableUUID(), []byte(viewName))).
-		SetLoc(md.Location()).
-		SetProperties(vprops).
-		SetCurrentVersion(version, viewSchema).
-		Build()
-	if err != nil {
-		return nil, fmt.Errorf("cold: the readings view of %s.%s: %w", ns, name, err)
-	}
-	return built.Metadata, nil
+	return derivedView(viewSpec{
+		what:   "readings view",
+		fields: fields,
+		sql: func(d resolve.Dialect, relation string) string {
+			return resolve.SQL(d, relation, cols, key, marked)
+		},
+		props: iceberg.Properties{
+			"comment": fmt.Sprintf("MeterStore's readings of %s.%s: the winning version of each merge key (%s); "+
+				"the rows below the watermark meterstore.watermark of the table's current snapshot", ns, name, strings.Join(key, ", ")),
+			"meterstore.table":  ns + "." + name,
+			PropMergeKey:        strings.Join(key, ","),
+			"meterstore.marked": fmt.Sprint(marked),
+		},
+		summary: []string{SummaryWatermark},
+	}, ident, tbl, md, catalog)
 }

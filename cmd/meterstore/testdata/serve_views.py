@@ -16,9 +16,13 @@ superseded = false, which misses late corrections) run alternately three
 times after a warm-up of each. The same total is taken once over each of
 system.resolution's statements in the engine's dialect (the spec's
 "resolution", by dialect and setting), run in the table's namespace as a
-user pastes them. The last line is a JSON object: the engine, the times
-of each in seconds, the view's rows (malo_id, month, count, sum as text)
-and each statement's, which the test compares with MeterStore's.
+user pastes them. In the same session the engine reads, of each rollup
+table the spec's "daily" names (its namespace, tables and columns), the
+daily view <table>_daily and the table itself, each of its rows with its
+rollup_version. The last line is a JSON object: the engine, the times of
+each in seconds, the view's rows (malo_id, month, count, sum as text),
+each statement's, and the daily view's and rollup table's rows (as text),
+which the test compares with MeterStore's.
 """
 
 import json
@@ -28,13 +32,15 @@ import time
 import urllib.request
 
 
-def view_sql(spec, dialect):
-    """The view's SQL in dialect, from the catalog's view endpoint."""
+def view_sql(spec, dialect, namespace=None, view=None):
+    """The SQL in dialect of a view (by default the readings view), from the catalog's view endpoint."""
+    namespace = namespace or spec["namespace"]
+    view = view or spec["table"] + "_readings"
     uri = spec["catalog_uri"]
     form = f"grant_type=client_credentials&client_id={spec['client_id']}&client_secret={spec['secret']}&scope=catalog"
     with urllib.request.urlopen(urllib.request.Request(uri + "/v1/oauth/tokens", data=form.encode()), timeout=60) as resp:
         token = json.load(resp)["access_token"]
-    req = urllib.request.Request(f"{uri}/v1/namespaces/{spec['namespace']}/views/{spec['table']}_readings",
+    req = urllib.request.Request(f"{uri}/v1/namespaces/{namespace}/views/{view}",
                                  headers={"Authorization": "Bearer " + token})
     with urllib.request.urlopen(req, timeout=60) as resp:
         body = json.load(resp)
@@ -68,6 +74,12 @@ def spark_engine(spec, jar):
                "plain": monthly.format(f"(SELECT * FROM {table} WHERE superseded = false)")}
     for setting, stmt in spec["resolution"]["spark"].items():
         queries[setting] = monthly.format(f"({stmt}) r")
+    daily = spec["daily"]
+    for name in daily["tables"]:
+        rel = f"{spec['catalog']}.{daily['namespace']}.{name}"
+        cols = ", ".join(f"CAST(`{c}` AS STRING)" for c in daily["columns"])
+        queries["daily-view:" + name] = f"SELECT {cols} FROM {rel}_daily"
+        queries["daily-table:" + name] = f"SELECT {cols}, CAST(rollup_version AS STRING) FROM {rel}"
     # system.resolution names the table alone, as in its namespace.
     spark.sql(f"USE {ns}")
 
@@ -104,6 +116,11 @@ def duckdb_engine(spec):
                "plain": monthly.format(f"(SELECT * FROM \"{spec['table']}\" WHERE superseded = false)")}
     for setting, stmt in spec["resolution"]["duckdb"].items():
         queries[setting] = monthly.format(f"({stmt}) r")
+    daily = spec["daily"]
+    for name in daily["tables"]:
+        cols = ", ".join(f'CAST("{c}" AS VARCHAR)' for c in daily["columns"])
+        queries["daily-view:" + name] = f"SELECT {cols} FROM ({view_sql(spec, 'duckdb', daily['namespace'], name + '_daily')}) v"
+        queries["daily-table:" + name] = f"SELECT {cols}, CAST(rollup_version AS VARCHAR) FROM \"{daily['namespace']}\".\"{name}\""
 
     def run(name):
         return [tuple(r) for r in con.execute(queries[name]).fetchall()]
@@ -129,9 +146,18 @@ def main():
             run(name)
             times[name].append(time.monotonic() - begin)
     resolved = {setting: [[str(v) for v in r] for r in run(setting)] for setting in spec["resolution"][engine]}
+    begin = time.monotonic()
+    daily = {}
+    for name in spec["daily"]["tables"]:
+        daily[name] = {part: [[text(v) for v in r] for r in run(f"daily-{part}:{name}")] for part in ("view", "table")}
+    print(f"{engine}: the daily views and rollup tables read in {time.monotonic() - begin:.1f}s", flush=True)
     print(f"{engine}: the view's plan:\n{plan()}", flush=True)
     print(json.dumps({"engine": engine, "view": times["view"], "plain": times["plain"],
-                      "rows": [[str(v) for v in r] for r in rows], "resolved": resolved}), flush=True)
+                      "rows": [[str(v) for v in r] for r in rows], "resolved": resolved, "daily": daily}), flush=True)
+
+
+def text(v):
+    return "" if v is None else str(v)
 
 
 if __name__ == "__main__":
