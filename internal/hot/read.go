@@ -264,10 +264,10 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 		// Bounds only where the range cuts the partition: none to check
 		// per row otherwise.
 		if !r.q.From.IsZero() && r.q.From.After(p.From) {
-			where = append(where, `"from" >= `+timeLit(r.q.From))
+			where = append(where, r.lay.fromColumn()+` >= `+r.lay.fromLit(r.t, r.q.From))
 		}
 		if !r.q.To.IsZero() && r.q.To.Before(p.To) {
-			where = append(where, `"from" < `+timeLit(r.q.To))
+			where = append(where, r.lay.fromColumn()+` < `+r.lay.fromLit(r.t, r.q.To))
 		}
 		where = append(where, r.lay.keyFilter(r.s.h, r.t, p, keys())...)
 	case rel > 0 && rel <= len(r.shape.Dicts) && unit == 0:
