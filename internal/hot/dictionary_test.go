@@ -258,7 +258,7 @@ func testDictionaryDrop(t *testing.T, lay layout) {
 func TestRowsLayoutKept(t *testing.T) {
 	h, pool := newTier(t, Options{})
 	tab := lastgang("lastgang")
-	declareVariant(t, h, tab, variant{"rows", series.IntegrityStatement, true, false})
+	declareVariant(t, h, tab, variant{"rows", series.IntegrityStatement, true, nil})
 	ctx := context.Background()
 	// As a statement table created by the version before: format 2,
 	// statement, no layout.
@@ -309,7 +309,7 @@ func TestRowsLayoutKept(t *testing.T) {
 // dictionaries).
 func TestDictionarySize(t *testing.T) {
 	ctx := context.Background()
-	var bytes [3]int64
+	var bytes [4]int64
 	for i, v := range statementLayouts {
 		h, _ := newTier(t, Options{})
 		tab := lastgang("lastgang")
@@ -326,8 +326,8 @@ func TestDictionarySize(t *testing.T) {
 		bytes[i] = b
 		t.Logf("%s: %d bytes, %d per reading", v.name, b, b/n)
 	}
-	if bytes[0] >= bytes[1] || bytes[1] >= bytes[2] {
-		t.Fatalf("lean layout %d bytes, dictionary layout %d, rows layout %d", bytes[0], bytes[1], bytes[2])
+	if bytes[0] >= bytes[1] || bytes[1] >= bytes[2] || bytes[2] >= bytes[3] {
+		t.Fatalf("step layout %d bytes, lean layout %d, dictionary layout %d, rows layout %d", bytes[0], bytes[1], bytes[2], bytes[3])
 	}
 }
 

@@ -63,24 +63,25 @@ func (c sqlClient) copyCells(ctx context.Context, malo string, cells ...cell) er
 type variant struct {
 	name      string
 	integrity series.Integrity
-	rows      bool // statement in the rows layout, by upgrade
-	dict      bool // statement in the dictionary layout, as before the lean one
+	rows      bool   // statement in the rows layout, by upgrade
+	old       layout // statement in this layout of older code, not the new tables' one
 }
 
-// statementLayouts are the three layouts a table of integrity statement
-// can have.
+// statementLayouts are the four layouts a table of integrity statement
+// can have, the new tables' first.
 var statementLayouts = []variant{
-	{"lean", series.IntegrityStatement, false, false},
-	{"dictionary", series.IntegrityStatement, false, true},
-	{"rows", series.IntegrityStatement, true, false},
+	{"step", series.IntegrityStatement, false, nil},
+	{"lean", series.IntegrityStatement, false, layoutLean},
+	{"dictionary", series.IntegrityStatement, false, layoutDictionary},
+	{"rows", series.IntegrityStatement, true, nil},
 }
 
 // declareVariant declares tab, whose Integrity is left as the test set it
 // unless v says otherwise, as v says, with the partitions of declare.
 func declareVariant(t testing.TB, h *Tier, tab *series.Table, v variant) {
 	t.Helper()
-	if v.dict {
-		h.statementLayout = layoutDictionary
+	if v.old != nil {
+		h.statementLayout = v.old
 	}
 	if !v.rows {
 		if v.integrity != series.IntegrityAuto {
@@ -88,8 +89,8 @@ func declareVariant(t testing.TB, h *Tier, tab *series.Table, v variant) {
 		}
 		declare(t, h, tab)
 		want := newLayout(tab.Integrity)
-		if v.dict {
-			want = layoutDictionary
+		if v.old != nil {
+			want = v.old
 		}
 		if l, err := h.layoutOf(context.Background(), h.pool, tab); tab.Integrity != series.IntegrityAuto && (err != nil || l != want) {
 			t.Fatalf("table: layout %q, %v; want %q", l, err, want)
@@ -118,7 +119,7 @@ func refusedAs(err error, code string) bool {
 // IntegrityWrite the rules between rows are not enforced for such a
 // client, which the same statements show.
 func TestStatementIntegrity(t *testing.T) {
-	for _, v := range append(statementLayouts, variant{"write", series.IntegrityWrite, false, false}) {
+	for _, v := range append(statementLayouts, variant{"write", series.IntegrityWrite, false, nil}) {
 		t.Run(v.name, func(t *testing.T) {
 			h, pool := newTier(t, Options{})
 			tab := lastgang("lastgang")
