@@ -61,9 +61,9 @@ func binaryDirect(t *series.Table, l layout) bool {
 func encodeDirect(t *series.Table, l layout, rows []staged) *encoded {
 	switch l.(type) {
 	case leanLayout:
-		return encodeLean(rows, nil)
+		return encodeLean(rows, 0)
 	case stepLayout:
-		return encodeLean(rows, t)
+		return encodeLean(rows, stepSeconds(t)*1e6)
 	}
 	e := &encoded{buf: make([]byte, 0, len(copySignature)+len(rows)*112+2), at: make([]int, len(rows))}
 	b := append(e.buf, copySignature...)
@@ -87,8 +87,9 @@ func encodeDirect(t *series.Table, l layout, rows []staged) *encoded {
 }
 
 // encodeLean encodes rows in the columns of leanLayout.writeColumns, or
-// of stepLayout.writeColumns for table step.
-func encodeLean(rows []staged, step *series.Table) *encoded {
+// of stepLayout.writeColumns where step, the length of the table's step
+// in microseconds, is not 0.
+func encodeLean(rows []staged, step int64) *encoded {
 	e := &encoded{buf: make([]byte, 0, len(copySignature)+len(rows)*64+2), at: make([]int, len(rows))}
 	b := append(e.buf, copySignature...)
 	for i := range rows {
@@ -97,8 +98,9 @@ func encodeLean(rows []staged, step *series.Table) *encoded {
 		e.at[i] = len(b) + 4
 		b = appendInt32(b, 0) // the ids, filled in by setIDs
 		b = appendInt32(b, 0)
-		if step != nil {
-			b = appendInt32(b, stepOf(step, r.from))
+		if step != 0 {
+			// Write checked that from is on the grid.
+			b = appendInt32(b, int32(r.from.UnixMicro()/step))
 		} else {
 			b = appendTime(b, r.from)
 		}
