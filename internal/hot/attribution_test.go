@@ -70,11 +70,15 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 	if lean, err := isLean(ctx, q, table); err != nil {
 		return err
 	} else if lean {
-		_, err = q.Exec(ctx, `INSERT INTO `+table+` (series, attr, "from", version, value, `+quote(col)+`)
+		startCol, start, err := leanStart(ctx, q, table, r.from)
+		if err != nil {
+			return err
+		}
+		_, err = q.Exec(ctx, `INSERT INTO `+table+` (series, attr, `+quote(startCol)+`, version, value, `+quote(col)+`)
 SELECT s.id, a.id, $11, ($12::numeric - 9223372036854775808)::int8, $13, $14
 FROM `+table+`_series s, `+leanAttr(table, 4)+`
 WHERE s.bucket = $1 AND s.malo_id = $2 AND s.obis_code = $3`,
-			bucket, r.malo, r.obis, r.melo, r.sparte, r.unit, leanResolution(r), r.scope, r.quality, r.day, r.from, r.version, r.value, v)
+			bucket, r.malo, r.obis, r.melo, r.sparte, r.unit, leanResolution(r), r.scope, r.quality, r.day, start, r.version, r.value, v)
 		return err
 	}
 	_, err = q.Exec(ctx, `INSERT INTO `+table+` (series, attr, "from", "to", value, quality, version, balancing_day, `+quote(col)+`)

@@ -43,7 +43,7 @@ type encoded struct {
 // whose types the encoder does not know.
 func binaryDirect(t *series.Table, l layout) bool {
 	switch l.(type) {
-	case dictLayout, leanLayout:
+	case dictLayout, leanLayout, stepLayout:
 	default:
 		return false
 	}
@@ -58,9 +58,12 @@ func binaryDirect(t *series.Table, l layout) bool {
 // encodeDirect encodes rows in the columns of l.writeColumns, l being
 // one of the dictionary layouts, with room for their ids, which it does
 // not read: the write may be finding them meanwhile.
-func encodeDirect(l layout, rows []staged) *encoded {
-	if _, ok := l.(leanLayout); ok {
-		return encodeLean(rows)
+func encodeDirect(t *series.Table, l layout, rows []staged) *encoded {
+	switch l.(type) {
+	case leanLayout:
+		return encodeLean(rows, 0)
+	case stepLayout:
+		return encodeLean(rows, stepSeconds(t)*1e6)
 	}
 	e := &encoded{buf: make([]byte, 0, len(copySignature)+len(rows)*112+2), at: make([]int, len(rows))}
 	b := append(e.buf, copySignature...)
@@ -83,8 +86,10 @@ func encodeDirect(l layout, rows []staged) *encoded {
 	return e
 }
 
-// encodeLean encodes rows in the columns of leanLayout.writeColumns.
-func encodeLean(rows []staged) *encoded {
+// encodeLean encodes rows in the columns of leanLayout.writeColumns, or
+// of stepLayout.writeColumns where step, the length of the table's step
+// in microseconds, is not 0.
+func encodeLean(rows []staged, step int64) *encoded {
 	e := &encoded{buf: make([]byte, 0, len(copySignature)+len(rows)*64+2), at: make([]int, len(rows))}
 	b := append(e.buf, copySignature...)
 	for i := range rows {
@@ -93,7 +98,12 @@ func encodeLean(rows []staged) *encoded {
 		e.at[i] = len(b) + 4
 		b = appendInt32(b, 0) // the ids, filled in by setIDs
 		b = appendInt32(b, 0)
-		b = appendTime(b, r.from)
+		if step != 0 {
+			// Write checked that from is on the grid.
+			b = appendInt32(b, int32(r.from.UnixMicro()/step))
+		} else {
+			b = appendTime(b, r.from)
+		}
 		b = binary.BigEndian.AppendUint32(b, 8)
 		b = binary.BigEndian.AppendUint64(b, uint64(versionBiased(uint64(r.version))))
 		b = appendField(b, func(b []byte) []byte { return pgnum.AppendMicro(b, r.value) })
@@ -190,7 +200,7 @@ func (h *Tier) copyEncoded(ctx context.Context, tx pgx.Tx, t *series.Table, l la
 	case b.encoding != nil:
 		b.enc = <-b.encoding
 	default:
-		b.enc = encodeDirect(l, b.rows)
+		b.enc = encodeDirect(t, l, b.rows)
 	}
 	b.enc.setIDs(b.rows)
 	cols := l.writeColumns(t, true)

@@ -14,8 +14,12 @@ func (h *Tier) CountBelow(ctx context.Context, t *series.Table, w time.Time) (in
 	if err := t.Validate(); err != nil {
 		return 0, err
 	}
+	l, err := h.layoutOf(ctx, h.pool, t)
+	if err != nil {
+		return 0, classify("count below watermark", t.Name, err)
+	}
 	var n int64
-	err := h.pool.QueryRow(ctx, `SELECT count(*) FROM `+h.ident(t.Name)+` WHERE "from" < $1`, w).Scan(&n)
+	err = h.pool.QueryRow(ctx, `SELECT count(*) FROM `+h.ident(t.Name)+` WHERE `+l.fromColumn()+` < `+l.fromExpr(t, `$1::timestamptz`), w).Scan(&n)
 	if err != nil {
 		return 0, classify("count below watermark", t.Name, err)
 	}

@@ -82,9 +82,11 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 // resolved rows of relation rel of t in a dictionary layout, those where
 // selects. onRows names what the rows hold of quality, balancing_day and
 // recorded_at (the rest is the attrs dictionary's), version the
-// expression of a version from the rows' max(version) mv.
-func dictDaySums(h *Tier, t *series.Table, rel string, where []string, onRows map[string]bool, version func(mv string) string) string {
-	held := []string{"series", `"from"`, "attr", "value", "version"}
+// expression of a version from the rows' max(version) mv; l says how the
+// rows store their start.
+func dictDaySums(h *Tier, t *series.Table, l layout, rel string, where []string, onRows map[string]bool, version func(mv string) string) string {
+	from := l.fromColumn()
+	held := []string{"series", from, "attr", "value", "version"}
 	var byRow []string
 	for _, c := range []string{"quality", "balancing_day", "recorded_at"} {
 		if onRows[c] {
@@ -100,8 +102,8 @@ func dictDaySums(h *Tier, t *series.Table, rel string, where []string, onRows ma
 	}
 	// The newest version of each merge key: the primary key read
 	// backwards, first row of each (series, from).
-	resolved := `SELECT DISTINCT ON (series, "from") ` + strings.Join(held, ", ") + ` FROM ` + rel + cond +
-		` ORDER BY series DESC, "from" DESC, version DESC`
+	resolved := `SELECT DISTINCT ON (series, ` + from + `) ` + strings.Join(held, ", ") + ` FROM ` + rel + cond +
+		` ORDER BY series DESC, ` + from + ` DESC, version DESC`
 	// of returns the source of column c of table alias row: the rows or
 	// the attrs.
 	of := func(row, c string) string {
@@ -113,7 +115,7 @@ func dictDaySums(h *Tier, t *series.Table, rel string, where []string, onRows ma
 	// The attrs give each row its sparte and resolution, which its grid
 	// depends on, before the rows are grouped.
 	group := append([]string{"w.series", "w.attr"}, byRow...)
-	aggs := []string{"count(*) AS n", `count(*) FILTER (WHERE ` + onGrid(`w."from"`, of("w", "balancing_day"), "a.sparte", "a.resolution") + `) AS og`,
+	aggs := []string{"count(*) AS n", `count(*) FILTER (WHERE ` + onGrid(l.fromTime(t, `w.`+from), of("w", "balancing_day"), "a.sparte", "a.resolution") + `) AS og`,
 		"sum(w.value) AS v", "max(w.version) AS mv"}
 	if onRows["recorded_at"] {
 		aggs = append(aggs, "max(w.recorded_at) AS mr")
@@ -147,15 +149,24 @@ func dictDaySums(h *Tier, t *series.Table, rel string, where []string, onRows ma
 
 // daySums: the dictionary layout's rows hold quality, balancing day and
 // recorded_at, and the version as numeric.
-func (dictLayout) daySums(h *Tier, t *series.Table, rel string, where []string) string {
-	return dictDaySums(h, t, rel, where, map[string]bool{"quality": true, "balancing_day": true, "recorded_at": true},
+func (l dictLayout) daySums(h *Tier, t *series.Table, rel string, where []string) string {
+	return dictDaySums(h, t, l, rel, where, map[string]bool{"quality": true, "balancing_day": true, "recorded_at": true},
 		func(mv string) string { return mv + `::numeric` })
 }
 
 // daySums: the lean layout's attrs hold quality, balancing day and
 // recorded_at, and the rows the version biased.
-func (leanLayout) daySums(h *Tier, t *series.Table, rel string, where []string) string {
-	return dictDaySums(h, t, rel, where, nil, func(mv string) string { return `(` + mv + `::numeric + ` + versionBias + `)` })
+func (l leanLayout) daySums(h *Tier, t *series.Table, rel string, where []string) string {
+	return dictDaySums(h, t, l, rel, where, nil, leanDayVersion)
+}
+
+// leanDayVersion returns the version of the lean layouts' biased
+// max(version) mv.
+func leanDayVersion(mv string) string { return `(` + mv + `::numeric + ` + versionBias + `)` }
+
+// daySums: the step layout's are the lean layout's, over the stored step.
+func (l stepLayout) daySums(h *Tier, t *series.Table, rel string, where []string) string {
+	return dictDaySums(h, t, l, rel, where, nil, leanDayVersion)
 }
 
 // daySums: none; the engine sums the rows layout's readings itself.

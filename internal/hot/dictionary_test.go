@@ -26,9 +26,12 @@ func TestDictionaryForeignKeys(t *testing.T) {
 	}
 }
 
-// dictLayouts are the layouts with dictionaries: the lean one new tables
-// get, and the dictionary layout of tables made before it.
-var dictLayouts = []layout{layoutLean, layoutDictionary}
+// dictLayouts are the layouts with dictionaries: the step one new tables
+// get, and the lean and dictionary layouts of tables made before it.
+var dictLayouts = []layout{layoutStep, layoutLean, layoutDictionary}
+
+// leanKind reports whether lay keeps the lean layout's attrs dictionary.
+func leanKind(lay layout) bool { return lay == layoutLean || lay == layoutStep }
 
 // dictTier returns a tier whose new tables of integrity statement get
 // layout lay, and its pool.
@@ -42,7 +45,10 @@ func dictTier(t *testing.T, lay layout) (*Tier, *pgxpool.Pool) {
 // quarter hour of series and attr ids at from, under version, in layout
 // lay.
 func rawReading(lay layout, series, attr int32, from time.Time, version int, day string) ([]string, []any) {
-	if lay == layoutLean {
+	switch lay {
+	case layoutStep:
+		return []string{"series", "attr", "step", "version", "value"}, []any{series, attr, int32(from.Unix() / 900), versionBiased(uint64(version)), "1"}
+	case layoutLean:
 		return []string{"series", "attr", "from", "version", "value"}, []any{series, attr, from, versionBiased(uint64(version)), "1"}
 	}
 	return []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"},
@@ -150,7 +156,7 @@ func TestDictionaryGuard(t *testing.T) {
 // in Berlin days days, make in layout lay: the lean layout's key has the
 // balancing day and the write's time.
 func attrsOfDays(lay layout, n, days int) int {
-	if lay == layoutLean {
+	if leanKind(lay) {
 		return n * days
 	}
 	return 1
@@ -252,7 +258,7 @@ func testDictionaryDrop(t *testing.T, lay layout) {
 func TestRowsLayoutKept(t *testing.T) {
 	h, pool := newTier(t, Options{})
 	tab := lastgang("lastgang")
-	declareVariant(t, h, tab, variant{"rows", series.IntegrityStatement, true, false})
+	declareVariant(t, h, tab, variant{"rows", series.IntegrityStatement, true, nil})
 	ctx := context.Background()
 	// As a statement table created by the version before: format 2,
 	// statement, no layout.
@@ -303,7 +309,7 @@ func TestRowsLayoutKept(t *testing.T) {
 // dictionaries).
 func TestDictionarySize(t *testing.T) {
 	ctx := context.Background()
-	var bytes [3]int64
+	var bytes [4]int64
 	for i, v := range statementLayouts {
 		h, _ := newTier(t, Options{})
 		tab := lastgang("lastgang")
@@ -320,8 +326,8 @@ func TestDictionarySize(t *testing.T) {
 		bytes[i] = b
 		t.Logf("%s: %d bytes, %d per reading", v.name, b, b/n)
 	}
-	if bytes[0] >= bytes[1] || bytes[1] >= bytes[2] {
-		t.Fatalf("lean layout %d bytes, dictionary layout %d, rows layout %d", bytes[0], bytes[1], bytes[2])
+	if bytes[0] >= bytes[1] || bytes[1] >= bytes[2] || bytes[2] >= bytes[3] {
+		t.Fatalf("step layout %d bytes, lean layout %d, dictionary layout %d, rows layout %d", bytes[0], bytes[1], bytes[2], bytes[3])
 	}
 }
 

@@ -72,18 +72,19 @@
 //
 // # Layouts
 //
-// A new table of IntegrityStatement is stored in the lean layout, every
+// A new table of IntegrityStatement is stored in the step layout, every
 // other new table in the rows layout; a table keeps the layout it was
 // created in, which its stored definition records and no declaration
 // changes, so the tables of a deployment made by older code (the rows
-// layout, or the dictionary layout of statement tables made before the
-// lean one) are read and written as they are. The layout is a type
+// layout, or the dictionary and lean layouts of statement tables made
+// before the step one) are read and written as they are. The layout is a type
 // (layout.go) whose implementations hold what of the tier's SQL differs
 // between them, the table's DDL, its check function, the columns a write
 // supplies, how a read finds a series and what a dropped partition
 // leaves: rowsLayout (layout_rows.go), dictLayout (layout_dictionary.go)
-// and leanLayout (layout_lean.go). hot_tables records it as "",
-// "dictionary" or "lean", parsed once (parseLayout); Tier.Ensure creates
+// leanLayout (layout_lean.go) and stepLayout (layout_step.go).
+// hot_tables records it as "", "dictionary", "lean" or "step", parsed
+// once (parseLayout); Tier.Ensure creates
 // a table's relations and refreshes its check function through it.
 //
 // In the rows layout a row holds every column. In the dictionary layout
@@ -101,7 +102,12 @@
 // layout is the dictionary layout with a narrower row (series, attr, from,
 // version, value): to is derived from from and the table's one fixed
 // resolution, version is stored as int8 less 2⁶³, and quality, recorded_at
-// and the balancing day are keys of the attrs dictionary.
+// and the balancing day are keys of the attrs dictionary. The step layout
+// is the lean one with from stored as an int4 count of the resolution's
+// steps since 1970 (series, attr, step, version, value): a 16-byte primary
+// key (series, step, version), partitions ranged in steps, no grid CHECK,
+// as a step is on the grid; readers derive from and to, and a range on
+// from becomes one on step.
 //
 // # Writes and scans
 //

@@ -12,9 +12,11 @@ import (
 // A layout is how a table's readings are stored, and what of the tier's
 // SQL depends on it: rowsLayout (layout_rows.go) stores every column in
 // the table's rows, dictLayout (layout_dictionary.go) stores ids of the
-// table's dictionaries in place of what many readings share, and
-// leanLayout (layout_lean.go) stores less again. What is the
-// same in both stays with its caller, which asks the layout for the rest.
+// table's dictionaries in place of what many readings share,
+// leanLayout (layout_lean.go) stores less again, and stepLayout
+// (layout_step.go) stores a reading's start as a count of steps. What is
+// the same in all stays with its caller, which asks the layout for the
+// rest.
 type layout interface {
 	// String returns the layout as hot_tables records it in a table's
 	// definition: on-disk format, never changed (see parseLayout).
@@ -92,6 +94,18 @@ type layout interface {
 	// insertSelect returns the select list, over the staging table, of
 	// the columns writeColumns names.
 	insertSelect(t *series.Table) []string
+	// fromColumn returns the stored column of a reading's start, quoted:
+	// the partitions' range and the primary key after the series.
+	fromColumn() string
+	// fromLit returns the literal of the first stored start at or after
+	// v, to compare fromColumn with.
+	fromLit(t *series.Table, v time.Time) string
+	// fromExpr returns the first stored start at or after the
+	// timestamptz expression e, to compare fromColumn with.
+	fromExpr(t *series.Table, e string) string
+	// fromTime returns the start, as timestamptz, of a row whose
+	// fromColumn is the expression c.
+	fromTime(t *series.Table, c string) string
 	// daySums returns the SELECT of the day sums (DayColumns) of the
 	// resolved rows of relation rel of t (a partition) that where
 	// selects, "" if the layout leaves them to the engine.
@@ -102,16 +116,17 @@ type layout interface {
 	naturalSources(t *series.Table) map[string]string
 }
 
-// The three layouts.
+// The four layouts.
 var (
 	layoutRows       layout = rowsLayout{}
 	layoutDictionary layout = dictLayout{}
 	layoutLean       layout = leanLayout{}
+	layoutStep       layout = stepLayout{}
 )
 
 // parseLayout returns the layout that hot_tables records as s.
 func parseLayout(s string) (layout, error) {
-	for _, l := range []layout{layoutRows, layoutDictionary, layoutLean} {
+	for _, l := range []layout{layoutRows, layoutDictionary, layoutLean, layoutStep} {
 		if l.String() == s {
 			return l, nil
 		}
@@ -119,12 +134,12 @@ func parseLayout(s string) (layout, error) {
 	return nil, fmt.Errorf("unknown layout %q", s)
 }
 
-// newLayout returns the layout a new table of integrity i gets: the lean
+// newLayout returns the layout a new table of integrity i gets: the step
 // layout for IntegrityStatement, whose one fixed resolution it relies on,
 // the rows layout otherwise.
 func newLayout(i series.Integrity) layout {
 	if i == series.IntegrityStatement {
-		return layoutLean
+		return layoutStep
 	}
 	return layoutRows
 }

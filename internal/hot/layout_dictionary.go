@@ -178,13 +178,27 @@ func (dictLayout) natural(h *Tier, t *series.Table, rel string) string {
 // inside NOT EXISTS: beside it, as an OR, it would make the planner hash
 // the whole dictionary for every statement.
 func (dictLayout) checkBody(h *Tier, t *series.Table) string {
-	return dictCheckBody(h, t, func(r string) string { return r + `"to"` }, "numeric")
+	return dictCheckBody(h, t, checkExprs{
+		from:  func(r string) string { return r + `"from"` },
+		to:    func(r string) string { return r + `"to"` },
+		spans: `min("from") AS lo, max("from") AS last, max("to") AS hi`,
+		vtype: "numeric",
+	})
 }
 
-// dictCheckBody returns the dictionary layouts' check body, with to(r)
-// the end of the interval of row r ("" for the row of an aggregate) and
-// vtype the type of the version column.
-func dictCheckBody(h *Tier, t *series.Table, to func(r string) string, vtype string) string {
+// checkExprs says how dictCheckBody reads a layout's stored rows: from(r)
+// and to(r) are the interval of row r (alias and dot), spans the first
+// start, last start and last end of a group of rows as lo, last and hi,
+// and vtype the type of the version column.
+type checkExprs struct {
+	from, to func(r string) string
+	spans    string
+	vtype    string
+}
+
+// dictCheckBody returns the dictionary layouts' check body, with e how
+// it reads the stored rows.
+func dictCheckBody(h *Tier, t *series.Table, e checkExprs) string {
 	ser, attrs := h.ident(seriesName(t)), h.ident(attrsName(t))
 	owners := h.ident(ownersName(t))
 	// fkey raises the error a foreign key on column col to dictionary
@@ -202,14 +216,14 @@ func dictCheckBody(h *Tier, t *series.Table, to func(r string) string, vtype str
 	whole := wholeCond(t, "u.")
 	return `
 DECLARE
-	v_s int4[]; v_a int4[]; v_v ` + vtype + `[]; v_b timestamptz[]; v_b2 timestamptz[]; v_lo timestamptz[]; v_hi timestamptz[]; v_n int8[];
-	v_gs int4[]; v_gop text[]; v_gv ` + vtype + `[]; v_gb timestamptz[]; v_glo timestamptz[]; v_ghi timestamptz[]; v_gn int8[];
+	v_s int4[]; v_a int4[]; v_v ` + e.vtype + `[]; v_b timestamptz[]; v_b2 timestamptz[]; v_lo timestamptz[]; v_hi timestamptz[]; v_n int8[];
+	v_gs int4[]; v_gop text[]; v_gv ` + e.vtype + `[]; v_gb timestamptz[]; v_glo timestamptz[]; v_ghi timestamptz[]; v_gn int8[];
 	v_bad int4; v_badb timestamptz;
 BEGIN
 	SELECT array_agg(series), array_agg(attr), array_agg(version), array_agg(` + bucketExpr(t, "lo") + `),
 		array_agg(` + bucketExpr(t, "last") + `), array_agg(lo), array_agg(hi), array_agg(n)
 	INTO v_s, v_a, v_v, v_b, v_b2, v_lo, v_hi, v_n
-	FROM (SELECT series, attr, version, min("from") AS lo, max("from") AS last, max(` + to("") + `) AS hi, count(*) AS n
+	FROM (SELECT series, attr, version, ` + e.spans + `, count(*) AS n
 		FROM new_rows GROUP BY series, attr, version) g;
 	IF v_s IS NULL THEN
 		RETURN NULL;
@@ -230,12 +244,12 @@ BEGIN
 	ORDER BY 1, 2, 3;
 	IF EXISTS (SELECT 1 FROM ` + g + ` WHERE NOT (` + whole + `)) THEN
 		INSERT INTO ` + owners + ` (series, operator, span)
-		SELECT DISTINCT r.series, split_part(d.version_scope, ':', 1), tstzrange(r."from", ` + to("r.") + `)
+		SELECT DISTINCT r.series, split_part(d.version_scope, ':', 1), tstzrange(` + e.from("r.") + `, ` + e.to("r.") + `)
 		FROM new_rows r JOIN ` + attrs + ` d ON d.id = r.attr
-		WHERE (r.series, split_part(d.version_scope, ':', 1), r.version, ` + bucketExpr(t, `r."from"`) + `) IN
+		WHERE (r.series, split_part(d.version_scope, ':', 1), r.version, ` + bucketExpr(t, e.from("r.")) + `) IN
 			(SELECT u.s, u.op, u.v, u.b FROM ` + g + ` WHERE NOT (` + whole + `))
 		AND NOT EXISTS (SELECT 1 FROM ` + owners + ` o WHERE o.series = r.series AND o.operator = split_part(d.version_scope, ':', 1)
-			AND o.span @> tstzrange(r."from", ` + to("r.") + `))
+			AND o.span @> tstzrange(` + e.from("r.") + `, ` + e.to("r.") + `))
 		ORDER BY 1, 2, 3;
 	END IF;
 	RETURN NULL;
@@ -403,3 +417,8 @@ func (dictLayout) naturalSources(t *series.Table) map[string]string {
 	}
 	return src
 }
+
+func (dictLayout) fromColumn() string                          { return rowsLayout{}.fromColumn() }
+func (dictLayout) fromLit(t *series.Table, v time.Time) string { return rowsLayout{}.fromLit(t, v) }
+func (dictLayout) fromExpr(t *series.Table, e string) string   { return e }
+func (dictLayout) fromTime(t *series.Table, c string) string   { return c }

@@ -103,7 +103,12 @@ func (l leanLayout) parentDDL(h *Tier, t *series.Table, _ series.Integrity) stri
 // checkBody is the dictionary layout's, with to derived and versions
 // stored as int8.
 func (leanLayout) checkBody(h *Tier, t *series.Table) string {
-	return dictCheckBody(h, t, func(r string) string { return leanTo(t, r+`"from"`) }, "int8")
+	return dictCheckBody(h, t, checkExprs{
+		from:  func(r string) string { return r + `"from"` },
+		to:    func(r string) string { return leanTo(t, r+`"from"`) },
+		spans: `min("from") AS lo, max("from") AS last, max(` + leanTo(t, `"from"`) + `) AS hi`,
+		vtype: "int8",
+	})
 }
 
 // columnExpr derives to and version.

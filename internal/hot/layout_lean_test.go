@@ -12,16 +12,23 @@ import (
 )
 
 // TestDictionaryLayoutOpened: a deployment whose table of integrity
-// statement the code before the lean layout made (the dictionary layout)
-// is opened by a fresh Tier, which keeps the table's layout: it reads
+// statement older code made (the dictionary layout, or the lean one) is
+// opened by a fresh Tier, which keeps the table's layout: it reads
 // what was written, writes redeliveries, corrections and new readings
 // with their outcomes, reads them back through Scan, Read and
 // ReadSeries, and archives a day (detach, scan of the detached partition,
-// drop with its dictionary rows). A new table it declares is lean.
+// drop with its dictionary rows). A new table it declares is in the step
+// layout.
 func TestDictionaryLayoutOpened(t *testing.T) {
+	for _, lay := range []layout{layoutDictionary, layoutLean} {
+		t.Run(lay.String(), func(t *testing.T) { testLayoutOpened(t, lay) })
+	}
+}
+
+func testLayoutOpened(t *testing.T, lay layout) {
 	ctx := context.Background()
 	old, pool := newTier(t, Options{})
-	old.statementLayout = layoutDictionary
+	old.statementLayout = lay
 	tab := lastgang("lastgang")
 	declare(t, old, tab)
 	next := day.Add(24 * time.Hour)
@@ -47,8 +54,8 @@ func TestDictionaryLayoutOpened(t *testing.T) {
 	if err := fresh.Ensure(ctx, again); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := fresh.layoutOf(ctx, pool, again); err != nil || l != layoutDictionary {
-		t.Fatalf("opened: layout %q, %v; want dictionary", l, err)
+	if l, err := fresh.layoutOf(ctx, pool, again); err != nil || l != lay {
+		t.Fatalf("opened: layout %q, %v; want %s", l, err, lay)
 	}
 	if res := mustWrite(t, fresh, again, written[:96]); res.Present != 96 {
 		t.Fatalf("a redelivery: %+v", res)
@@ -161,10 +168,10 @@ func TestDictionaryLayoutOpened(t *testing.T) {
 		t.Fatalf("scanned %d readings after the drop, want 96", len(got))
 	}
 
-	// The code's new tables are lean.
+	// The code's new tables are in the step layout.
 	other := lastgang("other")
 	declare(t, fresh, other)
-	if l, err := fresh.layoutOf(ctx, pool, other); err != nil || l != layoutLean {
-		t.Fatalf("a new table: layout %q, %v; want lean", l, err)
+	if l, err := fresh.layoutOf(ctx, pool, other); err != nil || l != layoutStep {
+		t.Fatalf("a new table: layout %q, %v; want step", l, err)
 	}
 }

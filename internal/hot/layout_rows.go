@@ -286,3 +286,10 @@ func (rowsLayout) naturalSources(*series.Table) map[string]string { return nil }
 // numericVersion returns the numeric(20,0) version of stored row p as
 // int8, less 2⁶³.
 func numericVersion(p string) string { return `(` + p + `.version - ` + versionBias + `)::int8` }
+
+// fromColumn, fromLit, fromExpr and fromTime are those of the layouts
+// that store from as it is read.
+func (rowsLayout) fromColumn() string                          { return `"from"` }
+func (rowsLayout) fromLit(_ *series.Table, v time.Time) string { return timeLit(v) }
+func (rowsLayout) fromExpr(_ *series.Table, e string) string   { return e }
+func (rowsLayout) fromTime(_ *series.Table, c string) string   { return c }

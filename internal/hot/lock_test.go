@@ -115,8 +115,13 @@ func TestPartitionCreationLocks(t *testing.T) {
 		start := day.AddDate(0, 0, 5)
 		naive := make(chan error, 1)
 		go func() {
-			_, err := ddl.Exec(ctx, `CREATE TABLE `+h.ident(partitionName(tab, start))+` PARTITION OF `+h.ident(tab.Name)+
-				` FOR VALUES FROM (`+sqlTime(start)+`) TO (`+sqlTime(start.AddDate(0, 0, 1))+`)`)
+			lay, err := h.layoutOf(ctx, pool, tab)
+			if err != nil {
+				naive <- err
+				return
+			}
+			_, err = ddl.Exec(ctx, `CREATE TABLE `+h.ident(partitionName(tab, start))+` PARTITION OF `+h.ident(tab.Name)+
+				` FOR VALUES FROM (`+lay.fromLit(tab, start)+`) TO (`+lay.fromLit(tab, start.AddDate(0, 0, 1))+`)`)
 			naive <- err
 		}()
 		waitFor(t, pool, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted AND relation = $2::regclass)`,

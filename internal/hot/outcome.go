@@ -114,9 +114,11 @@ func (h *Tier) othersSQL(t *series.Table, l layout) string {
 	keyCols, keyArgs, on, scope := l.runKey(h, t)
 	cols := append([]string{"lo", "hi", "v"}, keyCols...)
 	args := append([]string{"$1::timestamptz[]", "$2::timestamptz[]", "$3::text[]"}, keyArgs...)
-	return `SELECT r.i::int4, p."from", ` + l.storedVersion("p") + `, ` + scope + `
+	from := `p.` + l.fromColumn()
+	return `SELECT r.i::int4, ` + l.fromTime(t, from) + `, ` + l.storedVersion("p") + `, ` + scope + `
 FROM unnest(` + strings.Join(args, ", ") + `) WITH ORDINALITY AS r(` + strings.Join(cols, ", ") + `, i)
-JOIN ` + h.ident(t.Name) + ` p ON ` + on + ` AND p."from" >= r.lo AND p."from" <= r.hi AND p.version <> ` + l.versionParam("r.v")
+JOIN ` + h.ident(t.Name) + ` p ON ` + on + ` AND ` + from + ` >= ` + l.fromExpr(t, "r.lo") + ` AND ` + from + ` <= ` + l.fromExpr(t, "r.hi") +
+		` AND p.version <> ` + l.versionParam("r.v")
 }
 
 // queueOthers records, for each row of b, whether a lower or a higher version

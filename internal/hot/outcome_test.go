@@ -13,12 +13,13 @@ import (
 
 // outcomeVariants are the integrity variants the outcome tests run on:
 // each takes another path to the stored rows (constraints and the fast
-// path, the dictionary layout, the check under partition locks).
+// path, the dictionary layouts, the check under partition locks).
 var outcomeVariants = []variant{
-	{"exclusion", series.IntegrityExclusion, false, false},
-	{"lean", series.IntegrityStatement, false, false},
-	{"dictionary", series.IntegrityStatement, false, true},
-	{"write", series.IntegrityWrite, false, false},
+	{"exclusion", series.IntegrityExclusion, false, nil},
+	{"step", series.IntegrityStatement, false, nil},
+	{"lean", series.IntegrityStatement, false, layoutLean},
+	{"dictionary", series.IntegrityStatement, false, layoutDictionary},
+	{"write", series.IntegrityWrite, false, nil},
 }
 
 // slots returns quarter hours of meter i at the slots given, under

@@ -165,7 +165,8 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *series.Table
 		return false, err
 	}
 	part, parent := h.ident(p.Name), h.ident(t.Name)
-	bound := `"from" >= ` + sqlTime(p.From) + ` AND "from" < ` + sqlTime(p.To)
+	col, lo, hi := lay.fromColumn(), lay.fromLit(t, p.From), lay.fromLit(t, p.To)
+	bound := col + ` >= ` + lo + ` AND ` + col + ` < ` + hi
 	stmts := []string{
 		`CREATE TABLE ` + part + ` (LIKE ` + parent + ` INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
 		`ALTER TABLE ` + part + ` ADD CONSTRAINT ` + quote(p.Name+"_bound") + ` CHECK (` + bound + `)`,
@@ -189,7 +190,7 @@ func (h *Tier) createPartitionTx(ctx context.Context, tx pgx.Tx, t *series.Table
 		stmts = append(stmts, h.triggerDDL(t, part, p.Name)...)
 	}
 	stmts = append(stmts,
-		`ALTER TABLE `+parent+` ATTACH PARTITION `+part+` FOR VALUES FROM (`+sqlTime(p.From)+`) TO (`+sqlTime(p.To)+`)`,
+		`ALTER TABLE `+parent+` ATTACH PARTITION `+part+` FOR VALUES FROM (`+lo+`) TO (`+hi+`)`,
 		`ALTER TABLE `+part+` DROP CONSTRAINT `+quote(p.Name+"_bound"),
 	)
 	for _, s := range stmts {

@@ -2,6 +2,7 @@ package hot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -54,6 +55,29 @@ func isLean(ctx context.Context, q execQuerier, table string) (bool, error) {
 	return ok, err
 }
 
+// errOffGrid is leanStart's error for a start the step layout cannot
+// store: every int4 stands for a start on the grid.
+var errOffGrid = errors.New("off the grid: the step layout has no such start")
+
+// leanStart returns the column and value a plain client writes as the
+// start of r into table (schema-qualified, unquoted) in the lean layouts:
+// in the step layout the number of quarter hours since 1970, which only a
+// start on the grid has.
+func leanStart(ctx context.Context, q execQuerier, table string, from time.Time) (string, any, error) {
+	var step bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'step' AND NOT attisdropped)`,
+		table).Scan(&step)
+	switch {
+	case err != nil:
+		return "", nil, err
+	case !step:
+		return "from", from, nil
+	case from.Unix()%900 != 0:
+		return "", nil, fmt.Errorf("%v: %w", from, errOffGrid)
+	}
+	return "step", int32(from.Unix() / 900), nil
+}
+
 // leanResolution returns the resolution a plain client states in the lean
 // layout's attrs for r, which has no to: r's own, unless its interval
 // lasts another time than a quarter hour.
@@ -103,11 +127,15 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 	if lean, err := isLean(ctx, q, table); err != nil {
 		return err
 	} else if lean {
-		_, err = q.Exec(ctx, `INSERT INTO `+rel+` (series, attr, "from", version, value)
+		col, start, err := leanStart(ctx, q, table, r.from)
+		if err != nil {
+			return err
+		}
+		_, err = q.Exec(ctx, `INSERT INTO `+rel+` (series, attr, `+quote(col)+`, version, value)
 SELECT s.id, a.id, $11, ($12::numeric - 9223372036854775808)::int8, $13
 FROM `+table+`_series s, `+leanAttr(table, 4)+`
 WHERE s.bucket = $1 AND s.malo_id = $2 AND s.obis_code = $3`,
-			bucket, r.malo, r.obis, r.melo, r.sparte, r.unit, leanResolution(r), r.scope, r.quality, r.day, r.from, r.version, r.value)
+			bucket, r.malo, r.obis, r.melo, r.sparte, r.unit, leanResolution(r), r.scope, r.quality, r.day, start, r.version, r.value)
 		return err
 	}
 	_, err = q.Exec(ctx, `INSERT INTO `+rel+` (series, attr, "from", "to", value, quality, version, balancing_day)
@@ -162,6 +190,7 @@ func plainCopy(ctx context.Context, conn *pgx.Conn, table, rel string, rows []pl
 	if err != nil {
 		return err
 	}
+	startCol := "from"
 	for _, r := range rows {
 		bucket := r.from.UTC().Truncate(24 * time.Hour)
 		var sid, aid int32
@@ -183,7 +212,12 @@ func plainCopy(ctx context.Context, conn *pgx.Conn, table, rel string, rows []pl
 			if err != nil {
 				return err
 			}
-			data = append(data, []any{sid, aid, r.from, v, r.value})
+			col, start, err := leanStart(ctx, conn, table, r.from)
+			if err != nil {
+				return err
+			}
+			startCol = col
+			data = append(data, []any{sid, aid, start, v, r.value})
 			continue
 		}
 		if _, err := conn.Exec(ctx, `INSERT INTO `+table+`_attrs (bucket, sparte, unit, resolution, version_scope) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
@@ -198,7 +232,7 @@ AND melo_id IS NULL AND subject_id IS NULL`, bucket, r.sparte, r.unit, r.resolut
 	}
 	cols := []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"}
 	if lean {
-		cols = []string{"series", "attr", "from", "version", "value"}
+		cols = []string{"series", "attr", startCol, "version", "value"}
 	}
 	_, err = conn.CopyFrom(ctx, ident, cols, pgx.CopyFromRows(data))
 	return err

@@ -58,7 +58,15 @@ func (h *Tier) probeSQL(t *series.Table, l layout) string {
 	if t.TimeModel == series.Point {
 		return sel + `JOIN ` + parent + ` p ON ` + on + ` AND p."from" = s."from" WHERE ($1 OR s.probe)`
 	}
-	q := sel + `JOIN ` + parent + ` p ON ` + on + ` AND p."from" >= s."from" AND p."from" < s."to"
+	inside := parent
+	if l.columnExpr(t, "from") != "" {
+		// The layout derives from, which no index orders: the staged
+		// interval bounds the stored start instead, for the primary key.
+		col := `q.` + l.fromColumn()
+		inside = `LATERAL ` + l.natural(h, t, `(SELECT * FROM `+h.ident(t.Name)+` q WHERE `+col+` >= `+l.fromExpr(t, `s."from"`)+
+			` AND `+col+` < `+l.fromExpr(t, `s."to"`)+`)`)
+	}
+	q := sel + `JOIN ` + inside + ` p ON ` + on + ` AND p."from" >= s."from" AND p."from" < s."to"
 WHERE ($1 OR s.probe) AND (p."from" = s."from" OR p.version = s.version)`
 	if len(t.AcceptedResolutions()) == 1 {
 		// Intervals on one grid are nested only if equal.

@@ -326,10 +326,10 @@ func (r *Read) partWhere(p Partition, lo time.Time) []string {
 		lo = r.q.From
 	}
 	if !lo.IsZero() && lo.After(p.From) {
-		where = append(where, `"from" >= `+timeLit(lo))
+		where = append(where, r.lay.fromColumn()+` >= `+r.lay.fromLit(r.t, lo))
 	}
 	if !r.q.To.IsZero() && r.q.To.Before(p.To) {
-		where = append(where, `"from" < `+timeLit(r.q.To))
+		where = append(where, r.lay.fromColumn()+` < `+r.lay.fromLit(r.t, r.q.To))
 	}
 	return append(where, r.lay.keyFilter(r.s.h, r.t, p, r.keys())...)
 }

@@ -202,7 +202,7 @@ func TestReadMatchesScan(t *testing.T) {
 	for _, c := range []struct {
 		i   series.Integrity
 		lay layout
-	}{{series.IntegrityStatement, layoutLean}, {series.IntegrityStatement, layoutDictionary}, {series.IntegrityWrite, layoutRows}} {
+	}{{series.IntegrityStatement, layoutStep}, {series.IntegrityStatement, layoutLean}, {series.IntegrityStatement, layoutDictionary}, {series.IntegrityWrite, layoutRows}} {
 		i := c.i
 		h.statementLayout = c.lay
 		tab := readTable(t, h, "read_"+i.String()+c.lay.String(), i)

@@ -256,12 +256,25 @@ func (h *Tier) scanSQL(t *series.Table, l layout, q series.Range) (string, []any
 		where = append(where, fmt.Sprintf(cond, len(args)))
 	}
 	// Conditions are added only when set, so the bounds reach the planner
-	// as plain comparisons it prunes partitions with.
-	if !q.From.IsZero() {
-		arg(`"from" >= $%d`, q.From)
-	}
-	if !q.To.IsZero() {
-		arg(`"from" < $%d`, q.To)
+	// as plain comparisons it prunes partitions with: on the stored rows,
+	// where the layout derives from.
+	rel := h.ident(t.Name)
+	if l.columnExpr(t, "from") == "" {
+		if !q.From.IsZero() {
+			arg(`"from" >= $%d`, q.From)
+		}
+		if !q.To.IsZero() {
+			arg(`"from" < $%d`, q.To)
+		}
+	} else if !q.From.IsZero() || !q.To.IsZero() {
+		var stored []string
+		if !q.From.IsZero() {
+			stored = append(stored, l.fromColumn()+` >= `+l.fromLit(t, q.From))
+		}
+		if !q.To.IsZero() {
+			stored = append(stored, l.fromColumn()+` < `+l.fromLit(t, q.To))
+		}
+		rel = `(SELECT * FROM ` + rel + ` WHERE ` + strings.Join(stored, " AND ") + `)`
 	}
 	if len(q.MaLo) > 0 {
 		arg(`malo_id = ANY ($%d)`, q.MaLo)
@@ -269,7 +282,7 @@ func (h *Tier) scanSQL(t *series.Table, l layout, q series.Range) (string, []any
 	if len(q.OBIS) > 0 {
 		arg(`obis_code = ANY ($%d)`, q.OBIS)
 	}
-	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + l.natural(h, t, h.ident(t.Name)) + ` n`
+	sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + l.natural(h, t, rel) + ` n`
 	if len(where) > 0 {
 		sql += ` WHERE ` + strings.Join(where, " AND ")
 	}

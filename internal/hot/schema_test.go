@@ -37,14 +37,15 @@ FROM pg_partitioned_table p WHERE p.partrelid = 'meterstore.lastgang'::regclass`
 	if err := pool.QueryRow(ctx, `SELECT array_to_string(merge_key, ',') FROM meterstore.hot_tables WHERE name = 'lastgang'`).Scan(&meta); err != nil {
 		t.Fatal(err)
 	}
-	// A new table of integrity statement (auto) is in the dictionary
-	// layout: its series dictionary holds the merge key but from, per
-	// bucket, and the primary key is the series, from and version.
+	// A new table of integrity statement (auto) is in the step layout:
+	// its series dictionary holds the merge key but from, per bucket, the
+	// partitions range over the step, and the primary key is the series,
+	// step and version.
 	var seriesKey string
 	if err := pool.QueryRow(ctx, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'meterstore.lastgang_series'::regclass AND contype = 'u'`).Scan(&seriesKey); err != nil {
 		t.Fatal(err)
 	}
-	if strategy != "r" || key != `RANGE ("from")` || mergeKey != `PRIMARY KEY (series, "from", version)` || meta != "malo_id,obis_code,from,channel" ||
+	if strategy != "r" || key != `RANGE (step)` || mergeKey != `PRIMARY KEY (series, step, version)` || meta != "malo_id,obis_code,from,channel" ||
 		seriesKey != `UNIQUE (bucket, malo_id, obis_code, channel)` {
 		t.Fatalf("strategy %q, key %q, primary key %q, merge key %q, series key %q", strategy, key, mergeKey, meta, seriesKey)
 	}

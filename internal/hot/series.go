@@ -162,7 +162,7 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	}
 	var inner string
 	switch l.(type) {
-	case dictLayout, leanLayout:
+	case dictLayout, leanLayout, stepLayout:
 		inner = h.seriesDict(t, l, q, ident, arg)
 	default:
 		inner = h.seriesRows(t, q, ident, arg)
@@ -222,7 +222,7 @@ func readNames(t *series.Table) []string {
 // so DISTINCT ON keeps it without a sort.
 func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]string, arg func(any) string) string {
 	where := []string{`malo_id = ` + arg(q.MaLo), `obis_code = ` + arg(q.OBIS)}
-	where = append(where, bounds(`"from"`, `recorded_at`, q, arg)...)
+	where = append(where, bounds(`"from"`, `recorded_at`, q, arg, func(p string) string { return p })...)
 	for _, c := range t.Identity() {
 		if v, ok := ident[c.Name]; ok {
 			where = append(where, quote(c.Name)+` = `+arg(v)+`::`+c.ColumnType().String())
@@ -261,11 +261,12 @@ func (h *Tier) seriesDict(t *series.Table, l layout, q SeriesQuery, ident map[st
 	if e, ok := src["recorded_at"]; ok {
 		recorded = e
 	}
-	where = append(where, bounds(`r."from"`, recorded, q, arg)...)
-	return `SELECT DISTINCT ON (r.series, r."from") ` + strings.Join(naturalList(t, src), ", ") +
+	from := `r.` + l.fromColumn()
+	where = append(where, bounds(from, recorded, q, arg, func(p string) string { return l.fromExpr(t, p+`::timestamptz`) })...)
+	return `SELECT DISTINCT ON (r.series, ` + from + `) ` + strings.Join(naturalList(t, src), ", ") +
 		` FROM ` + h.ident(seriesName(t)) + ` s JOIN ` + h.ident(t.Name) + ` r ON r.series = s.id JOIN ` +
 		h.ident(attrsName(t)) + ` a ON a.id = r.attr WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY r.series DESC, r."from" DESC, r.version DESC`
+		` ORDER BY r.series DESC, ` + from + ` DESC, r.version DESC`
 }
 
 // maxBuckets bounds the buckets seriesDict names: a range of more reads
@@ -288,14 +289,15 @@ func buckets(t *series.Table, from, to time.Time) []time.Time {
 	return out
 }
 
-// bounds returns the conditions on from and recorded_at of q.
-func bounds(from, recorded string, q SeriesQuery, arg func(any) string) []string {
+// bounds returns the conditions on from and recorded_at of q: from is
+// the stored start, which stored(p) is the form of parameter p of.
+func bounds(from, recorded string, q SeriesQuery, arg func(any) string, stored func(p string) string) []string {
 	var where []string
 	if !q.From.IsZero() {
-		where = append(where, from+` >= `+arg(q.From))
+		where = append(where, from+` >= `+stored(arg(q.From)))
 	}
 	if !q.To.IsZero() {
-		where = append(where, from+` < `+arg(q.To))
+		where = append(where, from+` < `+stored(arg(q.To)))
 	}
 	if !q.KnownAt.IsZero() {
 		where = append(where, recorded+` <= `+arg(q.KnownAt))

@@ -99,7 +99,7 @@ func (h *Tier) prepareWrite(t *series.Table, rows []series.Reading, o WriteOptio
 // encodes a batch while the one before it is being written.
 func (h *Tier) encodeAhead(t *series.Table, b *batch) {
 	if l, ok := h.knownLayout(t); ok && binaryDirect(t, l) && !b.substitute {
-		b.enc = encodeDirect(l, b.rows)
+		b.enc = encodeDirect(t, l, b.rows)
 	}
 }
 
@@ -116,7 +116,7 @@ func (h *Tier) encodeAside(t *series.Table, b *batch) {
 	}
 	done := make(chan *encoded, 1) // the encoder never waits, whether or not the write gets to the copy
 	b.encoding = done
-	go func() { done <- encodeDirect(l, b.rows) }()
+	go func() { done <- encodeDirect(t, l, b.rows) }()
 }
 
 // writePrepared writes a batch prepareWrite prepared, in a transaction

@@ -24,6 +24,23 @@ func SeriesSQL(ctx context.Context, pool *pgxpool.Pool, schema, table string) (s
 		pgx.Identifier{schema, table + "_attrs"}.Sanitize()).Scan(&lean); err != nil {
 		return "", fmt.Errorf("hotbench: the layout of %s.%s: %w", schema, table, err)
 	}
+	var step bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'step' AND NOT attisdropped)`,
+		pgx.Identifier{schema, table}.Sanitize()).Scan(&step); err != nil {
+		return "", fmt.Errorf("hotbench: the layout of %s.%s: %w", schema, table, err)
+	}
+	if step {
+		// The step layout is the lean one with from stored as the
+		// fixtures' quarter hours since 1970: the range is one on steps,
+		// which the primary key orders.
+		return fmt.Sprintf(`SELECT DISTINCT ON (r.step) s.malo_id, a.melo_id, s.obis_code, a.sparte,
+	timestamptz '1970-01-01 00:00:00+00' + r.step * interval '15 minutes' AS "from", timestamptz '1970-01-01 00:00:00+00' + (r.step + 1) * interval '15 minutes' AS "to",
+	r.value, a.unit, a.quality, a.resolution, r.version::numeric + 9223372036854775808 AS version, a.version_scope, a.recorded_at, a.balancing_day, a.subject_id
+FROM %[1]s r JOIN %[2]s s ON s.id = r.series JOIN %[3]s a ON a.id = r.attr
+WHERE s.malo_id = $1 AND s.obis_code = $2 AND r.step >= ceil(extract(epoch FROM $3::timestamptz) / 900)::int8
+	AND r.step < ceil(extract(epoch FROM $4::timestamptz) / 900)::int8 ORDER BY r.step, r.version DESC`,
+			pgx.Identifier{schema, table}.Sanitize(), pgx.Identifier{schema, table + "_series"}.Sanitize(), pgx.Identifier{schema, table + "_attrs"}.Sanitize()), nil
+	}
 	if lean {
 		// The lean layout derives to from the resolution (the fixtures'
 		// quarter hours) and stores version less 2⁶³; quality,

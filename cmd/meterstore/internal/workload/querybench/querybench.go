@@ -423,8 +423,18 @@ func postgresSQL(ctx context.Context, pool *pgxpool.Pool, w time.Time) (string, 
 		return "", fmt.Errorf("querybench: %w", err)
 	}
 	if dict {
-		return fmt.Sprintf(`SELECT s.malo_id, sum(r.value) AS kwh, count(*) AS n FROM (SELECT DISTINCT ON (series, "from") series, value FROM %[1]s.power WHERE "from" >= %[2]s ORDER BY series, "from", version DESC) r JOIN %[1]s.power_series s ON s.id = r.series GROUP BY s.malo_id`,
-			schema, lit(w)), nil
+		// The step layout stores from as quarter hours since 1970.
+		var step bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'step' AND NOT attisdropped)`,
+			schema+".power").Scan(&step); err != nil {
+			return "", fmt.Errorf("querybench: %w", err)
+		}
+		from, bound := `"from"`, lit(w)
+		if step {
+			from, bound = `step`, fmt.Sprintf(`ceil(extract(epoch FROM %s::timestamptz) / 900)::int8`, lit(w))
+		}
+		return fmt.Sprintf(`SELECT s.malo_id, sum(r.value) AS kwh, count(*) AS n FROM (SELECT DISTINCT ON (series, %[3]s) series, value FROM %[1]s.power WHERE %[3]s >= %[2]s ORDER BY series, %[3]s, version DESC) r JOIN %[1]s.power_series s ON s.id = r.series GROUP BY s.malo_id`,
+			schema, bound, from), nil
 	}
 	return fmt.Sprintf(`SELECT malo_id, sum(value) AS kwh, count(*) AS n FROM (SELECT DISTINCT ON (malo_id, obis_code, "from") malo_id, value FROM %s.power WHERE "from" >= %s ORDER BY malo_id, obis_code, "from", version DESC, recorded_at DESC) r GROUP BY malo_id`,
 		schema, lit(w)), nil
