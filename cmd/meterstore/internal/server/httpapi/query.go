@@ -281,7 +281,13 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 			rows++
 			return out.row(vals)
 		}
-		err = st.Stream(r.Context(), begin, row)
+		// Analysed and authorised, it waits for its turn to run: the
+		// queries running at once are bounded apart from the ingests,
+		// so that they cannot take every core from them.
+		if err = h.running.enter(r.Context()); err == nil {
+			err = st.Stream(r.Context(), begin, row)
+			h.running.leave()
+		}
 		if err == nil {
 			err = out.end()
 		}

@@ -35,6 +35,8 @@ type memStore struct {
 	stmt       memStatement
 	// prepared records the options of the last Prepare.
 	prepared store.StatementOptions
+	// held, if set, answers every statement instead of stmt.
+	held *heldStatement
 }
 
 var memPower = series.Table{Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity,
@@ -76,6 +78,10 @@ func (m *memStore) Prepare(_ context.Context, _ string, o store.StatementOptions
 	}
 	if m.prepareErr != nil {
 		return nil, m.prepareErr
+	}
+	if m.held != nil {
+		m.held.prepared <- struct{}{}
+		return m.held, nil
 	}
 	return m.stmt, nil
 }
