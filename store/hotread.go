@@ -17,6 +17,7 @@ type hotTier struct{ *hot.Tier }
 var (
 	_ query.HotSnapshotReader = hotTier{}
 	_ query.HotBesideReader   = hotTier{}
+	_ query.HotDayRead        = hotRead{}
 )
 
 func (h hotTier) Snapshot(ctx context.Context, conns int) (query.HotSnapshot, error) {
@@ -70,6 +71,24 @@ func (r hotRead) Close() error { return nil }
 
 func (r hotRead) Scan(ctx context.Context, rel, unit int, cols []int, winners bool) (query.HotCursor, error) {
 	c, err := r.Read.Scan(ctx, rel, unit, cols, winners)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DayColumns returns the columns of the read's day sums; ok is false
+// where its layout sums none.
+func (r hotRead) DayColumns() ([]query.HotColumn, bool) {
+	cols := r.Read.DayColumns()
+	if cols == nil {
+		return nil, false
+	}
+	return relationOf(hot.Relation{Columns: cols}).Columns, true
+}
+
+func (r hotRead) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (query.HotCursor, error) {
+	c, err := r.Read.ScanDays(ctx, unit, lo, cols)
 	if err != nil {
 		return nil, err
 	}

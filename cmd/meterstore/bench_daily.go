@@ -1,20 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/querybench"
-	"github.com/meterstore/meterstore/metering"
 )
 
 func newBenchDaily() *cobra.Command {
 	c := querybench.DefaultDailyConfig()
-	var pgURL, jsonPath, start string
 	cmd := &cobra.Command{
 		Use:   "daily",
 		Short: "Per-day and per-month questions through the relation daily against the same from readings",
@@ -31,38 +29,18 @@ same rows, and prints the p50s, the speedups (readings over daily) and
 daily_speedup, the smaller one; the rollup's bytes per series-day; and the
 load and archival times (the archival's includes the rollup's).
 Without --pg-url it starts a private PostgreSQL server with default settings.`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			d, err := metering.ParseDate(start)
-			if err != nil {
-				return err
-			}
-			c.Start, c.Progress, c.Logger = d, os.Stderr, logger()
-			url, stop, err := benchServer(ctx, pgURL, nil, c.Logger)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			res, err := querybench.RunDaily(ctx, url, c)
-			if err != nil {
-				return err
-			}
-			printDaily(cmd.OutOrStdout(), res)
-			return printJSON(cmd.OutOrStdout(), jsonPath, res)
-		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&pgURL, "pg-url", "", "PostgreSQL server to measure (default: a private one)")
-	f.StringVar(&jsonPath, "json", "", "also write the JSON result to this file")
-	f.StringVar(&start, "start", c.Start.String(), "first Berlin day of the fixture")
-	f.IntVar(&c.Meters, "meters", c.Meters, "meters")
-	f.IntVar(&c.Days, "days", c.Days, "days of quarter hours")
-	f.IntVar(&c.HotDays, "hot-days", c.HotDays, "last days left in PostgreSQL")
-	f.IntVar(&c.Runs, "runs", c.Runs, "runs per question after one warm-up")
-	f.IntVar(&c.Threads, "threads", c.Threads, "DuckDB threads")
-	f.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "DuckDB memory_limit")
-	f.StringVar(&c.Dir, "dir", "", "keep the warehouse here (default: a temporary directory)")
-	f.StringVar(&c.Integrity, "integrity", c.Integrity, "the table's integrity (auto: the lean layout)")
+	fixtureBench(cmd, &c, func(ctx context.Context, w io.Writer, url string, c querybench.Config) (any, error) {
+		res, err := querybench.RunDaily(ctx, url, c)
+		if err != nil {
+			return nil, err
+		}
+		printDaily(w, res)
+		return res, nil
+	})
+	cmd.Flags().IntVar(&c.Runs, "runs", c.Runs, "runs per question after one warm-up")
+	cmd.Flags().IntVar(&c.Threads, "threads", c.Threads, "DuckDB threads")
+	cmd.Flags().StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "DuckDB memory_limit")
 	return cmd
 }
 

@@ -37,6 +37,13 @@ func TestBenchDaily(t *testing.T) {
 	if !res.Completeness.Equal || !res.Monthly.Equal || res.Completeness.Rows != 35 || res.Monthly.Rows != 20*2 {
 		t.Fatalf("answers: %+v\n%+v", res.Completeness, res.Monthly)
 	}
+	// The hot days cross summed: a row a meter and day (a day W or a
+	// partition cuts in two), not 96.
+	for _, q := range []querybench.DailyCase{res.Completeness, res.Monthly} {
+		if q.DailyHotRows == 0 || q.DailyHotRows > 20*(3+1)*2 || q.ReadingsHotRows < 20*3*90 {
+			t.Fatalf("%s: %d hot rows through daily, %d through readings", q.Name, q.DailyHotRows, q.ReadingsHotRows)
+		}
+	}
 	if res.RollupRows == 0 || res.RollupFiles == 0 || res.SeriesDays < 20*30 || res.BytesPerSeriesDay <= 0 || res.DailySpeedup <= 0 {
 		t.Fatalf("result: %+v", res)
 	}

@@ -1,21 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/meterstore/meterstore/cmd/meterstore/internal/workload/querybench"
-	"github.com/meterstore/meterstore/metering"
 )
 
 func newBenchQuery() *cobra.Command {
 	c := querybench.DefaultConfig()
-	var pgURL, jsonPath, start string
 	cmd := &cobra.Command{
 		Use:   "query",
 		Short: "Cross-tier query latency, against DuckDB on the same Parquet files",
@@ -37,39 +35,20 @@ and runs, --runs times each after a warm-up, interleaved:
 It checks that (b) and (c) agree, and (e) and (f), and prints p50/p99,
 (b)/(c), (b)/(d), (e)/(f), (g)/(i), (h)/(i) and (h)/(i) in answers/s.
 Without --pg-url it starts a private PostgreSQL server with default settings.`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			d, err := metering.ParseDate(start)
-			if err != nil {
-				return err
-			}
-			c.Start, c.Progress, c.Logger = d, os.Stderr, logger()
-			url, stop, err := benchServer(ctx, pgURL, nil, c.Logger)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			res, err := querybench.Run(ctx, url, c)
-			if err != nil {
-				return err
-			}
-			printQuery(cmd.OutOrStdout(), res)
-			return printJSON(cmd.OutOrStdout(), jsonPath, res)
-		},
 	}
+	fixtureBench(cmd, &c, func(ctx context.Context, w io.Writer, url string, c querybench.Config) (any, error) {
+		res, err := querybench.Run(ctx, url, c)
+		if err != nil {
+			return nil, err
+		}
+		printQuery(w, res)
+		return res, nil
+	})
 	f := cmd.Flags()
-	f.StringVar(&pgURL, "pg-url", "", "PostgreSQL server to measure (default: a private one)")
-	f.StringVar(&jsonPath, "json", "", "also write the JSON result to this file")
-	f.StringVar(&start, "start", c.Start.String(), "first Berlin day of the fixture")
-	f.IntVar(&c.Meters, "meters", c.Meters, "meters")
-	f.IntVar(&c.Days, "days", c.Days, "days of quarter hours")
-	f.IntVar(&c.HotDays, "hot-days", c.HotDays, "last days left in PostgreSQL")
 	f.IntVar(&c.Runs, "runs", c.Runs, "runs per query after one warm-up")
 	f.IntVar(&c.PointRuns, "point-runs", c.PointRuns, "runs of each point question (g) to (j), with one client and with two")
 	f.IntVar(&c.Threads, "threads", c.Threads, "DuckDB threads, for MeterStore and the floor")
 	f.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "DuckDB memory_limit, for MeterStore and the floor")
-	f.StringVar(&c.Dir, "dir", "", "keep the warehouse here (default: a temporary directory)")
-	f.StringVar(&c.Integrity, "integrity", c.Integrity, "the table's integrity (auto: the lean layout)")
 	return cmd
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,15 +17,8 @@ import (
 // metadata mirror; status and verify exit 1 naming its file, and verify
 // --resolve-forks moves it aside, after which both pass.
 func TestVerifyFork(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath, _ := deploymentConfig(t, dir)
-	c := []string{"-c", cfgPath}
-	const now = "2026-05-01T00:00:00Z"
-	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
-	deliv := filepath.Join(dir, "day.csv")
-	os.WriteFile(deliv, []byte(deliveryCSV(2, -1)), 0o644)
-	mustRun(t, append([]string{"ingest", "--table", "power", deliv}, c...)...)
-	mustRun(t, append([]string{"maintain", "--once", "--now", now}, c...)...)
+	dir, _, c := maintainedDeployment(t)
+	const now = maintainedAt
 
 	hints, _ := filepath.Glob(filepath.Join(dir, "wh", "*", "power", "metadata", "version-hint.text"))
 	hints = slices.DeleteFunc(hints, inRollup)

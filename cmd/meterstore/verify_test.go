@@ -17,15 +17,8 @@ import (
 // data file of the current snapshot is gone or a partition was detached by
 // hand, naming what it found; status notices the file too.
 func TestVerify(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath, pgURL := deploymentConfig(t, dir)
-	c := []string{"-c", cfgPath}
-	const now = "2026-05-01T00:00:00Z"
-	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
-	deliv := filepath.Join(dir, "day.csv")
-	os.WriteFile(deliv, []byte(deliveryCSV(2, -1)), 0o644)
-	mustRun(t, append([]string{"ingest", "--table", "power", deliv}, c...)...)
-	mustRun(t, append([]string{"maintain", "--once", "--now", now}, c...)...)
+	dir, pgURL, c := maintainedDeployment(t)
+	const now = maintainedAt
 
 	out := mustRun(t, append([]string{"verify"}, c...)...)
 	if !strings.Contains(out, "power") {
@@ -165,15 +158,8 @@ func TestVerifyDeep(t *testing.T) {
 // default); a younger one is a note. The maintenance loop removes an old
 // one, as does orphans --delete, and verify passes again.
 func TestVerifyOrphans(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath, _ := deploymentConfig(t, dir)
-	c := []string{"-c", cfgPath}
-	const now = "2026-05-01T00:00:00Z"
-	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
-	deliv := filepath.Join(dir, "day.csv")
-	os.WriteFile(deliv, []byte(deliveryCSV(2, -1)), 0o644)
-	mustRun(t, append([]string{"ingest", "--table", "power", deliv}, c...)...)
-	mustRun(t, append([]string{"maintain", "--once", "--now", now}, c...)...)
+	dir, _, c := maintainedDeployment(t)
+	const now = maintainedAt
 	var loc string // the table's location: the directory holding data/ and metadata/
 	filepath.WalkDir(filepath.Join(dir, "wh"), func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() && d.Name() == "metadata" && filepath.Base(filepath.Dir(path)) == "power" && !inRollup(path) {
@@ -234,4 +220,26 @@ func TestVerifyOrphans(t *testing.T) {
 // the table's name in the namespace <namespace>_daily.
 func inRollup(path string) bool {
 	return strings.Contains(filepath.ToSlash(path), "_daily/")
+}
+
+// maintainedAt is when maintainedDeployment's maintenance cycle ran.
+const maintainedAt = "2026-05-01T00:00:00Z"
+
+// maintainedDeployment creates a deployment in a temporary directory,
+// ingests two meters' day into power and runs one maintenance cycle at
+// maintainedAt, which archives it; it returns the directory, the
+// PostgreSQL URL and the -c arguments.
+func maintainedDeployment(t *testing.T) (dir, pgURL string, c []string) {
+	t.Helper()
+	dir = t.TempDir()
+	cfgPath, pgURL := deploymentConfig(t, dir)
+	c = []string{"-c", cfgPath}
+	mustRun(t, append([]string{"create", "--now", "2026-03-01T00:00:00Z"}, c...)...)
+	deliv := filepath.Join(dir, "day.csv")
+	if err := os.WriteFile(deliv, []byte(deliveryCSV(2, -1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, append([]string{"ingest", "--table", "power", deliv}, c...)...)
+	mustRun(t, append([]string{"maintain", "--once", "--now", maintainedAt}, c...)...)
+	return dir, pgURL, c
 }

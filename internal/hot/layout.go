@@ -92,6 +92,10 @@ type layout interface {
 	// insertSelect returns the select list, over the staging table, of
 	// the columns writeColumns names.
 	insertSelect(t *series.Table) []string
+	// daySums returns the SELECT of the day sums (DayColumns) of the
+	// resolved rows of relation rel of t (a partition) that where
+	// selects, "" if the layout leaves them to the engine.
+	daySums(h *Tier, t *series.Table, rel string, where []string) string
 	// naturalSources returns the expressions of the natural columns that
 	// series.go's resolved reads take from elsewhere than the rows r:
 	// nil if the rows hold all of them, unqualified.

@@ -247,29 +247,11 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 		source string
 		where  []string
 	)
-	keys := func() []string {
-		var conds []string
-		if len(r.q.MaLo) > 0 {
-			conds = append(conds, `malo_id = ANY (`+textArray(r.q.MaLo)+`)`)
-		}
-		if len(r.q.OBIS) > 0 {
-			conds = append(conds, `obis_code = ANY (`+textArray(r.q.OBIS)+`)`)
-		}
-		return conds
-	}
 	switch {
 	case rel == 0 && unit >= 0 && unit < len(r.parts):
 		p := r.parts[unit]
 		from, source = r.shape.Rows, r.s.h.ident(p.Name)
-		// Bounds only where the range cuts the partition: none to check
-		// per row otherwise.
-		if !r.q.From.IsZero() && r.q.From.After(p.From) {
-			where = append(where, `"from" >= `+timeLit(r.q.From))
-		}
-		if !r.q.To.IsZero() && r.q.To.Before(p.To) {
-			where = append(where, `"from" < `+timeLit(r.q.To))
-		}
-		where = append(where, r.lay.keyFilter(r.s.h, r.t, p, keys())...)
+		where = r.partWhere(p, time.Time{})
 	case rel > 0 && rel <= len(r.shape.Dicts) && unit == 0:
 		from = r.shape.Dicts[rel-1].Relation
 		source = r.s.h.ident(r.lay.dictNames(r.t)[rel-1])
@@ -279,7 +261,7 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 		}
 		where = append(where, `bucket = ANY (ARRAY[`+strings.Join(buckets, ", ")+`]::timestamptz[])`)
 		if rel == 1 {
-			where = append(where, keys()...)
+			where = append(where, r.keys()...)
 		}
 	default:
 		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("no unit %d of relation %d", unit, rel)}
@@ -287,7 +269,7 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 	if winners && rel != 0 {
 		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("relation %d has no versions", rel)}
 	}
-	c := &Cursor{r: r, kinds: make([]Kind, len(cols)), ints: make([]int64, len(cols)), uints: make([]uint64, len(cols)), vals: make([][]byte, len(cols))}
+	c := r.newCursor(len(cols))
 	list := make([]string, len(cols))
 	for i, col := range cols {
 		if col < 0 || col >= len(from.Columns) {
@@ -318,9 +300,51 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 		sql += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	sql += order
+	return r.open(ctx, c, sql)
+}
+
+// keys returns the conditions on malo_id and obis_code of the read's
+// range.
+func (r *Read) keys() []string {
+	var conds []string
+	if len(r.q.MaLo) > 0 {
+		conds = append(conds, `malo_id = ANY (`+textArray(r.q.MaLo)+`)`)
+	}
+	if len(r.q.OBIS) > 0 {
+		conds = append(conds, `obis_code = ANY (`+textArray(r.q.OBIS)+`)`)
+	}
+	return conds
+}
+
+// partWhere returns the conditions that select the stored rows of
+// partition p the read's range selects, from lo on if lo is later than
+// the range's start. Bounds only where they cut the partition: none to
+// check per row otherwise.
+func (r *Read) partWhere(p Partition, lo time.Time) []string {
+	var where []string
+	if r.q.From.After(lo) {
+		lo = r.q.From
+	}
+	if !lo.IsZero() && lo.After(p.From) {
+		where = append(where, `"from" >= `+timeLit(lo))
+	}
+	if !r.q.To.IsZero() && r.q.To.Before(p.To) {
+		where = append(where, `"from" < `+timeLit(r.q.To))
+	}
+	return append(where, r.lay.keyFilter(r.s.h, r.t, p, r.keys())...)
+}
+
+// newCursor returns a cursor of the read with n columns, to be opened.
+func (r *Read) newCursor(n int) *Cursor {
+	return &Cursor{r: r, kinds: make([]Kind, n), ints: make([]int64, n), uints: make([]uint64, n), vals: make([][]byte, n)}
+}
+
+// open starts cursor c over the rows of sql on a connection of the
+// read's snapshot.
+func (r *Read) open(ctx context.Context, c *Cursor, sql string) (*Cursor, error) {
 	var ok bool
 	if c.conn, c.name, ok = r.s.assign(); !ok {
-		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: errors.New("the snapshot is closed")}
+		return nil, &series.Error{Kind: series.InvalidInput, Op: "read", Table: r.t.Name, Err: errors.New("the snapshot is closed")}
 	}
 	c.query = sql
 	if err := c.start(ctx); err != nil {

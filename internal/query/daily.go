@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -78,19 +77,49 @@ func (a *analysis) dailyRange(ctx context.Context, q querier, node map[string]an
 
 // createDaily creates the view daily in p's schema over its readings, if
 // the table is an interval table, and over the stored rollup's days if
-// stored is not nil.
-func createDaily(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, p place, stored *storedDays) error {
+// stored is not nil. Where the read of p's tiers allows, the hot tier
+// sums the days of its rows itself (hotDays).
+func createDaily(ctx context.Context, inst *instance, t *series.Table, l layout, p place, stored *storedDays) error {
 	if t.TimeModel != series.Interval {
 		return nil
 	}
-	sel := dailySQL(l, rel(p.out, "readings"), time.Time{})
+	var lo time.Time
 	if stored != nil {
-		sel = storedDailySQL(l, rel(p.out, "readings"), stored)
+		lo = recentFrom(stored.w)
 	}
-	if _, err := conn.ExecContext(ctx, `CREATE VIEW `+database+`.`+rel(p.out, "daily")+` AS `+sel); err != nil {
+	readings := rel(p.out, "readings")
+	sel, err := inst.hotDays(l, p, lo)
+	if err != nil {
+		return err
+	}
+	if sel == "" {
+		sel = dailySQL(l, readings, lo)
+	}
+	if stored != nil {
+		sel = storedDailySQL(l, sel, stored)
+	}
+	if _, err := inst.conn.ExecContext(ctx, `CREATE VIEW `+database+`.`+rel(p.out, "daily")+` AS `+sel); err != nil {
 		return fmt.Errorf("query: create the view daily: %w", err)
 	}
 	return nil
+}
+
+// hotDays returns the SELECT of daily over p's tiers from lo on with
+// the hot rows' days summed in PostgreSQL, or "" where the read of p's
+// tiers does not allow it: only the current tiers' resolved rows at or
+// above W, with no recorded_at ceiling (which may let another version
+// win), of a layout that sums days, are what its sums are of.
+func (inst *instance) hotDays(l layout, p place, lo time.Time) (string, error) {
+	rd, ok := inst.reads[p.out]
+	if !ok || rd.hot == nil || !rd.v.ceiling.IsZero() || rd.v.asOf != nil {
+		return "", nil
+	}
+	fn := inst.nextFunc() + "_days"
+	cols, ok, err := rd.hot.registerDays(inst.conn, fn, later(lo, rd.s.w, rd.s.hasW))
+	if err != nil || !ok {
+		return "", err
+	}
+	return dailySplitSQL(l, rd.cold, hotDaysSQL(l, fn, cols), lo), nil
 }
 
 // dailyQualities are the quality codes daily counts, one column each.
@@ -104,17 +133,30 @@ func dailyQualityColumn(q metering.Quality) string { return "quality_" + strings
 // readings of the relation readings; see the comment at the top of this
 // file. A day of readings from after is read; zero: every day.
 func dailySQL(l layout, readings string, after time.Time) string {
+	where := ""
+	if !after.IsZero() {
+		where = `"from" >= ` + timestamptz(after)
+	}
+	return dailyOuterSQL(l, dailyPartialSQL(l, database+`.`+readings, where))
+}
+
+// dailyGroup returns what daily groups by: the series, its day, sparte,
+// resolution and unit.
+func dailyGroup(l layout) string {
 	var keys []string
 	for _, k := range l.key {
 		if k != "from" {
 			keys = append(keys, ident(k))
 		}
 	}
-	group := strings.Join(keys, ", ") + `, balancing_day, sparte, resolution, unit`
-	var counted []string
-	for _, r := range countedResolutions {
-		counted = append(counted, quote(r.String()))
-	}
+	return strings.Join(keys, ", ") + `, balancing_day, sparte, resolution, unit`
+}
+
+// dailyPartialSQL returns daily's sums of the readings of from (a
+// relation or a subquery) that where selects ("": all), grouped by
+// dailyGroup.
+func dailyPartialSQL(l layout, from, where string) string {
+	group := dailyGroup(l)
 	aggs := []string{
 		`count(*) AS present`,
 		`count(*) FILTER (WHERE "from" >= day_from AND "from" < day_to AND CASE resolution WHEN 'P1D' THEN "from" = day_from
@@ -125,27 +167,85 @@ func dailySQL(l layout, readings string, after time.Time) string {
 		aggs = append(aggs, `count(*) FILTER (WHERE quality = `+quote(q.String())+`) AS `+ident(dailyQualityColumn(q)))
 	}
 	aggs = append(aggs, `max(version) AS max_version`, `max(recorded_at) AS max_recorded_at`)
-	where := ""
-	if !after.IsZero() {
-		where = ` WHERE "from" >= ` + timestamptz(after)
+	if where != "" {
+		where = ` WHERE ` + where
+	}
+	return `SELECT ` + group + `, ` + strings.Join(aggs, ", ") + `
+	FROM ` + from + ` JOIN (
+		-- Where each day of the readings begins and ends, computed once a day.
+		SELECT balancing_day, sparte, meter_balancing_day_start(balancing_day, sparte) AS day_from,
+			meter_balancing_day_end(balancing_day, sparte) AS day_to
+		FROM (SELECT DISTINCT balancing_day, sparte FROM ` + from + where + `)
+	) USING (balancing_day, sparte)` + where + `
+	GROUP BY ` + group
+}
+
+// dailyOuterSQL returns daily's rows from the sums of inner
+// (dailyPartialSQL's columns), with where each day begins and ends and
+// the intervals it expects.
+func dailyOuterSQL(l layout, inner string) string {
+	var counted []string
+	for _, r := range countedResolutions {
+		counted = append(counted, quote(r.String()))
 	}
 	var qcols []string
 	for _, q := range dailyQualities {
 		qcols = append(qcols, ident(dailyQualityColumn(q)))
 	}
-	return `SELECT ` + group + `,
+	return `SELECT ` + dailyGroup(l) + `,
 	meter_balancing_day_start(balancing_day, sparte) AS "from",
 	meter_balancing_day_end(balancing_day, sparte) AS "to",
 	CAST(CASE WHEN resolution IN (` + strings.Join(counted, ", ") + `) THEN meter_expected_intervals(balancing_day, resolution, sparte) END AS BIGINT) AS expected,
 	present, on_grid, value_sum, ` + strings.Join(qcols, ", ") + `, max_version, max_recorded_at
-FROM (SELECT ` + group + `, ` + strings.Join(aggs, ", ") + `
-	FROM ` + database + `.` + readings + ` JOIN (
-		-- Where each day of the readings begins and ends, computed once a day.
-		SELECT balancing_day, sparte, meter_balancing_day_start(balancing_day, sparte) AS day_from,
-			meter_balancing_day_end(balancing_day, sparte) AS day_to
-		FROM (SELECT DISTINCT balancing_day, sparte FROM ` + database + `.` + readings + where + `)
-	) USING (balancing_day, sparte)` + where + `
-	GROUP BY ` + group + `)`
+FROM (` + inner + `)`
+}
+
+// dailySplitSQL returns the SELECT of daily over the resolved cold rows
+// of the SELECT cold ("": none) from lo on, and the day sums the hot tier
+// computed of its rows, in the SELECT hotDays: a day's partial sums on
+// both sides of W add up. Read apart from readings, the cold rows leave
+// the hot tier's rows unread, which a filter on readings would not.
+func dailySplitSQL(l layout, cold, hotDays string, lo time.Time) string {
+	group := dailyGroup(l)
+	parts := []string{hotDays}
+	if cold != "" {
+		where := ""
+		if !lo.IsZero() {
+			where = `"from" >= ` + timestamptz(lo)
+		}
+		parts = append([]string{dailyPartialSQL(l, `(`+cold+`)`, where)}, parts...)
+	}
+	sums := []string{`CAST(sum(present) AS BIGINT) AS present`, `CAST(sum(on_grid) AS BIGINT) AS on_grid`,
+		`CAST(sum(value_sum) AS DECIMAL(38,6)) AS value_sum`}
+	for _, q := range dailyQualities {
+		c := ident(dailyQualityColumn(q))
+		sums = append(sums, `CAST(sum(`+c+`) AS BIGINT) AS `+c)
+	}
+	sums = append(sums, `max(max_version) AS max_version`, `max(max_recorded_at) AS max_recorded_at`)
+	return dailyOuterSQL(l, `SELECT `+group+`, `+strings.Join(sums, ", ")+`
+	FROM (`+strings.Join(parts, "\nUNION ALL BY NAME\n")+`)
+	GROUP BY `+group)
+}
+
+// hotDaysSQL returns the SELECT of the hot tier's day sums from table
+// function fn with columns cols, as daily's sums and in their types.
+func hotDaysSQL(l layout, fn string, cols []HotColumn) string {
+	types := map[string]string{}
+	for _, c := range l.cols {
+		types[c.name] = c.typ
+	}
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		x := hotValue(ident(c.Name), c.Kind)
+		switch {
+		case c.Name == "value_sum":
+			x = `CAST(` + x + ` AS DECIMAL(38,6))`
+		case types[c.Name] != "":
+			x = `CAST(` + x + ` AS ` + types[c.Name] + `)`
+		}
+		sel[i] = x + ` AS ` + ident(c.Name)
+	}
+	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + fn + `()`
 }
 
 // dailyColumns returns daily's columns, each cast to its type.
@@ -173,18 +273,34 @@ func dailyColumns(l layout) []string {
 
 // storedDailySQL returns the SELECT of daily with the days that end at or
 // before stored.w from the rollup's files, of each series' day the rows of
-// its highest rollup_version, and the later days from the readings from
-// recentFrom(w) on.
-func storedDailySQL(l layout, readings string, stored *storedDays) string {
+// its highest rollup_version, and the later days from recent, the SELECT
+// of daily over the readings from recentFrom(w) on.
+//
+// The rollup's rows are resolved as archival appends them: nearly all at
+// the lowest rollup_version, a few days corrected by higher ones. The rows
+// of the lowest version win unless their day has a higher one, which an
+// anti join on equalities finds; only the higher versions' rows are
+// ranked by a window. A window over every row sorts them all, ten times
+// the cost of reading them (0.5 to 0.9 s for 410,000 rows, measured).
+func storedDailySQL(l layout, recent string, stored *storedDays) string {
 	cols := strings.Join(dailyColumns(l), ", ")
-	var keys []string
+	var keys, on []string
 	for _, k := range l.key {
-		if k != "from" {
-			keys = append(keys, ident(k))
+		if k == "from" {
+			continue
 		}
+		keys = append(keys, ident(k))
+		// An identity column a file predates is NULL in its rows.
+		op := ` IS NOT DISTINCT FROM `
+		if k == "malo_id" || k == "obis_code" {
+			op = ` = `
+		}
+		on = append(on, `f.`+ident(k)+op+`h.`+ident(k))
 	}
+	keys = append(keys, "balancing_day")
+	on = append(on, `f.balancing_day = h.balancing_day`)
 	w := timestamptz(stored.w)
-	recent := `SELECT ` + cols + ` FROM (` + dailySQL(l, readings, recentFrom(stored.w)) + `) WHERE "to" > ` + w
+	recent = `SELECT ` + cols + ` FROM (` + recent + `) WHERE "to" > ` + w
 	if len(stored.files) == 0 {
 		return recent
 	}
@@ -192,9 +308,14 @@ func storedDailySQL(l layout, readings string, stored *storedDays) string {
 	for i, f := range stored.files {
 		quoted[i] = quote(f)
 	}
-	return `SELECT ` + cols + ` FROM read_parquet([` + strings.Join(quoted, ", ") + `], union_by_name = true, hive_partitioning = false)
-	WHERE "to" <= ` + w + `
-	QUALIFY rollup_version = max(rollup_version) OVER (PARTITION BY ` + strings.Join(keys, ", ") + `, balancing_day)
+	files := `read_parquet([` + strings.Join(quoted, ", ") + `], union_by_name = true, hive_partitioning = false)`
+	lowest := `(SELECT min(rollup_version) FROM ` + files + `)`
+	settled := `SELECT * FROM ` + files + ` WHERE "to" <= ` + w
+	return `SELECT ` + cols + ` FROM (` + settled + ` AND rollup_version = ` + lowest + `) f
+	ANTI JOIN (SELECT DISTINCT ` + strings.Join(keys, ", ") + ` FROM ` + files + ` WHERE rollup_version > ` + lowest + `) h ON ` + strings.Join(on, " AND ") + `
+UNION ALL
+SELECT ` + cols + ` FROM (` + settled + ` AND rollup_version > ` + lowest + `
+	QUALIFY rollup_version = max(rollup_version) OVER (PARTITION BY ` + strings.Join(keys, ", ") + `))
 UNION ALL
 ` + recent
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
@@ -137,6 +138,58 @@ type hotFunc struct {
 	winners bool
 	infos   []duckdb.ColumnInfo
 	rows    int64
+	// days, if set, are the columns of the day sums the function reads
+	// instead of the relation, from lo on (see HotDayRead).
+	days []HotColumn
+	lo   time.Time
+}
+
+// registerDays makes the day sums of s's read from lo on a table function
+// of conn, and returns its name and columns; ok is false where the read
+// sums no days.
+func (s *hotScan) registerDays(conn *sql.Conn, name string, lo time.Time) (cols []HotColumn, ok bool, err error) {
+	dr, is := s.read.(HotDayRead)
+	if !is {
+		return nil, false, nil
+	}
+	cols, ok = dr.DayColumns()
+	if !ok {
+		return nil, false, nil
+	}
+	infos := make([]duckdb.ColumnInfo, len(cols))
+	for j, c := range cols {
+		t, err := hotType(c.Kind)
+		if err != nil {
+			return nil, false, fmt.Errorf("query: hot day column %s: %w", c.Name, err)
+		}
+		infos[j] = duckdb.ColumnInfo{Name: c.Name, T: t}
+	}
+	f := &hotFunc{scan: s, infos: infos, rows: -1, days: cols, lo: lo}
+	err = duckdb.RegisterTableUDF(conn, name, duckdb.ParallelChunkTableFunction{
+		BindArgumentsContext: func(ctx context.Context, _ map[string]any, _ ...any) (duckdb.ParallelChunkTableSource, error) {
+			return &hotSource{hotFunc: f, ctx: ctx}, nil
+		},
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("query: register the hot day sums: %w", err)
+	}
+	return cols, true, nil
+}
+
+// column returns the function's column i.
+func (f *hotFunc) column(i int) HotColumn {
+	if f.days != nil {
+		return f.days[i]
+	}
+	return f.scan.shape.column(f.rel, i)
+}
+
+// scanUnit opens the cursor of unit u with the columns cols.
+func (f *hotFunc) scanUnit(ctx context.Context, u int, cols []int) (HotCursor, error) {
+	if f.days != nil {
+		return f.scan.read.(HotDayRead).ScanDays(ctx, u, f.lo, cols)
+	}
+	return f.scan.read.Scan(ctx, f.rel, u, cols, f.winners)
 }
 
 // A hotSource is one binding of a hotFunc in a statement: one scan of its
@@ -165,7 +218,7 @@ func (s *hotSource) open(u int, cols []int) *opening {
 	o.once.Do(func() {
 		go func() {
 			defer close(o.done)
-			o.cur, o.err = s.scan.read.Scan(s.ctx, s.rel, u, cols, s.winners)
+			o.cur, o.err = s.scanUnit(s.ctx, u, cols)
 		}()
 	})
 	return o
@@ -208,7 +261,7 @@ func (s *hotSource) FillChunk(local any, chunk duckdb.DataChunk) error {
 			// An error names a column the statement does not read.
 			if _, err := chunk.GetVector(i); err == nil {
 				l.cols = append(l.cols, i)
-				l.writers = append(l.writers, writer(i, len(l.cols)-1, s.scan.shape.column(s.rel, i).Kind))
+				l.writers = append(l.writers, writer(i, len(l.cols)-1, s.column(i).Kind))
 			}
 		}
 	}

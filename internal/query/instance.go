@@ -32,6 +32,19 @@ type instance struct {
 	// columns are the names the statement may read columns by, nil for
 	// every column (see analysis.columns).
 	columns map[string]bool
+	// reads are how each place's views read the tiers, by its schema.
+	reads map[string]tierRead
+}
+
+// A tierRead is how a place's views read the tiers: the hot read, if
+// any, the split, and the view's conditions besides it.
+type tierRead struct {
+	hot *hotScan
+	s   split
+	v   view
+	// cold is the SELECT of readings' resolved rows below the split, ""
+	// if none (see createViews).
+	cold string
 }
 
 // nextFunc returns a prefix for the names of new table functions.

@@ -288,6 +288,24 @@ func (s scanned) SnapshotFloor() (Floor, bool) {
 	return Floor{}, false
 }
 
+// DayColumns passes on the read's own, if it sums days.
+func (s scanned) DayColumns() ([]HotColumn, bool) {
+	if dr, ok := s.HotRead.(HotDayRead); ok {
+		return dr.DayColumns()
+	}
+	return nil, false
+}
+
+// ScanDays passes on to the read's own; DayColumns says whether it has
+// one.
+func (s scanned) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (HotCursor, error) {
+	dr, ok := s.HotRead.(HotDayRead)
+	if !ok {
+		return nil, errors.New("query: the hot read sums no days")
+	}
+	return dr.ScanDays(ctx, unit, lo, cols)
+}
+
 func (s scanned) Close() error {
 	err := s.HotRead.Close()
 	n, _, _ := s.Moved()
@@ -405,6 +423,21 @@ type HotRead interface {
 	// time from the first batch asked for to the last one received.
 	Moved() (rows, bytes int64, span time.Duration)
 	Close() error
+}
+
+// A HotDayRead is a HotRead whose hot tier sums the resolved rows of each
+// series and day itself, so that a row a day crosses instead of the day's
+// readings (see the relation daily).
+type HotDayRead interface {
+	HotRead
+	// DayColumns returns the columns of the day sums: the series, balancing_day,
+	// sparte, resolution, unit, then daily's counts, value_sum (as text),
+	// max_version and max_recorded_at; ok is false where the read sums none.
+	DayColumns() (cols []HotColumn, ok bool)
+	// ScanDays opens a cursor over the day sums of the resolved rows of
+	// part unit of the rows (see Units) from lo on, with the columns cols.
+	// A day the parts or lo cut comes as partial sums.
+	ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (HotCursor, error)
 }
 
 // A FlooredRead is a HotRead that knows its table's Floor as of its

@@ -424,7 +424,7 @@ func (st *Statement) readTable(ctx context.Context, u use) ([]string, TableRead,
 		if stored != nil {
 			files = append(files, stored.files...)
 		}
-		if err := createDaily(ctx, inst.conn, u.t.table, u.t.layout, p, stored); err != nil {
+		if err := createDaily(ctx, inst, u.t.table, u.t.layout, p, stored); err != nil {
 			return nil, tr, err
 		}
 	}

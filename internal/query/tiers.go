@@ -35,8 +35,12 @@ func (e *reader) read(ctx context.Context, inst *instance, p place, r series.Ran
 	// views creates the views in p, with v as it is then.
 	views := func(hot *hotScan, files fileSet, s split) error {
 		begin := time.Now()
-		err := createViews(ctx, inst.conn, e.layout, p, hot, files, s, v)
+		cold, err := createViews(ctx, inst.conn, e.layout, p, hot, files, s, v)
 		res.Timing.step(StepViews, begin)
+		if inst.reads == nil {
+			inst.reads = map[string]tierRead{}
+		}
+		inst.reads[p.out] = tierRead{hot: hot, s: s, v: v, cold: cold}
 		return err
 	}
 	if r.Empty() {

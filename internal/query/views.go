@@ -159,7 +159,11 @@ func (x part) marked() bool { return !x.hot && x.kind != cold.Open && x.marks }
 // not read at all), except those whose merge key a late correction (an open
 // file's row) has, which are resolved with the open files and the hot
 // tier's rows. Without open files, no cold row is compared with another.
-func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *hotScan, files fileSet, s split, v view) error {
+//
+// It returns the SELECT of readings' resolved rows below the split, the
+// cold ones, for the relations that read them apart from the hot tier's
+// rows; "" if there are none.
+func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *hotScan, files fileSet, s split, v view) (string, error) {
 	coldWhere, hotWhere := []string{"false"}, []string{"true"}
 	if s.hasW {
 		w := timestamptz(s.w)
@@ -200,11 +204,11 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 			pastWhere = append(pastWhere, `"recorded_at" <= `+timestamptz(v.knownAt))
 		}
 		if err := addCold(v.asOf.files, pastWhere, v.knownAt.IsZero()); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if err := addCold(files, coldWhere, v.ceiling.IsZero()); err != nil {
-		return err
+		return "", err
 	}
 	// The hot tier's rows are resolved on their own, the split and the
 	// ceiling applied first: their merge keys lie at or above W, where no
@@ -221,11 +225,11 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 	} else {
 		every, err := hot.relation(l, nil, false, false)
 		if err != nil {
-			return err
+			return "", err
 		}
 		resolved, err := hot.relation(l, hotWhere, true, !v.ceiling.IsZero())
 		if err != nil {
-			return err
+			return "", err
 		}
 		hotRel, hotResolved = `(`+every+`)`, `SELECT `+cols+` FROM (`+resolved+`)`
 	}
@@ -237,6 +241,7 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 	}
 	keys := strings.Join(key, ", ")
 	var versions, open, fast, rest []string
+	hotAt := -1 // of the hot rows in fast
 	for _, x := range parts {
 		sel := `SELECT ` + cols + ` FROM ` + x.rel + ` WHERE ` + strings.Join(x.where, " AND ")
 		versions = append(versions, sel)
@@ -248,7 +253,7 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 		sel := `SELECT ` + cols + ` FROM ` + x.rel + ` WHERE ` + strings.Join(x.where, " AND ")
 		switch {
 		case x.hot:
-			fast = append(fast, hotResolved)
+			hotAt, fast = len(fast), append(fast, hotResolved)
 			continue
 		case !x.marked():
 			rest = append(rest, sel)
@@ -271,15 +276,19 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 	if len(rest) > 0 {
 		resolved = append(resolved, resolve.SQL(resolve.Engine, `(`+strings.Join(rest, ` UNION ALL `)+`)`, nil, l.key, false))
 	}
+	cold := slices.Clone(resolved)
+	if hotAt >= 0 {
+		cold = slices.Delete(cold, hotAt, hotAt+1)
+	}
 	if !v.noVersions {
 		stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings_versions")+` AS `+strings.Join(versions, ` UNION ALL `))
 	}
 	stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings")+` AS `+strings.Join(resolved, ` UNION ALL `))
 	// One call: the statements are DuckDB's to run one after the other.
 	if _, err := conn.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
-		return fmt.Errorf("query: create the views: %w", err)
+		return "", fmt.Errorf("query: create the views: %w", err)
 	}
-	return nil
+	return strings.Join(cold, ` UNION ALL `), nil
 }
 
 // coldSelect returns the SELECT of the cold rows from files, which are

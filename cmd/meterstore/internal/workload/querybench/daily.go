@@ -36,6 +36,19 @@ type DailyCase struct {
 	Speedup     float64 `json:"speedup"`
 	// Equal says the two answered alike in every run.
 	Equal bool `json:"equal"`
+	// DailyHotRows and ReadingsHotRows are the rows the hot tier sent
+	// to DuckDB for the question, in the last run: through daily a row a
+	// series and day, summed in PostgreSQL.
+	DailyHotRows    int64 `json:"daily_hot_rows"`
+	ReadingsHotRows int64 `json:"readings_hot_rows"`
+	// DailyReadMs and DailyRunMs split daily's time of the last run:
+	// reading the tiers (the snapshot, the cold and rollup plans, the
+	// views) and computing the result (the scans).
+	DailyReadMs float64 `json:"daily_read_ms"`
+	DailyRunMs  float64 `json:"daily_run_ms"`
+	// DailyHotScanMs is the part of DailyRunMs from the first batch of
+	// the hot tier asked for to the last one received: PostgreSQL's sums.
+	DailyHotScanMs float64 `json:"daily_hot_scan_ms"`
 }
 
 // A DailyResult is what RunDaily measured.
@@ -193,6 +206,12 @@ func measureDaily(ctx context.Context, s *store.Store, cal *metering.Calendar, c
 					times[i][j] = append(times[i][j], ms(time.Since(start)))
 				}
 				answers[j], q.Rows = fmt.Sprint(r.Rows), len(r.Rows)
+				if j == 0 {
+					q.DailyHotRows, q.DailyReadMs, q.DailyRunMs = r.Timing.HotRows, ms(r.Timing.Read), ms(r.Timing.Run)
+					q.DailyHotScanMs = ms(r.Timing.HotScan)
+				} else {
+					q.ReadingsHotRows = r.Timing.HotRows
+				}
 			}
 			if answers[0] != answers[1] || q.Rows == 0 {
 				q.Equal = false

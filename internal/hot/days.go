@@ -1,0 +1,188 @@
+package hot
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
+)
+
+// Day sums.
+//
+// The relation daily of the query engine is GROUP BY over the resolved
+// readings; for the days above W the hot tier computes that GROUP BY
+// itself, in the read's snapshot, so that a row a series and day crosses
+// instead of the day's 96 readings. A partition's readings are resolved
+// as a winners Scan resolves them, the newest version of each merge key,
+// by a backward scan of the primary key (series, from, version); a day
+// that straddles two partitions, or W, comes as two partial rows whose
+// counts and sums add and whose maxima combine, which the engine does.
+
+// DayColumns returns the columns of the day sums of t's readings (see
+// Read.ScanDays), in their order: the series (malo_id, obis_code, the
+// identity columns), balancing_day, sparte, resolution and unit; then
+// present, on_grid (see onGrid), value_sum (the exact sum as text),
+// quality_<code> per quality code, max_version and max_recorded_at.
+func DayColumns(t *series.Table) []Column {
+	cols := []Column{{"malo_id", KindText}, {"obis_code", KindText}}
+	for _, c := range t.Identity() {
+		cols = append(cols, Column{c.Name, extraKind(c)})
+	}
+	cols = append(cols, Column{"balancing_day", KindDate}, Column{"sparte", KindText}, Column{"resolution", KindText},
+		Column{"unit", KindText}, Column{"present", KindInt64}, Column{"on_grid", KindInt64}, Column{"value_sum", KindText})
+	for _, q := range metering.Qualities() {
+		cols = append(cols, Column{dayQualityColumn(q), KindInt64})
+	}
+	return append(cols, Column{"max_version", KindUint64}, Column{"max_recorded_at", KindTime})
+}
+
+// dayQualityColumn is the name the query engine's relation daily gives
+// the count of quality q.
+func dayQualityColumn(q metering.Quality) string { return "quality_" + strings.ToLower(q.String()) }
+
+// DayColumns returns the columns of the read's day sums (see DayColumns
+// and ScanDays), nil if its layout sums none.
+func (r *Read) DayColumns() []Column {
+	if r.lay.daySums(r.s.h, r.t, "r", nil) == "" {
+		return nil
+	}
+	return DayColumns(r.t)
+}
+
+// ScanDays opens a cursor over the day sums (DayColumns; cols picks and
+// orders them) of the resolved readings of partition unit (see Units)
+// from lo on, within the read's range.
+func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (*Cursor, error) {
+	const op = "read"
+	if unit < 0 || unit >= len(r.parts) {
+		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("no unit %d of the day sums", unit)}
+	}
+	p := r.parts[unit]
+	sel := r.lay.daySums(r.s.h, r.t, r.s.h.ident(p.Name), r.partWhere(p, lo))
+	if sel == "" {
+		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("the %s layout sums no days", r.lay)}
+	}
+	all := DayColumns(r.t)
+	c := r.newCursor(len(cols))
+	list := make([]string, len(cols))
+	for i, col := range cols {
+		if col < 0 || col >= len(all) {
+			return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("no column %d of the day sums", col)}
+		}
+		c.kinds[i], list[i] = all[col].Kind, `d.`+quote(all[col].Name)
+	}
+	return r.open(ctx, c, `SELECT `+strings.Join(list, ", ")+` FROM (`+sel+`) d`)
+}
+
+// dictDaySums returns the SELECT of the day sums (DayColumns) of the
+// resolved rows of relation rel of t in a dictionary layout, those where
+// selects. onRows names what the rows hold of quality, balancing_day and
+// recorded_at (the rest is the attrs dictionary's), version the
+// expression of a version from the rows' max(version) mv.
+func dictDaySums(h *Tier, t *series.Table, rel string, where []string, onRows map[string]bool, version func(mv string) string) string {
+	held := []string{"series", `"from"`, "attr", "value", "version"}
+	var byRow []string
+	for _, c := range []string{"quality", "balancing_day", "recorded_at"} {
+		if onRows[c] {
+			held = append(held, c)
+			if c != "recorded_at" {
+				byRow = append(byRow, "w."+c)
+			}
+		}
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = ` WHERE ` + strings.Join(where, " AND ")
+	}
+	// The newest version of each merge key: the primary key read
+	// backwards, first row of each (series, from).
+	resolved := `SELECT DISTINCT ON (series, "from") ` + strings.Join(held, ", ") + ` FROM ` + rel + cond +
+		` ORDER BY series DESC, "from" DESC, version DESC`
+	// of returns the source of column c of table alias row: the rows or
+	// the attrs.
+	of := func(row, c string) string {
+		if onRows[c] {
+			return row + "." + c
+		}
+		return "a." + c
+	}
+	// The attrs give each row its sparte and resolution, which its grid
+	// depends on, before the rows are grouped.
+	group := append([]string{"w.series", "w.attr"}, byRow...)
+	aggs := []string{"count(*) AS n", `count(*) FILTER (WHERE ` + onGrid(`w."from"`, of("w", "balancing_day"), "a.sparte", "a.resolution") + `) AS og`,
+		"sum(w.value) AS v", "max(w.version) AS mv"}
+	if onRows["recorded_at"] {
+		aggs = append(aggs, "max(w.recorded_at) AS mr")
+	}
+	g := `SELECT ` + strings.Join(append(slices.Clone(group), aggs...), ", ") + ` FROM (` + resolved + `) w JOIN ` +
+		h.ident(attrsName(t)) + ` a ON a.id = w.attr GROUP BY ` + strings.Join(group, ", ")
+	recorded := "max(a.recorded_at)"
+	if onRows["recorded_at"] {
+		recorded = "max(g.mr)"
+	}
+	sel := []string{"s.malo_id::text AS malo_id", "s.obis_code::text AS obis_code"}
+	for _, c := range t.Identity() {
+		typ := "text"
+		if extraKind(c) == KindInt64 {
+			typ = "int8"
+		}
+		sel = append(sel, `s.`+quote(c.Name)+`::`+typ+` AS `+quote(c.Name))
+	}
+	day := of("g", "balancing_day")
+	sel = append(sel, day+` AS balancing_day`, `a.sparte::text AS sparte`, `a.resolution::text AS resolution`, `a.unit::text AS unit`,
+		`sum(g.n)::int8 AS present`, `sum(g.og)::int8 AS on_grid`, `sum(g.v)::text AS value_sum`)
+	for _, q := range metering.Qualities() {
+		sel = append(sel, `coalesce(sum(g.n) FILTER (WHERE `+of("g", "quality")+` = `+lit(q.String())+`), 0)::int8 AS `+quote(dayQualityColumn(q)))
+	}
+	sel = append(sel, version("max(g.mv)")+` AS max_version`, recorded+` AS max_recorded_at`)
+	// The series id is the series dictionary's primary key: its row's
+	// columns follow from it.
+	return `SELECT ` + strings.Join(sel, ", ") + ` FROM (` + g + `) g JOIN ` + h.ident(seriesName(t)) + ` s ON s.id = g.series JOIN ` +
+		h.ident(attrsName(t)) + ` a ON a.id = g.attr GROUP BY s.id, ` + day + `, a.sparte, a.resolution, a.unit`
+}
+
+// daySums: the dictionary layout's rows hold quality, balancing day and
+// recorded_at, and the version as numeric.
+func (dictLayout) daySums(h *Tier, t *series.Table, rel string, where []string) string {
+	return dictDaySums(h, t, rel, where, map[string]bool{"quality": true, "balancing_day": true, "recorded_at": true},
+		func(mv string) string { return mv + `::numeric` })
+}
+
+// daySums: the lean layout's attrs hold quality, balancing day and
+// recorded_at, and the rows the version biased.
+func (leanLayout) daySums(h *Tier, t *series.Table, rel string, where []string) string {
+	return dictDaySums(h, t, rel, where, nil, func(mv string) string { return `(` + mv + `::numeric + ` + versionBias + `)` })
+}
+
+// daySums: none; the engine sums the rows layout's readings itself.
+func (rowsLayout) daySums(*Tier, *series.Table, string, []string) string { return "" }
+
+// onGrid returns the condition that the reading from, of balancing day
+// day, sparte and resolution res (SQL expressions), lies on its
+// resolution's grid within its day, as the query engine's relation daily
+// counts on_grid: a fixed resolution's steps from where the day begins,
+// P1D at its start, never a coarser one. date_bin keeps clear of numeric
+// arithmetic on epochs.
+func onGrid(from, day, sparte, res string) string {
+	start := balancingDayStart(day, sparte)
+	var when []string
+	for r := metering.Resolution(1); r.Valid(); r++ {
+		if step, ok := r.Fixed(); ok {
+			when = append(when, fmt.Sprintf(`WHEN %s THEN date_bin(interval '%d seconds', %s, %s) = %s`, lit(r.String()), int64(step.Seconds()), from, start, from))
+		}
+	}
+	when = append(when, `WHEN `+lit(metering.Day.String())+` THEN `+from+` = `+start)
+	return `(` + from + ` >= ` + start + ` AND ` + from + ` < ` + balancingDayStart(`(`+day+` + 1)`, sparte) +
+		` AND CASE ` + res + ` ` + strings.Join(when, " ") + ` ELSE false END)`
+}
+
+// balancingDayStart returns the timestamptz at which balancing day day (a
+// date) of sparte begins: Berlin midnight, 06:00 for gas; neither hour is
+// ever skipped or repeated by a clock change.
+func balancingDayStart(day, sparte string) string {
+	return `((` + day + ` + CASE WHEN ` + sparte + ` = 'GAS' THEN time '06:00' ELSE time '00:00' END) AT TIME ZONE 'Europe/Berlin')`
+}
