@@ -49,8 +49,8 @@ type Server struct {
 	// separately the queries: one more is answered 503 at once rather
 	// than queued (server.max_concurrent_requests).
 	MaxConcurrentRequests int
-	// MaxRunningQueries bounds the SQL queries of POST /v1/query running
-	// at once; more wait their turn, among the MaxConcurrentRequests in
+	// MaxRunningQueries bounds the large SQL queries of POST /v1/query
+	// running at once (small ones, over a few series, never wait); more wait their turn, among the MaxConcurrentRequests in
 	// flight, so that queries cannot take every core from ingest. Zero
 	// means as many as the cores hold, each running query.threads
 	// (server.max_running_queries).

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -50,6 +52,10 @@ func (s *heldStatement) Stream(ctx context.Context, begin func(*store.ResultHead
 	}
 	return row([]any{int64(1)})
 }
+
+// Small is false: a held statement stands for a scan, which waits its
+// turn.
+func (s *heldStatement) Small() bool { return false }
 
 // counts returns how many statements began running and the most that
 // ran at once.
@@ -121,5 +127,66 @@ func TestRunningQueries(t *testing.T) {
 	}
 	if n := len(h.(*handler).querySlots); n != 0 {
 		t.Errorf("%d query slots held after every query ended", n)
+	}
+}
+
+// TestSmallQueriesDoNotWait: with max_running_queries = 1 held by a
+// large statement and another large one waiting its turn, a small
+// statement is answered at once, its rows whole, while every slot stays
+// held. The probe is a client that has already gone away: a statement
+// that waits at the gate leaves the line unanswered (a large one, here
+// as in TestRunningQueries), one that does not wait runs (the test's
+// statements do not look at their context). Then the large ones run, one
+// at a time, as before.
+func TestSmallQueriesDoNotWait(t *testing.T) {
+	both, tok := token(t, "both", config.ScopeIngest, config.ScopeQuery)
+	held := newHeldStatement()
+	const point = `SELECT "from", value FROM readings WHERE malo_id = 'DE1'`
+	s := &memStore{held: held, point: point, stmt: memStatement{small: true, columns: []string{"n"}, types: []string{"BIGINT"}, rows: [][]any{{int64(7)}}}}
+	h := memHandler(t, s, newMemRecords(), Options{Tokens: []config.Token{both}, MaxConcurrentRequests: 4, MaxRunningQueries: 1})
+	query := func(ctx context.Context, sql string) <-chan *httptest.ResponseRecorder {
+		answer := make(chan *httptest.ResponseRecorder, 1)
+		go func() {
+			body, _ := json.Marshal(map[string]string{"sql": sql})
+			r := httptest.NewRequestWithContext(ctx, "POST", "/v1/query", bytes.NewReader(body))
+			r.Header.Set("Authorization", "Bearer "+tok)
+			r.Header.Set("Accept", "text/csv")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			answer <- w
+		}()
+		return answer
+	}
+	first := query(t.Context(), "SELECT large")
+	<-held.prepared
+	<-held.running
+	second := query(t.Context(), "SELECT large")
+	<-held.prepared
+	gone, leave := context.WithCancel(t.Context())
+	leave()
+	if w := <-query(gone, "SELECT large"); w.Code != statusClientClosed {
+		t.Fatalf("a large query whose client went away while every slot is held: %d; want %d", w.Code, statusClientClosed)
+	}
+	<-held.prepared
+	for i := range 3 {
+		w := <-query(gone, point)
+		if w.Code != 200 || w.Body.String() != "n\n7\n" {
+			t.Fatalf("small query %d while every slot is held: %d %q; want 200 with its row", i, w.Code, w.Body)
+		}
+	}
+	if began, _ := held.counts(); began != 1 || len(h.(*handler).running) != 1 {
+		t.Fatalf("%d large queries began, %d slots held, after the small ones; want 1 and 1", began, len(h.(*handler).running))
+	}
+	held.release <- struct{}{}
+	if w := <-first; w.Code != 200 {
+		t.Errorf("the first large query: %d", w.Code)
+	}
+	<-held.running
+	held.release <- struct{}{}
+	if w := <-second; w.Code != 200 {
+		t.Errorf("the second large query: %d", w.Code)
+	}
+	if began, most := held.counts(); began != 2 || most != 1 {
+		t.Errorf("%d large queries ran, at most %d at once; want 2, one at a time", began, most)
 	}
 }

@@ -30,7 +30,8 @@
 // once, before its token is checked, rather than queued, so that a burst
 // costs the server nothing but the refusals. Of the queries in flight,
 // Options.MaxRunningQueries run their SQL at once and the others wait
-// their turn: ingests never wait for queries.
+// their turn: ingests never wait for queries, nor small statements, over
+// a few series (store.Statement.Small), for large ones.
 package httpapi
 
 import (
@@ -66,9 +67,10 @@ type Options struct {
 	// MaxConcurrentRequests bounds the ingests served at once, and apart
 	// the queries; zero means no bound.
 	MaxConcurrentRequests int
-	// MaxRunningQueries bounds the statements of POST /v1/query running
-	// at once; the others in flight wait their turn, holding nothing but
-	// their request. Zero means no bound.
+	// MaxRunningQueries bounds the large statements of POST /v1/query
+	// running at once; the others in flight wait their turn, holding
+	// nothing but their request. Small ones (store.Statement.Small) are
+	// not counted and never wait. Zero means no bound.
 	MaxRunningQueries int
 	// IdempotencyRetention is how long the answer to an ingest with an
 	// Idempotency-Key is kept for its retries; zero means
