@@ -91,7 +91,11 @@ type Ingest struct {
 	// Write alone.
 	Ratio    float64 `json:"ratio_to_write"`
 	Baseline string  `json:"baseline"`
-	Retries  int64   `json:"retries_503"`
+	// RatioAlone is ReadingsPerSec over that of the in-process Write
+	// alone, whatever the load: for HTTP under query load, the ratio
+	// issue 52 first stated, which measures the load as well as HTTP.
+	RatioAlone float64 `json:"ratio_to_write_alone"`
+	Retries    int64   `json:"retries_503"`
 	// PeakRSS is serve's peak resident set in bytes over the phase, 0 for
 	// the in-process Write alone (serve idles).
 	PeakRSS int64 `json:"serve_peak_rss_bytes"`
@@ -398,7 +402,7 @@ func (r *run) firstDay(ctx context.Context) error {
 		return err
 	}
 	write := ingestOf(WriteInProcess, &r.inProc, inProcTime, 0)
-	r.res.Ingest = append(r.res.Ingest, write, ingestOf(HTTPAlone, &r.overHTTP, httpTime, httpPeak).vs(write))
+	r.res.Ingest = append(r.res.Ingest, write, ingestOf(HTTPAlone, &r.overHTTP, httpTime, httpPeak).vs(write).alone(write))
 	return nil
 }
 
@@ -490,7 +494,8 @@ func (r *run) secondDay(ctx context.Context) error {
 	}
 	res := r.res
 	write := ingestOf(WriteLoaded, &r.inProcLoaded, inProcTime, loadedPeak)
-	res.Ingest = append(res.Ingest, write.vs(res.Ingest[0]), ingestOf(HTTPLoaded, &r.loaded, loadedTime, loadedPeak).vs(write))
+	alone := res.Ingest[0]
+	res.Ingest = append(res.Ingest, write.vs(alone).alone(alone), ingestOf(HTTPLoaded, &r.loaded, loadedTime, loadedPeak).vs(write).alone(alone))
 	if r.cfg.QueryClients > 0 {
 		under.Name, under.PeakRSS = QueriesLoaded, loadedPeak
 		res.Queries = append(res.Queries, under)
@@ -588,7 +593,7 @@ func encode(bs []batch) {
 // baseline until vs names another.
 func ingestOf(name string, t *tally, took time.Duration, peak int64) Ingest {
 	in := Ingest{Name: name, Readings: t.acked.Load(), Batches: t.batches.Load(), Seconds: took.Seconds(),
-		Retries: t.retries.Load(), PeakRSS: peak, Ratio: 1, Baseline: name}
+		Retries: t.retries.Load(), PeakRSS: peak, Ratio: 1, RatioAlone: 1, Baseline: name}
 	if took > 0 {
 		in.ReadingsPerSec = float64(in.Readings) / took.Seconds()
 	}
@@ -597,11 +602,22 @@ func ingestOf(name string, t *tally, took time.Duration, peak int64) Ingest {
 
 // vs returns in measured against base.
 func (in Ingest) vs(base Ingest) Ingest {
-	in.Baseline, in.Ratio = base.Name, 0
-	if base.ReadingsPerSec > 0 {
-		in.Ratio = in.ReadingsPerSec / base.ReadingsPerSec
-	}
+	in.Baseline, in.Ratio = base.Name, in.over(base)
 	return in
+}
+
+// alone returns in with its ratio to write, the in-process Write alone.
+func (in Ingest) alone(write Ingest) Ingest {
+	in.RatioAlone = in.over(write)
+	return in
+}
+
+// over is in's readings/s over base's, 0 where base measured none.
+func (in Ingest) over(base Ingest) float64 {
+	if base.ReadingsPerSec > 0 {
+		return in.ReadingsPerSec / base.ReadingsPerSec
+	}
+	return 0
 }
 
 // lit is t as a DuckDB TIMESTAMPTZ literal.

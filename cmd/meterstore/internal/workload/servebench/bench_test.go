@@ -101,6 +101,9 @@ func TestRun(t *testing.T) {
 		if b := res.Ingest[slices.IndexFunc(res.Ingest, func(b Ingest) bool { return b.Name == base })]; in.Ratio != in.ReadingsPerSec/b.ReadingsPerSec {
 			t.Errorf("ingest phase %+v: ratio to %s's %.0f readings/s", in, base, b.ReadingsPerSec)
 		}
+		if in.RatioAlone != in.ReadingsPerSec/res.Ingest[0].ReadingsPerSec {
+			t.Errorf("ingest phase %+v: ratio to Write alone's %.0f readings/s", in, res.Ingest[0].ReadingsPerSec)
+		}
 	}
 	if len(res.Queries) != 2 {
 		t.Fatalf("query phases: %+v", res.Queries)
