@@ -49,6 +49,12 @@ type Server struct {
 	// separately the queries: one more is answered 503 at once rather
 	// than queued (server.max_concurrent_requests).
 	MaxConcurrentRequests int
+	// MaxRunningQueries bounds the large SQL queries of POST /v1/query
+	// running at once (small ones, over a few series, never wait); more wait their turn, among the MaxConcurrentRequests in
+	// flight, so that queries cannot take every core from ingest. Zero
+	// means as many as the cores hold, each running query.threads
+	// (server.max_running_queries).
+	MaxRunningQueries int
 	// IdempotencyRetention is how long the outcome of an ingest sent with
 	// an Idempotency-Key is kept to answer its retries
 	// (server.idempotency_retention).
@@ -140,6 +146,7 @@ type rawServer struct {
 	ShutdownTimeout value      `toml:"shutdown_timeout"`
 	MaxBodyBytes    value      `toml:"max_body_bytes"`
 	MaxConcurrent   value      `toml:"max_concurrent_requests"`
+	MaxRunning      value      `toml:"max_running_queries"`
 	IdemRetention   value      `toml:"idempotency_retention"`
 	CatalogWritable value      `toml:"catalog_writable"`
 	CatalogTokenTTL value      `toml:"catalog_token_lifetime"`
@@ -172,6 +179,7 @@ func (r *reader) server(raw *rawServer) Server {
 		MaxBodyBytes:    r.boundedSize("server.max_body_bytes", raw.MaxBodyBytes, defaultMaxBodyBytes, minBodyBytes, maxBodyBytes),
 		MaxConcurrentRequests: r.integer("server.max_concurrent_requests", raw.MaxConcurrent,
 			defaultMaxConcurrentRequests, 1, maxConcurrentRequests),
+		MaxRunningQueries:    r.integer("server.max_running_queries", raw.MaxRunning, 0, 0, maxConcurrentRequests),
 		IdempotencyRetention: r.duration("server.idempotency_retention", raw.IdemRetention, defaultIdempotencyRetention, "h"),
 		CatalogWritable:      r.boolean("server.catalog_writable", raw.CatalogWritable, false),
 		CatalogTokenLifetime: r.duration("server.catalog_token_lifetime", raw.CatalogTokenTTL, defaultCatalogTokenLifetime, "m"),

@@ -26,6 +26,7 @@ write_timeout = "1h"
 shutdown_timeout = "1m"
 max_body_bytes = "1GiB"
 max_concurrent_requests = 3
+max_running_queries = 2
 idempotency_retention = "2h"
 catalog_writable = true
 catalog_token_lifetime = "15m"
@@ -48,7 +49,7 @@ name = "power"
 	want := Server{
 		Listen: "0.0.0.0:8443", FlightListen: "0.0.0.0:8444", TLSCert: "/srv/ms/tls/cert.pem", TLSKey: "/etc/ms/key.pem",
 		ReadTimeout: 10 * time.Second, WriteTimeout: time.Hour, ShutdownTimeout: time.Minute, MaxBodyBytes: 1 << 30,
-		MaxConcurrentRequests: 3, IdempotencyRetention: 2 * time.Hour,
+		MaxConcurrentRequests: 3, MaxRunningQueries: 2, IdempotencyRetention: 2 * time.Hour,
 		CatalogWritable: true, CatalogTokenLifetime: 15 * time.Minute, CatalogName: "meterstore",
 		Tokens: []Token{
 			{Name: "billing", Hash: sha256.Sum256([]byte("secret-1")), Scopes: []string{"ingest", "query"}, Tables: []string{"power"}},
@@ -114,6 +115,7 @@ func TestServerProblems(t *testing.T) {
 		{"negative concurrency", "[server]\nmax_concurrent_requests = -4\n", "server.max_concurrent_requests", 2, "want 1 to 100000"},
 		{"concurrency of a data centre", "[server]\nmax_concurrent_requests = 1000000\n", "server.max_concurrent_requests", 2, "want 1 to 100000"},
 		{"concurrency as text", "[server]\nmax_concurrent_requests = \"16\"\n", "server.max_concurrent_requests", 2, "want an integer"},
+		{"negative running queries", "[server]\nmax_running_queries = -1\n", "server.max_running_queries", 2, "want 0 to 100000"},
 		{"unitless retention", "[server]\nidempotency_retention = 24\n", "server.idempotency_retention", 2, "write 24h"},
 		{"no retention", "[server]\nidempotency_retention = \"0s\"\n", "server.idempotency_retention", 2, "want 1m to 366d"},
 		{"retention shorter than a retry", "[server]\nidempotency_retention = \"10s\"\n", "server.idempotency_retention", 2, "want 1m to 366d"},

@@ -180,6 +180,12 @@ func (st *Statement) Tables() []string { return st.st.Tables() }
 // then the named ones ($name as "name") by name.
 func (st *Statement) Placeholders() []string { return st.st.Placeholders() }
 
+// Small reports whether the statement reads few series of each table it
+// reads (at most 16 market locations its WHERE names, or no table) and
+// gave a small result when it last ran, if it did: a server may run it
+// at once beside large statements rather than in turn with them.
+func (st *Statement) Small() bool { return st.st.Small() }
+
 // Stream runs the statement as QueryStream does: it calls start once with
 // the header, before the first row, then row once a row, in a slice row
 // must not keep. It releases the statement.

@@ -43,7 +43,11 @@ An ingest sent with an Idempotency-Key header has its answer (200 or 422)
 recorded in PostgreSQL for server.idempotency_retention: a retry with the
 same key and body is answered with it again without being run.
 server.max_concurrent_requests bounds the ingests in flight and, apart,
-the queries; one more is answered 503 with Retry-After at once.
+the queries; one more is answered 503 with Retry-After at once. Of the
+large queries of POST /v1/query in flight, server.max_running_queries run
+at once (default: as many as the cores hold at query.threads each) and the
+others wait their turn; ingests never wait for a query, nor small
+statements (a few market locations' rows) for large ones.
 
 SIGTERM or SIGINT stops accepting connections, lets the requests and the
 maintenance cycle in flight finish within server.shutdown_timeout, closes

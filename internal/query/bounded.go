@@ -122,6 +122,17 @@ func smallHint(a analysis) bool {
 	return true
 }
 
+// Small reports whether the statement is a small one: the analysis bounds
+// it to a few series of each table it reads, or to no table (smallHint),
+// and its last run, if any, gave a small result. A server may run it at
+// once beside large ones: it reads little. A statement over many series
+// is not small whatever its result, as every meter's total of a day: the
+// size of its last result (runMemo) says how it is best computed, not
+// how much it reads.
+func (st *Statement) Small() bool {
+	return smallHint(st.a) && st.a.memo.small(true)
+}
+
 // A boundedResult is a small result read whole: its rows, and the types of
 // its columns as DuckDB names them.
 type boundedResult struct {

@@ -22,9 +22,12 @@ type Store interface {
 }
 
 // A Statement is a prepared, authorised query: Stream runs it, calling
-// begin with the result's header before the first row.
+// begin with the result's header before the first row. Small says it
+// reads few series (store.Statement.Small): it runs without waiting for
+// a place among the running queries.
 type Statement interface {
 	Stream(ctx context.Context, begin func(*store.ResultHeader) error, row func([]any) error) error
+	Small() bool
 }
 
 // frontDoor is a *store.Store as a Store.

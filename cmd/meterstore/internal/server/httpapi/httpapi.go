@@ -28,7 +28,10 @@
 // Options.MaxConcurrentRequests bounds the ingests in flight and, apart,
 // the queries: one more is answered 503 overloaded with Retry-After at
 // once, before its token is checked, rather than queued, so that a burst
-// costs the server nothing but the refusals.
+// costs the server nothing but the refusals. Of the queries in flight,
+// Options.MaxRunningQueries run their SQL at once and the others wait
+// their turn: ingests never wait for queries, nor small statements, over
+// a few series (store.Statement.Small), for large ones.
 package httpapi
 
 import (
@@ -64,6 +67,11 @@ type Options struct {
 	// MaxConcurrentRequests bounds the ingests served at once, and apart
 	// the queries; zero means no bound.
 	MaxConcurrentRequests int
+	// MaxRunningQueries bounds the large statements of POST /v1/query
+	// running at once; the others in flight wait their turn, holding
+	// nothing but their request. Small ones (store.Statement.Small) are
+	// not counted and never wait. Zero means no bound.
+	MaxRunningQueries int
 	// IdempotencyRetention is how long the answer to an ingest with an
 	// Idempotency-Key is kept for its retries; zero means
 	// DefaultIdempotencyRetention.
@@ -121,6 +129,9 @@ type handler struct {
 	// ingestSlots and querySlots hold a token per ingest and per query
 	// in flight; nil when unbounded.
 	ingestSlots, querySlots chan struct{}
+	// running holds a place per statement of POST /v1/query running;
+	// nil when unbounded.
+	running gate
 	// dash serves the dashboard (dashboardapi.go); nil serves none.
 	dash *dashboard.Dashboard
 	// views are the views the catalog serves beside its tables; nil
@@ -175,6 +186,9 @@ func newHandler(s Store, sv services, o Options) (*handler, error) {
 	}
 	if n := o.MaxConcurrentRequests; n > 0 {
 		h.ingestSlots, h.querySlots = make(chan struct{}, n), make(chan struct{}, n)
+	}
+	if n := o.MaxRunningQueries; n > 0 {
+		h.running = make(gate, n)
 	}
 	h.routeIngest() // POST /v1/tables/{table}/readings, ingest.go
 	h.routeQuery()  // POST /v1/query, query.go

@@ -281,7 +281,19 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 			rows++
 			return out.row(vals)
 		}
-		err = st.Stream(r.Context(), begin, row)
+		// Analysed and authorised, a large statement waits for its turn
+		// to run: the large queries running at once are bounded apart
+		// from the ingests, so that they cannot take every core from
+		// them. A small one, a few series' rows, runs at once: it costs
+		// little, and a portal's many must not queue behind a scan.
+		g := h.running
+		if st.Small() {
+			g = nil
+		}
+		if err = g.enter(r.Context()); err == nil {
+			err = st.Stream(r.Context(), begin, row)
+			g.leave()
+		}
 		if err == nil {
 			err = out.end()
 		}

@@ -35,6 +35,10 @@ type memStore struct {
 	stmt       memStatement
 	// prepared records the options of the last Prepare.
 	prepared store.StatementOptions
+	// held, if set, answers every statement instead of stmt, but for
+	// the text point.
+	held  *heldStatement
+	point string
 }
 
 var memPower = series.Table{Name: "power", TimeModel: series.Interval, Commodity: metering.Electricity,
@@ -65,7 +69,7 @@ func (m *memStore) WriteWith(_ context.Context, _ string, rows []store.Reading, 
 	return store.WriteResult{Result: series.Result{Status: st, Inserted: len(rows)}}, nil
 }
 
-func (m *memStore) Prepare(_ context.Context, _ string, o store.StatementOptions) (Statement, error) {
+func (m *memStore) Prepare(_ context.Context, text string, o store.StatementOptions) (Statement, error) {
 	m.mu.Lock()
 	m.prepared = o
 	m.mu.Unlock()
@@ -77,6 +81,10 @@ func (m *memStore) Prepare(_ context.Context, _ string, o store.StatementOptions
 	if m.prepareErr != nil {
 		return nil, m.prepareErr
 	}
+	if m.held != nil && text != m.point {
+		m.held.prepared <- struct{}{}
+		return m.held, nil
+	}
 	return m.stmt, nil
 }
 
@@ -86,7 +94,10 @@ type memStatement struct {
 	columns, types []string
 	rows           [][]any
 	err            error
+	small          bool
 }
+
+func (s memStatement) Small() bool { return s.small }
 
 func (s memStatement) Stream(_ context.Context, begin func(*store.ResultHeader) error, row func([]any) error) error {
 	if err := begin(&store.ResultHeader{Columns: s.columns, Types: s.types, Tiers: []string{"hot"}}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"time"
 
 	"google.golang.org/grpc"
@@ -36,6 +37,7 @@ func (sv *Server) Run(ctx context.Context, s *store.Store) error {
 	}
 	h, err := httpapi.New(s, httpapi.Options{Tokens: sc.Tokens, MaxBodyBytes: sc.MaxBodyBytes, Logger: log,
 		Meters: sv.meters, Metrics: sv.exposition, MaxConcurrentRequests: sc.MaxConcurrentRequests,
+		MaxRunningQueries:    runningQueries(sc.MaxRunningQueries, sv.cfg.Query.Threads, runtime.GOMAXPROCS(0)),
 		IdempotencyRetention: sc.IdempotencyRetention,
 		Catalog:              cat, CatalogWritable: sc.CatalogWritable, CatalogTokenLifetime: sc.CatalogTokenLifetime,
 		CatalogName: sc.CatalogName, CatalogVend: vendKeys(sc.CatalogVend, cat)})

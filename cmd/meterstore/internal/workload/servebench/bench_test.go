@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,15 +84,25 @@ func TestRun(t *testing.T) {
 			t.Errorf("count check failed on a sound run: %+v", n)
 		}
 	}
-	if res.Counts[0].Stored != int64(day) || res.Counts[1].Stored != 2*int64(day) {
-		t.Errorf("counts %+v; want %d and %d readings", res.Counts, day, 2*day)
+	if res.Counts[0].Stored != 2*int64(day) || res.Counts[1].Stored != 2*int64(day) {
+		t.Errorf("counts %+v; want %d readings each", res.Counts, 2*day)
 	}
-	if len(res.Ingest) != 3 {
+	// Each HTTP phase against Write under the same load; Write under
+	// query load against Write alone.
+	if len(res.Ingest) != 4 {
 		t.Fatalf("ingest phases: %+v", res.Ingest)
 	}
 	for i, in := range res.Ingest {
-		if in.Readings != int64(day) || in.ReadingsPerSec <= 0 || in.Ratio <= 0 || (i > 0) != (in.PeakRSS > 0) {
+		base := []string{WriteInProcess, WriteInProcess, WriteInProcess, WriteLoaded}[i]
+		if in.Name != []string{WriteInProcess, HTTPAlone, WriteLoaded, HTTPLoaded}[i] || in.Baseline != base ||
+			in.Readings != int64(day) || in.ReadingsPerSec <= 0 || (i > 0) != (in.PeakRSS > 0) {
 			t.Errorf("ingest phase %+v", in)
+		}
+		if b := res.Ingest[slices.IndexFunc(res.Ingest, func(b Ingest) bool { return b.Name == base })]; in.Ratio != in.ReadingsPerSec/b.ReadingsPerSec {
+			t.Errorf("ingest phase %+v: ratio to %s's %.0f readings/s", in, base, b.ReadingsPerSec)
+		}
+		if in.RatioAlone != in.ReadingsPerSec/res.Ingest[0].ReadingsPerSec {
+			t.Errorf("ingest phase %+v: ratio to Write alone's %.0f readings/s", in, res.Ingest[0].ReadingsPerSec)
 		}
 	}
 	if len(res.Queries) != 2 {
