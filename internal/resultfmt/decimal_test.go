@@ -60,3 +60,20 @@ func TestFixedNoAlloc(t *testing.T) {
 		t.Errorf("Append allocates %v times", n)
 	}
 }
+
+// BenchmarkDecimalText compares a reading's value rendered the way the
+// typed route did (a duckdb.Decimal through math/big) with a Fixed.
+func BenchmarkDecimalText(b *testing.B) {
+	b.Run("duckdb.Decimal", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			_ = duckdb.Decimal{Width: 18, Scale: 6, Value: big.NewInt(int64(i) * 1250)}.String()
+		}
+	})
+	b.Run("Fixed", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			_ = Text(FixedInt(int64(i)*1250, 6), "DECIMAL(18,6)")
+		}
+	})
+}
