@@ -186,15 +186,23 @@ func arrowType(typ string) arrowColumn {
 	}
 	if p, s, ok := decimalType(typ); ok {
 		return fixed(&arrow.Decimal128Type{Precision: p, Scale: s}, func(b array.Builder, v any) bool {
-			x, ok := v.(duckdb.Decimal)
-			if ok {
+			switch x := v.(type) {
+			case duckdb.Decimal:
 				n := x.Value
 				if n == nil {
 					n = new(big.Int)
 				}
 				b.(*array.Decimal128Builder).Append(decimal128.FromBigInt(n))
+			case resultfmt.Fixed:
+				n := decimal128.FromU64(x.Abs)
+				if x.Neg {
+					n = n.Negate()
+				}
+				b.(*array.Decimal128Builder).Append(n)
+			default:
+				return false
 			}
-			return ok
+			return true
 		})
 	}
 	return arrowColumn{arrow.BinaryTypes.String, func(b array.Builder, v any) (int, error) {

@@ -12,6 +12,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // UniqueNames returns names with each repetition of a name suffixed _2, _3,
@@ -77,6 +79,8 @@ func Text(v any, typ string) string {
 		if typ == "UUID" && len(x) == 16 {
 			return fmt.Sprintf("%x-%x-%x-%x-%x", x[0:4], x[4:6], x[6:8], x[8:10], x[10:16])
 		}
+	case duckdb.Decimal:
+		return decimalText(x)
 	case fmt.Stringer:
 		return x.String()
 	}
@@ -95,11 +99,16 @@ func JSON(v any, typ string) any {
 
 // Cells renders a row whose columns have the DuckDB types types as Text.
 func Cells(row []any, types []string) []string {
-	c := make([]string, len(row))
+	return AppendCells(make([]string, 0, len(row)), row, types)
+}
+
+// AppendCells appends Cells(row, types) to dst, so that a writer of many
+// rows reuses one slice.
+func AppendCells(dst []string, row []any, types []string) []string {
 	for i, v := range row {
-		c[i] = Text(v, Type(types, i))
+		dst = append(dst, Text(v, Type(types, i)))
 	}
-	return c
+	return dst
 }
 
 // A JSONLines renders rows as JSON objects, one a line, their keys in

@@ -460,12 +460,14 @@ type csvAnswer struct {
 	w     http.ResponseWriter
 	cw    *csv.Writer
 	types []string
+	cells []string // one row's, reused: csv.Writer keeps none
 	flush func() error
 	rows  int
 }
 
 func (a *csvAnswer) row(vals []any) error {
-	if err := a.cw.Write(resultfmt.Cells(vals, a.types)); err != nil {
+	a.cells = resultfmt.AppendCells(a.cells[:0], vals, a.types)
+	if err := a.cw.Write(a.cells); err != nil {
 		return err
 	}
 	if a.rows++; a.rows%queryFlushRows == 0 {

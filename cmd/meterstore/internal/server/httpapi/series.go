@@ -36,15 +36,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/duckdb/duckdb-go/v2"
-
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/resultfmt"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 	"github.com/meterstore/meterstore/store"
@@ -113,9 +111,12 @@ func (h *handler) series(w http.ResponseWriter, r *http.Request) {
 	res, err := sr.SeriesRead(r.Context(), name, q)
 	var out answer
 	if err == nil {
-		hd, rows := seriesAnswer(decl, res)
-		out = h.beginAnswer(w, media, name, hd)
-		for _, row := range rows {
+		out = h.beginAnswer(w, media, name, seriesHeader(decl, res))
+		// One row's buffer serves every row: the answers copy what they
+		// keep of a row before the next.
+		var row []any
+		for i := range res.Readings {
+			row = seriesRow(row[:0], decl, &res.Readings[i])
 			if err = out.row(row); err != nil {
 				break
 			}
@@ -231,9 +232,9 @@ func parseSeries(r *http.Request, decl store.Table) (store.SeriesQuery, int, err
 	return q, 0, nil
 }
 
-// seriesAnswer returns the header and rows of res, read from table decl:
-// the columns of readings, typed as a query of them is.
-func seriesAnswer(decl store.Table, res *store.SeriesResult) (*store.ResultHeader, [][]any) {
+// seriesHeader returns the header of res, read from table decl: the
+// columns of readings, typed as a query of them is.
+func seriesHeader(decl store.Table, res *store.SeriesResult) *store.ResultHeader {
 	const ts = "TIMESTAMP WITH TIME ZONE"
 	interval := decl.TimeModel == series.Interval
 	cols := []string{"malo_id", "melo_id", "obis_code", "sparte", "from"}
@@ -255,45 +256,48 @@ func seriesAnswer(decl store.Table, res *store.SeriesResult) (*store.ResultHeade
 			types = append(types, "VARCHAR")
 		}
 	}
+	tr := res.Read
+	return &store.ResultHeader{Columns: cols, Types: types, Watermark: tr.Watermark, HasWatermark: tr.HasWatermark, Tiers: tr.Tiers,
+		Snapshot: tr.Snapshot, AsOf: tr.AsOf, SnapshotAt: tr.SnapshotAt, Ceiling: tr.Ceiling, Range: tr.Range, Mode: tr.Mode,
+		Tables: []store.TableRead{tr}}
+}
+
+// seriesRow appends to dst the row of rd, read from table decl, in
+// seriesHeader's columns. Decimals are resultfmt.Fixed, which render as
+// duckdb.Decimal does without a math/big value each.
+func seriesRow(dst []any, decl store.Table, rd *series.Reading) []any {
 	orNull := func(s string) any {
 		if s == "" {
 			return nil
 		}
 		return s
 	}
-	rows := make([][]any, len(res.Readings))
-	for i, rd := range res.Readings {
-		row := []any{rd.MaLo, orNull(rd.MeLo), rd.OBIS, rd.Commodity.String(), rd.From}
-		if interval {
-			row = append(row, rd.To)
-		}
-		row = append(row, duckdb.Decimal{Width: 18, Scale: 6, Value: big.NewInt(int64(rd.Value))}, rd.Unit.String(), rd.Quality.String())
-		if interval {
-			row = append(row, rd.Resolution.String())
-		}
-		day := time.Date(rd.BalancingDay.Year, rd.BalancingDay.Month, rd.BalancingDay.Day, 0, 0, 0, 0, time.UTC)
-		row = append(row, duckdb.Decimal{Width: 20, Scale: 0, Value: new(big.Int).SetUint64(rd.Version)}, rd.VersionScope, rd.RecordedAt, day, orNull(rd.Subject))
-		for _, c := range decl.Columns {
-			v, ok := rd.Extra[c.Name]
-			switch {
-			case !ok:
-				row = append(row, nil)
-			case c.Type == series.BigInt:
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					row = append(row, nil)
-					continue
-				}
-				row = append(row, n)
-			default:
-				row = append(row, v)
-			}
-		}
-		rows[i] = row
+	interval := decl.TimeModel == series.Interval
+	row := append(dst, rd.MaLo, orNull(rd.MeLo), rd.OBIS, rd.Commodity.String(), rd.From)
+	if interval {
+		row = append(row, rd.To)
 	}
-	tr := res.Read
-	hd := &store.ResultHeader{Columns: cols, Types: types, Watermark: tr.Watermark, HasWatermark: tr.HasWatermark, Tiers: tr.Tiers,
-		Snapshot: tr.Snapshot, AsOf: tr.AsOf, SnapshotAt: tr.SnapshotAt, Ceiling: tr.Ceiling, Range: tr.Range, Mode: tr.Mode,
-		Tables: []store.TableRead{tr}}
-	return hd, rows
+	row = append(row, resultfmt.FixedInt(int64(rd.Value), 6), rd.Unit.String(), rd.Quality.String())
+	if interval {
+		row = append(row, rd.Resolution.String())
+	}
+	day := time.Date(rd.BalancingDay.Year, rd.BalancingDay.Month, rd.BalancingDay.Day, 0, 0, 0, 0, time.UTC)
+	row = append(row, resultfmt.Fixed{Abs: rd.Version}, rd.VersionScope, rd.RecordedAt, day, orNull(rd.Subject))
+	for _, c := range decl.Columns {
+		v, ok := rd.Extra[c.Name]
+		switch {
+		case !ok:
+			row = append(row, nil)
+		case c.Type == series.BigInt:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				row = append(row, nil)
+				continue
+			}
+			row = append(row, n)
+		default:
+			row = append(row, v)
+		}
+	}
+	return row
 }

@@ -1,7 +1,6 @@
 package servebench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -99,6 +98,8 @@ type ingestCounts struct {
 type httpClient struct {
 	base, token string
 	c           *http.Client
+	// bufs holds the *[]byte buffers answers are read into.
+	bufs sync.Pool
 	// dropEvery, when positive, makes the ingest a broken client: every
 	// dropEvery-th batch is counted as acknowledged without being sent.
 	// Tests set it to see the count check fail.
@@ -207,17 +208,20 @@ func (h *httpClient) csv(req *http.Request) queryAnswer {
 		a.err, a.took = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b)), time.Since(start)
 		return a
 	}
-	// No value of the bench's answers holds a line break, so a line is a row.
-	r := bufio.NewReaderSize(resp.Body, 64<<10)
+	// No value of the bench's answers holds a line break, so a line is a
+	// row. The body is read into a buffer the client's requests share, not
+	// a reader of its own each: the bench shares the cores with serve, and
+	// pgx reads PostgreSQL's answers into buffers it keeps.
+	buf, _ := h.bufs.Get().(*[]byte)
+	if buf == nil {
+		b := make([]byte, 32<<10)
+		buf = &b
+	}
+	defer h.bufs.Put(buf)
 	for {
-		line, err := r.ReadSlice('\n')
-		a.bytes += int64(len(line))
-		if len(line) > 0 && line[len(line)-1] == '\n' {
-			a.rows++
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
+		n, err := resp.Body.Read(*buf)
+		a.bytes += int64(n)
+		a.rows += int64(bytes.Count((*buf)[:n], []byte{'\n'}))
 		if err == io.EOF {
 			break
 		}
