@@ -115,13 +115,22 @@ func dictDaySums(h *Tier, t *series.Table, l layout, rel string, where []string,
 	// The attrs give each row its sparte and resolution, which its grid
 	// depends on, before the rows are grouped.
 	group := append([]string{"w.series", "w.attr"}, byRow...)
-	aggs := []string{"count(*) AS n", `count(*) FILTER (WHERE ` + onGrid(l.fromTime(t, `w.`+from), of("w", "balancing_day"), "a.sparte", "a.resolution") + `) AS og`,
+	grid := onGrid(l.fromTime(t, `w.`+from), of("w", "balancing_day"), "a.sparte", "a.resolution")
+	attrs := h.ident(attrsName(t))
+	if !onRows["balancing_day"] {
+		// The attrs hold the day: its bounds are found once an attr, not
+		// once a reading.
+		attrs = `(SELECT a.id, a.resolution, ` + balancingDayStart("a.balancing_day", "a.sparte") + ` AS day_from, ` +
+			balancingDayStart("(a.balancing_day + 1)", "a.sparte") + ` AS day_to FROM ` + attrs + ` a OFFSET 0)`
+		grid = onGridWithin(l.fromTime(t, `w.`+from), "a.day_from", "a.day_to", "a.resolution")
+	}
+	aggs := []string{"count(*) AS n", `count(*) FILTER (WHERE ` + grid + `) AS og`,
 		"sum(w.value) AS v", "max(w.version) AS mv"}
 	if onRows["recorded_at"] {
 		aggs = append(aggs, "max(w.recorded_at) AS mr")
 	}
 	g := `SELECT ` + strings.Join(append(slices.Clone(group), aggs...), ", ") + ` FROM (` + resolved + `) w JOIN ` +
-		h.ident(attrsName(t)) + ` a ON a.id = w.attr GROUP BY ` + strings.Join(group, ", ")
+		attrs + ` a ON a.id = w.attr GROUP BY ` + strings.Join(group, ", ")
 	recorded := "max(a.recorded_at)"
 	if onRows["recorded_at"] {
 		recorded = "max(g.mr)"
@@ -179,7 +188,11 @@ func (rowsLayout) daySums(*Tier, *series.Table, string, []string) string { retur
 // P1D at its start, never a coarser one. date_bin keeps clear of numeric
 // arithmetic on epochs.
 func onGrid(from, day, sparte, res string) string {
-	start := balancingDayStart(day, sparte)
+	return onGridWithin(from, balancingDayStart(day, sparte), balancingDayStart(`(`+day+` + 1)`, sparte), res)
+}
+
+// onGridWithin is onGrid of a day from start to end (SQL expressions).
+func onGridWithin(from, start, end, res string) string {
 	var when []string
 	for r := metering.Resolution(1); r.Valid(); r++ {
 		if step, ok := r.Fixed(); ok {
@@ -187,7 +200,7 @@ func onGrid(from, day, sparte, res string) string {
 		}
 	}
 	when = append(when, `WHEN `+lit(metering.Day.String())+` THEN `+from+` = `+start)
-	return `(` + from + ` >= ` + start + ` AND ` + from + ` < ` + balancingDayStart(`(`+day+` + 1)`, sparte) +
+	return `(` + from + ` >= ` + start + ` AND ` + from + ` < ` + end +
 		` AND CASE ` + res + ` ` + strings.Join(when, " ") + ` ELSE false END)`
 }
 

@@ -20,8 +20,8 @@ import (
 // a sum over every version would fail; and a row per series and day
 // crosses, not its readings. on_grid is checked against the Go calendar:
 // in the dictionary layout, whose rows a plain client may write off the
-// grid, with a reading five minutes off it and one its balancing day does
-// not contain; and for hourly gas days around the spring clock change.
+// grid, with a reading five minutes off it and two their balancing days do
+// not contain (one before, one after); and for hourly gas days around the spring clock change.
 func TestDaySums(t *testing.T) {
 	for _, lay := range dictLayouts {
 		t.Run(lay.String(), func(t *testing.T) { testDaySums(t, lay) })
@@ -60,6 +60,13 @@ func testDaySums(t *testing.T, lay layout) {
 	FROM meterstore.sums WHERE "from" = $1 ORDER BY series, version DESC LIMIT 1`, day.Add(9*time.Hour))
 		if err != nil || tag.RowsAffected() != 1 {
 			t.Fatalf("a reading outside its day: %v, %v", tag, err)
+		}
+		// And one dated a day after its own: before its day begins.
+		tag, err = pool.Exec(t.Context(), `INSERT INTO meterstore.sums (series, attr, "from", "to", value, quality, version, recorded_at, balancing_day)
+	SELECT series, attr, "from", "to", value, quality, version + 1000, recorded_at, balancing_day + 1
+	FROM meterstore.sums WHERE "from" = $1 ORDER BY series, version DESC LIMIT 1`, day.Add(10*time.Hour))
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("a reading before its day: %v, %v", tag, err)
 		}
 	}
 	checkDaySums(t, h, tab, day.Add(24*time.Hour+10*time.Hour+15*time.Minute), 3*2*4*2)

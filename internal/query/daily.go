@@ -84,16 +84,17 @@ func createDaily(ctx context.Context, inst *instance, t *series.Table, l layout,
 		return nil
 	}
 	var lo time.Time
+	recent := ""
 	if stored != nil {
-		lo = recentFrom(stored.w)
+		lo, recent = recentFrom(stored.w), recentReadings(stored.w)
 	}
 	readings := rel(p.out, "readings")
-	sel, err := inst.hotDays(l, p, lo)
+	sel, err := inst.hotDays(l, p, lo, recent)
 	if err != nil {
 		return err
 	}
 	if sel == "" {
-		sel = dailySQL(l, readings, lo)
+		sel = dailySQL(l, readings, recent)
 	}
 	if stored != nil {
 		sel = storedDailySQL(l, sel, stored)
@@ -104,12 +105,13 @@ func createDaily(ctx context.Context, inst *instance, t *series.Table, l layout,
 	return nil
 }
 
-// hotDays returns the SELECT of daily over p's tiers from lo on with
+// hotDays returns the SELECT of daily over p's tiers from lo on (the cold
+// tier's readings those where selects, "" all) with
 // the hot rows' days summed in PostgreSQL, or "" where the read of p's
 // tiers does not allow it: only the current tiers' resolved rows at or
 // above W, with no recorded_at ceiling (which may let another version
 // win), of a layout that sums days, are what its sums are of.
-func (inst *instance) hotDays(l layout, p place, lo time.Time) (string, error) {
+func (inst *instance) hotDays(l layout, p place, lo time.Time, where string) (string, error) {
 	rd, ok := inst.reads[p.out]
 	if !ok || rd.hot == nil || !rd.v.ceiling.IsZero() || rd.v.asOf != nil {
 		return "", nil
@@ -119,7 +121,7 @@ func (inst *instance) hotDays(l layout, p place, lo time.Time) (string, error) {
 	if err != nil || !ok {
 		return "", err
 	}
-	return dailySplitSQL(l, rd.cold, hotDaysSQL(l, fn, cols), lo), nil
+	return dailySplitSQL(l, rd.cold, hotDaysSQL(l, fn, cols), where), nil
 }
 
 // dailyQualities are the quality codes daily counts, one column each.
@@ -131,12 +133,8 @@ func dailyQualityColumn(q metering.Quality) string { return "quality_" + strings
 
 // dailySQL returns the SELECT of the relation daily over the resolved
 // readings of the relation readings; see the comment at the top of this
-// file. A day of readings from after is read; zero: every day.
-func dailySQL(l layout, readings string, after time.Time) string {
-	where := ""
-	if !after.IsZero() {
-		where = `"from" >= ` + timestamptz(after)
-	}
+// file, of the readings where selects ("": all).
+func dailySQL(l layout, readings, where string) string {
 	return dailyOuterSQL(l, dailyPartialSQL(l, database+`.`+readings, where))
 }
 
@@ -201,18 +199,14 @@ FROM (` + inner + `)`
 }
 
 // dailySplitSQL returns the SELECT of daily over the resolved cold rows
-// of the SELECT cold ("": none) from lo on, and the day sums the hot tier
+// of the SELECT cold ("": none) that where selects ("": all), and the day sums the hot tier
 // computed of its rows, in the SELECT hotDays: a day's partial sums on
 // both sides of W add up. Read apart from readings, the cold rows leave
 // the hot tier's rows unread, which a filter on readings would not.
-func dailySplitSQL(l layout, cold, hotDays string, lo time.Time) string {
+func dailySplitSQL(l layout, cold, hotDays, where string) string {
 	group := dailyGroup(l)
 	parts := []string{hotDays}
 	if cold != "" {
-		where := ""
-		if !lo.IsZero() {
-			where = `"from" >= ` + timestamptz(lo)
-		}
 		parts = append([]string{dailyPartialSQL(l, `(`+cold+`)`, where)}, parts...)
 	}
 	sums := []string{`CAST(sum(present) AS BIGINT) AS present`, `CAST(sum(on_grid) AS BIGINT) AS on_grid`,

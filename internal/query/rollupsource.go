@@ -2,9 +2,11 @@ package query
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/meterstore/meterstore/internal/cold"
+	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -101,7 +103,39 @@ func (e *reader) peekDaily(ctx context.Context, r series.Range, o ReadOptions) (
 }
 
 // recentFrom returns where the readings begin that daily's days ending
-// after w need: no balancing day lasts more than 25 hours, so such a day
-// begins after w less 25 hours, and a day that begins earlier ends at or
-// before w and comes from the rollup.
-func recentFrom(w time.Time) time.Time { return w.Add(-25 * time.Hour) }
+// after w need: the earliest start of the balancing days, of every
+// commodity, that contain w. A day that begins earlier ends at or before
+// w and comes from the rollup, so the archived readings of the days
+// before w's are not read again. Without the calendar, w less 25 hours,
+// the longest day.
+func recentFrom(w time.Time) time.Time {
+	if calendarErr != nil {
+		return w.Add(-25 * time.Hour)
+	}
+	lo := w
+	for com := metering.Commodity(1); com.Valid(); com++ {
+		if s := calendar.BalancingDayStart(calendar.BalancingDay(w, com), com); s.Before(lo) {
+			lo = s
+		}
+	}
+	return lo
+}
+
+// recentReadings returns the condition on the readings daily's days
+// ending after w need: those from recentFrom(w) on, and of those, the
+// readings of each commodity from the start of its own balancing day that
+// contains w, since the earlier ones' days end at or before w (a gas day
+// begins at 06:00, up to 18 hours before the day of electricity).
+func recentReadings(w time.Time) string {
+	lo := recentFrom(w)
+	cond := `"from" >= ` + timestamptz(lo)
+	if calendarErr != nil {
+		return cond
+	}
+	var whens []string
+	for com := metering.Commodity(1); com.Valid(); com++ {
+		start := calendar.BalancingDayStart(calendar.BalancingDay(w, com), com)
+		whens = append(whens, `WHEN `+quote(com.String())+` THEN `+timestamptz(start))
+	}
+	return cond + ` AND "from" >= CASE sparte ` + strings.Join(whens, " ") + ` ELSE ` + timestamptz(lo) + ` END`
+}
