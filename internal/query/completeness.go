@@ -199,13 +199,11 @@ func completenessSQL(l layout, p place, d dayRange, dueBy time.Time) string {
 		}
 		return strings.Join(out, ", ")
 	}
-	equal := func(a, b string) string {
-		out := make([]string, len(keys))
-		for i, k := range keys {
-			out[i] = a + "." + k + " = " + b + "." + k
-		}
-		return strings.Join(out, " AND ")
+	nn := make([]string, len(keys))
+	for i, k := range keys {
+		nn[i] = k + " IS NOT NULL"
 	}
+	notNull := strings.Join(nn, " AND ")
 	step := resolutionStep()
 	var names []string
 	for _, r := range countedResolutions {
@@ -266,23 +264,29 @@ WITH bounds AS (
 		CAST(sum(n) OVER (PARTITION BY ` + list("") + `, balancing_day) - good AS BIGINT) AS surplus
 	FROM counts
 	QUALIFY row_number() OVER (PARTITION BY ` + list("") + `, balancing_day ORDER BY good DESC, n DESC, ` + step + `, sparte) = 1)` + seen + `
-), starts AS (
-	SELECT ` + list("") + `, greatest(min(balancing_day), (SELECT lo FROM bounds)) AS first
-	FROM known GROUP BY ALL
+), spans AS (
+	-- Each day a series delivered on (or was seen before) stands for the
+	-- days up to its next one, or to the range's last: the days of the
+	-- grid come from expanding these spans rather than from an ASOF join
+	-- of every series' day with known, which DuckDB plans as a nested loop
+	-- (5 s for 5,000 series over 90 days). A series with a NULL in its
+	-- key has no day, as the join's equalities gave it none.
+	SELECT *, coalesce(lead(balancing_day) OVER (PARTITION BY ` + list("") + ` ORDER BY balancing_day) - 1, (SELECT hi FROM bounds)) AS until
+	FROM known WHERE ` + notNull + `
 ), grid AS (
-	SELECT ` + list("") + `,
-		CAST(unnest(generate_series(CAST(first AS TIMESTAMP), CAST((SELECT hi FROM bounds) AS TIMESTAMP), INTERVAL 1 DAY)) AS DATE) AS balancing_day
-	FROM starts
+	SELECT * EXCLUDE (balancing_day), balancing_day AS known_day,
+		CAST(unnest(generate_series(CAST(greatest(balancing_day, (SELECT lo FROM bounds)) AS TIMESTAMP), CAST(until AS TIMESTAMP), INTERVAL 1 DAY)) AS DATE) AS balancing_day
+	FROM spans
 ), rows AS (
 	-- Each day of a series with its last day of delivery up to it.
-	SELECT ` + list("g.") + `, k.sparte, k.resolution, g.balancing_day, c.day_from, c.day_to,
+	SELECT ` + list("g.") + `, g.sparte, g.resolution, g.balancing_day, c.day_from, c.day_to,
 		-- What meter_expected_intervals gives, in arithmetic rather than a
 		-- call into Go for each of a fleet's days.
-		CAST(CASE k.resolution WHEN 'P1D' THEN 1 ELSE (epoch_us(c.day_to) - epoch_us(c.day_from)) // (` + strings.ReplaceAll(step, "resolution", "k.resolution") + `) END AS BIGINT) AS expected,
-		CASE WHEN k.balancing_day = g.balancing_day THEN k.present ELSE 0 END AS present,
-		CASE WHEN k.balancing_day = g.balancing_day THEN k.surplus ELSE 0 END AS surplus
-	FROM grid AS g ASOF JOIN known AS k ON ` + equal("g", "k") + ` AND g.balancing_day >= k.balancing_day
-	JOIN cal AS c ON c.balancing_day = g.balancing_day AND c.sparte = k.sparte
+		CAST(CASE g.resolution WHEN 'P1D' THEN 1 ELSE (epoch_us(c.day_to) - epoch_us(c.day_from)) // (` + strings.ReplaceAll(step, "resolution", "g.resolution") + `) END AS BIGINT) AS expected,
+		CASE WHEN g.known_day = g.balancing_day THEN g.present ELSE 0 END AS present,
+		CASE WHEN g.known_day = g.balancing_day THEN g.surplus ELSE 0 END AS surplus
+	FROM grid AS g
+	JOIN cal AS c ON c.balancing_day = g.balancing_day AND c.sparte = g.sparte
 )
 SELECT ` + list("") + `, sparte, resolution, balancing_day, day_from AS "from", day_to AS "to",
 	expected, present, CASE WHEN due THEN expected - present ELSE 0 END AS missing, surplus, due
