@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meterstore/meterstore/internal/pgtest"
 )
 
 // systemTables returns system.tables as refreshed at now, one map per row.
@@ -89,8 +91,11 @@ func TestSystemTablesHealth(t *testing.T) {
 	// A row below W in PostgreSQL: the archived partition of day 0,
 	// detached and kept for the reader grace, attached again behind
 	// MeterStore's back.
+	bound := func(at time.Time) string {
+		return pgtest.PartitionBound(t, ctx, e.pool, "meterstore.power", 15*time.Minute, at)
+	}
 	if _, err := e.pool.Exec(ctx, `ALTER TABLE meterstore.power ATTACH PARTITION meterstore.power_p20260302
-		FOR VALUES FROM ('2026-03-02 00:00+00') TO ('2026-03-03 00:00+00')`); err != nil {
+		FOR VALUES FROM (`+bound(dayN(0))+`) TO (`+bound(dayN(1))+`)`); err != nil {
 		t.Fatal(err)
 	}
 	rows = systemTables(t, s, dayN(4))

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
+	"github.com/meterstore/meterstore/internal/pgtest"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -162,8 +163,11 @@ func TestAttachedPartitionBelowWatermark(t *testing.T) {
 		t.Fatalf("re-creating an archived partition: %v; want ErrBelowFloor", err)
 	}
 	// Someone does it behind MeterStore's back.
+	bound := func(at time.Time) string {
+		return pgtest.PartitionBound(t, ctx, e.pool, "meterstore.lastgang", 15*time.Minute, at)
+	}
 	if _, err := e.pool.Exec(ctx, `CREATE TABLE meterstore.lastgang_p20260302 PARTITION OF meterstore.lastgang
-FOR VALUES FROM ('2026-03-02 00:00:00+00') TO ('2026-03-03 00:00:00+00')`); err != nil {
+FOR VALUES FROM (`+bound(dayN(0))+`) TO (`+bound(dayN(1))+`)`); err != nil {
 		t.Fatal(err)
 	}
 	attached := func() bool {
