@@ -16,7 +16,7 @@ import (
 // A new table of IntegrityStatement stores its readings in the step
 // layout, the lean layout (layout_lean.go) with from stored as an int4:
 // the number of steps of the table's one fixed resolution from
-// 1970-01-01 00:00 UTC to it. Quarter hours count to 2⁳¹ in the year
+// 1970-01-01 00:00 UTC to it. Quarter hours count to 2³¹ in the year
 // 63,000, so every start a table holds fits.
 //
 //   - The primary key is (series, step, version): 16 bytes of key where
