@@ -259,18 +259,7 @@ END
 
 // writeColumns are the ids, then what differs from reading to reading.
 func (dictLayout) writeColumns(t *series.Table, quoted bool) []string {
-	cols := []string{"series", "attr", "from", "to", "value", "quality", "version", "balancing_day"}
-	for _, c := range t.Columns {
-		if !c.Identity {
-			cols = append(cols, c.Name)
-		}
-	}
-	if quoted {
-		for i, c := range cols {
-			cols[i] = quote(c)
-		}
-	}
-	return cols
+	return withAttributes(t, quoted, "series", "attr", "from", "to", "value", "quality", "version", "balancing_day")
 }
 
 func (dictLayout) writeValues(v []any, t *series.Table, r *staged) []any {
@@ -422,3 +411,19 @@ func (dictLayout) fromColumn() string                          { return rowsLayo
 func (dictLayout) fromLit(t *series.Table, v time.Time) string { return rowsLayout{}.fromLit(t, v) }
 func (dictLayout) fromExpr(t *series.Table, e string) string   { return e }
 func (dictLayout) fromTime(t *series.Table, c string) string   { return c }
+
+// withAttributes returns a layout's stored columns, cols, followed by t's
+// attribute columns, each quoted if quoted is set.
+func withAttributes(t *series.Table, quoted bool, cols ...string) []string {
+	for _, c := range t.Columns {
+		if !c.Identity {
+			cols = append(cols, c.Name)
+		}
+	}
+	if quoted {
+		for i, c := range cols {
+			cols[i] = quote(c)
+		}
+	}
+	return cols
+}

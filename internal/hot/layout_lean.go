@@ -178,18 +178,7 @@ func (leanLayout) shape(t *series.Table) Shape {
 // writeColumns are the ids, from, version and value, then the attribute
 // columns.
 func (leanLayout) writeColumns(t *series.Table, quoted bool) []string {
-	cols := []string{"series", "attr", "from", "version", "value"}
-	for _, c := range t.Columns {
-		if !c.Identity {
-			cols = append(cols, c.Name)
-		}
-	}
-	if quoted {
-		for i, c := range cols {
-			cols[i] = quote(c)
-		}
-	}
-	return cols
+	return withAttributes(t, quoted, "series", "attr", "from", "version", "value")
 }
 
 func (leanLayout) writeValues(v []any, t *series.Table, r *staged) []any {

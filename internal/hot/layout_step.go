@@ -161,18 +161,7 @@ func (l stepLayout) naturalSources(t *series.Table) map[string]string {
 // writeColumns are the ids, step, version and value, then the attribute
 // columns.
 func (stepLayout) writeColumns(t *series.Table, quoted bool) []string {
-	cols := []string{"series", "attr", "step", "version", "value"}
-	for _, c := range t.Columns {
-		if !c.Identity {
-			cols = append(cols, c.Name)
-		}
-	}
-	if quoted {
-		for i, c := range cols {
-			cols[i] = quote(c)
-		}
-	}
-	return cols
+	return withAttributes(t, quoted, "series", "attr", "step", "version", "value")
 }
 
 func (stepLayout) writeValues(v []any, t *series.Table, r *staged) []any {
