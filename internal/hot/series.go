@@ -66,8 +66,9 @@ const genericPlan = `SELECT set_config('plan_cache_mode', 'force_generic_plan', 
 // ReadSeries returns the readings of t's attached partitions that q
 // selects, resolved (per merge key the highest version; the primary key
 // makes versions unique), by from descending, and the hot floor as the
-// same statement saw it. It is one statement, one round trip: the floor
-// comes from the snapshot the rows do. The statement locks the parent
+// same statement saw it. It is one statement, one round trip (with the
+// setting genericPlan makes): the floor comes from the snapshot the rows
+// do. The statement locks the parent
 // before that snapshot is taken, so a detach either waits for it or
 // committed before it, and the floor then says so: its rows are never
 // missing unseen (see Floor).
