@@ -9,7 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// statements counts the statements a pool's connections run.
+// statements counts the round trips of statements a pool's connections
+// make: a statement, or a batch of them.
 type statements struct{ n atomic.Int64 }
 
 func (c *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
@@ -19,8 +20,17 @@ func (c *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 
 func (c *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+func (c *statements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statements) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (c *statements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 // TestTypedHotReadOneStatement: once the archival ledger exists, a typed
-// read of hot days is one statement on the store's pool, the ledger's
+// read of hot days is one round trip on the store's pool, the ledger's
 // watermark read in it (the catalog's log has a pool of its own); until a
 // read has seen the ledger, one more asks whether it exists.
 func TestTypedHotReadOneStatement(t *testing.T) {

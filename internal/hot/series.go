@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
@@ -53,11 +55,20 @@ type SeriesResult struct {
 	HasBeside bool
 }
 
+// genericPlan makes the statements after it in its transaction run on
+// their prepared generic plan. PostgreSQL would plan the series statement
+// anew on every execution: its generic plan prunes the partitions only
+// when it runs, so the planner's estimate counts every partition, and
+// planning the custom plan costs as much as running it (issue 46). The
+// generic plan looks the series dictionary up by its key all the same.
+const genericPlan = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+
 // ReadSeries returns the readings of t's attached partitions that q
 // selects, resolved (per merge key the highest version; the primary key
 // makes versions unique), by from descending, and the hot floor as the
-// same statement saw it. It is one statement, one round trip: the floor
-// comes from the snapshot the rows do. The statement locks the parent
+// same statement saw it. It is one statement, one round trip (with the
+// setting genericPlan makes): the floor comes from the snapshot the rows
+// do. The statement locks the parent
 // before that snapshot is taken, so a detach either waits for it or
 // committed before it, and the floor then says so: its rows are never
 // missing unseen (see Floor).
@@ -74,7 +85,17 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 	if err != nil {
 		return SeriesResult{}, &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: err}
 	}
-	rows, err := h.reads.Query(ctx, sql, args...)
+	// One round trip: the batch's statements share an implicit
+	// transaction, so the setting holds for the read alone.
+	b := &pgx.Batch{}
+	b.Queue(genericPlan)
+	b.Queue(sql, args...)
+	br := h.reads.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return SeriesResult{}, classify(op, t.Name, err)
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return SeriesResult{}, classify(op, t.Name, err)
 	}
