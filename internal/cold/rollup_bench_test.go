@@ -13,7 +13,9 @@ import (
 // what the rollup adds to an archival (rollup-%: archival and catch-up
 // over the plain archival, less 100), the catch-up alone over its
 // archival (catchup-%), the time of each and the rollup's bytes per
-// series' day: for an archival that prepares the rollup commit from its
+// series' day. Wall time swings with the machine's load; the process's
+// CPU time (user and system, rusage) of each phase is reported beside it
+// (cpu-rollup-%, cpu-catchup-%), measured alike. Both are given for an archival that prepares the rollup commit from its
 // own rows ("sums") and, as the baseline, one that sums nothing and a
 // catch-up that reads the window back ("read back").
 //
@@ -30,7 +32,8 @@ func benchRollupArchive(b *testing.B, readBack bool) {
 	plain.tier.rollupReadsBack = true // nor does it catch up: no rollup
 	h, ph := e.ensure(b, loadProfile("power")), plain.ensure(b, loadProfile("power"))
 	day := jan2026
-	step := func() (base, archive, rollup time.Duration, c Commit) {
+	type times struct{ base, archive, rollup, cpuBase, cpuArchive, cpuRollup time.Duration }
+	step := func() (ts times, c Commit) {
 		b.StopTimer()
 		next := day.AddDate(0, 0, 1)
 		var rs []series.Reading
@@ -38,37 +41,43 @@ func benchRollupArchive(b *testing.B, readBack bool) {
 			rs = append(rs, quarterHours(i, day, 96)...)
 		}
 		b.StartTimer()
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuTime(b)
 		if _, err := plain.tier.Archive(b.Context(), ph, next, day, next, Readings(rs)); err != nil {
 			b.Fatal(err)
 		}
-		mid := time.Now()
+		mid, cpu1 := time.Now(), cpuTime(b)
 		if _, err := e.tier.Archive(b.Context(), h, next, day, next, Readings(rs)); err != nil {
 			b.Fatal(err)
 		}
-		end := time.Now()
+		end, cpu2 := time.Now(), cpuTime(b)
 		c, err := e.tier.CatchUpRollup(b.Context(), h)
 		if err != nil || c.Rows == 0 {
 			b.Fatalf("%+v, %v", c, err)
 		}
 		day = next
-		return mid.Sub(start), end.Sub(mid), time.Since(end), c
+		return times{mid.Sub(start), end.Sub(mid), time.Since(end), cpu1 - cpu0, cpu2 - cpu1, cpuTime(b) - cpu2}, c
 	}
 	// The first catch-up computes every day; the loop measures the ones
 	// after.
 	step()
 	step()
-	var base, archive, rollup time.Duration
+	var sum times
 	var bytes, rows int64
 	for b.Loop() {
-		p, a, r, c := step()
-		base, archive, rollup = base+p, archive+a, rollup+r
+		x, c := step()
+		sum.base, sum.archive, sum.rollup = sum.base+x.base, sum.archive+x.archive, sum.rollup+x.rollup
+		sum.cpuBase, sum.cpuArchive, sum.cpuRollup = sum.cpuBase+x.cpuBase, sum.cpuArchive+x.cpuArchive, sum.cpuRollup+x.cpuRollup
 		bytes, rows = bytes+c.Bytes, rows+c.Rows
 	}
+	base, archive, rollup := sum.base, sum.archive, sum.rollup
 	b.ReportMetric(float64(base.Milliseconds())/float64(b.N), "plain-ms/op")
 	b.ReportMetric(float64(archive.Milliseconds())/float64(b.N), "archive-ms/op")
 	b.ReportMetric(float64(rollup.Milliseconds())/float64(b.N), "rollup-ms/op")
 	b.ReportMetric(100*float64(archive+rollup-base)/float64(base), "rollup-%")
 	b.ReportMetric(100*float64(rollup)/float64(archive), "catchup-%")
 	b.ReportMetric(float64(bytes)/float64(rows), "B/series-day")
+	b.ReportMetric(float64(sum.cpuBase.Milliseconds())/float64(b.N), "cpu-plain-ms/op")
+	b.ReportMetric(float64((sum.cpuArchive+sum.cpuRollup).Milliseconds())/float64(b.N), "cpu-rollup-ms/op")
+	b.ReportMetric(100*float64(sum.cpuArchive+sum.cpuRollup-sum.cpuBase)/float64(sum.cpuBase), "cpu-rollup-%")
+	b.ReportMetric(100*float64(sum.cpuRollup)/float64(sum.cpuArchive), "cpu-catchup-%")
 }
