@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/meterstore/meterstore/metering"
@@ -91,7 +92,7 @@ func (h *Tier) ensureDays(ctx context.Context, tx pgx.Tx, t *series.Table, l lay
 
 // forgetDays deletes the day sums and dirty rows of the dropped buckets
 // [from, to) of t, in tx, if t has an aggregate of days.
-func (h *Tier) forgetDays(ctx context.Context, tx pgx.Tx, t *series.Table, from, to any) error {
+func (h *Tier) forgetDays(ctx context.Context, tx pgx.Tx, t *series.Table, from, to time.Time) error {
 	var have bool
 	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, h.ident(dirtyName(t))).Scan(&have); err != nil || !have {
 		return err
@@ -110,6 +111,11 @@ func (h *Tier) forgetDays(ctx context.Context, tx pgx.Tx, t *series.Table, from,
 // makes this one do nothing, as a read is exact either way. Serial
 // refreshes keep an older snapshot's sums from overwriting a newer's.
 func (h *Tier) refreshDays(ctx context.Context, t *series.Table, l layout, parts []Partition) (err error) {
+	// Most reads find the log empty: one round trip, no transaction.
+	var dirty bool
+	if err := h.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+h.ident(dirtyName(t))+`)`).Scan(&dirty); err != nil || !dirty {
+		return err
+	}
 	tx, err := h.pool.Begin(ctx)
 	if err != nil {
 		return err
