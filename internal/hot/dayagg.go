@@ -53,6 +53,9 @@ func (h *Tier) daysDDL(t *series.Table) []string {
 		`CREATE TABLE ` + days + ` (` + strings.Join(cols, ", ") + `)`,
 		`COMMENT ON TABLE ` + days + ` IS 'MeterStore: the day sums of the resolved readings of ` + t.Name + ` per partition and series, but those ` + dirtyName(t) + ` names'`,
 		`CREATE TABLE ` + dirty + ` (series int4 NOT NULL, bucket timestamptz NOT NULL)`,
+		// Reads and refreshes look a partition's rows up: the log holds
+		// those of partitions detached and not yet dropped too.
+		`CREATE INDEX ` + quote(dirtyName(t)+"_bucket") + ` ON ` + dirty + ` (bucket, series)`,
 		`COMMENT ON TABLE ` + dirty + ` IS 'MeterStore: the series and partitions of ` + t.Name + ` written since their day sums in ` + daysName(t) + `'`,
 	}
 }
