@@ -62,10 +62,21 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("no unit %d of the day sums", unit)}
 	}
 	p := r.parts[unit]
-	sel := r.lay.daySums(r.s.h, r.t, r.s.h.ident(p.Name), r.partWhere(p, lo))
-	if sel == "" {
+	stored, err := r.daysStored(ctx)
+	if err != nil {
+		return nil, classify(op, r.t.Name, err)
+	}
+	rel := r.s.h.ident(p.Name)
+	var sums string
+	if stored && len(r.rangeWhere(p, lo)) == 0 {
+		sums = r.s.h.storedDaySums(r.t, r.lay, rel, p, r.lay.keyFilter(r.s.h, r.t, p, r.keys()))
+	} else {
+		sums = r.lay.daySums(r.s.h, r.t, rel, r.partWhere(p, lo))
+	}
+	if sums == "" {
 		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("the %s layout sums no days", r.lay)}
 	}
+	sel := dayNamed(r.s.h, r.t, sums)
 	all := DayColumns(r.t)
 	c := r.newCursor(len(cols))
 	list := make([]string, len(cols))
@@ -78,9 +89,9 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 	return r.open(ctx, c, `SELECT `+strings.Join(list, ", ")+` FROM (`+sel+`) d`)
 }
 
-// dictDaySums returns the SELECT of the day sums (DayColumns) of the
-// resolved rows of relation rel of t in a dictionary layout, those where
-// selects. onRows names what the rows hold of quality, balancing_day and
+// dictDaySums returns the SELECT of the day sums of the resolved rows of
+// relation rel of t in a dictionary layout, those where selects, by
+// series id (dayStored's columns; dayNamed names their series). onRows names what the rows hold of quality, balancing_day and
 // recorded_at (the rest is the attrs dictionary's), version the
 // expression of a version from the rows' max(version) mv; l says how the
 // rows store their start.
@@ -135,6 +146,31 @@ func dictDaySums(h *Tier, t *series.Table, l layout, rel string, where []string,
 	if onRows["recorded_at"] {
 		recorded = "max(g.mr)"
 	}
+	day := of("g", "balancing_day")
+	sel := []string{`g.series AS series`, day + ` AS balancing_day`, `a.sparte::text AS sparte`, `a.resolution::text AS resolution`, `a.unit::text AS unit`,
+		`sum(g.n)::int8 AS present`, `sum(g.og)::int8 AS on_grid`, `sum(g.v) AS value_sum`}
+	for _, q := range metering.Qualities() {
+		sel = append(sel, `coalesce(sum(g.n) FILTER (WHERE `+of("g", "quality")+` = `+lit(q.String())+`), 0)::int8 AS `+quote(dayQualityColumn(q)))
+	}
+	sel = append(sel, version("max(g.mv)")+` AS max_version`, recorded+` AS max_recorded_at`)
+	return `SELECT ` + strings.Join(sel, ", ") + ` FROM (` + g + `) g JOIN ` +
+		h.ident(attrsName(t)) + ` a ON a.id = g.attr GROUP BY g.series, ` + day + `, a.sparte, a.resolution, a.unit`
+}
+
+// dayStored returns the columns of a day sum by series id (see
+// dictDaySums), as the aggregate of days stores them after its bucket.
+func dayStored() []string {
+	cols := []string{"series", "balancing_day", "sparte", "resolution", "unit", "present", "on_grid", "value_sum"}
+	for _, q := range metering.Qualities() {
+		cols = append(cols, quote(dayQualityColumn(q)))
+	}
+	return append(cols, "max_version", "max_recorded_at")
+}
+
+// dayNamed returns the SELECT of the day sums (DayColumns) of the day
+// sums by series id that the SELECT core gives: the series id is the
+// series dictionary's primary key, its row's columns follow from it.
+func dayNamed(h *Tier, t *series.Table, core string) string {
 	sel := []string{"s.malo_id::text AS malo_id", "s.obis_code::text AS obis_code"}
 	for _, c := range t.Identity() {
 		typ := "text"
@@ -143,17 +179,49 @@ func dictDaySums(h *Tier, t *series.Table, l layout, rel string, where []string,
 		}
 		sel = append(sel, `s.`+quote(c.Name)+`::`+typ+` AS `+quote(c.Name))
 	}
-	day := of("g", "balancing_day")
-	sel = append(sel, day+` AS balancing_day`, `a.sparte::text AS sparte`, `a.resolution::text AS resolution`, `a.unit::text AS unit`,
-		`sum(g.n)::int8 AS present`, `sum(g.og)::int8 AS on_grid`, `sum(g.v)::text AS value_sum`)
-	for _, q := range metering.Qualities() {
-		sel = append(sel, `coalesce(sum(g.n) FILTER (WHERE `+of("g", "quality")+` = `+lit(q.String())+`), 0)::int8 AS `+quote(dayQualityColumn(q)))
+	for _, c := range dayStored()[1:] {
+		if c == "value_sum" {
+			c = `c.value_sum::text AS value_sum`
+		} else {
+			c = `c.` + c
+		}
+		sel = append(sel, c)
 	}
-	sel = append(sel, version("max(g.mv)")+` AS max_version`, recorded+` AS max_recorded_at`)
-	// The series id is the series dictionary's primary key: its row's
-	// columns follow from it.
-	return `SELECT ` + strings.Join(sel, ", ") + ` FROM (` + g + `) g JOIN ` + h.ident(seriesName(t)) + ` s ON s.id = g.series JOIN ` +
-		h.ident(attrsName(t)) + ` a ON a.id = g.attr GROUP BY s.id, ` + day + `, a.sparte, a.resolution, a.unit`
+	return `SELECT ` + strings.Join(sel, ", ") + ` FROM (` + core + `) c JOIN ` + h.ident(seriesName(t)) + ` s ON s.id = c.series`
+}
+
+// daysStored reports whether the read's snapshot has t's aggregate of
+// days, which a table declared by an older version gets at its next
+// ensure. The first call folds the dirty log of the read's partitions
+// into the aggregate first (refreshDays), for the reads after this one:
+// this one's snapshot is taken, and exact either way. A refresh that
+// fails is logged, not the read's error.
+func (r *Read) daysStored(ctx context.Context) (bool, error) {
+	r.days.once.Do(func() {
+		if !sumsDays(r.lay) {
+			return
+		}
+		h := r.s.h
+		if err := h.refreshDays(ctx, r.t, r.lay, r.parts); err != nil {
+			h.log.Warn("hot: day sums not refreshed", "table", r.t.Name, "err", err)
+		}
+		r.s.mu.Lock()
+		holder := r.s.conns[0]
+		r.s.mu.Unlock()
+		holder.mu.Lock()
+		defer holder.mu.Unlock()
+		res, err := holder.c.Conn().PgConn().Exec(ctx, `SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = `+
+			lit(h.schema)+` AND c.relname IN (`+lit(daysName(r.t))+`, `+lit(dirtyName(r.t))+`)`).ReadAll()
+		switch {
+		case err != nil:
+			r.days.err = err
+		case len(res) != 1 || len(res[0].Rows) != 1:
+			r.days.err = fmt.Errorf("look for the aggregate of days: %d results", len(res))
+		default:
+			r.days.ok = string(res[0].Rows[0][0]) == "2"
+		}
+	})
+	return r.days.ok, r.days.err
 }
 
 // daySums: the dictionary layout's rows hold quality, balancing day and

@@ -21,7 +21,9 @@ import (
 // crosses, not its readings. on_grid is checked against the Go calendar:
 // in the dictionary layout, whose rows a plain client may write off the
 // grid, with a reading five minutes off it and two their balancing days do
-// not contain (one before, one after); and for hourly gas days around the spring clock change.
+// not contain (one before, one after); and for hourly gas days around the
+// spring clock change, also from the aggregate of days (dayagg.go) with a
+// correction dirty beside it.
 func TestDaySums(t *testing.T) {
 	for _, lay := range dictLayouts {
 		t.Run(lay.String(), func(t *testing.T) { testDaySums(t, lay) })
@@ -104,6 +106,15 @@ func testGasDaySums(t *testing.T, lay layout) {
 	mustWrite(t, h, tab, rows)
 	mustWrite(t, h, tab, fixes)
 	// 2 meters × gas days 27 to 30 × 3 partitions, two rows a day.
+	checkDaySums(t, h, tab, start.Add(30*time.Hour), 2*4*2)
+	// Again from the aggregate of days the first read refreshed, then
+	// with a correction of one meter's short gas day dirty beside it.
+	checkDaySums(t, h, tab, start.Add(30*time.Hour), 2*4*2)
+	for i := range fixes {
+		fixes[i].Version, fixes[i].Value = 12, fixes[i].Value+5_000
+	}
+	mustWrite(t, h, tab, fixes[:len(fixes)/2])
+	checkDaySums(t, h, tab, start.Add(30*time.Hour), 2*4*2)
 	checkDaySums(t, h, tab, start.Add(30*time.Hour), 2*4*2)
 }
 

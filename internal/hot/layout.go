@@ -106,9 +106,9 @@ type layout interface {
 	// fromTime returns the start, as timestamptz, of a row whose
 	// fromColumn is the expression c.
 	fromTime(t *series.Table, c string) string
-	// daySums returns the SELECT of the day sums (DayColumns) of the
-	// resolved rows of relation rel of t (a partition) that where
-	// selects, "" if the layout leaves them to the engine.
+	// daySums returns the SELECT of the day sums by series id (see
+	// dayStored) of the resolved rows of relation rel of t (a partition)
+	// that where selects, "" if the layout leaves them to the engine.
 	daySums(h *Tier, t *series.Table, rel string, where []string) string
 	// naturalSources returns the expressions of the natural columns that
 	// series.go's resolved reads take from elsewhere than the rows r:

@@ -119,6 +119,7 @@ func (l dictLayout) statementDDL(h *Tier, t *series.Table) []string {
 		`COMMENT ON TABLE ` + owners + ` IS 'MeterStore: the network operator of each span of readings of ` + t.Name + `, one per reading'`,
 		h.checkFuncDDL(t, l),
 	}
+	stmts = append(stmts, h.daysDDL(t)...)
 	for _, d := range l.dictNames(t) {
 		stmts = append(stmts, `CREATE TRIGGER `+quote(d+"_guard")+` BEFORE UPDATE OR DELETE OR TRUNCATE ON `+h.ident(d)+
 			` FOR EACH STATEMENT EXECUTE FUNCTION `+h.ident(guardFunc)+`()`)
@@ -231,7 +232,8 @@ BEGIN
 	SELECT u.s, u.b2 INTO v_bad, v_badb FROM (SELECT DISTINCT * FROM unnest(v_s, v_b, v_b2) AS x(s, b, b2)) u
 	WHERE NOT EXISTS (SELECT 1 FROM ` + ser + ` d WHERE d.id = u.s AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("series", seriesName(t)) + `
 	SELECT u.a, u.b2 INTO v_bad, v_badb FROM (SELECT DISTINCT * FROM unnest(v_a, v_b, v_b2) AS x(a, b, b2)) u
-	WHERE NOT EXISTS (SELECT 1 FROM ` + attrs + ` d WHERE d.id = u.a AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("attr", attrsName(t)) + `
+	WHERE NOT EXISTS (SELECT 1 FROM ` + attrs + ` d WHERE d.id = u.a AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("attr", attrsName(t)) +
+		dirtyAppend(h, t, "v_s", "v_b") + `
 	SELECT array_agg(s), array_agg(op), array_agg(v), array_agg(b), array_agg(lo), array_agg(hi), array_agg(n)
 	INTO v_gs, v_gop, v_gv, v_gb, v_glo, v_ghi, v_gn
 	FROM (SELECT u.s, split_part(d.version_scope, ':', 1) AS op, u.v, u.b, min(u.lo) AS lo, max(u.hi) AS hi, sum(u.n)::int8 AS n
@@ -367,7 +369,7 @@ func bucketText(t *series.Table, from time.Time) string {
 
 // forgetPartition deletes the dictionary rows of the buckets in [from,
 // to), those of a dropped partition, in tx, which the guard trigger lets
-// through for this transaction only.
+// through for this transaction only, and their day sums.
 func (l dictLayout) forgetPartition(ctx context.Context, h *Tier, tx pgx.Tx, t *series.Table, from, to time.Time) error {
 	if _, err := tx.Exec(ctx, `SET LOCAL meterstore.forget = on`); err != nil {
 		return err
@@ -377,8 +379,10 @@ func (l dictLayout) forgetPartition(ctx context.Context, h *Tier, tx pgx.Tx, t *
 			return fmt.Errorf("forget the dictionary rows of %s: %w", d, err)
 		}
 	}
-	_, err := tx.Exec(ctx, `SET LOCAL meterstore.forget = off`)
-	return err
+	if _, err := tx.Exec(ctx, `SET LOCAL meterstore.forget = off`); err != nil {
+		return err
+	}
+	return h.forgetDays(ctx, tx, t, from, to)
 }
 
 func (dictLayout) columnExpr(*series.Table, string) string { return "" }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,13 @@ type Read struct {
 	batch int // rows a cursor fetches at once
 	// detached and attached are the floor as of the snapshot (Floor).
 	detached, attached time.Time
+	// days says, once asked (daysStored), whether the snapshot has the
+	// aggregate of days.
+	days struct {
+		once sync.Once
+		ok   bool
+		err  error
+	}
 
 	rows, bytes atomic.Int64
 	first, last atomic.Int64 // unix nanoseconds of the first and last batch
@@ -321,6 +329,12 @@ func (r *Read) keys() []string {
 // the range's start. Bounds only where they cut the partition: none to
 // check per row otherwise.
 func (r *Read) partWhere(p Partition, lo time.Time) []string {
+	return append(r.rangeWhere(p, lo), r.lay.keyFilter(r.s.h, r.t, p, r.keys())...)
+}
+
+// rangeWhere returns the conditions of partWhere on the rows' start:
+// none where the read takes all of p.
+func (r *Read) rangeWhere(p Partition, lo time.Time) []string {
 	var where []string
 	if r.q.From.After(lo) {
 		lo = r.q.From
@@ -331,7 +345,7 @@ func (r *Read) partWhere(p Partition, lo time.Time) []string {
 	if !r.q.To.IsZero() && r.q.To.Before(p.To) {
 		where = append(where, r.lay.fromColumn()+` < `+r.lay.fromLit(r.t, r.q.To))
 	}
-	return append(where, r.lay.keyFilter(r.s.h, r.t, p, r.keys())...)
+	return where
 }
 
 // newCursor returns a cursor of the read with n columns, to be opened.

@@ -270,6 +270,10 @@ func (h *Tier) redeclare(ctx context.Context, tx pgx.Tx, t *series.Table, stored
 		}
 		return tableInfo{integrity: series.IntegrityStatement, layout: lay}, true, nil
 	case chosen == series.IntegrityStatement:
+		// The aggregate first: the new check body appends to its log.
+		if err := h.ensureDays(ctx, tx, t, lay); err != nil {
+			return tableInfo{}, false, err
+		}
 		if err := h.refreshCheckFunc(ctx, tx, t, lay); err != nil {
 			return tableInfo{}, false, err
 		}
