@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"syscall"
 
@@ -16,7 +17,10 @@ import (
 // Unreachable reports whether err, from the cold tier, says that the
 // warehouse or the catalog could not be reached, rather than that what it
 // holds is wrong: a missing root or object, a refused permission, an I/O
-// or network failure, a deadline. A table the catalog does not find counts
+// or network failure, a deadline, a read cut short (an object store's
+// connection lost mid-body; a data file truncated in the warehouse is
+// refused by its size first, as an *AlteredFileError). A table the
+// catalog does not find counts
 // too, as does a namespace: the tables asked about were ensured when the
 // store opened them, and a log on object storage whose bucket is away
 // reads as empty. A refusal the tier classified itself (a *series.Error,
@@ -40,7 +44,7 @@ func Unreachable(err error) bool {
 		return true
 	}
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace) || errors.Is(err, fs.ErrPermission) || errors.Is(err, blob.ErrNotFound) ||
-		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EIO) ||
+		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EIO) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, context.DeadlineExceeded) || pgerr.Network(err)
 }
 

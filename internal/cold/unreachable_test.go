@@ -3,8 +3,10 @@ package cold
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/meterstore/meterstore/series"
@@ -13,16 +15,19 @@ import (
 // TestUnreachableFileInTheWay: a file where the warehouse has a directory
 // makes the cold tier unreachable, whichever error mkdir gives for it; a
 // file that exists where a new one is created exclusively does not, nor
-// does an error the tier classified itself.
+// does an error the tier classified itself. An object read cut short
+// (TestServeNetworkFaults' s3-reset answered 500 for it) is unreachable
+// too, unless the file was found altered.
 func TestUnreachableFileInTheWay(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "warehouse")
 	if err := os.WriteFile(file, []byte("away"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	mkdirExists := os.Mkdir(file, 0o755)                             // EEXIST
-	mkdirUnder := os.MkdirAll(filepath.Join(file, "ns"), 0o755)      // ENOTDIR
-	_, createExcl := os.OpenFile(file, os.O_CREATE|os.O_EXCL, 0o600) // EEXIST, not mkdir
+	mkdirExists := os.Mkdir(file, 0o755)                                  // EEXIST
+	mkdirUnder := os.MkdirAll(filepath.Join(file, "ns"), 0o755)           // ENOTDIR
+	_, createExcl := os.OpenFile(file, os.O_CREATE|os.O_EXCL, 0o600)      // EEXIST, not mkdir
+	_, cutShort := io.ReadFull(strings.NewReader("PAR"), make([]byte, 8)) // a body that ends early
 	for _, c := range []struct {
 		name string
 		err  error
@@ -32,6 +37,8 @@ func TestUnreachableFileInTheWay(t *testing.T) {
 		{"mkdir under a file", mkdirUnder, true},
 		{"exclusive create of an existing file", createExcl, false},
 		{"a refusal of the tier", &series.Error{Kind: series.InvalidInput, Err: mkdirExists}, false},
+		{"an object read cut short", fmt.Errorf("read manifest: blob (key %q) (code=Unknown): %w", "m1.avro", cutShort), true},
+		{"a file found altered", fmt.Errorf("%w: %w", &AlteredFileError{Table: "power", File: "m1.avro", Reason: "size"}, cutShort), false},
 		{"another error", errors.New("boom"), false},
 	} {
 		if c.err == nil {
