@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"syscall"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
@@ -17,13 +18,14 @@ import (
 // Unreachable reports whether err, from the cold tier, says that the
 // warehouse or the catalog could not be reached, rather than that what it
 // holds is wrong: a missing root or object, a refused permission, an I/O
-// or network failure, a deadline, a read cut short (an object store's
-// connection lost mid-body; a data file truncated in the warehouse is
-// refused by its size first, as an *AlteredFileError). A table the
-// catalog does not find counts
-// too, as does a namespace: the tables asked about were ensured when the
-// store opened them, and a log on object storage whose bucket is away
-// reads as empty. A refusal the tier classified itself (a *series.Error,
+// or network failure, a deadline, an HTTP request to the object store
+// that failed in transport (*url.Error: refused, reset, EOF before the
+// answer), a read cut short (the connection lost mid-body; a data file
+// truncated in the warehouse is refused by its size first, as an
+// *AlteredFileError). A table the catalog does not find counts too, as
+// does a namespace: the tables asked about were ensured when the store
+// opened them, and a log on object storage whose bucket is away reads as
+// empty. A refusal the tier classified itself (a *series.Error,
 // a quarantine for a schema it read, a file not the one its commit
 // recorded) is not.
 func Unreachable(err error) bool {
@@ -35,6 +37,10 @@ func Unreachable(err error) bool {
 		return false
 	case errors.As(err, &q):
 		return q.Err != nil && Unreachable(q.Err)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return true
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) && pe.Op == "mkdir" && errors.Is(pe.Err, syscall.EEXIST) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +17,9 @@ import (
 // makes the cold tier unreachable, whichever error mkdir gives for it; a
 // file that exists where a new one is created exclusively does not, nor
 // does an error the tier classified itself. An object read cut short
-// (TestServeNetworkFaults' s3-reset answered 500 for it) is unreachable
-// too, unless the file was found altered.
+// or an object store request failed in transport
+// (TestServeNetworkFaults' S3 faults answered 500 for them) are
+// unreachable too, unless the file was found altered.
 func TestUnreachableFileInTheWay(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "warehouse")
@@ -38,6 +40,8 @@ func TestUnreachableFileInTheWay(t *testing.T) {
 		{"exclusive create of an existing file", createExcl, false},
 		{"a refusal of the tier", &series.Error{Kind: series.InvalidInput, Err: mkdirExists}, false},
 		{"an object read cut short", fmt.Errorf("read manifest: blob (key %q) (code=Unknown): %w", "m1.avro", cutShort), true},
+		{"an object store request failed in transport", fmt.Errorf("open metadata.json: operation error S3: GetObject, exceeded maximum number of attempts, 3, request send failed: %w",
+			&url.Error{Op: "Get", URL: "http://127.0.0.1:1/b/k", Err: io.EOF}), true},
 		{"a file found altered", fmt.Errorf("%w: %w", &AlteredFileError{Table: "power", File: "m1.avro", Reason: "size"}, cutShort), false},
 		{"another error", errors.New("boom"), false},
 	} {
