@@ -147,7 +147,11 @@ func (s *Store) Prepare(ctx context.Context, sql string, o StatementOptions) (*S
 		// computed, never anew (their status reads the hot tier).
 		system = func(context.Context, bool) []query.Relation { return s.lastSystemTables() }
 	}
-	st, err := s.engine.Prepare(ctx, sql, query.PrepareOptions{Read: o.Read, May: o.May, Table: o.Table, Params: o.Params, System: system})
+	po := query.PrepareOptions{Read: o.Read, May: o.May, Table: o.Table, Params: o.Params, System: system, Point: s.pointRead}
+	if s.sqlOnly {
+		po.Point = nil
+	}
+	st, err := s.engine.Prepare(ctx, sql, po)
 	if err != nil {
 		return nil, err
 	}
@@ -196,8 +200,12 @@ func (st *Statement) Stream(ctx context.Context, start func(*ResultHeader) error
 	return err
 }
 
-// queried records the query's time for every table it read.
+// queried records the query's time for every table it read; the typed
+// read that answers a point statement has recorded its own.
 func (st *Statement) queried(ctx context.Context, begin time.Time) {
+	if st.st.Typed() {
+		return
+	}
 	for _, name := range st.st.Tables() {
 		st.s.metrics.Queried(ctx, name, time.Since(begin))
 	}
@@ -215,3 +223,13 @@ func (st *Statement) Query(ctx context.Context) (*Result, error) {
 
 // Close releases a statement that will not stream.
 func (st *Statement) Close() { st.st.Close() }
+
+// pointRead answers a point statement (query.Point) with the typed read
+// of its series, without DuckDB.
+func (s *Store) pointRead(ctx context.Context, p query.Point, o ReadOptions) ([]Reading, TableRead, error) {
+	res, err := s.typedRead(ctx, p.Table, SeriesQuery{MaLo: p.MaLo, OBIS: p.OBIS, From: p.From, To: p.To, Identity: p.Identity, Read: o}, false)
+	if err != nil {
+		return nil, TableRead{}, err
+	}
+	return res.Readings, res.Read, nil
+}

@@ -92,6 +92,9 @@ type Store struct {
 	// read between its cold plan and its hot statement: where a
 	// concurrent archival would move rows between the tiers.
 	typedHook func()
+	// sqlOnly, set by tests alone, has DuckDB run every statement, point
+	// statements too (see pointRead).
+	sqlOnly bool
 	// sqlHook, set by tests alone, runs after an SQL read has read a
 	// table's watermark, before it opens its hot snapshot or plans.
 	sqlHook func()

@@ -85,15 +85,20 @@ func cost(key string, a analysis) int {
 }
 
 // analyze returns the analysis of text with default table self and
-// values params: the one kept, or analyze's, kept if it succeeds.
-func (e *Engine) analyze(ctx context.Context, conn *sql.Conn, text, self string, params []any) (analysis, error) {
+// values params: the one kept, or analyze's on the connection conn
+// returns, kept if it succeeds.
+func (e *Engine) analyze(ctx context.Context, conn func(context.Context) (querier, error), text, self string, params []any) (analysis, error) {
 	key, ok := analysisKey(text, self, params)
 	if ok {
 		if a, hit := e.analysed.get(key); hit {
 			return a, nil
 		}
 	}
-	a, err := analyze(ctx, conn, text, self, params)
+	q, err := conn(ctx)
+	if err != nil {
+		return analysis{}, err
+	}
+	a, err := analyze(ctx, q, text, self, params)
 	if err == nil && ok {
 		a.memo = new(runMemo)
 		e.analysed.put(key, a)

@@ -341,6 +341,14 @@ var (
 // evaluate casts every constraint's constant to TIMESTAMPTZ, as comparing
 // it with "from" does, and intersects the constraints.
 func evaluate(ctx context.Context, q querier, cs []constraint) (series.Range, error) {
+	r, _, err := bounds(ctx, q, cs)
+	return r, err
+}
+
+// bounds intersects the constraints cs as evaluate does, and reports
+// whether the range is exact: every constant an instant a tier may store,
+// none ignored.
+func bounds(ctx context.Context, q querier, cs []constraint) (series.Range, bool, error) {
 	xs, args := exprs(cs, "TIMESTAMPTZ")
 	vals := make([]any, len(cs))
 	dest := make([]any, len(cs))
@@ -348,7 +356,7 @@ func evaluate(ctx context.Context, q querier, cs []constraint) (series.Range, er
 		dest[i] = &vals[i]
 	}
 	if err := q.QueryRowContext(ctx, `SELECT `+strings.Join(xs, ", "), args...).Scan(dest...); err != nil {
-		return series.Range{}, fmt.Errorf("query: evaluate the bounds of \"from\": %w", err)
+		return series.Range{}, false, fmt.Errorf("query: evaluate the bounds of \"from\": %w", err)
 	}
 	var r series.Range
 	lower := func(t time.Time) {
@@ -361,9 +369,11 @@ func evaluate(ctx context.Context, q querier, cs []constraint) (series.Range, er
 			r.To = t
 		}
 	}
+	exact := true
 	for i, c := range cs {
 		t, ok := vals[i].(time.Time)
 		if !ok || t.Before(minBound) || !t.Before(maxBound) {
+			exact = false
 			continue
 		}
 		t = t.UTC()
@@ -382,5 +392,5 @@ func evaluate(ctx context.Context, q querier, cs []constraint) (series.Range, er
 			lower(t)
 		}
 	}
-	return r, nil
+	return r, exact, nil
 }

@@ -105,6 +105,9 @@ type analysis struct {
 	// any relation, lowercase; nil if it may read every column (see
 	// columnNames).
 	columns map[string]bool
+	// point is the shape of a point statement (see Point), nil for
+	// every other statement.
+	point *pointShape
 	// memo is what the statement's runs learn for the next, shared by
 	// the copies of a kept analysis; nil for one not kept.
 	memo *runMemo
@@ -272,6 +275,12 @@ func analyze(ctx context.Context, q querier, text, self string, params []any) (a
 			return analysis{}, err
 		}
 		a.Tables[name] = r
+	}
+	if !a.relations && len(refs.readings) == 1 && len(refs.completeness) == 0 && len(refs.daily) == 0 && len(a.unbound) == 0 {
+		var err error
+		if a.point, err = pointOf(ctx, q, node, self); err != nil {
+			return analysis{}, err
+		}
 	}
 	own := byTable[""]
 	switch {

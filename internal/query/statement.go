@@ -29,7 +29,9 @@ type Statement struct {
 	deadline time.Time // of Settings.Timeout; zero: none
 	begin    time.Time
 	ran      bool
-	steps    Timing // Prepare's steps
+	closed   bool
+	point    *pointRun // set if a PointReader answers it
+	steps    Timing    // Prepare's steps
 }
 
 // ErrForbidden is wrapped by a *ForbiddenError.
@@ -67,6 +69,9 @@ type PrepareOptions struct {
 	// constants they are, so that a bound range bounds what the tiers
 	// are read for.
 	Params []any
+	// Point, if set, answers a point statement (see Point) without
+	// DuckDB; nil, DuckDB runs every statement.
+	Point PointReader
 	// System, if set, gives the in-memory relations (SetRelations' by
 	// default): fresh is set when the statement names the schema system,
 	// so that the caller may compute them anew first.
@@ -107,15 +112,21 @@ func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*St
 		st.deadline = st.begin.Add(e.set.Timeout)
 	}
 	err := st.within(ctx, func(ctx context.Context) error {
-		inst, err := e.spare.take(ctx)
-		if err != nil {
+		if err := st.prepare(ctx, sql, o); err != nil {
 			return err
 		}
-		st.inst = inst
-		begin := st.steps.step(StepInstance, st.begin)
-		err = st.prepare(ctx, sql, o)
-		st.steps.step(StepAnalysis, begin)
-		return err
+		switch {
+		case st.point != nil && st.inst != nil:
+			// Taken for the analysis alone.
+			e.spare.retire(st.inst)
+			st.inst = nil
+		case st.point == nil:
+			if _, err := st.conn(ctx); err != nil {
+				return err
+			}
+			st.inst.columns = st.a.columns
+		}
+		return nil
 	})
 	if err != nil {
 		st.Close()
@@ -130,7 +141,9 @@ func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*St
 func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) error {
 	e := st.e
 	st.self = o.Table
-	a, err := e.analyze(ctx, st.inst.conn, sql, o.Table, o.Params)
+	begin := time.Now()
+	defer func() { st.steps.step(StepAnalysis, begin) }()
+	a, err := e.analyze(ctx, st.conn, sql, o.Table, o.Params)
 	if err != nil {
 		return err
 	}
@@ -142,7 +155,7 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 		if _, err := e.table(ctx, name); err != nil {
 			return err
 		}
-		if a, err = e.analyze(ctx, st.inst.conn, sql, name, o.Params); err != nil {
+		if a, err = e.analyze(ctx, st.conn, sql, name, o.Params); err != nil {
 			return err
 		}
 		st.self = name
@@ -157,7 +170,6 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 		return unusedParams(a.unused)
 	}
 	st.a, st.params = a, o.Params
-	st.inst.columns = a.columns
 	if err := authorise(st.Tables(), o.May); err != nil {
 		return err
 	}
@@ -174,7 +186,24 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 		rels = o.System(ctx, a.system)
 	}
 	st.rels = visibleRelations(rels, o.May)
+	st.point = st.pointRead(o.Point)
 	return nil
+}
+
+// conn returns the connection of the statement's DuckDB instance, taking
+// the spare instance first if it has none yet: a statement that is
+// answered without DuckDB, and found analysed, takes none.
+func (st *Statement) conn(ctx context.Context) (querier, error) {
+	if st.inst == nil {
+		begin := time.Now()
+		inst, err := st.e.spare.take(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st.inst = inst
+		st.steps.step(StepInstance, begin)
+	}
+	return st.inst.conn, nil
 }
 
 // tablesRead returns the tables the statement reads and how, its default
@@ -218,6 +247,10 @@ func authorise(tables []string, may func(string) bool) error {
 // each once: the positional ones ($1 and ? as "1", $2 as "2") by number,
 // then the named ones ($name as "name") by name.
 func (st *Statement) Placeholders() []string { return st.a.placeholders }
+
+// Typed reports whether the statement is a point statement its
+// PointReader answers, without DuckDB.
+func (st *Statement) Typed() bool { return st.point != nil }
 
 // Tables returns the declared tables the statement reads: its default
 // first if it reads it, then the others it names, by name.
@@ -268,11 +301,14 @@ func (st *Statement) Ranges() []TableRange {
 // more than 128 MiB fails with ErrResultTooLarge. Without a CacheDir, a
 // result larger than MemoryLimit fails.
 func (st *Statement) Stream(ctx context.Context, start func(*Header) error, row func([]any) error) error {
-	if st.ran || st.inst == nil {
+	if st.ran || st.closed {
 		return errors.New("query: the statement has run or is closed")
 	}
 	st.ran = true
 	defer st.Close()
+	if st.point != nil {
+		return st.within(ctx, func(ctx context.Context) error { return st.streamPoint(ctx, start, row) })
+	}
 	return st.within(ctx, func(ctx context.Context) error { return st.stream(ctx, start, row) })
 }
 
@@ -289,6 +325,7 @@ func (st *Statement) Query(ctx context.Context) (*Result, error) {
 // Close releases the statement's DuckDB instance and spill directory,
 // which are closed in the background (Engine.Close waits for them).
 func (st *Statement) Close() {
+	st.closed = true
 	if st.inst != nil {
 		st.e.spare.retire(st.inst)
 		st.inst = nil
