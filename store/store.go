@@ -101,12 +101,14 @@ type Store struct {
 	// ledgerSeen says the archival ledger exists, once a typed read saw
 	// it: typed reads then read its watermark in their hot statement.
 	ledgerSeen atomic.Bool
-	altered    *altered.Record // the cold files found altered
-	metrics    *metrics.Metrics
-	tables     []*table       // in declaration order
-	engine     *query.Engine  // answers SQL over every table
-	closers    []func()       // what OpenConfig started, for Close
-	private    *privateServer // the private server OpenConfig started or joined
+	// warm is the cold state typed reads keep between reads.
+	warm    typedWarm
+	altered *altered.Record // the cold files found altered
+	metrics *metrics.Metrics
+	tables  []*table       // in declaration order
+	engine  *query.Engine  // answers SQL over every table
+	closers []func()       // what OpenConfig started, for Close
+	private *privateServer // the private server OpenConfig started or joined
 
 	mu       sync.Mutex
 	system   []query.Relation // the system tables, as last refreshed

@@ -177,10 +177,12 @@ func typedKey(r Reading) string {
 }
 
 // TestTypedReadAfterCommit: what a typed read keeps between reads (the
-// cold plan per snapshot, the files' footers and page indexes) lets no
-// read see a state older than the last commit: a read after an archival
-// reads the new W and the day from the cold tier, and one after a late
-// correction below W sees the correction.
+// cold state loaded, the plan per snapshot, the files' footers and page
+// indexes) lets no read see a state older than the last commit: a read
+// after an archival reads the new W and the day from the cold tier, and
+// one after a late correction below W sees the correction, also where it
+// reads the hot tier too, in one statement that proves the kept state
+// current (a late correction leaves W where it was).
 func TestTypedReadAfterCommit(t *testing.T) {
 	ctx := t.Context()
 	s := fiveDays(t)
@@ -199,6 +201,22 @@ func TestTypedReadAfterCommit(t *testing.T) {
 			}
 		}
 	}
+	// Days 2 and 3 across W at day 3: the cold plan from the kept state.
+	both := SeriesQuery{MaLo: malo(0), OBIS: "1-1:1.29.0", From: dayN(2), To: dayN(4)}
+	readBoth := func(what string, value int64) {
+		t.Helper()
+		for range 2 {
+			res, err := s.SeriesRead(ctx, "power", both)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			rs := res.Readings
+			if len(rs) != 192 || int64(rs[4].Value) != value || !slices.Equal(res.Read.Tiers, []string{"cold", "hot"}) {
+				t.Fatalf("%s: %d readings, day 2 slot 4 %v, tiers %v; want 192, %d, cold and hot",
+					what, len(rs), rs[4].Value, res.Read.Tiers, value)
+			}
+		}
+	}
 	if _, err := s.Archive(ctx, "power", dayN(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +225,9 @@ func TestTypedReadAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	read("after the archival of day 2", []string{"cold"}, dayN(3), 2004)
+	readBoth("across W", 2004)
 	mustWrite(t, s, []Reading{qh(0, 2, 4, "A", 2, 99)})
+	readBoth("across W after a late correction of day 2", 99)
 	read("after a late correction of day 2", []string{"cold"}, dayN(3), 99)
 	latest, ok, err := s.LatestReading(ctx, "power", SeriesQuery{MaLo: malo(0), OBIS: "1-1:1.29.0"})
 	if err != nil || !ok || !latest.From.Equal(dayN(4).Add(95*15*time.Minute)) {

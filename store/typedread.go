@@ -30,7 +30,10 @@ import (
 // read after the plan it can vouch for W but not condemn it (see
 // archive.Vouches), and where it does not vouch the attempt reads the
 // ledger first, then plans, as VetWatermark does. A hot read is then one
-// catalog read and one statement.
+// catalog read and one statement; where the catalog's log is in the
+// statement's database, one statement alone, the plan made in the cold
+// state an earlier read kept and the log's head read in the statement to
+// prove it still current (see typedWarm).
 
 // typedRetries is how often a typed read whose range is in flight is read
 // again, after typedBackoff << attempt; the SQL path's numbers.
@@ -195,7 +198,10 @@ func (s *Store) typedCurrent(ctx context.Context, t *table, ct *cold.Table, tq t
 // archival ledger: with fold, by the ledger's watermark read in that
 // statement, or in one of its own where the read needs no hot rows, and
 // where that does not vouch for W (archive.Vouches) the attempt is made
-// again without fold, the ledger read before the plan.
+// again without fold, the ledger read before the plan. A plan made in a
+// kept cold state holds only if the statement read the head it was
+// loaded from; otherwise, or where no statement is needed, the attempt
+// is made again without fold, the state loaded afresh.
 func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq typedQuery, from, ceiling time.Time, tr *TableRead, fold bool) ([]Reading, error) {
 	q := tq.q
 	name := t.decl.Name
@@ -211,7 +217,7 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 			fold, vet = exists, false
 		}
 	}
-	p, err := s.typedPlan(ctx, t, ct, rng, vet)
+	p, kept, err := s.typedPlan(ctx, t, ct, rng, vet)
 	if err != nil {
 		return s.typedHotOnly(ctx, tq, from, ceiling, tr, err)
 	}
@@ -222,6 +228,10 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 	}
 	needHot := !hasW || q.To.IsZero() || q.To.After(w)
 	needCold := hasW && (from.IsZero() || from.Before(w)) && len(p.Files) > 0
+	if kept.head != nil && !needHot {
+		// No statement to check the kept state's head in: plan afresh.
+		return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)
+	}
 	lo := from
 	if hasW && w.After(lo) {
 		lo = w
@@ -239,6 +249,7 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 		if fold {
 			hq.Beside = func(arg func(any) string) string { return s.arch.LedgerWatermark(name, arg) }
 		}
+		hq.Head = kept.head
 		hr, err := s.hot.ReadSeries(ctx, tq.decl, hq)
 		if fold && pgerr.NoTable(err) { // the ledger dropped since
 			s.ledgerSeen.Store(false)
@@ -246,6 +257,12 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 		}
 		if err != nil {
 			return nil, fmt.Errorf("hot tier: %w", err)
+		}
+		if kept.head != nil && (!hr.HasHead || hr.Head != kept.seq) {
+			// A commit landed since the state was loaded: W and the
+			// files may not be those of the statement's snapshot.
+			s.warm.forget(name, kept.seq)
+			return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)
 		}
 		if fold && !archive.Vouches(w, hasW, hr.Beside, hr.HasBeside) {
 			return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)
@@ -411,30 +428,62 @@ func (s *Store) typedAsOf(ctx context.Context, t *table, ct *cold.Table, tq type
 	return append(out, rest...), nil
 }
 
-// typedPlan plans the current cold snapshot for rng, its watermark
-// vetted against the archival ledger if vet says so (else the caller
-// vets it), its files against the record of altered ones, and makes its
-// files local.
-func (s *Store) typedPlan(ctx context.Context, t *table, ct *cold.Table, rng series.Range, vet bool) (cold.Plan, error) {
+// A keptPlan says that a typed plan was made in a kept cold state (see
+// typedWarm): its statement reads the log's head with head and the plan
+// holds if that is seq. head is nil for a plan made afresh.
+type keptPlan struct {
+	head headQuery
+	seq  int64
+}
+
+// typedPlan plans the cold snapshot for rng, its watermark vetted against
+// the archival ledger if vet says so (else the caller vets it), its files
+// against the record of altered ones, and makes its files local. Unless
+// vet, it plans in the state kept from an earlier read where there is one
+// whose head the caller's statement can check, and says so.
+func (s *Store) typedPlan(ctx context.Context, t *table, ct *cold.Table, rng series.Range, vet bool) (cold.Plan, keptPlan, error) {
 	if err := t.coldState(); err != nil {
-		return cold.Plan{}, err
+		return cold.Plan{}, keptPlan{}, err
 	}
-	var p cold.Plan
+	name := t.decl.Name
+	if !vet {
+		if l, ok := s.warm.get(name); ok {
+			if head := s.headOf(ctx, ct); head != nil {
+				p, err := s.cold.PlanIn(ctx, ct, l, rng)
+				if err != nil {
+					return cold.Plan{}, keptPlan{}, s.coldFound(ctx, name, err)
+				}
+				p, err = s.typedLocal(ctx, name, p)
+				return p, keptPlan{head: head, seq: l.Seq}, err
+			}
+		}
+	}
+	var (
+		p cold.Plan
+		l cold.Loaded
+	)
 	plan := func(ctx context.Context) (time.Time, bool, error) {
 		var err error
-		p, err = s.cold.Plan(ctx, ct, rng)
+		if l, err = s.cold.Load(ctx, ct); err != nil {
+			return time.Time{}, false, err
+		}
+		p, err = s.cold.PlanIn(ctx, ct, l, rng)
 		return p.Watermark, p.HasWatermark, err
 	}
 	var err error
 	if vet {
-		_, _, err = s.arch.VetWatermark(ctx, t.decl.Name, plan)
+		_, _, err = s.arch.VetWatermark(ctx, name, plan)
 	} else {
 		_, _, err = plan(ctx)
 	}
 	if err != nil {
-		return cold.Plan{}, s.coldFound(ctx, t.decl.Name, err)
+		return cold.Plan{}, keptPlan{}, s.coldFound(ctx, name, err)
 	}
-	return s.typedLocal(ctx, t.decl.Name, p)
+	if p, err = s.typedLocal(ctx, name, p); err != nil {
+		return cold.Plan{}, keptPlan{}, err
+	}
+	s.warm.put(name, l)
+	return p, keptPlan{}, nil
 }
 
 // ledgerExists reports whether the archival ledger exists, asking
@@ -445,11 +494,7 @@ func (s *Store) ledgerExists(ctx context.Context) (bool, error) {
 	}
 	// Asked on the series reads' connections: until the first archival
 	// this is every typed read's, and writes may hold every other.
-	var db archive.RowQuerier = s.opts.Pool
-	if s.opts.ReadPool != nil {
-		db = s.opts.ReadPool
-	}
-	ok, err := s.arch.LedgerExistsOn(ctx, db)
+	ok, err := s.arch.LedgerExistsOn(ctx, s.readsDB())
 	if ok {
 		s.ledgerSeen.Store(true)
 	}

@@ -58,7 +58,10 @@ type Options struct {
 // A Tier is the Iceberg tier of a store. It holds no state of its own beyond
 // its settings and is safe for concurrent use.
 type Tier struct {
-	cat  icecatalog.Catalog
+	cat icecatalog.Catalog
+	// own is cat where it is MeterStore's catalog, nil otherwise: the
+	// catalog whose log says which commit a load read (see Load).
+	own  *catalog.Catalog
 	opts Options
 	log  *slog.Logger
 	cal  *metering.Calendar
@@ -101,6 +104,7 @@ func New(cat icecatalog.Catalog, opts Options) (*Tier, error) {
 	if err := parquetzstd.Register(); err != nil {
 		return nil, fmt.Errorf("cold: %w", err)
 	}
+	own, _ := cat.(*catalog.Catalog)
 	if !catalog.Guarded(cat) {
 		cat = catalog.Guard(cat, WatermarkCheck())
 	}
@@ -140,7 +144,7 @@ func New(cat icecatalog.Catalog, opts Options) (*Tier, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Tier{cat: cat, opts: opts, log: opts.Logger, cal: cal}, nil
+	return &Tier{cat: cat, own: own, opts: opts, log: opts.Logger, cal: cal}, nil
 }
 
 // A Table is a handle on the cold table of a declared table. It caches
@@ -169,6 +173,12 @@ func cloneDecl(t *series.Table) *series.Table {
 // load returns the table's current state.
 func (c *Tier) load(ctx context.Context, h *Table) (*table.Table, error) {
 	ice, err := c.cat.LoadTable(ctx, h.ident)
+	return c.loaded(h, ice, err)
+}
+
+// loaded returns ice, the load of h that failed with err if it did, as
+// load does.
+func (c *Tier) loaded(h *Table, ice *table.Table, err error) (*table.Table, error) {
 	var me *catalog.MetadataAlteredError
 	if errors.As(err, &me) {
 		// The log vouches for the metadata file, and it is not the one

@@ -35,6 +35,10 @@ type SeriesQuery struct {
 	// caller's read of its own that saves a round trip. arg binds a
 	// parameter and returns its placeholder.
 	Beside func(arg func(any) string) string
+	// Head, if set, returns a scalar subquery of a bigint that the
+	// statement answers too, in its snapshot (SeriesResult.Head), as
+	// Beside does: the head of the catalog's log, say.
+	Head func(arg func(any) string) string
 }
 
 // A SeriesResult is what ReadSeries read: the resolved readings and the
@@ -53,6 +57,10 @@ type SeriesResult struct {
 	// value; HasBeside says so.
 	Beside    time.Time
 	HasBeside bool
+	// Head is what SeriesQuery.Head read, if it was set and read a value;
+	// HasHead says so.
+	Head    int64
+	HasHead bool
 }
 
 // genericPlan makes the statements after it in its transaction run on
@@ -106,18 +114,19 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 		names    []string
 		attached []bool
 		beside   *time.Time
+		head     *int64
 		present  bool
-		first    = true
+		atFirst  = true
 	)
-	// The statement's first row carries the floor and the beside value
-	// alone (ORDER BY puts it first), every other row a reading alone:
+	// The statement's first row carries the floor, the beside value and
+	// the head alone (ORDER BY puts it first), every other row a reading alone:
 	// nil destinations skip what a row does not carry.
-	head := append([]any{&names, &attached, &beside, &present}, make([]any, len(d.dst))...)
-	body := append([]any{nil, nil, nil, &present}, d.dst...)
+	first := append([]any{&names, &attached, &beside, &head, &present}, make([]any, len(d.dst))...)
+	body := append([]any{nil, nil, nil, nil, &present}, d.dst...)
 	for rows.Next() {
-		if first {
-			first = false
-			if err := rows.Scan(head...); err != nil {
+		if atFirst {
+			atFirst = false
+			if err := rows.Scan(first...); err != nil {
 				return SeriesResult{}, classify(op, t.Name, err)
 			}
 			if present {
@@ -146,6 +155,9 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 	res.Detached, res.Attached = floor(parts)
 	if beside != nil {
 		res.Beside, res.HasBeside = beside.UTC(), true
+	}
+	if head != nil {
+		res.Head, res.HasHead = *head, true
 	}
 	return res, nil
 }
@@ -207,6 +219,10 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	if q.Beside != nil {
 		beside = q.Beside(arg) + `::timestamptz`
 	}
+	head := `NULL::int8`
+	if q.Head != nil {
+		head = q.Head(arg) + `::int8`
+	}
 	// The floor once, in the statement's first row, rather than beside
 	// every reading: a day's 96 readings would carry the partition list
 	// 96 times, each decoded.
@@ -215,8 +231,8 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	for _, c := range t.Identity() {
 		order += `, ` + quote(c.Name) + ` DESC`
 	}
-	sql := `SELECT NULL::text[] AS names, NULL::bool[] AS attached, NULL::timestamptz AS beside, true AS present, r.* FROM (` + outer + `) r` +
-		` UNION ALL SELECT d.names, d.attached, ` + beside + `, false` + nulls + ` FROM (` + parts + `) d ORDER BY ` + order
+	sql := `SELECT NULL::text[] AS names, NULL::bool[] AS attached, NULL::timestamptz AS beside, NULL::int8 AS head, true AS present, r.* FROM (` + outer + `) r` +
+		` UNION ALL SELECT d.names, d.attached, ` + beside + `, ` + head + `, false` + nulls + ` FROM (` + parts + `) d ORDER BY ` + order
 	return sql, args, nil
 }
 
