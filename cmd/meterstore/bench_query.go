@@ -92,6 +92,18 @@ func printQuery(w io.Writer, r *querybench.Result) {
 	if len(steps) > 0 {
 		fmt.Fprintf(w, "(g) mean ms a statement by step: %s\n", strings.Join(steps, ", "))
 	}
+	for _, q := range []string{"a", "b", "e"} {
+		var steps []string
+		for _, name := range []string{"instance", "analysis", "relations", "watermark", "hot_snapshot", "cold_plan", "floor",
+			"views", "lockdown", "describe", "create", "finish", "first_page"} {
+			if ms, ok := t[q+".step."+name]; ok {
+				steps = append(steps, fmt.Sprintf("%s %.2f", name, ms))
+			}
+		}
+		if len(steps) > 0 {
+			fmt.Fprintf(w, "(%s) p50 ms by step: %s\n", q, strings.Join(steps, ", "))
+		}
+	}
 	if s := t["e.hot_scan"]; s > 0 {
 		fmt.Fprintf(w, "(e) moved %d hot rows from PostgreSQL, %.0f rows/s at p50\n", r.HotMoved, float64(r.HotMoved)/s*1000)
 	}

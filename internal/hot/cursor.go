@@ -37,6 +37,10 @@ type Cursor struct {
 	key       [][]byte
 	tentative bool
 
+	// steps, if set, has the columns that cross as a step and are
+	// handed over as the time it starts (see timeStepper).
+	steps []stepTime
+
 	cur *fetched // the batch being read
 	row int      // rows of cur read
 	// ahead hands over the batches fetched ahead, free takes back those
@@ -53,6 +57,10 @@ type Cursor struct {
 	err   error
 	done  bool
 }
+
+// A stepTime turns a step, as it crosses, into the time (µs) it starts:
+// (step + add) × micros; a zero micros leaves the column as it is.
+type stepTime struct{ micros, add int64 }
 
 // A fetched batch is the rows of one execution of the portal: their
 // values one after the other in arena, each as an offset and a length
@@ -234,9 +242,13 @@ func (c *Cursor) check(fds []pgproto3.FieldDescription) error {
 		return fmt.Errorf("%d columns, want %d", len(fds), len(c.kinds)+c.hidden)
 	}
 	for i, fd := range fds[:len(c.kinds)] {
-		if fd.DataTypeOID != kindOID[c.kinds[i]] || fd.Format != 1 {
+		want := kindOID[c.kinds[i]]
+		if c.stepped(i) {
+			want = kindOID[KindInt32]
+		}
+		if fd.DataTypeOID != want || fd.Format != 1 {
 			return &series.Error{Kind: series.InvariantViolation, Op: "read", Table: c.r.t.Name,
-				Err: fmt.Errorf("column %s has type %d in format %d, want %d in binary", fd.Name, fd.DataTypeOID, fd.Format, kindOID[c.kinds[i]])}
+				Err: fmt.Errorf("column %s has type %d in format %d, want %d in binary", fd.Name, fd.DataTypeOID, fd.Format, want)}
 		}
 	}
 	return nil
@@ -285,6 +297,12 @@ func (c *Cursor) Next(ctx context.Context) bool {
 		case KindUint64:
 			c.uints[i], err = decodeUint(b)
 		default:
+			if c.stepped(i) {
+				var step int64
+				step, err = decodeInt(KindInt32, b)
+				c.ints[i] = (step + c.steps[i].add) * c.steps[i].micros
+				break
+			}
 			c.ints[i], err = decodeInt(k, b)
 		}
 		if err != nil {
@@ -294,6 +312,9 @@ func (c *Cursor) Next(ctx context.Context) bool {
 	}
 	return true
 }
+
+// stepped reports whether column i crosses as a step.
+func (c *Cursor) stepped(i int) bool { return c.steps != nil && c.steps[i].micros != 0 }
 
 // fail ends the cursor with err.
 func (c *Cursor) fail(err error) error {

@@ -78,6 +78,19 @@ func (stepLayout) fromTime(t *series.Table, c string) string {
 	return fmt.Sprintf(`(timestamptz '1970-01-01 00:00:00+00' + %s * interval '%d seconds')`, c, stepSeconds(t))
 }
 
+// timeStep has from and to cross as the stored step, of which a Cursor
+// computes them: PostgreSQL's interval arithmetic per row took about a
+// quarter of its time sending a partition's rows.
+func (stepLayout) timeStep(t *series.Table, name string) (col string, micros, add int64, ok bool) {
+	switch name {
+	case "from":
+		return `step`, stepSeconds(t) * 1e6, 0, true
+	case "to":
+		return `step`, stepSeconds(t) * 1e6, 1, true
+	}
+	return "", 0, 0, false
+}
+
 // stepTo returns the end of the interval of a row whose step is c.
 func stepTo(t *series.Table, c string) string { return layoutStep.fromTime(t, `(`+c+` + 1)`) }
 

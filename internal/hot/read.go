@@ -283,8 +283,22 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 		if col < 0 || col >= len(from.Columns) {
 			return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("no column %d of relation %d", col, rel)}
 		}
-		c.kinds[i], list[i] = from.Columns[col].Kind, quote(from.Columns[col].Name)
-		if e := r.lay.columnExpr(r.t, from.Columns[col].Name); rel == 0 && e != "" {
+		name := from.Columns[col].Name
+		c.kinds[i], list[i] = from.Columns[col].Kind, quote(name)
+		if rel != 0 {
+			continue
+		}
+		if ts, is := r.lay.(timeStepper); is {
+			if src, micros, add, ok := ts.timeStep(r.t, name); ok {
+				if c.steps == nil {
+					c.steps = make([]stepTime, len(cols))
+				}
+				c.steps[i] = stepTime{micros: micros, add: add}
+				list[i] = src + ` AS ` + list[i]
+				continue
+			}
+		}
+		if e := r.lay.columnExpr(r.t, name); e != "" {
 			list[i] = e + ` AS ` + list[i]
 		}
 	}
@@ -309,6 +323,15 @@ func (r *Read) Scan(ctx context.Context, rel, unit int, cols []int, winners bool
 	}
 	sql += order
 	return r.open(ctx, c, sql)
+}
+
+// A timeStepper is a layout that stores a time column of the rows as a
+// whole number of fixed steps since the Unix epoch.
+type timeStepper interface {
+	// timeStep returns the stored column (int4) of column name, the
+	// step's length in microseconds and the steps to add; ok is false
+	// for a column not stored so.
+	timeStep(t *series.Table, name string) (col string, micros, add int64, ok bool)
 }
 
 // keys returns the conditions on malo_id and obis_code of the read's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meterstore/meterstore/series"
@@ -98,6 +99,9 @@ type Table struct {
 	layout layout
 	src    Source
 	broken broken // tests only: a deliberately wrong resolution
+	// seen is the highest W a read of the table split its tiers at, nil
+	// before the first (see reader.belowSeen).
+	seen atomic.Pointer[time.Time]
 }
 
 // NewTable returns the Table of declaration t, whose tiers src reads.

@@ -134,6 +134,9 @@ func (e *reader) read(ctx context.Context, inst *instance, p place, r series.Ran
 // vetted by its cold plan, whose W, at or above W0, Source.Cold vets.
 func (e *reader) attempt(ctx context.Context, inst *instance, p place, r series.Range, res *TableRead, fold bool) (fileSet, split, *hotScan, error) {
 	res.Snapshot = 0
+	if files, s, hot, handled, err := e.belowSeen(ctx, inst, r, res); handled {
+		return files, s, hot, err
+	}
 	lo, hi := r.From, r.To
 	begin := time.Now()
 	fs, canFold := e.src.(FoldingSource)
@@ -218,6 +221,9 @@ func (e *reader) attempt(ctx context.Context, inst *instance, p place, r series.
 		res.Tiers = append(res.Tiers, "hot")
 	}
 	res.Watermark, res.HasWatermark = s.w, s.hasW
+	if s.hasW {
+		e.saw(s.w)
+	}
 	return files, s, hot, nil
 }
 

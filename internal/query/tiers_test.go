@@ -35,8 +35,10 @@ func TestTiersFollowTheRange(t *testing.T) {
 	}{
 		{`SELECT count(*) FROM readings WHERE "from" >= '2026-03-01 06:00:00Z' AND "from" < '2026-03-01 07:00:00Z'`, 8,
 			[]string{"hot"}, []string{"watermark", "hot[2026-03-01T06:00:00,2026-03-01T07:00:00)", "floor"}},
+		// Below the W the statement before split at: the cold plan alone
+		// (see TestBelowSeenW).
 		{`SELECT count(*) FROM readings r WHERE r."from" >= DATE '2026-01-01' AND r."from" < TIMESTAMPTZ '2026-01-01 01:00:00+00'`, 8,
-			[]string{"cold"}, []string{"watermark", "cold[2026-01-01T00:00:00,2026-01-01T01:00:00)"}},
+			[]string{"cold"}, []string{"cold[2026-01-01T00:00:00,2026-01-01T01:00:00)"}},
 		{`SELECT count(*) FROM readings_versions WHERE "from" BETWEEN '2026-02-01 23:00:00+00' AND '2026-03-01 00:45:00+00'`, 16,
 			[]string{"cold", "hot"}, []string{"watermark", "hot[2026-03-01T00:00:00,2026-03-01T00:45:00.000001)",
 				"cold[2026-02-01T23:00:00,2026-03-01T00:45:00.000001)", "floor"}},

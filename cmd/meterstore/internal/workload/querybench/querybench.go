@@ -120,7 +120,8 @@ type Result struct {
 	// and analysis, opening the hot snapshot, cold planning, the views
 	// over the tiers, computing the result (the scans; the hot rows cross
 	// meanwhile, for hot_scan of it), and the rest (reading the result,
-	// closing DuckDB). "g.mean." and a step of query.Timing.Steps is the
+	// closing DuckDB); "a.step.", "b.step." or "e.step." and a step of
+	// query.Timing.Steps is the p50 of that step. "g.mean." and a step of query.Timing.Steps is the
 	// mean time a statement of (g) with one client spent in that step,
 	// the warm-up included, over the statements that took it.
 	Timing map[string]float64 `json:"timing_ms"`
@@ -358,6 +359,13 @@ func measure(ctx context.Context, s *store.Store, pool *pgxpool.Pool, dir string
 				for k, d := range map[string]time.Duration{"open": tm.Open, "hot_open": tm.Hot, "hot_scan": tm.HotScan, "cold_plan": tm.Plan,
 					"views": tm.Read - tm.Hot - tm.Plan, "run": tm.Run, "rest": el - tm.Open - tm.Read - tm.Run} {
 					parts[name+"."+k] = append(parts[name+"."+k], ms(d))
+				}
+				took := map[string]time.Duration{}
+				for _, st := range tm.Steps {
+					took[st.Name] += st.Took
+				}
+				for k, d := range took {
+					parts[name+".step."+k] = append(parts[name+".step."+k], ms(d))
 				}
 			}
 			switch name {
