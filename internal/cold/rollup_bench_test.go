@@ -1,6 +1,8 @@
 package cold
 
 import (
+	"context"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -42,15 +44,24 @@ func benchRollupArchive(b *testing.B, readBack bool) {
 		}
 		b.StartTimer()
 		start, cpu0 := time.Now(), cpuTime(b)
-		if _, err := plain.tier.Archive(b.Context(), ph, next, day, next, Readings(rs)); err != nil {
+		var err error
+		pprof.Do(b.Context(), pprof.Labels("phase", "plain"), func(ctx context.Context) {
+			_, err = plain.tier.Archive(ctx, ph, next, day, next, Readings(rs))
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
 		mid, cpu1 := time.Now(), cpuTime(b)
-		if _, err := e.tier.Archive(b.Context(), h, next, day, next, Readings(rs)); err != nil {
+		pprof.Do(b.Context(), pprof.Labels("phase", "archive"), func(ctx context.Context) {
+			_, err = e.tier.Archive(ctx, h, next, day, next, Readings(rs))
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
 		end, cpu2 := time.Now(), cpuTime(b)
-		c, err := e.tier.CatchUpRollup(b.Context(), h)
+		pprof.Do(b.Context(), pprof.Labels("phase", "catchup"), func(ctx context.Context) {
+			c, err = e.tier.CatchUpRollup(ctx, h)
+		})
 		if err != nil || c.Rows == 0 {
 			b.Fatalf("%+v, %v", c, err)
 		}

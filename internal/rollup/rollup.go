@@ -211,9 +211,12 @@ func (d *days) add(k mergeKey, w winner) *Row {
 }
 
 // count adds w to x, its row.
-func (d *days) count(x *Row, w winner) {
+func (d *days) count(x *Row, w winner) { d.countIn(x, w, d.spanOf(x)) }
+
+// countIn is count for a caller that knows x's day's span, sp.
+func (d *days) countIn(x *Row, w winner, sp span) {
 	x.Present++
-	if onGrid(w, d.spanOf(x)) {
+	if onGrid(w, sp) {
 		x.OnGrid++
 	}
 	x.Sum += int64(w.value)
