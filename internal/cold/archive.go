@@ -76,7 +76,7 @@ func (c *Tier) Archive(ctx context.Context, t *Table, w, from, to time.Time, row
 	if t.decl.TimeModel == series.Interval && !c.rollupReadsBack {
 		sums := rollup.NewStream(&t.decl, c.cal)
 		passed := make(chan struct{})
-		rows = summed(rows, sums, sync.OnceFunc(func() { close(passed) }))
+		enc.sums, enc.summed = sums, sync.OnceFunc(func() { close(passed) })
 		finish = c.prepareRollup(ctx, t, ice, sums, passed, w)
 	}
 	cm, err := c.commit(ctx, t, ice, write{

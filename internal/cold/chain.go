@@ -75,8 +75,9 @@ func (ch *chain) records() int64 {
 // and the data files they list with the snapshot's digest index and
 // summary. What is not the committed object is an *AlteredFileError with
 // Metadata set, naming it: none of the table's rows can be vouched for
-// while it is.
-func readChain(ctx context.Context, fsys icebergio.IO, name string, meta table.Metadata, snap *table.Snapshot) (*chain, error) {
+// while it is. A manifest whose bytes memo decoded before is not decoded
+// again; a nil memo decodes every one.
+func readChain(ctx context.Context, fsys icebergio.IO, name string, meta table.Metadata, snap *table.Snapshot, memo *manifestMemo) (*chain, error) {
 	altered := func(file, format string, args ...any) error {
 		return &AlteredFileError{Table: name, File: file, Reason: fmt.Sprintf(format, args...), Metadata: true}
 	}
@@ -137,12 +138,20 @@ func readChain(ctx context.Context, fsys icebergio.IO, name string, meta table.M
 			}
 		}
 		ch.manifests[pathKey(loc)] = got
-		entries, err := iceberg.ReadManifest(m, bytes.NewReader(mdata), true)
-		if err != nil {
-			return nil, altered(loc, "a manifest of snapshot %d cannot be read: %v", snap.SnapshotID, err)
+		key := memoKey(m, got.SHA256)
+		files, ok := memo.get(key)
+		if !ok {
+			entries, err := iceberg.ReadManifest(m, bytes.NewReader(mdata), true)
+			if err != nil {
+				return nil, altered(loc, "a manifest of snapshot %d cannot be read: %v", snap.SnapshotID, err)
+			}
+			files = make([]iceberg.DataFile, len(entries))
+			for i, e := range entries {
+				files[i] = e.DataFile()
+			}
+			memo.put(key, files)
 		}
-		for _, e := range entries {
-			f := e.DataFile()
+		for _, f := range files {
 			switch {
 			case f.ContentType() != iceberg.EntryContentData:
 				ch.deletes = append(ch.deletes, f)
@@ -248,6 +257,8 @@ type chainCache struct {
 	order  []string // oldest first
 	// inflight dedups concurrent proofs of one chain.
 	inflight map[string]*sync.WaitGroup
+	// memo keeps the manifests the proofs decoded.
+	memo manifestMemo
 }
 
 // of returns the chain of snap in meta, read and proven through fsys unless
@@ -275,7 +286,7 @@ func (cc *chainCache) of(ctx context.Context, fsys icebergio.IO, name string, me
 	cc.inflight[key] = wg
 	cc.mu.Unlock()
 
-	ch, err := readChain(ctx, fsys, name, meta, snap)
+	ch, err := readChain(ctx, fsys, name, meta, snap, &cc.memo)
 
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -436,7 +447,7 @@ func (c *Tier) ProveChain(ctx context.Context, t *Table) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cold: %s: open the table's IO: %w", t.decl.Name, err)
 	}
-	ch, err := readChain(ctx, fsys, t.decl.Name, ice.Metadata(), snap)
+	ch, err := readChain(ctx, fsys, t.decl.Name, ice.Metadata(), snap, &c.chains.memo)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func BenchmarkChainProof(b *testing.B) {
 	snap := ice.CurrentSnapshot()
 	b.Run("proof", func(b *testing.B) {
 		for b.Loop() {
-			ch, err := readChain(b.Context(), fsys, "power", ice.Metadata(), snap)
+			ch, err := readChain(b.Context(), fsys, "power", ice.Metadata(), snap, nil)
 			if err != nil || len(ch.files) != 60 {
 				b.Fatalf("%d files, %v", len(ch.files), err)
 			}

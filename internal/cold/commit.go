@@ -277,7 +277,7 @@ func (c *Tier) stage(ctx context.Context, h *Table, wt *table.Table, rec *record
 		// Afresh, not from the cache: what a proof found earlier may have
 		// been altered since, and a manifest merge would carry it on.
 		var err error
-		if baseChain, err = readChain(ctx, rec, h.decl.Name, base, cur); err != nil {
+		if baseChain, err = readChain(ctx, rec, h.decl.Name, base, cur, &c.chains.memo); err != nil {
 			return fail(err)
 		}
 	}

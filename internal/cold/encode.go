@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/meterstore/meterstore/internal/rollup"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
@@ -33,6 +34,11 @@ type encoder struct {
 	mark       bool
 	order      *keyOrder // with mark
 	superseded bool      // of the reading being appended
+	// sums, if set (with mark), sums every reading that passed the
+	// checks, told of its neighbour by the order check; summed is called
+	// once every reading passed.
+	sums   *rollup.Stream
+	summed func()
 
 	// The stream runs on a goroutine of its own (see writeFiles).
 	mu   sync.Mutex
@@ -256,6 +262,9 @@ func (e *encoder) batches(rows Rows, check func(*series.Reading) string) iter.Se
 				return
 			}
 			row++
+			if e.sums != nil {
+				e.sums.AddNext(&r, same, e.order.sameSeries)
+			}
 			if !e.mark {
 				if !emit(&r, false) {
 					return
@@ -266,6 +275,9 @@ func (e *encoder) batches(rows Rows, check func(*series.Reading) string) iter.Se
 				return
 			}
 			prev, held = r, true
+		}
+		if e.summed != nil {
+			e.summed()
 		}
 		if held && !emit(&prev, false) {
 			return

@@ -31,6 +31,9 @@ type keyOrder struct {
 	last  map[string]string // the previous reading's Extra
 	idD   map[string]bool   // identity tuples of (malo, obis, from) done
 	ver   uint64
+	// sameSeries tells that the reading next last passed has the market
+	// location, OBIS code and identity columns of the one before it.
+	sameSeries bool
 }
 
 func newKeyOrder(decl *series.Table) *keyOrder {
@@ -43,11 +46,13 @@ func newKeyOrder(decl *series.Table) *keyOrder {
 func (o *keyOrder) next(r *series.Reading) (same bool, reason string) {
 	part := o.decl.Width.Start(r.From)
 	ident := o.ident
-	if !o.started || !o.sameIdentity(r) {
+	sameID := o.started && o.sameIdentity(r)
+	if !sameID {
 		ident = o.identity(r) // only where it changes: it allocates
 	}
 	defer func() {
 		if reason == "" {
+			o.sameSeries = sameID && r.MaLo == o.malo && r.OBIS == o.obis
 			o.started, o.part, o.malo, o.obis, o.from, o.ident, o.ver = true, part, r.MaLo, r.OBIS, r.From, ident, r.Version
 			o.last = r.Extra
 		}

@@ -98,7 +98,7 @@ func (c *Tier) prepRollup(ctx context.Context, t *Table, ice *table.Table, sums 
 	if err != nil {
 		return nil, err
 	}
-	proven, err := readChain(ctx, fs, r.decl.Name, rice.Metadata(), rice.CurrentSnapshot())
+	proven, err := readChain(ctx, fs, r.decl.Name, rice.Metadata(), rice.CurrentSnapshot(), &c.chains.memo)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // An archival of an interval table sums the rows it writes into rollup
-// rows as they pass (a rollup.Stream), so that the catch-up after it need
+// rows as they pass its checks (a rollup.Stream, see encoder.sums), so that the catch-up after it need
 // not read the window back: only the part below the previous watermark of
 // a day straddling it is read, by its day. The rollup commit they make is
 // prepared beside the archival (see prepareRollup) and kept here, the
@@ -69,24 +69,6 @@ type rollupCarry struct {
 	snapshot int64
 	lo       time.Time
 	rows     []rollup.Row
-}
-
-// summed returns rows, each added to s as it passes; end, if not nil, is
-// called once they are all passed.
-func summed(rows Rows, s *rollup.Stream, end func()) Rows {
-	return func(yield func(series.Reading, error) bool) {
-		for r, err := range rows {
-			if err == nil {
-				s.Add(&r)
-			}
-			if !yield(r, err) {
-				return
-			}
-		}
-		if end != nil {
-			end()
-		}
-	}
 }
 
 // rowsFromSums returns the rollup rows, of version v, of the days settled

@@ -97,12 +97,14 @@ func (c *Tier) VerifyFiles(ctx context.Context, t *Table, opts VerifyOptions) (F
 	var (
 		current *chain
 		past    = map[string]FileDigest{} // digested files of past snapshots, by path key
+		// memo is this check's own: the snapshots share most manifests.
+		memo manifestMemo
 	)
 	for _, s := range meta.Snapshots() {
 		if err := ctx.Err(); err != nil {
 			return FileCheck{}, err
 		}
-		ch, err := readChain(ctx, fsys, name, meta, &s)
+		ch, err := readChain(ctx, fsys, name, meta, &s, &memo)
 		var ae *AlteredFileError
 		switch {
 		case errors.As(err, &ae):

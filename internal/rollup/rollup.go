@@ -178,16 +178,23 @@ type days struct {
 	cal    *metering.Calendar
 	qs     []metering.Quality
 	groups map[group]*Row
-	// spans holds where each row's day begins and ends, to place its
-	// intervals on the grid.
-	spans map[*Row]span
+	// spans holds where each balancing day of the rows begins and ends,
+	// to place their intervals on the grid: the calendar's arithmetic,
+	// once a day rather than once a series' day.
+	spans map[dayOf]span
+}
+
+// A dayOf is a balancing day of one sparte.
+type dayOf struct {
+	day metering.Date
+	com metering.Commodity
 }
 
 // A span is where a balancing day begins and ends.
 type span struct{ from, to time.Time }
 
 func newDays(decl *series.Table, cal *metering.Calendar) *days {
-	return &days{decl: decl, cal: cal, qs: metering.Qualities(), groups: map[group]*Row{}, spans: map[*Row]span{}}
+	return &days{decl: decl, cal: cal, qs: metering.Qualities(), groups: map[group]*Row{}, spans: map[dayOf]span{}}
 }
 
 // add adds w, the winner of k, and returns its row.
@@ -211,9 +218,12 @@ func (d *days) add(k mergeKey, w winner) *Row {
 }
 
 // count adds w to x, its row.
-func (d *days) count(x *Row, w winner) {
+func (d *days) count(x *Row, w winner) { d.countIn(x, w, d.spanOf(x)) }
+
+// countIn is count for a caller that knows x's day's span, sp.
+func (d *days) countIn(x *Row, w winner, sp span) {
 	x.Present++
-	if onGrid(w, d.spanOf(x)) {
+	if onGrid(w, sp) {
 		x.OnGrid++
 	}
 	x.Sum += int64(w.value)
@@ -228,10 +238,11 @@ func (d *days) count(x *Row, w winner) {
 
 // spanOf returns where x's day begins and ends.
 func (d *days) spanOf(x *Row) span {
-	s, ok := d.spans[x]
+	k := dayOf{x.Day, x.Commodity}
+	s, ok := d.spans[k]
 	if !ok {
 		s = span{d.cal.BalancingDayStart(x.Day, x.Commodity), d.cal.BalancingDayEnd(x.Day, x.Commodity)}
-		d.spans[x] = s
+		d.spans[k] = s
 	}
 	return s
 }

@@ -15,10 +15,11 @@ type Stream struct {
 	key    mergeKey
 	w      winner
 	ok     bool
-	// last is the row of the last winner added, and g its group: the
-	// next winner is most often of the same series' day.
+	// last is the row of the last winner added, g its group and sp its
+	// day's span: the next winner is most often of the same series' day.
 	last *Row
 	g    group
+	sp   span
 }
 
 // NewStream returns a Stream for readings of the interval table decl.
@@ -58,6 +59,28 @@ func (s *Stream) Add(r *series.Reading) {
 	s.key, s.w, s.ok = k, winnerOf(s.d.decl, r), true
 }
 
+// AddNext is Add for a caller that compared r with the reading added
+// before it already, as an archival's order check does: sameKey tells
+// that r shares its merge key, sameSeries that it shares its market
+// location, OBIS code and identity columns. It reads none of r's identity
+// columns.
+func (s *Stream) AddNext(r *series.Reading, sameKey, sameSeries bool) {
+	switch {
+	case !s.ok:
+		s.Add(r)
+	case sameKey:
+		if beats(r, s.w) {
+			s.w = winnerOf(s.d.decl, r)
+		}
+	case sameSeries:
+		s.flush()
+		s.key.from, s.w, s.ok = r.From.UnixMicro(), winnerOf(s.d.decl, r), true
+	default:
+		s.flush()
+		s.key, s.w, s.ok = keyOf(s.d.decl, r), winnerOf(s.d.decl, r), true
+	}
+}
+
 func (s *Stream) flush() {
 	if !s.ok {
 		return
@@ -65,10 +88,11 @@ func (s *Stream) flush() {
 	s.ok = false
 	g := group{s.key.malo, s.key.obis, s.key.identity, s.w.day, s.w.com, s.w.res, s.w.unit}
 	if s.last != nil && g == s.g {
-		s.d.count(s.last, s.w)
+		s.d.countIn(s.last, s.w, s.sp)
 		return
 	}
 	s.last, s.g = s.d.add(s.key, s.w), g
+	s.sp = s.d.spanOf(s.last)
 }
 
 // AddBuilder adds the winners of b, whose merge keys the Stream must not
