@@ -64,7 +64,10 @@ func (w Width) Start(t time.Time) time.Time {
 	if w == Monthly {
 		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 	}
-	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	// UTC days are whole multiples of 24 hours from the zero Time, so
+	// truncating is the midnight time.Date would build, without the
+	// calendar arithmetic that writes pay for every reading.
+	return t.Truncate(24 * time.Hour)
 }
 
 // Next returns the start of the partition after the one starting at start.

@@ -90,6 +90,31 @@ func TestWidth(t *testing.T) {
 	}
 }
 
+// TestDailyStart holds the daily partition start to the calendar's UTC
+// midnight, in UTC, across the epoch, leap days and the day's edges.
+func TestDailyStart(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Time{
+		time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1900, 3, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(2024, 2, 29, 23, 45, 0, 0, time.UTC),
+		time.Date(2026, 3, 29, 1, 30, 0, 0, berlin),
+		time.Date(2026, 10, 25, 2, 15, 0, 0, berlin),
+		time.Date(2026, 3, 4, 0, 0, 0, 1, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+	} {
+		u := at.UTC()
+		want := time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC)
+		if got := Daily.Start(at); got != want {
+			t.Errorf("Daily.Start(%v) = %v (%s), want %v", at, got, got.Location(), want)
+		}
+	}
+}
+
 func lastgang(name string) *Table {
 	return &Table{
 		Name:        name,

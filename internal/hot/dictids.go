@@ -56,24 +56,30 @@ func (d *dictionary) outputs(p string) string {
 	return strings.Join(out, ", ")
 }
 
-// selectSQL returns the statement that finds the ids of the keys sent.
-func (h *Tier) dictSelectSQL(d *dictionary) string {
+// matches returns the condition that dictionary row p has the key u.
+func (d *dictionary) matches(p string) string {
 	on := make([]string, len(d.cols))
 	for i, c := range d.cols {
 		op := " = "
 		if d.null[i] {
 			op = " IS NOT DISTINCT FROM "
 		}
-		on[i] = "d." + quote(c) + op + "u.k" + strconv.Itoa(i) + "::" + d.types[i]
+		on[i] = p + quote(c) + op + "u.k" + strconv.Itoa(i) + "::" + d.types[i]
 	}
 	for i, c := range d.fixedCols {
-		on = append(on, "d."+quote(c)+" = "+d.fixedVals[i])
+		on = append(on, p+quote(c)+" = "+d.fixedVals[i])
 	}
-	return `SELECT d.id, ` + d.outputs("d.") + ` FROM ` + d.unnest() + ` JOIN ` + h.ident(d.name) + ` d ON ` + strings.Join(on, " AND ")
+	return strings.Join(on, " AND ")
 }
 
-// insertSQL returns the statement that inserts the keys sent, in their
-// order, and returns the ids of those it inserted; a key a concurrent
+// selectSQL returns the statement that finds the ids of the keys sent.
+func (h *Tier) dictSelectSQL(d *dictionary) string {
+	return `SELECT d.id, ` + d.outputs("d.") + ` FROM ` + d.unnest() + ` JOIN ` + h.ident(d.name) + ` d ON ` + d.matches("d.")
+}
+
+// insertSQL returns the statement that inserts the keys sent that its
+// snapshot does not hold, in their order, and returns the ids of those it
+// inserted: a key stored already spends no id, and one a concurrent
 // writer inserted first is left out. Only a conflict on the key is
 // passed over: an id still in use when the sequence comes round again
 // must fail with a unique violation, which resolveIDs retries with the
@@ -89,7 +95,8 @@ func (h *Tier) dictInsertSQL(d *dictionary) string {
 		cols, vals = append(cols, quote(c)), append(vals, d.fixedVals[i])
 	}
 	return `INSERT INTO ` + h.ident(d.name) + ` (` + strings.Join(cols, ", ") + `) SELECT ` + strings.Join(vals, ", ") +
-		` FROM ` + d.unnest() + ` ORDER BY u.i ON CONFLICT ON CONSTRAINT ` + quote(d.name+"_key") + ` DO NOTHING RETURNING id, ` + d.outputs("")
+		` FROM ` + d.unnest() + ` WHERE NOT EXISTS (SELECT FROM ` + h.ident(d.name) + ` d WHERE ` + d.matches("d.") + `)` +
+		` ORDER BY u.i ON CONFLICT ON CONSTRAINT ` + quote(d.name+"_key") + ` DO NOTHING RETURNING id, ` + d.outputs("")
 }
 
 // keyString returns a key as one string: each part marked NULL or not,
@@ -178,27 +185,34 @@ func (l *lookup) queue(q *pgx.Batch, sql string, want []int, ins bool) {
 
 // ids finds the id of every key of ls, inserting those the dictionaries
 // lack, after the statements of pre, which go in the first round trip.
-// Each step goes in one round trip for all dictionaries: the look-up,
-// the insert of the keys missing and, if a concurrent writer inserted
-// some of them first, their look-up again. Keys are inserted sorted, the
-// dictionaries in the order of ls, so two writers wait for each other at
-// their first common key rather than deadlock; ids are not spent on keys
-// that exist.
+// The look-up and the insert of the keys it may not have found go in one
+// round trip for all dictionaries: the insert, a statement after the
+// look-up with a snapshot of its own, leaves out the keys its snapshot
+// holds, which include every key the look-up found, so the keys it
+// returns are this transaction's. Keys a concurrent writer inserted first
+// are looked up again in a second round trip. Keys are inserted sorted,
+// the dictionaries in the order of ls, so two writers wait for each
+// other at their first common key rather than deadlock; ids are not spent
+// on keys that exist.
 func (h *Tier) ids(ctx context.Context, tx pgx.Tx, pre []string, ls ...*lookup) error {
-	send := func(step func(q *pgx.Batch, l *lookup)) error {
+	send := func(steps ...func(q *pgx.Batch, l *lookup)) error {
 		var q pgx.Batch
 		for _, s := range pre {
 			q.Queue(s)
 		}
 		pre = nil
-		for _, l := range ls {
-			step(&q, l)
+		for _, step := range steps {
+			for _, l := range ls {
+				step(&q, l)
+			}
 		}
 		if q.Len() == 0 {
 			return nil
 		}
 		return tx.SendBatch(ctx, &q).Close()
 	}
+	// Before the round trip no key is found: each is looked up and, in
+	// key order, offered to the insert.
 	all := func(l *lookup) []int {
 		a := make([]int, len(l.keys))
 		for i := range a {
@@ -206,14 +220,8 @@ func (h *Tier) ids(ctx context.Context, tx pgx.Tx, pre []string, ls ...*lookup) 
 		}
 		return a
 	}
-	if err := send(func(q *pgx.Batch, l *lookup) { l.queue(q, h.dictSelectSQL(l.d), all(l), false) }); err != nil {
-		return err
-	}
-	if err := send(func(q *pgx.Batch, l *lookup) {
-		if m := l.missing(); len(m) > 0 {
-			l.queue(q, h.dictInsertSQL(l.d), m, true)
-		}
-	}); err != nil {
+	if err := send(func(q *pgx.Batch, l *lookup) { l.queue(q, h.dictSelectSQL(l.d), all(l), false) },
+		func(q *pgx.Batch, l *lookup) { l.queue(q, h.dictInsertSQL(l.d), l.missing(), true) }); err != nil {
 		return err
 	}
 	// Keys a concurrent writer inserted and committed meanwhile.

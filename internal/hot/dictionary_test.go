@@ -460,3 +460,36 @@ func TestDictionaryIDCollision(t *testing.T) {
 	}
 	mustWrite(t, h, tab, meterDay(maxAttempts+1, 1)) // the sequence has moved past them
 }
+
+// TestDictionaryKeysSpendNoIDs: the insert that goes with the look-up in
+// one round trip is offered every key of the batch, yet spends no id on a
+// key stored already, and a series it did not insert is still looked at
+// for other versions: a correction of a stored series supersedes, a new
+// series beside it is inserted.
+func TestDictionaryKeysSpendNoIDs(t *testing.T) {
+	for _, lay := range dictLayouts {
+		t.Run(lay.String(), func(t *testing.T) {
+			h, pool := dictTier(t, lay)
+			tab := lastgang("lastgang")
+			declare(t, h, tab)
+			ctx := context.Background()
+			next := func() int64 {
+				t.Helper()
+				var v int64
+				if err := pool.QueryRow(ctx, `SELECT pg_sequence_last_value(pg_get_serial_sequence('meterstore.lastgang_series', 'id'))`).Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			mustWrite(t, h, tab, append(meterDay(1, 1), meterDay(2, 1)...))
+			before := next()
+			res := mustWrite(t, h, tab, append(meterDay(1, 2), meterDay(3, 1)...))
+			if res.Superseded != 96 || res.Inserted != 96 {
+				t.Fatalf("%d superseded, %d inserted; want 96, 96", res.Superseded, res.Inserted)
+			}
+			if got := next(); got != before+1 {
+				t.Fatalf("series ids %d to %d: want one id spent, on the new series", before, got)
+			}
+		})
+	}
+}

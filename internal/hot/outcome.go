@@ -52,11 +52,19 @@ func seriesHash(t *series.Table, r *series.Reading) uint32 {
 
 // queueLockSeries queues in q the statements that take the advisory
 // locks of the series of b's rows, held to the end of the transaction.
+//
+// A series whose dictionary row this transaction inserted (newSeries)
+// needs no lock: until the transaction ends, every other writer of the
+// series waits at the dictionary's key, and then finds the row this one
+// committed, or inserts its own if this one rolled back, before it takes
+// its locks and looks for other versions. A write of new series, the
+// first delivery of a day, takes no series lock at all.
 func (h *Tier) queueLockSeries(q *pgx.Batch, t *series.Table, b *batch) {
 	fine := make([]int32, 0, len(b.rows))
 	for i := range b.rows {
-		// Rows come in runs of a series, hashed once.
-		if i > 0 && t.CompareSeries(b.rows[i-1].src, b.rows[i].src) == 0 {
+		// Rows come in runs of a series, hashed once; a run crossing
+		// buckets may be new in one of them only.
+		if b.rows[i].newSeries || i > 0 && !b.rows[i-1].newSeries && t.CompareSeries(b.rows[i-1].src, b.rows[i].src) == 0 {
 			continue
 		}
 		fine = append(fine, int32(seriesHash(t, b.rows[i].src)))
@@ -70,7 +78,10 @@ func (h *Tier) queueLockSeries(q *pgx.Batch, t *series.Table, b *batch) {
 	slices.Sort(coarse)
 	coarse = slices.Compact(coarse)
 	coarseKey, fineKey := h.lockKey(t.Name+"\x00series-bucket"), h.lockKey(t.Name+"\x00series")
-	if len(fine) > fineSeriesLimit {
+	switch {
+	case len(fine) == 0:
+		return
+	case len(fine) > fineSeriesLimit:
 		q.Queue(`SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int4[]) k`, coarseKey, coarse)
 		return
 	}

@@ -197,8 +197,9 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 	if err := lay.resolve(ctx, h, tx, t, b); err != nil {
 		return err
 	}
-	// The series locks, the look-up of other versions under them and the
-	// fast path's savepoint go in one round trip.
+	// The series locks (none for the series this write is the first of,
+	// see queueLockSeries), the look-up of other versions under them and
+	// the fast path's savepoint go in one round trip.
 	var q pgx.Batch
 	if !probeAll {
 		// The partition locks of probeAll serialise the writers of a
