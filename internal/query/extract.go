@@ -43,8 +43,8 @@ func Extract(sql string) (Analysis, error) {
 	return a.Analysis, err
 }
 
-// parser is the DuckDB that Extract and every statement's analysis (see
-// analyser) parse with, configured as a query's and locked down. It lives as long as the process.
+// parser is the DuckDB that Extract parses with, configured as a query's
+// and locked down. It lives as long as the process.
 var parser = sync.OnceValues(func() (*sql.DB, error) {
 	c, err := connector(url.Values{"threads": {"1"}}, "")
 	if err != nil {

@@ -115,13 +115,17 @@ func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*St
 		if err := st.prepare(ctx, sql, o); err != nil {
 			return err
 		}
-		if st.point != nil {
-			return nil // answered without DuckDB
+		switch {
+		case st.point != nil && st.inst != nil:
+			// Taken for the analysis alone.
+			e.spare.retire(st.inst)
+			st.inst = nil
+		case st.point == nil:
+			if _, err := st.conn(ctx); err != nil {
+				return err
+			}
+			st.inst.columns = st.a.columns
 		}
-		if _, err := st.conn(ctx); err != nil {
-			return err
-		}
-		st.inst.columns = st.a.columns
 		return nil
 	})
 	if err != nil {
@@ -139,7 +143,7 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	st.self = o.Table
 	begin := time.Now()
 	defer func() { st.steps.step(StepAnalysis, begin) }()
-	a, err := e.analyze(ctx, analyser, sql, o.Table, o.Params)
+	a, err := e.analyze(ctx, st.conn, sql, o.Table, o.Params)
 	if err != nil {
 		return err
 	}
@@ -151,7 +155,7 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 		if _, err := e.table(ctx, name); err != nil {
 			return err
 		}
-		if a, err = e.analyze(ctx, analyser, sql, name, o.Params); err != nil {
+		if a, err = e.analyze(ctx, st.conn, sql, name, o.Params); err != nil {
 			return err
 		}
 		st.self = name
@@ -186,14 +190,9 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	return nil
 }
 
-// analyser returns the DuckDB that analyses statements: the process's
-// parser, configured as a statement's instance, so that the analysis of a
-// statement asked for the first time takes no instance of its own, and
-// one answered without DuckDB none at all.
-func analyser(context.Context) (querier, error) { return parser() }
-
 // conn returns the connection of the statement's DuckDB instance, taking
-// the spare instance first if it has none yet.
+// the spare instance first if it has none yet: a statement that is
+// answered without DuckDB, and found analysed, takes none.
 func (st *Statement) conn(ctx context.Context) (querier, error) {
 	if st.inst == nil {
 		begin := time.Now()
