@@ -84,7 +84,7 @@ func printQuery(w io.Writer, r *querybench.Result) {
 	}
 	var steps []string
 	for _, name := range []string{"instance", "analysis", "relations", "watermark", "hot_snapshot", "cold_plan", "floor",
-		"views", "lockdown", "describe", "create", "finish", "first_page"} {
+		"views", "lockdown", "describe", "create", "finish", "first_page", "typed"} {
 		if ms, ok := t["g.mean."+name]; ok {
 			steps = append(steps, fmt.Sprintf("%s %.2f", name, ms))
 		}
