@@ -35,7 +35,9 @@ type Point struct {
 // A PointReader reads the resolved readings of a point statement's series
 // as the relation readings has them, in the state of the tiers opts
 // chooses, and says how it read the table (its TableRead, as a
-// statement's header has it). The readings may come in any order.
+// statement's header has it). The readings come ordered by from, then by
+// the identity columns' values, as the typed read returns them: a LIMIT
+// keeps the first.
 type PointReader func(ctx context.Context, p Point, opts ReadOptions) ([]series.Reading, TableRead, error)
 
 // StepTyped is the step of Timing.Steps of a point statement answered by

@@ -1,11 +1,9 @@
 package query
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math/big"
-	"slices"
 	"strconv"
 	"time"
 
@@ -75,18 +73,6 @@ func (st *Statement) streamPoint(ctx context.Context, start func(*Header) error,
 	if err := start(h); err != nil {
 		return err
 	}
-	ident := pr.u.t.table.Identity()
-	slices.SortStableFunc(rs, func(a, b series.Reading) int {
-		if c := a.From.Compare(b.From); c != 0 {
-			return c
-		}
-		for _, col := range ident {
-			if c := cmp.Compare(a.Extra[col.Name], b.Extra[col.Name]); c != 0 {
-				return c
-			}
-		}
-		return 0
-	})
 	if pr.limit >= 0 && int64(len(rs)) > pr.limit {
 		rs = rs[:pr.limit]
 	}
