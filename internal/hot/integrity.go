@@ -268,9 +268,18 @@ func (h *Tier) triggerDDL(t *series.Table, rel, name string) []string {
 }
 
 // forgetOwners deletes the spans of a dropped partition [from, to) from
-// t's ownership relation, in tx. Spans never cross a partition boundary.
+// t's ownership relation, in tx. Spans never cross a partition boundary,
+// and a series id of the dictionary layouts names a series in one.
 func (h *Tier) forgetOwners(ctx context.Context, tx pgx.Tx, t *series.Table, from, to time.Time) error {
-	_, err := tx.Exec(ctx, `DELETE FROM `+h.ident(ownersName(t))+` WHERE span <@ tstzrange($1, $2)`, from, to)
+	bySpan, err := h.ownersBySpan(ctx, tx, t)
+	if err != nil {
+		return err
+	}
+	cond := `lower(spans[1]) >= $1 AND lower(spans[1]) < $2`
+	if bySpan {
+		cond = `span <@ tstzrange($1, $2)`
+	}
+	_, err = tx.Exec(ctx, `DELETE FROM `+h.ident(ownersName(t))+` WHERE `+cond, from, to)
 	return err
 }
 

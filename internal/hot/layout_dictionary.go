@@ -114,9 +114,8 @@ func (l dictLayout) statementDDL(h *Tier, t *series.Table) []string {
 		`COMMENT ON TABLE ` + h.ident(seriesName(t)) + ` IS 'MeterStore: the series of ` + t.Name + ` per bucket; readings carry their id'`,
 		`CREATE TABLE ` + h.ident(attrsName(t)) + ` (` + strings.Join(attrs, ", ") + `)`,
 		`COMMENT ON TABLE ` + h.ident(attrsName(t)) + ` IS 'MeterStore: the attributes many readings of ` + t.Name + ` share, per bucket; readings carry their id'`,
-		`CREATE TABLE ` + owners + ` (series int4 NOT NULL, operator text NOT NULL, span tstzrange NOT NULL, CONSTRAINT ` +
-			quote(ownersName(t)+"_one") + ` EXCLUDE USING gist (series WITH =, span WITH &&, operator WITH <>))`,
-		`COMMENT ON TABLE ` + owners + ` IS 'MeterStore: the network operator of each span of readings of ` + t.Name + `, one per reading'`,
+		seriesOwnersDDL(owners),
+		`COMMENT ON TABLE ` + owners + ` IS ` + ownersComment(t),
 		h.checkFuncDDL(t, l),
 	}
 	stmts = append(stmts, h.daysDDL(t)...)
@@ -219,6 +218,7 @@ func dictCheckBody(h *Tier, t *series.Table, e checkExprs) string {
 DECLARE
 	v_s int4[]; v_a int4[]; v_v ` + e.vtype + `[]; v_b timestamptz[]; v_b2 timestamptz[]; v_lo timestamptz[]; v_hi timestamptz[]; v_n int8[];
 	v_gs int4[]; v_gop text[]; v_gv ` + e.vtype + `[]; v_gb timestamptz[]; v_glo timestamptz[]; v_ghi timestamptz[]; v_gn int8[];
+	v_cs int4[]; v_cop text[]; v_cr tstzrange[];
 	v_bad int4; v_badb timestamptz;
 BEGIN
 	SELECT array_agg(series), array_agg(attr), array_agg(version), array_agg(` + bucketExpr(t, "lo") + `),
@@ -239,21 +239,16 @@ BEGIN
 	FROM (SELECT u.s, split_part(d.version_scope, ':', 1) AS op, u.v, u.b, min(u.lo) AS lo, max(u.hi) AS hi, sum(u.n)::int8 AS n
 		FROM unnest(v_s, v_a, v_v, v_b, v_lo, v_hi, v_n) AS u(s, a, v, b, lo, hi, n) JOIN ` + attrs + ` d ON d.id = u.a
 		GROUP BY u.s, split_part(d.version_scope, ':', 1), u.v, u.b) x;
-	INSERT INTO ` + owners + ` (series, operator, span)
-	SELECT DISTINCT u.s, u.op, tstzrange(u.lo, u.hi)
-	FROM ` + g + `
-	WHERE ` + whole + ` AND NOT EXISTS (SELECT 1 FROM ` + owners + ` o WHERE o.series = u.s AND o.operator = u.op AND o.span @> tstzrange(u.lo, u.hi))
-	ORDER BY 1, 2, 3;
+	SELECT array_agg(u.s), array_agg(u.op), array_agg(tstzrange(u.lo, u.hi))
+	INTO v_cs, v_cop, v_cr
+	FROM ` + g + ` WHERE ` + whole + `;
 	IF EXISTS (SELECT 1 FROM ` + g + ` WHERE NOT (` + whole + `)) THEN
-		INSERT INTO ` + owners + ` (series, operator, span)
-		SELECT DISTINCT r.series, split_part(d.version_scope, ':', 1), tstzrange(` + e.from("r.") + `, ` + e.to("r.") + `)
+		SELECT v_cs || array_agg(r.series), v_cop || array_agg(split_part(d.version_scope, ':', 1)), v_cr || array_agg(tstzrange(` + e.from("r.") + `, ` + e.to("r.") + `))
+		INTO v_cs, v_cop, v_cr
 		FROM new_rows r JOIN ` + attrs + ` d ON d.id = r.attr
 		WHERE (r.series, split_part(d.version_scope, ':', 1), r.version, ` + bucketExpr(t, e.from("r.")) + `) IN
-			(SELECT u.s, u.op, u.v, u.b FROM ` + g + ` WHERE NOT (` + whole + `))
-		AND NOT EXISTS (SELECT 1 FROM ` + owners + ` o WHERE o.series = r.series AND o.operator = split_part(d.version_scope, ':', 1)
-			AND o.span @> tstzrange(` + e.from("r.") + `, ` + e.to("r.") + `))
-		ORDER BY 1, 2, 3;
-	END IF;
+			(SELECT u.s, u.op, u.v, u.b FROM ` + g + ` WHERE NOT (` + whole + `));
+	END IF;` + seriesOwnersSQL(owners, ownersName(t)+"_one", `unnest(v_cs, v_cop, v_cr) AS c(s, op, r)`) + `
 	RETURN NULL;
 END
 `

@@ -274,6 +274,11 @@ func (h *Tier) redeclare(ctx context.Context, tx pgx.Tx, t *series.Table, stored
 		if err := h.ensureDays(ctx, tx, t, lay); err != nil {
 			return tableInfo{}, false, err
 		}
+		if len(lay.dictNames(t)) > 0 {
+			if err := h.upgradeSeriesOwners(ctx, tx, t); err != nil {
+				return tableInfo{}, false, err
+			}
+		}
 		if err := h.refreshCheckFunc(ctx, tx, t, lay); err != nil {
 			return tableInfo{}, false, err
 		}
