@@ -55,8 +55,8 @@
 //     are checked once (by a statement trigger, or in the dictionary
 //     layout by the dictionaries' CHECKs), UPDATEs are refused, and a
 //     statement trigger records the spans each network operator delivers
-//     in the ownership relation <table>_operators, whose exclusion
-//     constraint refuses a second operator (see integrity.go).
+//     in the ownership relation <table>_operators, which refuses a
+//     second operator (see integrity.go and owners_series.go).
 //   - IntegrityExclusion (other new tables): GiST exclusion constraints
 //     (btree_gist) enforce, per partition, one network operator per
 //     reading and, in tables of several resolutions, no overlap within a

@@ -36,7 +36,9 @@ import (
 //     group with a gap (or of several versions of a reading, which the
 //     version in the grouping rules out) would claim readings it does not
 //     have, so its rows are recorded one span each instead. A span already
-//     recorded for the operator is not recorded again.
+//     recorded for the operator is not recorded again. The dictionary
+//     layouts keep a row per series id instead, merged under its primary
+//     key (owners_series.go).
 //
 // In the dictionary layout (layout_dictionary.go) the market location, the OBIS
 // code and the version scope are dictionary columns with CHECKs of their

@@ -35,7 +35,7 @@ import (
 // series or attr id does not name a dictionary row of its own bucket
 // (SQLSTATE 23503), which is what keeps a plain client from reusing a
 // series id of another day past the primary key, and records the
-// operators' spans by series id as the rows layout does by merge key. The dictionaries are
+// operators' spans in a row per series id (owners_series.go). The dictionaries are
 // never updated, and deleted from only where a partition is dropped or the
 // table purged, which set meterstore.forget for their transaction; the
 // guard trigger refuses every other UPDATE, DELETE and TRUNCATE.
@@ -169,9 +169,10 @@ func (dictLayout) natural(h *Tier, t *series.Table, rel string) string {
 
 // checkBody returns the body of the statement check function of t. The
 // new rows are aggregated once, by series, attr and version; the ids are
-// checked against the dictionaries per group, and the spans are recorded
-// per series, operator, version and bucket as rowsLayout.checkBody records
-// them per merge key. A series or attr id names a dictionary row of one
+// checked against the dictionaries per group, and the spans of each
+// series, operator, version and bucket (a span per row for a group with
+// a gap) are merged into the series' row of the ownership relation
+// (seriesOwnersSQL). A series or attr id names a dictionary row of one
 // bucket, so a group whose first and last from fall in different buckets
 // has a row naming an id of another bucket, and is refused as such: the
 // bucket is computed per group, not per row. The bucket comparison stays
