@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -55,5 +57,12 @@ func printDaily(w io.Writer, r *querybench.DailyResult) {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.2f\t%v\n", q.Name, q.Rows, q.DailyP50, q.ReadingsP50, q.Speedup, q.Equal)
 	}
 	tw.Flush()
+	for _, q := range []querybench.DailyCase{r.Completeness, r.Monthly} {
+		fmt.Fprintf(w, "%s, daily's last run: read %.1f ms, run %.1f ms (hot scan %.1f ms, %d hot rows); steps ms:", q.Name, q.DailyReadMs, q.DailyRunMs, q.DailyHotScanMs, q.DailyHotRows)
+		for _, k := range slices.Sorted(maps.Keys(q.DailySteps)) {
+			fmt.Fprintf(w, " %s %.1f", k, q.DailySteps[k])
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "\ndaily_speedup: %.2f   (goal: at least 20: %s)\n", r.DailySpeedup, yes(r.DailySpeedup >= 20))
 }
