@@ -30,7 +30,9 @@ each through daily and computed from readings. It checks that both give the
 same rows, and prints the p50s, the speedups (readings over daily) and
 daily_speedup, the smaller one; the rollup's bytes per series-day; and the
 load and archival times (the archival's includes the rollup's).
-Without --pg-url it starts a private PostgreSQL server with default settings.`,
+Without --pg-url it starts a private PostgreSQL server with default settings.
+With --dir the server and the fixture stay there: a later run of the same
+size asks its questions of them without loading again.`,
 	}
 	fixtureBench(cmd, &c, func(ctx context.Context, w io.Writer, url string, c querybench.Config) (any, error) {
 		res, err := querybench.RunDaily(ctx, url, c)
