@@ -36,7 +36,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			c.Logger = logger()
-			url, stop, err := benchServer(ctx, pgURL, map[string]string{"max_connections": "300"}, c.Logger)
+			url, stop, err := benchServer(ctx, pgURL, "", map[string]string{"max_connections": "300"}, c.Logger)
 			if err != nil {
 				return err
 			}

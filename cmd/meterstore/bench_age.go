@@ -38,7 +38,7 @@ PostgreSQL server with default settings.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			c.Progress, c.Logger = os.Stderr, logger()
-			url, stop, err := benchServer(ctx, pgURL, nil, c.Logger)
+			url, stop, err := benchServer(ctx, pgURL, "", nil, c.Logger)
 			if err != nil {
 				return err
 			}

@@ -60,7 +60,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 			if mode != "all" && mode != "storage" && mode != "throughput" {
 				return fmt.Errorf("bench archive: --mode %q: want all, storage or throughput", mode)
 			}
-			url, stop, err := benchServer(ctx, pgURL, nil, log)
+			url, stop, err := benchServer(ctx, pgURL, "", nil, log)
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -28,7 +30,9 @@ each through daily and computed from readings. It checks that both give the
 same rows, and prints the p50s, the speedups (readings over daily) and
 daily_speedup, the smaller one; the rollup's bytes per series-day; and the
 load and archival times (the archival's includes the rollup's).
-Without --pg-url it starts a private PostgreSQL server with default settings.`,
+Without --pg-url it starts a private PostgreSQL server with default settings.
+With --dir the server and the fixture stay there: a later run of the same
+size asks its questions of them without loading again.`,
 	}
 	fixtureBench(cmd, &c, func(ctx context.Context, w io.Writer, url string, c querybench.Config) (any, error) {
 		res, err := querybench.RunDaily(ctx, url, c)
@@ -55,5 +59,12 @@ func printDaily(w io.Writer, r *querybench.DailyResult) {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.2f\t%v\n", q.Name, q.Rows, q.DailyP50, q.ReadingsP50, q.Speedup, q.Equal)
 	}
 	tw.Flush()
+	for _, q := range []querybench.DailyCase{r.Completeness, r.Monthly} {
+		fmt.Fprintf(w, "%s, daily's last run: read %.1f ms, run %.1f ms (hot scan %.1f ms, %d hot rows); steps ms:", q.Name, q.DailyReadMs, q.DailyRunMs, q.DailyHotScanMs, q.DailyHotRows)
+		for _, k := range slices.Sorted(maps.Keys(q.DailySteps)) {
+			fmt.Fprintf(w, " %s %.1f", k, q.DailySteps[k])
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "\ndaily_speedup: %.2f   (goal: at least 20: %s)\n", r.DailySpeedup, yes(r.DailySpeedup >= 20))
 }

@@ -48,3 +48,40 @@ func TestBenchDaily(t *testing.T) {
 		t.Fatalf("result: %+v", res)
 	}
 }
+
+// TestBenchDailyReuse runs `bench daily` twice on one --dir: the second
+// run asks its questions of the fixture the first one kept (the load and
+// archival times it reports are the first run's, the answers alike),
+// and a run of another size loads its own.
+func TestBenchDailyReuse(t *testing.T) {
+	url := pgtest.NewDB(t)
+	dir := t.TempDir()
+	run := func(meters string) querybench.DailyResult {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "daily.json")
+		mustRun(t, "bench", "daily", "--pg-url", url, "--dir", dir, "--meters", meters, "--days", "12", "--hot-days", "3",
+			"--runs", "1", "--start", "2026-03-01", "--json", path)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res querybench.DailyResult
+		if err := json.Unmarshal(data, &res); err != nil {
+			t.Fatal(err)
+		}
+		if !res.Completeness.Equal || !res.Monthly.Equal {
+			t.Fatalf("answers: %+v\n%+v", res.Completeness, res.Monthly)
+		}
+		return res
+	}
+	first := run("10")
+	again := run("10")
+	if again.LoadSecs != first.LoadSecs || again.ArchiveSecs != first.ArchiveSecs || again.Readings != first.Readings ||
+		again.RollupFiles != first.RollupFiles || again.Monthly.Rows != first.Monthly.Rows {
+		t.Fatalf("the second run did not reuse the fixture: %+v\nafter %+v", again, first)
+	}
+	other := run("12")
+	if other.LoadSecs == first.LoadSecs || other.Monthly.Rows != 12 || other.Readings <= first.Readings {
+		t.Fatalf("a run of 12 meters after one of 10: %+v", other)
+	}
+}

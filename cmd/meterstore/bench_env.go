@@ -13,12 +13,13 @@ import (
 
 // benchServer returns the connection string of the PostgreSQL server a benchmark
 // works on: pgURL if given, otherwise a private cluster started from the
-// installed binaries with settings, which stop shuts down.
-func benchServer(ctx context.Context, pgURL string, settings map[string]string, log *slog.Logger) (url string, stop func(), err error) {
+// installed binaries with settings, which stop shuts down, in dir if set
+// (kept, and reused by the next start there), else in a temporary one.
+func benchServer(ctx context.Context, pgURL, dir string, settings map[string]string, log *slog.Logger) (url string, stop func(), err error) {
 	if pgURL != "" {
 		return pgURL, func() {}, nil
 	}
-	cl, err := pgcluster.Start(ctx, pgcluster.Options{Logger: log, Settings: settings})
+	cl, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir, Logger: log, Settings: settings})
 	if err != nil {
 		return "", nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +14,8 @@ import (
 
 // fixtureBench gives cmd the flags of the query benchmarks' shared fixture
 // (server, JSON file, meters, days, hot days, warehouse, integrity) and runs
-// run on it against the PostgreSQL server the flags name or a private one.
+// run on it against the PostgreSQL server the flags name or a private one,
+// kept in the warehouse's directory if the flags name one.
 func fixtureBench(cmd *cobra.Command, c *querybench.Config, run func(ctx context.Context, w io.Writer, url string, c querybench.Config) (any, error)) {
 	var pgURL, jsonPath string
 	start := c.Start.String()
@@ -24,7 +26,11 @@ func fixtureBench(cmd *cobra.Command, c *querybench.Config, run func(ctx context
 			return err
 		}
 		c.Start, c.Progress, c.Logger = d, os.Stderr, logger()
-		url, stop, err := benchServer(ctx, pgURL, nil, c.Logger)
+		pgDir := ""
+		if c.Dir != "" {
+			pgDir = filepath.Join(c.Dir, "pg")
+		}
+		url, stop, err := benchServer(ctx, pgURL, pgDir, nil, c.Logger)
 		if err != nil {
 			return err
 		}
@@ -42,6 +48,6 @@ func fixtureBench(cmd *cobra.Command, c *querybench.Config, run func(ctx context
 	f.IntVar(&c.Meters, "meters", c.Meters, "meters")
 	f.IntVar(&c.Days, "days", c.Days, "days of quarter hours")
 	f.IntVar(&c.HotDays, "hot-days", c.HotDays, "last days left in PostgreSQL")
-	f.StringVar(&c.Dir, "dir", "", "keep the warehouse here (default: a temporary directory)")
+	f.StringVar(&c.Dir, "dir", "", "keep the warehouse and the private server here (default: a temporary directory); bench daily reuses a fixture of the same size kept there")
 	f.StringVar(&c.Integrity, "integrity", c.Integrity, "the table's integrity (auto: the lean layout)")
 }

@@ -58,7 +58,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 			default:
 				return fmt.Errorf("--format %q: want mscons, or none for the hot write variants", format)
 			}
-			url, stop, err := benchServer(ctx, pgURL, map[string]string{
+			url, stop, err := benchServer(ctx, pgURL, "", map[string]string{
 				"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all",
 			}, c.Logger)
 			if err != nil {

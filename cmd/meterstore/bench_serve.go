@@ -63,7 +63,7 @@ Without --pg-url it starts a private PostgreSQL server with default settings.`,
 				return fmt.Errorf("bench serve: the meterstore binary to run serve from: %w", err)
 			}
 			c.Binary = bin
-			url, stop, err := benchServer(ctx, pgURL, nil, c.Logger)
+			url, stop, err := benchServer(ctx, pgURL, "", nil, c.Logger)
 			if err != nil {
 				return err
 			}

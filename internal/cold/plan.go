@@ -3,6 +3,7 @@ package cold
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -47,7 +48,11 @@ type Plan struct {
 	// (of the table's current schema), by its metrics; nil where they do
 	// not say. A column added after a file was written is not among its.
 	Columns [][]string
-	Bytes   int64 // total size of Files
+	// Versions tells, per file of Files of a rollup's plan, the lowest and
+	// highest rollup_version of its rows, by its metrics (which the
+	// verification checks against the file's footer).
+	Versions []VersionRange
+	Bytes    int64 // total size of Files
 
 	table string                                      // the table's name
 	index string                                      // the digest index of the snapshot, "" if none
@@ -108,6 +113,10 @@ func (c *Tier) plan(ctx context.Context, t *Table, ice *table.Table, snap *table
 	if f, ok := sc.FindFieldByName(series.ColumnSuperseded); ok {
 		sup = f.ID
 	}
+	ver := -1
+	if f, ok := sc.FindFieldByName(rollupVersionColumn); ok {
+		ver = f.ID
+	}
 	keep := pruner(sc, q)
 	for _, f := range ch.files {
 		if !keep(f) {
@@ -120,6 +129,7 @@ func (c *Tier) plan(ctx context.Context, t *Table, ice *table.Table, snap *table
 		p.Files = append(p.Files, f.FilePath())
 		p.Kinds = append(p.Kinds, kindOf(f, sup))
 		p.Columns = append(p.Columns, columns(f, sc))
+		p.Versions = append(p.Versions, versionsOf(f, ver))
 		p.Bytes += f.FileSizeBytes()
 	}
 	return p, nil
@@ -164,6 +174,32 @@ func kindOf(f iceberg.DataFile, sup int) FileKind {
 		return Superseded
 	}
 	return Mixed
+}
+
+// rollupVersionColumn is the column of a rollup's rows that orders the
+// rows of one series' day: the highest holds.
+const rollupVersionColumn = "rollup_version"
+
+// A VersionRange is the lowest and highest rollup_version of a file's
+// rows; Known is false where its metrics do not say.
+type VersionRange struct {
+	Lo, Hi int64
+	Known  bool
+}
+
+// versionsOf returns the range of the rollup versions of data file f by
+// its metrics of the column with id ver (-1: the table has none).
+func versionsOf(f iceberg.DataFile, ver int) VersionRange {
+	if ver < 0 {
+		return VersionRange{}
+	}
+	nulls, ok := f.NullValueCounts()[ver]
+	lo, okLo := f.LowerBoundValues()[ver]
+	hi, okHi := f.UpperBoundValues()[ver]
+	if !ok || nulls != 0 || !okLo || !okHi || len(lo) != 8 || len(hi) != 8 {
+		return VersionRange{}
+	}
+	return VersionRange{Lo: int64(binary.LittleEndian.Uint64(lo)), Hi: int64(binary.LittleEndian.Uint64(hi)), Known: true}
 }
 
 // columns returns the names of the columns of sc that data file f counts

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -276,6 +277,9 @@ func dailyColumns(l layout) []string {
 // anti join on equalities finds; only the higher versions' rows are
 // ranked by a window. A window over every row sorts them all, ten times
 // the cost of reading them (0.5 to 0.9 s for 410,000 rows, measured).
+// Where the files' metrics give their versions, the lowest is a constant
+// the scans prune row groups by, and with no version above it the rows
+// are read as they are, with no join.
 func storedDailySQL(l layout, recent string, stored *storedDays) string {
 	cols := strings.Join(dailyColumns(l), ", ")
 	var keys, on []string
@@ -298,13 +302,14 @@ func storedDailySQL(l layout, recent string, stored *storedDays) string {
 	if len(stored.files) == 0 {
 		return recent
 	}
-	quoted := make([]string, len(stored.files))
-	for i, f := range stored.files {
-		quoted[i] = quote(f)
-	}
-	files := `read_parquet([` + strings.Join(quoted, ", ") + `], union_by_name = true, hive_partitioning = false)`
-	lowest := `(SELECT min(rollup_version) FROM ` + files + `)`
+	files := readRollup(stored.files)
+	lowest, higher := rollupVersions(stored)
 	settled := `SELECT * FROM ` + files + ` WHERE "to" <= ` + w
+	if !higher {
+		return `SELECT ` + cols + ` FROM (` + settled + `)
+UNION ALL
+` + recent
+	}
 	return `SELECT ` + cols + ` FROM (` + settled + ` AND rollup_version = ` + lowest + `) f
 	ANTI JOIN (SELECT DISTINCT ` + strings.Join(keys, ", ") + ` FROM ` + files + ` WHERE rollup_version > ` + lowest + `) h ON ` + strings.Join(on, " AND ") + `
 UNION ALL
@@ -312,4 +317,35 @@ SELECT ` + cols + ` FROM (` + settled + ` AND rollup_version > ` + lowest + `
 	QUALIFY rollup_version = max(rollup_version) OVER (PARTITION BY ` + strings.Join(keys, ", ") + `))
 UNION ALL
 ` + recent
+}
+
+// rollupVersions returns the lowest rollup version of stored's files (a
+// SQL expression) and whether a row may have a higher one: by the files'
+// metrics where each has them, a constant that lets the scans skip the
+// row groups of other versions, otherwise the files' minimum.
+func rollupVersions(stored *storedDays) (lowest string, higher bool) {
+	known := len(stored.versions) == len(stored.files)
+	var lo, hi int64
+	for i, r := range stored.versions {
+		known = known && r.Known
+		if i == 0 || r.Lo < lo {
+			lo = r.Lo
+		}
+		if i == 0 || r.Hi > hi {
+			hi = r.Hi
+		}
+	}
+	if !known {
+		return `(SELECT min(rollup_version) FROM ` + readRollup(stored.files) + `)`, true
+	}
+	return strconv.FormatInt(lo, 10), hi > lo
+}
+
+// readRollup returns the relation of the rollup's rows in files.
+func readRollup(files []string) string {
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = quote(f)
+	}
+	return `read_parquet([` + strings.Join(quoted, ", ") + `], union_by_name = true, hive_partitioning = false)`
 }

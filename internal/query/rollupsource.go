@@ -51,9 +51,12 @@ func (s *TableSource) RollupCurrent(ctx context.Context, q series.Range) (cold.P
 // A storedDays is the part of daily the rollup answers: the days ending at
 // or before w, from files.
 type storedDays struct {
-	files  []string
-	w      time.Time
-	source int64 // the snapshot of the table it reflects
+	files []string
+	// versions are the rollup versions of each file's rows, by the
+	// files' metrics (see cold.Plan.Versions).
+	versions []cold.VersionRange
+	w        time.Time
+	source   int64 // the snapshot of the table it reflects
 }
 
 // storedDaily returns the rollup that answers daily's settled days for the
@@ -70,7 +73,7 @@ func (e *reader) storedDaily(ctx context.Context, tr *TableRead, r series.Range,
 	if err != nil || !ok {
 		return nil, err
 	}
-	return &storedDays{files: p.Files, w: tr.Watermark, source: tr.Snapshot}, nil
+	return &storedDays{files: p.Files, versions: p.Versions, w: tr.Watermark, source: tr.Snapshot}, nil
 }
 
 // peekDaily returns the rollup's current snapshot for a statement that
@@ -99,7 +102,7 @@ func (e *reader) peekDaily(ctx context.Context, r series.Range, o ReadOptions) (
 	if narrow.From.Before(after) {
 		narrow.From = after
 	}
-	return &storedDays{files: p.Files, w: p.Watermark, source: source}, narrow, nil
+	return &storedDays{files: p.Files, versions: p.Versions, w: p.Watermark, source: source}, narrow, nil
 }
 
 // recentFrom returns where the readings begin that daily's days ending

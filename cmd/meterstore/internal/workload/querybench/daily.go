@@ -2,6 +2,8 @@ package querybench
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -49,6 +51,9 @@ type DailyCase struct {
 	// DailyHotScanMs is the part of DailyRunMs from the first batch of
 	// the hot tier asked for to the last one received: PostgreSQL's sums.
 	DailyHotScanMs float64 `json:"daily_hot_scan_ms"`
+	// DailySteps is daily's time of the last run by step of
+	// query.Timing.Steps, in milliseconds, a step taken twice summed.
+	DailySteps map[string]float64 `json:"daily_steps_ms"`
 }
 
 // A DailyResult is what RunDaily measured.
@@ -104,17 +109,61 @@ func RunDaily(ctx context.Context, url string, c Config) (*DailyResult, error) {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	s, _, done, err := open(ctx, url, dir, c)
+	kept, err := keptFixture(dir, c)
+	if err != nil {
+		return nil, err
+	}
+	s, _, done, err := open(ctx, url, dir, c, kept == nil)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	res := &DailyResult{Config: c}
 	cal, err := metering.NewCalendar()
 	if err != nil {
 		return nil, err
 	}
+	res := kept
+	if res == nil {
+		if res, err = loadDaily(ctx, s, cal, c); err != nil {
+			return nil, err
+		}
+	} else {
+		fmt.Fprintf(c.Progress, "reusing the fixture kept in %s (loaded in %.0f s, archived in %.1f s then)\n", dir, res.LoadSecs, res.ArchiveSecs)
+	}
+	res.Config = c
+	if c.Dir != "" {
+		if err := keepFixture(dir, res); err != nil {
+			return nil, err
+		}
+	}
+	st, err := s.Storage(ctx, "power")
+	if err != nil {
+		return nil, err
+	}
+	res.ColdRows, res.HotRows = st.ColdRows, st.HotRows
+	if res.RollupBytes, res.RollupFiles, err = treeBytes(filepath.Join(dir, "warehouse", "meterstore_daily")); err != nil {
+		return nil, err
+	}
+	r, err := s.Query(ctx, "power", `SELECT count(*) FROM daily WHERE "to" <= `+lit(res.Watermark))
+	if err != nil {
+		return nil, fmt.Errorf("querybench: series-days: %w", err)
+	}
+	res.SeriesDays, _ = r.Rows[0][0].(int64)
+	if res.SeriesDays > 0 {
+		res.BytesPerSeriesDay = float64(res.RollupBytes) / float64(res.SeriesDays)
+	}
+	if err := measureDaily(ctx, s, cal, c, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// loadDaily loads the fleet and archives all but the last HotDays (the
+// archival writes the rollup in the same cycles).
+func loadDaily(ctx context.Context, s *store.Store, cal *metering.Calendar, c Config) (*DailyResult, error) {
+	res := &DailyResult{}
 	begin := time.Now()
+	var err error
 	if res.Readings, err = load(ctx, s, cal, c); err != nil {
 		return nil, err
 	}
@@ -140,26 +189,50 @@ func RunDaily(ctx context.Context, url string, c Config) (*DailyResult, error) {
 		}
 	}
 	res.ArchiveSecs = time.Since(begin).Seconds()
-	st, err := s.Storage(ctx, "power")
-	if err != nil {
-		return nil, err
-	}
-	res.ColdRows, res.HotRows = st.ColdRows, st.HotRows
-	if res.RollupBytes, res.RollupFiles, err = treeBytes(filepath.Join(dir, "warehouse", "meterstore_daily")); err != nil {
-		return nil, err
-	}
-	r, err := s.Query(ctx, "power", `SELECT count(*) FROM daily WHERE "to" <= `+lit(res.Watermark))
-	if err != nil {
-		return nil, fmt.Errorf("querybench: series-days: %w", err)
-	}
-	res.SeriesDays, _ = r.Rows[0][0].(int64)
-	if res.SeriesDays > 0 {
-		res.BytesPerSeriesDay = float64(res.RollupBytes) / float64(res.SeriesDays)
-	}
-	if err := measureDaily(ctx, s, cal, c, res); err != nil {
-		return nil, err
-	}
 	return res, nil
+}
+
+// fixtureFile names the file in a kept fixture's directory that records
+// what loadDaily measured, written once the archival is done.
+const fixtureFile = "daily-fixture.json"
+
+// keepFixture records res's fixture in dir, so that a run with the same
+// fixture reuses it.
+func keepFixture(dir string, res *DailyResult) error {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, fixtureFile), b, 0o644); err != nil {
+		return fmt.Errorf("querybench: keep the fixture: %w", err)
+	}
+	return nil
+}
+
+// keptFixture returns what loadDaily measured of the fixture kept in dir
+// if it is c's (same meters, days, start, hot days and integrity), or nil.
+func keptFixture(dir string, c Config) (*DailyResult, error) {
+	b, err := os.ReadFile(filepath.Join(dir, fixtureFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("querybench: the kept fixture: %w", err)
+	}
+	// Removed first: a run that fails before it writes the file again
+	// leaves no claim on a fixture it may have changed.
+	if err := os.Remove(filepath.Join(dir, fixtureFile)); err != nil {
+		return nil, fmt.Errorf("querybench: the kept fixture: %w", err)
+	}
+	var res DailyResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("querybench: the kept fixture: %w", err)
+	}
+	k := res.Config
+	if k.Meters != c.Meters || k.Start != c.Start || k.Days != c.Days || k.HotDays != c.HotDays || k.Integrity != c.Integrity {
+		return nil, nil
+	}
+	return &res, nil
 }
 
 // dailyCases returns the two questions over c's days.
@@ -209,6 +282,10 @@ func measureDaily(ctx context.Context, s *store.Store, cal *metering.Calendar, c
 				if j == 0 {
 					q.DailyHotRows, q.DailyReadMs, q.DailyRunMs = r.Timing.HotRows, ms(r.Timing.Read), ms(r.Timing.Run)
 					q.DailyHotScanMs = ms(r.Timing.HotScan)
+					q.DailySteps = map[string]float64{}
+					for _, st := range r.Timing.Steps {
+						q.DailySteps[st.Name] += ms(st.Took)
+					}
 				} else {
 					q.ReadingsHotRows = r.Timing.HotRows
 				}

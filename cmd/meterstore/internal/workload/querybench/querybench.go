@@ -150,7 +150,7 @@ func Run(ctx context.Context, url string, c Config) (*Result, error) {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	s, pool, done, err := open(ctx, url, dir, c)
+	s, pool, done, err := open(ctx, url, dir, c, true)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,10 @@ func Run(ctx context.Context, url string, c Config) (*Result, error) {
 	return res, nil
 }
 
-func open(ctx context.Context, url, dir string, c Config) (*store.Store, *pgxpool.Pool, func(), error) {
+// open opens the store of the benchmark's table on the server at url with
+// its warehouse and query cache in dir, after removing an earlier run's
+// schema, warehouse and cache if fresh.
+func open(ctx context.Context, url, dir string, c Config, fresh bool) (*store.Store, *pgxpool.Pool, func(), error) {
 	integrity := series.IntegrityAuto
 	if c.Integrity != "" {
 		i, err := series.ParseIntegrity(c.Integrity)
@@ -216,10 +219,19 @@ func open(ctx context.Context, url, dir string, c Config) (*store.Store, *pgxpoo
 		done()
 		return nil, nil, nil, fmt.Errorf("querybench: %w", err)
 	}
-	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
-		return fail(err)
-	}
 	whDir := filepath.Join(dir, "warehouse")
+	if fresh {
+		// The catalog lives in the schema: files of an earlier run would
+		// be orphans, and counted by the rollup's bytes.
+		if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+			return fail(err)
+		}
+		for _, d := range []string{whDir, filepath.Join(dir, "cache")} {
+			if err := os.RemoveAll(d); err != nil {
+				return fail(err)
+			}
+		}
+	}
 	if err := os.MkdirAll(whDir, 0o755); err != nil {
 		return fail(err)
 	}
