@@ -38,7 +38,7 @@ func openStore(t *testing.T, with ...store.ConfigOption) *store.Store {
 }
 
 // openTables is openStore with the [[table]] sections tables.
-func openTables(t *testing.T, tables string, with ...store.ConfigOption) *store.Store {
+func openTables(t testing.TB, tables string, with ...store.ConfigOption) *store.Store {
 	t.Helper()
 	dir := t.TempDir()
 	src := fmt.Sprintf(`
@@ -61,7 +61,7 @@ url = %q
 }
 
 // token returns a configured token of name with scopes, and its text.
-func token(t *testing.T, name string, scopes ...string) (config.Token, string) {
+func token(t testing.TB, name string, scopes ...string) (config.Token, string) {
 	t.Helper()
 	text, _, err := config.NewToken()
 	if err != nil {

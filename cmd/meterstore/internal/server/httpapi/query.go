@@ -460,14 +460,13 @@ type csvAnswer struct {
 	w     http.ResponseWriter
 	cw    *csv.Writer
 	types []string
-	cells []string // one row's, reused: csv.Writer keeps none
+	text  resultfmt.RowText // csv.Writer keeps no cell
 	flush func() error
 	rows  int
 }
 
 func (a *csvAnswer) row(vals []any) error {
-	a.cells = resultfmt.AppendCells(a.cells[:0], vals, a.types)
-	if err := a.cw.Write(a.cells); err != nil {
+	if err := a.cw.Write(a.text.Cells(vals, a.types)); err != nil {
 		return err
 	}
 	if a.rows++; a.rows%queryFlushRows == 0 {
