@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // openStore opens a deployment of one daily table, power, on a fresh
 // test database and a warehouse in a temporary directory, with the
 // options given.
-func openStore(t *testing.T, with ...store.ConfigOption) *store.Store {
+func openStore(t testing.TB, with ...store.ConfigOption) *store.Store {
 	t.Helper()
 	return openTables(t, "[[table]]\nname = \"power\"\nresolutions = [\"PT15M\"]\n", with...)
 }

@@ -68,6 +68,13 @@ const (
 	maxOBISLen = 64
 )
 
+// The size of a typed series answer, about and from above, in any media:
+// a CSV row of a table without columns of its own is some 170 bytes.
+const (
+	seriesHeadBytes = 4 << 10
+	seriesRowBytes  = 256
+)
+
 // seriesReader is what the typed route asks of the front door beyond
 // Store: a *store.Store has it.
 type seriesReader interface {
@@ -111,7 +118,7 @@ func (h *handler) series(w http.ResponseWriter, r *http.Request) {
 	res, err := sr.SeriesRead(r.Context(), name, q)
 	var out answer
 	if err == nil {
-		out = h.beginAnswer(w, media, name, seriesHeader(decl, res))
+		out = h.beginAnswer(w, media, name, seriesHeader(decl, res), seriesHeadBytes+len(res.Readings)*seriesRowBytes)
 		// One row's buffer serves every row: the answers copy what they
 		// keep of a row before the next.
 		var row []any
