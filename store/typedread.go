@@ -198,7 +198,10 @@ func (s *Store) typedCurrent(ctx context.Context, t *table, ct *cold.Table, tq t
 // archival ledger: with fold, by the ledger's watermark read in that
 // statement, or in one of its own where the read needs no hot rows, and
 // where that does not vouch for W (archive.Vouches) the attempt is made
-// again without fold, the ledger read before the plan. A plan made in a
+// again without fold, the ledger read before the plan. Until a read has
+// seen the ledger, the statement reads whether it exists instead
+// (archive.LedgerProbe), so that a deployment never archived pays no
+// round trip for it either. A plan made in a
 // kept cold state holds only if the statement read the head it was
 // loaded from; otherwise, or where no statement is needed, the attempt
 // is made again without fold, the state loaded afresh.
@@ -206,17 +209,8 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 	q := tq.q
 	name := t.decl.Name
 	rng := series.Range{From: from, To: q.To, MaLo: []string{tq.malo}, OBIS: []string{tq.obis}}
-	vet := true
-	if fold {
-		// Without a ledger, the check was the ledger's read, which
-		// vouches for any W read after it; where it failed, the vetted
-		// read says what did.
-		if exists, err := s.ledgerExists(ctx); err != nil {
-			fold = false
-		} else {
-			fold, vet = exists, false
-		}
-	}
+	vet := !fold
+	probe := fold && !s.ledgerSeen.Load()
 	p, kept, err := s.typedPlan(ctx, t, ct, rng, vet)
 	if err != nil {
 		return s.typedHotOnly(ctx, tq, from, ceiling, tr, err)
@@ -246,17 +240,26 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 	}
 	if needHot {
 		hq := s.hotQuery(tq, lo, ceiling)
-		if fold {
+		switch {
+		case probe:
+			hq.Beside = s.arch.LedgerProbe
+		case fold:
 			hq.Beside = func(arg func(any) string) string { return s.arch.LedgerWatermark(name, arg) }
 		}
 		hq.Head = kept.head
 		hr, err := s.hot.ReadSeries(ctx, tq.decl, hq)
-		if fold && pgerr.NoTable(err) { // the ledger dropped since
+		if fold && !probe && pgerr.NoTable(err) { // the ledger dropped since
 			s.ledgerSeen.Store(false)
 			return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("hot tier: %w", err)
+		}
+		if probe && hr.HasBeside {
+			// The ledger exists: its watermark is read from now on, and
+			// this read vetted without fold.
+			s.ledgerSeen.Store(true)
+			return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)
 		}
 		if kept.head != nil && (!hr.HasHead || hr.Head != kept.seq) {
 			// A commit landed since the state was loaded: W and the
@@ -264,7 +267,7 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 			s.warm.forget(name, kept.seq)
 			return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)
 		}
-		if fold && !archive.Vouches(w, hasW, hr.Beside, hr.HasBeside) {
+		if fold && !probe && !archive.Vouches(w, hasW, hr.Beside, hr.HasBeside) {
 			return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)
 		}
 		if hr.Detached.After(lo) {
@@ -273,6 +276,9 @@ func (s *Store) typedAttempt(ctx context.Context, t *table, ct *cold.Table, tq t
 		}
 		out = hr.Readings
 		tr.Tiers = append(tr.Tiers, "hot")
+	} else if probe {
+		// No statement to probe in: vet without fold.
+		return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)
 	} else if fold {
 		if lw, lok, err := s.arch.RecordedWatermark(ctx, name); err != nil || !archive.Vouches(w, hasW, lw, lok) {
 			return s.typedAttempt(ctx, t, ct, tq, from, ceiling, tr, false)

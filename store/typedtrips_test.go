@@ -35,8 +35,9 @@ func (c *statements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // read of hot days is one round trip to PostgreSQL, counted on the
 // store's pool and the catalog log's both: the ledger's watermark and the
 // log's head are read in the statement, the cold plan made in the state
-// an earlier read loaded. Until a read has seen the ledger, one more asks
-// whether it exists; after a commit, the read that finds it loads afresh.
+// an earlier read loaded. Until a read has seen the ledger, the statement
+// reads whether it exists instead, in the same round trip; after a
+// commit, the read that finds it loads afresh.
 func TestTypedHotReadOneStatement(t *testing.T) {
 	ctx := t.Context()
 	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
@@ -66,11 +67,15 @@ func TestTypedHotReadOneStatement(t *testing.T) {
 	}
 	read("warm-up", -1)       // layouts and the like: read once
 	read("warm-up again", -1) // where the log is: asked once
-	read("no ledger yet", 2)
+	read("no ledger yet", 1)
+	read("still no ledger", 1)
 	if out, err := s.Archive(ctx, "power", dayN(5)); err != nil || !out.Watermark.Equal(dayN(3)) {
 		t.Fatalf("archive: %+v, %v", out, err)
 	}
 	read("after the archival", -1) // finds the ledger, and the commit
+	if !s.ledgerSeen.Load() {
+		t.Error("after the archival, the read did not see the ledger: its watermark vets no W")
+	}
 	read("again", 1)
 	read("and again", 1)
 }

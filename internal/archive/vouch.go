@@ -47,6 +47,17 @@ func (a *Archiver) LedgerWatermark(table string, arg func(any) string) string {
 	return `(SELECT watermark FROM ` + a.ledger.wmIdent() + ` WHERE table_name = ` + arg(table) + `)`
 }
 
+// LedgerProbe returns a scalar subquery, for a statement of the caller's,
+// that is NULL where the ledger does not exist and a timestamp of no
+// meaning where it does; arg binds a parameter and returns its
+// placeholder. Nothing drops the ledger once an archival has created it,
+// so an absent ledger read after W was absent when W was read: no table
+// had a record, and VetWatermark would have passed W, as it passes every
+// watermark read after LedgerExists says false.
+func (a *Archiver) LedgerProbe(arg func(any) string) string {
+	return `(SELECT CASE WHEN to_regclass(` + arg(a.ledger.wmIdent()) + `::text) IS NULL THEN NULL ELSE now() END)`
+}
+
 // Vouches reports whether lw, the ledger's watermark of a table (lok
 // false: none), read after w (hasW false: none) was read from the
 // catalog, vouches for w: VetWatermark would have passed it. False

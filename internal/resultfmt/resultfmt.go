@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -63,18 +64,10 @@ func Text(v any, typ string) string {
 	switch x := v.(type) {
 	case nil:
 		return ""
+	case string:
+		return x
 	case time.Time:
-		switch {
-		case slices.ContainsFunc(infinity, x.Equal):
-			return "infinity"
-		case slices.ContainsFunc(minusInfinity, x.Equal):
-			return "-infinity"
-		case typ == "DATE":
-			return x.Format(time.DateOnly)
-		case typ == "TIME":
-			return x.Format("15:04:05.999999")
-		}
-		return x.UTC().Format(time.RFC3339Nano)
+		return string(appendTime(nil, x, typ))
 	case []byte:
 		if typ == "UUID" && len(x) == 16 {
 			return fmt.Sprintf("%x-%x-%x-%x-%x", x[0:4], x[4:6], x[6:8], x[8:10], x[10:16])
@@ -85,6 +78,41 @@ func Text(v any, typ string) string {
 		return x.String()
 	}
 	return fmt.Sprint(v)
+}
+
+// AppendText appends Text(v, typ) to dst, without a string of its own for
+// the values a result has most: text, times, integers and Fixed decimals.
+func AppendText(dst []byte, v any, typ string) []byte {
+	switch x := v.(type) {
+	case nil:
+		return dst
+	case string:
+		return append(dst, x...)
+	case time.Time:
+		return appendTime(dst, x, typ)
+	case int64:
+		return strconv.AppendInt(dst, x, 10)
+	case int32:
+		return strconv.AppendInt(dst, int64(x), 10)
+	case Fixed:
+		return x.Append(dst)
+	}
+	return append(dst, Text(v, typ)...)
+}
+
+// appendTime appends t's text as a value of DuckDB type typ.
+func appendTime(dst []byte, t time.Time, typ string) []byte {
+	switch {
+	case slices.ContainsFunc(infinity, t.Equal):
+		return append(dst, "infinity"...)
+	case slices.ContainsFunc(minusInfinity, t.Equal):
+		return append(dst, "-infinity"...)
+	case typ == "DATE":
+		return t.AppendFormat(dst, time.DateOnly)
+	case typ == "TIME":
+		return t.AppendFormat(dst, "15:04:05.999999")
+	}
+	return t.UTC().AppendFormat(dst, time.RFC3339Nano)
 }
 
 // JSON keeps numbers and booleans as JSON has them and renders the rest,
@@ -99,16 +127,38 @@ func JSON(v any, typ string) any {
 
 // Cells renders a row whose columns have the DuckDB types types as Text.
 func Cells(row []any, types []string) []string {
-	return AppendCells(make([]string, 0, len(row)), row, types)
+	out := make([]string, 0, len(row))
+	for i, v := range row {
+		out = append(out, Text(v, Type(types, i)))
+	}
+	return out
 }
 
-// AppendCells appends Cells(row, types) to dst, so that a writer of many
-// rows reuses one slice.
-func AppendCells(dst []string, row []any, types []string) []string {
+// A RowText renders rows as Cells does, row after row: the cells of a
+// row share one string and its buffers serve every row, so that a long
+// answer costs an allocation a row rather than one a value.
+type RowText struct {
+	buf   []byte
+	ends  []int
+	cells []string
+}
+
+// Cells returns Cells(row, types); the slice is valid until the next call,
+// its strings for good.
+func (r *RowText) Cells(row []any, types []string) []string {
+	r.buf, r.ends = r.buf[:0], r.ends[:0]
 	for i, v := range row {
-		dst = append(dst, Text(v, Type(types, i)))
+		r.buf = AppendText(r.buf, v, Type(types, i))
+		r.ends = append(r.ends, len(r.buf))
 	}
-	return dst
+	line := string(r.buf)
+	r.cells = r.cells[:0]
+	start := 0
+	for _, end := range r.ends {
+		r.cells = append(r.cells, line[start:end])
+		start = end
+	}
+	return r.cells
 }
 
 // A JSONLines renders rows as JSON objects, one a line, their keys in

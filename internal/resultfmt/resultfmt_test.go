@@ -1,8 +1,10 @@
 package resultfmt
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestUniqueNames(t *testing.T) {
@@ -10,5 +12,28 @@ func TestUniqueNames(t *testing.T) {
 	want := []string{"a", "a_3", "a_2", "b", "a_4", "b_2"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestRowText: a row's cells rendered through one buffer are Text's of
+// each value, whatever the row before held.
+func TestRowText(t *testing.T) {
+	at := time.Date(2026, 3, 2, 23, 15, 0, 0, time.FixedZone("CET", 3600))
+	rows := [][]any{
+		{"20000000008", nil, at, at, FixedInt(-1250, 6), Fixed{Abs: 7}, int64(-42), int32(7), true, 1.5, infinity[0], minusInfinity[1], []byte{1, 2}},
+		{"", "x", at.Add(time.Hour), at, FixedInt(0, 6), Fixed{Abs: 1 << 63}, int64(0), int32(-1), false, -2.25e-9, at, at, nil},
+	}
+	types := []string{"VARCHAR", "VARCHAR", "TIMESTAMP WITH TIME ZONE", "DATE", "DECIMAL(18,6)", "DECIMAL(20,0)", "BIGINT", "INTEGER", "BOOLEAN", "DOUBLE", "TIMESTAMP", "DATE", "BLOB"}
+	var r RowText
+	for _, row := range rows {
+		got := slices.Clone(r.Cells(row, types))
+		if want := Cells(row, types); !slices.Equal(got, want) {
+			t.Errorf("RowText %q, Cells %q", got, want)
+		}
+		for i, v := range row {
+			if want := fmt.Sprint(v); i < 2 && v != nil && got[i] != want {
+				t.Errorf("text %q: got %q", want, got[i])
+			}
+		}
 	}
 }

@@ -32,13 +32,13 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // openStore opens a deployment of one daily table, power, on a fresh
 // test database and a warehouse in a temporary directory, with the
 // options given.
-func openStore(t *testing.T, with ...store.ConfigOption) *store.Store {
+func openStore(t testing.TB, with ...store.ConfigOption) *store.Store {
 	t.Helper()
 	return openTables(t, "[[table]]\nname = \"power\"\nresolutions = [\"PT15M\"]\n", with...)
 }
 
 // openTables is openStore with the [[table]] sections tables.
-func openTables(t *testing.T, tables string, with ...store.ConfigOption) *store.Store {
+func openTables(t testing.TB, tables string, with ...store.ConfigOption) *store.Store {
 	t.Helper()
 	dir := t.TempDir()
 	src := fmt.Sprintf(`
@@ -61,7 +61,7 @@ url = %q
 }
 
 // token returns a configured token of name with scopes, and its text.
-func token(t *testing.T, name string, scopes ...string) (config.Token, string) {
+func token(t testing.TB, name string, scopes ...string) (config.Token, string) {
 	t.Helper()
 	text, _, err := config.NewToken()
 	if err != nil {

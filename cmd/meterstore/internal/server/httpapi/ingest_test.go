@@ -44,7 +44,7 @@ func readingsCSV(start time.Time, n, bad int) string {
 
 // post sends body to path with the bearer token tok and the Content-Type
 // ct ("" for none) and returns the status, the JSON body and the headers.
-func post(t *testing.T, h http.Handler, path, tok, ct string, body io.Reader) (int, map[string]any, http.Header) {
+func post(t testing.TB, h http.Handler, path, tok, ct string, body io.Reader) (int, map[string]any, http.Header) {
 	t.Helper()
 	r := httptest.NewRequest("POST", path, body)
 	if tok != "" {

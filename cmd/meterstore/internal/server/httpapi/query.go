@@ -64,6 +64,7 @@ package httpapi
 // context is the query's: a client that goes away cancels it.
 
 import (
+	"bufio"
 	"bytes"
 	"database/sql"
 	"encoding/csv"
@@ -274,7 +275,7 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 		May: func(t string) bool { return auth.MayTouch(tok, t) }})
 	if err == nil {
 		begin := func(hd *store.ResultHeader) error {
-			out = h.beginAnswer(w, media, req.Table, hd)
+			out = h.beginAnswer(w, media, req.Table, hd, 0)
 			return nil
 		}
 		row := func(vals []any) error {
@@ -365,8 +366,12 @@ func (h *handler) logFailure(r *http.Request, msg string, f apierror.Failure, er
 
 // beginAnswer sends the status and headers of a query's answer in media,
 // the header hd of a statement with default table (none if empty) known,
-// and returns the writer of its rows.
-func (h *handler) beginAnswer(w http.ResponseWriter, media, table string, hd *store.ResultHeader) answer {
+// and returns the writer of its rows. With hold zero the headers go at
+// once and the rows as they come, for a client waiting on a statement;
+// a positive hold is about the size of an answer whose rows are all in
+// hand, written through a buffer of that size (at most maxHold), the
+// headers with its first bytes, in as few writes to the client as may be.
+func (h *handler) beginAnswer(w http.ResponseWriter, media, table string, hd *store.ResultHeader, hold int) answer {
 	wm, tiers := readOf(table, hd)
 	hdr := w.Header()
 	hdr.Set("X-MeterStore-Watermark", wm)
@@ -381,7 +386,13 @@ func (h *handler) beginAnswer(w http.ResponseWriter, media, table string, hd *st
 		}
 		return nil
 	}
-	cw := &clientWriter{w: w}
+	var cw io.Writer = &clientWriter{w: w}
+	if hold > 0 {
+		// Flushing the buffer is enough: the server sends the rest, and
+		// ends the body, as the handler returns.
+		bw := bufio.NewWriterSize(cw, min(hold, maxHold))
+		cw, flush = bw, bw.Flush
+	}
 	var out answer
 	switch media {
 	case mediaCSV:
@@ -399,9 +410,15 @@ func (h *handler) beginAnswer(w http.ResponseWriter, media, table string, hd *st
 		out = &jsonAnswer{w: w, cw: cw, j: resultfmt.NewJSONLines(hd.Columns, hd.Types), flush: flush}
 	}
 	w.WriteHeader(http.StatusOK)
-	flush() // the headers at once; a failed flush shows in the first write
+	if hold <= 0 {
+		flush() // the headers at once; a failed flush shows in the first write
+	}
 	return out
 }
+
+// maxHold bounds the buffer of an answer held whole (beginAnswer's hold):
+// past it, the answer goes in writes of this size.
+const maxHold = 256 << 10
 
 // readOf returns the watermark (RFC 3339, empty without one) and the tiers
 // of X-MeterStore-Watermark and X-MeterStore-Tiers: those of the default
@@ -460,14 +477,13 @@ type csvAnswer struct {
 	w     http.ResponseWriter
 	cw    *csv.Writer
 	types []string
-	cells []string // one row's, reused: csv.Writer keeps none
+	text  resultfmt.RowText // csv.Writer keeps no cell
 	flush func() error
 	rows  int
 }
 
 func (a *csvAnswer) row(vals []any) error {
-	a.cells = resultfmt.AppendCells(a.cells[:0], vals, a.types)
-	if err := a.cw.Write(a.cells); err != nil {
+	if err := a.cw.Write(a.text.Cells(vals, a.types)); err != nil {
 		return err
 	}
 	if a.rows++; a.rows%queryFlushRows == 0 {

@@ -68,6 +68,13 @@ const (
 	maxOBISLen = 64
 )
 
+// The size of a typed series answer, about and from above, in any media:
+// a CSV row of a table without columns of its own is some 170 bytes.
+const (
+	seriesHeadBytes = 4 << 10
+	seriesRowBytes  = 256
+)
+
 // seriesReader is what the typed route asks of the front door beyond
 // Store: a *store.Store has it.
 type seriesReader interface {
@@ -111,12 +118,12 @@ func (h *handler) series(w http.ResponseWriter, r *http.Request) {
 	res, err := sr.SeriesRead(r.Context(), name, q)
 	var out answer
 	if err == nil {
-		out = h.beginAnswer(w, media, name, seriesHeader(decl, res))
+		out = h.beginAnswer(w, media, name, seriesHeader(decl, res), seriesHeadBytes+len(res.Readings)*seriesRowBytes)
 		// One row's buffer serves every row: the answers copy what they
 		// keep of a row before the next.
 		var row []any
 		for i := range res.Readings {
-			row = seriesRow(row[:0], decl, &res.Readings[i])
+			row = seriesRow(row, decl, &res.Readings[i])
 			if err = out.row(row); err != nil {
 				break
 			}
@@ -262,42 +269,70 @@ func seriesHeader(decl store.Table, res *store.SeriesResult) *store.ResultHeader
 		Tables: []store.TableRead{tr}}
 }
 
-// seriesRow appends to dst the row of rd, read from table decl, in
-// seriesHeader's columns. Decimals are resultfmt.Fixed, which render as
-// duckdb.Decimal does without a math/big value each.
-func seriesRow(dst []any, decl store.Table, rd *series.Reading) []any {
-	orNull := func(s string) any {
+// seriesRow returns the row of rd, read from table decl, in seriesHeader's
+// columns, in the place of prev, the row before (nil for the first).
+// Decimals are resultfmt.Fixed, which render as duckdb.Decimal does
+// without a math/big value each; a value equal to the one before in its
+// column keeps that one's interface value, as a series' rows repeat most
+// of theirs and each new one costs an allocation.
+func seriesRow(prev []any, decl store.Table, rd *series.Reading) []any {
+	row := prev[:0]
+	put := func(v any) { row = append(row, v) }
+	text := func(s string) {
 		if s == "" {
-			return nil
+			put(nil)
+			return
 		}
-		return s
+		put(same(prev, len(row), s))
 	}
+	instant := func(t time.Time) { put(same(prev, len(row), t)) }
+	fixed := func(f resultfmt.Fixed) { put(same(prev, len(row), f)) }
 	interval := decl.TimeModel == series.Interval
-	row := append(dst, rd.MaLo, orNull(rd.MeLo), rd.OBIS, rd.Commodity.String(), rd.From)
+	text(rd.MaLo)
+	text(rd.MeLo)
+	text(rd.OBIS)
+	text(rd.Commodity.String())
+	instant(rd.From)
 	if interval {
-		row = append(row, rd.To)
+		instant(rd.To)
 	}
-	row = append(row, resultfmt.FixedInt(int64(rd.Value), 6), rd.Unit.String(), rd.Quality.String())
+	fixed(resultfmt.FixedInt(int64(rd.Value), 6))
+	text(rd.Unit.String())
+	text(rd.Quality.String())
 	if interval {
-		row = append(row, rd.Resolution.String())
+		text(rd.Resolution.String())
 	}
-	day := time.Date(rd.BalancingDay.Year, rd.BalancingDay.Month, rd.BalancingDay.Day, 0, 0, 0, 0, time.UTC)
-	row = append(row, resultfmt.Fixed{Abs: rd.Version}, rd.VersionScope, rd.RecordedAt, day, orNull(rd.Subject))
+	fixed(resultfmt.Fixed{Abs: rd.Version})
+	text(rd.VersionScope)
+	instant(rd.RecordedAt)
+	instant(time.Date(rd.BalancingDay.Year, rd.BalancingDay.Month, rd.BalancingDay.Day, 0, 0, 0, 0, time.UTC))
+	text(rd.Subject)
 	for _, c := range decl.Columns {
 		v, ok := rd.Extra[c.Name]
 		switch {
 		case !ok:
-			row = append(row, nil)
+			put(nil)
 		case c.Type == series.BigInt:
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				row = append(row, nil)
+				put(nil)
 				continue
 			}
-			row = append(row, n)
+			put(same(prev, len(row), n))
 		default:
-			row = append(row, v)
+			put(same(prev, len(row), v))
 		}
 	}
 	return row
+}
+
+// same returns v as an interface value: prev[i] where that holds v, so
+// that no allocation boxes it again, else a new one.
+func same[T comparable](prev []any, i int, v T) any {
+	if i < len(prev) {
+		if old, ok := prev[i].(T); ok && old == v {
+			return prev[i]
+		}
+	}
+	return v
 }
