@@ -374,6 +374,8 @@ func (s *Store) open(ctx context.Context, t *table) error {
 			return w, ok, err
 		},
 		Vouch:        s.vouch(decl.Name),
+		Kept:         func(ctx context.Context) (cold.Loaded, bool) { return s.keptCold(ctx, ct) },
+		Keep:         func(l cold.Loaded) { s.warm.put(decl.Name, l) },
 		VetPlan:      func(ctx context.Context, p cold.Plan) error { return s.altered.Vet(ctx, decl.Name, p) },
 		CheckDigests: s.opts.Query.VerifyDigests,
 		Altered:      func(ctx context.Context, e *cold.AlteredFileError) { s.readFoundAltered(ctx, decl.Name, e) },

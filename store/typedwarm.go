@@ -16,7 +16,8 @@ import (
 // W and the files are those a plan made just before the statement would
 // have read, and the read is one round trip; otherwise a commit landed
 // (an archival, a late correction, a compaction), the state is dropped
-// and the attempt is made again the way a read without one is.
+// and the attempt is made again the way a read without one is. SQL
+// statements share the kept state (sqlwarm.go).
 
 // A headQuery returns a scalar subquery of a table's log head for the
 // typed reads' statement; arg binds a parameter.

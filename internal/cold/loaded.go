@@ -2,6 +2,7 @@ package cold
 
 import (
 	"context"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -49,4 +50,10 @@ func (c *Tier) HeadQuery(ctx context.Context, t *Table, db postgres.RowQuerier) 
 		return nil, false, nil
 	}
 	return c.own.HeadQuery(ctx, t.ident, db)
+}
+
+// Watermark returns the W of l's current snapshot, as Watermark does of
+// its metadata.
+func (l Loaded) Watermark() (time.Time, bool, error) {
+	return Watermark(l.ice.Metadata())
 }

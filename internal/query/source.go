@@ -143,6 +143,14 @@ type TableSource struct {
 	// Vouch, if set with VetWatermark, folds the vetting of W into the
 	// hot snapshot's statement where the hot tier can (HotBesideReader).
 	Vouch *Vouch
+	// Kept, if set with Keep, returns the cold state Keep kept last where
+	// one statement read now vouches for it as VetWatermark's vetting of a
+	// fresh load would: the log's head is still the commit it was loaded
+	// from, and the archival ledger vouches for its W. Cold then plans in
+	// it instead of loading the table again; ok false, it loads.
+	Kept func(ctx context.Context) (l cold.Loaded, ok bool)
+	// Keep, if set, is given each state Cold loaded and vetted.
+	Keep func(l cold.Loaded)
 	// VetPlan, if set, vets every cold plan, current or past, before a
 	// file of it is read: it refuses one holding a file known not to be
 	// the one its commit recorded (an error wrapping cold.ErrAltered).
@@ -322,12 +330,29 @@ func (s *TableSource) HotFloor(ctx context.Context) (Floor, error) {
 	return Floor{Detached: detached, Attached: attached, HasAttached: !attached.IsZero()}, nil
 }
 
-// Cold plans the cold files q selects, vets them and makes them local.
+// Cold plans the cold files q selects, vets them and makes them local:
+// in the state kept from an earlier plan where Kept vouches for it, else
+// in a state loaded now.
 func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error) {
-	var p cold.Plan
+	if s.Kept != nil && s.Keep != nil {
+		if l, ok := s.Kept(ctx); ok {
+			p, err := s.ColdTier.PlanIn(ctx, s.ColdTable, l, q)
+			if err != nil {
+				return cold.Plan{}, s.found(ctx, err)
+			}
+			return s.local(ctx, p)
+		}
+	}
+	var (
+		p cold.Plan
+		l cold.Loaded
+	)
 	plan := func(ctx context.Context) (time.Time, bool, error) {
 		var err error
-		p, err = s.ColdTier.Plan(ctx, s.ColdTable, q)
+		if l, err = s.ColdTier.Load(ctx, s.ColdTable); err != nil {
+			return time.Time{}, false, err
+		}
+		p, err = s.ColdTier.PlanIn(ctx, s.ColdTable, l, q)
 		return p.Watermark, p.HasWatermark, err
 	}
 	var err error
@@ -338,6 +363,9 @@ func (s *TableSource) Cold(ctx context.Context, q series.Range) (cold.Plan, erro
 	}
 	if err != nil {
 		return cold.Plan{}, s.found(ctx, err)
+	}
+	if s.Keep != nil {
+		s.Keep(l)
 	}
 	return s.local(ctx, p)
 }
