@@ -76,7 +76,7 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 	if sums == "" {
 		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("the %s layout sums no days", r.lay)}
 	}
-	sel := dayNamed(r.s.h, r.t, sums)
+	sel := dayNamed(r.s.h, r.t, p, sums)
 	all := DayColumns(r.t)
 	c := r.newCursor(len(cols))
 	list := make([]string, len(cols))
@@ -168,9 +168,12 @@ func dayStored() []string {
 }
 
 // dayNamed returns the SELECT of the day sums (DayColumns) of the day
-// sums by series id that the SELECT core gives: the series id is the
-// series dictionary's primary key, its row's columns follow from it.
-func dayNamed(h *Tier, t *series.Table, core string) string {
+// sums by series id of partition p that the SELECT core gives: the series
+// id is the series dictionary's primary key, its row's columns follow
+// from it. A row's id names a dictionary row of its own bucket (the check
+// refuses others), so the join reads only p's buckets of the dictionary,
+// which holds every hot bucket's series.
+func dayNamed(h *Tier, t *series.Table, p Partition, core string) string {
 	sel := []string{"s.malo_id::text AS malo_id", "s.obis_code::text AS obis_code"}
 	for _, c := range t.Identity() {
 		typ := "text"
@@ -187,7 +190,7 @@ func dayNamed(h *Tier, t *series.Table, core string) string {
 		}
 		sel = append(sel, c)
 	}
-	return `SELECT ` + strings.Join(sel, ", ") + ` FROM (` + core + `) c JOIN ` + h.ident(seriesName(t)) + ` s ON s.id = c.series`
+	return `SELECT ` + strings.Join(sel, ", ") + ` FROM (` + core + `) c JOIN ` + h.ident(seriesName(t)) + ` s ON s.id = c.series AND ` + bucketIn("s.", p)
 }
 
 // daysStored reports whether the read's snapshot has t's aggregate of
