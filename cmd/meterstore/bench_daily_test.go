@@ -24,14 +24,7 @@ func TestBenchDaily(t *testing.T) {
 			t.Fatalf("no %q in\n%s", want, out)
 		}
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res querybench.DailyResult
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readDailyResult(t, path)
 	// 35 days from 1 March: the completeness question has a row a day,
 	// the monthly one a row a meter and month (March and April).
 	if !res.Completeness.Equal || !res.Monthly.Equal || res.Completeness.Rows != 35 || res.Monthly.Rows != 20*2 {
@@ -61,14 +54,7 @@ func TestBenchDailyReuse(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "daily.json")
 		mustRun(t, "bench", "daily", "--pg-url", url, "--dir", dir, "--meters", meters, "--days", "12", "--hot-days", "3",
 			"--runs", "1", "--start", "2026-03-01", "--json", path)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var res querybench.DailyResult
-		if err := json.Unmarshal(data, &res); err != nil {
-			t.Fatal(err)
-		}
+		res := readDailyResult(t, path)
 		if !res.Completeness.Equal || !res.Monthly.Equal {
 			t.Fatalf("answers: %+v\n%+v", res.Completeness, res.Monthly)
 		}
@@ -84,4 +70,18 @@ func TestBenchDailyReuse(t *testing.T) {
 	if other.LoadSecs == first.LoadSecs || other.Monthly.Rows != 12 || other.Readings <= first.Readings {
 		t.Fatalf("a run of 12 meters after one of 10: %+v", other)
 	}
+}
+
+// readDailyResult reads the JSON result bench daily wrote to path.
+func readDailyResult(t *testing.T, path string) querybench.DailyResult {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res querybench.DailyResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
