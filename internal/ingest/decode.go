@@ -7,6 +7,7 @@ package ingest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -174,10 +175,14 @@ type crLines struct{ r *bufio.Reader }
 
 func (c crLines) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	for i, b := range p[:n] {
-		if b != '\r' {
-			continue
+	// Most deliveries hold no lone CR, or a CR only before each LF: the
+	// search skips to the next CR rather than looking at every byte.
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(p[i:n], '\r')
+		if j < 0 {
+			break
 		}
+		i += j
 		if i+1 < n {
 			if p[i+1] != '\n' {
 				p[i] = '\n'

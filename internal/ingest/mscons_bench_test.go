@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/meterstore/meterstore/internal/edifact"
 	"github.com/meterstore/meterstore/internal/mscons"
 	"github.com/meterstore/meterstore/metering"
+	"github.com/meterstore/meterstore/series"
 )
 
 // sameReadings returns one day of quarter hours of meters market
@@ -79,4 +81,28 @@ func BenchmarkDecode(b *testing.B) {
 		}
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "readings/s")
 	})
+}
+
+// BenchmarkRunCSV decodes a delivery of one batch, as a bench serve
+// request carries (100 meter-days), through Run with a write that keeps
+// nothing: the decoding serve's ingest adds to Write, requests one after
+// another.
+func BenchmarkRunCSV(b *testing.B) {
+	_, csv := sameReadings(100)
+	const n = 100 * 96
+	write := func(_ context.Context, rows []series.Reading) ([]series.Status, int, error) {
+		return make([]series.Status, len(rows)), 0, nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := NewDecoder(strings.NewReader(csv), CSV, msconsTable)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum, err := Run(b.Context(), d, write, Options{})
+		if err != nil || sum.Records != n {
+			b.Fatal(sum, err)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "readings/s")
 }

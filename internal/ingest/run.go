@@ -95,20 +95,23 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 	}
 	var sum Summary
 	stop, cancel := context.WithCancel(ctx)
+	bufs := takeBatches(n)
 	batches := make(chan *decoded) // unbuffered: one batch decoded ahead, no more
-	go decodeAhead(stop, d, n, batches)
-	// The decoding goroutine ends before Run returns: d is the caller's.
+	go decodeAhead(stop, d, n, bufs, batches)
+	// The decoding goroutine ends before Run returns: d is the caller's,
+	// and the buffers go back to the pool only once no one fills them.
 	defer func() {
 		cancel()
 		for range batches {
 		}
+		giveBatches(bufs)
 	}()
 	for b := range batches {
 		if b.err != nil {
 			return sum, b.err
 		}
-		recs, rows, bad := b.recs, b.rows, b.bad
-		first, last := recs[0].Line, recs[len(recs)-1].Line
+		lines, rows, bad := b.lines, b.rows, b.bad
+		first, last := lines[0], lines[len(lines)-1]
 		if len(bad) > 0 {
 			return sum, &BatchError{FirstLine: first, LastLine: last, Lines: bad, Err: errors.New("records could not be decoded")}
 		}
@@ -119,7 +122,7 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 					sum.Refused++
 				}
 			}
-			return sum, batchError(err, recs, first, last)
+			return sum, batchError(err, lines, first, last)
 		}
 		sum.Batches++
 		sum.Records += len(rows)
@@ -137,7 +140,7 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 				sum.Shadowed++
 			}
 			if opts.Report != nil {
-				if _, err := fmt.Fprintf(opts.Report, "%d,%s\n", recs[i].Line, s); err != nil {
+				if _, err := fmt.Fprintf(opts.Report, "%d,%s\n", lines[i], s); err != nil {
 					return sum, fmt.Errorf("ingest: report: %w", err)
 				}
 			}
@@ -149,23 +152,22 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 	return sum, ctx.Err()
 }
 
-// A decoded batch is what decodeAhead read for one write: its records,
-// the readings of those that decoded, and the lines that did not; or the
-// decoder's error, which ends the run.
+// A decoded batch is what decodeAhead read for one write: the line of
+// each record, the readings of those that decoded, and the lines that did
+// not; or the decoder's error, which ends the run.
 type decoded struct {
-	recs []Record
-	rows []series.Reading
-	bad  []*LineError
-	err  error
+	lines []int
+	rows  []series.Reading
+	bad   []*LineError
+	err   error
 }
 
-// decodeAhead decodes batches of n records from d and sends them on out,
-// in order, until d ends, fails or ctx is done; then it closes out. It
-// fills two batches in turn: the one it fills was sent two batches ago,
-// and out being unbuffered, its write has returned since.
-func decodeAhead(ctx context.Context, d *Decoder, n int, out chan<- *decoded) {
+// decodeAhead decodes batches of n records from d into bufs and sends
+// them on out, in order, until d ends, fails or ctx is done; then it
+// closes out. It fills the two buffers in turn: the one it fills was sent
+// two batches ago, and out being unbuffered, its write has returned since.
+func decodeAhead(ctx context.Context, d *Decoder, n int, bufs *[2]decoded, out chan<- *decoded) {
 	defer close(out)
-	var bufs [2]decoded
 	for k := 0; ; k++ {
 		// Once Run stops, its drain takes what is sent as readily as the
 		// cancellation is seen: without this check a select could pick
@@ -174,34 +176,34 @@ func decodeAhead(ctx context.Context, d *Decoder, n int, out chan<- *decoded) {
 			return
 		}
 		b := &bufs[k%2]
-		if b.recs == nil {
+		if b.lines == nil {
 			// The batches grow as they are read: a large batch size must
 			// not cost its memory up front for a small delivery.
-			b.recs = make([]Record, 0, min(n, DefaultBatchRows))
+			b.lines = make([]int, 0, min(n, DefaultBatchRows))
 			b.rows = make([]series.Reading, 0, min(n, DefaultBatchRows))
 		}
-		b.recs, b.rows, b.bad = b.recs[:0], b.rows[:0], nil
+		b.lines, b.rows, b.bad = b.lines[:0], b.rows[:0], nil
 		end := false
-		for len(b.recs) < n {
+		for len(b.lines) < n {
 			rec, err := d.Next()
+			if err == nil {
+				b.lines = append(b.lines, rec.Line)
+				b.rows = append(b.rows, rec.Reading)
+				continue
+			}
 			if err == io.EOF {
 				end = true
 				break
 			}
-			var le *LineError
-			if errors.As(err, &le) {
+			if le, ok := errors.AsType[*LineError](err); ok {
 				b.bad = append(b.bad, le)
-				b.recs = append(b.recs, rec)
+				b.lines = append(b.lines, rec.Line)
 				continue
 			}
-			if err != nil {
-				b.err, end = err, true
-				break
-			}
-			b.recs = append(b.recs, rec)
-			b.rows = append(b.rows, rec.Reading)
+			b.err, end = err, true
+			break
 		}
-		if len(b.recs) == 0 && b.err == nil {
+		if len(b.lines) == 0 && b.err == nil {
 			return
 		}
 		select {
@@ -217,17 +219,17 @@ func decodeAhead(ctx context.Context, d *Decoder, n int, out chan<- *decoded) {
 
 // batchError names the lines of the rows a refused batch names, and of
 // the rows their reasons refer to.
-func batchError(err error, recs []Record, first, last int) error {
+func batchError(err error, lines []int, first, last int) error {
 	be := &BatchError{FirstLine: first, LastLine: last, Err: err}
 	var he *series.Error
 	if errors.As(err, &he) {
 		for _, p := range he.Problems {
-			if p.Row >= 0 && p.Row < len(recs) {
-				be.Lines = append(be.Lines, &LineError{Line: recs[p.Row].Line, Err: errors.New(p.RenameRow(func(i int) (string, bool) {
-					if i < 0 || i >= len(recs) {
+			if p.Row >= 0 && p.Row < len(lines) {
+				be.Lines = append(be.Lines, &LineError{Line: lines[p.Row], Err: errors.New(p.RenameRow(func(i int) (string, bool) {
+					if i < 0 || i >= len(lines) {
 						return "", false
 					}
-					return "line " + strconv.Itoa(recs[i].Line), true
+					return "line " + strconv.Itoa(lines[i]), true
 				}))})
 			}
 		}
