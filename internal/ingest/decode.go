@@ -101,7 +101,16 @@ type Decoder struct {
 	t      *series.Table
 	format Format
 	csv    *csv.Reader
-	header []string
+	// plain holds the lines the CSV reader reads from, for plainCSV;
+	// fields is the record it splits a line into.
+	plain  *bufio.Reader
+	fields []string
+	// skipped counts the lines plainCSV took past the CSV reader, which
+	// numbers only the lines it read itself; slow turns plainCSV off, for
+	// tests comparing it with the CSV reader.
+	skipped int
+	slow    bool
+	header  []string
 	// at holds the field of each column in a CSV record (columnName's
 	// order), -1 for a column the header does not name.
 	at    []int
@@ -123,7 +132,11 @@ func NewDecoder(r io.Reader, f Format, t *series.Table) (*Decoder, error) {
 	r = crLines{br}
 	switch f {
 	case CSV:
-		d.csv = csv.NewReader(r)
+		// The CSV reader reads from plain itself (bufio.NewReader keeps a
+		// *bufio.Reader as large as its default), so plainCSV can take
+		// whole lines from the same buffer between its reads.
+		d.plain = bufio.NewReaderSize(r, plainBuffer)
+		d.csv = csv.NewReader(d.plain)
 		// Only the fields' strings outlive the next Read: record reads the
 		// slice at once.
 		d.csv.ReuseRecord = true
@@ -150,7 +163,8 @@ func NewDecoder(r io.Reader, f Format, t *series.Table) (*Decoder, error) {
 			}
 			d.header = append(d.header, h)
 		}
-		d.line = line
+		// The line the header ends on: a quoted name may span lines.
+		d.line = endLine(d.csv, header)
 		d.at = make([]int, len(builtin)+len(t.Columns))
 		for c := range d.at {
 			d.at[c] = slices.Index(d.header, d.column(c))
@@ -204,7 +218,10 @@ func (d *Decoder) Next() (Record, error) {
 }
 
 func (d *Decoder) nextCSV() (Record, error) {
-	fields, err := d.csv.Read()
+	fields, line, err := d.plainCSV()
+	if fields == nil && err == nil {
+		fields, line, err = d.readCSV()
+	}
 	if err == io.EOF {
 		return Record{}, io.EOF
 	}
@@ -219,8 +236,6 @@ func (d *Decoder) nextCSV() (Record, error) {
 		d.line = pe.Line
 		return Record{Line: pe.StartLine}, &LineError{Line: pe.StartLine, Err: err}
 	}
-	line, _ := d.csv.FieldPos(0)
-	d.line, _ = d.csv.FieldPos(len(fields) - 1)
 	return d.record(line, func(c int) (string, bool) {
 		if i := d.at[c]; i >= 0 && i < len(fields) && fields[i] != "" {
 			return fields[i], true

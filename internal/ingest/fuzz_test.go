@@ -3,7 +3,9 @@ package ingest
 import (
 	"errors"
 	"io"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,29 +69,85 @@ func decodeAll(t *testing.T, in string, f Format) {
 	t.Fatalf("no end after %d records", len(in)+2)
 }
 
+// csvSeeds are deliveries the CSV fuzz targets start from.
+var csvSeeds = []string{
+	fuzzHeader + fuzzRow,
+	fuzzHeader + fuzzRow + "\n\n" + fuzzRow,
+	fuzzHeader + strings.Replace(fuzzRow, ",A\n", ",\"A\nB\"\n", 1) + fuzzRow, // a field across lines
+	fuzzHeader,
+	"",
+	"\n\n" + fuzzHeader + fuzzRow,
+	fuzzHeader + `ab"c,1-1:1.29.0,2026-03-29T01:45:00+01:00,,1,kWh,220,,1,,A` + "\n",
+	fuzzHeader + `"50000000005,1-1:1.29.0,2026-03-29T01:45:00+01:00,,1,kWh,220,,1,,A` + "\n" + fuzzRow,
+	fuzzHeader + fuzzRow + "50000000005,1\n",
+	"malo_id,from,value,unit,quality,version,malo_id\n",
+	"\ufeff" + fuzzHeader + fuzzRow,
+	"\ufeffmalo_id,\ufeffcolour\n",
+	fuzzHeader + strings.Replace(fuzzRow, "1.250", "1.0000001", 1),
+	fuzzHeader + strings.Replace(fuzzRow, "2026-03-29T01:45:00+01:00", "2026-03-29 01:45", 1),
+	strings.ReplaceAll(fuzzHeader+fuzzRow+fuzzRow, "\n", "\r"),                                      // classic Mac OS line ends
+	strings.ReplaceAll(fuzzHeader+fuzzRow, "\n", "\r\n") + strings.TrimSuffix(fuzzRow, "\n") + "\r", // CR LF, then a CR at the end
+	"malo_id,\x01colour\x7f,from\n" + fuzzRow,
+	// For plainCSV: rows around a quoted one, a header across lines, a
+	// short row, blank lines, and no line feed at the end.
+	fuzzHeader + fuzzRow + strings.Replace(fuzzRow, ",A\n", ",\"A\"\n", 1) + fuzzRow + "\r\n\n" + strings.TrimSuffix(fuzzRow, "\n"),
+	strings.Replace(fuzzHeader, "channel", "\"chan\nnel\"", 1) + fuzzRow + fuzzRow,
+	fuzzHeader + fuzzRow + "50000000005,1\n" + fuzzRow + `"x` + "\n" + fuzzRow,
+}
+
 func FuzzDecodeCSV(f *testing.F) {
-	for _, s := range []string{
-		fuzzHeader + fuzzRow,
-		fuzzHeader + fuzzRow + "\n\n" + fuzzRow,
-		fuzzHeader + strings.Replace(fuzzRow, ",A\n", ",\"A\nB\"\n", 1) + fuzzRow, // a field across lines
-		fuzzHeader,
-		"",
-		"\n\n" + fuzzHeader + fuzzRow,
-		fuzzHeader + `ab"c,1-1:1.29.0,2026-03-29T01:45:00+01:00,,1,kWh,220,,1,,A` + "\n",
-		fuzzHeader + `"50000000005,1-1:1.29.0,2026-03-29T01:45:00+01:00,,1,kWh,220,,1,,A` + "\n" + fuzzRow,
-		fuzzHeader + fuzzRow + "50000000005,1\n",
-		"malo_id,from,value,unit,quality,version,malo_id\n",
-		"\ufeff" + fuzzHeader + fuzzRow,
-		"\ufeffmalo_id,\ufeffcolour\n",
-		fuzzHeader + strings.Replace(fuzzRow, "1.250", "1.0000001", 1),
-		fuzzHeader + strings.Replace(fuzzRow, "2026-03-29T01:45:00+01:00", "2026-03-29 01:45", 1),
-		strings.ReplaceAll(fuzzHeader+fuzzRow+fuzzRow, "\n", "\r"),                                      // classic Mac OS line ends
-		strings.ReplaceAll(fuzzHeader+fuzzRow, "\n", "\r\n") + strings.TrimSuffix(fuzzRow, "\n") + "\r", // CR LF, then a CR at the end
-		"malo_id,\x01colour\x7f,from\n" + fuzzRow,
-	} {
+	for _, s := range csvSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) { decodeAll(t, in, CSV) })
+}
+
+// FuzzDecodeCSVPlain: with plainCSV reading the lines it can, a delivery
+// decodes to the same records and errors, on the same lines, as with the
+// CSV reader reading every record.
+func FuzzDecodeCSVPlain(f *testing.F) {
+	for _, s := range csvSeeds {
+		f.Add(s)
+	}
+	// Lines longer than plainCSV's buffer, between ordinary ones.
+	long := strings.Replace(fuzzRow, ",A\n", ","+strings.Repeat("A", plainBuffer+10)+"\n", 1)
+	f.Add(fuzzHeader + fuzzRow + long + fuzzRow + long)
+	f.Fuzz(func(t *testing.T, in string) {
+		want, wantErrs := decodeWith(t, in, true)
+		got, gotErrs := decodeWith(t, in, false)
+		if !reflect.DeepEqual(got, want) || !slices.Equal(gotErrs, wantErrs) {
+			t.Fatalf("plainCSV on:\n%q\nrecords %+v\nerrors %q\nthe CSV reader alone:\nrecords %+v\nerrors %q", in, got, gotErrs, want, wantErrs)
+		}
+	})
+}
+
+// decodeWith decodes in as CSV, with or without plainCSV, and returns
+// every record and every error's message, in order.
+func decodeWith(t *testing.T, in string, slow bool) ([]Record, []string) {
+	var (
+		recs []Record
+		errs []string
+	)
+	d, err := NewDecoder(strings.NewReader(in), CSV, table)
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	d.slow = slow
+	for range len(in) + 2 {
+		rec, err := d.Next()
+		if err == io.EOF {
+			return recs, errs
+		}
+		recs = append(recs, rec)
+		if err != nil {
+			errs = append(errs, err.Error())
+			if !errors.As(err, new(*LineError)) {
+				return recs, errs
+			}
+		}
+	}
+	t.Fatalf("no end after %d records", len(in)+2)
+	return nil, nil
 }
 
 func FuzzDecodeJSONLines(f *testing.F) {
