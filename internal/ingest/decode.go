@@ -233,7 +233,6 @@ func (d *Decoder) nextCSV() (Record, error) {
 		if !errors.As(err, &pe) {
 			return Record{}, fmt.Errorf("ingest: line %d: %w", d.line+1, err)
 		}
-		d.line = pe.Line
 		return Record{Line: pe.StartLine}, &LineError{Line: pe.StartLine, Err: err}
 	}
 	return d.record(line, func(c int) (string, bool) {

@@ -71,6 +71,12 @@ func (d *Decoder) readCSV() ([]string, int, error) {
 		moved := *pe
 		moved.StartLine += d.skipped
 		moved.Line += d.skipped
+		// The reader goes on after the line the error is on, or after
+		// the whole record when only its field count is wrong.
+		d.line = moved.Line
+		if pe.Err == csv.ErrFieldCount {
+			d.line = endLine(d.csv, fields) + d.skipped
+		}
 		return nil, moved.StartLine, &moved
 	}
 	if err != nil {
