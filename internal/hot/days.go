@@ -60,8 +60,9 @@ func (r *Read) DayColumns() []Column {
 // Where the snapshot has the partition's sums stored, for all its rows
 // the read takes and no series of it dirty, one statement reads those of
 // every such partition: its first unit's cursor has their rows, the
-// others' none. A statement a partition planned and joined the series
-// dictionary eight times for what one scan of the sums gives.
+// others' none. A statement a partition planned, scanned the series
+// dictionary and checked the dirty log once a partition, for what one
+// scan of the stored sums gives.
 func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (*Cursor, error) {
 	const op = "read"
 	if unit < 0 || unit >= len(r.parts) {
