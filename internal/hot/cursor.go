@@ -342,7 +342,9 @@ func (c *Cursor) finish() {
 		c.wg.Wait()
 	}
 	c.cur = nil
-	c.r.s.done(c.conn)
+	if c.conn != nil {
+		c.r.s.done(c.conn)
+	}
 }
 
 // Null reports whether column i of the row is NULL.

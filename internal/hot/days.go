@@ -56,27 +56,18 @@ func (r *Read) DayColumns() []Column {
 // ScanDays opens a cursor over the day sums (DayColumns; cols picks and
 // orders them) of the resolved readings of partition unit (see Units)
 // from lo on, within the read's range.
+//
+// Where the snapshot has the partition's sums stored, for all its rows
+// the read takes and no series of it dirty, one statement reads those of
+// every such partition: its first unit's cursor has their rows, the
+// others' none. A statement a partition planned, scanned the series
+// dictionary and checked the dirty log once a partition, for what one
+// scan of the stored sums gives.
 func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (*Cursor, error) {
 	const op = "read"
 	if unit < 0 || unit >= len(r.parts) {
 		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("no unit %d of the day sums", unit)}
 	}
-	p := r.parts[unit]
-	stored, err := r.daysStored(ctx)
-	if err != nil {
-		return nil, classify(op, r.t.Name, err)
-	}
-	rel := r.s.h.ident(p.Name)
-	var sums string
-	if stored && len(r.rangeWhere(p, lo)) == 0 {
-		sums = r.s.h.storedDaySums(r.t, r.lay, rel, p, r.lay.keyFilter(r.s.h, r.t, p, r.keys()))
-	} else {
-		sums = r.lay.daySums(r.s.h, r.t, rel, r.partWhere(p, lo))
-	}
-	if sums == "" {
-		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("the %s layout sums no days", r.lay)}
-	}
-	sel := dayNamed(r.s.h, r.t, p, sums)
 	all := DayColumns(r.t)
 	c := r.newCursor(len(cols))
 	list := make([]string, len(cols))
@@ -86,7 +77,64 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 		}
 		c.kinds[i], list[i] = all[col].Kind, `d.`+quote(all[col].Name)
 	}
+	p := r.parts[unit]
+	stored, err := r.daysStored(ctx)
+	if err != nil {
+		return nil, classify(op, r.t.Name, err)
+	}
+	var sel string
+	switch clean := r.cleanDays(stored, lo); {
+	case len(clean) > 0 && clean[0] == unit:
+		sel = r.storedDays(clean)
+	case slices.Contains(clean, unit):
+		// The first clean unit's statement has this one's sums.
+		c.cur = &fetched{last: true}
+		return c, nil
+	default:
+		rel := r.s.h.ident(p.Name)
+		var sums string
+		if stored && len(r.rangeWhere(p, lo)) == 0 {
+			sums = r.s.h.storedDaySums(r.t, r.lay, rel, p, r.lay.keyFilter(r.s.h, r.t, p, r.keys()))
+		} else {
+			sums = r.lay.daySums(r.s.h, r.t, rel, r.partWhere(p, lo))
+		}
+		if sums == "" {
+			return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("the %s layout sums no days", r.lay)}
+		}
+		sel = dayNamed(r.s.h, r.t, []Partition{p}, sums)
+	}
 	return r.open(ctx, c, `SELECT `+strings.Join(list, ", ")+` FROM (`+sel+`) d`)
+}
+
+// cleanDays returns the units whose day sums are all stored in the
+// read's snapshot (stored says it has the aggregate): those the read
+// takes whole from lo on and whose partition the dirty log names no
+// series of.
+func (r *Read) cleanDays(stored bool, lo time.Time) []int {
+	if !stored {
+		return nil
+	}
+	var units []int
+	for u, p := range r.parts {
+		if !r.days.dirty[u] && len(r.rangeWhere(p, lo)) == 0 {
+			units = append(units, u)
+		}
+	}
+	return units
+}
+
+// storedDays returns the SELECT of the day sums (DayColumns) of the units
+// clean (see cleanDays) as stored, each for the keys of the read's range.
+func (r *Read) storedDays(clean []int) string {
+	h := r.s.h
+	parts := make([]Partition, len(clean))
+	conds := make([]string, len(clean))
+	for i, u := range clean {
+		parts[i] = r.parts[u]
+		conds[i] = `(` + strings.Join(append([]string{bucketIn("", parts[i])}, r.lay.keyFilter(h, r.t, parts[i], r.keys())...), " AND ") + `)`
+	}
+	core := `SELECT ` + strings.Join(dayStored(), ", ") + ` FROM ` + h.ident(daysName(r.t)) + ` WHERE ` + strings.Join(conds, " OR ")
+	return dayNamed(h, r.t, parts, core)
 }
 
 // dictDaySums returns the SELECT of the day sums of the resolved rows of
@@ -168,12 +216,12 @@ func dayStored() []string {
 }
 
 // dayNamed returns the SELECT of the day sums (DayColumns) of the day
-// sums by series id of partition p that the SELECT core gives: the series
-// id is the series dictionary's primary key, its row's columns follow
-// from it. A row's id names a dictionary row of its own bucket (the check
-// refuses others), so the join reads only p's buckets of the dictionary,
-// which holds every hot bucket's series.
-func dayNamed(h *Tier, t *series.Table, p Partition, core string) string {
+// sums by series id of partitions parts that the SELECT core gives: the
+// series id is the series dictionary's primary key, its row's columns
+// follow from it. A row's id names a dictionary row of its own bucket
+// (the check refuses others), so the join reads only the parts' buckets
+// of the dictionary, which holds every hot bucket's series.
+func dayNamed(h *Tier, t *series.Table, parts []Partition, core string) string {
 	sel := []string{"s.malo_id::text AS malo_id", "s.obis_code::text AS obis_code"}
 	for _, c := range t.Identity() {
 		typ := "text"
@@ -190,15 +238,20 @@ func dayNamed(h *Tier, t *series.Table, p Partition, core string) string {
 		}
 		sel = append(sel, c)
 	}
-	return `SELECT ` + strings.Join(sel, ", ") + ` FROM (` + core + `) c JOIN ` + h.ident(seriesName(t)) + ` s ON s.id = c.series AND ` + bucketIn("s.", p)
+	in := make([]string, len(parts))
+	for i, p := range parts {
+		in[i] = `(` + bucketIn("s.", p) + `)`
+	}
+	return `SELECT ` + strings.Join(sel, ", ") + ` FROM (` + core + `) c JOIN ` + h.ident(seriesName(t)) + ` s ON s.id = c.series AND (` + strings.Join(in, " OR ") + `)`
 }
 
 // daysStored reports whether the read's snapshot has t's aggregate of
 // days, which a table declared by an older version gets at its next
-// ensure. The first call folds the dirty log of the read's partitions
-// into the aggregate first (refreshDays), for the reads after this one:
-// this one's snapshot is taken, and exact either way. A refresh that
-// fails is logged, not the read's error.
+// ensure, and notes which of the read's partitions its dirty log names a
+// series of, in the snapshot. The first call folds the dirty log of the
+// read's partitions into the aggregate first (refreshDays), for the reads
+// after this one: this one's snapshot is taken, and exact either way. A
+// refresh that fails is logged, not the read's error.
 func (r *Read) daysStored(ctx context.Context) (bool, error) {
 	r.days.once.Do(func() {
 		if !sumsDays(r.lay) {
@@ -208,23 +261,46 @@ func (r *Read) daysStored(ctx context.Context) (bool, error) {
 		if err := h.refreshDays(ctx, r.t, r.lay, r.parts); err != nil {
 			h.log.Warn("hot: day sums not refreshed", "table", r.t.Name, "err", err)
 		}
-		r.s.mu.Lock()
-		holder := r.s.conns[0]
-		r.s.mu.Unlock()
-		holder.mu.Lock()
-		defer holder.mu.Unlock()
-		res, err := holder.c.Conn().PgConn().Exec(ctx, `SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = `+
-			lit(h.schema)+` AND c.relname IN (`+lit(daysName(r.t))+`, `+lit(dirtyName(r.t))+`)`).ReadAll()
-		switch {
-		case err != nil:
+		res, err := r.snapshotRow(ctx, `SELECT count(*) = 2 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = `+
+			lit(h.schema)+` AND c.relname IN (`+lit(daysName(r.t))+`, `+lit(dirtyName(r.t))+`)`)
+		if err != nil || string(res[0]) != "t" || len(r.parts) == 0 {
 			r.days.err = err
-		case len(res) != 1 || len(res[0].Rows) != 1:
-			r.days.err = fmt.Errorf("look for the aggregate of days: %d results", len(res))
-		default:
-			r.days.ok = string(res[0].Rows[0][0]) == "2"
+			return
 		}
+		// One probe of the log's index a partition.
+		probes := make([]string, len(r.parts))
+		for i, p := range r.parts {
+			probes[i] = `EXISTS (SELECT 1 FROM ` + h.ident(dirtyName(r.t)) + ` WHERE ` + bucketIn("", p) + `)`
+		}
+		if res, err = r.snapshotRow(ctx, `SELECT `+strings.Join(probes, ", ")); err != nil {
+			r.days.err = err
+			return
+		}
+		r.days.dirty = make([]bool, len(res))
+		for i, v := range res {
+			r.days.dirty[i] = string(v) != "f"
+		}
+		r.days.ok = true
 	})
 	return r.days.ok, r.days.err
+}
+
+// snapshotRow returns the one row, in text, of the statement sql run on
+// the snapshot's first connection.
+func (r *Read) snapshotRow(ctx context.Context, sql string) ([][]byte, error) {
+	r.s.mu.Lock()
+	holder := r.s.conns[0]
+	r.s.mu.Unlock()
+	holder.mu.Lock()
+	defer holder.mu.Unlock()
+	res, err := holder.c.Conn().PgConn().Exec(ctx, sql).ReadAll()
+	switch {
+	case err != nil:
+		return nil, err
+	case len(res) != 1 || len(res[0].Rows) != 1:
+		return nil, fmt.Errorf("%d results, want one row", len(res))
+	}
+	return res[0].Rows[0], nil
 }
 
 // daySums: the dictionary layout's rows hold quality, balancing day and

@@ -37,11 +37,12 @@ type Read struct {
 	// detached and attached are the floor as of the snapshot (Floor).
 	detached, attached time.Time
 	// days says, once asked (daysStored), whether the snapshot has the
-	// aggregate of days.
+	// aggregate of days, and which of parts its dirty log names.
 	days struct {
-		once sync.Once
-		ok   bool
-		err  error
+		once  sync.Once
+		ok    bool
+		dirty []bool
+		err   error
 	}
 
 	rows, bytes atomic.Int64

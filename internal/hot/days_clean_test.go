@@ -1,0 +1,78 @@
+package hot
+
+import (
+	"testing"
+	"time"
+
+	"github.com/meterstore/meterstore/series"
+)
+
+// TestStoredDaysOneStatement checks that the stored day sums of the
+// partitions no dirty row names come from one statement, the first clean
+// unit's, while a partition with dirty series has its own, summed from
+// its readings; the sums stay those of GROUP BY over the winners, with
+// and without keys in the range.
+func TestStoredDaysOneStatement(t *testing.T) {
+	for _, lay := range dictLayouts {
+		t.Run(lay.String(), func(t *testing.T) { testStoredDaysOneStatement(t, lay) })
+	}
+}
+
+func testStoredDaysOneStatement(t *testing.T, lay layout) {
+	h, pool := dictTier(t, lay)
+	tab := readTable(t, h, "clean", series.IntegrityStatement)
+	mustWrite(t, h, tab, readRows(3, 3, 100))
+	sameDays(t, h, tab, series.Range{}) // sums from the readings, then refreshes
+	if n := countRows(t, pool, dirtyName(tab)); n != 0 {
+		t.Fatalf("%d dirty rows after a refresh", n)
+	}
+	rows := unitRows(t, h, tab)
+	if len(rows) < 3 || rows[0] == 0 {
+		t.Fatalf("rows a unit: %v, want the first unit's statement to have them", rows)
+	}
+	for u, n := range rows[1:] {
+		if n != 0 {
+			t.Fatalf("unit %d has %d rows of its own, want them in the first unit's statement: %v", u+1, n, rows)
+		}
+	}
+	sameDays(t, h, tab, series.Range{})
+	sameDays(t, h, tab, series.Range{MaLo: []string{malo(1)}})
+	sameDays(t, h, tab, series.Range{MaLo: []string{malo(0), malo(2)}, OBIS: []string{"1-1:1.29.0"}})
+
+	// A correction of the second partition: its series are dirty in the
+	// next snapshot, which sums that partition from its readings.
+	plainCorrection(t, pool, lay, tab, day.Add(24*time.Hour+7*time.Hour))
+	rows = unitRows(t, h, tab)
+	if rows[0] == 0 || rows[1] == 0 {
+		t.Fatalf("rows a unit: %v, want the dirty second unit read by a statement of its own", rows)
+	}
+	sameDays(t, h, tab, series.Range{})
+	plainCorrection(t, pool, lay, tab, day.Add(48*time.Hour+9*time.Hour))
+	sameDays(t, h, tab, series.Range{MaLo: []string{malo(0), malo(1), malo(2)}})
+}
+
+// unitRows returns how many day sums each unit of a read of all of tab
+// has, in a snapshot of its own.
+func unitRows(t *testing.T, h *Tier, tab *series.Table) []int {
+	t.Helper()
+	ctx := t.Context()
+	s, r, err := h.OpenSnapshotRead(ctx, 2, tab, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := make([]int, r.Units(0))
+	for u := range out {
+		c, err := r.ScanDays(ctx, u, time.Time{}, []int{0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c.Next(ctx) {
+			out[u]++
+		}
+		if err := c.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
