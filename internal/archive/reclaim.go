@@ -17,12 +17,16 @@ import (
 // (archivedNow): no drop follows a commit directly, so there is only one
 // place where a lock timeout can leave a state behind. A drop that cannot
 // get its lock is skipped; keeping the partition longer costs only disk.
+// After a drop the hot tier's companions give back the space of the
+// dropped rows (hot.Tier.Compact); one whose lock does not come is tried
+// again after the next drop.
 func (a *Archiver) reclaim(ctx context.Context, t *series.Table, ct *cold.Table, w time.Time, parts []hot.Partition, archivedNow map[int64]bool, now time.Time, out *Outcome) error {
 	recs, err := a.ledger.records(ctx, t.Name)
 	if err != nil {
 		return ledgerFailed(t.Name, err)
 	}
 	exists := make(map[int64]bool, len(parts))
+	dropped := false
 	for _, p := range parts {
 		exists[p.From.Unix()] = true
 		if p.Attached || p.To.After(w) || archivedNow[p.From.Unix()] {
@@ -55,11 +59,17 @@ func (a *Archiver) reclaim(ctx context.Context, t *series.Table, ct *cold.Table,
 			return fmt.Errorf("archive %s: %w", t.Name, err)
 		}
 		out.Dropped = append(out.Dropped, p.From)
+		dropped = true
 		a.crash("after-drop")
 		if err := a.ledger.forget(ctx, t.Name, p.From); err != nil {
 			return ledgerFailed(t.Name, err)
 		}
 		a.log.Info("archive: partition dropped", "table", t.Name, "partition", p.Name)
+	}
+	if dropped {
+		if _, err := a.hot.Compact(ctx, t); err != nil {
+			return fmt.Errorf("archive %s: %w", t.Name, err)
+		}
 	}
 	// Records of partitions dropped by a cycle that died before forgetting
 	// them, and of detach attempts below W that never happened.

@@ -33,6 +33,14 @@
 // lock, so a partition dropped after its archival, or never made in a
 // stretch an archival skipped as empty, cannot come back below W.
 //
+// A dropped partition's rows leave the table's companions (ownership
+// relation, dictionaries, day sums, dirty log) with free space plain
+// VACUUM cannot give back while live rows sit at their heaps' ends.
+// Tier.Compact, which archival calls after its drops, rewrites those that
+// are mostly free space with VACUUM FULL, which keeps every row version
+// a snapshot may see; its lock is waited for at most 0.5s and held while
+// the live rows are copied.
+//
 // # Integrity
 //
 // A batch is refused, whole, for a malformed row (Write checks ids, codes

@@ -60,6 +60,8 @@ type Tier struct {
 	// upgradeBatchRows, so that a small table is backfilled in batches.
 	onUpgradeStep func(step string)
 	upgradeBatch  int
+	// compactFloor is the smallest heap Compact rewrites; tests lower it.
+	compactFloor int64
 	// statementLayout, set by tests, is the layout new tables of
 	// IntegrityStatement get in place of newLayout's: the dictionary
 	// layout makes them as the code before the lean layout did.
@@ -105,7 +107,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Tier, error) {
 		reads = pool
 	}
 	return &Tier{pool: pool, reads: reads, schema: opts.Schema, lockTimeout: opts.DDLLockTimeout, cal: cal, log: opts.Logger,
-		snapshots: make(chan struct{}, tokens)}, nil
+		snapshots: make(chan struct{}, tokens), compactFloor: defaultCompactFloor}, nil
 }
 
 // Schema returns the schema holding the tier's tables.
