@@ -60,26 +60,28 @@ func TestWriteReadsNoColdMetadataPerBatch(t *testing.T) {
 }
 
 // unreachableWarehouse makes the file warehouse at dir unreachable, for
-// root too, which chmod would not stop: the directory moves away and a
-// file takes its place, so that nothing can quietly recreate it. The
-// returned function brings it back; it runs at cleanup if the test does
-// not.
+// root too, which chmod would not stop: a file takes the directory's
+// place, so that nothing can quietly recreate it. The two are exchanged
+// in one step: an operation running meanwhile finds a file where a
+// directory was, never nothing (a file gone from a warehouse that is
+// there is evidence of loss, not of an outage). The returned function
+// brings it back; it runs at cleanup if the test does not.
 func unreachableWarehouse(t *testing.T, dir string) (restore func()) {
 	t.Helper()
 	away := dir + ".away"
-	if err := os.Rename(dir, away); err != nil {
+	if err := os.WriteFile(away, []byte("the warehouse is away"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(dir, []byte("the warehouse is away"), 0o600); err != nil {
+	if err := exchange(dir, away); err != nil {
 		t.Fatal(err)
 	}
 	var once sync.Once
 	restore = func() {
 		once.Do(func() {
-			if err := os.Remove(dir); err != nil {
+			if err := exchange(dir, away); err != nil {
 				t.Error(err)
 			}
-			if err := os.Rename(away, dir); err != nil {
+			if err := os.Remove(away); err != nil {
 				t.Error(err)
 			}
 		})
