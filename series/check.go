@@ -3,8 +3,10 @@ package series
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meterstore/meterstore/metering"
@@ -255,6 +257,10 @@ type Batch struct {
 	// Repeats marks, by index, the rows that repeat an earlier row of the
 	// batch identically: a redelivery within the batch, to be skipped.
 	Repeats []bool
+	// Shared marks, by index, the rows whose merge key (series and from)
+	// another row of the batch has too, under any version: only their
+	// outcomes depend on the batch's other rows.
+	Shared []bool
 }
 
 // CheckBatch checks every row with Check and then the batch in itself:
@@ -264,21 +270,59 @@ type Batch struct {
 // kind InvalidInput for malformed rows, IntegrityViolation for conflicts.
 // op names the operation in the error.
 func (c *Checker) CheckBatch(op string, rows []Reading) (*Batch, error) {
-	b := &Batch{Rows: rows, Derived: make([]Derived, len(rows)), Repeats: make([]bool, len(rows))}
-	var bad Problems
-	for i := range rows {
-		if err := c.Check(&rows[i], &b.Derived[i]); err != nil {
-			bad.Add(i, "%v", err)
-		}
-	}
+	b := &Batch{Rows: rows, Derived: make([]Derived, len(rows)), Repeats: make([]bool, len(rows)), Shared: make([]bool, len(rows))}
+	bad := c.checkRows(rows, b.Derived)
 	if err := bad.Err(InvalidInput, op, c.t.Name); err != nil {
 		return nil, err
 	}
-	b.checkConflicts(c.t, &bad)
+	b.checkConflicts(c.t, bad)
 	if err := bad.Err(IntegrityViolation, op, c.t.Name); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// parallelRows is the least number of rows checkRows gives a goroutine
+// of its own: below it, starting one costs more than the checks.
+const parallelRows = 2048
+
+// checkRows checks each row with Check, filling in d, and returns the
+// rows' problems. A large batch is split into consecutive parts, one per
+// processor, each checked by a Checker of its own: a row's checks do not
+// depend on the others, and the writer whose batch this is waits for them
+// with nothing else to do.
+func (c *Checker) checkRows(rows []Reading, d []Derived) *Problems {
+	parts := min(runtime.GOMAXPROCS(0), len(rows)/parallelRows)
+	if parts <= 1 {
+		var bad Problems
+		c.checkPart(rows, d, 0, &bad)
+		return &bad
+	}
+	found := make([]Problems, parts)
+	var wg sync.WaitGroup
+	for k := range parts {
+		lo, hi := k*len(rows)/parts, (k+1)*len(rows)/parts
+		pc := c
+		if k > 0 {
+			pc = NewChecker(c.t, c.cal)
+		}
+		wg.Go(func() { pc.checkPart(rows[lo:hi], d[lo:hi], lo, &found[k]) })
+	}
+	wg.Wait()
+	bad := &found[0]
+	for k := 1; k < parts; k++ {
+		bad.merge(&found[k])
+	}
+	return bad
+}
+
+// checkPart checks rows, the batch's from its row first on, into bad.
+func (c *Checker) checkPart(rows []Reading, d []Derived, first int, bad *Problems) {
+	for i := range rows {
+		if err := c.Check(&rows[i], &d[i]); err != nil {
+			bad.Add(first+i, "%v", err)
+		}
+	}
 }
 
 // CompareSeries orders readings by series: market location, OBIS code and
@@ -363,6 +407,7 @@ func (b *Batch) checkConflicts(t *Table, bad *Problems) {
 			first = p
 			continue
 		}
+		b.Shared[i], b.Shared[j] = true, true
 		if prev.Version == s.Version {
 			// prev is the first occurrence: a third copy compares to the
 			// second, which is identical to the first or already refused.

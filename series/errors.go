@@ -147,6 +147,20 @@ func (p *Problems) Add(row int, format string, args ...any) {
 	p.list = append(p.list, Problem{Row: row, Reason: fmt.Sprintf(format, args...)})
 }
 
+// merge adds q's problems to p's, for rows p has none for.
+func (p *Problems) merge(q *Problems) {
+	for _, pr := range q.list {
+		if p.seen[pr.Row] {
+			continue
+		}
+		if p.seen == nil {
+			p.seen = make(map[int]bool)
+		}
+		p.seen[pr.Row] = true
+		p.list = append(p.list, pr)
+	}
+}
+
 // Empty reports whether no row was added.
 func (p *Problems) Empty() bool { return len(p.list) == 0 }
 

@@ -187,19 +187,19 @@ func (h *Tier) queueOthers(q *pgx.Batch, t *series.Table, l layout, b *batch) {
 
 // outcomes sets the status of every row of b not Present: what it did
 // to its merge key, against the versions stored before it and those of
-// earlier rows of the batch.
+// earlier rows of the batch. Only a row whose merge key another row of
+// the batch shares is looked up among the batch's.
 func outcomes(t *series.Table, b *batch) {
 	type key struct {
 		series string
 		from   int64
 	}
 	ident := t.Identity()
-	top := make(map[key]uint64, len(b.rows))
-	var ser string
+	var top map[key]uint64
 	for i := range b.rows {
 		s := &b.rows[i]
-		// Rows come in runs of a series: its key is built once a run.
-		if i == 0 || t.CompareSeries(b.rows[i-1].src, s.src) != 0 {
+		higher, lower := s.higher, s.lower
+		if s.shared {
 			var sk strings.Builder
 			sk.WriteString(s.src.MaLo)
 			sk.WriteByte(0)
@@ -208,15 +208,17 @@ func outcomes(t *series.Table, b *batch) {
 				sk.WriteByte(0)
 				sk.WriteString(s.src.Extra[c.Name])
 			}
-			ser = sk.String()
-		}
-		k := key{ser, s.from.UnixMicro()}
-		v := uint64(s.version)
-		prev, seen := top[k]
-		higher := s.higher || seen && prev > v
-		lower := s.lower || seen && prev < v
-		if !seen || v > prev {
-			top[k] = v
+			if top == nil {
+				top = make(map[key]uint64)
+			}
+			k := key{sk.String(), s.from.UnixMicro()}
+			v := uint64(s.version)
+			prev, seen := top[k]
+			higher = higher || seen && prev > v
+			lower = lower || seen && prev < v
+			if !seen || v > prev {
+				top[k] = v
+			}
 		}
 		if b.status[s.row] == series.Present {
 			continue

@@ -1,7 +1,9 @@
 package hot
 
 import (
+	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/meterstore/meterstore/internal/hot/pgnum"
@@ -14,6 +16,9 @@ type staged struct {
 	src   *series.Reading
 	row   int32 // index in the batch
 	probe bool  // checked against stored rows before the insert
+	// shared says another row of the batch has the row's merge key
+	// (series.Batch.Shared).
+	shared bool
 	// lower and higher report other versions of the merge key stored
 	// before the write (others); top is the highest of them, topScope
 	// its version scope.
@@ -64,15 +69,59 @@ func (h *Tier) prepare(t *series.Table, rows []series.Reading) (*batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &batch{rows: make([]staged, 0, len(rows)), status: make([]series.Status, len(rows))}
+	b := &batch{status: make([]series.Status, len(rows))}
+	n := 0
 	for i := range rows {
 		if chk.Repeats[i] {
 			b.status[i] = series.Present
-			continue
+		} else {
+			n++
 		}
-		b.rows = append(b.rows, stage(t, &rows[i], i, &chk.Derived[i]))
 	}
+	b.rows = make([]staged, n)
+	stageRows(t, rows, chk, b.rows)
 	return b, nil
+}
+
+// stageRows stages the rows that are not repeats into out, in order. A
+// large batch is staged in consecutive parts, one per processor, as
+// series.Checker checks it: each row's conversion stands alone.
+func stageRows(t *series.Table, rows []series.Reading, chk *series.Batch, out []staged) {
+	parts := min(runtime.GOMAXPROCS(0), len(rows)/parallelRows)
+	if parts <= 1 {
+		stagePart(t, rows, chk, 0, len(rows), out)
+		return
+	}
+	var wg sync.WaitGroup
+	at := 0 // where the part's first staged row goes
+	for k := range parts {
+		lo, hi := k*len(rows)/parts, (k+1)*len(rows)/parts
+		part := out[at:]
+		wg.Go(func() { stagePart(t, rows, chk, lo, hi, part) })
+		for i := lo; i < hi; i++ {
+			if !chk.Repeats[i] {
+				at++
+			}
+		}
+	}
+	wg.Wait()
+}
+
+// parallelRows is the least number of rows stageRows gives a goroutine
+// of its own.
+const parallelRows = 2048
+
+// stagePart stages rows[lo:hi] that are not repeats into out, from its
+// start.
+func stagePart(t *series.Table, rows []series.Reading, chk *series.Batch, lo, hi int, out []staged) {
+	j := 0
+	for i := lo; i < hi; i++ {
+		if !chk.Repeats[i] {
+			out[j] = stage(t, &rows[i], i, &chk.Derived[i])
+			out[j].shared = chk.Shared[i]
+			j++
+		}
+	}
 }
 
 // stage converts a checked reading into a staged row.

@@ -1,6 +1,7 @@
 package hot
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -147,4 +148,57 @@ func BenchmarkPrepare(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/row")
+}
+
+// TestPrepareLargeBatchInParts: a batch large enough to be checked and
+// staged in parts, with repeats and bad rows in every part, gives what
+// one part would: every bad row named, in order, and the staged rows the
+// batch's non-repeats, in order, each with its own row.
+func TestPrepareLargeBatchInParts(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	h := offline(t)
+	tab := lastgang("lastgang")
+	var rows []series.Reading
+	for i := range 3 * parallelRows / 96 * 2 {
+		rows = append(rows, meterDay(i, 1)...)
+	}
+	n := len(rows)
+	if n/parallelRows < 4 {
+		t.Fatalf("fixture: %d rows are fewer than four parts", n)
+	}
+	// A repeat of an earlier row in each quarter, and one of the row
+	// before a part's first, so a part's count of repeats matters.
+	repeats := map[int]bool{}
+	for _, at := range []int{5, n/4 + 7, n/2 - 1, n/2 + 3, 3*n/4 + 11, n - 1} {
+		rows[at] = rows[at-1]
+		rows[at].To = rows[at-1].To
+		repeats[at] = true
+	}
+	got, err := h.prepare(tab, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := 0
+	for i := range rows {
+		if repeats[i] {
+			if got.status[i] != series.Present {
+				t.Fatalf("row %d: status %v, want Present", i, got.status[i])
+			}
+			continue
+		}
+		if j == len(got.rows) || got.rows[j].row != int32(i) || got.rows[j].src != &rows[i] {
+			t.Fatalf("staged row %d is not batch row %d", j, i)
+		}
+		j++
+	}
+	if j != len(got.rows) {
+		t.Fatalf("%d rows staged, want %d", len(got.rows), j)
+	}
+
+	bad := []int{3, n/4 + 1, n / 2, 3*n/4 + 2, n - 2}
+	for _, at := range bad {
+		rows[at].Unit = 0
+	}
+	_, err = h.prepare(tab, rows)
+	wantError(t, err, series.InvalidInput, bad...)
 }
