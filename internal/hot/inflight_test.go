@@ -221,7 +221,7 @@ func cachedEach(ctx context.Context, h *Tier, tab *series.Table, next func() ([]
 	for p := range ready {
 		res, err := series.Result{}, p.err
 		if err == nil {
-			res, err = h.writePrepared(ctx, tab, p.b)
+			res, err = h.writePrepared(ctx, tab, p.b, nil)
 		}
 		if err := done(res, err); err != nil {
 			return err
@@ -260,7 +260,7 @@ func concurrentPipeline(t *testing.T, h *Tier, tab *series.Table, k *holder, c i
 		if cache != nil {
 			cache.apply(b)
 		}
-		got[1] = outcome(h.writePrepared(ctx, tab, b))
+		got[1] = outcome(h.writePrepared(ctx, tab, b, nil))
 	}()
 	waited := waitUpTo(h.pool, `SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`, 2000)
 	k.finish(c)

@@ -77,7 +77,7 @@ func (h *Tier) WriteEach(ctx context.Context, t *series.Table, next func() ([]se
 		}
 		res, err := series.Result{}, p.err
 		if err == nil {
-			res, err = h.writePrepared(ctx, t, p.b)
+			res, err = h.writePrepared(ctx, t, p.b, nil)
 		}
 		if err := done(res, err); err != nil {
 			return err

@@ -46,7 +46,7 @@ func overlapping(ctx context.Context, h *Tier, tab *series.Table, next func() ([
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.res, r.err = h.writePrepared(ctx, tab, b)
+			r.res, r.err = h.writePrepared(ctx, tab, b, nil)
 		}()
 	}
 	wg.Wait()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/internal/hot/pgnum"
 	"github.com/meterstore/meterstore/series"
 )
@@ -67,11 +68,48 @@ type WriteOptions struct {
 
 // WriteWith is Write with options.
 func (h *Tier) WriteWith(ctx context.Context, t *series.Table, rows []series.Reading, o WriteOptions) (series.Result, error) {
+	if len(rows) == 0 {
+		b, err := h.prepareWrite(t, rows, o)
+		if err != nil {
+			return series.Result{}, err
+		}
+		return h.writePrepared(ctx, t, b, nil)
+	}
+	// The transaction's first round trips need no rows: they go while
+	// the rows are checked and converted. A batch refused meanwhile
+	// gives up waiting for a connection.
+	acquiring, refused := context.WithCancel(ctx)
+	defer refused()
+	begun := make(chan beginning, 1)
+	go func() {
+		var w beginning
+		conn, err := h.pool.Acquire(acquiring)
+		if w.err = err; err == nil {
+			w.w, w.err = h.begin(ctx, conn, t)
+		}
+		begun <- w
+	}()
 	b, err := h.prepareWrite(t, rows, o)
 	if err != nil {
-		return series.Result{}, err
+		refused()
 	}
-	return h.writePrepared(ctx, t, b)
+	w := <-begun
+	if w.err == nil {
+		defer w.w.end(ctx)
+	}
+	switch {
+	case err != nil:
+		return series.Result{}, err
+	case w.err != nil:
+		return series.Result{}, classify("write", t.Name, w.err)
+	}
+	return h.writePrepared(ctx, t, b, w.w)
+}
+
+// A beginning is what begin returned.
+type beginning struct {
+	w   *begun
+	err error
 }
 
 // prepareWrite is the client's share of a write, which needs no
@@ -119,12 +157,22 @@ func (h *Tier) encodeAside(t *series.Table, b *batch) {
 	go func() { done <- encodeDirect(t, l, b.rows) }()
 }
 
-// writePrepared writes a batch prepareWrite prepared, in a transaction
-// of its own, and returns what each row did.
-func (h *Tier) writePrepared(ctx context.Context, t *series.Table, b *batch) (series.Result, error) {
+// writePrepared writes a batch prepareWrite prepared, in the transaction
+// w began, or one of its own if w is nil, and returns what each row did.
+func (h *Tier) writePrepared(ctx context.Context, t *series.Table, b *batch, w *begun) (series.Result, error) {
 	const op = "write"
 	if len(b.rows) > 0 {
-		if err := h.write(ctx, t, b); err != nil {
+		if w == nil {
+			conn, err := h.pool.Acquire(ctx)
+			if err == nil {
+				w, err = h.begin(ctx, conn, t)
+			}
+			if err != nil {
+				return series.Result{}, classify(op, t.Name, err)
+			}
+			defer w.end(ctx)
+		}
+		if err := h.write(ctx, t, b, w); err != nil {
 			return series.Result{}, classify(op, t.Name, err)
 		}
 	}
@@ -139,7 +187,57 @@ func (h *Tier) writePrepared(ctx context.Context, t *series.Table, b *batch) (se
 	return res, nil
 }
 
-func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
+// A begun write is a write's transaction, begun: its connection, and the
+// partitions of its table attached when it began.
+type begun struct {
+	conn     *pgxpool.Conn
+	tx       pgx.Tx
+	attached []string
+}
+
+// begin begins a write's transaction on table t on conn, in two round
+// trips that need nothing of the rows. The write owns conn from here on:
+// on an error begin releases it.
+func (h *Tier) begin(ctx context.Context, conn *pgxpool.Conn, t *series.Table) (*begun, error) {
+	pgnum.Register(conn.Conn().TypeMap())
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	w := &begun{conn: conn, tx: tx}
+	// A batch is small next to a partition, so the checks probe the
+	// primary key row by row; a hash or merge join would read the whole
+	// partition. JIT compilation costs more than these statements take.
+	// The writer's lock on the parent, taken before anything else, keeps
+	// a partition from being detached between the check of the rows'
+	// partitions and the insert.
+	// These and the partitions' look-up go in one round trip.
+	var first pgx.Batch
+	for _, set := range []string{`SET LOCAL enable_hashjoin = off`, `SET LOCAL enable_mergejoin = off`, `SET LOCAL jit = off`,
+		`LOCK TABLE ` + h.ident(t.Name) + ` IN ROW EXCLUSIVE MODE`} {
+		first.Queue(set)
+	}
+	first.Queue(attachedSQL, h.ident(t.Name)).Query(func(rows pgx.Rows) (err error) {
+		w.attached, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err := tx.SendBatch(ctx, &first).Close(); err != nil {
+		w.end(ctx)
+		return nil, err
+	}
+	return w, nil
+}
+
+// end rolls the transaction back unless it committed, and releases its
+// connection.
+func (w *begun) end(ctx context.Context) {
+	w.tx.Rollback(context.WithoutCancel(ctx))
+	w.conn.Release()
+}
+
+// write writes b in the transaction w began, and commits it.
+func (h *Tier) write(ctx context.Context, t *series.Table, b *batch, w *begun) error {
 	h.encodeAside(t, b)
 	defer func() {
 		// No encoder outlives the write, though its copy was not reached.
@@ -147,39 +245,8 @@ func (h *Tier) write(ctx context.Context, t *series.Table, b *batch) error {
 			b.enc = <-b.encoding
 		}
 	}()
-	conn, err := h.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	pgnum.Register(conn.Conn().TypeMap())
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-
-	// A batch is small next to a partition, so the checks probe the
-	// primary key row by row; a hash or merge join would read the whole
-	// partition. JIT compilation costs more than these statements take.
-	// The writer's lock on the parent, taken before anything else, keeps
-	// a partition from being detached between the check below and the
-	// insert.
-	// These and the partitions' look-up go in one round trip.
-	var first pgx.Batch
-	for _, set := range []string{`SET LOCAL enable_hashjoin = off`, `SET LOCAL enable_mergejoin = off`, `SET LOCAL jit = off`,
-		`LOCK TABLE ` + h.ident(t.Name) + ` IN ROW EXCLUSIVE MODE`} {
-		first.Queue(set)
-	}
-	var attached []string
-	first.Queue(attachedSQL, h.ident(t.Name)).Query(func(rows pgx.Rows) (err error) {
-		attached, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
-	if err := tx.SendBatch(ctx, &first).Close(); err != nil {
-		return err
-	}
-	if err := checkPartitions(t, b, attached); err != nil {
+	tx := w.tx
+	if err := checkPartitions(t, b, w.attached); err != nil {
 		return err
 	}
 	integrity, err := h.integrityOf(ctx, tx, t)

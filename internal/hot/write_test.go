@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
@@ -365,4 +366,52 @@ func TestPointTable(t *testing.T) {
 			t.Fatalf("scanned %+v", got)
 		}
 	})
+}
+
+// TestWriteBeginsWhileChecking: Write begins its transaction while it
+// checks the rows, and a batch its checks refuse gives up waiting for a
+// connection: with every connection of the pool held, a bad batch is
+// refused at once, a good one waits for its connection and is written
+// once one is free.
+func TestWriteBeginsWhileChecking(t *testing.T) {
+	h, pool := newTier(t, Options{})
+	tab := lastgang("lastgang")
+	declare(t, h, tab)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var held []*pgxpool.Conn
+	release := func() {
+		for _, c := range held {
+			c.Release()
+		}
+		held = nil
+	}
+	defer release() // before the pool closes, which waits for them
+	for range pool.Config().MaxConns {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	bad := meterDay(1, 1)
+	bad[40].Unit = 0
+	_, err := h.Write(ctx, tab, bad)
+	wantError(t, err, series.InvalidInput, 40)
+	if ctx.Err() != nil {
+		t.Fatalf("the refusal waited for a connection until its context ended: %v", ctx.Err())
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Write(ctx, tab, meterDay(2, 1))
+		done <- err
+	}()
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := len(scanAll(t, h, tab)); n != 96 {
+		t.Fatalf("%d readings stored, want 96", n)
+	}
 }
