@@ -12,19 +12,17 @@ import (
 
 	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/internal/metrics/metricstest"
+	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
 )
 
-// streamFixture returns a store whose power table holds days 0 to 4 with
-// W at day 3, and the batches of a delivery after that: new readings,
-// corrections, a lower version delivered late (shadowed), redeliveries
-// (present), a late correction below W beside hot rows, and readings of
-// a day without a partition followed by their corrections.
-func streamFixture(t *testing.T) (*Store, writeMetrics, [][]Reading) {
+// streamFixture returns a store whose tables are tabs (power alone if
+// nil) and whose power table holds days 0 to 4 with W at day 3.
+func streamFixture(t *testing.T, tabs []Table) (*Store, writeMetrics) {
 	t.Helper()
 	ctx := t.Context()
 	mp, reader := metricstest.New(t)
-	s := newEnv(t).open(t, Options{Meters: mp})
+	s := newEnv(t).open(t, Options{Meters: mp, Tables: tabs})
 	if err := s.CreatePartitions(ctx, dayN(0), dayN(5)); err != nil {
 		t.Fatal(err)
 	}
@@ -38,91 +36,130 @@ func streamFixture(t *testing.T) (*Store, writeMetrics, [][]Reading) {
 	if out, err := s.Archive(ctx, "power", dayN(5)); err != nil || !out.Watermark.Equal(dayN(3)) {
 		t.Fatalf("archive: %+v, %v", out, err)
 	}
-	batch := func(f func(i int) []Reading) []Reading {
-		var b []Reading
-		for i := range 4 {
-			b = append(b, f(i)...)
-		}
-		return b
+	return s, writeMetrics{reader}
+}
+
+// meters returns the readings f gives for meters 0 to 3.
+func meters(f func(i int) []Reading) []Reading {
+	var b []Reading
+	for i := range 4 {
+		b = append(b, f(i)...)
 	}
-	batches := [][]Reading{
-		batch(func(i int) []Reading { return []Reading{qh(i, 4, 1, "A", 1, 1), qh(i, 4, 2, "B", 1, 2)} }),
-		batch(func(i int) []Reading {
-			return []Reading{qh(i, 4, 1, "A", 3, 30), qh(i, 4, 1, "A", 2, 20), qh(i, 4, 2, "B", 1, 2), qh(i, 3, 0, "A", 1, 30+int64(i))}
-		}),
-		// Day 1 lies below W: a late correction to the cold tier.
-		batch(func(i int) []Reading { return []Reading{qh(i, 1, 0, "A", 2, 7), qh(i, 4, 3, "A", 1, 3)} }),
-		// Day 6 has no partition yet: the write creates it.
-		batch(func(i int) []Reading { return []Reading{qh(i, 6, 0, "A", 1, 6), qh(i, 6, 1, "B", 1, 6)} }),
-		batch(func(i int) []Reading { return []Reading{qh(i, 6, 0, "A", 2, 60), qh(i, 4, 1, "A", 3, 30)} }),
-		batch(func(i int) []Reading { return []Reading{qh(i, 4, 4, "A", 1, 4)} }),
-	}
-	return s, writeMetrics{reader}, batches
+	return b
 }
 
 // TestWriteEachLikeWrite writes the same delivery to two stores, batch by
-// batch with WriteWith and as one stream with WriteEach: each batch's
-// result (every row's status, the counts, the late rows), the metrics
-// and the stored versions are the same.
+// batch with WriteWith and as one stream with WriteEach that goes on past
+// a refused batch: each batch's result (every row's status, the counts,
+// the late rows, the substitutes' versions) and error, the metrics and
+// the stored versions are the same. The delivery has new readings,
+// corrections, lower versions delivered late (shadowed), redeliveries
+// (present), a late correction below W beside hot rows, a restated value
+// (refused), and a day without a partition followed by its corrections;
+// and, as substitute values with a source, substitutes over stored
+// readings and over none, on a day without a partition, and below W
+// (refused).
 func TestWriteEachLikeWrite(t *testing.T) {
-	ctx := t.Context()
-	one, oneMetrics, batches := streamFixture(t)
-	each, eachMetrics, _ := streamFixture(t)
-
-	var want []WriteResult
-	for k, b := range batches {
-		res, err := one.WriteWith(ctx, "power", b, WriteOptions{})
-		if err != nil {
-			t.Fatalf("batch %d: %v", k, err)
-		}
-		want = append(want, res)
+	sub := func(i, d, slot int, value int64) Reading {
+		r := qh(i, d, slot, "A", 0, value)
+		r.Quality = metering.Substitute
+		return r
 	}
-	var got []WriteResult
-	k := 0
-	err := each.WriteEach(ctx, "power", func() ([]Reading, error) {
-		if k == len(batches) {
-			return nil, nil
-		}
-		k++
-		return batches[k-1], nil
-	}, func(res WriteResult, err error) error {
-		if err != nil {
-			return fmt.Errorf("batch %d: %w", len(got), err)
-		}
-		got = append(got, res)
-		return nil
-	}, WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%d results, want %d", len(got), len(want))
-	}
-	for k := range want {
-		if !reflect.DeepEqual(got[k], want[k]) {
-			t.Errorf("batch %d: stream %+v, batch by batch %+v", k, got[k], want[k])
-		}
-	}
-	// The fixture reaches every outcome and the cold tier.
-	var sum WriteResult
-	for _, r := range want {
-		sum.Inserted, sum.Present, sum.Superseded, sum.Shadowed, sum.Late = sum.Inserted+r.Inserted, sum.Present+r.Present,
-			sum.Superseded+r.Superseded, sum.Shadowed+r.Shadowed, sum.Late+r.Late
-	}
-	if sum.Inserted == 0 || sum.Present == 0 || sum.Superseded == 0 || sum.Shadowed == 0 || sum.Late != 4 {
-		t.Fatalf("the fixture's outcomes: %+v", sum)
-	}
-	for _, o := range []string{"inserted", "present", "superseded", "shadowed", "refused"} {
-		if g, w := eachMetrics.outcome(t, o), oneMetrics.outcome(t, o); g != w {
-			t.Errorf("meterstore.write.outcomes{outcome=%s}: stream %d, batch by batch %d", o, g, w)
-		}
-	}
-	if g, w := eachMetrics.value(t, "meterstore.write.late_corrections"), oneMetrics.value(t, "meterstore.write.late_corrections"); g != w || g != 4 {
-		t.Errorf("late corrections: stream %d, batch by batch %d, want 4", g, w)
-	}
-	const versions = `SELECT malo_id, obis_code, "from", channel, version, value FROM readings_versions ORDER BY ALL`
-	if g, w := mustQuery(t, each, versions).Rows, mustQuery(t, one, versions).Rows; !reflect.DeepEqual(g, w) {
-		t.Errorf("stored versions differ:\nstream %v\nbatch by batch %v", g, w)
+	withColumns := power()
+	withColumns.Columns = append(withColumns.Columns, series.ProvenanceColumns()...)
+	withColumns.Columns = append(withColumns.Columns, series.Column{Name: ColumnSubstitutedBy})
+	for _, c := range []struct {
+		name    string
+		tabs    []Table
+		opts    WriteOptions
+		batches [][]Reading
+		late    int64
+	}{
+		{"versions", nil, WriteOptions{}, [][]Reading{
+			meters(func(i int) []Reading { return []Reading{qh(i, 4, 1, "A", 1, 1), qh(i, 4, 2, "B", 1, 2)} }),
+			meters(func(i int) []Reading {
+				return []Reading{qh(i, 4, 1, "A", 3, 30), qh(i, 4, 1, "A", 2, 20), qh(i, 4, 2, "B", 1, 2), qh(i, 3, 0, "A", 1, 30+int64(i))}
+			}),
+			// Day 1 lies below W: a late correction to the cold tier.
+			meters(func(i int) []Reading { return []Reading{qh(i, 1, 0, "A", 2, 7), qh(i, 4, 3, "A", 1, 3)} }),
+			// Meter 2's reading restates a stored value: refused.
+			{qh(5, 4, 5, "A", 1, 5), qh(2, 4, 1, "A", 3, 31)},
+			// Day 6 has no partition yet: the write creates it.
+			meters(func(i int) []Reading { return []Reading{qh(i, 6, 0, "A", 1, 6), qh(i, 6, 1, "B", 1, 6)} }),
+			meters(func(i int) []Reading { return []Reading{qh(i, 6, 0, "A", 2, 60), qh(i, 4, 1, "A", 3, 30)} }),
+			meters(func(i int) []Reading { return []Reading{qh(i, 4, 4, "A", 1, 4)} }),
+		}, 4},
+		{"substitutes", []Table{withColumns}, WriteOptions{Substitute: true, By: "9900000000012", Source: Source{Kind: series.SourceCSV, Ref: "day.csv"}}, [][]Reading{
+			meters(func(i int) []Reading { return []Reading{sub(i, 4, 0, 1), sub(i, 4, 7, 2)} }),
+			meters(func(i int) []Reading { return []Reading{sub(i, 4, 0, 3), sub(i, 7, 0, 4)} }),
+			{sub(1, 4, 9, 5), sub(1, 1, 0, 6)}, // below W: refused
+			meters(func(i int) []Reading { return []Reading{sub(i, 3, 0, 7)} }),
+		}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			one, oneMetrics := streamFixture(t, c.tabs)
+			each, eachMetrics := streamFixture(t, c.tabs)
+			type outcome struct {
+				res WriteResult
+				err string
+			}
+			var want []outcome
+			for _, b := range c.batches {
+				res, err := one.WriteWith(ctx, "power", b, c.opts)
+				want = append(want, outcome{res, fmt.Sprint(err)})
+			}
+			var got []outcome
+			k := 0
+			err := each.WriteEach(ctx, "power", func() ([]Reading, error) {
+				if k == len(c.batches) {
+					return nil, nil
+				}
+				k++
+				return c.batches[k-1], nil
+			}, func(res WriteResult, err error) error {
+				got = append(got, outcome{res, fmt.Sprint(err)})
+				return nil
+			}, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d results, want %d", len(got), len(want))
+			}
+			refused := 0
+			for k := range want {
+				if !reflect.DeepEqual(got[k], want[k]) {
+					t.Errorf("batch %d: stream %+v, batch by batch %+v", k, got[k], want[k])
+				}
+				if want[k].err != "<nil>" {
+					refused++
+				}
+			}
+			// The fixture reaches every outcome, and the cold tier.
+			for _, o := range []string{"inserted", "present", "superseded", "shadowed", "refused"} {
+				g, w := eachMetrics.outcome(t, o), oneMetrics.outcome(t, o)
+				if g != w {
+					t.Errorf("meterstore.write.outcomes{outcome=%s}: stream %d, batch by batch %d", o, g, w)
+				}
+				if w == 0 && (c.name == "versions" || o == "inserted" || o == "superseded" || o == "refused") {
+					t.Errorf("the fixture has no %s reading", o)
+				}
+			}
+			if refused != 1 {
+				t.Errorf("%d batches refused, want 1", refused)
+			}
+			if g, w := eachMetrics.value(t, "meterstore.write.late_corrections"), oneMetrics.value(t, "meterstore.write.late_corrections"); g != w || g != c.late {
+				t.Errorf("late corrections: stream %d, batch by batch %d, want %d", g, w, c.late)
+			}
+			versions := `SELECT malo_id, obis_code, "from", channel, version, value, quality FROM readings_versions ORDER BY ALL`
+			if c.tabs != nil {
+				versions = `SELECT malo_id, obis_code, "from", channel, version, value, quality, substituted_by, source_kind, source_ref FROM readings_versions ORDER BY ALL`
+			}
+			if g, w := mustQuery(t, each, versions).Rows, mustQuery(t, one, versions).Rows; !reflect.DeepEqual(g, w) {
+				t.Errorf("stored versions differ:\nstream %v\nbatch by batch %v", g, w)
+			}
+		})
 	}
 }
 
