@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/meterstore/meterstore/internal/cold"
 	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/series"
 )
@@ -86,32 +87,57 @@ type Source struct {
 
 // WriteWith is Write with options.
 func (s *Store) WriteWith(ctx context.Context, name string, rows []Reading, o WriteOptions) (WriteResult, error) {
+	w := s.admitWrite(ctx, name, rows, o)
+	if w.err != nil {
+		return w.early, w.err
+	}
+	routed, err := s.router.WriteWith(ctx, w.decl, w.ct, w.rows, hot.WriteOptions{Substitute: o.Substitute})
+	return s.account(ctx, name, WriteResult(routed), err)
+}
+
+// An admitted write is a batch as the router takes it: checked against a
+// quarantine, with its substitutes' author and its source filled in; or
+// the error, and the result, of a batch refused before that.
+type admitted struct {
+	decl  *series.Table
+	ct    *cold.Table
+	rows  []Reading
+	early WriteResult
+	err   error
+}
+
+// admitWrite does what Write does with rows before it routes them.
+func (s *Store) admitWrite(ctx context.Context, name string, rows []Reading, o WriteOptions) admitted {
 	t, ct, _, err := s.openedHot(ctx, name)
 	if err == nil {
 		// A write goes to PostgreSQL: not before its table is ensured.
 		err = t.hotState()
 	}
 	if err != nil {
-		return WriteResult{}, err
+		return admitted{err: err}
 	}
 	decl, quarantine := t.running()
 	if quarantine != nil {
 		if err := admit(t.decl, decl, quarantine, rows); err != nil {
 			res := WriteResult{Result: series.Result{Status: make([]series.Status, len(rows))}}
 			refuse(&res, err)
-			return res, err
+			return admitted{early: res, err: err}
 		}
 	}
 	if o.Substitute {
 		if rows, err = substitutes(decl, rows, o.By); err != nil {
-			return WriteResult{}, err
+			return admitted{err: err}
 		}
 	}
 	if rows, err = withSource(decl, rows, o.Source); err != nil {
-		return WriteResult{}, err
+		return admitted{err: err}
 	}
-	routed, err := s.router.WriteWith(ctx, decl, ct, rows, hot.WriteOptions{Substitute: o.Substitute})
-	res := WriteResult(routed)
+	return admitted{decl: decl, ct: ct, rows: rows}
+}
+
+// account marks the rows err names as refused in res and counts the
+// write's outcomes in the metrics.
+func (s *Store) account(ctx context.Context, name string, res WriteResult, err error) (WriteResult, error) {
 	refuse(&res, err)
 	s.metrics.Written(ctx, name, int64(res.Inserted+res.Superseded+res.Shadowed), int64(res.Present))
 	for _, o := range []struct {

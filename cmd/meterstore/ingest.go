@@ -84,9 +84,19 @@ they are written one by one, so that only the message at fault is refused.`,
 			// columns records it (an MSCONS interchange records its own
 			// references instead of the file name).
 			var src store.Source
+			opts := func() store.WriteOptions {
+				return store.WriteOptions{Substitute: substituteBy.set, By: substituteBy.v, Source: src}
+			}
 			write := func(ctx context.Context, rows []series.Reading) ([]series.Status, int, error) {
-				res, err := s.WriteWith(ctx, table, rows, store.WriteOptions{Substitute: substituteBy.set, By: substituteBy.v, Source: src})
+				res, err := s.WriteWith(ctx, table, rows, opts())
 				return res.Status, res.Late, err
+			}
+			// A file's batches are written as a stream: the next one is
+			// decoded and prepared while one is written.
+			stream := func(ctx context.Context, next func() ([]series.Reading, error), done func([]series.Status, int, error) error) error {
+				return s.WriteEach(ctx, table, next, func(res store.WriteResult, err error) error {
+					return done(res.Status, res.Late, err)
+				}, opts())
 			}
 			var maloOf map[string]string
 			if relations != "" {
@@ -129,7 +139,7 @@ they are written one by one, so that only the message at fault is refused.`,
 				if f == ingest.JSONLines {
 					src.Kind = series.SourceJSON
 				}
-				sum, err := ingestFile(ctx, name, f, &decl, write, batch, rep, start)
+				sum, err := ingestFile(ctx, name, f, &decl, stream, batch, rep, start)
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d readings in %d batches: %d inserted, %d already present, %d late to the cold tier; %d superseded, %d shadowed, %d refused\n",
 					shownName(name), sum.Records, sum.Batches, sum.Inserted, sum.Present, sum.Late, sum.Superseded, sum.Shadowed, sum.Refused)
 				if err != nil {
@@ -233,7 +243,7 @@ func ingestMSCONS(ctx context.Context, out io.Writer, name string, f ingest.Form
 	return refused, true, nil
 }
 
-func ingestFile(ctx context.Context, name string, f ingest.Format, t *series.Table, write ingest.WriteFunc,
+func ingestFile(ctx context.Context, name string, f ingest.Format, t *series.Table, stream ingest.StreamFunc,
 	batch int, rep io.Writer, start time.Time) (ingest.Summary, error) {
 	in := os.Stdin
 	if name != "-" {
@@ -247,7 +257,7 @@ func ingestFile(ctx context.Context, name string, f ingest.Format, t *series.Tab
 	if err != nil {
 		return ingest.Summary{}, err
 	}
-	sum, err := ingest.Run(ctx, dec, write, ingest.Options{
+	sum, err := ingest.RunStream(ctx, dec, stream, ingest.Options{
 		BatchRows: batch,
 		Report:    rep,
 		Progress: func(s ingest.Summary) {

@@ -3,6 +3,7 @@ package hot
 import (
 	"context"
 
+	"github.com/meterstore/meterstore/internal/ahead"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -32,56 +33,43 @@ import (
 // following batch run on another goroutine; next is never called
 // concurrently with itself, nor after WriteEach has returned.
 func (h *Tier) WriteEach(ctx context.Context, t *series.Table, next func() ([]series.Reading, error), done func(series.Result, error) error) error {
-	type prepared struct {
-		b   *batch
-		err error // of the checks: the batch's error
-		end error // of next: the stream's
+	return ahead.Run(ctx, func() (func() error, error) {
+		rows, err := next()
+		if err != nil || len(rows) == 0 {
+			return nil, err
+		}
+		p, err := h.Prepare(t, rows, WriteOptions{})
+		return func() error {
+			if err != nil {
+				return done(series.Result{}, err)
+			}
+			return done(h.WritePrepared(ctx, p))
+		}, nil
+	})
+}
+
+// A Prepared batch has had the client's share of its write done, the
+// checks and the conversion for the copy, and awaits WritePrepared.
+type Prepared struct {
+	t *series.Table
+	b *batch
+}
+
+// Prepare does the client's share of writing rows to t with o, which
+// needs no connection: what WriteWith would refuse before it connects is
+// refused here, with the same error. A stream of writes prepares the next
+// batch while the one before it is written (WriteEach).
+func (h *Tier) Prepare(t *series.Table, rows []series.Reading, o WriteOptions) (*Prepared, error) {
+	b, err := h.prepareWrite(t, rows, o)
+	if err != nil {
+		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	ready := make(chan prepared) // unbuffered: one batch prepared ahead, no more
-	go func() {
-		defer close(ready)
-		for {
-			rows, err := next()
-			var p prepared
-			switch {
-			case err != nil:
-				p.end = err
-			case len(rows) == 0:
-				return
-			default:
-				if p.b, p.err = h.prepareWrite(t, rows, WriteOptions{}); p.err == nil {
-					h.encodeAhead(t, p.b)
-				}
-			}
-			select {
-			case ready <- p:
-			case <-ctx.Done():
-				return
-			}
-			if p.end != nil {
-				return
-			}
-		}
-	}()
-	// The preparing goroutine ends before WriteEach returns: it may be
-	// inside next, which belongs to the caller.
-	defer func() {
-		cancel()
-		for range ready {
-		}
-	}()
-	for p := range ready {
-		if p.end != nil {
-			return p.end
-		}
-		res, err := series.Result{}, p.err
-		if err == nil {
-			res, err = h.writePrepared(ctx, t, p.b, nil)
-		}
-		if err := done(res, err); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
+	h.encodeAhead(t, b)
+	return &Prepared{t: t, b: b}, nil
+}
+
+// WritePrepared writes a batch Prepare prepared, atomically in a
+// transaction of its own, and returns what WriteWith returns for it.
+func (h *Tier) WritePrepared(ctx context.Context, p *Prepared) (series.Result, error) {
+	return h.writePrepared(ctx, p.t, p.b, nil)
 }

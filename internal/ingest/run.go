@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meterstore/meterstore/internal/ahead"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -78,6 +79,29 @@ func (e *BatchError) Error() string {
 // Unwrap returns the cause.
 func (e *BatchError) Unwrap() error { return e.Err }
 
+// A StreamFunc writes, in order, the batches next returns until it
+// returns no rows, each atomically as a WriteFunc writes one, and passes
+// each batch's outcome to done, in order; it returns the first error of
+// next or of done. It may call next for the following batch while a batch
+// is written, but calls it again only once done has returned for the
+// batch two back, whose rows next may then reuse; never concurrently with
+// itself, nor after it has returned. Store.WriteEach is one.
+type StreamFunc func(ctx context.Context, next func() ([]series.Reading, error), done func(status []series.Status, late int, err error) error) error
+
+// Stream returns the StreamFunc that writes each batch with write, while
+// the next batch is decoded.
+func Stream(write WriteFunc) StreamFunc {
+	return func(ctx context.Context, next func() ([]series.Reading, error), done func([]series.Status, int, error) error) error {
+		return ahead.Run(ctx, func() (func() error, error) {
+			rows, err := next()
+			if err != nil || len(rows) == 0 {
+				return nil, err
+			}
+			return func() error { return done(write(ctx, rows)) }, nil
+		})
+	}
+}
+
 // Run decodes d and writes its readings in atomic batches until the end or
 // the first batch that cannot be written, which writes nothing and comes
 // back as a *BatchError naming its lines. Batches before it stay written.
@@ -86,6 +110,12 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // goroutine of its own: two batches at most are held, and they are written
 // one after another, in order, each after the previous write returned.
 func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summary, error) {
+	return RunStream(ctx, d, Stream(write), opts)
+}
+
+// RunStream is Run with the batches written by stream, which may prepare
+// a batch's write while the one before it is written.
+func RunStream(ctx context.Context, d *Decoder, stream StreamFunc, opts Options) (Summary, error) {
 	n := opts.BatchRows
 	switch {
 	case n == 0:
@@ -94,38 +124,44 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 		return Summary{}, fmt.Errorf("ingest: a batch of %d rows: want 1 to %d", n, MaxBatchRows)
 	}
 	var sum Summary
-	stop, cancel := context.WithCancel(ctx)
 	bufs := takeBatches(n)
-	batches := make(chan *decoded) // unbuffered: one batch decoded ahead, no more
-	go decodeAhead(stop, d, n, bufs, batches)
-	// The decoding goroutine ends before Run returns: d is the caller's,
-	// and the buffers go back to the pool only once no one fills them.
-	defer func() {
-		cancel()
-		for range batches {
+	// stream has returned, and with it every call of next: the buffers go
+	// back to the pool only once no one fills them.
+	defer giveBatches(bufs)
+	// The k-th batch next decodes fills bufs[k%2]; stream calls next again
+	// only once the batch two back is done, and done for the k-th batch
+	// finds its lines there.
+	decodedN, doneN, ended := 0, 0, false
+	next := func() ([]series.Reading, error) {
+		if ended {
+			return nil, nil
 		}
-		giveBatches(bufs)
-	}()
-	for b := range batches {
-		if b.err != nil {
-			return sum, b.err
+		b := &bufs[decodedN%2]
+		decodedN++
+		ended = decodeBatch(d, n, b)
+		switch {
+		case b.err != nil:
+			return nil, b.err
+		case len(b.bad) > 0:
+			return nil, &BatchError{FirstLine: b.lines[0], LastLine: b.lines[len(b.lines)-1], Lines: b.bad, Err: errors.New("records could not be decoded")}
 		}
-		lines, rows, bad := b.lines, b.rows, b.bad
+		return b.rows, nil
+	}
+	done := func(status []series.Status, late int, err error) error {
+		b := &bufs[doneN%2]
+		doneN++
+		lines := b.lines
 		first, last := lines[0], lines[len(lines)-1]
-		if len(bad) > 0 {
-			return sum, &BatchError{FirstLine: first, LastLine: last, Lines: bad, Err: errors.New("records could not be decoded")}
-		}
-		status, late, err := write(ctx, rows)
 		if err != nil {
 			for _, s := range status {
 				if s == series.Refused {
 					sum.Refused++
 				}
 			}
-			return sum, batchError(err, lines, first, last)
+			return batchError(err, lines, first, last)
 		}
 		sum.Batches++
-		sum.Records += len(rows)
+		sum.Records += len(b.rows)
 		sum.Late += late
 		sum.Through = last
 		for i, s := range status {
@@ -141,18 +177,22 @@ func Run(ctx context.Context, d *Decoder, write WriteFunc, opts Options) (Summar
 			}
 			if opts.Report != nil {
 				if _, err := fmt.Fprintf(opts.Report, "%d,%s\n", lines[i], s); err != nil {
-					return sum, fmt.Errorf("ingest: report: %w", err)
+					return fmt.Errorf("ingest: report: %w", err)
 				}
 			}
 		}
 		if opts.Progress != nil {
 			opts.Progress(sum)
 		}
+		return nil
+	}
+	if err := stream(ctx, next, done); err != nil {
+		return sum, err
 	}
 	return sum, ctx.Err()
 }
 
-// A decoded batch is what decodeAhead read for one write: the line of
+// A decoded batch is what decodeBatch read for one write: the line of
 // each record, the readings of those that decoded, and the lines that did
 // not; or the decoder's error, which ends the run.
 type decoded struct {
@@ -162,59 +202,35 @@ type decoded struct {
 	err   error
 }
 
-// decodeAhead decodes batches of n records from d into bufs and sends
-// them on out, in order, until d ends, fails or ctx is done; then it
-// closes out. It fills the two buffers in turn: the one it fills was sent
-// two batches ago, and out being unbuffered, its write has returned since.
-func decodeAhead(ctx context.Context, d *Decoder, n int, bufs *[2]decoded, out chan<- *decoded) {
-	defer close(out)
-	for k := 0; ; k++ {
-		// Once Run stops, its drain takes what is sent as readily as the
-		// cancellation is seen: without this check a select could pick
-		// the send again and again and decode batches no one writes.
-		if ctx.Err() != nil {
-			return
-		}
-		b := &bufs[k%2]
-		if b.lines == nil {
-			// The batches grow as they are read: a large batch size must
-			// not cost its memory up front for a small delivery.
-			b.lines = make([]int, 0, min(n, DefaultBatchRows))
-			b.rows = make([]series.Reading, 0, min(n, DefaultBatchRows))
-		}
-		b.lines, b.rows, b.bad = b.lines[:0], b.rows[:0], nil
-		end := false
-		for len(b.lines) < n {
-			rec, err := d.Next()
-			if err == nil {
-				b.lines = append(b.lines, rec.Line)
-				b.rows = append(b.rows, rec.Reading)
-				continue
-			}
-			if err == io.EOF {
-				end = true
-				break
-			}
-			if le, ok := errors.AsType[*LineError](err); ok {
-				b.bad = append(b.bad, le)
-				b.lines = append(b.lines, rec.Line)
-				continue
-			}
-			b.err, end = err, true
-			break
-		}
-		if len(b.lines) == 0 && b.err == nil {
-			return
-		}
-		select {
-		case out <- b:
-		case <-ctx.Done():
-			return
-		}
-		if end {
-			return
-		}
+// decodeBatch decodes the next batch of up to n records from d into b,
+// and reports whether d has ended, or failed, with it.
+func decodeBatch(d *Decoder, n int, b *decoded) (end bool) {
+	if b.lines == nil {
+		// The batches grow as they are read: a large batch size must
+		// not cost its memory up front for a small delivery.
+		b.lines = make([]int, 0, min(n, DefaultBatchRows))
+		b.rows = make([]series.Reading, 0, min(n, DefaultBatchRows))
 	}
+	b.lines, b.rows, b.bad, b.err = b.lines[:0], b.rows[:0], nil, nil
+	for len(b.lines) < n {
+		rec, err := d.Next()
+		if err == nil {
+			b.lines = append(b.lines, rec.Line)
+			b.rows = append(b.rows, rec.Reading)
+			continue
+		}
+		if err == io.EOF {
+			return true
+		}
+		if le, ok := errors.AsType[*LineError](err); ok {
+			b.bad = append(b.bad, le)
+			b.lines = append(b.lines, rec.Line)
+			continue
+		}
+		b.err = err
+		return true
+	}
+	return false
 }
 
 // batchError names the lines of the rows a refused batch names, and of

@@ -9,7 +9,8 @@ import (
 )
 
 // Store is what the API asks of the front door: the declarations and
-// status of the tables, a delivery's write and a statement's preparation.
+// status of the tables, a delivery's write (a batch, or a stream of
+// batches) and a statement's preparation.
 // New serves a *store.Store; the HTTP semantics (status codes, content
 // negotiation, body limits, idempotent replay) are tested over another
 // implementation, without a database.
@@ -18,6 +19,7 @@ type Store interface {
 	Ping(ctx context.Context) error
 	Status(ctx context.Context, now time.Time) []store.TableStatus
 	WriteWith(ctx context.Context, table string, rows []store.Reading, o store.WriteOptions) (store.WriteResult, error)
+	WriteEach(ctx context.Context, table string, next func() ([]store.Reading, error), done func(store.WriteResult, error) error, o store.WriteOptions) error
 	Prepare(ctx context.Context, sql string, o store.StatementOptions) (Statement, error)
 }
 

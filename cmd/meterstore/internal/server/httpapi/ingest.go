@@ -175,7 +175,13 @@ func (h *handler) runIngest(ctx context.Context, token, table string, decl *seri
 	var sum ingest.Summary
 	dec, err := ingest.NewDecoder(body, format, decl)
 	if err == nil {
-		sum, err = ingest.Run(ctx, dec, write, ingest.Options{BatchRows: h.batchRows})
+		// The next batch is decoded and prepared while one is written.
+		stream := func(ctx context.Context, next func() ([]series.Reading, error), done func([]series.Status, int, error) error) error {
+			return h.s.WriteEach(ctx, table, next, func(res store.WriteResult, err error) error {
+				return done(res.Status, res.Late, err)
+			}, opts)
+		}
+		sum, err = ingest.RunStream(ctx, dec, stream, ingest.Options{BatchRows: h.batchRows})
 	}
 	counts := ingestCounts{Inserted: sum.Inserted, Present: sum.Present, Late: sum.Late, Batches: sum.Batches,
 		Superseded: sum.Superseded, Shadowed: sum.Shadowed, Refused: sum.Refused}

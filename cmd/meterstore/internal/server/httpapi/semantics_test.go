@@ -69,6 +69,19 @@ func (m *memStore) WriteWith(_ context.Context, _ string, rows []store.Reading, 
 	return store.WriteResult{Result: series.Result{Status: st, Inserted: len(rows)}}, nil
 }
 
+// WriteEach writes the batches one after another with WriteWith.
+func (m *memStore) WriteEach(ctx context.Context, table string, next func() ([]store.Reading, error), done func(store.WriteResult, error) error, o store.WriteOptions) error {
+	for {
+		rows, err := next()
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		if err := done(m.WriteWith(ctx, table, rows, o)); err != nil {
+			return err
+		}
+	}
+}
+
 func (m *memStore) Prepare(_ context.Context, text string, o store.StatementOptions) (Statement, error) {
 	m.mu.Lock()
 	m.prepared = o
