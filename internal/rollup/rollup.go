@@ -84,7 +84,7 @@ type winner struct {
 	com      metering.Commodity
 	res      metering.Resolution
 	unit     metering.Unit
-	from     time.Time
+	from     int64 // µs, as the merge key
 }
 
 // Needs returns whether the Builder needs column name of decl's readings:
@@ -129,7 +129,7 @@ func beats(r *series.Reading, w winner) bool {
 }
 
 func winnerOf(decl *series.Table, r *series.Reading) winner {
-	return winner{r.Version, r.RecordedAt, r.Value, r.Quality, r.BalancingDay, cmp.Or(r.Commodity, decl.Commodity), r.Resolution, r.Unit, r.From}
+	return winner{r.Version, r.RecordedAt, r.Value, r.Quality, r.BalancingDay, cmp.Or(r.Commodity, decl.Commodity), r.Resolution, r.Unit, r.From.UnixMicro()}
 }
 
 func identity(decl *series.Table, r *series.Reading) []string {
@@ -157,7 +157,7 @@ func Compute(decl *series.Table, cal *metering.Calendar, readings []series.Readi
 func (b *Builder) Rows(v int64) []Row {
 	d := newDays(b.decl, b.cal)
 	for k, w := range b.best {
-		d.add(k, w)
+		d.add(k, &w)
 	}
 	return d.rows(v)
 }
@@ -174,14 +174,35 @@ type group struct {
 
 // days sums winners into rollup rows.
 type days struct {
-	decl   *series.Table
-	cal    *metering.Calendar
-	qs     []metering.Quality
-	groups map[group]*Row
+	decl        *series.Table
+	cal         *metering.Calendar
+	qs          []metering.Quality
+	hasIdentity bool
+	// order holds the rows as their groups first came: in key order when
+	// the winners came so, as a Stream's do, which spares rows a sort.
+	order []grouped
+	// groups finds the rows of order[:indexed] by group. While every
+	// group came after the one before it (ascending), a group after the
+	// last is known to be new without it: a Stream's winners, in key
+	// order, need no index, which an archival's sums would otherwise
+	// build a row at a time.
+	groups    map[group]*Row
+	indexed   int
+	ascending bool
+	// slab and counts are where new rows and their quality counts are
+	// allocated, a slab at a time rather than one each.
+	slab   []Row
+	counts []int64
 	// spans holds where each balancing day of the rows begins and ends,
 	// to place their intervals on the grid: the calendar's arithmetic,
 	// once a day rather than once a series' day.
 	spans map[dayOf]span
+}
+
+// A grouped is a row and its group.
+type grouped struct {
+	g group
+	x *Row
 }
 
 // A dayOf is a balancing day of one sparte.
@@ -190,38 +211,90 @@ type dayOf struct {
 	com metering.Commodity
 }
 
-// A span is where a balancing day begins and ends.
-type span struct{ from, to time.Time }
+// A span is where a balancing day begins and ends, in µs, and the step
+// of the grid of a resolution within it (0 for none).
+type span struct{ from, to, step int64 }
 
 func newDays(decl *series.Table, cal *metering.Calendar) *days {
-	return &days{decl: decl, cal: cal, qs: metering.Qualities(), groups: map[group]*Row{}, spans: map[dayOf]span{}}
+	return &days{decl: decl, cal: cal, qs: metering.Qualities(), hasIdentity: len(identity(decl, &series.Reading{})) > 0,
+		ascending: true, spans: map[dayOf]span{}}
 }
 
-// add adds w, the winner of k, and returns its row.
-func (d *days) add(k mergeKey, w winner) *Row {
-	g := group{k.malo, k.obis, k.identity, w.day, w.com, w.res, w.unit}
-	x := d.groups[g]
-	if x == nil {
-		var id []string
-		if k.identity != "" || len(identity(d.decl, &series.Reading{})) > 0 {
-			id = strings.Split(k.identity, "\x00")
-		}
-		x = &Row{MaLo: k.malo, OBIS: k.obis, Identity: id, Day: w.day, Commodity: w.com,
-			Resolution: w.res, Unit: w.unit, Expected: -1, Qualities: make([]int64, len(d.qs))}
-		if n, err := d.cal.IntervalsPerDay(w.day, w.res, w.com); err == nil {
-			x.Expected = int64(n)
-		}
-		d.groups[g] = x
+// find returns the row of g, nil if there is none yet.
+func (d *days) find(g group) *Row {
+	if d.ascending && (len(d.order) == 0 || compareGroups(d.order[len(d.order)-1].g, g) < 0) {
+		return nil
 	}
-	d.count(x, w)
+	if d.groups == nil {
+		d.groups = make(map[group]*Row, len(d.order))
+	}
+	for _, e := range d.order[d.indexed:] {
+		d.groups[e.g] = e.x
+	}
+	d.indexed = len(d.order)
+	return d.groups[g]
+}
+
+// insert adds x, the new row of g, which find did not find.
+func (d *days) insert(g group, x *Row) {
+	if n := len(d.order); n > 0 && compareGroups(d.order[n-1].g, g) >= 0 {
+		d.ascending = false
+	}
+	d.order = append(d.order, grouped{g, x})
+}
+
+// compareGroups orders groups, as find needs: any total order does.
+func compareGroups(a, b group) int {
+	return cmp.Or(strings.Compare(a.malo, b.malo), strings.Compare(a.obis, b.obis), strings.Compare(a.identity, b.identity),
+		a.day.Compare(b.day), cmp.Compare(a.com, b.com), cmp.Compare(a.res, b.res), cmp.Compare(a.unit, b.unit))
+}
+
+// newRow returns a new row, zero but for its Qualities, of the slab.
+func (d *days) newRow() *Row {
+	const n = 256
+	if len(d.slab) == cap(d.slab) {
+		d.slab = make([]Row, 0, n)
+		d.counts = make([]int64, n*len(d.qs))
+	}
+	d.slab = d.slab[:len(d.slab)+1]
+	x := &d.slab[len(d.slab)-1]
+	x.Qualities, d.counts = d.counts[:len(d.qs):len(d.qs)], d.counts[len(d.qs):]
 	return x
 }
 
-// count adds w to x, its row.
-func (d *days) count(x *Row, w winner) { d.countIn(x, w, d.spanOf(x)) }
+// add adds w, the winner of k, and returns its row.
+func (d *days) add(k mergeKey, w *winner) *Row {
+	g := group{k.malo, k.obis, k.identity, w.day, w.com, w.res, w.unit}
+	x := d.find(g)
+	if x == nil {
+		var id []string
+		if k.identity != "" || d.hasIdentity {
+			id = d.identity(k.identity)
+		}
+		x = d.newRow()
+		q := x.Qualities
+		*x = Row{MaLo: k.malo, OBIS: k.obis, Identity: id, Day: w.day, Commodity: w.com,
+			Resolution: w.res, Unit: w.unit, Expected: -1, Qualities: q}
+		if n, err := d.cal.IntervalsPerDay(w.day, w.res, w.com); err == nil {
+			x.Expected = int64(n)
+		}
+		d.insert(g, x)
+	}
+	d.countIn(x, w, d.spanOf(x))
+	return x
+}
 
-// countIn is count for a caller that knows x's day's span, sp.
-func (d *days) countIn(x *Row, w winner, sp span) {
+// identity returns the identity columns joined in id, split: the last
+// row's if it has them, which the rows of a series' days share.
+func (d *days) identity(id string) []string {
+	if n := len(d.order); n > 0 && d.order[n-1].g.identity == id {
+		return d.order[n-1].x.Identity
+	}
+	return strings.Split(id, "\x00")
+}
+
+// countIn adds w to x, its row, whose day's span is sp.
+func (d *days) countIn(x *Row, w *winner, sp span) {
 	x.Present++
 	if onGrid(w, sp) {
 		x.OnGrid++
@@ -236,13 +309,17 @@ func (d *days) countIn(x *Row, w winner, sp span) {
 	}
 }
 
-// spanOf returns where x's day begins and ends.
+// spanOf returns where x's day begins and ends, and the step of its
+// resolution's grid.
 func (d *days) spanOf(x *Row) span {
 	k := dayOf{x.Day, x.Commodity}
 	s, ok := d.spans[k]
 	if !ok {
-		s = span{d.cal.BalancingDayStart(x.Day, x.Commodity), d.cal.BalancingDayEnd(x.Day, x.Commodity)}
+		s = span{from: d.cal.BalancingDayStart(x.Day, x.Commodity).UnixMicro(), to: d.cal.BalancingDayEnd(x.Day, x.Commodity).UnixMicro()}
 		d.spans[k] = s
+	}
+	if step, ok := x.Resolution.Fixed(); ok {
+		s.step = step.Microseconds()
 	}
 	return s
 }
@@ -250,25 +327,27 @@ func (d *days) spanOf(x *Row) span {
 // onGrid reports whether w's interval lies on its resolution's grid within
 // its day s, as completeness counts it present: for P1D, at the day's
 // start; for a fixed resolution, a whole number of steps after it.
-func onGrid(w winner, s span) bool {
-	if w.from.Before(s.from) || !w.from.Before(s.to) {
+func onGrid(w *winner, s span) bool {
+	if w.from < s.from || w.from >= s.to {
 		return false
 	}
 	if w.res == metering.Day {
-		return w.from.Equal(s.from)
+		return w.from == s.from
 	}
-	step, ok := w.res.Fixed()
-	return ok && w.from.Sub(s.from)%step == 0
+	return s.step > 0 && (w.from-s.from)%s.step == 0
 }
 
 // addRow adds the sums of r to its group's.
 func (d *days) addRow(r *Row) {
 	g := group{r.MaLo, r.OBIS, strings.Join(r.Identity, "\x00"), r.Day, r.Commodity, r.Resolution, r.Unit}
-	x := d.groups[g]
+	x := d.find(g)
 	if x == nil {
-		c := *r
-		c.Qualities = slices.Clone(r.Qualities)
-		d.groups[g] = &c
+		x = d.newRow()
+		q := x.Qualities
+		copy(q, r.Qualities)
+		*x = *r
+		x.Qualities = q
+		d.insert(g, x)
 		return
 	}
 	x.Present += r.Present
@@ -284,13 +363,15 @@ func (d *days) addRow(r *Row) {
 }
 
 func (d *days) rows(v int64) []Row {
-	out := make([]Row, 0, len(d.groups))
-	for _, x := range d.groups {
-		r := *x
+	out := make([]Row, 0, len(d.order))
+	for _, e := range d.order {
+		r := *e.x
 		r.Version = v
 		out = append(out, r)
 	}
-	slices.SortFunc(out, compare)
+	if !slices.IsSortedFunc(out, compare) {
+		slices.SortFunc(out, compare)
+	}
 	return out
 }
 
