@@ -167,21 +167,13 @@ type rollupColumn func(b array.Builder, x *rollup.Row) error
 // each chosen once for every row it appends.
 func rollupColumns(cal *metering.Calendar, asc *arrow.Schema) []rollupColumn {
 	qs := metering.Qualities()
-	// Where a balancing day begins and ends: the calendar's arithmetic,
-	// once a day rather than once a row.
-	type dayOf struct {
-		day metering.Date
-		com metering.Commodity
-	}
-	spans := map[dayOf][2]arrow.Timestamp{}
-	span := func(x *rollup.Row) [2]arrow.Timestamp {
-		k := dayOf{x.Day, x.Commodity}
-		s, ok := spans[k]
-		if !ok {
-			s = [2]arrow.Timestamp{arrow.Timestamp(cal.BalancingDayStart(x.Day, x.Commodity).UnixMicro()), arrow.Timestamp(cal.BalancingDayEnd(x.Day, x.Commodity).UnixMicro())}
-			spans[k] = s
+	spans := newDaySpans(cal)
+	bound := func(x *rollup.Row, end bool) arrow.Timestamp {
+		from, to := spans.of(x.Day, x.Commodity)
+		if end {
+			return arrow.Timestamp(to.UnixMicro())
 		}
-		return s
+		return arrow.Timestamp(from.UnixMicro())
 	}
 	str := func(v func(x *rollup.Row) string) rollupColumn {
 		return func(b array.Builder, x *rollup.Row) error { b.(*array.StringBuilder).Append(v(x)); return nil }
@@ -213,9 +205,9 @@ func rollupColumns(cal *metering.Calendar, asc *arrow.Schema) []rollupColumn {
 		case "unit":
 			col = str(func(x *rollup.Row) string { return x.Unit.String() })
 		case "from":
-			col = ts(func(x *rollup.Row) arrow.Timestamp { return span(x)[0] })
+			col = ts(func(x *rollup.Row) arrow.Timestamp { return bound(x, false) })
 		case "to":
-			col = ts(func(x *rollup.Row) arrow.Timestamp { return span(x)[1] })
+			col = ts(func(x *rollup.Row) arrow.Timestamp { return bound(x, true) })
 		case "expected":
 			col = func(b array.Builder, x *rollup.Row) error {
 				if x.Expected < 0 {

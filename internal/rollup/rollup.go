@@ -75,9 +75,11 @@ type mergeKey struct {
 }
 
 // A winner is what a rollup row needs of a merge key's winning version.
+// It holds no pointer, so that keeping the next one costs no write
+// barrier while the collector runs, as it mostly does in an archival.
 type winner struct {
 	version  uint64
-	recorded time.Time
+	recorded int64 // µs, as stored
 	value    series.Decimal
 	quality  metering.Quality
 	day      metering.Date
@@ -125,11 +127,11 @@ func keyOf(decl *series.Table, r *series.Reading) mergeKey {
 // beats reports whether r wins over w, a version of its merge key: the
 // higher version, then the later recorded_at.
 func beats(r *series.Reading, w winner) bool {
-	return r.Version > w.version || r.Version == w.version && r.RecordedAt.After(w.recorded)
+	return r.Version > w.version || r.Version == w.version && r.RecordedAt.UnixMicro() > w.recorded
 }
 
 func winnerOf(decl *series.Table, r *series.Reading) winner {
-	return winner{r.Version, r.RecordedAt, r.Value, r.Quality, r.BalancingDay, cmp.Or(r.Commodity, decl.Commodity), r.Resolution, r.Unit, r.From.UnixMicro()}
+	return winner{r.Version, r.RecordedAt.UnixMicro(), r.Value, r.Quality, r.BalancingDay, cmp.Or(r.Commodity, decl.Commodity), r.Resolution, r.Unit, r.From.UnixMicro()}
 }
 
 func identity(decl *series.Table, r *series.Reading) []string {
@@ -304,8 +306,8 @@ func (d *days) countIn(x *Row, w *winner, sp span) {
 		x.Qualities[q]++
 	}
 	x.MaxVersion = max(x.MaxVersion, w.version)
-	if w.recorded.After(x.MaxRecord) {
-		x.MaxRecord = w.recorded
+	if w.recorded > x.MaxRecord.UnixMicro() {
+		x.MaxRecord = time.UnixMicro(w.recorded).UTC()
 	}
 }
 
