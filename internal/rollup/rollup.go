@@ -183,11 +183,12 @@ type days struct {
 	// order holds the rows as their groups first came: in key order when
 	// the winners came so, as a Stream's do, which spares rows a sort.
 	order []grouped
-	// groups finds the rows of order[:indexed] by group. While every
-	// group came after the one before it (ascending), a group after the
-	// last is known to be new without it: a Stream's winners, in key
-	// order, need no index, which an archival's sums would otherwise
-	// build a row at a time.
+	// groups finds the rows of order[:indexed] by group, once a group
+	// came before the one before it. Until then (ascending) order is its
+	// own index, searched by halves, and a group after the last is new:
+	// a Stream's winners, in key order, and the rows of days it carried,
+	// need no map, which an archival's sums would otherwise build a row
+	// at a time.
 	groups    map[group]*Row
 	indexed   int
 	ascending bool
@@ -224,8 +225,15 @@ func newDays(decl *series.Table, cal *metering.Calendar) *days {
 
 // find returns the row of g, nil if there is none yet.
 func (d *days) find(g group) *Row {
-	if d.ascending && (len(d.order) == 0 || compareGroups(d.order[len(d.order)-1].g, g) < 0) {
-		return nil
+	if d.ascending {
+		if n := len(d.order); n == 0 || compareGroups(d.order[n-1].g, g) < 0 {
+			return nil
+		}
+		i, ok := slices.BinarySearchFunc(d.order, g, func(e grouped, g group) int { return compareGroups(e.g, g) })
+		if !ok {
+			return nil
+		}
+		return d.order[i].x
 	}
 	if d.groups == nil {
 		d.groups = make(map[group]*Row, len(d.order))
