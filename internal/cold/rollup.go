@@ -135,65 +135,18 @@ func (c *Tier) appendRollup(ctx context.Context, r *Table, ice *table.Table, row
 
 // rollupBatches returns rows as record batches of schema asc, n rows each.
 func rollupBatches(decl *series.Table, cal *metering.Calendar, asc *arrow.Schema, rows []rollup.Row, n int) iter.Seq2[arrow.RecordBatch, error] {
-	qs := metering.Qualities()
 	return func(yield func(arrow.RecordBatch, error) bool) {
+		cols := rollupColumns(cal, asc)
 		for lo := 0; lo < len(rows); lo += n {
 			b := array.NewRecordBuilder(memory.DefaultAllocator, asc)
-			for _, x := range rows[lo:min(lo+n, len(rows))] {
-				ids := 0
-				for i, f := range asc.Fields() {
-					fb := b.Field(i)
-					switch f.Name {
-					case "malo_id":
-						fb.(*array.StringBuilder).Append(x.MaLo)
-					case "obis_code":
-						fb.(*array.StringBuilder).Append(x.OBIS)
-					case "balancing_day":
-						fb.(*array.Date32Builder).Append(arrow.Date32FromTime(time.Date(x.Day.Year, x.Day.Month, x.Day.Day, 0, 0, 0, 0, time.UTC)))
-					case "sparte":
-						fb.(*array.StringBuilder).Append(x.Commodity.String())
-					case "resolution":
-						fb.(*array.StringBuilder).Append(x.Resolution.String())
-					case "unit":
-						fb.(*array.StringBuilder).Append(x.Unit.String())
-					case "from":
-						fb.(*array.TimestampBuilder).Append(arrow.Timestamp(cal.BalancingDayStart(x.Day, x.Commodity).UnixMicro()))
-					case "to":
-						fb.(*array.TimestampBuilder).Append(arrow.Timestamp(cal.BalancingDayEnd(x.Day, x.Commodity).UnixMicro()))
-					case "expected":
-						if x.Expected < 0 {
-							fb.AppendNull()
-						} else {
-							fb.(*array.Int64Builder).Append(x.Expected)
-						}
-					case "present":
-						fb.(*array.Int64Builder).Append(x.Present)
-					case "on_grid":
-						fb.(*array.Int64Builder).Append(x.OnGrid)
-					case "value_sum":
-						fb.(*array.Decimal128Builder).Append(decimal128.FromI64(x.Sum))
-					case "max_version":
-						fb.(*array.Decimal128Builder).Append(decimal128.FromU64(x.MaxVersion))
-					case "max_recorded_at":
-						fb.(*array.TimestampBuilder).Append(arrow.Timestamp(x.MaxRecord.UnixMicro()))
-					case "rollup_version":
-						fb.(*array.Int64Builder).Append(x.Version)
-					default:
-						if q := qualityOf(qs, f.Name); q >= 0 {
-							fb.(*array.Int64Builder).Append(x.Qualities[q])
-							continue
-						}
-						// An identity column, in declared order.
-						v := ""
-						if ids < len(x.Identity) {
-							v = x.Identity[ids]
-						}
-						ids++
-						if err := appendIdentity(fb, v); err != nil {
-							b.Release()
-							yield(nil, fmt.Errorf("cold: rollup %s: column %q: %w", decl.Name, f.Name, err))
-							return
-						}
+			b.Reserve(min(n, len(rows)-lo))
+			for i := range rows[lo:min(lo+n, len(rows))] {
+				x := &rows[lo+i]
+				for j, col := range cols {
+					if err := col(b.Field(j), x); err != nil {
+						b.Release()
+						yield(nil, fmt.Errorf("cold: rollup %s: column %q: %w", decl.Name, asc.Field(j).Name, err))
+						return
 					}
 				}
 			}
@@ -204,6 +157,103 @@ func rollupBatches(decl *series.Table, cal *metering.Calendar, asc *arrow.Schema
 			}
 		}
 	}
+}
+
+// A rollupColumn appends a rollup row's value of one column to the
+// column's builder.
+type rollupColumn func(b array.Builder, x *rollup.Row) error
+
+// rollupColumns returns the appenders of the columns of asc, in order,
+// each chosen once for every row it appends.
+func rollupColumns(cal *metering.Calendar, asc *arrow.Schema) []rollupColumn {
+	qs := metering.Qualities()
+	spans := newDaySpans(cal)
+	bound := func(x *rollup.Row, end bool) arrow.Timestamp {
+		from, to := spans.of(x.Day, x.Commodity)
+		if end {
+			return arrow.Timestamp(to.UnixMicro())
+		}
+		return arrow.Timestamp(from.UnixMicro())
+	}
+	str := func(v func(x *rollup.Row) string) rollupColumn {
+		return func(b array.Builder, x *rollup.Row) error { b.(*array.StringBuilder).Append(v(x)); return nil }
+	}
+	long := func(v func(x *rollup.Row) int64) rollupColumn {
+		return func(b array.Builder, x *rollup.Row) error { b.(*array.Int64Builder).Append(v(x)); return nil }
+	}
+	ts := func(v func(x *rollup.Row) arrow.Timestamp) rollupColumn {
+		return func(b array.Builder, x *rollup.Row) error { b.(*array.TimestampBuilder).Append(v(x)); return nil }
+	}
+	var out []rollupColumn
+	ids := 0
+	for _, f := range asc.Fields() {
+		var col rollupColumn
+		switch f.Name {
+		case "malo_id":
+			col = str(func(x *rollup.Row) string { return x.MaLo })
+		case "obis_code":
+			col = str(func(x *rollup.Row) string { return x.OBIS })
+		case "balancing_day":
+			col = func(b array.Builder, x *rollup.Row) error {
+				b.(*array.Date32Builder).Append(arrow.Date32FromTime(time.Date(x.Day.Year, x.Day.Month, x.Day.Day, 0, 0, 0, 0, time.UTC)))
+				return nil
+			}
+		case "sparte":
+			col = str(func(x *rollup.Row) string { return x.Commodity.String() })
+		case "resolution":
+			col = str(func(x *rollup.Row) string { return x.Resolution.String() })
+		case "unit":
+			col = str(func(x *rollup.Row) string { return x.Unit.String() })
+		case "from":
+			col = ts(func(x *rollup.Row) arrow.Timestamp { return bound(x, false) })
+		case "to":
+			col = ts(func(x *rollup.Row) arrow.Timestamp { return bound(x, true) })
+		case "expected":
+			col = func(b array.Builder, x *rollup.Row) error {
+				if x.Expected < 0 {
+					b.AppendNull()
+				} else {
+					b.(*array.Int64Builder).Append(x.Expected)
+				}
+				return nil
+			}
+		case "present":
+			col = long(func(x *rollup.Row) int64 { return x.Present })
+		case "on_grid":
+			col = long(func(x *rollup.Row) int64 { return x.OnGrid })
+		case "value_sum":
+			col = func(b array.Builder, x *rollup.Row) error {
+				b.(*array.Decimal128Builder).Append(decimal128.FromI64(x.Sum))
+				return nil
+			}
+		case "max_version":
+			col = func(b array.Builder, x *rollup.Row) error {
+				b.(*array.Decimal128Builder).Append(decimal128.FromU64(x.MaxVersion))
+				return nil
+			}
+		case "max_recorded_at":
+			col = ts(func(x *rollup.Row) arrow.Timestamp { return arrow.Timestamp(x.MaxRecord.UnixMicro()) })
+		case "rollup_version":
+			col = long(func(x *rollup.Row) int64 { return x.Version })
+		default:
+			if q := qualityOf(qs, f.Name); q >= 0 {
+				col = long(func(x *rollup.Row) int64 { return x.Qualities[q] })
+				break
+			}
+			// An identity column, in declared order.
+			id := ids
+			ids++
+			col = func(b array.Builder, x *rollup.Row) error {
+				v := ""
+				if id < len(x.Identity) {
+					v = x.Identity[id]
+				}
+				return appendIdentity(b, v)
+			}
+		}
+		out = append(out, col)
+	}
+	return out
 }
 
 func qualityOf(qs []metering.Quality, name string) int {

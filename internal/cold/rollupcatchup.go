@@ -179,8 +179,9 @@ func (c *Tier) rollupOf(ctx context.Context, t *Table, ice *table.Table, q serie
 		b.Add(&r)
 	}
 	var out []rollup.Row
+	spans := newDaySpans(c.cal)
 	for _, x := range b.Rows(v) {
-		start, end := c.cal.BalancingDayStart(x.Day, x.Commodity), c.cal.BalancingDayEnd(x.Day, x.Commodity)
+		start, end := spans.of(x.Day, x.Commodity)
 		overlaps := (q.From.IsZero() || end.After(q.From)) && (q.To.IsZero() || start.Before(q.To))
 		if overlaps && !end.After(w) && (scan.From.IsZero() || !start.Before(scan.From)) {
 			out = append(out, x)

@@ -70,6 +70,7 @@ func decodeRollup(rec arrow.RecordBatch) ([]rollup.Row, error) {
 	}
 	for ci, f := range rec.Schema().Fields() {
 		col := rec.Column(ci)
+		q := qualityOf(qs, f.Name) // once a column, not once a row
 		for i := range out {
 			x := &out[i]
 			var err error
@@ -106,7 +107,7 @@ func decodeRollup(rec arrow.RecordBatch) ([]rollup.Row, error) {
 			case "rollup_version":
 				x.Version = col.(*array.Int64).Value(i)
 			default:
-				if q := qualityOf(qs, f.Name); q >= 0 {
+				if q >= 0 {
 					x.Qualities[q] = col.(*array.Int64).Value(i)
 					continue
 				}

@@ -99,9 +99,9 @@ func (c *Tier) VerifyRollup(ctx context.Context, t *Table, deep bool) (RollupChe
 			return out, err
 		}
 		got = rollup.Current(got)
+		spans := newDaySpans(c.cal)
 		got = slices.DeleteFunc(got, func(x rollup.Row) bool {
-			start := c.cal.BalancingDayStart(x.Day, x.Commodity)
-			end := c.cal.BalancingDayEnd(x.Day, x.Commodity)
+			start, end := spans.of(x.Day, x.Commodity)
 			return end.After(st.Watermark) || !q.From.IsZero() && !end.After(q.From) || !start.Before(q.To)
 		})
 		out.Rows += len(got)

@@ -106,8 +106,10 @@ func (c *Tier) rowsFromSums(ctx context.Context, t *Table, ice *table.Table, sum
 		sums.AddBuilder(b)
 	}
 	next = rollupCarry{lo: lo}
-	for _, x := range sums.Rows(v) {
-		start, end := c.cal.BalancingDayStart(x.Day, x.Commodity), c.cal.BalancingDayEnd(x.Day, x.Commodity)
+	all, spans := sums.Rows(v), newDaySpans(c.cal)
+	rows = all[:0] // in place: a row is kept at or before where it was
+	for _, x := range all {
+		start, end := spans.of(x.Day, x.Commodity)
 		switch {
 		case end.After(w) && !start.Before(lo):
 			next.rows = append(next.rows, x) // summed whole, so far

@@ -75,16 +75,18 @@ type mergeKey struct {
 }
 
 // A winner is what a rollup row needs of a merge key's winning version.
+// It holds no pointer, so that keeping the next one costs no write
+// barrier while the collector runs, as it mostly does in an archival.
 type winner struct {
 	version  uint64
-	recorded time.Time
+	recorded int64 // µs, as stored
 	value    series.Decimal
 	quality  metering.Quality
 	day      metering.Date
 	com      metering.Commodity
 	res      metering.Resolution
 	unit     metering.Unit
-	from     time.Time
+	from     int64 // µs, as the merge key
 }
 
 // Needs returns whether the Builder needs column name of decl's readings:
@@ -125,11 +127,11 @@ func keyOf(decl *series.Table, r *series.Reading) mergeKey {
 // beats reports whether r wins over w, a version of its merge key: the
 // higher version, then the later recorded_at.
 func beats(r *series.Reading, w winner) bool {
-	return r.Version > w.version || r.Version == w.version && r.RecordedAt.After(w.recorded)
+	return r.Version > w.version || r.Version == w.version && r.RecordedAt.UnixMicro() > w.recorded
 }
 
 func winnerOf(decl *series.Table, r *series.Reading) winner {
-	return winner{r.Version, r.RecordedAt, r.Value, r.Quality, r.BalancingDay, cmp.Or(r.Commodity, decl.Commodity), r.Resolution, r.Unit, r.From}
+	return winner{r.Version, r.RecordedAt.UnixMicro(), r.Value, r.Quality, r.BalancingDay, cmp.Or(r.Commodity, decl.Commodity), r.Resolution, r.Unit, r.From.UnixMicro()}
 }
 
 func identity(decl *series.Table, r *series.Reading) []string {
@@ -157,7 +159,7 @@ func Compute(decl *series.Table, cal *metering.Calendar, readings []series.Readi
 func (b *Builder) Rows(v int64) []Row {
 	d := newDays(b.decl, b.cal)
 	for k, w := range b.best {
-		d.add(k, w)
+		d.add(k, &w)
 	}
 	return d.rows(v)
 }
@@ -174,14 +176,36 @@ type group struct {
 
 // days sums winners into rollup rows.
 type days struct {
-	decl   *series.Table
-	cal    *metering.Calendar
-	qs     []metering.Quality
-	groups map[group]*Row
+	decl        *series.Table
+	cal         *metering.Calendar
+	qs          []metering.Quality
+	hasIdentity bool
+	// order holds the rows as their groups first came: in key order when
+	// the winners came so, as a Stream's do, which spares rows a sort.
+	order []grouped
+	// groups finds the rows of order[:indexed] by group, once a group
+	// came before the one before it. Until then (ascending) order is its
+	// own index, searched by halves, and a group after the last is new:
+	// a Stream's winners, in key order, and the rows of days it carried,
+	// need no map, which an archival's sums would otherwise build a row
+	// at a time.
+	groups    map[group]*Row
+	indexed   int
+	ascending bool
+	// slab and counts are where new rows and their quality counts are
+	// allocated, a slab at a time rather than one each.
+	slab   []Row
+	counts []int64
 	// spans holds where each balancing day of the rows begins and ends,
 	// to place their intervals on the grid: the calendar's arithmetic,
 	// once a day rather than once a series' day.
 	spans map[dayOf]span
+}
+
+// A grouped is a row and its group.
+type grouped struct {
+	g group
+	x *Row
 }
 
 // A dayOf is a balancing day of one sparte.
@@ -190,38 +214,97 @@ type dayOf struct {
 	com metering.Commodity
 }
 
-// A span is where a balancing day begins and ends.
-type span struct{ from, to time.Time }
+// A span is where a balancing day begins and ends, in µs, and the step
+// of the grid of a resolution within it (0 for none).
+type span struct{ from, to, step int64 }
 
 func newDays(decl *series.Table, cal *metering.Calendar) *days {
-	return &days{decl: decl, cal: cal, qs: metering.Qualities(), groups: map[group]*Row{}, spans: map[dayOf]span{}}
+	return &days{decl: decl, cal: cal, qs: metering.Qualities(), hasIdentity: len(identity(decl, &series.Reading{})) > 0,
+		ascending: true, spans: map[dayOf]span{}}
 }
 
-// add adds w, the winner of k, and returns its row.
-func (d *days) add(k mergeKey, w winner) *Row {
-	g := group{k.malo, k.obis, k.identity, w.day, w.com, w.res, w.unit}
-	x := d.groups[g]
-	if x == nil {
-		var id []string
-		if k.identity != "" || len(identity(d.decl, &series.Reading{})) > 0 {
-			id = strings.Split(k.identity, "\x00")
+// find returns the row of g, nil if there is none yet.
+func (d *days) find(g group) *Row {
+	if d.ascending {
+		if n := len(d.order); n == 0 || compareGroups(d.order[n-1].g, g) < 0 {
+			return nil
 		}
-		x = &Row{MaLo: k.malo, OBIS: k.obis, Identity: id, Day: w.day, Commodity: w.com,
-			Resolution: w.res, Unit: w.unit, Expected: -1, Qualities: make([]int64, len(d.qs))}
-		if n, err := d.cal.IntervalsPerDay(w.day, w.res, w.com); err == nil {
-			x.Expected = int64(n)
+		i, ok := slices.BinarySearchFunc(d.order, g, func(e grouped, g group) int { return compareGroups(e.g, g) })
+		if !ok {
+			return nil
 		}
-		d.groups[g] = x
+		return d.order[i].x
 	}
-	d.count(x, w)
+	if d.groups == nil {
+		d.groups = make(map[group]*Row, len(d.order))
+	}
+	for _, e := range d.order[d.indexed:] {
+		d.groups[e.g] = e.x
+	}
+	d.indexed = len(d.order)
+	return d.groups[g]
+}
+
+// insert adds x, the new row of g, which find did not find.
+func (d *days) insert(g group, x *Row) {
+	if n := len(d.order); n > 0 && compareGroups(d.order[n-1].g, g) >= 0 {
+		d.ascending = false
+	}
+	d.order = append(d.order, grouped{g, x})
+}
+
+// compareGroups orders groups, as find needs: any total order does.
+func compareGroups(a, b group) int {
+	return cmp.Or(strings.Compare(a.malo, b.malo), strings.Compare(a.obis, b.obis), strings.Compare(a.identity, b.identity),
+		a.day.Compare(b.day), cmp.Compare(a.com, b.com), cmp.Compare(a.res, b.res), cmp.Compare(a.unit, b.unit))
+}
+
+// newRow returns a new row, zero but for its Qualities, of the slab.
+func (d *days) newRow() *Row {
+	const n = 256
+	if len(d.slab) == cap(d.slab) {
+		d.slab = make([]Row, 0, n)
+		d.counts = make([]int64, n*len(d.qs))
+	}
+	d.slab = d.slab[:len(d.slab)+1]
+	x := &d.slab[len(d.slab)-1]
+	x.Qualities, d.counts = d.counts[:len(d.qs):len(d.qs)], d.counts[len(d.qs):]
 	return x
 }
 
-// count adds w to x, its row.
-func (d *days) count(x *Row, w winner) { d.countIn(x, w, d.spanOf(x)) }
+// add adds w, the winner of k, and returns its row.
+func (d *days) add(k mergeKey, w *winner) *Row {
+	g := group{k.malo, k.obis, k.identity, w.day, w.com, w.res, w.unit}
+	x := d.find(g)
+	if x == nil {
+		var id []string
+		if k.identity != "" || d.hasIdentity {
+			id = d.identity(k.identity)
+		}
+		x = d.newRow()
+		q := x.Qualities
+		*x = Row{MaLo: k.malo, OBIS: k.obis, Identity: id, Day: w.day, Commodity: w.com,
+			Resolution: w.res, Unit: w.unit, Expected: -1, Qualities: q}
+		if n, err := d.cal.IntervalsPerDay(w.day, w.res, w.com); err == nil {
+			x.Expected = int64(n)
+		}
+		d.insert(g, x)
+	}
+	d.countIn(x, w, d.spanOf(x))
+	return x
+}
 
-// countIn is count for a caller that knows x's day's span, sp.
-func (d *days) countIn(x *Row, w winner, sp span) {
+// identity returns the identity columns joined in id, split: the last
+// row's if it has them, which the rows of a series' days share.
+func (d *days) identity(id string) []string {
+	if n := len(d.order); n > 0 && d.order[n-1].g.identity == id {
+		return d.order[n-1].x.Identity
+	}
+	return strings.Split(id, "\x00")
+}
+
+// countIn adds w to x, its row, whose day's span is sp.
+func (d *days) countIn(x *Row, w *winner, sp span) {
 	x.Present++
 	if onGrid(w, sp) {
 		x.OnGrid++
@@ -231,18 +314,22 @@ func (d *days) countIn(x *Row, w winner, sp span) {
 		x.Qualities[q]++
 	}
 	x.MaxVersion = max(x.MaxVersion, w.version)
-	if w.recorded.After(x.MaxRecord) {
-		x.MaxRecord = w.recorded
+	if w.recorded > x.MaxRecord.UnixMicro() {
+		x.MaxRecord = time.UnixMicro(w.recorded).UTC()
 	}
 }
 
-// spanOf returns where x's day begins and ends.
+// spanOf returns where x's day begins and ends, and the step of its
+// resolution's grid.
 func (d *days) spanOf(x *Row) span {
 	k := dayOf{x.Day, x.Commodity}
 	s, ok := d.spans[k]
 	if !ok {
-		s = span{d.cal.BalancingDayStart(x.Day, x.Commodity), d.cal.BalancingDayEnd(x.Day, x.Commodity)}
+		s = span{from: d.cal.BalancingDayStart(x.Day, x.Commodity).UnixMicro(), to: d.cal.BalancingDayEnd(x.Day, x.Commodity).UnixMicro()}
 		d.spans[k] = s
+	}
+	if step, ok := x.Resolution.Fixed(); ok {
+		s.step = step.Microseconds()
 	}
 	return s
 }
@@ -250,25 +337,27 @@ func (d *days) spanOf(x *Row) span {
 // onGrid reports whether w's interval lies on its resolution's grid within
 // its day s, as completeness counts it present: for P1D, at the day's
 // start; for a fixed resolution, a whole number of steps after it.
-func onGrid(w winner, s span) bool {
-	if w.from.Before(s.from) || !w.from.Before(s.to) {
+func onGrid(w *winner, s span) bool {
+	if w.from < s.from || w.from >= s.to {
 		return false
 	}
 	if w.res == metering.Day {
-		return w.from.Equal(s.from)
+		return w.from == s.from
 	}
-	step, ok := w.res.Fixed()
-	return ok && w.from.Sub(s.from)%step == 0
+	return s.step > 0 && (w.from-s.from)%s.step == 0
 }
 
 // addRow adds the sums of r to its group's.
 func (d *days) addRow(r *Row) {
 	g := group{r.MaLo, r.OBIS, strings.Join(r.Identity, "\x00"), r.Day, r.Commodity, r.Resolution, r.Unit}
-	x := d.groups[g]
+	x := d.find(g)
 	if x == nil {
-		c := *r
-		c.Qualities = slices.Clone(r.Qualities)
-		d.groups[g] = &c
+		x = d.newRow()
+		q := x.Qualities
+		copy(q, r.Qualities)
+		*x = *r
+		x.Qualities = q
+		d.insert(g, x)
 		return
 	}
 	x.Present += r.Present
@@ -284,13 +373,15 @@ func (d *days) addRow(r *Row) {
 }
 
 func (d *days) rows(v int64) []Row {
-	out := make([]Row, 0, len(d.groups))
-	for _, x := range d.groups {
-		r := *x
+	out := make([]Row, 0, len(d.order))
+	for _, e := range d.order {
+		r := *e.x
 		r.Version = v
 		out = append(out, r)
 	}
-	slices.SortFunc(out, compare)
+	if !slices.IsSortedFunc(out, compare) {
+		slices.SortFunc(out, compare)
+	}
 	return out
 }
 

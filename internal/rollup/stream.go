@@ -88,10 +88,10 @@ func (s *Stream) flush() {
 	s.ok = false
 	g := group{s.key.malo, s.key.obis, s.key.identity, s.w.day, s.w.com, s.w.res, s.w.unit}
 	if s.last != nil && g == s.g {
-		s.d.countIn(s.last, s.w, s.sp)
+		s.d.countIn(s.last, &s.w, s.sp)
 		return
 	}
-	s.last, s.g = s.d.add(s.key, s.w), g
+	s.last, s.g = s.d.add(s.key, &s.w), g
 	s.sp = s.d.spanOf(s.last)
 }
 
@@ -99,7 +99,7 @@ func (s *Stream) flush() {
 // have had.
 func (s *Stream) AddBuilder(b *Builder) {
 	for k, w := range b.best {
-		s.d.add(k, w)
+		s.d.add(k, &w)
 	}
 }
 
