@@ -118,9 +118,11 @@ func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*St
 			return err
 		}
 		switch {
-		case st.point != nil && st.inst.duck != nil:
-			// Taken for the analysis alone.
-			e.spare.retire(st.inst)
+		case st.point != nil:
+			if st.inst.duck != nil {
+				// Taken for the analysis alone.
+				e.spare.retire(st.inst)
+			}
 			st.inst = nil
 		case st.point == nil:
 			st.inst.columns = st.a.columns
