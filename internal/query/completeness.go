@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -150,16 +149,13 @@ var countedResolutions = []metering.Resolution{
 }
 
 // createCompleteness creates the view completeness in p's schema over its
-// relation daily for the days d, if the table is an interval table; a day
-// that ends at or before dueBy is due.
-func createCompleteness(ctx context.Context, conn *sql.Conn, t *series.Table, l layout, p place, d dayRange, dueBy time.Time) error {
+// relation daily for the days d, if the table is an interval table, with
+// the statement's lockdown; a day that ends at or before dueBy is due.
+func createCompleteness(inst *instance, t *series.Table, l layout, p place, d dayRange, dueBy time.Time) {
 	if t.TimeModel != series.Interval {
-		return nil
+		return
 	}
-	if _, err := conn.ExecContext(ctx, `CREATE VIEW `+database+`.`+rel(p.out, "completeness")+` AS `+completenessSQL(l, p, d, dueBy)); err != nil {
-		return fmt.Errorf("query: create the view completeness: %w", err)
-	}
-	return nil
+	inst.define(`CREATE VIEW ` + database + `.` + rel(p.out, "completeness") + ` AS ` + completenessSQL(l, p, d, dueBy))
 }
 
 // resolutionStep returns a CASE over the column resolution giving the

@@ -79,8 +79,9 @@ func (a *analysis) dailyRange(ctx context.Context, q querier, node map[string]an
 // createDaily creates the view daily in p's schema over its readings, if
 // the table is an interval table, and over the stored rollup's days if
 // stored is not nil. Where the read of p's tiers allows, the hot tier
-// sums the days of its rows itself (hotDays).
-func createDaily(ctx context.Context, inst *instance, t *series.Table, l layout, p place, stored *storedDays) error {
+// sums the days of its rows itself (hotDays). The view is created with the
+// statement's lockdown.
+func createDaily(inst *instance, t *series.Table, l layout, p place, stored *storedDays) error {
 	if t.TimeModel != series.Interval {
 		return nil
 	}
@@ -100,9 +101,7 @@ func createDaily(ctx context.Context, inst *instance, t *series.Table, l layout,
 	if stored != nil {
 		sel = storedDailySQL(l, sel, stored)
 	}
-	if _, err := inst.conn.ExecContext(ctx, `CREATE VIEW `+database+`.`+rel(p.out, "daily")+` AS `+sel); err != nil {
-		return fmt.Errorf("query: create the view daily: %w", err)
-	}
+	inst.define(`CREATE VIEW ` + database + `.` + rel(p.out, "daily") + ` AS ` + sel)
 	return nil
 }
 

@@ -44,7 +44,10 @@
 //
 // # Reading the tiers
 //
-// Each query runs in a DuckDB instance of its own, in memory. The range of
+// Each query runs in a DuckDB instance of its own, in memory, or on the
+// one the last statement locked down alike left (the same tables, default
+// table, threads and allowed files), its result dropped and its catalog
+// checked first (keep.go). The range of
 // "from" the statement can read (see Extract) bounds what is fetched: the
 // watermark W0 is read first, then a read of the hot tier's rows of
 // [max(lo, W0), hi) opens (Source.HotRead: one PostgreSQL snapshot, which

@@ -68,7 +68,8 @@ func (e *Engine) maxResultBytes() int64 {
 // An Engine answers SQL over the two tiers of every declared table of a
 // deployment, each in the schema of its name (power.readings). It is safe
 // for concurrent use; every query runs in a DuckDB instance of its own,
-// taken from the one pool of warm instances the engine keeps.
+// taken from the one pool of warm instances the engine keeps: the spare
+// started ahead, or one kept from a statement locked down alike.
 type Engine struct {
 	set    Settings
 	tables Tables
@@ -76,6 +77,8 @@ type Engine struct {
 	// statement hands over.
 	pages func(rows, bytes int64)
 	spare *spare
+	// kept are the ducks kept for the next statement locked down alike.
+	kept keeper
 	// analysed keeps the analyses of recent statements.
 	analysed *analyses
 
@@ -122,7 +125,8 @@ func NewTable(t *series.Table, src Source) (*Table, error) {
 // New returns an Engine over tables. It starts one DuckDB instance, which
 // checks s and serves the first query. The engine keeps one instance
 // started ahead of the next query, closed when no query came for half a
-// minute; each instance serves one query only.
+// minute, and keeps the instances of statements that ran for the next
+// statement locked down alike (see keep.go).
 func New(s Settings, tables Tables) (*Engine, error) {
 	if s.Threads < 0 {
 		return nil, fmt.Errorf("query: %d threads", s.Threads)
@@ -138,16 +142,26 @@ func New(s Settings, tables Tables) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every duck starts alike: what it holds then is what a kept one
+	// must hold besides its views (see keep.go).
+	base, err := inst.listCatalog(context.Background(), nil)
+	if err != nil {
+		inst.close()
+		return nil, err
+	}
 	sp := &spare{set: s}
 	sp.started.Add(1)
 	sp.put(inst)
-	return &Engine{set: s, tables: Tables{Names: slices.Clone(tables.Names), Open: tables.Open}, spare: sp, analysed: newAnalyses()}, nil
+	return &Engine{set: s, tables: Tables{Names: slices.Clone(tables.Names), Open: tables.Open}, spare: sp, kept: keeper{base: base}, analysed: newAnalyses()}, nil
 }
 
-// Close waits for the DuckDB instances of ended statements to close and
-// closes the one started ahead, so that no spill directory is left. The
-// engine stays usable.
-func (e *Engine) Close() { e.spare.close() }
+// Close waits for the DuckDB instances of ended statements to close or be
+// kept, and closes the one started ahead and those kept, so that no spill
+// directory is left. The engine stays usable.
+func (e *Engine) Close() {
+	e.spare.close()
+	e.kept.close()
+}
 
 // SetRelations replaces the in-memory relations, such as system.tables,
 // that every later query sees. The engine keeps rels; the caller must not

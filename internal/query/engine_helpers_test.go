@@ -65,3 +65,21 @@ func (e *Engine) firstTable() *Table {
 	}
 	return t
 }
+
+// open starts an in-memory DuckDB configured by s, spilling into a
+// directory of its own in s.CacheDir, not locked down.
+func open(ctx context.Context, s Settings) (*instance, error) {
+	inst, err := start(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	spill, err := inst.spillInto(s.CacheDir)
+	if err == nil && spill != "" {
+		_, err = inst.conn.ExecContext(ctx, spill)
+	}
+	if err != nil {
+		inst.close()
+		return nil, err
+	}
+	return inst, nil
+}

@@ -11,30 +11,76 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
 
-// An instance is the DuckDB database of one query and its one connection:
-// every table, view and setting of the query lives on that connection.
-type instance struct {
+// A duck is one DuckDB database and its one connection: every table,
+// view and setting of a statement lives on that connection. It serves one
+// statement, or, locked down, the statements locked down alike one after
+// the other (see keep.go).
+type duck struct {
 	db    *sql.DB
 	conn  *sql.Conn
 	spill string // the directory DuckDB spills to, removed on close
-	// hot are the hot reads whose table functions the statement scans,
-	// closed when it has run; funcs counts the functions registered.
-	hot   []*hotScan
-	snap  HotSnapshot // of the hot tier, for every table read; nil if none
+	// funcs counts the table functions registered.
 	funcs int
 	// threads is the DuckDB threads it started with, 0 for DuckDB's
-	// default (see start).
+	// default (see start), or the lockdown set.
 	threads int
+	// key is the lockdown it is locked with (see lockKey), "" before it.
+	// views are the statements that created the views it holds, in the
+	// schemas of the tables places, which the next statement locked alike
+	// finds again if its statement may leave it (keepable; see keep.go).
+	key, views string
+	places     []string
+	keepable   bool
+}
+
+// An instance is what one statement holds of DuckDB: its duck, taken when
+// the statement first needs DuckDB (see need), and the statement's state
+// on it.
+type instance struct {
+	*duck // nil until taken
+	// take takes a duck for the statement; took, if set, learns how long
+	// that took.
+	take func(context.Context) (*instance, error)
+	took func(time.Duration)
+	// hot are the hot reads whose table functions the statement scans,
+	// closed when it has run.
+	hot  []*hotScan
+	snap HotSnapshot // of the hot tier, for every table read; nil if none
 	// columns are the names the statement may read columns by, nil for
 	// every column (see analysis.columns).
 	columns map[string]bool
 	// reads are how each place's views read the tiers, by its schema.
 	reads map[string]tierRead
+	// pending are the statements that create the statement's views, run
+	// just before its lockdown (see Statement.lock): a statement that needs
+	// DuckDB first there can take a duck kept locked down alike.
+	pending []string
 }
+
+// need makes sure inst has a duck, taking one if it has none.
+func (inst *instance) need(ctx context.Context) error {
+	if inst.duck != nil {
+		return nil
+	}
+	begin := time.Now()
+	d, err := inst.take(ctx)
+	if err != nil {
+		return err
+	}
+	inst.duck = d.duck
+	if inst.took != nil {
+		inst.took(time.Since(begin))
+	}
+	return nil
+}
+
+// define adds stmts, which create views, to the statement's pending ones.
+func (inst *instance) define(stmts ...string) { inst.pending = append(inst.pending, stmts...) }
 
 // A tierRead is how a place's views read the tiers: the hot read, if
 // any, the split, and the view's conditions besides it.
@@ -48,9 +94,9 @@ type tierRead struct {
 }
 
 // nextFunc returns a prefix for the names of new table functions.
-func (inst *instance) nextFunc() string {
-	inst.funcs++
-	return "meterstore_hot_" + strconv.Itoa(inst.funcs)
+func (d *duck) nextFunc() string {
+	d.funcs++
+	return "meterstore_hot_" + strconv.Itoa(d.funcs)
 }
 
 // dropHot closes the hot read of s, which a read of the tiers tried and
@@ -94,23 +140,10 @@ func (inst *instance) finish(h *Header, err error) error {
 	return err
 }
 
-// open starts an in-memory DuckDB configured by s, spilling into a
-// directory of its own in s.CacheDir.
-func open(ctx context.Context, s Settings) (*instance, error) {
-	inst, err := start(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	if err := inst.spillInto(ctx, s.CacheDir); err != nil {
-		inst.close()
-		return nil, err
-	}
-	return inst, nil
-}
-
 // start starts an in-memory DuckDB configured by s, with the calendar
-// functions, that does not spill: a spare instance holds no directory
-// while it waits, however long, and whoever closes it. Where s sets the
+// functions, that does not spill until its lockdown: a spare instance
+// holds no directory while it waits, however long, and whoever closes
+// it. Where s sets the
 // threads, it starts on one, and lockdown raises them for a statement
 // that scans files: adding a thread to DuckDB took about half the
 // milliseconds stopping one did, and a statement that reads the hot tier
@@ -129,7 +162,7 @@ func start(ctx context.Context, s Settings) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst := &instance{db: sql.OpenDB(c), threads: threads}
+	inst := &instance{duck: &duck{db: sql.OpenDB(c), threads: threads}}
 	if inst.conn, err = inst.db.Conn(ctx); err != nil {
 		inst.close()
 		return nil, fmt.Errorf("query: connect to DuckDB: %w", err)
@@ -145,24 +178,22 @@ func start(ctx context.Context, s Settings) (*instance, error) {
 	return inst, nil
 }
 
-// spillInto has inst spill into a new directory in cacheDir, removed on
-// close; with no cacheDir it does not spill.
-func (inst *instance) spillInto(ctx context.Context, cacheDir string) error {
-	if cacheDir == "" {
-		return nil
+// spillInto returns the statement that has d spill into a new directory
+// in cacheDir, removed on close; with no cacheDir, or if d spills
+// already, none.
+func (d *duck) spillInto(cacheDir string) (string, error) {
+	if cacheDir == "" || d.spill != "" {
+		return "", nil
 	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return fmt.Errorf("query: %w", err)
+		return "", fmt.Errorf("query: %w", err)
 	}
 	dir, err := os.MkdirTemp(cacheDir, "spill-")
 	if err != nil {
-		return fmt.Errorf("query: %w", err)
+		return "", fmt.Errorf("query: %w", err)
 	}
-	inst.spill = dir
-	if _, err := inst.conn.ExecContext(ctx, `SET temp_directory = `+quote(dir)); err != nil {
-		return fmt.Errorf("query: spill into %s: %w", dir, err)
-	}
-	return nil
+	d.spill = dir
+	return `SET temp_directory = ` + quote(dir), nil
 }
 
 // connector returns a connector to a new in-memory DuckDB with the options
@@ -198,13 +229,21 @@ func connector(q url.Values, spill string) (*duckdb.Connector, error) {
 // faster).
 //
 // search, if set, is the schema searched first for an unqualified
-// relation (the statement's default table's), set in the same call.
-func (inst *instance) lockdown(ctx context.Context, files []string, threads int, search string) error {
+// relation (the statement's default table's), set in the same call; so is
+// the directory it spills into in cacheDir, if any.
+func (d *duck) lockdown(ctx context.Context, files []string, threads int, search, cacheDir string) error {
 	quoted := make([]string, len(files))
 	for i, f := range files {
 		quoted[i] = quote(f)
 	}
 	var stmts []string
+	spill, err := d.spillInto(cacheDir)
+	if err != nil {
+		return err
+	}
+	if spill != "" {
+		stmts = append(stmts, spill)
+	}
 	if search != "" {
 		stmts = append(stmts, `SET search_path = `+quote(database+`.`+ident(search)+`,`+database+`.main`))
 	}
@@ -212,18 +251,20 @@ func (inst *instance) lockdown(ctx context.Context, files []string, threads int,
 		`SET allowed_paths = [`+strings.Join(quoted, ", ")+`]`,
 		`SET enable_external_access = false`,
 	)
-	if threads != inst.threads && threads > 0 {
+	if threads != d.threads && threads > 0 {
 		stmts = append(stmts, `SET threads = `+strconv.Itoa(threads))
+		d.threads = threads
 	}
 	// One call, the lock last: the settings before it are DuckDB's to
 	// apply one after the other.
 	stmts = append(stmts, `SET lock_configuration = true`)
-	if _, err := inst.conn.ExecContext(ctx, strings.Join(stmts, "; ")); err != nil {
+	if _, err := d.conn.ExecContext(ctx, strings.Join(stmts, "; ")); err != nil {
 		return fmt.Errorf("query: lock down DuckDB: %w", err)
 	}
 	return nil
 }
 
+// close closes the statement's hot reads and its duck, if any.
 func (inst *instance) close() error {
 	var errs []error
 	for _, s := range inst.hot {
@@ -232,14 +273,22 @@ func (inst *instance) close() error {
 	if inst.snap != nil {
 		errs = append(errs, inst.snap.Close())
 	}
-	if inst.conn != nil {
-		errs = append(errs, inst.conn.Close())
+	if inst.duck != nil {
+		errs = append(errs, inst.duck.close())
 	}
-	if inst.db != nil {
-		errs = append(errs, inst.db.Close())
+	return errors.Join(errs...)
+}
+
+func (d *duck) close() error {
+	var errs []error
+	if d.conn != nil {
+		errs = append(errs, d.conn.Close())
 	}
-	if inst.spill != "" {
-		errs = append(errs, os.RemoveAll(inst.spill))
+	if d.db != nil {
+		errs = append(errs, d.db.Close())
+	}
+	if d.spill != "" {
+		errs = append(errs, os.RemoveAll(d.spill))
 	}
 	return errors.Join(errs...)
 }

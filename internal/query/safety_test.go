@@ -134,12 +134,12 @@ func TestNoOtherFileIsReadable(t *testing.T) {
 }
 
 func TestLockdownCannotBeUndone(t *testing.T) {
-	inst, err := open(t.Context(), Settings{Threads: 1})
+	inst, err := start(t.Context(), Settings{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer inst.close()
-	if err := inst.lockdown(t.Context(), nil, 0, ""); err != nil {
+	if err := inst.lockdown(t.Context(), nil, 0, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, stmt := range []string{

@@ -43,11 +43,15 @@ type memSource struct {
 	// the last hot read.
 	dict []string
 	read *readingRows
+	// columns: Cold names each file's columns, as a warehouse's metrics
+	// do, so that the views need not read the files' schemas.
+	columns bool
 }
 
 type coldFile struct {
 	path   string
 	lo, hi time.Time // from of its rows lies in [lo, hi)
+	cols   []string  // its columns
 }
 
 // A call records one call of the engine on its Source.
@@ -154,6 +158,9 @@ func (s *memSource) Cold(ctx context.Context, q series.Range) (cold.Plan, error)
 	for _, f := range s.files {
 		if (hi.IsZero() || f.lo.Before(hi)) && (lo.IsZero() || lo.Before(f.hi)) {
 			p.Files = append(p.Files, f.path)
+			if s.columns {
+				p.Columns = append(p.Columns, f.cols)
+			}
 		}
 	}
 	return p, nil
@@ -194,6 +201,15 @@ func (s *memSource) addCold(rows []series.Reading, drop ...string) {
 	s.mu.Unlock()
 	writeParquet(s.t, s.tab, path, rows, drop...)
 	f := coldFile{path: path, lo: rows[0].From, hi: rows[0].From}
+	l, err := layoutOf(s.tab)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, c := range l.cols {
+		if !slices.Contains(drop, c.name) {
+			f.cols = append(f.cols, c.name)
+		}
+	}
 	for _, r := range rows {
 		f.lo = minTime(f.lo, r.From)
 		f.hi = maxTime(f.hi, r.From.Add(time.Microsecond))

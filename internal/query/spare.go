@@ -12,8 +12,9 @@ import (
 const spareIdle = 30 * time.Second
 
 // A spare keeps one DuckDB instance started ahead of the next query, so
-// that a query does not wait the milliseconds DuckDB takes to start. Every
-// instance still serves one query only: the spare is replaced, not reused.
+// that a query does not wait the milliseconds DuckDB takes to start. The
+// spare is replaced once taken; keep.go keeps the ducks of statements
+// that ran for the next statement locked down alike.
 type spare struct {
 	set Settings
 
@@ -96,8 +97,9 @@ func (s *spare) await(ctx context.Context) *instance {
 	return s.detach()
 }
 
-// take returns the spare instance, or a new one if there is none, made to
-// spill into a directory of its own, and starts the next spare.
+// take returns the spare instance, or a new one if there is none, and
+// starts the next spare. Its lockdown has it spill into a directory of
+// its own.
 func (s *spare) take(ctx context.Context) (*instance, error) {
 	inst := s.await(ctx)
 	if filled := s.claim(); filled != nil {
@@ -110,11 +112,7 @@ func (s *spare) take(ctx context.Context) (*instance, error) {
 	if inst == nil {
 		s.started.Add(1)
 		s.cold.Add(1)
-		return open(ctx, s.set)
-	}
-	if err := inst.spillInto(ctx, s.set.CacheDir); err != nil {
-		inst.close()
-		return nil, err
+		return start(ctx, s.set)
 	}
 	return inst, nil
 }

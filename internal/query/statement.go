@@ -29,6 +29,7 @@ type Statement struct {
 	deadline time.Time // of Settings.Timeout; zero: none
 	begin    time.Time
 	ran      bool
+	ok       bool // it ran to its last row: its duck may be kept
 	closed   bool
 	point    *pointRun // set if a PointReader answers it
 	steps    Timing    // Prepare's steps
@@ -108,6 +109,7 @@ func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*St
 		return nil, err
 	}
 	st := &Statement{e: e, opts: o.Read, begin: time.Now()}
+	st.inst = &instance{take: e.spare.take, took: func(d time.Duration) { st.steps.Steps = append(st.steps.Steps, Step{StepInstance, d}) }}
 	if e.set.Timeout > 0 {
 		st.deadline = st.begin.Add(e.set.Timeout)
 	}
@@ -116,14 +118,13 @@ func (e *Engine) Prepare(ctx context.Context, sql string, o PrepareOptions) (*St
 			return err
 		}
 		switch {
-		case st.point != nil && st.inst != nil:
-			// Taken for the analysis alone.
-			e.spare.retire(st.inst)
+		case st.point != nil:
+			if st.inst.duck != nil {
+				// Taken for the analysis alone.
+				e.spare.retire(st.inst)
+			}
 			st.inst = nil
 		case st.point == nil:
-			if _, err := st.conn(ctx); err != nil {
-				return err
-			}
 			st.inst.columns = st.a.columns
 		}
 		return nil
@@ -190,18 +191,12 @@ func (st *Statement) prepare(ctx context.Context, sql string, o PrepareOptions) 
 	return nil
 }
 
-// conn returns the connection of the statement's DuckDB instance, taking
-// the spare instance first if it has none yet: a statement that is
-// answered without DuckDB, and found analysed, takes none.
+// conn returns the connection of the statement's duck, taking the spare
+// one first if it has none yet: a statement that is answered without
+// DuckDB, and found analysed, takes none.
 func (st *Statement) conn(ctx context.Context) (querier, error) {
-	if st.inst == nil {
-		begin := time.Now()
-		inst, err := st.e.spare.take(ctx)
-		if err != nil {
-			return nil, err
-		}
-		st.inst = inst
-		st.steps.step(StepInstance, begin)
+	if err := st.inst.need(ctx); err != nil {
+		return nil, err
 	}
 	return st.inst.conn, nil
 }
@@ -309,7 +304,9 @@ func (st *Statement) Stream(ctx context.Context, start func(*Header) error, row 
 	if st.point != nil {
 		return st.within(ctx, func(ctx context.Context) error { return st.streamPoint(ctx, start, row) })
 	}
-	return st.within(ctx, func(ctx context.Context) error { return st.stream(ctx, start, row) })
+	err := st.within(ctx, func(ctx context.Context) error { return st.stream(ctx, start, row) })
+	st.ok = err == nil
+	return err
 }
 
 // Query runs the statement as Stream does and returns its rows, held in
@@ -322,14 +319,24 @@ func (st *Statement) Query(ctx context.Context) (*Result, error) {
 	return &c.res, nil
 }
 
-// Close releases the statement's DuckDB instance and spill directory,
-// which are closed in the background (Engine.Close waits for them).
+// Close releases the statement's duck: kept for the next statement
+// locked down alike if the statement ran to its end and may leave it
+// (see keep.go), otherwise closed with its spill directory in the
+// background. Engine.Close waits for either.
 func (st *Statement) Close() {
 	st.closed = true
-	if st.inst != nil {
-		st.e.spare.retire(st.inst)
-		st.inst = nil
+	inst := st.inst
+	if inst == nil {
+		return
 	}
+	st.inst = nil
+	if st.ok && inst.duck != nil && inst.keepable {
+		d := inst.duck
+		inst.duck = nil
+		st.e.keep(d)
+		return
+	}
+	st.e.spare.retire(inst)
 }
 
 // within runs fn under the statement's deadline, saying which bound ended
@@ -355,8 +362,12 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 	}
 	h := &Header{Range: a.Range, Mode: st.opts.Mode}
 	h.Timing.Steps = st.steps.Steps
+	inst.took = func(d time.Duration) { h.Timing.Steps = append(h.Timing.Steps, Step{StepInstance, d}) }
 	if a.relations {
 		begin := time.Now()
+		if err := inst.need(ctx); err != nil {
+			return err
+		}
 		if err := createRelations(ctx, inst.conn, st.rels); err != nil {
 			return err
 		}
@@ -390,15 +401,13 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 	if st.self != "" && !a.NoReadings {
 		search = st.self
 	}
-	lock := time.Now()
 	threads := st.e.set.Threads
 	if len(files) == 0 && len(inst.hot) > 0 {
 		threads = 1
 	}
-	if err := inst.lockdown(ctx, files, threads, search); err != nil {
+	if err := st.lock(ctx, h, files, threads, search); err != nil {
 		return err
 	}
-	h.Timing.step(StepLockdown, lock)
 	h.Timing.Read = time.Since(begin)
 	return run(ctx, inst, runSpec{sql: a.sql, rendered: a.rendered, params: st.params, small: smallHint(a), memo: a.memo, scope: st.scope(), pages: st.e.pages}, h, start, row)
 }
@@ -441,9 +450,7 @@ func (st *Statement) readTable(ctx context.Context, u use) ([]string, TableRead,
 	}
 	if pre != nil && (tr.Snapshot != pre.source || !tr.HasWatermark || !tr.Watermark.Equal(pre.w)) {
 		// The table moved on since its rollup: read it whole.
-		if _, err := inst.conn.ExecContext(ctx, `DROP VIEW IF EXISTS `+database+`.`+rel(p.out, "readings")+`; DROP VIEW IF EXISTS `+database+`.`+rel(p.out, "readings_versions")); err != nil {
-			return nil, tr, fmt.Errorf("query: read the table again: %w", err)
-		}
+		inst.define(`DROP VIEW IF EXISTS `+database+`.`+rel(p.out, "readings"), `DROP VIEW IF EXISTS `+database+`.`+rel(p.out, "readings_versions"))
 		pre, tr = nil, TableRead{}
 		more, err := e.read(ctx, inst, p, u.r, st.opts, u.versions, &tr)
 		if err != nil {
@@ -461,16 +468,14 @@ func (st *Statement) readTable(ctx context.Context, u use) ([]string, TableRead,
 		if stored != nil {
 			files = append(files, stored.files...)
 		}
-		if err := createDaily(ctx, inst, u.t.table, u.t.layout, p, stored); err != nil {
+		if err := createDaily(inst, u.t.table, u.t.layout, p, stored); err != nil {
 			return nil, tr, err
 		}
 	}
 	// completeness counts from daily, created above.
 	if u.completeness && interval {
 		dueBy := st.opts.now().Add(-st.e.set.DeliveryLag)
-		if err := createCompleteness(ctx, inst.conn, u.t.table, u.t.layout, p, u.days, dueBy); err != nil {
-			return nil, tr, err
-		}
+		createCompleteness(inst, u.t.table, u.t.layout, p, u.days, dueBy)
 	}
 	return files, tr, nil
 }

@@ -34,9 +34,7 @@ func (e *reader) read(ctx context.Context, inst *instance, p place, r series.Ran
 	res.Name, res.Range, res.Ceiling = e.table.Name, r, o.KnownAt
 	// views creates the views in p, with v as it is then.
 	views := func(hot *hotScan, files fileSet, s split) error {
-		begin := time.Now()
-		cold, err := createViews(ctx, inst.conn, e.layout, p, hot, files, s, v)
-		res.Timing.step(StepViews, begin)
+		cold, err := createViews(ctx, inst, e.layout, p, hot, files, s, v)
 		if inst.reads == nil {
 			inst.reads = map[string]tierRead{}
 		}
@@ -306,12 +304,16 @@ func (e *reader) openHot(ctx context.Context, inst *instance, q series.Range) (*
 			return nil, fmt.Errorf("query: hot tier: %w", err)
 		}
 	}
-	return e.register(inst, hr)
+	return e.register(ctx, inst, hr)
 }
 
 // register makes the relations of hr table functions of inst, which
 // closes it with the query.
-func (e *reader) register(inst *instance, hr HotRead) (*hotScan, error) {
+func (e *reader) register(ctx context.Context, inst *instance, hr HotRead) (*hotScan, error) {
+	if err := inst.need(ctx); err != nil {
+		hr.Close()
+		return nil, err
+	}
 	hot, err := registerHot(inst.conn, hr, e.table.Name, inst.nextFunc(), e.threads(), inst.columns)
 	if err != nil {
 		hr.Close()
@@ -341,7 +343,7 @@ func (e *reader) openVouched(ctx context.Context, inst *instance, fs FoldingSour
 		return nil, false, nil
 	}
 	inst.snap = snap
-	hot, err := e.register(inst, hr)
+	hot, err := e.register(ctx, inst, hr)
 	return hot, true, err
 }
 

@@ -162,8 +162,9 @@ func (x part) marked() bool { return !x.hot && x.kind != cold.Open && x.marks }
 //
 // It returns the SELECT of readings' resolved rows below the split, the
 // cold ones, for the relations that read them apart from the hot tier's
-// rows; "" if there are none.
-func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *hotScan, files fileSet, s split, v view) (string, error) {
+// rows; "" if there are none. The views are created with the statement's
+// lockdown (instance.define).
+func createViews(ctx context.Context, inst *instance, l layout, p place, hot *hotScan, files fileSet, s split, v view) (string, error) {
 	coldWhere, hotWhere := []string{"false"}, []string{"true"}
 	if s.hasW {
 		w := timestamptz(s.w)
@@ -185,7 +186,7 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 			if g == nil || len(g.files) == 0 || (k.kind == cold.Superseded && marks && skipVersions) {
 				continue
 			}
-			sel, err := coldSelect(ctx, conn, l, g.files, g.cols, g.uniform, k.kind == cold.Mixed)
+			sel, err := coldSelect(ctx, inst, l, g.files, g.cols, g.uniform, k.kind == cold.Mixed)
 			if err != nil {
 				return err
 			}
@@ -284,10 +285,7 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 		stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings_versions")+` AS `+strings.Join(versions, ` UNION ALL `))
 	}
 	stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings")+` AS `+strings.Join(resolved, ` UNION ALL `))
-	// One call: the statements are DuckDB's to run one after the other.
-	if _, err := conn.ExecContext(ctx, strings.Join(stmts, ";\n")); err != nil {
-		return "", fmt.Errorf("query: create the views: %w", err)
-	}
+	inst.define(stmts...)
 	return strings.Join(cold, ` UNION ALL `), nil
 }
 
@@ -299,7 +297,7 @@ func createViews(ctx context.Context, conn *sql.Conn, l layout, p place, hot *ho
 // files have; if it is nil, DuckDB reads their schemas to tell. uniform
 // says that every file has the same columns: DuckDB then binds the scan by
 // the first file's footer alone, not by each one's.
-func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string, have map[string]bool, uniform, superseded bool) (string, error) {
+func coldSelect(ctx context.Context, inst *instance, l layout, files []string, have map[string]bool, uniform, superseded bool) (string, error) {
 	quoted := make([]string, len(files))
 	for i, f := range files {
 		quoted[i] = quote(f)
@@ -312,8 +310,11 @@ func coldSelect(ctx context.Context, conn *sql.Conn, l layout, files []string, h
 	}
 	scan := `read_parquet([` + strings.Join(quoted, ", ") + `], union_by_name = ` + byName + `, hive_partitioning = false)`
 	if have == nil {
+		if err := inst.need(ctx); err != nil {
+			return "", err
+		}
 		var err error
-		if have, err = describe(ctx, conn, scan); err != nil {
+		if have, err = describe(ctx, inst.conn, scan); err != nil {
 			return "", err
 		}
 	}
