@@ -36,7 +36,9 @@ func Run(ctx context.Context, prepare func() (step func() error, err error)) err
 			case <-stop.Done():
 				return
 			}
-			if err != nil {
+			// Run drains ready once it has cancelled stop, so a send can
+			// succeed after the run has ended: nothing more is prepared then.
+			if err != nil || stop.Err() != nil {
 				return
 			}
 		}

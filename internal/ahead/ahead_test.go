@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestRunOrder: steps run in order on the calling goroutine; the step
@@ -127,5 +129,35 @@ func TestRunStops(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) || ran != 3 {
 		t.Fatalf("cancelled after 3 steps: %d ran, %v", ran, err)
+	}
+}
+
+// TestRunPreparesNothingAfterEnd: once a step has failed, prepare is not
+// called again beyond the step being prepared when it failed, even when
+// that preparation returns after Run has begun to drain (the preparing
+// goroutine's select then finds both the drain and the end ready and
+// picks either, so the run is repeated).
+func TestRunPreparesNothingAfterEnd(t *testing.T) {
+	boom := errors.New("boom")
+	for i := range 200 {
+		var calls atomic.Int32
+		failed := make(chan struct{})
+		err := Run(t.Context(), func() (func() error, error) {
+			if calls.Add(1) == 2 {
+				// Still preparing when the step before fails and Run ends.
+				<-failed
+				time.Sleep(200 * time.Microsecond)
+			}
+			return func() error {
+				close(failed)
+				return boom
+			}, nil
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("run %d: %v, want boom", i, err)
+		}
+		if n := calls.Load(); n > 2 {
+			t.Fatalf("run %d: prepare called %d times after the first step failed, want at most 2", i, n)
+		}
 	}
 }
