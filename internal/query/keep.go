@@ -160,16 +160,22 @@ func lockKey(tables, files []string, threads int, search string) string {
 
 // lock creates the statement's views (instance.pending) and locks its
 // duck down for files, threads and search (duck.lockdown). A statement
-// that has no duck yet and may leave it to the next takes one kept
-// locked down alike, if there is one, and replaces its views unless they
-// are the statement's own already.
+// that may leave its duck to the next takes one kept locked down alike,
+// if there is one, and replaces its views unless they are the
+// statement's own already.
 func (st *Statement) lock(ctx context.Context, h *Header, files []string, threads int, search string) error {
 	inst := st.inst
 	keepable := !st.a.relations && len(inst.hot) == 0 && inst.snap == nil && (inst.duck == nil || inst.funcs == 0)
 	key := lockKey(st.Tables(), files, threads, search)
-	if inst.duck == nil && keepable {
+	if keepable {
+		// A duck the statement holds already was taken for its analysis
+		// or a file's columns, which leave nothing on it (keepable: no
+		// table function, no relation): it becomes the spare again.
 		begin := time.Now()
 		if d := st.e.kept.take(key); d != nil {
+			if inst.duck != nil {
+				st.e.spare.put(&instance{duck: inst.duck})
+			}
 			inst.duck = d
 			h.Timing.step(StepInstance, begin)
 		}
