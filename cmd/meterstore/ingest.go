@@ -41,8 +41,9 @@ An EDIFACT MSCONS interchange (EDI@Energy MIG 2.4c or 2.2e), recognised by its
 content (UNA or UNB) or by --format mscons, is written a message at a time:
 a message that breaks a rule is refused whole, naming its segment, and the
 others are written; the exit status is 1 if any was refused. Consecutive
-messages share a write of up to 10,000 readings; if the store refuses it,
-they are written one by one, so that only the message at fault is refused.`,
+messages share a write of up to 10,000 readings, the next such group prepared
+while one is written; if the store refuses a group, its messages are written
+one by one, so that only the message at fault is refused.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			// Refused before the deployment is opened: a usage error
@@ -91,8 +92,9 @@ they are written one by one, so that only the message at fault is refused.`,
 				res, err := s.WriteWith(ctx, table, rows, opts())
 				return res.Status, res.Late, err
 			}
-			// A file's batches are written as a stream: the next one is
-			// decoded and prepared while one is written.
+			// A file's batches, and an interchange's groups of messages,
+			// are written as a stream: the next one is decoded and
+			// prepared while one is written.
 			stream := func(ctx context.Context, next func() ([]series.Reading, error), done func([]series.Status, int, error) error) error {
 				return s.WriteEach(ctx, table, next, func(res store.WriteResult, err error) error {
 					return done(res.Status, res.Late, err)
@@ -122,7 +124,7 @@ they are written one by one, so that only the message at fault is refused.`,
 					src.Ref = name
 				}
 				if f == 0 || f == ingest.MSCONS {
-					n, done, err := ingestMSCONS(ctx, cmd.OutOrStdout(), name, f, &decl, write, maloOf)
+					n, done, err := ingestMSCONS(ctx, cmd.OutOrStdout(), name, f, &decl, write, stream, maloOf)
 					if err != nil {
 						return err
 					}
@@ -209,7 +211,7 @@ func fileFormat(name, flag string) (ingest.Format, error) {
 // does not, and nothing was read. It prints a line per message and
 // returns how many were refused.
 func ingestMSCONS(ctx context.Context, out io.Writer, name string, f ingest.Format, t *series.Table,
-	write ingest.WriteFunc, maloOf map[string]string) (refused int, done bool, err error) {
+	write ingest.WriteFunc, stream ingest.StreamFunc, maloOf map[string]string) (refused int, done bool, err error) {
 	in := os.Stdin
 	if name != "-" {
 		if in, err = os.Open(name); err != nil {
@@ -227,7 +229,7 @@ func ingestMSCONS(ctx context.Context, out io.Writer, name string, f ingest.Form
 			return 0, false, nil
 		}
 	}
-	reps, err := ingest.RunMSCONS(ctx, br, t, write, ingest.MSCONSOptions{MaLoOf: maloOf})
+	reps, err := ingest.RunMSCONS(ctx, br, t, write, ingest.MSCONSOptions{MaLoOf: maloOf, Stream: stream})
 	for _, r := range reps {
 		if r.Err != nil {
 			refused++

@@ -54,12 +54,15 @@ type MessageReport struct {
 type MSCONSOptions struct {
 	// MaLoOf maps metering location ids to their market locations.
 	MaLoOf map[string]string
+	// Stream, if set, writes the groups of messages, preparing the next
+	// while one is written (Store.WriteEach); nil writes them with the
+	// WriteFunc, each after the one before.
+	Stream StreamFunc
+	// GroupRows bounds the readings of the messages written together;
+	// zero means DefaultBatchRows, so that MSCONS ingest commits about as
+	// often as CSV ingest does.
+	GroupRows int
 }
-
-// groupRows bounds the readings of the messages written together: as
-// many as a CSV batch of the default size, so that MSCONS ingest commits
-// about as often as CSV ingest does.
-const groupRows = DefaultBatchRows
 
 // RunMSCONS reads an MSCONS interchange and writes each message's
 // readings atomically. A message that breaks a rule or that the store
@@ -69,11 +72,12 @@ const groupRows = DefaultBatchRows
 // as an unreachable server (the reports say which messages were written
 // before it).
 //
-// Consecutive messages are written together, up to groupRows readings in
-// one atomic write: a message is then written with the others or not at
-// all. If the store refuses such a group for its content, its messages
-// are written again one at a time, so that the refusal falls on the
-// message at fault alone.
+// Consecutive messages are written together, up to opts.GroupRows
+// readings in one atomic write: a message is then written with the others or not at
+// all. The groups go through opts.Stream as the batches of a stream, in
+// order. If the store refuses such a group for its content, its messages
+// are written again one at a time with write, before the next group, so
+// that the refusal falls on the message at fault alone.
 func RunMSCONS(ctx context.Context, r io.Reader, t *series.Table, write WriteFunc, opts MSCONSOptions) ([]MessageReport, error) {
 	br := bufio.NewReader(r)
 	if b, _ := br.Peek(len(bom)); string(b) == bom {
@@ -100,7 +104,72 @@ func RunMSCONS(ctx context.Context, r io.Reader, t *series.Table, write WriteFun
 	for i := range msgs {
 		recordSource(t, ic.Ref, &msgs[i])
 	}
+	limit := opts.GroupRows
+	if limit <= 0 {
+		limit = DefaultBatchRows
+	}
+	groups, tail := groupMessages(msgs, limit)
+	stream := opts.Stream
+	if stream == nil {
+		stream = Stream(write)
+	}
 	g := grouper{write: write, reps: make([]MessageReport, 0, len(msgs))}
+	at, doneAt := 0, 0
+	next := func() ([]series.Reading, error) {
+		if at == len(groups) {
+			return nil, nil
+		}
+		at++
+		return groups[at-1].rows(), nil
+	}
+	done := func(status []series.Status, late int, err error) error {
+		gr := &groups[doneAt]
+		doneAt++
+		g.reps = append(g.reps, gr.before...)
+		return g.written(ctx, gr.msgs, status, late, err)
+	}
+	if err := stream(ctx, next, done); err != nil {
+		return g.reps, err
+	}
+	return append(g.reps, tail...), nil
+}
+
+// A group is messages written together, and the reports of the messages
+// refused before the store saw them (MessageReport.Err) that come before
+// them.
+type group struct {
+	before []MessageReport
+	msgs   []*mscons.Message
+}
+
+// rows returns the readings of the group's messages, in order.
+func (gr *group) rows() []series.Reading {
+	if len(gr.msgs) == 1 {
+		return gr.msgs[0].Readings
+	}
+	n := 0
+	for _, m := range gr.msgs {
+		n += len(m.Readings)
+	}
+	rows := make([]series.Reading, 0, n)
+	for _, m := range gr.msgs {
+		rows = append(rows, m.Readings...)
+	}
+	return rows
+}
+
+// groupMessages groups consecutive messages to be written together, up to
+// limit readings; a message refused before the store sees it ends a
+// group. tail are the reports of such messages after the last group.
+func groupMessages(msgs []mscons.Message, limit int) (groups []group, tail []MessageReport) {
+	var cur group
+	rows := 0
+	flush := func() {
+		if len(cur.msgs) > 0 {
+			groups = append(groups, cur)
+			cur, rows = group{}, 0
+		}
+	}
 	for i := range msgs {
 		m := &msgs[i]
 		rep := MessageReport{Number: m.Number, Ref: m.Ref, Document: m.Document, Readings: len(m.Readings)}
@@ -110,25 +179,19 @@ func RunMSCONS(ctx context.Context, r io.Reader, t *series.Table, write WriteFun
 		case len(m.Readings) > MaxBatchRows:
 			rep.Err = fmt.Errorf("%d readings in one message, more than a batch holds (%d)", len(m.Readings), MaxBatchRows)
 		default:
-			if g.rows+len(m.Readings) > groupRows {
-				if err := g.flush(ctx); err != nil {
-					return g.reps, err
-				}
+			if rows+len(m.Readings) > limit {
+				flush()
 			}
-			g.msgs = append(g.msgs, m)
-			g.rows += len(m.Readings)
+			cur.msgs = append(cur.msgs, m)
+			rows += len(m.Readings)
 			continue
 		}
 		// The reports keep the order of the messages.
-		if err := g.flush(ctx); err != nil {
-			return g.reps, err
-		}
-		g.reps = append(g.reps, rep)
+		flush()
+		cur.before = append(cur.before, rep)
 	}
-	if err := g.flush(ctx); err != nil {
-		return g.reps, err
-	}
-	return g.reps, nil
+	flush()
+	return groups, cur.before
 }
 
 // recordSource records in t's provenance columns that m's readings came
@@ -160,57 +223,37 @@ func recordSource(t *series.Table, icRef string, m *mscons.Message) {
 	}
 }
 
-// A grouper collects messages to write together.
+// A grouper collects the reports of the groups written.
 type grouper struct {
 	write WriteFunc
-	msgs  []*mscons.Message
-	rows  int
 	reps  []MessageReport
 }
 
-// flush writes the messages collected and appends their reports.
-func (g *grouper) flush(ctx context.Context) error {
-	msgs := g.msgs
-	g.msgs, g.rows = g.msgs[:0], 0
-	if len(msgs) == 0 {
+// written appends the reports of msgs, written together with the outcome
+// status, late and err. If the store refused several messages for their
+// content, it writes them again one at a time.
+func (g *grouper) written(ctx context.Context, msgs []*mscons.Message, status []series.Status, late int, err error) error {
+	if len(msgs) == 1 {
+		return g.report(msgs[0], status, late, err)
+	}
+	switch {
+	case err != nil && refusedForContent(err):
+		for _, m := range msgs {
+			status, late, err := g.write(ctx, m.Readings)
+			if err := g.report(m, status, late, err); err != nil {
+				return err
+			}
+		}
 		return nil
+	case err != nil:
+		return fmt.Errorf("messages %d %q to %d %q: %w", msgs[0].Number, msgs[0].Ref, msgs[len(msgs)-1].Number, msgs[len(msgs)-1].Ref, err)
 	}
-	if len(msgs) > 1 {
-		done, err := g.together(ctx, msgs)
-		if done || err != nil {
-			return err
-		}
-	}
-	for _, m := range msgs {
-		rep, err := writeMessage(ctx, g.write, m)
-		if err != nil {
-			return err
-		}
-		g.reps = append(g.reps, rep)
-	}
-	return nil
-}
-
-// together writes msgs in one atomic write. It reports false, and writes
-// nothing, if the store refused them for their content.
-func (g *grouper) together(ctx context.Context, msgs []*mscons.Message) (bool, error) {
 	n := 0
 	for _, m := range msgs {
 		n += len(m.Readings)
 	}
-	rows := make([]series.Reading, 0, n)
-	for _, m := range msgs {
-		rows = append(rows, m.Readings...)
-	}
-	status, late, err := g.write(ctx, rows)
-	if err != nil {
-		if refusedForContent(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("messages %d %q to %d %q: %w", msgs[0].Number, msgs[0].Ref, msgs[len(msgs)-1].Number, msgs[len(msgs)-1].Ref, err)
-	}
-	if len(status) != len(rows) {
-		return true, fmt.Errorf("messages %d to %d: the store answered %d statuses for %d readings", msgs[0].Number, msgs[len(msgs)-1].Number, len(status), len(rows))
+	if len(status) != n {
+		return fmt.Errorf("messages %d to %d: the store answered %d statuses for %d readings", msgs[0].Number, msgs[len(msgs)-1].Number, len(status), n)
 	}
 	at := 0
 	for _, m := range msgs {
@@ -222,28 +265,30 @@ func (g *grouper) together(ctx context.Context, msgs []*mscons.Message) (bool, e
 			// message is written again, all of it present by now, to
 			// learn its own. Late corrections are rare.
 			if _, rep.Late, err = g.write(ctx, m.Readings); err != nil {
-				return true, fmt.Errorf("message %d %q: counting late corrections: %w", m.Number, m.Ref, err)
+				return fmt.Errorf("message %d %q: counting late corrections: %w", m.Number, m.Ref, err)
 			}
 		}
 		g.reps = append(g.reps, rep)
 	}
-	return true, nil
+	return nil
 }
 
-// writeMessage writes one message's readings in one atomic write.
-func writeMessage(ctx context.Context, write WriteFunc, m *mscons.Message) (MessageReport, error) {
+// report appends the report of message m, written alone with the
+// outcome status, late and err, unless err refuses the rest: a failure
+// for another reason than the message's content, which it returns.
+func (g *grouper) report(m *mscons.Message, status []series.Status, late int, err error) error {
 	rep := MessageReport{Number: m.Number, Ref: m.Ref, Document: m.Document, Readings: len(m.Readings)}
-	status, late, err := write(ctx, m.Readings)
 	switch {
 	case err != nil && !refusedForContent(err):
-		return rep, fmt.Errorf("message %d %q: %w", m.Number, m.Ref, err)
+		return fmt.Errorf("message %d %q: %w", m.Number, m.Ref, err)
 	case err != nil:
 		rep.Err = messageError(err, m.Segments)
 	default:
 		rep.Late = late
 		count(&rep, status)
 	}
-	return rep, nil
+	g.reps = append(g.reps, rep)
+	return nil
 }
 
 // refusedForContent reports whether the store refused a write for the

@@ -228,3 +228,100 @@ func TestRunMSCONSSource(t *testing.T) {
 		t.Fatalf("a table without provenance columns: %q", got)
 	}
 }
+
+// memStore is a store of readings for the MSCONS tests: a reading is
+// Inserted once and Present after, a write holding a reading of version
+// refuse is refused for its content, and after failAfter writes (if not
+// zero) every write fails as an unreachable server's would.
+type memStore struct {
+	stored    map[string]bool
+	refuse    uint64
+	failAfter int
+	writes    int
+}
+
+func (s *memStore) write(_ context.Context, rows []series.Reading) ([]series.Status, int, error) {
+	s.writes++
+	if s.failAfter > 0 && s.writes > s.failAfter {
+		return nil, 0, &series.Error{Kind: series.Unavailable, Op: "write", Err: errors.New("connection refused")}
+	}
+	for i, r := range rows {
+		if r.Version == s.refuse && i > 0 {
+			return nil, 0, &series.Error{Kind: series.IntegrityViolation, Op: "write", Rows: []int{i},
+				Problems: []series.Problem{{Row: i, Reason: "restates a stored reading with another value"}}}
+		}
+	}
+	st := make([]series.Status, len(rows))
+	for i, r := range rows {
+		k := fmt.Sprint(r.MaLo, r.OBIS, r.From.UnixMicro(), r.Version)
+		st[i] = series.Present
+		if !s.stored[k] {
+			s.stored[k] = true
+			st[i] = series.Inserted
+		}
+	}
+	return st, 0, nil
+}
+
+// TestRunMSCONSStream: groups of messages written as a stream, the next
+// prepared while one is written, give every message the report that
+// writing each message alone gives, a group the store refuses for a
+// message's content included (its messages are written again one by
+// one); a failure of the store stops the stream, and no message after
+// the group it failed is written.
+func TestRunMSCONSStream(t *testing.T) {
+	ic := interchangeOf(t, 12)    // MSGi has version 20260330(9+i)1500
+	const refuse = 20260330141500 // MSG5's
+	alone := &memStore{stored: map[string]bool{}, refuse: refuse}
+	want, err := RunMSCONS(t.Context(), strings.NewReader(ic), msconsTable, alone.write, MSCONSOptions{MaLoOf: rel, GroupRows: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone.writes != 12 || len(want) != 12 || want[4].Err == nil {
+		t.Fatalf("one by one: %d writes, reports %+v", alone.writes, want)
+	}
+	show := func(reps []MessageReport) string {
+		var b strings.Builder
+		for _, r := range reps {
+			fmt.Fprintf(&b, "%d %s %d %d %d %v\n", r.Number, r.Ref, r.Readings, r.Inserted, r.Present, r.Err)
+		}
+		return b.String()
+	}
+
+	s := &memStore{stored: map[string]bool{}, refuse: refuse}
+	streams, groups := 0, 0
+	stream := func(ctx context.Context, next func() ([]series.Reading, error), done func([]series.Status, int, error) error) error {
+		streams++
+		return Stream(s.write)(ctx, next, func(st []series.Status, late int, err error) error {
+			groups++
+			return done(st, late, err)
+		})
+	}
+	got, err := RunMSCONS(t.Context(), strings.NewReader(ic), msconsTable, s.write, MSCONSOptions{MaLoOf: rel, GroupRows: 24, Stream: stream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if streams != 1 || groups != 4 {
+		t.Errorf("%d streams of %d groups, want one of 4", streams, groups)
+	}
+	// Four groups of three messages, the second refused and written again
+	// message by message.
+	if s.writes != 4+3 {
+		t.Errorf("%d writes, want 7", s.writes)
+	}
+	if show(got) != show(want) {
+		t.Errorf("as a stream:\n%s\none by one:\n%s", show(got), show(want))
+	}
+
+	down := &memStore{stored: map[string]bool{}, refuse: refuse, failAfter: 2 + 3}
+	stream = func(ctx context.Context, next func() ([]series.Reading, error), done func([]series.Status, int, error) error) error {
+		return Stream(down.write)(ctx, next, done)
+	}
+	got, err = RunMSCONS(t.Context(), strings.NewReader(ic), msconsTable, down.write, MSCONSOptions{MaLoOf: rel, GroupRows: 24, Stream: stream})
+	if !series.IsRetryable(err) || !strings.Contains(err.Error(), `messages 7 "MSG7" to 9 "MSG9"`) {
+		t.Fatalf("store down at the third group: %v", err)
+	}
+	if show(got) != show(want[:6]) || down.writes != 6 {
+		t.Fatalf("store down at the third group: %d writes, reports\n%s", down.writes, show(got))
+	}
+}

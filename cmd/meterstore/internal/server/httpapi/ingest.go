@@ -169,18 +169,18 @@ func (h *handler) runIngest(ctx context.Context, token, table string, decl *seri
 		res, err := h.s.WriteWith(ctx, table, rows, opts)
 		return res.Status, res.Late, err
 	}
+	// The next batch is decoded and prepared while one is written.
+	stream := func(ctx context.Context, next func() ([]series.Reading, error), done func([]series.Status, int, error) error) error {
+		return h.s.WriteEach(ctx, table, next, func(res store.WriteResult, err error) error {
+			return done(res.Status, res.Late, err)
+		}, opts)
+	}
 	if format == ingest.MSCONS {
-		return h.runMSCONS(ctx, token, table, decl, body, write)
+		return h.runMSCONS(ctx, token, table, decl, body, write, stream)
 	}
 	var sum ingest.Summary
 	dec, err := ingest.NewDecoder(body, format, decl)
 	if err == nil {
-		// The next batch is decoded and prepared while one is written.
-		stream := func(ctx context.Context, next func() ([]series.Reading, error), done func([]series.Status, int, error) error) error {
-			return h.s.WriteEach(ctx, table, next, func(res store.WriteResult, err error) error {
-				return done(res.Status, res.Late, err)
-			}, opts)
-		}
 		sum, err = ingest.RunStream(ctx, dec, stream, ingest.Options{BatchRows: h.batchRows})
 	}
 	counts := ingestCounts{Inserted: sum.Inserted, Present: sum.Present, Late: sum.Late, Batches: sum.Batches,

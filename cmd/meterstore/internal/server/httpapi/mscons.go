@@ -28,10 +28,11 @@ type messageReport struct {
 	Error string `json:"error,omitempty"`
 }
 
-// runMSCONS writes an MSCONS interchange a message at a time and answers
-// 200 when every message is stored, 422 naming the refused ones.
-func (h *handler) runMSCONS(ctx context.Context, token, table string, decl *series.Table, body io.Reader, write ingest.WriteFunc) ingestAnswer {
-	reps, err := ingest.RunMSCONS(ctx, body, decl, write, ingest.MSCONSOptions{})
+// runMSCONS writes an MSCONS interchange, each message atomically, its
+// groups of messages as a stream, and answers 200 when every message is
+// stored, 422 naming the refused ones.
+func (h *handler) runMSCONS(ctx context.Context, token, table string, decl *series.Table, body io.Reader, write ingest.WriteFunc, stream ingest.StreamFunc) ingestAnswer {
+	reps, err := ingest.RunMSCONS(ctx, body, decl, write, ingest.MSCONSOptions{Stream: stream})
 	var counts ingestCounts
 	refused := 0
 	for _, r := range reps {

@@ -19,7 +19,8 @@ const (
 	CSVIngest = "ingest CSV"
 	// MSCONSIngest decodes an MSCONS interchange and writes it as
 	// ingest.RunMSCONS does: consecutive messages (a meter-day each, the
-	// unit of atomicity) share a write of up to ingest.DefaultBatchRows.
+	// unit of atomicity) share a write of up to ingest.DefaultBatchRows,
+	// the groups written as a stream.
 	MSCONSIngest = "ingest MSCONS"
 )
 
@@ -49,6 +50,11 @@ func (s *Setup) ingest(ctx context.Context, v string, data []byte, want int) err
 		res, err := s.tier.Write(ctx, t, rows)
 		return res.Status, 0, err
 	}
+	// As `meterstore ingest` does, the next batch or group of messages is
+	// decoded and prepared while one is written.
+	stream := func(ctx context.Context, next func() ([]series.Reading, error), done func([]series.Status, int, error) error) error {
+		return s.tier.WriteEach(ctx, t, next, func(res series.Result, err error) error { return done(res.Status, 0, err) })
+	}
 	var got int
 	switch v {
 	case CSVIngest:
@@ -56,13 +62,13 @@ func (s *Setup) ingest(ctx context.Context, v string, data []byte, want int) err
 		if err != nil {
 			return err
 		}
-		sum, err := ingest.Run(ctx, d, write, ingest.Options{})
+		sum, err := ingest.RunStream(ctx, d, stream, ingest.Options{})
 		if err != nil {
 			return err
 		}
 		got = sum.Records
 	case MSCONSIngest:
-		reps, err := ingest.RunMSCONS(ctx, bytes.NewReader(data), t, write, ingest.MSCONSOptions{})
+		reps, err := ingest.RunMSCONS(ctx, bytes.NewReader(data), t, write, ingest.MSCONSOptions{Stream: stream})
 		if err != nil {
 			return err
 		}
