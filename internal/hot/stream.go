@@ -33,10 +33,18 @@ import (
 // following batch run on another goroutine; next is never called
 // concurrently with itself, nor after WriteEach has returned.
 func (h *Tier) WriteEach(ctx context.Context, t *series.Table, next func() ([]series.Reading, error), done func(series.Result, error) error) error {
+	first := true
 	return ahead.Run(ctx, func() (func() error, error) {
 		rows, err := next()
 		if err != nil || len(rows) == 0 {
 			return nil, err
+		}
+		if first {
+			// No write runs while the first batch would be prepared:
+			// written as Write writes it, its checks overlap the
+			// beginning of its transaction instead.
+			first = false
+			return func() error { return done(h.Write(ctx, t, rows)) }, nil
 		}
 		p, err := h.Prepare(t, rows, WriteOptions{})
 		return func() error {
