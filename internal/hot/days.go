@@ -58,11 +58,11 @@ func (r *Read) DayColumns() []Column {
 // from lo on, within the read's range.
 //
 // Where the snapshot has the partition's sums stored, for all its rows
-// the read takes and no series of it dirty, one statement reads those of
-// every such partition: its first unit's cursor has their rows, the
-// others' none. A statement a partition planned, scanned the series
-// dictionary and checked the dirty log once a partition, for what one
-// scan of the stored sums gives.
+// the read takes and no series of it dirty, two statements read those of
+// every such partition, each of half of them (see cleanHalf): the first
+// unit of each half has their rows, the others' none. A statement a
+// partition planned, scanned the series dictionary and checked the dirty
+// log once a partition, for what one scan of the stored sums gives.
 func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (*Cursor, error) {
 	const op = "read"
 	if unit < 0 || unit >= len(r.parts) {
@@ -84,12 +84,14 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 	}
 	var sel string
 	switch clean := r.cleanDays(stored, lo); {
-	case len(clean) > 0 && clean[0] == unit:
-		sel = r.storedDays(clean)
 	case slices.Contains(clean, unit):
-		// The first clean unit's statement has this one's sums.
-		c.cur = &fetched{last: true}
-		return c, nil
+		half := cleanHalf(clean, unit)
+		if half == nil {
+			// The first unit of its half has this one's sums.
+			c.cur = &fetched{last: true}
+			return c, nil
+		}
+		sel = r.storedDays(half)
 	default:
 		rel := r.s.h.ident(p.Name)
 		var sums string
@@ -104,6 +106,23 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 		sel = dayNamed(r.s.h, r.t, []Partition{p}, sums)
 	}
 	return r.open(ctx, c, `SELECT `+strings.Join(list, ", ")+` FROM (`+sel+`) d`)
+}
+
+// cleanHalf returns the clean units (see cleanDays) whose stored sums
+// unit's statement reads: the first or the second half of them if unit
+// begins it, else none. Two statements, not one a unit, so that two of
+// the engine's threads and two PostgreSQL backends share the rows, and
+// not more: each statement plans its partitions and scans the dirty log
+// and the series dictionary once.
+func cleanHalf(clean []int, unit int) []int {
+	n := (len(clean) + 1) / 2
+	switch {
+	case unit == clean[0]:
+		return clean[:n]
+	case n < len(clean) && unit == clean[n]:
+		return clean[n:]
+	}
+	return nil
 }
 
 // cleanDays returns the units whose day sums are all stored in the

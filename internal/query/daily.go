@@ -297,7 +297,7 @@ func storedDailySQL(l layout, recent string, stored *storedDays) string {
 	keys = append(keys, "balancing_day")
 	on = append(on, `f.balancing_day = h.balancing_day`)
 	w := timestamptz(stored.w)
-	recent = `SELECT ` + cols + ` FROM (` + recent + `) WHERE "to" > ` + w
+	recent = `SELECT ` + cols + ` FROM (` + recent + `) WHERE ` + recentDays(stored.w)
 	if len(stored.files) == 0 {
 		return recent
 	}
