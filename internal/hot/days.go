@@ -25,15 +25,18 @@ import (
 // DayColumns returns the columns of the day sums of t's readings (see
 // Read.ScanDays), in their order: the series (malo_id, obis_code, the
 // identity columns), balancing_day, sparte, resolution and unit; then
-// present, on_grid (see onGrid), value_sum (the exact sum as text),
-// quality_<code> per quality code, max_version and max_recorded_at.
+// present, on_grid (see onGrid), value_sum and value_sum_text (the exact
+// sum: at scale 6 where it fits numeric(18,6), else as text, the other
+// one NULL), quality_<code> per quality code, max_version and
+// max_recorded_at.
 func DayColumns(t *series.Table) []Column {
 	cols := []Column{{"malo_id", KindText}, {"obis_code", KindText}}
 	for _, c := range t.Identity() {
 		cols = append(cols, Column{c.Name, extraKind(c)})
 	}
 	cols = append(cols, Column{"balancing_day", KindDate}, Column{"sparte", KindText}, Column{"resolution", KindText},
-		Column{"unit", KindText}, Column{"present", KindInt64}, Column{"on_grid", KindInt64}, Column{"value_sum", KindText})
+		Column{"unit", KindText}, Column{"present", KindInt64}, Column{"on_grid", KindInt64},
+		Column{"value_sum", KindDecimal}, Column{"value_sum_text", KindText})
 	for _, q := range metering.Qualities() {
 		cols = append(cols, Column{dayQualityColumn(q), KindInt64})
 	}
@@ -251,11 +254,14 @@ func dayNamed(h *Tier, t *series.Table, parts []Partition, core string) string {
 	}
 	for _, c := range dayStored()[1:] {
 		if c == "value_sum" {
-			c = `c.value_sum::text AS value_sum`
-		} else {
-			c = `c.` + c
+			// A sum of numeric(18,6) values crosses as one, 8 bytes
+			// decoded without text, while it fits; else as text.
+			fits := `abs(c.value_sum) < 1e12 AND c.value_sum = trunc(c.value_sum, 6)`
+			sel = append(sel, `CASE WHEN `+fits+` THEN c.value_sum END AS value_sum`,
+				`CASE WHEN NOT (`+fits+`) THEN c.value_sum::text END AS value_sum_text`)
+			continue
 		}
-		sel = append(sel, c)
+		sel = append(sel, `c.`+c)
 	}
 	in := make([]string, len(parts))
 	for i, p := range parts {
