@@ -94,6 +94,15 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 			c.cur = &fetched{last: true}
 			return c, nil
 		}
+		if unit != clean[0] && r.days.joined != nil {
+			// On a connection of its own, which daysStored asked for:
+			// on the first one's, the halves would take turns.
+			select {
+			case <-r.days.joined:
+			case <-ctx.Done():
+				return nil, classify(op, r.t.Name, context.Cause(ctx))
+			}
+		}
 		sel = r.storedDays(half)
 	default:
 		rel := r.s.h.ident(p.Name)
@@ -283,6 +292,17 @@ func (r *Read) daysStored(ctx context.Context) (bool, error) {
 			return
 		}
 		h := r.s.h
+		if len(r.parts) > 1 {
+			// The second statement of the clean sums (cleanHalf) needs a
+			// connection of its own: it joins while this one checks. It
+			// is waited for only where the pool has one to give, so that
+			// a read never waits for another to end.
+			st := h.pool.Stat()
+			free := st.IdleConns() > 0 || st.TotalConns() < st.MaxConns()
+			if joined := r.s.acquire(); free {
+				r.days.joined = joined
+			}
+		}
 		if err := h.refreshDays(ctx, r.t, r.lay, r.parts); err != nil {
 			h.log.Warn("hot: day sums not refreshed", "table", r.t.Name, "err", err)
 		}

@@ -71,3 +71,45 @@ func unitRows(t *testing.T, h *Tier, tab *series.Table) []int {
 	}
 	return out
 }
+
+// TestStoredDaysHalvesApart checks that the two statements of the clean
+// day sums run on two connections of the snapshot, which the read asks
+// for as it checks the dirty log: on one, PostgreSQL would serve them in
+// turns.
+func TestStoredDaysHalvesApart(t *testing.T) {
+	h, _ := dictTier(t, layoutLean)
+	tab := readTable(t, h, "apart", series.IntegrityStatement)
+	mustWrite(t, h, tab, readRows(3, 3, 100))
+	sameDays(t, h, tab, series.Range{}) // sums from the readings, then refreshes
+	ctx := t.Context()
+	s, r, err := h.OpenSnapshotRead(ctx, 2, tab, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if r.Units(0) != 3 {
+		t.Fatalf("%d units, want 3", r.Units(0))
+	}
+	first, err := r.ScanDays(ctx, 0, time.Time{}, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := r.ScanDays(ctx, 2, time.Time{}, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if first.conn == nil || second.conn == nil || first.conn == second.conn {
+		t.Fatalf("the halves' statements run on connections %p and %p, want two", first.conn, second.conn)
+	}
+	for _, c := range []*Cursor{first, second} {
+		n := 0
+		for c.Next(ctx) {
+			n++
+		}
+		if err := c.Err(); err != nil || n == 0 {
+			t.Fatalf("%d rows, %v", n, err)
+		}
+	}
+}
