@@ -25,15 +25,18 @@ import (
 // DayColumns returns the columns of the day sums of t's readings (see
 // Read.ScanDays), in their order: the series (malo_id, obis_code, the
 // identity columns), balancing_day, sparte, resolution and unit; then
-// present, on_grid (see onGrid), value_sum (the exact sum as text),
-// quality_<code> per quality code, max_version and max_recorded_at.
+// present, on_grid (see onGrid), value_sum and value_sum_text (the exact
+// sum: at scale 6 where it fits numeric(18,6), else as text, the other
+// one NULL), quality_<code> per quality code, max_version and
+// max_recorded_at.
 func DayColumns(t *series.Table) []Column {
 	cols := []Column{{"malo_id", KindText}, {"obis_code", KindText}}
 	for _, c := range t.Identity() {
 		cols = append(cols, Column{c.Name, extraKind(c)})
 	}
 	cols = append(cols, Column{"balancing_day", KindDate}, Column{"sparte", KindText}, Column{"resolution", KindText},
-		Column{"unit", KindText}, Column{"present", KindInt64}, Column{"on_grid", KindInt64}, Column{"value_sum", KindText})
+		Column{"unit", KindText}, Column{"present", KindInt64}, Column{"on_grid", KindInt64},
+		Column{"value_sum", KindDecimal}, Column{"value_sum_text", KindText})
 	for _, q := range metering.Qualities() {
 		cols = append(cols, Column{dayQualityColumn(q), KindInt64})
 	}
@@ -58,11 +61,11 @@ func (r *Read) DayColumns() []Column {
 // from lo on, within the read's range.
 //
 // Where the snapshot has the partition's sums stored, for all its rows
-// the read takes and no series of it dirty, one statement reads those of
-// every such partition: its first unit's cursor has their rows, the
-// others' none. A statement a partition planned, scanned the series
-// dictionary and checked the dirty log once a partition, for what one
-// scan of the stored sums gives.
+// the read takes and no series of it dirty, two statements read those of
+// every such partition, each of half of them (see cleanHalf): the first
+// unit of each half has their rows, the others' none. A statement a
+// partition planned, scanned the series dictionary and checked the dirty
+// log once a partition, for what one scan of the stored sums gives.
 func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (*Cursor, error) {
 	const op = "read"
 	if unit < 0 || unit >= len(r.parts) {
@@ -84,12 +87,23 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 	}
 	var sel string
 	switch clean := r.cleanDays(stored, lo); {
-	case len(clean) > 0 && clean[0] == unit:
-		sel = r.storedDays(clean)
 	case slices.Contains(clean, unit):
-		// The first clean unit's statement has this one's sums.
-		c.cur = &fetched{last: true}
-		return c, nil
+		half := cleanHalf(clean, unit)
+		if half == nil {
+			// The first unit of its half has this one's sums.
+			c.cur = &fetched{last: true}
+			return c, nil
+		}
+		if unit != clean[0] && r.days.joined != nil {
+			// On a connection of its own, which daysStored asked for:
+			// on the first one's, the halves would take turns.
+			select {
+			case <-r.days.joined:
+			case <-ctx.Done():
+				return nil, classify(op, r.t.Name, context.Cause(ctx))
+			}
+		}
+		sel = r.storedDays(half)
 	default:
 		rel := r.s.h.ident(p.Name)
 		var sums string
@@ -104,6 +118,23 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 		sel = dayNamed(r.s.h, r.t, []Partition{p}, sums)
 	}
 	return r.open(ctx, c, `SELECT `+strings.Join(list, ", ")+` FROM (`+sel+`) d`)
+}
+
+// cleanHalf returns the clean units (see cleanDays) whose stored sums
+// unit's statement reads: the first or the second half of them if unit
+// begins it, else none. Two statements, not one a unit, so that two of
+// the engine's threads and two PostgreSQL backends share the rows, and
+// not more: each statement plans its partitions and scans the dirty log
+// and the series dictionary once.
+func cleanHalf(clean []int, unit int) []int {
+	n := (len(clean) + 1) / 2
+	switch {
+	case unit == clean[0]:
+		return clean[:n]
+	case n < len(clean) && unit == clean[n]:
+		return clean[n:]
+	}
+	return nil
 }
 
 // cleanDays returns the units whose day sums are all stored in the
@@ -232,11 +263,14 @@ func dayNamed(h *Tier, t *series.Table, parts []Partition, core string) string {
 	}
 	for _, c := range dayStored()[1:] {
 		if c == "value_sum" {
-			c = `c.value_sum::text AS value_sum`
-		} else {
-			c = `c.` + c
+			// A sum of numeric(18,6) values crosses as one, 8 bytes
+			// decoded without text, while it fits; else as text.
+			fits := `abs(c.value_sum) < 1e12 AND c.value_sum = trunc(c.value_sum, 6)`
+			sel = append(sel, `CASE WHEN `+fits+` THEN c.value_sum END AS value_sum`,
+				`CASE WHEN NOT (`+fits+`) THEN c.value_sum::text END AS value_sum_text`)
+			continue
 		}
-		sel = append(sel, c)
+		sel = append(sel, `c.`+c)
 	}
 	in := make([]string, len(parts))
 	for i, p := range parts {
@@ -258,6 +292,17 @@ func (r *Read) daysStored(ctx context.Context) (bool, error) {
 			return
 		}
 		h := r.s.h
+		if len(r.parts) > 1 {
+			// The second statement of the clean sums (cleanHalf) needs a
+			// connection of its own: it joins while this one checks. It
+			// is waited for only where the pool has one to give, so that
+			// a read never waits for another to end.
+			st := h.pool.Stat()
+			free := st.IdleConns() > 0 || st.TotalConns() < st.MaxConns()
+			if joined := r.s.acquire(); free {
+				r.days.joined = joined
+			}
+		}
 		if err := h.refreshDays(ctx, r.t, r.lay, r.parts); err != nil {
 			h.log.Warn("hot: day sums not refreshed", "table", r.t.Name, "err", err)
 		}

@@ -7,18 +7,18 @@ import (
 	"github.com/meterstore/meterstore/series"
 )
 
-// TestStoredDaysOneStatement checks that the stored day sums of the
-// partitions no dirty row names come from one statement, the first clean
-// unit's, while a partition with dirty series has its own, summed from
+// TestStoredDaysTwoStatements checks that the stored day sums of the
+// partitions no dirty row names come from two statements, the first clean
+// unit's and that of the first unit of the second half, while a partition with dirty series has its own, summed from
 // its readings; the sums stay those of GROUP BY over the winners, with
 // and without keys in the range.
-func TestStoredDaysOneStatement(t *testing.T) {
+func TestStoredDaysTwoStatements(t *testing.T) {
 	for _, lay := range dictLayouts {
-		t.Run(lay.String(), func(t *testing.T) { testStoredDaysOneStatement(t, lay) })
+		t.Run(lay.String(), func(t *testing.T) { testStoredDaysTwoStatements(t, lay) })
 	}
 }
 
-func testStoredDaysOneStatement(t *testing.T, lay layout) {
+func testStoredDaysTwoStatements(t *testing.T, lay layout) {
 	h, pool := dictTier(t, lay)
 	tab := readTable(t, h, "clean", series.IntegrityStatement)
 	mustWrite(t, h, tab, readRows(3, 3, 100))
@@ -27,13 +27,8 @@ func testStoredDaysOneStatement(t *testing.T, lay layout) {
 		t.Fatalf("%d dirty rows after a refresh", n)
 	}
 	rows := unitRows(t, h, tab)
-	if len(rows) < 3 || rows[0] == 0 {
-		t.Fatalf("rows a unit: %v, want the first unit's statement to have them", rows)
-	}
-	for u, n := range rows[1:] {
-		if n != 0 {
-			t.Fatalf("unit %d has %d rows of its own, want them in the first unit's statement: %v", u+1, n, rows)
-		}
+	if len(rows) != 3 || rows[0] == 0 || rows[1] != 0 || rows[2] == 0 {
+		t.Fatalf("rows a unit: %v, want the first unit's statement to have the first two units' rows, the third's its own", rows)
 	}
 	sameDays(t, h, tab, series.Range{})
 	sameDays(t, h, tab, series.Range{MaLo: []string{malo(1)}})
@@ -75,4 +70,46 @@ func unitRows(t *testing.T, h *Tier, tab *series.Table) []int {
 		}
 	}
 	return out
+}
+
+// TestStoredDaysHalvesApart checks that the two statements of the clean
+// day sums run on two connections of the snapshot, which the read asks
+// for as it checks the dirty log: on one, PostgreSQL would serve them in
+// turns.
+func TestStoredDaysHalvesApart(t *testing.T) {
+	h, _ := dictTier(t, layoutLean)
+	tab := readTable(t, h, "apart", series.IntegrityStatement)
+	mustWrite(t, h, tab, readRows(3, 3, 100))
+	sameDays(t, h, tab, series.Range{}) // sums from the readings, then refreshes
+	ctx := t.Context()
+	s, r, err := h.OpenSnapshotRead(ctx, 2, tab, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if r.Units(0) != 3 {
+		t.Fatalf("%d units, want 3", r.Units(0))
+	}
+	first, err := r.ScanDays(ctx, 0, time.Time{}, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := r.ScanDays(ctx, 2, time.Time{}, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if first.conn == nil || second.conn == nil || first.conn == second.conn {
+		t.Fatalf("the halves' statements run on connections %p and %p, want two", first.conn, second.conn)
+	}
+	for _, c := range []*Cursor{first, second} {
+		n := 0
+		for c.Next(ctx) {
+			n++
+		}
+		if err := c.Err(); err != nil || n == 0 {
+			t.Fatalf("%d rows, %v", n, err)
+		}
+	}
 }

@@ -234,9 +234,9 @@ func scanDays(t *testing.T, r *Read, cols []Column, lo time.Time) []string {
 				x = &tally{qualities: make([]int64, len(metering.Qualities()))}
 				groups[key] = x
 			}
-			sum, err := series.ParseDecimal(text("value_sum"))
-			if err != nil {
-				t.Fatal(err)
+			sum := series.Decimal(c.Int64(at["value_sum"]))
+			if c.Null(at["value_sum"]) {
+				t.Fatalf("%s: value_sum_text %q, a sum this small crosses at scale 6", key, text("value_sum_text"))
 			}
 			x.n += c.Int64(at["present"])
 			x.grid += c.Int64(at["on_grid"])

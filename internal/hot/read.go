@@ -43,6 +43,9 @@ type Read struct {
 		ok    bool
 		dirty []bool
 		err   error
+		// joined is closed once the connection asked for the second
+		// statement of the clean sums has joined the snapshot, or not.
+		joined <-chan struct{}
 	}
 
 	rows, bytes atomic.Int64

@@ -128,17 +128,20 @@ func (s *Snapshot) done(rc *readConn) {
 
 // acquire has one more connection of the pool join the snapshot, unless
 // it has its most or is closed. It does not wait: the connection joins
-// when the pool has one, or never.
-func (s *Snapshot) acquire() {
+// when the pool has one, or never; the channel it returns, nil if none
+// is asked for, is closed then.
+func (s *Snapshot) acquire() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || len(s.conns)+s.pending >= s.max {
-		return
+		return nil
 	}
 	s.pending++
 	s.grow.Add(1)
+	joined := make(chan struct{})
 	go func() {
 		defer s.grow.Done()
+		defer close(joined)
 		c, err := s.h.pool.Acquire(s.ctx)
 		if err == nil {
 			_, err = c.Exec(s.ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT `+lit(s.snap))
@@ -157,6 +160,7 @@ func (s *Snapshot) acquire() {
 			s.conns = append(s.conns, &readConn{c: c})
 		}
 	}()
+	return joined
 }
 
 // Close ends the snapshot and every read in it: it ends the transactions

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -228,16 +229,23 @@ func hotDaysSQL(l layout, fn string, cols []HotColumn) string {
 	for _, c := range l.cols {
 		types[c.name] = c.typ
 	}
-	sel := make([]string, len(cols))
-	for i, c := range cols {
+	text := slices.ContainsFunc(cols, func(c HotColumn) bool { return c.Name == "value_sum_text" })
+	var sel []string
+	for _, c := range cols {
 		x := hotValue(ident(c.Name), c.Kind)
 		switch {
+		case c.Name == "value_sum_text":
+			continue
 		case c.Name == "value_sum":
+			// A sum too large for the fixed-width column crosses as text.
 			x = `CAST(` + x + ` AS DECIMAL(38,6))`
+			if text {
+				x = `coalesce(` + x + `, CAST(value_sum_text AS DECIMAL(38,6)))`
+			}
 		case types[c.Name] != "":
 			x = `CAST(` + x + ` AS ` + types[c.Name] + `)`
 		}
-		sel[i] = x + ` AS ` + ident(c.Name)
+		sel = append(sel, x+` AS `+ident(c.Name))
 	}
 	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + fn + `()`
 }
@@ -297,7 +305,7 @@ func storedDailySQL(l layout, recent string, stored *storedDays) string {
 	keys = append(keys, "balancing_day")
 	on = append(on, `f.balancing_day = h.balancing_day`)
 	w := timestamptz(stored.w)
-	recent = `SELECT ` + cols + ` FROM (` + recent + `) WHERE "to" > ` + w
+	recent = `SELECT ` + cols + ` FROM (` + recent + `) WHERE ` + recentDays(stored.w)
 	if len(stored.files) == 0 {
 		return recent
 	}

@@ -142,3 +142,19 @@ func recentReadings(w time.Time) string {
 	}
 	return cond + ` AND "from" >= CASE sparte ` + strings.Join(whens, " ") + ` ELSE ` + timestamptz(lo) + ` END`
 }
+
+// recentDays returns the condition that a row of daily (balancing_day,
+// sparte, "to") is of a day that ends after w: for a known commodity, its
+// balancing day is the one containing w or a later one, a constant to
+// compare with, where "to" calls the calendar once a row.
+func recentDays(w time.Time) string {
+	after := `"to" > ` + timestamptz(w)
+	if calendarErr != nil {
+		return after
+	}
+	var whens []string
+	for com := metering.Commodity(1); com.Valid(); com++ {
+		whens = append(whens, `WHEN `+quote(com.String())+` THEN balancing_day >= DATE '`+calendar.BalancingDay(w, com).String()+`'`)
+	}
+	return `CASE sparte ` + strings.Join(whens, " ") + ` ELSE ` + after + ` END`
+}
