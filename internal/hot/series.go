@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
@@ -71,12 +72,54 @@ type SeriesResult struct {
 // generic plan looks the series dictionary up by its key all the same.
 const genericPlan = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 
+// GenericPlans makes the connections of cfg run every prepared statement
+// on its generic plan, as ReadSeries wants its own to run: a pool so made,
+// given as Options.ReadPool, saves each series read the statement that
+// asks for it. Meant for a pool of series reads alone.
+func GenericPlans(cfg *pgxpool.Config) {
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+}
+
+// startsGeneric reports whether pool's connections start as GenericPlans
+// makes them.
+func startsGeneric(pool *pgxpool.Pool) bool {
+	return pool != nil && pool.Config().ConnConfig.RuntimeParams["plan_cache_mode"] == "force_generic_plan"
+}
+
+// querySeries runs the series statement on the reads' connections on its
+// generic plan, one round trip: alone where they start on generic plans,
+// else after genericPlan in one batch, whose statements share an implicit
+// transaction, so that the setting holds for the read alone. done ends
+// the exchange.
+func (h *Tier) querySeries(ctx context.Context, sql string, args []any) (rows pgx.Rows, done func(), err error) {
+	if h.readsGeneric {
+		rows, err = h.reads.Query(ctx, sql, args...)
+		return rows, func() {}, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(genericPlan)
+	b.Queue(sql, args...)
+	br := h.reads.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, nil, err
+	}
+	if rows, err = br.Query(); err != nil {
+		br.Close()
+		return nil, nil, err
+	}
+	return rows, func() { br.Close() }, nil
+}
+
 // ReadSeries returns the readings of t's attached partitions that q
 // selects, resolved (per merge key the highest version; the primary key
 // makes versions unique), by from descending, and the hot floor as the
 // same statement saw it. It is one statement, one round trip (with the
-// setting genericPlan makes): the floor comes from the snapshot the rows
-// do. The statement locks the parent
+// setting genericPlan makes, where the reads' connections do not start
+// with it): the floor comes from the snapshot the rows do. The statement locks the parent
 // before that snapshot is taken, so a detach either waits for it or
 // committed before it, and the floor then says so: its rows are never
 // missing unseen (see Floor).
@@ -93,24 +136,15 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 	if err != nil {
 		return SeriesResult{}, &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: err}
 	}
-	// One round trip: the batch's statements share an implicit
-	// transaction, so the setting holds for the read alone.
-	b := &pgx.Batch{}
-	b.Queue(genericPlan)
-	b.Queue(sql, args...)
-	br := h.reads.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return SeriesResult{}, classify(op, t.Name, err)
-	}
-	rows, err := br.Query()
+	rows, done, err := h.querySeries(ctx, sql, args)
 	if err != nil {
 		return SeriesResult{}, classify(op, t.Name, err)
 	}
+	defer done()
 	defer rows.Close()
 	d := newDecoder(t)
+	res := SeriesResult{Readings: make([]series.Reading, 0, expectedReadings(t, q))}
 	var (
-		res      SeriesResult
 		names    []string
 		attached []bool
 		beside   *time.Time
@@ -160,6 +194,26 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 		res.Head, res.HasHead = *head, true
 	}
 	return res, nil
+}
+
+// maxExpected bounds the readings expectedReadings expects.
+const maxExpected = 4096
+
+// expectedReadings returns how many readings q may find in t, for the
+// slice they are read into: the steps of its range at the one fixed
+// resolution t accepts, at most maxExpected; zero where that is unknown.
+func expectedReadings(t *series.Table, q SeriesQuery) int {
+	if q.Latest {
+		return 1
+	}
+	if len(t.Resolutions) != 1 || q.From.IsZero() || !q.From.Before(q.To) {
+		return 0
+	}
+	step, ok := t.Resolutions[0].Fixed()
+	if !ok {
+		return 0
+	}
+	return int(min(q.To.Sub(q.From)/step+1, maxExpected))
 }
 
 // seriesSQL returns the statement of ReadSeries and its arguments: the
