@@ -46,15 +46,15 @@ type Options struct {
 // concurrent use.
 type Tier struct {
 	integrityCache
-	pool        *pgxpool.Pool
-	reads       *pgxpool.Pool // ReadSeries' connections
+	pool  *pgxpool.Pool
+	reads *pgxpool.Pool // ReadSeries' connections
 	// readsGeneric says reads' connections start on generic plans
 	// (GenericPlans): ReadSeries then needs no setting of its own.
 	readsGeneric bool
-	schema      string
-	lockTimeout time.Duration
-	cal         *metering.Calendar
-	log         *slog.Logger
+	schema       string
+	lockTimeout  time.Duration
+	cal          *metering.Calendar
+	log          *slog.Logger
 	// snapshots has a token per open Snapshot, at most half the pool's
 	// connections.
 	snapshots chan struct{}
