@@ -157,6 +157,21 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 	// nil destinations skip what a row does not carry.
 	first := append([]any{&names, &attached, &beside, &head, &present}, make([]any, len(d.dst))...)
 	body := append([]any{nil, nil, nil, nil, &present}, d.dst...)
+	// from and to crossing as steps are scanned as such and converted.
+	type stepped struct {
+		seriesStep
+		v  int64
+		to *time.Time
+	}
+	var steps []*stepped
+	ss := seriesSteps(t, lay)
+	for i, name := range readNames(t) {
+		if st, ok := ss[name]; ok {
+			sv := &stepped{seriesStep: st, to: body[5+i].(*time.Time)}
+			body[5+i] = &sv.v
+			steps = append(steps, sv)
+		}
+	}
 	for rows.Next() {
 		if atFirst {
 			atFirst = false
@@ -170,6 +185,9 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 		}
 		if err := rows.Scan(body...); err != nil {
 			return SeriesResult{}, classify(op, t.Name, err)
+		}
+		for _, sv := range steps {
+			*sv.to = time.UnixMicro((sv.v + sv.add) * sv.micros)
 		}
 		r, err := d.finish(op)
 		if err != nil {
@@ -324,7 +342,7 @@ func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]strin
 	for i, k := range key {
 		desc[i] = quote(k) + ` DESC`
 	}
-	return `SELECT DISTINCT ON (` + strings.Join(quoted("", key), ", ") + `) ` + strings.Join(naturalList(t, nil), ", ") +
+	return `SELECT DISTINCT ON (` + strings.Join(quoted("", key), ", ") + `) ` + strings.Join(naturalList(t, nil, nil), ", ") +
 		` FROM ` + h.ident(t.Name) + ` WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY ` + strings.Join(desc, ", ") + `, version DESC`
 }
@@ -352,12 +370,47 @@ func (h *Tier) seriesDict(t *series.Table, l layout, q SeriesQuery, ident map[st
 	if e, ok := src["recorded_at"]; ok {
 		recorded = e
 	}
+	// What crosses as stored, for the decoder to convert (seriesSteps):
+	// PostgreSQL's arithmetic per row costs more than the rest of the
+	// row, and is done before the versions are resolved.
+	raw := map[string]string{}
+	for name, st := range seriesSteps(t, l) {
+		raw[name] = `r.` + st.col
+	}
+	switch l.(type) {
+	case leanLayout, stepLayout:
+		// Stored less 2⁶³ as int8: as the decoder takes it.
+		raw["version"] = `r.version`
+	}
 	from := `r.` + l.fromColumn()
 	where = append(where, bounds(from, recorded, q, arg, func(p string) string { return l.fromExpr(t, p+`::timestamptz`) })...)
-	return `SELECT DISTINCT ON (r.series, ` + from + `) ` + strings.Join(naturalList(t, src), ", ") +
+	return `SELECT DISTINCT ON (r.series, ` + from + `) ` + strings.Join(naturalList(t, src, raw), ", ") +
 		` FROM ` + h.ident(seriesName(t)) + ` s JOIN ` + h.ident(t.Name) + ` r ON r.series = s.id JOIN ` +
 		h.ident(attrsName(t)) + ` a ON a.id = r.attr WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY r.series DESC, ` + from + ` DESC, r.version DESC`
+}
+
+// A seriesStep says that a series read's column crosses as the stored
+// step col, of micros microseconds each, add steps on (timeStepper).
+type seriesStep struct {
+	col         string
+	micros, add int64
+}
+
+// seriesSteps returns the columns of from and to, by name, that cross
+// as stored steps in layout l (timeStepper); nil where none do.
+func seriesSteps(t *series.Table, l layout) map[string]seriesStep {
+	ts, ok := l.(timeStepper)
+	if !ok {
+		return nil
+	}
+	out := map[string]seriesStep{}
+	for _, name := range []string{"from", "to"} {
+		if col, micros, add, ok := ts.timeStep(t, name); ok {
+			out[name] = seriesStep{col: col, micros: micros, add: add}
+		}
+	}
+	return out
 }
 
 // maxBuckets bounds the buckets seriesDict names: a range of more reads
@@ -399,8 +452,8 @@ func bounds(from, recorded string, q SeriesQuery, arg func(any) string, stored f
 // naturalList returns the select list of the natural columns, named as
 // readNames says, of the rows layout's table (src nil) or of a dictionary
 // layout's rows r, the columns src names taken from its expressions
-// (layout.naturalSources).
-func naturalList(t *series.Table, src map[string]string) []string {
+// (layout.naturalSources), those raw names from its, unconverted.
+func naturalList(t *series.Table, src, raw map[string]string) []string {
 	expr := func(name string) string {
 		if s, ok := src[name]; ok {
 			return s
@@ -413,6 +466,10 @@ func naturalList(t *series.Table, src map[string]string) []string {
 	var out []string
 	for _, name := range readNames(t) {
 		e := expr(name)
+		if r, ok := raw[name]; ok {
+			out = append(out, r+` AS `+quote(name))
+			continue
+		}
 		switch {
 		case name == "value":
 			e = `(` + e + ` * 1000000)::int8`
