@@ -245,10 +245,12 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 		return fmt.Sprintf("$%d", len(args))
 	}
 	// The partitions as Partitions lists them, in the statement's snapshot.
+	// Attached looked up per partition by pg_inherits' index on the child,
+	// not joined: PostgreSQL scanned pg_inherits whole for each.
 	parts := `SELECT coalesce(array_agg(c.relname::text), '{}') AS names,
-	coalesce(array_agg(i.inhrelid IS NOT NULL AND NOT i.inhdetachpending), '{}') AS attached
+	coalesce(array_agg(EXISTS (SELECT FROM pg_catalog.pg_inherits i WHERE i.inhrelid = c.oid AND i.inhparent = ` + arg(h.ident(t.Name)) + `::regclass
+		AND NOT i.inhdetachpending)), '{}') AS attached
 	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-	LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = ` + arg(h.ident(t.Name)) + `::regclass
 	WHERE n.nspname = ` + arg(h.schema) + ` AND c.relkind = 'r' AND c.relname ~ ` + arg("^"+t.Name+"_p[0-9]{8}$") +
 		// The range lets a prepared statement's generic plan, which
 		// cannot see the pattern's prefix, read pg_class by its name
