@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -164,12 +165,13 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 		to *time.Time
 	}
 	var steps []*stepped
-	ss := seriesSteps(t, lay)
-	for i, name := range readNames(t) {
-		if st, ok := ss[name]; ok {
-			sv := &stepped{seriesStep: st, to: body[5+i].(*time.Time)}
-			body[5+i] = &sv.v
-			steps = append(steps, sv)
+	if ss := h.seriesTextOf(t, lay).steps; len(ss) > 0 {
+		for i, name := range readNames(t) {
+			if st, ok := ss[name]; ok {
+				sv := &stepped{seriesStep: st, to: body[5+i].(*time.Time)}
+				body[5+i] = &sv.v
+				steps = append(steps, sv)
+			}
 		}
 	}
 	for rows.Next() {
@@ -242,8 +244,9 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
+		return "$" + strconv.Itoa(len(args))
 	}
+	tx := h.seriesTextOf(t, l)
 	// The partitions as Partitions lists them, in the statement's snapshot.
 	// Attached looked up per partition by pg_inherits' index on the child,
 	// not joined: PostgreSQL scanned pg_inherits whole for each.
@@ -270,11 +273,11 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	var inner string
 	switch l.(type) {
 	case dictLayout, leanLayout, stepLayout:
-		inner = h.seriesDict(t, l, q, ident, arg)
+		inner = h.seriesDict(t, l, tx, q, ident, arg)
 	default:
-		inner = h.seriesRows(t, q, ident, arg)
+		inner = h.seriesRows(t, tx, q, ident, arg)
 	}
-	outer := `SELECT ` + strings.Join(quoted("r.", readNames(t)), ", ") + ` FROM (` + inner + `) r`
+	outer := `SELECT ` + tx.outer + ` FROM (` + inner + `) r`
 	if len(q.Qualities) > 0 {
 		qs := make([]string, len(q.Qualities))
 		for i, ql := range q.Qualities {
@@ -282,10 +285,7 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 		}
 		outer += ` WHERE r.quality = ANY (` + arg(qs) + `::text[])`
 	}
-	outer += ` ORDER BY r."from" DESC`
-	for _, c := range t.Identity() {
-		outer += `, r.` + quote(c.Name) + ` DESC`
-	}
+	outer += ` ORDER BY r."from" DESC` + tx.identDesc
 	if q.Latest {
 		outer += ` LIMIT 1`
 	}
@@ -300,14 +300,70 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	// The floor once, in the statement's first row, rather than beside
 	// every reading: a day's 96 readings would carry the partition list
 	// 96 times, each decoded.
-	nulls := strings.Repeat(", NULL", len(readNames(t)))
-	order := `present, "from" DESC`
-	for _, c := range t.Identity() {
-		order += `, ` + quote(c.Name) + ` DESC`
-	}
 	sql := `SELECT NULL::text[] AS names, NULL::bool[] AS attached, NULL::timestamptz AS beside, NULL::int8 AS head, true AS present, r.* FROM (` + outer + `) r` +
-		` UNION ALL SELECT d.names, d.attached, ` + beside + `, ` + head + `, false` + nulls + ` FROM (` + parts + `) d ORDER BY ` + order
+		` UNION ALL SELECT d.names, d.attached, ` + beside + `, ` + head + `, false` + tx.nulls + ` FROM (` + parts + `) d ORDER BY present, "from" DESC` + tx.identOrder
 	return sql, args, nil
+}
+
+// A seriesText is what the series statement of a table in a layout
+// repeats from read to read, made once (seriesTextOf): the select lists
+// and orders, and how from and to cross.
+type seriesText struct {
+	t *series.Table
+	l layout
+	// list is the inner statement's select list; recorded is its
+	// expression of recorded_at (the dictionary layouts').
+	list, recorded string
+	// outer is the resolved readings' columns, nulls as many NULLs.
+	outer, nulls string
+	// identDesc and identOrder order by the identity columns, of r and
+	// of the union.
+	identDesc, identOrder string
+	// steps are the columns of from and to that cross as stored steps.
+	steps map[string]seriesStep
+}
+
+// seriesTextOf returns the seriesText of t in layout l, made once per
+// table declaration and layout: building its select lists took a tenth
+// of serve's time a typed read.
+func (h *Tier) seriesTextOf(t *series.Table, l layout) *seriesText {
+	if v, ok := h.seriesTexts.Load(t.Name); ok {
+		if tx := v.(*seriesText); tx.t == t && tx.l == l {
+			return tx
+		}
+	}
+	tx := &seriesText{t: t, l: l, steps: seriesSteps(t, l), recorded: `r.recorded_at`}
+	names := readNames(t)
+	tx.outer = strings.Join(quoted("r.", names), ", ")
+	tx.nulls = strings.Repeat(", NULL", len(names))
+	for _, c := range t.Identity() {
+		tx.identDesc += `, r.` + quote(c.Name) + ` DESC`
+		tx.identOrder += `, ` + quote(c.Name) + ` DESC`
+	}
+	switch l.(type) {
+	case dictLayout, leanLayout, stepLayout:
+		src := l.naturalSources(t)
+		if e, ok := src["recorded_at"]; ok {
+			tx.recorded = e
+		}
+		// What crosses as stored, for the decoder to convert:
+		// PostgreSQL's arithmetic per row costs more than the rest of
+		// the row, and is done before the versions are resolved.
+		raw := map[string]string{}
+		for name, st := range tx.steps {
+			raw[name] = `r.` + st.col
+		}
+		switch l.(type) {
+		case leanLayout, stepLayout:
+			// Stored less 2⁶³ as int8: as the decoder takes it.
+			raw["version"] = `r.version`
+		}
+		tx.list = strings.Join(naturalList(t, src, raw), ", ")
+	default:
+		tx.list = strings.Join(naturalList(t, nil, nil), ", ")
+	}
+	h.seriesTexts.Store(t.Name, tx)
+	return tx
 }
 
 // readNames are the names of the columns selectList reads, in its order:
@@ -331,7 +387,7 @@ func readNames(t *series.Table) []string {
 // seriesRows resolves in the rows layout: the primary key (merge key,
 // version) read backwards gives each merge key's highest version first,
 // so DISTINCT ON keeps it without a sort.
-func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]string, arg func(any) string) string {
+func (h *Tier) seriesRows(t *series.Table, tx *seriesText, q SeriesQuery, ident map[string]string, arg func(any) string) string {
 	where := []string{`malo_id = ` + arg(q.MaLo), `obis_code = ` + arg(q.OBIS)}
 	where = append(where, bounds(`"from"`, `recorded_at`, q, arg, func(p string) string { return p })...)
 	for _, c := range t.Identity() {
@@ -344,7 +400,7 @@ func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]strin
 	for i, k := range key {
 		desc[i] = quote(k) + ` DESC`
 	}
-	return `SELECT DISTINCT ON (` + strings.Join(quoted("", key), ", ") + `) ` + strings.Join(naturalList(t, nil, nil), ", ") +
+	return `SELECT DISTINCT ON (` + strings.Join(quoted("", key), ", ") + `) ` + tx.list +
 		` FROM ` + h.ident(t.Name) + ` WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY ` + strings.Join(desc, ", ") + `, version DESC`
 }
@@ -356,7 +412,7 @@ func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]strin
 // by theirs. Joined rather than given as an array of ids, so that the
 // planner nests the loops over those keys instead of hashing both
 // dictionaries whole, which grow with the meters and days held.
-func (h *Tier) seriesDict(t *series.Table, l layout, q SeriesQuery, ident map[string]string, arg func(any) string) string {
+func (h *Tier) seriesDict(t *series.Table, l layout, tx *seriesText, q SeriesQuery, ident map[string]string, arg func(any) string) string {
 	var where []string
 	if bs := buckets(t, q.From, q.To); bs != nil {
 		where = append(where, `s.bucket = ANY (`+arg(bs)+`::timestamptz[])`)
@@ -367,26 +423,9 @@ func (h *Tier) seriesDict(t *series.Table, l layout, q SeriesQuery, ident map[st
 			where = append(where, `s.`+quote(c.Name)+` = `+arg(v)+`::`+c.ColumnType().String())
 		}
 	}
-	src := l.naturalSources(t)
-	recorded := `r.recorded_at`
-	if e, ok := src["recorded_at"]; ok {
-		recorded = e
-	}
-	// What crosses as stored, for the decoder to convert (seriesSteps):
-	// PostgreSQL's arithmetic per row costs more than the rest of the
-	// row, and is done before the versions are resolved.
-	raw := map[string]string{}
-	for name, st := range seriesSteps(t, l) {
-		raw[name] = `r.` + st.col
-	}
-	switch l.(type) {
-	case leanLayout, stepLayout:
-		// Stored less 2⁶³ as int8: as the decoder takes it.
-		raw["version"] = `r.version`
-	}
 	from := `r.` + l.fromColumn()
-	where = append(where, bounds(from, recorded, q, arg, func(p string) string { return l.fromExpr(t, p+`::timestamptz`) })...)
-	return `SELECT DISTINCT ON (r.series, ` + from + `) ` + strings.Join(naturalList(t, src, raw), ", ") +
+	where = append(where, bounds(from, tx.recorded, q, arg, func(p string) string { return l.fromExpr(t, p+`::timestamptz`) })...)
+	return `SELECT DISTINCT ON (r.series, ` + from + `) ` + tx.list +
 		` FROM ` + h.ident(seriesName(t)) + ` s JOIN ` + h.ident(t.Name) + ` r ON r.series = s.id JOIN ` +
 		h.ident(attrsName(t)) + ` a ON a.id = r.attr WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY r.series DESC, ` + from + ` DESC, r.version DESC`

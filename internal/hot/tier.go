@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,10 +52,12 @@ type Tier struct {
 	// readsGeneric says reads' connections start on generic plans
 	// (GenericPlans): ReadSeries then needs no setting of its own.
 	readsGeneric bool
-	schema       string
-	lockTimeout  time.Duration
-	cal          *metering.Calendar
-	log          *slog.Logger
+	// seriesTexts holds a *seriesText per table name, the last made.
+	seriesTexts sync.Map
+	schema      string
+	lockTimeout time.Duration
+	cal         *metering.Calendar
+	log         *slog.Logger
 	// snapshots has a token per open Snapshot, at most half the pool's
 	// connections.
 	snapshots chan struct{}
