@@ -15,6 +15,7 @@ import (
 
 	"github.com/meterstore/meterstore/catalog"
 	"github.com/meterstore/meterstore/config"
+	"github.com/meterstore/meterstore/internal/hot"
 	"github.com/meterstore/meterstore/internal/metrics"
 	"github.com/meterstore/meterstore/internal/pgcluster"
 	"github.com/meterstore/meterstore/privacy"
@@ -34,7 +35,8 @@ import (
 // reads, so that ingest's COPYs, which hold a connection each for a whole
 // batch, cannot make a portal's small reads wait for one. Each has the
 // URL's pool_max_conns connections, pgx's default (the larger of 4 and
-// the CPUs) where it names none.
+// the CPUs) where it names none. The series reads' connections run their
+// prepared statements on generic plans (hot.GenericPlans).
 func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with ...ConfigOption) (_ *Store, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -65,7 +67,9 @@ func OpenConfig(ctx context.Context, cfg *config.Config, log *slog.Logger, with 
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
 	closers = append(closers, pool.Close)
-	reads, err := pgxpool.NewWithConfig(ctx, pcfg.Copy())
+	rcfg := pcfg.Copy()
+	hot.GenericPlans(rcfg)
+	reads, err := pgxpool.NewWithConfig(ctx, rcfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect the series reads: %w", err)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/meterstore/meterstore/metering"
 	"github.com/meterstore/meterstore/series"
@@ -71,12 +73,54 @@ type SeriesResult struct {
 // generic plan looks the series dictionary up by its key all the same.
 const genericPlan = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 
+// GenericPlans makes the connections of cfg run every prepared statement
+// on its generic plan, as ReadSeries wants its own to run: a pool so made,
+// given as Options.ReadPool, saves each series read the statement that
+// asks for it. Meant for a pool of series reads alone.
+func GenericPlans(cfg *pgxpool.Config) {
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+}
+
+// startsGeneric reports whether pool's connections start as GenericPlans
+// makes them.
+func startsGeneric(pool *pgxpool.Pool) bool {
+	return pool != nil && pool.Config().ConnConfig.RuntimeParams["plan_cache_mode"] == "force_generic_plan"
+}
+
+// querySeries runs the series statement on the reads' connections on its
+// generic plan, one round trip: alone where they start on generic plans,
+// else after genericPlan in one batch, whose statements share an implicit
+// transaction, so that the setting holds for the read alone. done ends
+// the exchange.
+func (h *Tier) querySeries(ctx context.Context, sql string, args []any) (rows pgx.Rows, done func(), err error) {
+	if h.readsGeneric {
+		rows, err = h.reads.Query(ctx, sql, args...)
+		return rows, func() {}, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(genericPlan)
+	b.Queue(sql, args...)
+	br := h.reads.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, nil, err
+	}
+	if rows, err = br.Query(); err != nil {
+		br.Close()
+		return nil, nil, err
+	}
+	return rows, func() { br.Close() }, nil
+}
+
 // ReadSeries returns the readings of t's attached partitions that q
 // selects, resolved (per merge key the highest version; the primary key
 // makes versions unique), by from descending, and the hot floor as the
 // same statement saw it. It is one statement, one round trip (with the
-// setting genericPlan makes): the floor comes from the snapshot the rows
-// do. The statement locks the parent
+// setting genericPlan makes, where the reads' connections do not start
+// with it): the floor comes from the snapshot the rows do. The statement locks the parent
 // before that snapshot is taken, so a detach either waits for it or
 // committed before it, and the floor then says so: its rows are never
 // missing unseen (see Floor).
@@ -93,24 +137,15 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 	if err != nil {
 		return SeriesResult{}, &series.Error{Kind: series.InvalidInput, Op: op, Table: t.Name, Err: err}
 	}
-	// One round trip: the batch's statements share an implicit
-	// transaction, so the setting holds for the read alone.
-	b := &pgx.Batch{}
-	b.Queue(genericPlan)
-	b.Queue(sql, args...)
-	br := h.reads.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return SeriesResult{}, classify(op, t.Name, err)
-	}
-	rows, err := br.Query()
+	rows, done, err := h.querySeries(ctx, sql, args)
 	if err != nil {
 		return SeriesResult{}, classify(op, t.Name, err)
 	}
+	defer done()
 	defer rows.Close()
 	d := newDecoder(t)
+	res := SeriesResult{Readings: make([]series.Reading, 0, expectedReadings(t, q))}
 	var (
-		res      SeriesResult
 		names    []string
 		attached []bool
 		beside   *time.Time
@@ -123,6 +158,22 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 	// nil destinations skip what a row does not carry.
 	first := append([]any{&names, &attached, &beside, &head, &present}, make([]any, len(d.dst))...)
 	body := append([]any{nil, nil, nil, nil, &present}, d.dst...)
+	// from and to crossing as steps are scanned as such and converted.
+	type stepped struct {
+		seriesStep
+		v  int64
+		to *time.Time
+	}
+	var steps []*stepped
+	if ss := h.seriesTextOf(t, lay).steps; len(ss) > 0 {
+		for i, name := range readNames(t) {
+			if st, ok := ss[name]; ok {
+				sv := &stepped{seriesStep: st, to: body[5+i].(*time.Time)}
+				body[5+i] = &sv.v
+				steps = append(steps, sv)
+			}
+		}
+	}
 	for rows.Next() {
 		if atFirst {
 			atFirst = false
@@ -136,6 +187,9 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 		}
 		if err := rows.Scan(body...); err != nil {
 			return SeriesResult{}, classify(op, t.Name, err)
+		}
+		for _, sv := range steps {
+			*sv.to = time.UnixMicro((sv.v + sv.add) * sv.micros)
 		}
 		r, err := d.finish(op)
 		if err != nil {
@@ -162,6 +216,26 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 	return res, nil
 }
 
+// maxExpected bounds the readings expectedReadings expects.
+const maxExpected = 4096
+
+// expectedReadings returns how many readings q may find in t, for the
+// slice they are read into: the steps of its range at the one fixed
+// resolution t accepts, at most maxExpected; zero where that is unknown.
+func expectedReadings(t *series.Table, q SeriesQuery) int {
+	if q.Latest {
+		return 1
+	}
+	if len(t.Resolutions) != 1 || q.From.IsZero() || !q.From.Before(q.To) {
+		return 0
+	}
+	step, ok := t.Resolutions[0].Fixed()
+	if !ok {
+		return 0
+	}
+	return int(min(q.To.Sub(q.From)/step+1, maxExpected))
+}
+
 // seriesSQL returns the statement of ReadSeries and its arguments: the
 // resolved readings, and after them in UNION ALL one row of t's
 // partitions, which the statement's order puts first, so that a series
@@ -170,13 +244,16 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
+		return "$" + strconv.Itoa(len(args))
 	}
+	tx := h.seriesTextOf(t, l)
 	// The partitions as Partitions lists them, in the statement's snapshot.
+	// Attached looked up per partition by pg_inherits' index on the child,
+	// not joined: PostgreSQL scanned pg_inherits whole for each.
 	parts := `SELECT coalesce(array_agg(c.relname::text), '{}') AS names,
-	coalesce(array_agg(i.inhrelid IS NOT NULL AND NOT i.inhdetachpending), '{}') AS attached
+	coalesce(array_agg(EXISTS (SELECT FROM pg_catalog.pg_inherits i WHERE i.inhrelid = c.oid AND i.inhparent = ` + arg(h.ident(t.Name)) + `::regclass
+		AND NOT i.inhdetachpending)), '{}') AS attached
 	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-	LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = ` + arg(h.ident(t.Name)) + `::regclass
 	WHERE n.nspname = ` + arg(h.schema) + ` AND c.relkind = 'r' AND c.relname ~ ` + arg("^"+t.Name+"_p[0-9]{8}$") +
 		// The range lets a prepared statement's generic plan, which
 		// cannot see the pattern's prefix, read pg_class by its name
@@ -196,11 +273,11 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	var inner string
 	switch l.(type) {
 	case dictLayout, leanLayout, stepLayout:
-		inner = h.seriesDict(t, l, q, ident, arg)
+		inner = h.seriesDict(t, l, tx, q, ident, arg)
 	default:
-		inner = h.seriesRows(t, q, ident, arg)
+		inner = h.seriesRows(t, tx, q, ident, arg)
 	}
-	outer := `SELECT ` + strings.Join(quoted("r.", readNames(t)), ", ") + ` FROM (` + inner + `) r`
+	outer := `SELECT ` + tx.outer + ` FROM (` + inner + `) r`
 	if len(q.Qualities) > 0 {
 		qs := make([]string, len(q.Qualities))
 		for i, ql := range q.Qualities {
@@ -208,10 +285,7 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 		}
 		outer += ` WHERE r.quality = ANY (` + arg(qs) + `::text[])`
 	}
-	outer += ` ORDER BY r."from" DESC`
-	for _, c := range t.Identity() {
-		outer += `, r.` + quote(c.Name) + ` DESC`
-	}
+	outer += ` ORDER BY r."from" DESC` + tx.identDesc
 	if q.Latest {
 		outer += ` LIMIT 1`
 	}
@@ -226,14 +300,70 @@ func (h *Tier) seriesSQL(t *series.Table, l layout, q SeriesQuery) (string, []an
 	// The floor once, in the statement's first row, rather than beside
 	// every reading: a day's 96 readings would carry the partition list
 	// 96 times, each decoded.
-	nulls := strings.Repeat(", NULL", len(readNames(t)))
-	order := `present, "from" DESC`
-	for _, c := range t.Identity() {
-		order += `, ` + quote(c.Name) + ` DESC`
-	}
 	sql := `SELECT NULL::text[] AS names, NULL::bool[] AS attached, NULL::timestamptz AS beside, NULL::int8 AS head, true AS present, r.* FROM (` + outer + `) r` +
-		` UNION ALL SELECT d.names, d.attached, ` + beside + `, ` + head + `, false` + nulls + ` FROM (` + parts + `) d ORDER BY ` + order
+		` UNION ALL SELECT d.names, d.attached, ` + beside + `, ` + head + `, false` + tx.nulls + ` FROM (` + parts + `) d ORDER BY present, "from" DESC` + tx.identOrder
 	return sql, args, nil
+}
+
+// A seriesText is what the series statement of a table in a layout
+// repeats from read to read, made once (seriesTextOf): the select lists
+// and orders, and how from and to cross.
+type seriesText struct {
+	t *series.Table
+	l layout
+	// list is the inner statement's select list; recorded is its
+	// expression of recorded_at (the dictionary layouts').
+	list, recorded string
+	// outer is the resolved readings' columns, nulls as many NULLs.
+	outer, nulls string
+	// identDesc and identOrder order by the identity columns, of r and
+	// of the union.
+	identDesc, identOrder string
+	// steps are the columns of from and to that cross as stored steps.
+	steps map[string]seriesStep
+}
+
+// seriesTextOf returns the seriesText of t in layout l, made once per
+// table declaration and layout: building its select lists took a tenth
+// of serve's time a typed read.
+func (h *Tier) seriesTextOf(t *series.Table, l layout) *seriesText {
+	if v, ok := h.seriesTexts.Load(t.Name); ok {
+		if tx := v.(*seriesText); tx.t == t && tx.l == l {
+			return tx
+		}
+	}
+	tx := &seriesText{t: t, l: l, steps: seriesSteps(t, l), recorded: `r.recorded_at`}
+	names := readNames(t)
+	tx.outer = strings.Join(quoted("r.", names), ", ")
+	tx.nulls = strings.Repeat(", NULL", len(names))
+	for _, c := range t.Identity() {
+		tx.identDesc += `, r.` + quote(c.Name) + ` DESC`
+		tx.identOrder += `, ` + quote(c.Name) + ` DESC`
+	}
+	switch l.(type) {
+	case dictLayout, leanLayout, stepLayout:
+		src := l.naturalSources(t)
+		if e, ok := src["recorded_at"]; ok {
+			tx.recorded = e
+		}
+		// What crosses as stored, for the decoder to convert:
+		// PostgreSQL's arithmetic per row costs more than the rest of
+		// the row, and is done before the versions are resolved.
+		raw := map[string]string{}
+		for name, st := range tx.steps {
+			raw[name] = `r.` + st.col
+		}
+		switch l.(type) {
+		case leanLayout, stepLayout:
+			// Stored less 2⁶³ as int8: as the decoder takes it.
+			raw["version"] = `r.version`
+		}
+		tx.list = strings.Join(naturalList(t, src, raw), ", ")
+	default:
+		tx.list = strings.Join(naturalList(t, nil, nil), ", ")
+	}
+	h.seriesTexts.Store(t.Name, tx)
+	return tx
 }
 
 // readNames are the names of the columns selectList reads, in its order:
@@ -257,7 +387,7 @@ func readNames(t *series.Table) []string {
 // seriesRows resolves in the rows layout: the primary key (merge key,
 // version) read backwards gives each merge key's highest version first,
 // so DISTINCT ON keeps it without a sort.
-func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]string, arg func(any) string) string {
+func (h *Tier) seriesRows(t *series.Table, tx *seriesText, q SeriesQuery, ident map[string]string, arg func(any) string) string {
 	where := []string{`malo_id = ` + arg(q.MaLo), `obis_code = ` + arg(q.OBIS)}
 	where = append(where, bounds(`"from"`, `recorded_at`, q, arg, func(p string) string { return p })...)
 	for _, c := range t.Identity() {
@@ -270,7 +400,7 @@ func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]strin
 	for i, k := range key {
 		desc[i] = quote(k) + ` DESC`
 	}
-	return `SELECT DISTINCT ON (` + strings.Join(quoted("", key), ", ") + `) ` + strings.Join(naturalList(t, nil), ", ") +
+	return `SELECT DISTINCT ON (` + strings.Join(quoted("", key), ", ") + `) ` + tx.list +
 		` FROM ` + h.ident(t.Name) + ` WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY ` + strings.Join(desc, ", ") + `, version DESC`
 }
@@ -282,7 +412,7 @@ func (h *Tier) seriesRows(t *series.Table, q SeriesQuery, ident map[string]strin
 // by theirs. Joined rather than given as an array of ids, so that the
 // planner nests the loops over those keys instead of hashing both
 // dictionaries whole, which grow with the meters and days held.
-func (h *Tier) seriesDict(t *series.Table, l layout, q SeriesQuery, ident map[string]string, arg func(any) string) string {
+func (h *Tier) seriesDict(t *series.Table, l layout, tx *seriesText, q SeriesQuery, ident map[string]string, arg func(any) string) string {
 	var where []string
 	if bs := buckets(t, q.From, q.To); bs != nil {
 		where = append(where, `s.bucket = ANY (`+arg(bs)+`::timestamptz[])`)
@@ -293,17 +423,35 @@ func (h *Tier) seriesDict(t *series.Table, l layout, q SeriesQuery, ident map[st
 			where = append(where, `s.`+quote(c.Name)+` = `+arg(v)+`::`+c.ColumnType().String())
 		}
 	}
-	src := l.naturalSources(t)
-	recorded := `r.recorded_at`
-	if e, ok := src["recorded_at"]; ok {
-		recorded = e
-	}
 	from := `r.` + l.fromColumn()
-	where = append(where, bounds(from, recorded, q, arg, func(p string) string { return l.fromExpr(t, p+`::timestamptz`) })...)
-	return `SELECT DISTINCT ON (r.series, ` + from + `) ` + strings.Join(naturalList(t, src), ", ") +
+	where = append(where, bounds(from, tx.recorded, q, arg, func(p string) string { return l.fromExpr(t, p+`::timestamptz`) })...)
+	return `SELECT DISTINCT ON (r.series, ` + from + `) ` + tx.list +
 		` FROM ` + h.ident(seriesName(t)) + ` s JOIN ` + h.ident(t.Name) + ` r ON r.series = s.id JOIN ` +
 		h.ident(attrsName(t)) + ` a ON a.id = r.attr WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY r.series DESC, ` + from + ` DESC, r.version DESC`
+}
+
+// A seriesStep says that a series read's column crosses as the stored
+// step col, of micros microseconds each, add steps on (timeStepper).
+type seriesStep struct {
+	col         string
+	micros, add int64
+}
+
+// seriesSteps returns the columns of from and to, by name, that cross
+// as stored steps in layout l (timeStepper); nil where none do.
+func seriesSteps(t *series.Table, l layout) map[string]seriesStep {
+	ts, ok := l.(timeStepper)
+	if !ok {
+		return nil
+	}
+	out := map[string]seriesStep{}
+	for _, name := range []string{"from", "to"} {
+		if col, micros, add, ok := ts.timeStep(t, name); ok {
+			out[name] = seriesStep{col: col, micros: micros, add: add}
+		}
+	}
+	return out
 }
 
 // maxBuckets bounds the buckets seriesDict names: a range of more reads
@@ -345,8 +493,8 @@ func bounds(from, recorded string, q SeriesQuery, arg func(any) string, stored f
 // naturalList returns the select list of the natural columns, named as
 // readNames says, of the rows layout's table (src nil) or of a dictionary
 // layout's rows r, the columns src names taken from its expressions
-// (layout.naturalSources).
-func naturalList(t *series.Table, src map[string]string) []string {
+// (layout.naturalSources), those raw names from its, unconverted.
+func naturalList(t *series.Table, src, raw map[string]string) []string {
 	expr := func(name string) string {
 		if s, ok := src[name]; ok {
 			return s
@@ -359,6 +507,10 @@ func naturalList(t *series.Table, src map[string]string) []string {
 	var out []string
 	for _, name := range readNames(t) {
 		e := expr(name)
+		if r, ok := raw[name]; ok {
+			out = append(out, r+` AS `+quote(name))
+			continue
+		}
 		switch {
 		case name == "value":
 			e = `(` + e + ` * 1000000)::int8`

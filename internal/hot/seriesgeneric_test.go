@@ -65,3 +65,52 @@ func TestReadSeriesGenericPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestReadSeriesStartsGeneric: on a read pool whose connections start on
+// generic plans (GenericPlans), a series read is the series statement
+// alone, on its generic plan from the first execution, without the
+// statement that asks for it.
+func TestReadSeriesStartsGeneric(t *testing.T) {
+	ctx := t.Context()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // the statements' counts are the session's
+	GenericPlans(cfg)
+	reads, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reads.Close)
+	h, err := New(reads, Options{ReadPool: reads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := lastgang("starts")
+	declare(t, h, tab)
+	if _, err := h.CreatePartitions(ctx, tab, day.Add(-3*24*time.Hour), day.Add(3*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, h, tab, append(meterDay(1, 100), meterDay(2, 100)...))
+	const n = 8
+	for range n {
+		res, err := h.ReadSeries(ctx, tab, SeriesQuery{MaLo: malo(1), OBIS: "1-1:1.29.0", From: day, To: day.Add(24 * time.Hour)})
+		if err != nil || len(res.Readings) != 96 {
+			t.Fatalf("%d readings, %v; want 96", len(res.Readings), err)
+		}
+	}
+	var generic, custom, settings int64
+	if err := reads.QueryRow(ctx, `SELECT coalesce(sum(generic_plans) FILTER (WHERE statement LIKE 'SELECT NULL::text[] AS names, %'), 0)::int8,
+		coalesce(sum(custom_plans) FILTER (WHERE statement LIKE 'SELECT NULL::text[] AS names, %'), 0)::int8,
+		count(*) FILTER (WHERE statement LIKE '%plan_cache_mode%' AND statement NOT LIKE '%pg_prepared_statements%')
+		FROM pg_prepared_statements`).Scan(&generic, &custom, &settings); err != nil {
+		t.Fatal(err)
+	}
+	if custom != 0 || generic != n {
+		t.Errorf("the series statement ran on %d generic and %d custom plans; want %d generic", generic, custom, n)
+	}
+	if settings != 0 {
+		t.Errorf("%d statements setting plan_cache_mode were prepared; want none, the connections start with it", settings)
+	}
+}

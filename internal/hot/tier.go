@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,8 +47,13 @@ type Options struct {
 // concurrent use.
 type Tier struct {
 	integrityCache
-	pool        *pgxpool.Pool
-	reads       *pgxpool.Pool // ReadSeries' connections
+	pool  *pgxpool.Pool
+	reads *pgxpool.Pool // ReadSeries' connections
+	// readsGeneric says reads' connections start on generic plans
+	// (GenericPlans): ReadSeries then needs no setting of its own.
+	readsGeneric bool
+	// seriesTexts holds a *seriesText per table name, the last made.
+	seriesTexts sync.Map
 	schema      string
 	lockTimeout time.Duration
 	cal         *metering.Calendar
@@ -106,7 +112,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Tier, error) {
 	if reads == nil {
 		reads = pool
 	}
-	return &Tier{pool: pool, reads: reads, schema: opts.Schema, lockTimeout: opts.DDLLockTimeout, cal: cal, log: opts.Logger,
+	return &Tier{pool: pool, reads: reads, readsGeneric: startsGeneric(reads), schema: opts.Schema, lockTimeout: opts.DDLLockTimeout, cal: cal, log: opts.Logger,
 		snapshots: make(chan struct{}, tokens), compactFloor: defaultCompactFloor}, nil
 }
 

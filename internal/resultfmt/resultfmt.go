@@ -134,33 +134,6 @@ func Cells(row []any, types []string) []string {
 	return out
 }
 
-// A RowText renders rows as Cells does, row after row: the cells of a
-// row share one string and its buffers serve every row, so that a long
-// answer costs an allocation a row rather than one a value.
-type RowText struct {
-	buf   []byte
-	ends  []int
-	cells []string
-}
-
-// Cells returns Cells(row, types); the slice is valid until the next call,
-// its strings for good.
-func (r *RowText) Cells(row []any, types []string) []string {
-	r.buf, r.ends = r.buf[:0], r.ends[:0]
-	for i, v := range row {
-		r.buf = AppendText(r.buf, v, Type(types, i))
-		r.ends = append(r.ends, len(r.buf))
-	}
-	line := string(r.buf)
-	r.cells = r.cells[:0]
-	start := 0
-	for _, end := range r.ends {
-		r.cells = append(r.cells, line[start:end])
-		start = end
-	}
-	return r.cells
-}
-
 // A JSONLines renders rows as JSON objects, one a line, their keys in
 // column order; a column name given again is suffixed _2, _3, ... (the
 // first free one, see UniqueNames), so that no value is lost to a

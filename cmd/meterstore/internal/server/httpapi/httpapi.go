@@ -43,6 +43,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -132,6 +133,9 @@ type handler struct {
 	// running holds a place per statement of POST /v1/query running;
 	// nil when unbounded.
 	running gate
+	// held keeps the *bufio.Writer buffers of pooledHold bytes that
+	// answers held whole are written through, for the next (holdAnswer).
+	held sync.Pool
 	// dash serves the dashboard (dashboardapi.go); nil serves none.
 	dash *dashboard.Dashboard
 	// views are the views the catalog serves beside its tables; nil

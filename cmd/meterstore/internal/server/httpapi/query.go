@@ -67,7 +67,6 @@ import (
 	"bufio"
 	"bytes"
 	"database/sql"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -275,7 +274,7 @@ func (h *handler) query(w http.ResponseWriter, r *http.Request) {
 		May: func(t string) bool { return auth.MayTouch(tok, t) }})
 	if err == nil {
 		begin := func(hd *store.ResultHeader) error {
-			out = h.beginAnswer(w, media, req.Table, hd, 0)
+			out = h.beginAnswer(w, media, req.Table, hd, nil)
 			return nil
 		}
 		row := func(vals []any) error {
@@ -366,12 +365,12 @@ func (h *handler) logFailure(r *http.Request, msg string, f apierror.Failure, er
 
 // beginAnswer sends the status and headers of a query's answer in media,
 // the header hd of a statement with default table (none if empty) known,
-// and returns the writer of its rows. With hold zero the headers go at
+// and returns the writer of its rows. With held nil the headers go at
 // once and the rows as they come, for a client waiting on a statement;
-// a positive hold is about the size of an answer whose rows are all in
-// hand, written through a buffer of that size (at most maxHold), the
-// headers with its first bytes, in as few writes to the client as may be.
-func (h *handler) beginAnswer(w http.ResponseWriter, media, table string, hd *store.ResultHeader, hold int) answer {
+// an answer whose rows are all in hand is written through held (see
+// holdAnswer), the headers with its first bytes, in as few writes to the
+// client as may be.
+func (h *handler) beginAnswer(w http.ResponseWriter, media, table string, hd *store.ResultHeader, held *bufio.Writer) answer {
 	wm, tiers := readOf(table, hd)
 	hdr := w.Header()
 	hdr.Set("X-MeterStore-Watermark", wm)
@@ -387,19 +386,24 @@ func (h *handler) beginAnswer(w http.ResponseWriter, media, table string, hd *st
 		return nil
 	}
 	var cw io.Writer = &clientWriter{w: w}
-	if hold > 0 {
+	if held != nil {
 		// Flushing the buffer is enough: the server sends the rest, and
 		// ends the body, as the handler returns.
-		bw := bufio.NewWriterSize(cw, min(hold, maxHold))
-		cw, flush = bw, bw.Flush
+		cw, flush = held, held.Flush
 	}
 	var out answer
 	switch media {
 	case mediaCSV:
 		hdr.Set("Content-Type", "text/csv; charset=utf-8; header=present")
 		hdr.Set("Trailer", trailerError)
-		a := &csvAnswer{w: w, cw: csv.NewWriter(cw), types: hd.Types, flush: flush}
-		a.cw.Write(hd.Columns) // buffered; an error shows in the first flush
+		a := &csvAnswer{w: w, cw: cw, types: hd.Types, flush: flush, buf: make([]byte, 0, 2*csvChunk)}
+		for i, c := range hd.Columns {
+			if i > 0 {
+				a.buf = append(a.buf, ',')
+			}
+			a.buf = resultfmt.AppendCSVField(a.buf, c)
+		}
+		a.buf = append(a.buf, '\n') // held; an error shows in the first write
 		out = a
 	case mediaArrow:
 		hdr.Set("Content-Type", mediaArrow)
@@ -410,15 +414,44 @@ func (h *handler) beginAnswer(w http.ResponseWriter, media, table string, hd *st
 		out = &jsonAnswer{w: w, cw: cw, j: resultfmt.NewJSONLines(hd.Columns, hd.Types), flush: flush}
 	}
 	w.WriteHeader(http.StatusOK)
-	if hold <= 0 {
+	if held == nil {
 		flush() // the headers at once; a failed flush shows in the first write
 	}
 	return out
 }
 
-// maxHold bounds the buffer of an answer held whole (beginAnswer's hold):
-// past it, the answer goes in writes of this size.
+// maxHold bounds the buffer of an answer held whole (holdAnswer): past
+// it, the answer goes in writes of this size.
 const maxHold = 256 << 10
+
+// pooledHold is the size of the buffers of held answers the handler keeps
+// for the next (handler.held): a day of quarter hours of one series fits.
+const pooledHold = 32 << 10
+
+// holdAnswer returns the buffer an answer of about size bytes, all in
+// hand, is written to w through: at most maxHold bytes, one kept from an
+// earlier answer where pooledHold are enough. releaseHeld gives it back
+// once the handler has done with w.
+func (h *handler) holdAnswer(w http.ResponseWriter, size int) *bufio.Writer {
+	cw := &clientWriter{w: w}
+	if size > pooledHold {
+		return bufio.NewWriterSize(cw, min(size, maxHold))
+	}
+	if bw, ok := h.held.Get().(*bufio.Writer); ok {
+		bw.Reset(cw)
+		return bw
+	}
+	return bufio.NewWriterSize(cw, pooledHold)
+}
+
+// releaseHeld keeps bw, a buffer of holdAnswer's, for the next answer,
+// what it still holds dropped.
+func (h *handler) releaseHeld(bw *bufio.Writer) {
+	if bw.Size() == pooledHold {
+		bw.Reset(nil)
+		h.held.Put(bw)
+	}
+}
 
 // readOf returns the watermark (RFC 3339, empty without one) and the tiers
 // of X-MeterStore-Watermark and X-MeterStore-Tiers: those of the default
@@ -472,29 +505,46 @@ func (c *clientWriter) Write(p []byte) (int, error) {
 }
 
 // csvAnswer writes rows as CSV with a header row, the column names as the
-// query gave them, flushing every queryFlushRows rows.
+// query gave them, as encoding/csv writes them (resultfmt.CSVRow),
+// flushing every queryFlushRows rows. Lines are held in buf and written
+// once csvChunk bytes are, as csv.Writer's buffer would.
 type csvAnswer struct {
 	w     http.ResponseWriter
-	cw    *csv.Writer
+	cw    io.Writer
 	types []string
-	text  resultfmt.RowText // csv.Writer keeps no cell
+	text  resultfmt.CSVRow
+	buf   []byte
 	flush func() error
 	rows  int
 }
 
+// csvChunk is what a CSV answer holds before it writes: the buffer of an
+// encoding/csv Writer.
+const csvChunk = 4096
+
 func (a *csvAnswer) row(vals []any) error {
-	if err := a.cw.Write(a.text.Cells(vals, a.types)); err != nil {
-		return err
-	}
+	a.buf = a.text.Append(a.buf, vals, a.types)
 	if a.rows++; a.rows%queryFlushRows == 0 {
 		return a.send()
+	}
+	if len(a.buf) >= csvChunk {
+		return a.write()
 	}
 	return nil
 }
 
+// write writes the lines held.
+func (a *csvAnswer) write() error {
+	if len(a.buf) == 0 {
+		return nil
+	}
+	_, err := a.cw.Write(a.buf)
+	a.buf = a.buf[:0]
+	return err
+}
+
 func (a *csvAnswer) send() error {
-	a.cw.Flush()
-	if err := a.cw.Error(); err != nil {
+	if err := a.write(); err != nil {
 		return err
 	}
 	return a.flush()
@@ -503,7 +553,7 @@ func (a *csvAnswer) send() error {
 func (a *csvAnswer) end() error { return a.send() }
 
 func (a *csvAnswer) cut(code, msg string) bool {
-	a.cw.Flush()
+	a.write()
 	a.w.Header().Set(trailerError, errorTrailer(code, msg))
 	return false
 }

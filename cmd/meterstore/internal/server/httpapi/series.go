@@ -118,7 +118,9 @@ func (h *handler) series(w http.ResponseWriter, r *http.Request) {
 	res, err := sr.SeriesRead(r.Context(), name, q)
 	var out answer
 	if err == nil {
-		out = h.beginAnswer(w, media, name, seriesHeader(decl, res), seriesHeadBytes+len(res.Readings)*seriesRowBytes)
+		held := h.holdAnswer(w, seriesHeadBytes+len(res.Readings)*seriesRowBytes)
+		defer h.releaseHeld(held)
+		out = h.beginAnswer(w, media, name, seriesHeader(decl, res), held)
 		// One row's buffer serves every row: the answers copy what they
 		// keep of a row before the next.
 		var row []any

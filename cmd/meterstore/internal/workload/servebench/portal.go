@@ -88,7 +88,7 @@ func (p *portal) typed(h *httpClient) func(context.Context, *rand.Rand) queryAns
 }
 
 // postgres asks PostgreSQL alone for a random meter's day, the same
-// resolved readings.
+// resolved readings, and counts the rows as they come.
 func (p *portal) postgres(ctx context.Context, rng *rand.Rand) queryAnswer {
 	m := p.meters[rng.IntN(len(p.meters))]
 	start := time.Now()
@@ -96,11 +96,11 @@ func (p *portal) postgres(ctx context.Context, rng *rand.Rand) queryAnswer {
 	if err != nil {
 		return queryAnswer{err: err.Error(), took: time.Since(start)}
 	}
+	// Each row is received and counted, not decoded: the HTTP clients
+	// count an answer's lines without parsing them, so that both sides'
+	// clients do the same work on the cores they share with the servers.
 	var a queryAnswer
 	for rows.Next() {
-		if _, err := rows.Values(); err != nil {
-			break
-		}
 		a.rows++
 	}
 	rows.Close()
