@@ -174,6 +174,7 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 			}
 		}
 	}
+	texts := reuseTexts(rows.FieldDescriptions(), body)
 	for rows.Next() {
 		if atFirst {
 			atFirst = false
@@ -186,6 +187,9 @@ func (h *Tier) ReadSeries(ctx context.Context, t *series.Table, q SeriesQuery) (
 			continue
 		}
 		if err := rows.Scan(body...); err != nil {
+			return SeriesResult{}, classify(op, t.Name, err)
+		}
+		if err := texts.scan(rows.RawValues()); err != nil {
 			return SeriesResult{}, classify(op, t.Name, err)
 		}
 		for _, sv := range steps {
