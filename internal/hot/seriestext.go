@@ -71,3 +71,24 @@ func (ts reusedTexts) scan(raw [][]byte) error {
 	}
 	return nil
 }
+
+// presentAt is the column of the series statement that says whether a
+// row is a reading (true) or the floor's (false).
+const presentAt = 4
+
+// presentOf returns how to read the column presentAt of a row of the
+// statement fields describes from its raw values, before the row is
+// scanned into the destinations of its kind.
+func presentOf(fields []pgconn.FieldDescription) func(raw [][]byte) (bool, error) {
+	binary := presentAt < len(fields) && fields[presentAt].Format == pgtype.BinaryFormatCode
+	return func(raw [][]byte) (bool, error) {
+		if presentAt >= len(raw) || len(raw[presentAt]) != 1 {
+			return false, fmt.Errorf("hot: the series statement's row does not say whether it is a reading")
+		}
+		b := raw[presentAt][0]
+		if binary {
+			return b == 1, nil
+		}
+		return b == 't', nil
+	}
+}
