@@ -153,7 +153,7 @@ func finishTyped(tq typedQuery, rs []Reading) []Reading {
 		rs = slices.DeleteFunc(rs, func(r Reading) bool { return !slices.Contains(tq.q.Qualities, r.Quality) })
 	}
 	ident := tq.decl.Identity()
-	slices.SortFunc(rs, func(a, b Reading) int {
+	order := func(a, b Reading) int {
 		if c := a.From.Compare(b.From); c != 0 {
 			return c
 		}
@@ -163,7 +163,14 @@ func finishTyped(tq typedQuery, rs []Reading) []Reading {
 			}
 		}
 		return 0
-	})
+	}
+	// The hot tier's readings come in the reverse order: turned, not
+	// sorted, where they alone are read.
+	if slices.IsSortedFunc(rs, func(a, b Reading) int { return order(b, a) }) {
+		slices.Reverse(rs)
+	} else {
+		slices.SortFunc(rs, order)
+	}
 	if tq.latest && len(rs) > 1 {
 		rs = rs[len(rs)-1:]
 	}

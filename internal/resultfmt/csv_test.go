@@ -66,3 +66,46 @@ func TestCSVRowAsWriter(t *testing.T) {
 		t.Errorf("header %q, encoding/csv writes %q", header, want.String())
 	}
 }
+
+// TestCSVRowRepeats: a CSVRow that appends a column's field of the row
+// before again where the value repeats writes what encoding/csv writes
+// for rows that repeat some values and change others, a repeated date of
+// another location (another day) and a value of a type it does not keep
+// among them.
+func TestCSVRowRepeats(t *testing.T) {
+	types := []string{"VARCHAR", "TIMESTAMP WITH TIME ZONE", "DATE", "DECIMAL(18,6)", "BIGINT", "VARCHAR", "VARCHAR"}
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 3, 28, 23, 30, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var rows [][]any
+	for i := range 500 {
+		pick := func(vs ...any) any { return vs[rng.IntN(len(vs))] }
+		rows = append(rows, []any{
+			pick("a", "a,b", "", nil, " x"),
+			pick(day, day.Add(time.Duration(i)*time.Minute)),
+			pick(day, day.In(berlin)),
+			pick(FixedInt(1, 6), FixedInt(-1, 6), FixedInt(int64(i), 6)),
+			pick(int64(1), int64(i), int32(1), nil),
+			pick([]byte("ab"), []byte("a\"b"), 1.5),
+			pick("", nil),
+		})
+	}
+	var want bytes.Buffer
+	w := csv.NewWriter(&want)
+	var c CSVRow
+	var got []byte
+	for i, r := range rows {
+		if err := w.Write(Cells(r, types)); err != nil {
+			t.Fatal(err)
+		}
+		w.Flush()
+		got = c.Append(got, r, types)
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("row %d %v: %q, encoding/csv writes %q", i, r, got[bytes.LastIndexByte(got[:len(got)-1], '\n')+1:],
+				want.Bytes()[bytes.LastIndexByte(want.Bytes()[:want.Len()-1], '\n')+1:])
+		}
+	}
+}
