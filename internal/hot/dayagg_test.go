@@ -117,7 +117,7 @@ func sameDays(t *testing.T, h *Tier, tab *series.Table, q series.Range) {
 	}
 	defer s.Close()
 	want := daySumsOf(t, readAll(t, r, true), time.Time{})
-	got := scanDays(t, r, seriesNames(t, r), r.DayColumns(), time.Time{})
+	got := scanDays(t, r, r.DayColumns(), time.Time{})
 	if len(want) == 0 || !slices.Equal(got, want) {
 		t.Fatalf("day sums\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

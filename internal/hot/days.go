@@ -22,18 +22,21 @@ import (
 // that straddles two partitions, or W, comes as two partial rows whose
 // counts and sums add and whose maxima combine, which the engine does.
 
-// dayColumns returns the columns of the day sums of a table's readings (see
-// Read.ScanDays), in their order: series, the id of the series
-// dictionary's row (the Dict of the read's Shape whose Ref is series),
-// balancing_day, sparte, resolution and unit; then present, on_grid (see
-// onGrid), value_sum and value_sum_text (the exact sum: at scale 6 where
-// it fits numeric(18,6), else as text, the other one NULL),
-// quality_<code> per quality code, max_version and max_recorded_at. The
-// id, not the series' names: the reader joins the dictionary, whose rows
-// cross once a series and bucket, not once a day sum.
-func dayColumns() []Column {
-	cols := []Column{{"series", KindInt32}, {"balancing_day", KindDate}, {"sparte", KindText}, {"resolution", KindText},
-		{"unit", KindText}, {"present", KindInt64}, {"on_grid", KindInt64}, {"value_sum", KindDecimal}, {"value_sum_text", KindText}}
+// DayColumns returns the columns of the day sums of t's readings (see
+// Read.ScanDays), in their order: the series (malo_id, obis_code, the
+// identity columns), balancing_day, sparte, resolution and unit; then
+// present, on_grid (see onGrid), value_sum and value_sum_text (the exact
+// sum: at scale 6 where it fits numeric(18,6), else as text, the other
+// one NULL), quality_<code> per quality code, max_version and
+// max_recorded_at.
+func DayColumns(t *series.Table) []Column {
+	cols := []Column{{"malo_id", KindText}, {"obis_code", KindText}}
+	for _, c := range t.Identity() {
+		cols = append(cols, Column{c.Name, extraKind(c)})
+	}
+	cols = append(cols, Column{"balancing_day", KindDate}, Column{"sparte", KindText}, Column{"resolution", KindText},
+		Column{"unit", KindText}, Column{"present", KindInt64}, Column{"on_grid", KindInt64},
+		Column{"value_sum", KindDecimal}, Column{"value_sum_text", KindText})
 	for _, q := range metering.Qualities() {
 		cols = append(cols, Column{dayQualityColumn(q), KindInt64})
 	}
@@ -44,13 +47,13 @@ func dayColumns() []Column {
 // the count of quality q.
 func dayQualityColumn(q metering.Quality) string { return "quality_" + strings.ToLower(q.String()) }
 
-// DayColumns returns the columns of the read's day sums (see dayColumns
+// DayColumns returns the columns of the read's day sums (see DayColumns
 // and ScanDays), nil if its layout sums none.
 func (r *Read) DayColumns() []Column {
 	if r.lay.daySums(r.s.h, r.t, "r", nil) == "" {
 		return nil
 	}
-	return dayColumns()
+	return DayColumns(r.t)
 }
 
 // ScanDays opens a cursor over the day sums (DayColumns; cols picks and
@@ -61,14 +64,14 @@ func (r *Read) DayColumns() []Column {
 // the read takes and no series of it dirty, two statements read those of
 // every such partition, each of half of them (see cleanHalf): the first
 // unit of each half has their rows, the others' none. A statement a
-// partition planned and checked the dirty log once a partition, for what
-// one scan of the stored sums gives.
+// partition planned, scanned the series dictionary and checked the dirty
+// log once a partition, for what one scan of the stored sums gives.
 func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (*Cursor, error) {
 	const op = "read"
 	if unit < 0 || unit >= len(r.parts) {
 		return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("no unit %d of the day sums", unit)}
 	}
-	all := dayColumns()
+	all := DayColumns(r.t)
 	c := r.newCursor(len(cols))
 	list := make([]string, len(cols))
 	for i, col := range cols {
@@ -112,7 +115,7 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 		if sums == "" {
 			return nil, &series.Error{Kind: series.InvalidInput, Op: op, Table: r.t.Name, Err: fmt.Errorf("the %s layout sums no days", r.lay)}
 		}
-		sel = dayOut(sums)
+		sel = dayNamed(r.s.h, r.t, []Partition{p}, sums)
 	}
 	return r.open(ctx, c, `SELECT `+strings.Join(list, ", ")+` FROM (`+sel+`) d`)
 }
@@ -122,7 +125,7 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 // begins it, else none. Two statements, not one a unit, so that two of
 // the engine's threads and two PostgreSQL backends share the rows, and
 // not more: each statement plans its partitions and scans the dirty log
-// once.
+// and the series dictionary once.
 func cleanHalf(clean []int, unit int) []int {
 	n := (len(clean) + 1) / 2
 	switch {
@@ -162,12 +165,12 @@ func (r *Read) storedDays(clean []int) string {
 		conds[i] = `(` + strings.Join(append([]string{bucketIn("", parts[i])}, r.lay.keyFilter(h, r.t, parts[i], r.keys())...), " AND ") + `)`
 	}
 	core := `SELECT ` + strings.Join(dayStored(), ", ") + ` FROM ` + h.ident(daysName(r.t)) + ` WHERE ` + strings.Join(conds, " OR ")
-	return dayOut(core)
+	return dayNamed(h, r.t, parts, core)
 }
 
 // dictDaySums returns the SELECT of the day sums of the resolved rows of
 // relation rel of t in a dictionary layout, those where selects, by
-// series id (dayStored's columns; see dayOut). onRows names what the rows hold of quality, balancing_day and
+// series id (dayStored's columns; dayNamed names their series). onRows names what the rows hold of quality, balancing_day and
 // recorded_at (the rest is the attrs dictionary's), version the
 // expression of a version from the rows' max(version) mv; l says how the
 // rows store their start.
@@ -243,11 +246,22 @@ func dayStored() []string {
 	return append(cols, "max_version", "max_recorded_at")
 }
 
-// dayOut returns the SELECT of the day sums (DayColumns) of the day sums
-// by series id that the SELECT core gives.
-func dayOut(core string) string {
-	var sel []string
-	for _, c := range dayStored() {
+// dayNamed returns the SELECT of the day sums (DayColumns) of the day
+// sums by series id of partitions parts that the SELECT core gives: the
+// series id is the series dictionary's primary key, its row's columns
+// follow from it. A row's id names a dictionary row of its own bucket
+// (the check refuses others), so the join reads only the parts' buckets
+// of the dictionary, which holds every hot bucket's series.
+func dayNamed(h *Tier, t *series.Table, parts []Partition, core string) string {
+	sel := []string{"s.malo_id::text AS malo_id", "s.obis_code::text AS obis_code"}
+	for _, c := range t.Identity() {
+		typ := "text"
+		if extraKind(c) == KindInt64 {
+			typ = "int8"
+		}
+		sel = append(sel, `s.`+quote(c.Name)+`::`+typ+` AS `+quote(c.Name))
+	}
+	for _, c := range dayStored()[1:] {
 		if c == "value_sum" {
 			// A sum of numeric(18,6) values crosses as one, 8 bytes
 			// decoded without text, while it fits; else as text.
@@ -258,7 +272,11 @@ func dayOut(core string) string {
 		}
 		sel = append(sel, `c.`+c)
 	}
-	return `SELECT ` + strings.Join(sel, ", ") + ` FROM (` + core + `) c`
+	in := make([]string, len(parts))
+	for i, p := range parts {
+		in[i] = `(` + bucketIn("s.", p) + `)`
+	}
+	return `SELECT ` + strings.Join(sel, ", ") + ` FROM (` + core + `) c JOIN ` + h.ident(seriesName(t)) + ` s ON s.id = c.series AND (` + strings.Join(in, " OR ") + `)`
 }
 
 // daysStored reports whether the read's snapshot has t's aggregate of

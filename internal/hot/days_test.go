@@ -134,14 +134,13 @@ func checkDaySums(t *testing.T, h *Tier, tab *series.Table, lo time.Time, most i
 	}
 	lines := readAll(t, r, true)
 	every := readAll(t, r, false)
-	names := seriesNames(t, r)
 	for _, lo := range []time.Time{{}, lo} {
 		want := daySumsOf(t, lines, lo)
 		if slices.Equal(want, daySumsOf(t, every, lo)) {
 			t.Fatal("the corrections change no day's sums: the fixture has no teeth")
 		}
 		before, _, _ := r.Moved()
-		got := scanDays(t, r, names, cols, lo)
+		got := scanDays(t, r, cols, lo)
 		after, _, _ := r.Moved()
 		if !slices.Equal(got, want) {
 			t.Fatalf("from %v: day sums\n%s\nwant\n%s", lo, strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -204,9 +203,8 @@ func daySumsOf(t *testing.T, lines []string, lo time.Time) []string {
 }
 
 // scanDays reads r's day sums from lo on, every unit, adds up the partial
-// rows of a day and renders them as daySumsOf does, each series by its
-// names (seriesNames).
-func scanDays(t *testing.T, r *Read, names map[int64]string, cols []Column, lo time.Time) []string {
+// rows of a day and renders them as daySumsOf does.
+func scanDays(t *testing.T, r *Read, cols []Column, lo time.Time) []string {
 	t.Helper()
 	ctx := t.Context()
 	idx := make([]int, len(cols))
@@ -229,11 +227,7 @@ func scanDays(t *testing.T, r *Read, names map[int64]string, cols []Column, lo t
 		}
 		for c.Next(ctx) {
 			text := func(name string) string { return string(c.Bytes(at[name])) }
-			name, ok := names[c.Int64(at["series"])]
-			if !ok {
-				t.Fatalf("series %d: not in the series dictionary", c.Int64(at["series"]))
-			}
-			key := strings.Join([]string{name, fmt.Sprint(c.Int64(at["balancing_day"])),
+			key := strings.Join([]string{text("malo_id"), text("obis_code"), text("channel"), fmt.Sprint(c.Int64(at["balancing_day"])),
 				text("sparte"), text("resolution"), text("unit")}, "|")
 			x := groups[key]
 			if x == nil {
@@ -268,39 +262,6 @@ func scanDays(t *testing.T, r *Read, names map[int64]string, cols []Column, lo t
 		out = append(out, fmt.Sprintf("%s|%d|%d|%s|%s|%d|%d", key, x.n, x.grid, series.Decimal(x.sum), strings.Join(qs, ","), x.version, x.recorded))
 	}
 	return out
-}
-
-// seriesNames returns the malo_id, obis_code and channel of each id of
-// r's series dictionary, joined by "|", as a reader names the day sums'
-// series.
-func seriesNames(t *testing.T, r *Read) map[int64]string {
-	t.Helper()
-	ctx := t.Context()
-	d := r.Shape().Dicts[0]
-	if d.Ref != "series" {
-		t.Fatalf("the first dictionary is referred to by %s", d.Ref)
-	}
-	var cols []int
-	for _, name := range []string{d.ID, "malo_id", "obis_code", "channel"} {
-		i := slices.IndexFunc(d.Columns, func(c Column) bool { return c.Name == name })
-		if i < 0 {
-			t.Fatalf("no column %s in the series dictionary", name)
-		}
-		cols = append(cols, i)
-	}
-	c, err := r.Scan(ctx, 1, 0, cols, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	names := map[int64]string{}
-	for c.Next(ctx) {
-		names[c.Int64(0)] = strings.Join([]string{string(c.Bytes(1)), string(c.Bytes(2)), string(c.Bytes(3))}, "|")
-	}
-	if err := c.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return names
 }
 
 // onGridOf says whether a reading (from in µs, sparte, resolution and

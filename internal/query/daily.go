@@ -122,7 +122,7 @@ func (inst *instance) hotDays(l layout, p place, lo time.Time, where string) (st
 	if err != nil || !ok {
 		return "", err
 	}
-	return dailySplitSQL(l, rd.cold, rd.hot.hotDaysSQL(l, fn, cols), where), nil
+	return dailySplitSQL(l, rd.cold, hotDaysSQL(l, fn, cols), where), nil
 }
 
 // dailyQualities are the quality codes daily counts, one column each.
@@ -223,26 +223,16 @@ func dailySplitSQL(l layout, cold, hotDays, where string) string {
 }
 
 // hotDaysSQL returns the SELECT of the hot tier's day sums from table
-// function fn with columns cols, as daily's sums and in their types. A
-// column that refers to a dictionary of the read (the series id) stands
-// for that dictionary's columns, which DuckDB joins: the dictionary
-// crosses a row a series and bucket, where the names would cross once a
-// day sum.
-func (s *hotScan) hotDaysSQL(l layout, fn string, cols []HotColumn) string {
+// function fn with columns cols, as daily's sums and in their types.
+func hotDaysSQL(l layout, fn string, cols []HotColumn) string {
 	types := map[string]string{}
 	for _, c := range l.cols {
 		types[c.name] = c.typ
 	}
 	text := slices.ContainsFunc(cols, func(c HotColumn) bool { return c.Name == "value_sum_text" })
-	from := fn + `() AS h`
 	var sel []string
 	for _, c := range cols {
-		x := hotValue(`h.`+ident(c.Name), c.Kind)
-		if i := slices.IndexFunc(s.shape.Dicts, func(d HotDict) bool { return d.Ref == c.Name }); i >= 0 {
-			named, join := s.dayDict(i, types)
-			sel, from = append(sel, named...), from+join
-			continue
-		}
+		x := hotValue(ident(c.Name), c.Kind)
 		switch {
 		case c.Name == "value_sum_text":
 			continue
@@ -250,34 +240,14 @@ func (s *hotScan) hotDaysSQL(l layout, fn string, cols []HotColumn) string {
 			// A sum too large for the fixed-width column crosses as text.
 			x = `CAST(` + x + ` AS DECIMAL(38,6))`
 			if text {
-				x = `coalesce(` + x + `, CAST(h.value_sum_text AS DECIMAL(38,6)))`
+				x = `coalesce(` + x + `, CAST(value_sum_text AS DECIMAL(38,6)))`
 			}
 		case types[c.Name] != "":
 			x = `CAST(` + x + ` AS ` + types[c.Name] + `)`
 		}
 		sel = append(sel, x+` AS `+ident(c.Name))
 	}
-	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + from
-}
-
-// dayDict returns the columns of dictionary i of the read that daily has
-// (types), in their types, and the JOIN that gives them to the day sums
-// h by the id they refer to.
-func (s *hotScan) dayDict(i int, types map[string]string) (cols []string, join string) {
-	d := s.shape.Dicts[i]
-	alias := `d` + strconv.Itoa(i)
-	var inner []string
-	for _, c := range d.Columns {
-		switch {
-		case c.Name == d.ID:
-			inner = append(inner, hotValue(ident(c.Name), c.Kind)+` AS `+ident(c.Name))
-		case types[c.Name] != "":
-			inner = append(inner, hotValue(ident(c.Name), c.Kind)+` AS `+ident(c.Name))
-			cols = append(cols, `CAST(`+alias+`.`+ident(c.Name)+` AS `+types[c.Name]+`) AS `+ident(c.Name))
-		}
-	}
-	return cols, ` JOIN (SELECT ` + strings.Join(inner, ", ") + ` FROM ` + s.fns[i+1] + `()) AS ` + alias +
-		` ON ` + alias + `.` + ident(d.ID) + ` = h.` + ident(d.Ref)
+	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + fn + `()`
 }
 
 // dailyColumns returns daily's columns, each cast to its type.

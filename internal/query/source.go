@@ -458,11 +458,10 @@ type HotRead interface {
 // readings (see the relation daily).
 type HotDayRead interface {
 	HotRead
-	// DayColumns returns the columns of the day sums: the series, by
-	// the id of a dictionary of the Shape (a column named as the
-	// dictionary's Ref), balancing_day, sparte, resolution, unit, then
-	// daily's counts, value_sum (at scale 6, NULL where the sum does not
-	// fit numeric(18,6)) and value_sum_text (the sum as text there),
+	// DayColumns returns the columns of the day sums: the series,
+	// balancing_day, sparte, resolution, unit, then daily's counts,
+	// value_sum (at scale 6, NULL where the sum does not fit
+	// numeric(18,6)) and value_sum_text (the sum as text there),
 	// max_version and max_recorded_at; ok is false where the read sums
 	// none.
 	DayColumns() (cols []HotColumn, ok bool)
