@@ -20,20 +20,7 @@ func TestReadSeriesGenericPlan(t *testing.T) {
 	for _, l := range []layout{layoutRows, layoutDictionary, layoutLean, layoutStep} {
 		t.Run(l.String(), func(t *testing.T) {
 			ctx := t.Context()
-			cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.MaxConns = 1 // the statements' counts are the session's
-			reads, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(reads.Close)
-			h, err := New(reads, Options{ReadPool: reads})
-			if err != nil {
-				t.Fatal(err)
-			}
+			h, reads := oneConnTier(t, false)
 			h.statementLayout = l
 			tab := lastgang("generic")
 			tab.Integrity = series.IntegrityStatement
@@ -72,21 +59,7 @@ func TestReadSeriesGenericPlan(t *testing.T) {
 // statement that asks for it.
 func TestReadSeriesStartsGeneric(t *testing.T) {
 	ctx := t.Context()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // the statements' counts are the session's
-	GenericPlans(cfg)
-	reads, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reads.Close)
-	h, err := New(reads, Options{ReadPool: reads})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, reads := oneConnTier(t, true)
 	tab := lastgang("starts")
 	declare(t, h, tab)
 	if _, err := h.CreatePartitions(ctx, tab, day.Add(-3*24*time.Hour), day.Add(3*24*time.Hour)); err != nil {
@@ -113,4 +86,29 @@ func TestReadSeriesStartsGeneric(t *testing.T) {
 	if settings != 0 {
 		t.Errorf("%d statements setting plan_cache_mode were prepared; want none, the connections start with it", settings)
 	}
+}
+
+// oneConnTier returns a tier over a fresh database whose pool, the reads'
+// too, holds one connection, so that pg_prepared_statements counts the
+// session's statements; generic starts its connections on generic plans.
+func oneConnTier(t *testing.T, generic bool) (*Tier, *pgxpool.Pool) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	if generic {
+		GenericPlans(cfg)
+	}
+	reads, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reads.Close)
+	h, err := New(reads, Options{ReadPool: reads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, reads
 }
