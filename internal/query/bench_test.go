@@ -11,7 +11,7 @@ import (
 
 func BenchmarkInstance(b *testing.B) {
 	for b.Loop() {
-		inst, err := start(context.Background(), Settings{Threads: 1})
+		inst, err := start(context.Background(), Settings{Threads: 1}, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -137,8 +137,9 @@ func New(s Settings, tables Tables) (*Engine, error) {
 	if tables.Open == nil && len(tables.Names) > 0 {
 		return nil, errors.New("query: tables without a way to open them")
 	}
+	sp := &spare{set: s}
 	// Starting one checks s; it is the first query's.
-	inst, err := start(context.Background(), s)
+	inst, err := start(context.Background(), s, sp.threads(false))
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +150,6 @@ func New(s Settings, tables Tables) (*Engine, error) {
 		inst.close()
 		return nil, err
 	}
-	sp := &spare{set: s}
 	sp.started.Add(1)
 	sp.put(inst)
 	return &Engine{set: s, tables: Tables{Names: slices.Clone(tables.Names), Open: tables.Open}, spare: sp, kept: keeper{base: base}, analysed: newAnalyses()}, nil

@@ -69,7 +69,7 @@ func (e *Engine) firstTable() *Table {
 // open starts an in-memory DuckDB configured by s, spilling into a
 // directory of its own in s.CacheDir, not locked down.
 func open(ctx context.Context, s Settings) (*instance, error) {
-	inst, err := start(ctx, s)
+	inst, err := start(ctx, s, s.Threads)
 	if err != nil {
 		return nil, err
 	}

@@ -110,7 +110,7 @@ func TestHotDictionaries(t *testing.T) {
 func TestHotColumnNotRead(t *testing.T) {
 	s := threeMonths(t)
 	s.dict = []string{"unit"}
-	inst, err := start(t.Context(), Settings{Threads: 1})
+	inst, err := start(t.Context(), Settings{Threads: 1}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,8 @@ type duck struct {
 	// funcs counts the table functions registered.
 	funcs int
 	// threads is the DuckDB threads it started with, 0 for DuckDB's
-	// default (see start), or the lockdown set.
+	// default (see start), or the lockdown set, which a statement that
+	// took it before it knew it scans files does (see spare).
 	threads int
 	// key is the lockdown it is locked with (see lockKey), "" before it.
 	// views are the statements that created the views it holds, in the
@@ -43,10 +44,13 @@ type duck struct {
 // on it.
 type instance struct {
 	*duck // nil until taken
-	// take takes a duck for the statement; took, if set, learns how long
-	// that took.
-	take func(context.Context) (*instance, error)
+	// take takes a duck for the statement, for one that scans cold files
+	// if wide; took, if set, learns how long that took.
+	take func(ctx context.Context, wide bool) (*instance, error)
 	took func(time.Duration)
+	// wide says the statement scans cold files, as far as it knows when
+	// it first needs DuckDB (see spare).
+	wide bool
 	// hot are the hot reads whose table functions the statement scans,
 	// closed when it has run.
 	hot  []*hotScan
@@ -68,7 +72,7 @@ func (inst *instance) need(ctx context.Context) error {
 		return nil
 	}
 	begin := time.Now()
-	d, err := inst.take(ctx)
+	d, err := inst.take(ctx, inst.wide)
 	if err != nil {
 		return err
 	}
@@ -140,20 +144,14 @@ func (inst *instance) finish(h *Header, err error) error {
 	return err
 }
 
-// start starts an in-memory DuckDB configured by s, with the calendar
-// functions, that does not spill until its lockdown: a spare instance
-// holds no directory while it waits, however long, and whoever closes
-// it. Where s sets the
-// threads, it starts on one, and lockdown raises them for a statement
-// that scans files: adding a thread to DuckDB took about half the
-// milliseconds stopping one did, and a statement that reads the hot tier
-// alone, the small and frequent kind, runs on one.
-func start(ctx context.Context, s Settings) (*instance, error) {
+// start starts an in-memory DuckDB configured by s, on threads threads (0:
+// DuckDB's default), with the calendar functions, that does not spill
+// until its lockdown: a spare instance holds no directory while it waits,
+// however long, and whoever closes it.
+func start(ctx context.Context, s Settings, threads int) (*instance, error) {
 	q := url.Values{}
-	threads := 0
-	if s.Threads > 0 {
-		threads = 1
-		q.Set("threads", "1")
+	if threads > 0 {
+		q.Set("threads", strconv.Itoa(threads))
 	}
 	if s.MemoryLimit != "" {
 		q.Set("memory_limit", s.MemoryLimit)

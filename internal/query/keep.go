@@ -204,6 +204,9 @@ func (st *Statement) lock(ctx context.Context, h *Header, files []string, thread
 	h.Timing.step(StepViews, begin)
 	if inst.key == "" {
 		begin := time.Now()
+		if threads > 0 && threads != inst.threads {
+			st.e.spare.rethreaded.Add(1)
+		}
 		if err := inst.lockdown(ctx, files, threads, search, st.e.set.CacheDir); err != nil {
 			return err
 		}

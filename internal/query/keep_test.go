@@ -86,7 +86,7 @@ func TestKeptDuckForNewText(t *testing.T) {
 		t.Errorf("%d of 3 statements of new texts over the same files ran on a kept duck", e.kept.reused)
 	}
 	e.spare.fills.Wait()
-	if e.spare.detach() == nil {
+	if e.spare.detach(e.spare.threads(false)) == nil {
 		t.Error("no spare after statements that analysed on it")
 	}
 }

@@ -52,7 +52,7 @@ func TestSpareAwaitedWhileStarting(t *testing.T) {
 	for range n {
 		// No waiting for the fill: the next take comes while the spare
 		// the last one started is starting.
-		inst, err := e.spare.take(t.Context())
+		inst, err := e.spare.take(t.Context(), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,5 +67,48 @@ func TestSpareAwaitedWhileStarting(t *testing.T) {
 	}
 	if got := e.spare.started.Load(); got != n+1 {
 		t.Errorf("%d statements started %d instances, want %d", n, got, n+1)
+	}
+}
+
+// TestInstanceStartedOnItsThreads: a statement across both tiers takes an
+// instance started on the engine's threads and one of the hot tier alone
+// an instance started on one, so that no lockdown changes an instance's
+// threads (which purges DuckDB's allocator). The first statement of a
+// text is analysed on an instance taken before it knew it scans files,
+// and the first of each kind finds no instance of its threads started
+// ahead: after those, none is rethreaded or started cold, and both answer
+// as before.
+func TestInstanceStartedOnItsThreads(t *testing.T) {
+	s := newSource(t, loadProfile())
+	s.addHot(quarterHours(1, jan2026, 96)...)
+	s.archive(feb2026)
+	s.addHot(quarterHours(1, feb2026, 96)...)
+	e, err := single(s.tab, s, Settings{Threads: 2, MemoryLimit: "256MB", CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	both := `SELECT count(*) FROM readings`
+	hot := `SELECT count(*) FROM readings WHERE "from" >= TIMESTAMPTZ '2026-02-01 00:00:00+00'`
+	for _, sql := range []string{both, hot, both, hot} {
+		if c := count(t, e, sql); c == 0 {
+			t.Fatalf("%s: no rows", sql)
+		}
+		e.settled()
+	}
+	rethreaded, cold := e.spare.rethreaded.Load(), e.spare.cold.Load()
+	for range 3 {
+		for sql, want := range map[string]int64{both: 192, hot: 96} {
+			if c := count(t, e, sql); c != want {
+				t.Fatalf("%s: %d rows, want %d", sql, c, want)
+			}
+			e.settled()
+		}
+	}
+	if n := e.spare.rethreaded.Load() - rethreaded; n != 0 {
+		t.Errorf("%d of 6 statements of analysed texts changed their instance's threads", n)
+	}
+	if n := e.spare.cold.Load() - cold; n != 0 {
+		t.Errorf("%d of 6 statements found no instance of their threads started ahead", n)
 	}
 }

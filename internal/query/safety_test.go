@@ -134,7 +134,7 @@ func TestNoOtherFileIsReadable(t *testing.T) {
 }
 
 func TestLockdownCannotBeUndone(t *testing.T) {
-	inst, err := start(t.Context(), Settings{Threads: 1})
+	inst, err := start(t.Context(), Settings{Threads: 1}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

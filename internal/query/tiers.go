@@ -157,6 +157,7 @@ func (e *reader) attempt(ctx context.Context, inst *instance, p place, r series.
 	// no cold file.
 	needHot := !ok0 || hi.IsZero() || hi.After(w0)
 	needCold := ok0 && (lo.IsZero() || lo.Before(w0))
+	inst.wide = inst.wide || needCold
 	var hot *hotScan
 	if needHot {
 		begin := time.Now()
