@@ -178,3 +178,45 @@ func countRows(t *testing.T, pool *pgxpool.Pool, name string) int {
 	}
 	return n
 }
+
+// TestRefreshVacuumsDirtyLog: a read that folds the dirty log into the
+// day sums has the log vacuumed once its snapshot has ended, so that the
+// next reads' probes do not walk the rows it deleted; a read that finds
+// the log empty has nothing vacuumed. The count is of manual vacuums,
+// not autovacuum's.
+func TestRefreshVacuumsDirtyLog(t *testing.T) {
+	h, pool := dictTier(t, layoutStep)
+	tab := readTable(t, h, "vac", series.IntegrityStatement)
+	mustWrite(t, h, tab, readRows(3, 3, 100))
+	vacuums := func() int64 {
+		var n int64
+		if err := pool.QueryRow(t.Context(), `SELECT coalesce((SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = $1::regclass), 0)`,
+			h.ident(dirtyName(tab))).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// waitVacuums waits, bounded, for the vacuum count to reach want.
+	waitVacuums := func(want int64) int64 {
+		deadline := time.Now().Add(10 * time.Second)
+		n := vacuums()
+		for n < want && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			n = vacuums()
+		}
+		return n
+	}
+	before := vacuums()
+	sameDays(t, h, tab, series.Range{}) // folds the log
+	if n := countRows(t, pool, dirtyName(tab)); n != 0 {
+		t.Fatalf("%d dirty rows after a refresh", n)
+	}
+	if n := waitVacuums(before + 1); n != before+1 {
+		t.Fatalf("the dirty log was vacuumed %d times after a read folded it, want 1", n-before)
+	}
+	sameDays(t, h, tab, series.Range{}) // finds it empty
+	time.Sleep(200 * time.Millisecond)
+	if n := vacuums(); n != before+1 {
+		t.Errorf("a read that folded nothing had the dirty log vacuumed (%d vacuums, want 1)", n-before)
+	}
+}

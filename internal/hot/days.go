@@ -303,8 +303,12 @@ func (r *Read) daysStored(ctx context.Context) (bool, error) {
 				r.days.joined = joined
 			}
 		}
-		if err := h.refreshDays(ctx, r.t, r.lay, r.parts); err != nil {
+		folded, err := h.refreshDays(ctx, r.t, r.lay, r.parts)
+		if err != nil {
 			h.log.Warn("hot: day sums not refreshed", "table", r.t.Name, "err", err)
+		}
+		if folded {
+			r.s.vacuumAfter(h.ident(dirtyName(r.t)))
 		}
 		res, err := r.snapshotRow(ctx, `SELECT count(*) = 2 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = `+
 			lit(h.schema)+` AND c.relname IN (`+lit(daysName(r.t))+`, `+lit(dirtyName(r.t))+`)`)

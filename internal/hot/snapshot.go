@@ -3,6 +3,7 @@ package hot
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -38,6 +39,18 @@ type Snapshot struct {
 	pending int         // connections being acquired
 	closed  bool
 	next    int // cursor names
+	// vacuum are the relations to vacuum once the snapshot has ended
+	// (Tier.vacuumSoon).
+	vacuum []string
+}
+
+// vacuumAfter has rel vacuumed once the snapshot has ended.
+func (s *Snapshot) vacuumAfter(rel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.vacuum, rel) {
+		s.vacuum = append(s.vacuum, rel)
+	}
 }
 
 // A readConn is a connection of a Snapshot and the cursors declared on it,
@@ -194,6 +207,12 @@ func (s *Snapshot) Close() error {
 	}
 	if s.token {
 		<-s.h.snapshots
+	}
+	s.mu.Lock()
+	vacuum := s.vacuum
+	s.mu.Unlock()
+	for _, rel := range vacuum {
+		s.h.vacuumSoon(rel)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return classify("read", "", err)

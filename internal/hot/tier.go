@@ -54,6 +54,8 @@ type Tier struct {
 	readsGeneric bool
 	// seriesTexts holds a *seriesText per table name, the last made.
 	seriesTexts sync.Map
+	// vacuums holds the dirty logs being vacuumed (see vacuumSoon).
+	vacuums     sync.Map
 	schema      string
 	lockTimeout time.Duration
 	cal         *metering.Calendar
