@@ -20,7 +20,7 @@ import (
 //
 // A cursor is a server-side portal executed a batch at a time in
 // PostgreSQL's binary format and decoded column by column (see Cursor):
-// only the columns asked for cross, and memory holds a batch per cursor,
+// only the columns asked for cross, and memory holds a few batches per cursor,
 // never a relation. A connection is busy only while a batch crosses, so
 // that cursors share the snapshot's connections whatever their consumer
 // does between batches, and a cursor its consumer abandons holds none.

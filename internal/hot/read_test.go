@@ -554,3 +554,49 @@ func TestOpenSnapshotRead(t *testing.T) {
 		t.Errorf("another table in the snapshot: %d rows, want fewer than the %d written since", len(got), len(wantB))
 	}
 }
+
+// TestCursorFetchesAhead: while its consumer holds the first batch, a
+// cursor fetches aheadBatches more and stops there, so that PostgreSQL
+// works ahead of a slow consumer and memory stays bounded; the consumer
+// then reads every row.
+func TestCursorFetchesAhead(t *testing.T) {
+	h, _ := newTier(t, Options{})
+	ctx := t.Context()
+	tab := readTable(t, h, "ahead", series.IntegrityStatement)
+	mustWrite(t, h, tab, readRows(2, 1, 1))
+	snap, err := h.OpenSnapshot(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	r, err := snap.Read(ctx, tab, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.batch = 2
+	c, err := r.Scan(ctx, 0, 0, []int{0, 1}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.Next(ctx) {
+		t.Fatalf("no row: %v", c.Err())
+	}
+	want := int64((aheadBatches + 1) * r.batch)
+	deadline := time.Now().Add(10 * time.Second)
+	for r.rows.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Long enough for a fetcher that does not stop to fetch more.
+	time.Sleep(100 * time.Millisecond)
+	if got := r.rows.Load(); got != want {
+		t.Fatalf("%d rows fetched while the consumer held the first batch, want %d (%d batches ahead)", got, want, aheadBatches)
+	}
+	n := int64(1)
+	for c.Next(ctx) {
+		n++
+	}
+	if c.Err() != nil || n <= want {
+		t.Fatalf("read %d rows (%v), want more than the %d fetched ahead", n, c.Err(), want)
+	}
+}

@@ -55,7 +55,10 @@ type Tier struct {
 	// seriesTexts holds a *seriesText per table name, the last made.
 	seriesTexts sync.Map
 	// vacuums holds the dirty logs being vacuumed (see vacuumSoon).
-	vacuums     sync.Map
+	vacuums sync.Map
+	// batches holds the *fetched batches of ended cursors, for the next
+	// ones to fill instead of growing new arenas.
+	batches     sync.Pool
 	schema      string
 	lockTimeout time.Duration
 	cal         *metering.Calendar
