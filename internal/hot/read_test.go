@@ -32,6 +32,22 @@ func readTable(t *testing.T, h *Tier, name string, i series.Integrity) *series.T
 	return tab
 }
 
+// readWhole returns a Read of every row of tab in a new snapshot of up
+// to conns connections, which the test's end closes.
+func readWhole(t *testing.T, h *Tier, tab *series.Table, conns int) *Read {
+	t.Helper()
+	snap, err := h.OpenSnapshot(t.Context(), conns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { snap.Close() })
+	r, err := snap.Read(t.Context(), tab, series.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // readRows returns meters' quarter hours on channels A and B for d days
 // from day, with attributes, version v, and corrections: every seventh
 // reading again under version v+1.
@@ -286,15 +302,7 @@ func TestReadColumns(t *testing.T) {
 	ctx := t.Context()
 	tab := readTable(t, h, "cols", series.IntegrityStatement)
 	mustWrite(t, h, tab, readRows(2, 1, 3))
-	snap, err := h.OpenSnapshot(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
-	r, err := snap.Read(ctx, tab, series.Range{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := readWhole(t, h, tab, 2)
 	idx := map[string]int{}
 	for i, c := range r.Shape().Rows.Columns {
 		idx[c.Name] = i
@@ -564,15 +572,7 @@ func TestCursorFetchesAhead(t *testing.T) {
 	ctx := t.Context()
 	tab := readTable(t, h, "ahead", series.IntegrityStatement)
 	mustWrite(t, h, tab, readRows(2, 1, 1))
-	snap, err := h.OpenSnapshot(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
-	r, err := snap.Read(ctx, tab, series.Range{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := readWhole(t, h, tab, 1)
 	r.batch = 2
 	c, err := r.Scan(ctx, 0, 0, []int{0, 1}, false)
 	if err != nil {
