@@ -282,7 +282,10 @@ func (c *Cursor) Next(ctx context.Context) bool {
 			c.finish()
 			return false
 		}
+		// Given back: the fetching may fill it again, and an end now
+		// must not pool it twice.
 		c.free <- c.cur
+		c.cur = nil
 		select {
 		case b, ok := <-c.ahead:
 			if !ok {
@@ -359,7 +362,8 @@ func (c *Cursor) finish() {
 	if c.stop != nil {
 		close(c.stop)
 		c.wg.Wait()
-		// The fetching has ended and closed ahead: every batch is here.
+		// The fetching has ended and closed ahead; what it holds and
+		// what the consumer gave back go back to the pool.
 		for b := range c.ahead {
 			pool.Put(b)
 		}

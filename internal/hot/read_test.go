@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -598,5 +599,63 @@ func TestCursorFetchesAhead(t *testing.T) {
 	}
 	if c.Err() != nil || n <= want {
 		t.Fatalf("read %d rows (%v), want more than the %d fetched ahead", n, c.Err(), want)
+	}
+}
+
+// TestCursorBatchesPooledOnce ends cursors every way a read ends them,
+// at their end, abandoned when their snapshot closes in the middle of
+// their rows, and by their statement's cancellation, and finds each of
+// their batches in the tier's pool once: a batch pooled twice would be
+// filled by two cursors at once.
+func TestCursorBatchesPooledOnce(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a collection empties the pool
+	h, _ := newTier(t, Options{})
+	ctx := t.Context()
+	tab := readTable(t, h, "pooled", series.IntegrityStatement)
+	mustWrite(t, h, tab, readRows(2, 2, 1))
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	ends := map[string]struct {
+		before func(r *Read) // after a few rows of every cursor
+		ctx    context.Context
+	}{
+		"at its end":      {func(*Read) {}, ctx},
+		"snapshot closed": {func(r *Read) { r.s.Close() }, ctx},
+		"cancelled":       {func(*Read) {}, cancelled},
+	}
+	for name, end := range ends {
+		r := readWhole(t, h, tab, 2)
+		r.batch = 2
+		var curs []*Cursor
+		for u := range r.Units(0) {
+			c, err := r.Scan(ctx, 0, u, []int{0, 1}, u%2 == 0)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for range 5 {
+				c.Next(ctx)
+			}
+			curs = append(curs, c)
+		}
+		end.before(r)
+		for _, c := range curs {
+			for c.Next(end.ctx) {
+			}
+			c.Close()
+		}
+	}
+	seen := map[*fetched]bool{}
+	for range 10000 {
+		b, ok := h.batches.Get().(*fetched)
+		if !ok {
+			break
+		}
+		if seen[b] {
+			t.Fatalf("a batch is in the pool twice (after %d distinct ones)", len(seen))
+		}
+		seen[b] = true
+	}
+	if len(seen) == 0 {
+		t.Fatal("no batch was pooled")
 	}
 }
