@@ -102,10 +102,11 @@ func (c *Cursor) start(ctx context.Context) error {
 	return nil
 }
 
-// batch returns an empty batch, one an ended cursor filled if there is.
+// batch returns an empty batch: the arena and spans of one an ended
+// cursor filled, if there is one, and nothing else of it.
 func (c *Cursor) batch() *fetched {
 	if b, ok := c.r.s.h.batches.Get().(*fetched); ok {
-		return b
+		return &fetched{arena: b.arena[:0], spans: b.spans[:0]}
 	}
 	return new(fetched)
 }
