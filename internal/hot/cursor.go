@@ -18,8 +18,9 @@ import (
 // columns asked for, as its Kind says. Values are decoded from the wire
 // without a Go value per row; Bytes is valid until the next call of Next.
 // While its consumer decodes a batch, the next ones are fetched, up to
-// aheadBatches: PostgreSQL and the consumer work at once, and memory holds
-// at most aheadBatches+1 batches. A Cursor is for one goroutine at a time.
+// aheadBatches and fewer for wide rows (aheadDepth): PostgreSQL and the
+// consumer work at once, and memory holds a few batches. A Cursor is for
+// one goroutine at a time.
 type Cursor struct {
 	r     *Read
 	conn  *readConn
@@ -75,12 +76,26 @@ type fetched struct {
 }
 
 // aheadBatches is how many batches a cursor fetches ahead of its
-// consumer. With one, the cursor a statement opens on its next partition
-// (a second connection) fetched a batch and waited, so that one
+// consumer at most. With one, the cursor a statement opens on its next
+// partition (a second connection) fetched a batch and waited, so that one
 // PostgreSQL backend worked at a time: every meter's total over seven
 // hot days (795,000 rows, one DuckDB thread) took 282 to 305 ms, with six
 // 255 to 264 (measured, bench query (e)); sixteen gave nothing more.
 const aheadBatches = 6
+
+// aheadBytes bounds what a cursor of wide rows fetches ahead: by its
+// first batch's size, fewer batches (see aheadDepth).
+const aheadBytes = 2 << 20
+
+// aheadDepth returns how many batches a cursor whose first batch's values
+// took first bytes fetches ahead: aheadBatches, fewer where that would
+// hold more than aheadBytes, at least one.
+func aheadDepth(first int) int {
+	if first <= 0 {
+		return aheadBatches
+	}
+	return max(1, min(aheadBatches, aheadBytes/first))
+}
 
 // start reads the first batch, then has the next ones fetched ahead of
 // the consumer until the last.
@@ -94,7 +109,7 @@ func (c *Cursor) start(ctx context.Context) error {
 		return nil
 	}
 	c.ahead, c.free, c.stop = make(chan *fetched, aheadBatches), make(chan *fetched, aheadBatches+1), make(chan struct{})
-	for range aheadBatches {
+	for range aheadDepth(len(b.arena)) {
 		c.free <- c.batch()
 	}
 	c.wg.Add(1)

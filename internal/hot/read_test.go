@@ -602,6 +602,26 @@ func TestCursorFetchesAhead(t *testing.T) {
 	}
 }
 
+// TestAheadDepth: a cursor of narrow rows fetches aheadBatches ahead, one
+// of wide rows fewer, so that what it holds ahead stays near aheadBytes,
+// and one of very wide rows still one.
+func TestAheadDepth(t *testing.T) {
+	for _, c := range []struct{ first, want int }{
+		{0, aheadBatches},
+		{200 << 10, aheadBatches}, // 8,192 rows of 25 bytes
+		{aheadBytes / 2, 2},
+		{aheadBytes, 1},
+		{10 * aheadBytes, 1},
+	} {
+		if got := aheadDepth(c.first); got != c.want {
+			t.Errorf("aheadDepth(%d) = %d, want %d", c.first, got, c.want)
+		}
+		if got := aheadDepth(c.first); c.first > 0 && got > 1 && got*c.first > aheadBytes {
+			t.Errorf("aheadDepth(%d) = %d holds %d bytes ahead, more than %d", c.first, got, got*c.first, aheadBytes)
+		}
+	}
+}
+
 // TestCursorBatchesPooledOnce ends cursors every way a read ends them,
 // at their end, abandoned when their snapshot closes in the middle of
 // their rows, and by their statement's cancellation, and finds each of
