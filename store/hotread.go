@@ -95,6 +95,20 @@ func (r hotRead) ScanDays(ctx context.Context, unit int, lo time.Time, cols []in
 	return c, nil
 }
 
+// DayTokens returns the tokens of the read's units whose day sums from
+// lo on are stored whole (see hot.Read.DayTokens).
+func (r hotRead) DayTokens(ctx context.Context, lo time.Time) ([]query.DayToken, error) {
+	toks, err := r.Read.DayTokens(ctx, lo)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]query.DayToken, len(toks))
+	for i, t := range toks {
+		out[i] = query.DayToken{Unit: t.Unit, From: t.From, To: t.To, Token: t.Token}
+	}
+	return out, nil
+}
+
 func shapeOf(s hot.Shape) query.HotShape {
 	// The primary key holds the merge key and the version.
 	out := query.HotShape{Rows: relationOf(s.Rows), Series: s.Series, Resolves: true}

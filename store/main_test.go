@@ -104,6 +104,9 @@ func (e *testEnv) open(t *testing.T, opts Options) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Before the cache directory goes: the engine writes copies of day
+	// sums there after a statement, which Close waits for.
+	t.Cleanup(s.Close)
 	return s
 }
 

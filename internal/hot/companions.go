@@ -10,14 +10,14 @@ import (
 
 // companions returns the names of the relations besides its parent and
 // partitions that table t owns with integrity i in layout l: its
-// ownership relation, in the dictionary layouts its aggregate of days
-// and dirty log (dayagg.go), and its dictionaries.
+// ownership relation, in the dictionary layouts its aggregate of days,
+// dirty log and tokens (dayagg.go), and its dictionaries.
 func companions(t *series.Table, i series.Integrity, l layout) []string {
 	var names []string
 	if i == series.IntegrityStatement {
 		names = append(names, ownersName(t))
 		if sumsDays(l) {
-			names = append(names, daysName(t), dirtyName(t))
+			names = append(names, daysName(t), dirtyName(t), dayTokensName(t))
 		}
 	}
 	return append(names, l.dictNames(t)...)

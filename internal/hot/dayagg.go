@@ -38,8 +38,8 @@ func dirtyName(t *series.Table) string { return t.Name + "_days_dirty" }
 // sumsDays reports whether layout l keeps an aggregate of days.
 func sumsDays(l layout) bool { return l != layoutRows }
 
-// daysDDL returns the CREATE TABLE statements of t's aggregate of days
-// and its dirty log.
+// daysDDL returns the CREATE TABLE statements of t's aggregate of days,
+// its dirty log and its tokens (daytokens.go).
 func (h *Tier) daysDDL(t *series.Table) []string {
 	cols := []string{"bucket timestamptz NOT NULL", "series int4 NOT NULL", "balancing_day date NOT NULL", "sparte text NOT NULL",
 		"resolution text NOT NULL", "unit text NOT NULL", "present int8 NOT NULL", "on_grid int8 NOT NULL", "value_sum numeric NOT NULL"}
@@ -49,7 +49,7 @@ func (h *Tier) daysDDL(t *series.Table) []string {
 	cols = append(cols, "max_version numeric NOT NULL", "max_recorded_at timestamptz NOT NULL",
 		`CONSTRAINT `+quote(daysName(t)+"_pkey")+` PRIMARY KEY (bucket, series, balancing_day, sparte, resolution, unit)`)
 	days, dirty := h.ident(daysName(t)), h.ident(dirtyName(t))
-	return []string{
+	return append([]string{
 		`CREATE TABLE ` + days + ` (` + strings.Join(cols, ", ") + `)`,
 		`COMMENT ON TABLE ` + days + ` IS 'MeterStore: the day sums of the resolved readings of ` + t.Name + ` per partition and series, but those ` + dirtyName(t) + ` names'`,
 		`CREATE TABLE ` + dirty + ` (series int4 NOT NULL, bucket timestamptz NOT NULL)`,
@@ -57,7 +57,7 @@ func (h *Tier) daysDDL(t *series.Table) []string {
 		// those of partitions detached and not yet dropped too.
 		`CREATE INDEX ` + quote(dirtyName(t)+"_bucket") + ` ON ` + dirty + ` (bucket, series)`,
 		`COMMENT ON TABLE ` + dirty + ` IS 'MeterStore: the series and partitions of ` + t.Name + ` written since their day sums in ` + daysName(t) + `'`,
-	}
+	}, h.dayTokensDDL(t)...)
 }
 
 // dirtyAppend returns the statement of the check body that appends the
@@ -105,7 +105,7 @@ func (h *Tier) forgetDays(ctx context.Context, tx pgx.Tx, t *series.Table, from,
 			return fmt.Errorf("forget the day sums in %s: %w", name, err)
 		}
 	}
-	return nil
+	return h.forgetDayTokens(ctx, tx, t, from, to)
 }
 
 // refreshDays folds the dirty rows of the partitions parts of t into its

@@ -87,6 +87,9 @@ func (r *Read) ScanDays(ctx context.Context, unit int, lo time.Time, cols []int)
 	}
 	var sel string
 	switch clean := r.cleanDays(stored, lo); {
+	case r.skipped(unit):
+		c.cur = &fetched{last: true}
+		return c, nil
 	case slices.Contains(clean, unit):
 		half := cleanHalf(clean, unit)
 		if half == nil {
@@ -147,7 +150,7 @@ func (r *Read) cleanDays(stored bool, lo time.Time) []int {
 	}
 	var units []int
 	for u, p := range r.parts {
-		if !r.days.dirty[u] && len(r.rangeWhere(p, lo)) == 0 {
+		if !r.days.dirty[u] && !r.skipped(u) && len(r.rangeWhere(p, lo)) == 0 {
 			units = append(units, u)
 		}
 	}
@@ -310,24 +313,39 @@ func (r *Read) daysStored(ctx context.Context) (bool, error) {
 		if folded {
 			r.s.vacuumAfter(h.ident(dirtyName(r.t)))
 		}
-		res, err := r.snapshotRow(ctx, `SELECT count(*) = 2 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = `+
-			lit(h.schema)+` AND c.relname IN (`+lit(daysName(r.t))+`, `+lit(dirtyName(r.t))+`)`)
+		res, err := r.snapshotRow(ctx, `SELECT count(*) FILTER (WHERE c.relname <> `+lit(dayTokensName(r.t))+`) = 2, count(*) FILTER (WHERE c.relname = `+
+			lit(dayTokensName(r.t))+`) = 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = `+
+			lit(h.schema)+` AND c.relname IN (`+lit(daysName(r.t))+`, `+lit(dirtyName(r.t))+`, `+lit(dayTokensName(r.t))+`)`)
 		if err != nil || string(res[0]) != "t" || len(r.parts) == 0 {
 			r.days.err = err
 			return
 		}
-		// One probe of the log's index a partition.
-		probes := make([]string, len(r.parts))
-		for i, p := range r.parts {
-			probes[i] = `EXISTS (SELECT 1 FROM ` + h.ident(dirtyName(r.t)) + ` WHERE ` + bucketIn("", p) + `)`
+		// One probe of the log's index a partition, and of the tokens'
+		// where a copy of whole partitions' sums could serve the read.
+		tokens := string(res[1]) == "t" && len(r.keys()) == 0
+		probes := make([]string, 0, 2*len(r.parts))
+		for _, p := range r.parts {
+			probes = append(probes, `EXISTS (SELECT 1 FROM `+h.ident(dirtyName(r.t))+` WHERE `+bucketIn("", p)+`)`)
+		}
+		if tokens {
+			for _, p := range r.parts {
+				probes = append(probes, `(SELECT token::text FROM `+h.ident(dayTokensName(r.t))+` WHERE bucket = `+timeLit(p.From)+`)`)
+			}
 		}
 		if res, err = r.snapshotRow(ctx, `SELECT `+strings.Join(probes, ", ")); err != nil {
 			r.days.err = err
 			return
 		}
-		r.days.dirty = make([]bool, len(res))
-		for i, v := range res {
+		n := len(r.parts)
+		r.days.dirty = make([]bool, n)
+		r.days.tokens = make([]string, n)
+		for i, v := range res[:n] {
 			r.days.dirty[i] = string(v) != "f"
+		}
+		if tokens {
+			for i, v := range res[n:] {
+				r.days.tokens[i] = string(v)
+			}
 		}
 		r.days.ok = true
 	})

@@ -56,6 +56,13 @@ func unitRows(t *testing.T, h *Tier, tab *series.Table) []int {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	return readUnitRows(t, r)
+}
+
+// readUnitRows returns how many day sums each unit of r has.
+func readUnitRows(t *testing.T, r *Read) []int {
+	t.Helper()
+	ctx := t.Context()
 	out := make([]int, r.Units(0))
 	for u := range out {
 		c, err := r.ScanDays(ctx, u, time.Time{}, []int{0})

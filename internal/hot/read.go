@@ -42,7 +42,13 @@ type Read struct {
 		once  sync.Once
 		ok    bool
 		dirty []bool
-		err   error
+		// tokens are each part's token of its stored sums (see
+		// dayTokensName), "" for none or where not asked.
+		tokens []string
+		// skip are the units whose day sums the caller reads elsewhere
+		// (SkipDays): their cursors hand over nothing.
+		skip []bool
+		err  error
 		// joined is closed once the connection asked for the second
 		// statement of the clean sums has joined the snapshot, or not.
 		joined <-chan struct{}

@@ -274,6 +274,9 @@ func (h *Tier) redeclare(ctx context.Context, tx pgx.Tx, t *series.Table, stored
 		if err := h.ensureDays(ctx, tx, t, lay); err != nil {
 			return tableInfo{}, false, err
 		}
+		if err := h.ensureDayTokens(ctx, tx, t, lay); err != nil {
+			return tableInfo{}, false, err
+		}
 		if len(lay.dictNames(t)) > 0 {
 			if err := h.upgradeSeriesOwners(ctx, tx, t); err != nil {
 				return tableInfo{}, false, err
@@ -359,6 +362,8 @@ func (h *Tier) ensureFunctions(ctx context.Context, tx pgx.Tx) error {
 			`() RETURNS trigger LANGUAGE plpgsql AS $$` + immutableBody + `$$`},
 		{h.ident(guardFunc) + "()", guardBody, `CREATE OR REPLACE FUNCTION ` + h.ident(guardFunc) +
 			`() RETURNS trigger LANGUAGE plpgsql AS $$` + guardBody + `$$`},
+		{h.ident(tokenFunc) + "()", tokenBody, `CREATE OR REPLACE FUNCTION ` + h.ident(tokenFunc) +
+			`() RETURNS trigger LANGUAGE plpgsql AS $$` + tokenBody + `$$`},
 	} {
 		var have string
 		err := tx.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure($1)`, f.signature).Scan(&have)

@@ -80,11 +80,12 @@ func (a *analysis) dailyRange(ctx context.Context, q querier, node map[string]an
 // createDaily creates the view daily in p's schema over its readings, if
 // the table is an interval table, and over the stored rollup's days if
 // stored is not nil. Where the read of p's tiers allows, the hot tier
-// sums the days of its rows itself (hotDays). The view is created with the
-// statement's lockdown.
-func createDaily(inst *instance, t *series.Table, l layout, p place, stored *storedDays) error {
-	if t.TimeModel != series.Interval {
-		return nil
+// sums the days of its rows itself (hotDays), and copies (hotdays.go)
+// serve the partitions they hold. The view is created with the
+// statement's lockdown; files are the copies it reads.
+func createDaily(ctx context.Context, inst *instance, e *reader, copies *dayCopies, l layout, p place, stored *storedDays) (files []string, err error) {
+	if e.table.TimeModel != series.Interval {
+		return nil, nil
 	}
 	var lo time.Time
 	recent := ""
@@ -92,9 +93,9 @@ func createDaily(inst *instance, t *series.Table, l layout, p place, stored *sto
 		lo, recent = recentFrom(stored.w), recentReadings(stored.w)
 	}
 	readings := rel(p.out, "readings")
-	sel, err := inst.hotDays(l, p, lo, recent)
+	sel, files, err := inst.hotDays(ctx, e, copies, l, p, lo, recent)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if sel == "" {
 		sel = dailySQL(l, readings, recent)
@@ -103,7 +104,7 @@ func createDaily(inst *instance, t *series.Table, l layout, p place, stored *sto
 		sel = storedDailySQL(l, sel, stored)
 	}
 	inst.define(`CREATE VIEW ` + database + `.` + rel(p.out, "daily") + ` AS ` + sel)
-	return nil
+	return files, nil
 }
 
 // hotDays returns the SELECT of daily over p's tiers from lo on (the cold
@@ -111,18 +112,36 @@ func createDaily(inst *instance, t *series.Table, l layout, p place, stored *sto
 // the hot rows' days summed in PostgreSQL, or "" where the read of p's
 // tiers does not allow it: only the current tiers' resolved rows at or
 // above W, with no recorded_at ceiling (which may let another version
-// win), of a layout that sums days, are what its sums are of.
-func (inst *instance) hotDays(l layout, p place, lo time.Time, where string) (string, error) {
+// win), of a layout that sums days, are what its sums are of. The
+// partitions whose copies of e's table copies has are read from those
+// files, and the copies it misses are written after the statement.
+func (inst *instance) hotDays(ctx context.Context, e *reader, copies *dayCopies, l layout, p place, lo time.Time, where string) (string, []string, error) {
 	rd, ok := inst.reads[p.out]
 	if !ok || rd.hot == nil || !rd.v.ceiling.IsZero() || rd.v.asOf != nil {
-		return "", nil
+		return "", nil, nil
 	}
 	fn := inst.nextFunc() + "_days"
-	cols, ok, err := rd.hot.registerDays(inst.conn, fn, later(lo, rd.s.w, rd.s.hasW))
+	from := later(lo, rd.s.w, rd.s.hasW)
+	cols, ok, err := rd.hot.registerDays(inst.conn, fn, from)
 	if err != nil || !ok {
-		return "", err
+		return "", nil, err
 	}
-	return dailySplitSQL(l, rd.cold, hotDaysSQL(l, fn, cols), where), nil
+	var files []string
+	if dt, is := rd.hot.read.(HotDayTokens); is && copies != nil && copies.dir != "" {
+		toks, err := dt.DayTokens(ctx, from)
+		if err != nil {
+			return "", nil, err
+		}
+		var units []int
+		var missed []dayCopy
+		files, units, missed = copies.take(e.table.Name, cols, toks)
+		dt.SkipDays(units)
+		if len(missed) > 0 {
+			src := e.src
+			inst.after = append(inst.after, func() { copies.fill(src, missed) })
+		}
+	}
+	return dailySplitSQL(l, rd.cold, hotDaysSQL(l, fn, cols, files), where), files, nil
 }
 
 // dailyQualities are the quality codes daily counts, one column each.
@@ -223,8 +242,9 @@ func dailySplitSQL(l layout, cold, hotDays, where string) string {
 }
 
 // hotDaysSQL returns the SELECT of the hot tier's day sums from table
-// function fn with columns cols, as daily's sums and in their types.
-func hotDaysSQL(l layout, fn string, cols []HotColumn) string {
+// function fn with columns cols and the copies files of such sums (see
+// hotdays.go), as daily's sums and in their types.
+func hotDaysSQL(l layout, fn string, cols []HotColumn, files []string) string {
 	types := map[string]string{}
 	for _, c := range l.cols {
 		types[c.name] = c.typ
@@ -247,7 +267,15 @@ func hotDaysSQL(l layout, fn string, cols []HotColumn) string {
 		}
 		sel = append(sel, x+` AS `+ident(c.Name))
 	}
-	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + fn + `()`
+	from := fn + `()`
+	if len(files) > 0 {
+		quoted := make([]string, len(files))
+		for i, f := range files {
+			quoted[i] = quote(f)
+		}
+		from = `(SELECT * FROM ` + from + ` UNION ALL BY NAME SELECT * FROM read_parquet([` + strings.Join(quoted, ", ") + `]))`
+	}
+	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + from
 }
 
 // dailyColumns returns daily's columns, each cast to its type.

@@ -81,6 +81,8 @@ type Engine struct {
 	kept keeper
 	// analysed keeps the analyses of recent statements.
 	analysed *analyses
+	// days are the copies of the hot tier's day sums (hotdays.go).
+	days *dayCopies
 
 	mu   sync.RWMutex
 	rels []Relation
@@ -152,15 +154,17 @@ func New(s Settings, tables Tables) (*Engine, error) {
 	}
 	sp.started.Add(1)
 	sp.put(inst)
-	return &Engine{set: s, tables: Tables{Names: slices.Clone(tables.Names), Open: tables.Open}, spare: sp, kept: keeper{base: base}, analysed: newAnalyses()}, nil
+	return &Engine{set: s, tables: Tables{Names: slices.Clone(tables.Names), Open: tables.Open}, spare: sp, kept: keeper{base: base}, analysed: newAnalyses(), days: newDayCopies(s)}, nil
 }
 
-// Close waits for the DuckDB instances of ended statements to close or be
-// kept, and closes the one started ahead and those kept, so that no spill
+// Close waits for the copies of day sums being written (hotdays.go) and
+// for the DuckDB instances of ended statements to close or be kept, and closes the one started ahead and those kept, so that no spill
 // directory is left. The engine stays usable.
 func (e *Engine) Close() {
 	e.spare.close()
 	e.kept.close()
+	// After the retired statements, which start the writing of copies.
+	e.days.wait()
 }
 
 // SetRelations replaces the in-memory relations, such as system.tables,

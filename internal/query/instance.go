@@ -64,6 +64,9 @@ type instance struct {
 	// just before its lockdown (see Statement.lock): a statement that needs
 	// DuckDB first there can take a duck kept locked down alike.
 	pending []string
+	// after are started once the statement has ended (see close), such
+	// as the writing of copies it missed.
+	after []func()
 }
 
 // need makes sure inst has a duck, taking one if it has none.
@@ -274,6 +277,10 @@ func (inst *instance) close() error {
 	if inst.duck != nil {
 		errs = append(errs, inst.duck.close())
 	}
+	for _, f := range inst.after {
+		f()
+	}
+	inst.after = nil
 	return errors.Join(errs...)
 }
 

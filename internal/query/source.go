@@ -314,6 +314,21 @@ func (s scanned) ScanDays(ctx context.Context, unit int, lo time.Time, cols []in
 	return dr.ScanDays(ctx, unit, lo, cols)
 }
 
+// DayTokens passes on the read's own, none if it has none.
+func (s scanned) DayTokens(ctx context.Context, lo time.Time) ([]DayToken, error) {
+	if dt, ok := s.HotRead.(HotDayTokens); ok {
+		return dt.DayTokens(ctx, lo)
+	}
+	return nil, nil
+}
+
+// SkipDays passes on to the read's own, if it has tokens.
+func (s scanned) SkipDays(units []int) {
+	if dt, ok := s.HotRead.(HotDayTokens); ok {
+		dt.SkipDays(units)
+	}
+}
+
 func (s scanned) Close() error {
 	err := s.HotRead.Close()
 	n, _, _ := s.Moved()
@@ -469,6 +484,26 @@ type HotDayRead interface {
 	// part unit of the rows (see Units) from lo on, with the columns cols.
 	// A day the parts or lo cut comes as partial sums.
 	ScanDays(ctx context.Context, unit int, lo time.Time, cols []int) (HotCursor, error)
+}
+
+// A HotDayTokens is a HotDayRead whose stored day sums carry tokens: a
+// copy of a unit's sums read under a token serves every read that shows
+// the unit the same token (see hotdays.go).
+type HotDayTokens interface {
+	// DayTokens returns the tokens of the units whose day sums from lo
+	// on are the stored sums of their whole partition, in the read's
+	// snapshot.
+	DayTokens(ctx context.Context, lo time.Time) ([]DayToken, error)
+	// SkipDays says the caller reads the day sums of units elsewhere:
+	// ScanDays hands over none of theirs. It precedes every ScanDays.
+	SkipDays(units []int)
+}
+
+// A DayToken names the stored day sums of one unit of a HotDayTokens.
+type DayToken struct {
+	Unit     int
+	From, To time.Time // the unit's partition; To is zero for none
+	Token    string
 }
 
 // A FlooredRead is a HotRead that knows its table's Floor as of its

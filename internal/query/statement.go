@@ -468,9 +468,11 @@ func (st *Statement) readTable(ctx context.Context, u use) ([]string, TableRead,
 		if stored != nil {
 			files = append(files, stored.files...)
 		}
-		if err := createDaily(inst, u.t.table, u.t.layout, p, stored); err != nil {
+		copies, err := createDaily(ctx, inst, e, st.e.days, u.t.layout, p, stored)
+		if err != nil {
 			return nil, tr, err
 		}
+		files = append(files, copies...)
 	}
 	// completeness counts from daily, created above.
 	if u.completeness && interval {
