@@ -227,7 +227,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	for i := range opts.Tables {
 		names[i] = opts.Tables[i].Name
 	}
-	if s.engine, err = query.New(opts.Query.settings(), query.Tables{Names: names, Open: s.queryTable}); err != nil {
+	set := opts.Query.settings()
+	set.Logger = log
+	if s.engine, err = query.New(set, query.Tables{Names: names, Open: s.queryTable}); err != nil {
 		return nil, fmt.Errorf("store: query engine: %w", err)
 	}
 	// Built before the tables, so that settings it refuses touch none of

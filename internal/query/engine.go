@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,9 @@ type Settings struct {
 	// DeliveryLag is how long after a balancing day ends its deliveries
 	// are due; see the relation completeness.
 	DeliveryLag time.Duration
+	// Logger receives what the engine does in the background, such as a
+	// copy of day sums it could not write; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultMaxRows is the largest result a query returns when

@@ -53,14 +53,15 @@ type dayCopies struct {
 	mu      sync.Mutex // orders uses (touches) and removals
 	filling map[string]bool
 	wg      sync.WaitGroup
-	// written counts the copies written (tests).
-	written int
 }
 
 // newDayCopies returns the copies kept in s.CacheDir, none if it is
 // empty.
 func newDayCopies(s Settings) *dayCopies {
-	c := &dayCopies{memoryLimit: s.MemoryLimit, log: slog.Default(), filling: map[string]bool{}}
+	c := &dayCopies{memoryLimit: s.MemoryLimit, log: s.Logger, filling: map[string]bool{}}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
 	if s.CacheDir != "" {
 		c.dir = filepath.Join(s.CacheDir, dayCopyDir)
 	}
@@ -134,7 +135,10 @@ func (c *dayCopies) fill(src Source, missed []dayCopy) {
 			ctx, cancel := context.WithTimeout(context.Background(), dayCopyTimeout)
 			err := c.write(ctx, src, m)
 			cancel()
-			if err != nil {
+			switch {
+			case errors.Is(err, errMovedOn):
+				c.log.Debug("query: no copy of the hot day sums", "table", m.table, "from", m.tok.From, "err", err)
+			case err != nil:
 				c.log.Warn("query: no copy of the hot day sums", "table", m.table, "from", m.tok.From, "err", err)
 			}
 			c.mu.Lock()
@@ -202,9 +206,6 @@ func (c *dayCopies) write(ctx context.Context, src Source, m dayCopy) (err error
 		os.Remove(tmp)
 		return err
 	}
-	c.mu.Lock()
-	c.written++
-	c.mu.Unlock()
 	return nil
 }
 
