@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meterstore/meterstore/internal/pgtest"
+	"github.com/meterstore/meterstore/internal/query"
 	"github.com/meterstore/meterstore/series"
 )
 
@@ -32,9 +33,9 @@ func TestDailyHotCopies(t *testing.T) {
 	if n := mustCheckDaily(t, s, "second read"); n == 0 {
 		t.Fatal("the second read moved no hot rows: a copy before any was written")
 	}
-	waitCopies(t, cache, 2)
-	if n := mustCheckDaily(t, s, "read with copies"); n != 0 {
-		t.Fatalf("a read with both partitions copied moved %d hot rows", n)
+	waitCopies(t, cache, 2, 1)
+	if tm, err := checkDaily(t, s, "read with copies"); err != nil || tm.HotRows != 0 || tm.DayCopies != 3 {
+		t.Fatalf("a read with both partitions and the cold hour copied: %d hot rows, %d copies, %v", tm.HotRows, tm.DayCopies, err)
 	}
 
 	// A late correction of day 4: its partition is read from PostgreSQL
@@ -46,9 +47,29 @@ func TestDailyHotCopies(t *testing.T) {
 	if n := mustCheckDaily(t, s, "after the fold"); n == 0 {
 		t.Fatal("the refolded partition was read from a copy before one was written")
 	}
-	waitCopies(t, cache, 3)
+	waitCopies(t, cache, 3, 1)
 	if n := mustCheckDaily(t, s, "with the new copy"); n != 0 {
 		t.Fatalf("a read with both partitions copied again moved %d hot rows", n)
+	}
+
+	// W is midnight UTC, so the hour before it is the first of day 3 in
+	// Berlin: cold rows that daily sums with the hot tier's, from a copy.
+	// A late correction of that hour, once archived, is in another file:
+	// the sums of the cold tier's rows are copied anew.
+	before, err := s.Storage(ctx, "power")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, []Reading{qh(0, 2, 93, "A", 30, 999_000)})
+	mustCheckDaily(t, s, "a correction below W")
+	archiveTo(t, s, dayN(3))
+	if st, err := s.Storage(ctx, "power"); err != nil || st.ColdFiles <= before.ColdFiles || st.HotRows != before.HotRows {
+		t.Fatalf("the archival of the correction: %+v, before %+v, %v", st, before, err)
+	}
+	mustCheckDaily(t, s, "the correction archived")
+	waitCopies(t, cache, 3, 2)
+	if tm, err := checkDaily(t, s, "with the new cold copy"); err != nil || tm.HotRows != 0 || tm.DayCopies != 3 {
+		t.Fatalf("a read with the corrected cold hour copied: %d hot rows, %d copies, %v", tm.HotRows, tm.DayCopies, err)
 	}
 
 	// Teeth: a fold that draws no new token leaves the stale copy in use.
@@ -81,12 +102,12 @@ func TestDailyHotCopiesRestored(t *testing.T) {
 	s := copiesFixture(t, env, cache)
 	mustCheckDaily(t, s, "first read")
 	mustCheckDaily(t, s, "second read")
-	waitCopies(t, cache, 2)
+	waitCopies(t, cache, 2, 1)
 	backup := pgtest.Backup(t, env.pool.Config().ConnString())
 	mustWrite(t, s, []Reading{qh(1, 4, 40, "A", 20, 777_000)})
 	mustCheckDaily(t, s, "after a correction")
 	mustCheckDaily(t, s, "after the fold")
-	waitCopies(t, cache, 3)
+	waitCopies(t, cache, 3, 1)
 	if n := mustCheckDaily(t, s, "with the new copy"); n != 0 {
 		t.Fatalf("a read with both partitions copied moved %d hot rows", n)
 	}
@@ -156,40 +177,45 @@ const (
 )
 
 // checkDaily reads daily of s, compares it with GROUP BY over readings
-// and returns the hot rows it moved.
-func checkDaily(t *testing.T, s *Store, step string) (int64, error) {
+// and returns the read's timing: the hot rows it moved, the copies of day
+// sums it read.
+func checkDaily(t *testing.T, s *Store, step string) (query.Timing, error) {
 	t.Helper()
 	want := mustQuery(t, s, copiesOracle)
 	got := mustQuery(t, s, copiesDaily)
 	if len(want.Rows) < 3*3 || !slices.EqualFunc(got.Rows, want.Rows, func(a, b []any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
-		return got.Timing.HotRows, fmt.Errorf("%s: daily has %d rows, GROUP BY over readings %d; first difference: %s", step, len(got.Rows), len(want.Rows), firstRowDifference(got.Rows, want.Rows))
+		return got.Timing, fmt.Errorf("%s: daily has %d rows, GROUP BY over readings %d; first difference: %s", step, len(got.Rows), len(want.Rows), firstRowDifference(got.Rows, want.Rows))
 	}
-	return got.Timing.HotRows, nil
+	return got.Timing, nil
 }
 
-// mustCheckDaily is checkDaily failing the test on a difference.
+// mustCheckDaily is checkDaily failing the test on a difference; it
+// returns the hot rows the read moved.
 func mustCheckDaily(t *testing.T, s *Store, step string) int64 {
 	t.Helper()
-	n, err := checkDaily(t, s, step)
+	tm, err := checkDaily(t, s, step)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return tm.HotRows
 }
 
-// waitCopies waits for n copies of day sums in cache (each is written
-// after the statement that missed it, in the background).
-func waitCopies(t *testing.T, cache string, n int) {
+// waitCopies waits for hot copies of hot partitions' day sums and cold
+// copies of the cold tier's in cache (each is written after the statement
+// that missed it, in the background).
+func waitCopies(t *testing.T, cache string, hot, cold int) {
 	t.Helper()
-	var have []string
+	var h, c int
 	for range 500 {
-		have, _ = filepath.Glob(filepath.Join(cache, "hot-days", "*.parquet"))
-		if len(have) >= n {
+		all, _ := filepath.Glob(filepath.Join(cache, "hot-days", "*.parquet"))
+		colds, _ := filepath.Glob(filepath.Join(cache, "hot-days", "cold-*.parquet"))
+		h, c = len(all)-len(colds), len(colds)
+		if h >= hot && c >= cold {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("%d copies of day sums written, want %d", len(have), n)
+	t.Fatalf("%d hot and %d cold copies of day sums written, want %d and %d", h, c, hot, cold)
 }
 
 // firstRowDifference describes the first row where got and want differ.

@@ -126,7 +126,22 @@ func (inst *instance) hotDays(ctx context.Context, e *reader, copies *dayCopies,
 	if err != nil || !ok {
 		return "", nil, err
 	}
-	var files []string
+	var files, hotFiles []string
+	var coldSums string
+	if rd.cold != "" {
+		coldSums = dailyPartialSQL(l, `(`+rd.cold+`)`, where)
+	}
+	if copies != nil && copies.dir != "" && !lo.IsZero() && coldSums != "" {
+		// The cold rows from lo on are few, a day's sliver below W, but
+		// their files are whole days: a copy of their sums is read in
+		// their place.
+		f, missed, ok := copies.takeCold(e.table.Name, coldSums)
+		if ok {
+			coldSums, files = `SELECT * FROM read_parquet(`+quote(f)+`)`, append(files, f)
+		} else if missed != nil {
+			inst.after = append(inst.after, func() { copies.fill(nil, []dayCopy{*missed}) })
+		}
+	}
 	if dt, is := rd.hot.read.(HotDayTokens); is && copies != nil && copies.dir != "" {
 		toks, err := dt.DayTokens(ctx, from)
 		if err != nil {
@@ -134,14 +149,15 @@ func (inst *instance) hotDays(ctx context.Context, e *reader, copies *dayCopies,
 		}
 		var units []int
 		var missed []dayCopy
-		files, units, missed = copies.take(e.table.Name, cols, toks)
+		hotFiles, units, missed = copies.take(e.table.Name, cols, toks)
+		files = append(files, hotFiles...)
 		dt.SkipDays(units)
 		if len(missed) > 0 {
 			src := e.src
 			inst.after = append(inst.after, func() { copies.fill(src, missed) })
 		}
 	}
-	return dailySplitSQL(l, rd.cold, hotDaysSQL(l, fn, cols, files), where), files, nil
+	return dailySplitSQL(l, coldSums, hotDaysSQL(l, fn, cols, hotFiles)), files, nil
 }
 
 // dailyQualities are the quality codes daily counts, one column each.
@@ -218,16 +234,17 @@ func dailyOuterSQL(l layout, inner string) string {
 FROM (` + inner + `)`
 }
 
-// dailySplitSQL returns the SELECT of daily over the resolved cold rows
-// of the SELECT cold ("": none) that where selects ("": all), and the day sums the hot tier
-// computed of its rows, in the SELECT hotDays: a day's partial sums on
-// both sides of W add up. Read apart from readings, the cold rows leave
-// the hot tier's rows unread, which a filter on readings would not.
-func dailySplitSQL(l layout, cold, hotDays, where string) string {
+// dailySplitSQL returns the SELECT of daily over the day sums of the
+// cold tier's resolved rows, in the SELECT coldSums ("": none;
+// dailyPartialSQL's columns), and those the hot tier computed of its
+// rows, in the SELECT hotDays: a day's partial sums on both sides of W
+// add up. Read apart from readings, the cold rows leave the hot tier's
+// rows unread, which a filter on readings would not.
+func dailySplitSQL(l layout, coldSums, hotDays string) string {
 	group := dailyGroup(l)
 	parts := []string{hotDays}
-	if cold != "" {
-		parts = append([]string{dailyPartialSQL(l, `(`+cold+`)`, where)}, parts...)
+	if coldSums != "" {
+		parts = append([]string{coldSums}, parts...)
 	}
 	sums := []string{`CAST(sum(present) AS BIGINT) AS present`, `CAST(sum(on_grid) AS BIGINT) AS on_grid`,
 		`CAST(sum(value_sum) AS DECIMAL(38,6)) AS value_sum`}

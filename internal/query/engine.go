@@ -245,6 +245,9 @@ type Timing struct {
 	HotRows  int64
 	HotBytes int64
 	HotScan  time.Duration
+	// DayCopies is the copies of day sums the statement's relation daily
+	// read in place of summing the rows they are of (see hotdays.go).
+	DayCopies int
 	// Steps is the time of each step before the first row, in the order
 	// they ran, a step of several tables once for each: the fixed cost of
 	// a statement, step by step (see the Step constants).

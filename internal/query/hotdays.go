@@ -32,6 +32,13 @@ import (
 // before. A copy is written after the statement that missed it, from a
 // snapshot of its own that shows the same token; a copy no read used for
 // dayCopyIdle is removed.
+//
+// The cold tier's rows below W of the day that straddles it are summed
+// beside the hot tier's: few rows, but in files of whole days, which a
+// read of daily would scan every time. Those files are immutable and the
+// SELECT that sums them names them and every condition on their rows, so
+// a copy of its result, named by a hash of its text, is read in its
+// place, written and removed like the others.
 
 // dayCopyDir is the subdirectory of CacheDir the copies are kept in.
 const dayCopyDir = "hot-days"
@@ -68,12 +75,14 @@ func newDayCopies(s Settings) *dayCopies {
 	return c
 }
 
-// A dayCopy is one copy a statement wants: the unit's token, the table
-// and columns it is of, and where it is kept.
+// A dayCopy is one copy a statement wants: of a hot partition's sums,
+// the unit's token and the columns they are in, or of the cold tier's,
+// the SELECT that sums them; the table it is of, and where it is kept.
 type dayCopy struct {
 	table string
 	cols  []HotColumn
 	tok   DayToken
+	sql   string
 	path  string
 }
 
@@ -113,6 +122,30 @@ func (c *dayCopies) take(table string, cols []HotColumn, toks []DayToken) (files
 	return files, units, missed
 }
 
+// coldCopyPrefix begins the names of the copies of cold day sums.
+const coldCopyPrefix = "cold-"
+
+// takeCold returns the copy of the cold day sums the SELECT sums
+// selects, touched, if there is one, else the copy missed; none for a
+// SELECT that reads more than files. The SELECT names the files it reads,
+// which are immutable, and every condition on their rows: its text names
+// its result.
+func (c *dayCopies) takeCold(table, sums string) (file string, missed *dayCopy, ok bool) {
+	if c.dir == "" || strings.Contains(sums, "meterstore_hot_") {
+		return "", nil, false
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "cold\x00%s\x00%s", table, sums)
+	p := filepath.Join(c.dir, coldCopyPrefix+hex.EncodeToString(h.Sum(nil)[:16])+".parquet")
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if os.Chtimes(p, now, now) == nil {
+		return p, nil, true
+	}
+	return "", &dayCopy{table: table, sql: sums, path: p}, false
+}
+
 // fill writes the copies missed in the background, each unless one is
 // being written, through src.
 func (c *dayCopies) fill(src Source, missed []dayCopy) {
@@ -138,6 +171,8 @@ func (c *dayCopies) fill(src Source, missed []dayCopy) {
 			switch {
 			case errors.Is(err, errMovedOn):
 				c.log.Debug("query: no copy of the hot day sums", "table", m.table, "from", m.tok.From, "err", err)
+			case err != nil && m.sql != "":
+				c.log.Warn("query: no copy of the cold day sums", "table", m.table, "err", err)
 			case err != nil:
 				c.log.Warn("query: no copy of the hot day sums", "table", m.table, "from", m.tok.From, "err", err)
 			}
@@ -153,10 +188,19 @@ func (c *dayCopies) fill(src Source, missed []dayCopy) {
 // partition's, or not whole, in the snapshot the copy would be read in.
 var errMovedOn = errors.New("the partition's day sums moved on")
 
-// write reads the sums of m.tok in a snapshot of their own and writes
-// them to m.path, only if that snapshot shows the partition's sums whole
-// under the same token: then they are the sums the token names.
+// write writes the copy m: the cold sums of m.sql, or the hot sums of
+// m.tok, which it reads in a snapshot of their own, only if that snapshot
+// shows the partition's sums whole under the same token: then they are
+// the sums the token names.
 func (c *dayCopies) write(ctx context.Context, src Source, m dayCopy) (err error) {
+	if m.sql != "" {
+		inst, err := start(ctx, Settings{MemoryLimit: c.memoryLimit}, 1)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, inst.close()) }()
+		return c.copyTo(ctx, inst, m.sql, m.path, nil)
+	}
 	snap, err := src.HotSnapshot(ctx, 1)
 	if err != nil {
 		return err
@@ -190,19 +234,28 @@ func (c *dayCopies) write(ctx context.Context, src Source, m dayCopy) (err error
 	case !ok || !slices.Equal(cols, m.cols):
 		return errMovedOn
 	}
+	return c.copyTo(ctx, inst, `SELECT * FROM meterstore_day_copy()`, m.path, scan.failed)
+}
+
+// copyTo writes the result of sel in inst to path, through a file of its
+// own renamed once whole; failed, if set, gives the error of a table
+// function sel read, which DuckDB reports only as text.
+func (c *dayCopies) copyTo(ctx context.Context, inst *instance, sel, path string, failed func() error) error {
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return err
 	}
-	tmp := m.path + ".tmp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	_, err = inst.conn.ExecContext(ctx, `COPY (SELECT * FROM meterstore_day_copy()) TO `+quote(tmp)+` (FORMAT parquet, COMPRESSION zstd)`)
-	if ferr := scan.failed(); ferr != nil {
-		err = ferr
+	tmp := path + ".tmp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	_, err := inst.conn.ExecContext(ctx, `COPY (`+sel+`) TO `+quote(tmp)+` (FORMAT parquet, COMPRESSION zstd)`)
+	if failed != nil {
+		if ferr := failed(); ferr != nil {
+			err = ferr
+		}
 	}
 	if err != nil {
 		os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, m.path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return err
 	}

@@ -394,6 +394,7 @@ func (st *Statement) stream(ctx context.Context, start func(*Header) error, row 
 	for _, tr := range h.Tables {
 		h.Timing.Hot += tr.Timing.Hot
 		h.Timing.Plan += tr.Timing.Plan
+		h.Timing.DayCopies += tr.Timing.DayCopies
 	}
 	// The default table's schema is searched first: an unqualified
 	// relation of the tiers is its.
@@ -473,6 +474,7 @@ func (st *Statement) readTable(ctx context.Context, u use) ([]string, TableRead,
 			return nil, tr, err
 		}
 		files = append(files, copies...)
+		tr.Timing.DayCopies = len(copies)
 	}
 	// completeness counts from daily, created above.
 	if u.completeness && interval {
