@@ -37,6 +37,12 @@ func TestDailyHotCopies(t *testing.T) {
 	if tm, err := checkDaily(t, s, "read with copies"); err != nil || tm.HotRows != 0 || tm.DayCopies != 3 {
 		t.Fatalf("a read with both partitions and the cold hour copied: %d hot rows, %d copies, %v", tm.HotRows, tm.DayCopies, err)
 	}
+	// A read that takes every hot partition from a copy reads nothing
+	// more of the hot tier: it leaves its DuckDB, locked down, to the
+	// next read alike, which skips the lockdown.
+	if tm, err := checkDaily(t, s, "read with copies again"); err != nil || lockedDown(tm) {
+		t.Fatalf("a second read with copies did not run on the DuckDB the first left: steps %v, %v", tm.Steps, err)
+	}
 
 	// A late correction of day 4: its partition is read from PostgreSQL
 	// until its sums are stored and copied again.
@@ -198,6 +204,12 @@ func mustCheckDaily(t *testing.T, s *Store, step string) int64 {
 		t.Fatal(err)
 	}
 	return tm.HotRows
+}
+
+// lockedDown reports whether a statement locked its DuckDB down: not
+// when it ran on one an earlier statement left locked down alike.
+func lockedDown(tm query.Timing) bool {
+	return slices.ContainsFunc(tm.Steps, func(st query.Step) bool { return st.Name == query.StepLockdown })
 }
 
 // waitCopies waits for hot copies of hot partitions' day sums and cold

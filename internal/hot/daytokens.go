@@ -3,6 +3,7 @@ package hot
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -149,8 +150,9 @@ func (r *Read) DayTokens(ctx context.Context, lo time.Time) ([]DayToken, error) 
 
 // SkipDays says that the caller reads the day sums of units elsewhere:
 // their cursors (ScanDays) hand over nothing. It must be called before
-// the first ScanDays.
-func (r *Read) SkipDays(units []int) {
+// the first ScanDays, and reports whether a unit of the read is left
+// whose cursor may hand over sums.
+func (r *Read) SkipDays(units []int) (more bool) {
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	if r.days.skip == nil {
@@ -161,6 +163,7 @@ func (r *Read) SkipDays(units []int) {
 			r.days.skip[u] = true
 		}
 	}
+	return slices.Contains(r.days.skip, false)
 }
 
 // skipped reports whether the caller reads unit u's day sums elsewhere.

@@ -63,8 +63,17 @@ func TestDayTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.SkipDays([]int{0})
+	if !r.SkipDays([]int{0}) {
+		t.Fatal("skipping the first unit left none")
+	}
 	got := readUnitRows(t, r)
+	all := make([]int, r.Units(0))
+	for u := range all {
+		all[u] = u
+	}
+	if r.SkipDays(all) {
+		t.Fatalf("skipping every unit (%v) left one", all)
+	}
 	s.Close()
 	if got[0] != 0 || got[1]+got[2] == 0 {
 		t.Fatalf("day sums a unit with the first skipped: %v", got)

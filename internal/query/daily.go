@@ -98,6 +98,7 @@ func createDaily(ctx context.Context, inst *instance, e *reader, copies *dayCopi
 		return nil, err
 	}
 	if sel == "" {
+		inst.defineReadings(p)
 		sel = dailySQL(l, readings, recent)
 	}
 	if stored != nil {
@@ -122,12 +123,13 @@ func (inst *instance) hotDays(ctx context.Context, e *reader, copies *dayCopies,
 	}
 	fn := inst.nextFunc() + "_days"
 	from := later(lo, rd.s.w, rd.s.hasW)
-	cols, ok, err := rd.hot.registerDays(inst.conn, fn, from)
+	cols, ok, err := rd.hot.days(fn, from)
 	if err != nil || !ok {
 		return "", nil, err
 	}
 	var files, hotFiles []string
 	var coldSums string
+	more := true // a unit left whose sums fn hands over
 	if rd.cold != "" {
 		coldSums = dailyPartialSQL(l, `(`+rd.cold+`)`, where)
 	}
@@ -151,11 +153,16 @@ func (inst *instance) hotDays(ctx context.Context, e *reader, copies *dayCopies,
 		var missed []dayCopy
 		hotFiles, units, missed = copies.take(e.table.Name, cols, toks)
 		files = append(files, hotFiles...)
-		dt.SkipDays(units)
+		more = dt.SkipDays(units)
 		if len(missed) > 0 {
 			src := e.src
 			inst.after = append(inst.after, func() { copies.fill(src, missed) })
 		}
+	}
+	if !more && (len(hotFiles) > 0 || coldSums != "") {
+		// Copies serve every unit, if any: the statement calls no
+		// table function for the day sums (see hotScan.register).
+		fn = ""
 	}
 	return dailySplitSQL(l, coldSums, hotDaysSQL(l, fn, cols, hotFiles)), files, nil
 }
@@ -237,14 +244,16 @@ FROM (` + inner + `)`
 // dailySplitSQL returns the SELECT of daily over the day sums of the
 // cold tier's resolved rows, in the SELECT coldSums ("": none;
 // dailyPartialSQL's columns), and those the hot tier computed of its
-// rows, in the SELECT hotDays: a day's partial sums on both sides of W
+// rows, in the SELECT hotDays ("": none; not both): a day's partial sums on both sides of W
 // add up. Read apart from readings, the cold rows leave the hot tier's
 // rows unread, which a filter on readings would not.
 func dailySplitSQL(l layout, coldSums, hotDays string) string {
 	group := dailyGroup(l)
-	parts := []string{hotDays}
-	if coldSums != "" {
-		parts = append([]string{coldSums}, parts...)
+	var parts []string
+	for _, x := range []string{coldSums, hotDays} {
+		if x != "" {
+			parts = append(parts, x)
+		}
 	}
 	sums := []string{`CAST(sum(present) AS BIGINT) AS present`, `CAST(sum(on_grid) AS BIGINT) AS on_grid`,
 		`CAST(sum(value_sum) AS DECIMAL(38,6)) AS value_sum`}
@@ -259,8 +268,8 @@ func dailySplitSQL(l layout, coldSums, hotDays string) string {
 }
 
 // hotDaysSQL returns the SELECT of the hot tier's day sums from table
-// function fn with columns cols and the copies files of such sums (see
-// hotdays.go), as daily's sums and in their types.
+// function fn ("": none) with columns cols and the copies files of such
+// sums (see hotdays.go), as daily's sums and in their types.
 func hotDaysSQL(l layout, fn string, cols []HotColumn, files []string) string {
 	types := map[string]string{}
 	for _, c := range l.cols {
@@ -284,15 +293,21 @@ func hotDaysSQL(l layout, fn string, cols []HotColumn, files []string) string {
 		}
 		sel = append(sel, x+` AS `+ident(c.Name))
 	}
-	from := fn + `()`
+	var from []string
+	if fn != "" {
+		from = append(from, `SELECT * FROM `+fn+`()`)
+	}
 	if len(files) > 0 {
 		quoted := make([]string, len(files))
 		for i, f := range files {
 			quoted[i] = quote(f)
 		}
-		from = `(SELECT * FROM ` + from + ` UNION ALL BY NAME SELECT * FROM read_parquet([` + strings.Join(quoted, ", ") + `]))`
+		from = append(from, `SELECT * FROM read_parquet([`+strings.Join(quoted, ", ")+`])`)
 	}
-	return `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + from
+	if len(from) == 0 {
+		return ``
+	}
+	return `SELECT ` + strings.Join(sel, ", ") + ` FROM (` + strings.Join(from, " UNION ALL BY NAME ") + `)`
 }
 
 // dailyColumns returns daily's columns, each cast to its type.

@@ -227,14 +227,18 @@ func (c *dayCopies) write(ctx context.Context, src Source, m dayCopy) (err error
 	}
 	defer func() { err = errors.Join(err, inst.close()) }()
 	scan := &hotScan{read: r, threads: 1}
-	cols, ok, err := scan.registerDays(inst.conn, "meterstore_day_copy", m.tok.From)
+	cols, ok, err := scan.days("meterstore_day_copy", m.tok.From)
 	switch {
 	case err != nil:
 		return err
 	case !ok || !slices.Equal(cols, m.cols):
 		return errMovedOn
 	}
-	return c.copyTo(ctx, inst, `SELECT * FROM meterstore_day_copy()`, m.path, scan.failed)
+	const sel = `SELECT * FROM meterstore_day_copy()`
+	if err := scan.register(inst.conn, sel); err != nil {
+		return err
+	}
+	return c.copyTo(ctx, inst, sel, m.path, scan.failed)
 }
 
 // copyTo writes the result of sel in inst to path, through a file of its

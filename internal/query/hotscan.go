@@ -34,15 +34,23 @@ type hotScan struct {
 	// joined.
 	columns map[string]bool
 
+	// pending are the table functions not registered yet, by name, and
+	// registered counts those that are: a function is registered when a
+	// view first calls it (register), so that a statement none of whose
+	// views reads the hot tier leaves its DuckDB without a function.
+	pending    map[string]func(*sql.Conn) error
+	registered int
+
 	mu     sync.Mutex
 	err    error // the first a cursor failed with
 	closed bool
 }
 
-// registerHot makes read's relations table functions of conn, named after
-// prefix.
-func registerHot(conn *sql.Conn, read HotRead, table, prefix string, threads int, columns map[string]bool) (*hotScan, error) {
-	s := &hotScan{read: read, shape: read.Shape(), table: table, threads: max(threads, 1), columns: columns}
+// newHotScan returns the table functions of read's relations, named after
+// prefix; none is registered before a view calls it (register).
+func newHotScan(read HotRead, table, prefix string, threads int, columns map[string]bool) (*hotScan, error) {
+	s := &hotScan{read: read, shape: read.Shape(), table: table, threads: max(threads, 1), columns: columns,
+		pending: map[string]func(*sql.Conn) error{}}
 	rels := []HotRelation{s.shape.Rows}
 	for _, d := range s.shape.Dicts {
 		rels = append(rels, d.HotRelation)
@@ -64,14 +72,7 @@ func registerHot(conn *sql.Conn, read HotRead, table, prefix string, threads int
 		if i == len(s.shape.Dicts)+1 {
 			f.rel, f.winners = 0, true
 		}
-		err := duckdb.RegisterTableUDF(conn, name, duckdb.ParallelChunkTableFunction{
-			BindArgumentsContext: func(ctx context.Context, _ map[string]any, _ ...any) (duckdb.ParallelChunkTableSource, error) {
-				return &hotSource{hotFunc: f, ctx: ctx}, nil
-			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("query: register the hot relations: %w", err)
-		}
+		s.pending[name] = f.register(name)
 		if f.winners {
 			s.winners = name
 		} else {
@@ -79,6 +80,46 @@ func registerHot(conn *sql.Conn, read HotRead, table, prefix string, threads int
 		}
 	}
 	return s, nil
+}
+
+// register returns the registration of f as the table function name.
+func (f *hotFunc) register(name string) func(*sql.Conn) error {
+	return func(conn *sql.Conn) error {
+		return duckdb.RegisterTableUDF(conn, name, duckdb.ParallelChunkTableFunction{
+			BindArgumentsContext: func(ctx context.Context, _ map[string]any, _ ...any) (duckdb.ParallelChunkTableSource, error) {
+				return &hotSource{hotFunc: f, ctx: ctx}, nil
+			},
+		})
+	}
+}
+
+// calledBy reports whether the SQL text calls a table function of s.
+func (s *hotScan) calledBy(text string) bool {
+	if s.registered > 0 {
+		return true
+	}
+	for name := range s.pending {
+		if strings.Contains(text, name+"(") {
+			return true
+		}
+	}
+	return false
+}
+
+// register registers on conn the table functions of s that the SQL text
+// calls and are not registered yet.
+func (s *hotScan) register(conn *sql.Conn, text string) error {
+	for name, reg := range s.pending {
+		if !strings.Contains(text, name+"(") {
+			continue
+		}
+		if err := reg(conn); err != nil {
+			return fmt.Errorf("query: register the hot relation %s: %w", name, err)
+		}
+		delete(s.pending, name)
+		s.registered++
+	}
+	return nil
 }
 
 // hotType returns the DuckDB type of a table function's column of kind k.
@@ -144,10 +185,10 @@ type hotFunc struct {
 	lo   time.Time
 }
 
-// registerDays makes the day sums of s's read from lo on a table function
-// of conn, and returns its name and columns; ok is false where the read
-// sums no days.
-func (s *hotScan) registerDays(conn *sql.Conn, name string, lo time.Time) (cols []HotColumn, ok bool, err error) {
+// days makes the day sums of s's read from lo on the table function
+// name, registered when a view calls it, and returns its columns; ok is
+// false where the read sums no days.
+func (s *hotScan) days(name string, lo time.Time) (cols []HotColumn, ok bool, err error) {
 	dr, is := s.read.(HotDayRead)
 	if !is {
 		return nil, false, nil
@@ -165,14 +206,10 @@ func (s *hotScan) registerDays(conn *sql.Conn, name string, lo time.Time) (cols 
 		infos[j] = duckdb.ColumnInfo{Name: c.Name, T: t}
 	}
 	f := &hotFunc{scan: s, infos: infos, rows: -1, days: cols, lo: lo}
-	err = duckdb.RegisterTableUDF(conn, name, duckdb.ParallelChunkTableFunction{
-		BindArgumentsContext: func(ctx context.Context, _ map[string]any, _ ...any) (duckdb.ParallelChunkTableSource, error) {
-			return &hotSource{hotFunc: f, ctx: ctx}, nil
-		},
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("query: register the hot day sums: %w", err)
+	if s.pending == nil {
+		s.pending = map[string]func(*sql.Conn) error{}
 	}
+	s.pending[name] = f.register(name)
 	return cols, true, nil
 }
 

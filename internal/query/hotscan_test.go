@@ -127,12 +127,15 @@ func TestHotColumnNotRead(t *testing.T) {
 		columns map[string]bool
 		err     bool
 	}{{nil, false}, {map[string]bool{"value": true, "unit": true}, false}, {map[string]bool{"value": true}, true}} {
-		hot, err := registerHot(inst.conn, hr, "power", inst.nextFunc(), 1, c.columns)
+		hot, err := newHotScan(hr, "power", inst.nextFunc(), 1, c.columns)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rel, err := hot.relation(l, nil, false, false)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hot.register(inst.conn, rel); err != nil {
 			t.Fatal(err)
 		}
 		var n int64

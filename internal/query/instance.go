@@ -24,8 +24,9 @@ type duck struct {
 	db    *sql.DB
 	conn  *sql.Conn
 	spill string // the directory DuckDB spills to, removed on close
-	// funcs counts the table functions registered.
-	funcs int
+	// registered counts the table functions registered: a duck with one
+	// is never kept (see keep.go).
+	registered int
 	// threads is the DuckDB threads it started with, 0 for DuckDB's
 	// default (see start), or the lockdown set, which a statement that
 	// took it before it knew it scans files does (see spare).
@@ -55,6 +56,8 @@ type instance struct {
 	// closed when it has run.
 	hot  []*hotScan
 	snap HotSnapshot // of the hot tier, for every table read; nil if none
+	// funcs counts the prefixes of table functions drawn (nextFunc).
+	funcs int
 	// columns are the names the statement may read columns by, nil for
 	// every column (see analysis.columns).
 	columns map[string]bool
@@ -98,12 +101,53 @@ type tierRead struct {
 	// cold is the SELECT of readings' resolved rows below the split, ""
 	// if none (see createViews).
 	cold string
+	// views create readings and readings_versions, defined once the
+	// statement reads them (see defineReadings).
+	views   []string
+	defined bool
 }
 
-// nextFunc returns a prefix for the names of new table functions.
-func (d *duck) nextFunc() string {
-	d.funcs++
-	return "meterstore_hot_" + strconv.Itoa(d.funcs)
+// defineReadings defines the views readings and readings_versions of p,
+// once: a statement that reads neither, nor daily over them, leaves them
+// out, and with them the table functions of the hot tier they call.
+func (inst *instance) defineReadings(p place) {
+	rd, ok := inst.reads[p.out]
+	if !ok || rd.defined {
+		return
+	}
+	inst.define(rd.views...)
+	rd.defined = true
+	inst.reads[p.out] = rd
+}
+
+// nextFunc returns a prefix for the names of new table functions: the
+// statement's own, the only ones its duck registers (see register).
+func (inst *instance) nextFunc() string {
+	inst.funcs++
+	return "meterstore_hot_" + strconv.Itoa(inst.funcs)
+}
+
+// releaseUncalled closes the hot reads none of whose table functions the
+// statement's views call, and the hot snapshot if no read is left: a
+// statement whose relation daily takes the hot tier's day sums from
+// copies reads nothing more of it, and may leave its duck to the next.
+func (inst *instance) releaseUncalled(views string) error {
+	var errs []error
+	inst.hot = slices.DeleteFunc(inst.hot, func(s *hotScan) bool {
+		if s.calledBy(views) {
+			return false
+		}
+		errs = append(errs, s.close())
+		return true
+	})
+	if len(inst.hot) == 0 && inst.snap != nil {
+		errs = append(errs, inst.snap.Close())
+		inst.snap = nil
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("query: hot tier: %w", err)
+	}
+	return nil
 }
 
 // dropHot closes the hot read of s, which a read of the tiers tried and

@@ -24,9 +24,13 @@ import (
 // match: a statement never runs with a file allowed that it did not plan.
 //
 // Only a statement whose duck holds nothing of it but its views and its
-// result may leave it: none that read the hot tier (its table functions
-// stay registered and cannot be unregistered) or the in-memory relations
-// (the caller's rows of system.*). A statement is a single SELECT and
+// result may leave it: none whose views call the hot tier's table
+// functions (registered, they cannot be unregistered) or read the
+// in-memory relations (the caller's rows of system.*). A function is
+// registered only when a view calls it, and a hot read none of whose
+// functions a view calls is closed before the lockdown: a statement of
+// daily whose hot day sums all come from copies (hotdays.go) reads no
+// more of the hot tier once it planned, and may leave its duck. A statement is a single SELECT and
 // creates nothing; still, before a duck is kept its result is dropped,
 // its random numbers seeded anew, and its catalog checked against the one
 // every duck starts with plus the views: one that differs is closed. This
@@ -165,7 +169,12 @@ func lockKey(tables, files []string, threads int, search string) string {
 // statement's own already.
 func (st *Statement) lock(ctx context.Context, h *Header, files []string, threads int, search string) error {
 	inst := st.inst
-	keepable := !st.a.relations && len(inst.hot) == 0 && inst.snap == nil && (inst.duck == nil || inst.funcs == 0)
+	views := strings.Join(inst.pending, ";\n")
+	inst.pending = nil
+	if err := inst.releaseUncalled(views); err != nil {
+		return err
+	}
+	keepable := !st.a.relations && len(inst.hot) == 0 && inst.snap == nil && (inst.duck == nil || inst.registered == 0)
 	key := lockKey(st.Tables(), files, threads, search)
 	if keepable {
 		// A duck the statement holds already was taken for its analysis
@@ -183,8 +192,13 @@ func (st *Statement) lock(ctx context.Context, h *Header, files []string, thread
 	if err := inst.need(ctx); err != nil {
 		return err
 	}
-	views := strings.Join(inst.pending, ";\n")
-	inst.pending = nil
+	for _, s := range inst.hot {
+		n := s.registered
+		if err := s.register(inst.conn, views); err != nil {
+			return err
+		}
+		inst.registered += s.registered - n
+	}
 	begin := time.Now()
 	if inst.key == "" || inst.views != views {
 		run := views

@@ -323,10 +323,11 @@ func (s scanned) DayTokens(ctx context.Context, lo time.Time) ([]DayToken, error
 }
 
 // SkipDays passes on to the read's own, if it has tokens.
-func (s scanned) SkipDays(units []int) {
+func (s scanned) SkipDays(units []int) bool {
 	if dt, ok := s.HotRead.(HotDayTokens); ok {
-		dt.SkipDays(units)
+		return dt.SkipDays(units)
 	}
+	return true
 }
 
 func (s scanned) Close() error {
@@ -495,8 +496,10 @@ type HotDayTokens interface {
 	// snapshot.
 	DayTokens(ctx context.Context, lo time.Time) ([]DayToken, error)
 	// SkipDays says the caller reads the day sums of units elsewhere:
-	// ScanDays hands over none of theirs. It precedes every ScanDays.
-	SkipDays(units []int)
+	// ScanDays hands over none of theirs. It precedes every ScanDays,
+	// and reports whether a unit is left that ScanDays may hand over
+	// sums of.
+	SkipDays(units []int) (more bool)
 }
 
 // A DayToken names the stored day sums of one unit of a HotDayTokens.

@@ -334,8 +334,8 @@ func (st *Statement) Close() {
 		d := inst.duck
 		inst.duck = nil
 		st.e.keep(d)
-		return
 	}
+	// What is left, and what runs after the statement (instance.after).
 	st.e.spare.retire(inst)
 }
 
@@ -451,13 +451,15 @@ func (st *Statement) readTable(ctx context.Context, u use) ([]string, TableRead,
 	}
 	if pre != nil && (tr.Snapshot != pre.source || !tr.HasWatermark || !tr.Watermark.Equal(pre.w)) {
 		// The table moved on since its rollup: read it whole.
-		inst.define(`DROP VIEW IF EXISTS `+database+`.`+rel(p.out, "readings"), `DROP VIEW IF EXISTS `+database+`.`+rel(p.out, "readings_versions"))
 		pre, tr = nil, TableRead{}
 		more, err := e.read(ctx, inst, p, u.r, st.opts, u.versions, &tr)
 		if err != nil {
 			return nil, tr, err
 		}
 		files = append(files, more...)
+	}
+	if !u.dailyOnly || !interval {
+		inst.defineReadings(p)
 	}
 	if (u.daily || u.completeness) && interval {
 		stored := pre

@@ -34,11 +34,11 @@ func (e *reader) read(ctx context.Context, inst *instance, p place, r series.Ran
 	res.Name, res.Range, res.Ceiling = e.table.Name, r, o.KnownAt
 	// views creates the views in p, with v as it is then.
 	views := func(hot *hotScan, files fileSet, s split) error {
-		cold, err := createViews(ctx, inst, e.layout, p, hot, files, s, v)
+		cold, defs, err := createViews(ctx, inst, e.layout, p, hot, files, s, v)
 		if inst.reads == nil {
 			inst.reads = map[string]tierRead{}
 		}
-		inst.reads[p.out] = tierRead{hot: hot, s: s, v: v, cold: cold}
+		inst.reads[p.out] = tierRead{hot: hot, s: s, v: v, cold: cold, views: defs}
 		return err
 	}
 	if r.Empty() {
@@ -309,13 +309,10 @@ func (e *reader) openHot(ctx context.Context, inst *instance, q series.Range) (*
 }
 
 // register makes the relations of hr table functions of inst, which
-// closes it with the query.
+// closes it with the query; a function is registered when a view calls
+// it.
 func (e *reader) register(ctx context.Context, inst *instance, hr HotRead) (*hotScan, error) {
-	if err := inst.need(ctx); err != nil {
-		hr.Close()
-		return nil, err
-	}
-	hot, err := registerHot(inst.conn, hr, e.table.Name, inst.nextFunc(), e.threads(), inst.columns)
+	hot, err := newHotScan(hr, e.table.Name, inst.nextFunc(), e.threads(), inst.columns)
 	if err != nil {
 		hr.Close()
 		return nil, err

@@ -149,8 +149,9 @@ type part struct {
 // marked reports whether x's rows are taken as archival marked them.
 func (x part) marked() bool { return !x.hot && x.kind != cold.Open && x.marks }
 
-// createViews creates p's schema and the two views readings_versions and
-// readings in it, over the hot read and the files. In a read as of a past snapshot, its rows
+// createViews creates p's schema and returns the statements that create
+// the two views readings_versions and readings in it, over the hot read
+// and the files (see instance.defineReadings). In a read as of a past snapshot, its rows
 // below its W come from its own files, and the current tiers show only
 // rows at or above it.
 //
@@ -160,11 +161,11 @@ func (x part) marked() bool { return !x.hot && x.kind != cold.Open && x.marks }
 // file's row) has, which are resolved with the open files and the hot
 // tier's rows. Without open files, no cold row is compared with another.
 //
-// It returns the SELECT of readings' resolved rows below the split, the
-// cold ones, for the relations that read them apart from the hot tier's
-// rows; "" if there are none. The views are created with the statement's
-// lockdown (instance.define).
-func createViews(ctx context.Context, inst *instance, l layout, p place, hot *hotScan, files fileSet, s split, v view) (string, error) {
+// It returns too the SELECT of readings' resolved rows below the split,
+// the cold ones, for the relations that read them apart from the hot
+// tier's rows; "" if there are none. The views are created with the
+// statement's lockdown (instance.define).
+func createViews(ctx context.Context, inst *instance, l layout, p place, hot *hotScan, files fileSet, s split, v view) (string, []string, error) {
 	coldWhere, hotWhere := []string{"false"}, []string{"true"}
 	if s.hasW {
 		w := timestamptz(s.w)
@@ -205,11 +206,11 @@ func createViews(ctx context.Context, inst *instance, l layout, p place, hot *ho
 			pastWhere = append(pastWhere, `"recorded_at" <= `+timestamptz(v.knownAt))
 		}
 		if err := addCold(v.asOf.files, pastWhere, v.knownAt.IsZero()); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	if err := addCold(files, coldWhere, v.ceiling.IsZero()); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	// The hot tier's rows are resolved on their own, the split and the
 	// ceiling applied first: their merge keys lie at or above W, where no
@@ -226,11 +227,11 @@ func createViews(ctx context.Context, inst *instance, l layout, p place, hot *ho
 	} else {
 		every, err := hot.relation(l, nil, false, false)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		resolved, err := hot.relation(l, hotWhere, true, !v.ceiling.IsZero())
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		hotRel, hotResolved = `(`+every+`)`, `SELECT `+cols+` FROM (`+resolved+`)`
 	}
@@ -281,12 +282,13 @@ func createViews(ctx context.Context, inst *instance, l layout, p place, hot *ho
 	if hotAt >= 0 {
 		cold = slices.Delete(cold, hotAt, hotAt+1)
 	}
+	var views []string
 	if !v.noVersions {
-		stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings_versions")+` AS `+strings.Join(versions, ` UNION ALL `))
+		views = append(views, `CREATE VIEW `+database+`.`+rel(p.out, "readings_versions")+` AS `+strings.Join(versions, ` UNION ALL `))
 	}
-	stmts = append(stmts, `CREATE VIEW `+database+`.`+rel(p.out, "readings")+` AS `+strings.Join(resolved, ` UNION ALL `))
+	views = append(views, `CREATE VIEW `+database+`.`+rel(p.out, "readings")+` AS `+strings.Join(resolved, ` UNION ALL `))
 	inst.define(stmts...)
-	return strings.Join(cold, ` UNION ALL `), nil
+	return strings.Join(cold, ` UNION ALL `), views, nil
 }
 
 // coldSelect returns the SELECT of the cold rows from files, which are
