@@ -244,9 +244,9 @@ FROM (` + inner + `)`
 // dailySplitSQL returns the SELECT of daily over the day sums of the
 // cold tier's resolved rows, in the SELECT coldSums ("": none;
 // dailyPartialSQL's columns), and those the hot tier computed of its
-// rows, in the SELECT hotDays ("": none; not both): a day's partial sums on both sides of W
-// add up. Read apart from readings, the cold rows leave the hot tier's
-// rows unread, which a filter on readings would not.
+// rows, in the SELECT hotDays ("": none; not both): a day's partial sums
+// on both sides of W add up. Read apart from readings, the cold rows
+// leave the hot tier's rows unread, which a filter on readings would not.
 func dailySplitSQL(l layout, coldSums, hotDays string) string {
 	group := dailyGroup(l)
 	var parts []string
