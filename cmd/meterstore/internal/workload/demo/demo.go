@@ -170,6 +170,9 @@ func open(ctx context.Context, cfg Config, url string, log *slog.Logger) (*store
 	if err != nil {
 		return fail(err)
 	}
+	// Closed first: its DuckDB instances, their spill directories, and
+	// the copies of day sums still being written.
+	closers = append(closers, s.Close)
 	return s, pool, done, nil
 }
 

@@ -265,6 +265,9 @@ func open(ctx context.Context, url, dir string, c Config, fresh bool) (*store.St
 	if err != nil {
 		return fail(err)
 	}
+	// Closed first: its DuckDB instances, their spill directories, and
+	// the copies of day sums still being written.
+	closers = append(closers, s.Close)
 	return s, pool, done, nil
 }
 
