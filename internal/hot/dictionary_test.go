@@ -78,10 +78,11 @@ func testDictionaryForeignKeys(t *testing.T, lay layout) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	var today, tomorrow, attr int32
+	var today, tomorrow, attr, attrTomorrow int32
 	if err := pool.QueryRow(ctx, `SELECT (SELECT id FROM meterstore.lastgang_series WHERE bucket = $1),
-	(SELECT id FROM meterstore.lastgang_series WHERE bucket = $2), (SELECT min(id) FROM meterstore.lastgang_attrs WHERE bucket = $1)`,
-		day, day.Add(24*time.Hour)).Scan(&today, &tomorrow, &attr); err != nil {
+	(SELECT id FROM meterstore.lastgang_series WHERE bucket = $2), (SELECT min(id) FROM meterstore.lastgang_attrs WHERE bucket = $1),
+	(SELECT min(id) FROM meterstore.lastgang_attrs WHERE bucket = $2)`,
+		day, day.Add(24*time.Hour)).Scan(&today, &tomorrow, &attr, &attrTomorrow); err != nil {
 		t.Fatal(err)
 	}
 	insert := func(rel string, series, attr int32, version int) error {
@@ -111,6 +112,7 @@ func testDictionaryForeignKeys(t *testing.T, lay layout) {
 		{"a series id of the next day, into the partition", insert("meterstore.lastgang_p20260302", tomorrow, attr, 101), "lastgang_series_fkey"},
 		{"a series id that does not exist", insert("meterstore.lastgang", 2147483000, attr, 102), "lastgang_series_fkey"},
 		{"an attr id that does not exist", insert("meterstore.lastgang", today, 2147483000, 103), "lastgang_attrs_fkey"},
+		{"an attr id of the next day", insert("meterstore.lastgang", today, attrTomorrow, 104), "lastgang_attrs_fkey"},
 	} {
 		if !refusedAs(x.err, "23503") || !containsConstraint(x.err, x.constraint) {
 			t.Errorf("%s: %v, want a foreign key violation of %s", x.what, x.err, x.constraint)

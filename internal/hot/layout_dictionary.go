@@ -175,9 +175,11 @@ func (dictLayout) natural(h *Tier, t *series.Table, rel string) string {
 // (seriesOwnersSQL). A series or attr id names a dictionary row of one
 // bucket, so a group whose first and last from fall in different buckets
 // has a row naming an id of another bucket, and is refused as such: the
-// bucket is computed per group, not per row. The bucket comparison stays
-// inside NOT EXISTS: beside it, as an OR, it would make the planner hash
-// the whole dictionary for every statement.
+// bucket is computed per group, not per row. An id's bucket is looked up
+// by a scalar subquery on the id, its primary key: a batch names a few
+// ids, and NOT EXISTS let the planner, which cannot tell how few, hash
+// the whole dictionary for every statement (1.2 ms a batch of the attrs
+// of 30,000 meters, measured).
 func (dictLayout) checkBody(h *Tier, t *series.Table) string {
 	return dictCheckBody(h, t, checkExprs{
 		from:  func(r string) string { return r + `"from"` },
@@ -231,9 +233,9 @@ BEGIN
 		RETURN NULL;
 	END IF;
 	SELECT u.s, u.b2 INTO v_bad, v_badb FROM (SELECT DISTINCT * FROM unnest(v_s, v_b, v_b2) AS x(s, b, b2)) u
-	WHERE NOT EXISTS (SELECT 1 FROM ` + ser + ` d WHERE d.id = u.s AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("series", seriesName(t)) + `
+	WHERE (u.b = u.b2) IS NOT TRUE OR (SELECT d.bucket FROM ` + ser + ` d WHERE d.id = u.s) IS DISTINCT FROM u.b LIMIT 1;` + fkey("series", seriesName(t)) + `
 	SELECT u.a, u.b2 INTO v_bad, v_badb FROM (SELECT DISTINCT * FROM unnest(v_a, v_b, v_b2) AS x(a, b, b2)) u
-	WHERE NOT EXISTS (SELECT 1 FROM ` + attrs + ` d WHERE d.id = u.a AND d.bucket = u.b AND u.b = u.b2) LIMIT 1;` + fkey("attr", attrsName(t)) +
+	WHERE (u.b = u.b2) IS NOT TRUE OR (SELECT d.bucket FROM ` + attrs + ` d WHERE d.id = u.a) IS DISTINCT FROM u.b LIMIT 1;` + fkey("attr", attrsName(t)) +
 		dirtyAppend(h, t, "v_s", "v_b") + `
 	SELECT array_agg(s), array_agg(op), array_agg(v), array_agg(b), array_agg(lo), array_agg(hi), array_agg(n)
 	INTO v_gs, v_gop, v_gv, v_gb, v_glo, v_ghi, v_gn
