@@ -235,7 +235,7 @@ func (c *dayCopies) write(ctx context.Context, src Source, m dayCopy) (err error
 		return errMovedOn
 	}
 	const sel = `SELECT * FROM meterstore_day_copy()`
-	if err := scan.register(inst.conn, sel); err != nil {
+	if _, err := scan.register(inst.conn, sel); err != nil {
 		return err
 	}
 	return c.copyTo(ctx, inst, sel, m.path, scan.failed)

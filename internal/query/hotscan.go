@@ -107,19 +107,21 @@ func (s *hotScan) calledBy(text string) bool {
 }
 
 // register registers on conn the table functions of s that the SQL text
-// calls and are not registered yet.
-func (s *hotScan) register(conn *sql.Conn, text string) error {
+// calls and are not registered yet, and returns how many it registered.
+func (s *hotScan) register(conn *sql.Conn, text string) (int, error) {
+	n := 0
 	for name, reg := range s.pending {
 		if !strings.Contains(text, name+"(") {
 			continue
 		}
 		if err := reg(conn); err != nil {
-			return fmt.Errorf("query: register the hot relation %s: %w", name, err)
+			return n, fmt.Errorf("query: register the hot relation %s: %w", name, err)
 		}
 		delete(s.pending, name)
 		s.registered++
+		n++
 	}
-	return nil
+	return n, nil
 }
 
 // hotType returns the DuckDB type of a table function's column of kind k.

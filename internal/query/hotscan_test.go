@@ -135,8 +135,8 @@ func TestHotColumnNotRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := hot.register(inst.conn, rel); err != nil {
-			t.Fatal(err)
+		if n, err := hot.register(inst.conn, rel); err != nil || n == 0 {
+			t.Fatalf("registered %d functions: %v", n, err)
 		}
 		var n int64
 		if err := inst.conn.QueryRowContext(t.Context(), `SELECT count(*) FROM (`+rel+`)`).Scan(&n); err != nil || n == 0 {

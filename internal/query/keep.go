@@ -30,10 +30,12 @@ import (
 // registered only when a view calls it, and a hot read none of whose
 // functions a view calls is closed before the lockdown: a statement of
 // daily whose hot day sums all come from copies (hotdays.go) reads no
-// more of the hot tier once it planned, and may leave its duck. A statement is a single SELECT and
-// creates nothing; still, before a duck is kept its result is dropped,
-// its random numbers seeded anew, and its catalog checked against the one
-// every duck starts with plus the views: one that differs is closed. This
+// more of the hot tier once it planned, and may leave its duck.
+//
+// A statement is a single SELECT and creates nothing; still, before a
+// duck is kept its result is dropped, its random numbers seeded anew, and
+// its catalog checked against the one every duck starts with plus the
+// views: one that differs is closed. This
 // happens after the statement, in the background: the check lists the
 // catalog without duckdb_functions(), which takes about 12 ms (it was the
 // cost of an earlier try that checked on the statement's own path).
@@ -193,11 +195,11 @@ func (st *Statement) lock(ctx context.Context, h *Header, files []string, thread
 		return err
 	}
 	for _, s := range inst.hot {
-		n := s.registered
-		if err := s.register(inst.conn, views); err != nil {
+		n, err := s.register(inst.conn, views)
+		inst.registered += n
+		if err != nil {
 			return err
 		}
-		inst.registered += s.registered - n
 	}
 	begin := time.Now()
 	if inst.key == "" || inst.views != views {
