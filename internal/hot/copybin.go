@@ -1,10 +1,10 @@
 package hot
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -128,7 +128,7 @@ func (e *encoded) setIDs(rows []staged) {
 // one series and version whose starts ascend, and the runs are sorted:
 // only two versions of a series in one batch are then not quite in key
 // order, which costs the index a little room, never a row.
-func (e *encoded) keyOrder(rows []staged) []byte {
+func (e *encoded) keyOrder(rows []staged) io.Reader {
 	type run struct {
 		series     int32
 		from       int64
@@ -150,7 +150,7 @@ func (e *encoded) keyOrder(rows []staged) []byte {
 		runs = append(runs, run{series: r.series, from: r.from.UnixMicro(), v: uint64(r.version), first: i, end: i + 1})
 	}
 	if sorted {
-		return e.buf
+		return &segments{e.buf}
 	}
 	slices.SortFunc(runs, func(a, b run) int {
 		if c := cmp.Compare(a.series, b.series); c != 0 {
@@ -163,16 +163,36 @@ func (e *encoded) keyOrder(rows []staged) []byte {
 	})
 	// A row begins with its field count and the series id's length, 6
 	// bytes before the id; a run ends where the row after it begins.
-	out := make([]byte, 0, len(e.buf))
-	out = append(out, e.buf[:len(copySignature)]...)
+	out := make(segments, 0, len(runs)+2)
+	out = append(out, e.buf[:len(copySignature)])
 	for _, r := range runs {
 		end := len(e.buf) - 2
 		if r.end < len(rows) {
 			end = e.at[r.end] - 6
 		}
-		out = append(out, e.buf[e.at[r.first]-6:end]...)
+		out = append(out, e.buf[e.at[r.first]-6:end])
 	}
-	return append(out, e.buf[len(e.buf)-2:]...)
+	out = append(out, e.buf[len(e.buf)-2:])
+	return &out
+}
+
+// segments reads byte slices one after the other: keyOrder's runs, read
+// in key order where they lie in the batch's, without copying them.
+type segments [][]byte
+
+func (s *segments) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && len(*s) > 0 {
+		k := copy(p[n:], (*s)[0])
+		n += k
+		if (*s)[0] = (*s)[0][k:]; len((*s)[0]) == 0 {
+			*s = (*s)[1:]
+		}
+	}
+	if n == 0 && len(p) > 0 {
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 func appendInt32(b []byte, v int32) []byte {
@@ -204,7 +224,7 @@ func (h *Tier) copyEncoded(ctx context.Context, tx pgx.Tx, t *series.Table, l la
 	}
 	b.enc.setIDs(b.rows)
 	cols := l.writeColumns(t, true)
-	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b.enc.keyOrder(b.rows)),
+	_, err := tx.Conn().PgConn().CopyFrom(ctx, b.enc.keyOrder(b.rows),
 		`COPY `+h.ident(t.Name)+` (`+strings.Join(cols, ", ")+`) FROM STDIN BINARY`)
 	return err
 }

@@ -2,6 +2,7 @@ package hot
 
 import (
 	"context"
+	"io"
 	"math"
 	"testing"
 
@@ -92,5 +93,34 @@ func TestDirectCopyKeyOrder(t *testing.T) {
 	}
 	if per := float64(size) / float64(len(want)); per > 45 {
 		t.Errorf("primary key %s takes %.1f bytes a reading: its pages split in the middle", pkey, per)
+	}
+}
+
+// TestSegmentsRead: segments read as their concatenation, whatever the
+// size of the reads and with empty segments among them, then io.EOF.
+func TestSegmentsRead(t *testing.T) {
+	parts := [][]byte{[]byte("PGCOPY"), nil, []byte("ab"), []byte("c"), {}, []byte("defgh")}
+	want := "PGCOPYabcdefgh"
+	for _, size := range []int{1, 2, 3, 64} {
+		s := make(segments, len(parts))
+		copy(s, parts)
+		var got []byte
+		buf := make([]byte, size)
+		for range 100 {
+			n, err := s.Read(buf)
+			got = append(got, buf[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil || n == 0 {
+				t.Fatalf("read %d: %d, %v", size, n, err)
+			}
+		}
+		if string(got) != want {
+			t.Fatalf("reads of %d: %q, want %q", size, got, want)
+		}
+	}
+	if string(parts[2]) != "ab" {
+		t.Fatalf("reading changed the segments read: %q", parts[2])
 	}
 }

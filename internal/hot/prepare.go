@@ -78,7 +78,7 @@ func (h *Tier) prepare(t *series.Table, rows []series.Reading) (*batch, error) {
 			n++
 		}
 	}
-	b.rows = make([]staged, n)
+	b.rows = h.spare.take(n)
 	stageRows(t, rows, chk, b.rows)
 	return b, nil
 }

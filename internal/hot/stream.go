@@ -77,7 +77,8 @@ func (h *Tier) Prepare(t *series.Table, rows []series.Reading, o WriteOptions) (
 }
 
 // WritePrepared writes a batch Prepare prepared, atomically in a
-// transaction of its own, and returns what WriteWith returns for it.
+// transaction of its own, and returns what WriteWith returns for it. A
+// Prepared batch is written once.
 func (h *Tier) WritePrepared(ctx context.Context, p *Prepared) (series.Result, error) {
 	return h.writePrepared(ctx, p.t, p.b, nil)
 }

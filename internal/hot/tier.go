@@ -59,6 +59,7 @@ type Tier struct {
 	// batches holds the *fetched batches of ended cursors, for the next
 	// ones to fill instead of growing new arenas.
 	batches     sync.Pool
+	spare       spareRows
 	schema      string
 	lockTimeout time.Duration
 	cal         *metering.Calendar

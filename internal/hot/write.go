@@ -159,8 +159,10 @@ func (h *Tier) encodeAside(t *series.Table, b *batch) {
 
 // writePrepared writes a batch prepareWrite prepared, in the transaction
 // w began, or one of its own if w is nil, and returns what each row did.
+// b is released: its staged rows go to the next batch.
 func (h *Tier) writePrepared(ctx context.Context, t *series.Table, b *batch, w *begun) (series.Result, error) {
 	const op = "write"
+	defer h.spare.give(b)
 	if len(b.rows) > 0 {
 		if w == nil {
 			conn, err := h.pool.Acquire(ctx)
