@@ -382,11 +382,7 @@ func seriesRanks(t *Table, rows []Reading) []int32 {
 func (b *Batch) checkConflicts(t *Table, bad *Problems) {
 	rows := b.Rows
 	rank := seriesRanks(t, rows)
-	order := make([]int32, len(rows))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(x, y int32) int {
+	order := sortRuns(len(rows), func(x, y int32) int {
 		a, c := &rows[x], &rows[y]
 		if r := cmp.Compare(rank[x], rank[y]); r != 0 {
 			return r
