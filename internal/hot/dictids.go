@@ -291,12 +291,13 @@ func (h *Tier) resolve(ctx context.Context, tx pgx.Tx, t *series.Table, b *batch
 	sIdx := make([]int, len(b.rows))
 	aIdx := make([]int, len(b.rows))
 	var bucket *string // rows come in runs of one bucket
-	var start time.Time
+	var start, end time.Time
 	for i := range b.rows {
 		s := &b.rows[i]
-		if p := t.Width.Start(s.from); bucket == nil || !p.Equal(start) {
+		if bucket == nil || s.from.Before(start) || !s.from.Before(end) {
 			bt := bucketText(t, s.from)
-			bucket, start = &bt, p
+			bucket, start = &bt, t.Width.Start(s.from)
+			end = t.Width.Next(start)
 		} else if p := &b.rows[i-1]; t.CompareSeries(p.src, s.src) == 0 && sameAttrs(p, s) && (!lean || p.quality == s.quality && p.day.Equal(s.day)) {
 			// Rows come in runs of one series and delivery as well: the
 			// keys of the row before are this row's.
