@@ -57,15 +57,16 @@ func binaryDirect(t *series.Table, l layout) bool {
 
 // encodeDirect encodes rows in the columns of l.writeColumns, l being
 // one of the dictionary layouts, with room for their ids, which it does
-// not read: the write may be finding them meanwhile.
-func encodeDirect(t *series.Table, l layout, rows []staged) *encoded {
+// not read: the write may be finding them meanwhile. It encodes into e
+// if not nil, an encoding no longer read.
+func encodeDirect(t *series.Table, l layout, rows []staged, e *encoded) *encoded {
 	switch l.(type) {
 	case leanLayout:
-		return encodeLean(rows, 0)
+		return encodeLean(rows, 0, e)
 	case stepLayout:
-		return encodeLean(rows, stepSeconds(t)*1e6)
+		return encodeLean(rows, stepSeconds(t)*1e6, e)
 	}
-	e := &encoded{buf: make([]byte, 0, len(copySignature)+len(rows)*112+2), at: make([]int, len(rows))}
+	e = e.reset(len(rows), 112)
 	b := append(e.buf, copySignature...)
 	for i := range rows {
 		r := &rows[i]
@@ -88,9 +89,9 @@ func encodeDirect(t *series.Table, l layout, rows []staged) *encoded {
 
 // encodeLean encodes rows in the columns of leanLayout.writeColumns, or
 // of stepLayout.writeColumns where step, the length of the table's step
-// in microseconds, is not 0.
-func encodeLean(rows []staged, step int64) *encoded {
-	e := &encoded{buf: make([]byte, 0, len(copySignature)+len(rows)*64+2), at: make([]int, len(rows))}
+// in microseconds, is not 0; into e if not nil.
+func encodeLean(rows []staged, step int64, e *encoded) *encoded {
+	e = e.reset(len(rows), 64)
 	b := append(e.buf, copySignature...)
 	for i := range rows {
 		r := &rows[i]
@@ -109,6 +110,17 @@ func encodeLean(rows []staged, step int64) *encoded {
 		b = appendField(b, func(b []byte) []byte { return pgnum.AppendMicro(b, r.value) })
 	}
 	e.buf = binary.BigEndian.AppendUint16(b, 0xffff)
+	return e
+}
+
+// reset returns e emptied for n rows of about perRow bytes each, or a new
+// encoding if e is nil or too small.
+func (e *encoded) reset(n, perRow int) *encoded {
+	size := len(copySignature) + n*perRow + 2
+	if e == nil || cap(e.buf) < size || cap(e.at) < n {
+		return &encoded{buf: make([]byte, 0, size), at: make([]int, n)}
+	}
+	e.buf, e.at = e.buf[:0], e.at[:n]
 	return e
 }
 
@@ -220,7 +232,7 @@ func (h *Tier) copyEncoded(ctx context.Context, tx pgx.Tx, t *series.Table, l la
 	case b.encoding != nil:
 		b.enc = <-b.encoding
 	default:
-		b.enc = encodeDirect(t, l, b.rows)
+		b.enc = encodeDirect(t, l, b.rows, h.spare.takeEncoded())
 	}
 	b.enc.setIDs(b.rows)
 	cols := l.writeColumns(t, true)

@@ -2,7 +2,8 @@ package hot
 
 import "sync"
 
-// Staged rows are kept after their write for the next write to fill.
+// Staged rows and their encoding are kept after their write for the next
+// write to fill.
 //
 // A batch's staged rows are its largest allocation, some 270 bytes a
 // reading. The garbage collector charges an allocation made while it
@@ -12,15 +13,18 @@ import "sync"
 // collection empties, rarely held rows by the next write of a stream that
 // allocates as much as a delivery's decoding does; a Tier keeps the rows
 // of two batches instead, the most WriteEach has in flight, none larger
-// than keptRows, so what it keeps stays bounded (under 20 MB).
+// than keptRows, so what it keeps stays bounded (under 20 MB), and their
+// encodings for the direct copy likewise (0.7 MB a 9,600-reading batch).
 
 // keptRows is the largest number of staged rows a Tier keeps for reuse.
 const keptRows = 1 << 15
 
-// spareRows holds the staged rows of written batches.
+// spareRows holds the staged rows of written batches and their
+// encodings.
 type spareRows struct {
 	mu   sync.Mutex
 	kept [][]staged
+	encs []*encoded
 }
 
 // take returns n staged rows, reused where rows of that many are kept.
@@ -37,18 +41,38 @@ func (s *spareRows) take(n int) []staged {
 	return make([]staged, n)
 }
 
-// give keeps b's staged rows for a later batch, cleared, so that they
-// keep no reading alive; b's rows must not be used after.
+// takeEncoded returns an encoding a written batch no longer reads, or
+// nil.
+func (s *spareRows) takeEncoded() *encoded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.encs) == 0 {
+		return nil
+	}
+	e := s.encs[len(s.encs)-1]
+	s.encs = s.encs[:len(s.encs)-1]
+	return e
+}
+
+// give keeps b's staged rows, cleared so that they keep no reading
+// alive, and its encoding for later batches; b's rows and encoding must
+// not be used after.
 func (s *spareRows) give(b *batch) {
-	rows := b.rows[:cap(b.rows)]
-	b.rows = nil
-	if len(rows) == 0 || len(rows) > keptRows {
-		return
+	rows, e := b.rows[:cap(b.rows)], b.enc
+	b.rows, b.enc = nil, nil
+	if len(rows) > keptRows {
+		rows = nil
+	}
+	if e != nil && cap(e.at) > keptRows {
+		e = nil
 	}
 	clear(rows)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.kept) < 2 {
+	if len(rows) > 0 && len(s.kept) < 2 {
 		s.kept = append(s.kept, rows)
+	}
+	if e != nil && len(s.encs) < 2 {
+		s.encs = append(s.encs, e)
 	}
 }

@@ -137,7 +137,7 @@ func (h *Tier) prepareWrite(t *series.Table, rows []series.Reading, o WriteOptio
 // encodes a batch while the one before it is being written.
 func (h *Tier) encodeAhead(t *series.Table, b *batch) {
 	if l, ok := h.knownLayout(t); ok && binaryDirect(t, l) && !b.substitute {
-		b.enc = encodeDirect(t, l, b.rows)
+		b.enc = encodeDirect(t, l, b.rows, h.spare.takeEncoded())
 	}
 }
 
@@ -154,7 +154,8 @@ func (h *Tier) encodeAside(t *series.Table, b *batch) {
 	}
 	done := make(chan *encoded, 1) // the encoder never waits, whether or not the write gets to the copy
 	b.encoding = done
-	go func() { done <- encodeDirect(t, l, b.rows) }()
+	into := h.spare.takeEncoded()
+	go func() { done <- encodeDirect(t, l, b.rows, into) }()
 }
 
 // writePrepared writes a batch prepareWrite prepared, in the transaction
@@ -175,6 +176,9 @@ func (h *Tier) writePrepared(ctx context.Context, t *series.Table, b *batch, w *
 			defer w.end(ctx)
 		}
 		if err := h.write(ctx, t, b, w); err != nil {
+			// A copy that failed may have left pgconn's reader of the
+			// encoding running: it is not reused.
+			b.enc = nil
 			return series.Result{}, classify(op, t.Name, err)
 		}
 	}
