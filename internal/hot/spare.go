@@ -5,7 +5,7 @@ import "sync"
 // Staged rows and their encoding are kept after their write for the next
 // write to fill.
 //
-// A batch's staged rows are its largest allocation, some 270 bytes a
+// A batch's staged rows are its largest allocation, 272 bytes a
 // reading. The garbage collector charges an allocation made while it
 // marks with marking work in proportion, so rows allocated afresh for
 // every write made staging a 9,600-reading batch take 2 to 3 ms of its
@@ -13,8 +13,9 @@ import "sync"
 // collection empties, rarely held rows by the next write of a stream that
 // allocates as much as a delivery's decoding does; a Tier keeps the rows
 // of two batches instead, the most WriteEach has in flight, none larger
-// than keptRows, so what it keeps stays bounded (under 20 MB), and their
-// encodings for the direct copy likewise (0.7 MB a 9,600-reading batch).
+// than keptRows, and their encodings for the direct copy likewise (0.7
+// MB a 9,600-reading batch), so what it keeps stays bounded: under 18 MB
+// of rows and 8 MB of encodings.
 
 // keptRows is the largest number of staged rows a Tier keeps for reuse.
 const keptRows = 1 << 15
