@@ -156,6 +156,9 @@ type Query struct {
 	// CacheDir is where remote Parquet files are cached, absolute
 	// (query.cache_dir).
 	CacheDir string
+	// CacheBytes bounds the copies of remote data files in CacheDir; those
+	// used within the last hour stay beyond it (query.cache_bytes).
+	CacheBytes int64
 	// VerifyDigests compares every cold data file's SHA-256 with its
 	// recorded digest before a query reads it (query.verify_digests).
 	VerifyDigests bool

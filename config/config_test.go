@@ -69,7 +69,7 @@ func TestTemplateIsDefault(t *testing.T) {
 		Cold:        Cold{RowGroupRows: 1 << 20, RowGroupBytes: 64 << 20, TargetFileSize: 256 << 20, ZstdLevel: 3, BloomBytes: 32 << 10, BatchRows: 8192},
 		Maintenance: Maintenance{Interval: 15 * time.Minute, SnapshotRetention: 3653 * day, MinSnapshots: 100, RemoveOrphansAfter: 3 * day, MaxClockSkew: day, Compact: true, CompactManifests: 16, CompactSmallFiles: 8},
 		Retention:   RetentionPolicy{LegalBasis: "§ 60 Abs. 6 MsbG", Actor: "retention-job"},
-		Query:       Query{MemoryLimit: "2GB", Threads: 2, MaxRows: 1_000_000, MaxResultBytes: 1 << 30, Timeout: 5 * time.Minute, CacheDir: "/srv/ms/meterstore-data/cache", SystemTablesMaxAge: 10 * time.Second, FooterCacheBytes: 64 << 20},
+		Query:       Query{MemoryLimit: "2GB", Threads: 2, MaxRows: 1_000_000, MaxResultBytes: 1 << 30, Timeout: 5 * time.Minute, CacheDir: "/srv/ms/meterstore-data/cache", CacheBytes: 10 << 30, SystemTablesMaxAge: 10 * time.Second, FooterCacheBytes: 64 << 20},
 		Server: Server{Listen: "127.0.0.1:8080", ReadTimeout: 30 * time.Second, WriteTimeout: 5 * time.Minute, ShutdownTimeout: 30 * time.Second, MaxBodyBytes: 256 << 20,
 			MaxConcurrentRequests: 16, IdempotencyRetention: 24 * time.Hour, CatalogTokenLifetime: time.Hour},
 		tables: []series.Table{

@@ -152,6 +152,7 @@ func (r *reader) config(raw *rawConfig) *Config {
 		r.errorf("query.system_tables_max_age", "want a positive duration: every statement naming a system table would compute the status of both tiers")
 	}
 	c.Query.FooterCacheBytes = r.boundedSize("query.footer_cache_bytes", q.FooterCache, defaultFooterCacheBytes, 0, maxMemoryLimit)
+	c.Query.CacheBytes = r.boundedSize("query.cache_bytes", q.CacheBytes, defaultCacheBytes, minCacheBytes, maxCacheBytes)
 	if dir := r.str("query.cache_dir", q.CacheDir, ""); dir != "" {
 		c.Query.CacheDir = r.abs(dir)
 		r.ownDir("query.cache_dir", c.Query.CacheDir)

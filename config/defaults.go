@@ -34,7 +34,8 @@ const (
 	defaultActor             = "retention-job"
 	defaultMemoryLimit       = "2GB"
 	defaultThreads           = 2
-	defaultCacheDir          = "cache" // under data_dir
+	defaultCacheDir          = "cache"  // under data_dir
+	defaultCacheBytes        = 10 << 30 // 10GiB
 	defaultHeadroom          = 7 * day
 	defaultMaxWindows        = 31
 	defaultChunkRows         = 4_096
@@ -71,6 +72,8 @@ const (
 	maxRowGroupBytes   = 1 << 30     // 1 GiB, buffered per open file
 	maxRowGroupRows    = 64 << 20    // 64 Mi rows
 	minFileSize        = 1 << 20     // 1 MiB
+	minCacheBytes      = 1 << 20     // query.cache_bytes: 1 MiB
+	maxCacheBytes      = 1 << 50     // 1 PiB
 	maxFileSize        = 16 << 30    // 16 GiB
 	maxBloomBytes      = 128 << 20   // 128 MiB per column and row group
 	maxBatchRows       = 1 << 20     // 1 Mi readings per Arrow batch

@@ -33,6 +33,7 @@ func TestProblems(t *testing.T) {
 		{"bad duration", "[maintenance]\ninterval = \"15 minutes\"\n", "maintenance.interval", 2, "invalid duration"},
 		{"duration of the wrong type", "[maintenance]\ninterval = true\n", "maintenance.interval", 2, "want a duration"},
 		{"zero result bytes", "[query]\nmax_result_bytes = 0\n", "query.max_result_bytes", 2, "want at least"},
+		{"zero cache bytes", "[query]\ncache_bytes = 0\n", "query.cache_bytes", 2, "want at least"},
 		{"unitless query timeout", "[query]\ntimeout = 300\n", "query.timeout", 2, "write 300s"},
 		{"zero interval", "[maintenance]\ninterval = \"0s\"\n", "maintenance.interval", 2, "positive"},
 		{"unresolved variable", "\n[postgres]\nurl = \"postgres://${PGUSER}@db/x\"\n", "postgres.url", 3, "environment variable PGUSER is not set"},

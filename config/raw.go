@@ -75,6 +75,7 @@ type rawConfig struct {
 		DeliveryLag value `toml:"delivery_lag"`
 		SystemAge   value `toml:"system_tables_max_age"`
 		FooterCache value `toml:"footer_cache_bytes"`
+		CacheBytes  value `toml:"cache_bytes"`
 	} `toml:"query"`
 	Server rawServer  `toml:"server"`
 	Table  []rawTable `toml:"table"`

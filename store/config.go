@@ -40,7 +40,7 @@ func OptionsFrom(cfg *config.Config) Options {
 		},
 		Query: QueryOptions{
 			MemoryLimit: cfg.Query.MemoryLimit, Threads: cfg.Query.Threads,
-			CacheDir: cfg.Query.CacheDir, MaxRows: cfg.Query.MaxRows,
+			CacheDir: cfg.Query.CacheDir, CacheBytes: cfg.Query.CacheBytes, MaxRows: cfg.Query.MaxRows,
 			MaxResultBytes: cfg.Query.MaxResultBytes, Timeout: queryTimeout,
 			VerifyDigests:      cfg.Query.VerifyDigests,
 			DeliveryLag:        cfg.Query.DeliveryLag,

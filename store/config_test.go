@@ -47,6 +47,9 @@ func TestConfigDefaults(t *testing.T) {
 	if got, want := o.Query.MaxRows, 1_000_000; got != want {
 		t.Errorf("max rows %d; want %d", got, want)
 	}
+	if got, want := o.Query.CacheBytes, int64(DefaultCacheBytes); got != want {
+		t.Errorf("cache bytes %d; want %d", got, want)
+	}
 	if got, want := o.Query.settings(), (query.Settings{MemoryLimit: "2GB", Threads: 2, CacheDir: c.Query.CacheDir, MaxRows: 1_000_000,
 		MaxResultBytes: query.DefaultMaxResultBytes, Timeout: DefaultQueryTimeout}); got != want {
 		t.Errorf("query settings %+v; want %+v", got, want)

@@ -82,6 +82,11 @@ type QueryOptions struct {
 	// CacheDir is where a query spills and remote data files are copied;
 	// empty means a query that outgrows MemoryLimit fails.
 	CacheDir string
+	// CacheBytes bounds the copies of remote data files in CacheDir: past
+	// it a new copy removes those used longest ago, but none used within
+	// the last hour or Timeout, whichever is longer. Zero means
+	// DefaultCacheBytes.
+	CacheBytes int64
 	// MaxRows bounds the rows of a result; zero means 1,000,000.
 	MaxRows int
 	// MaxResultBytes bounds the approximate bytes a result holds in this
@@ -118,6 +123,9 @@ type QueryOptions struct {
 // DefaultFooterCacheBytes is QueryOptions.FooterCacheBytes when it is
 // zero: 64 MiB.
 const DefaultFooterCacheBytes = cold.DefaultFooterCacheBytes
+
+// DefaultCacheBytes is QueryOptions.CacheBytes when it is zero: 10 GiB.
+const DefaultCacheBytes = cold.DefaultCopyBytes
 
 // DefaultQueryTimeout is QueryOptions.Timeout when it is zero.
 const DefaultQueryTimeout = 5 * time.Minute

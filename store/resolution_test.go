@@ -51,7 +51,7 @@ func TestMarkedResolutionSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err = p.Local(ctx, t.TempDir()); err != nil {
+	if p, err = p.Local(ctx, s.copies); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(p.Kinds, cold.Current) || !slices.Contains(p.Kinds, cold.Superseded) || !slices.Contains(p.Kinds, cold.Open) {

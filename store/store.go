@@ -104,6 +104,7 @@ type Store struct {
 	// warm is the cold state typed reads keep between reads.
 	warm    typedWarm
 	altered *altered.Record // the cold files found altered
+	copies  *cold.Copies    // the local copies of a remote warehouse's data files
 	metrics *metrics.Metrics
 	tables  []*table       // in declaration order
 	engine  *query.Engine  // answers SQL over every table
@@ -216,6 +217,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if s.arch, err = archive.New(s.hot, s.cold, opts.Pool, s.archive); err != nil {
 		return nil, err
 	}
+	s.copies = cold.NewCopies(opts.Query.CacheDir, opts.Query.CacheBytes, opts.Query.timeout(), log)
 	s.series = cold.NewSeriesReader(opts.Query.FooterCacheBytes, func(hit bool, files int, bytes int64) {
 		s.metrics.FooterCache(context.Background(), hit, int64(files), bytes)
 	})
@@ -366,7 +368,7 @@ func (s *Store) open(ctx context.Context, t *table) error {
 			"table", decl.Name, "err", err)
 	}
 	qt, err := query.NewTable(decl, &query.TableSource{
-		HotTier: hotTier{s.hot}, ColdTier: s.cold, Table: decl, ColdTable: ct, CacheDir: s.opts.Query.CacheDir,
+		HotTier: hotTier{s.hot}, ColdTier: s.cold, Table: decl, ColdTable: ct, Copies: s.copies,
 		Scanned: func(ctx context.Context, n int64) { s.metrics.Scanned(ctx, decl.Name, metrics.TierHot, n) },
 		VetWatermark: func(ctx context.Context, read func(context.Context) (time.Time, bool, error)) (time.Time, bool, error) {
 			w, ok, err := s.arch.VetWatermark(ctx, decl.Name, read)

@@ -344,7 +344,7 @@ func (s *Store) typedHistorical(ctx context.Context, t *table, ct *cold.Table, t
 	p, err := s.cold.Plan(ctx, ct, series.Range{From: q.From, To: q.To, MaLo: []string{tq.malo}, OBIS: []string{tq.obis}})
 	if err == nil {
 		var lp cold.Plan
-		if lp, err = p.Local(ctx, s.opts.Query.CacheDir); err == nil && s.opts.Query.VerifyDigests {
+		if lp, err = p.Local(ctx, s.copies); err == nil && s.opts.Query.VerifyDigests {
 			err = p.CheckDigests(ctx, lp)
 		}
 		p = lp
@@ -524,7 +524,7 @@ func (s *Store) typedLocal(ctx context.Context, name string, p cold.Plan) (cold.
 	if err := s.altered.Vet(ctx, name, p); err != nil {
 		return cold.Plan{}, err
 	}
-	lp, err := p.Local(ctx, s.opts.Query.CacheDir)
+	lp, err := p.Local(ctx, s.copies)
 	if err == nil && s.opts.Query.VerifyDigests {
 		err = p.CheckDigests(ctx, lp)
 	}

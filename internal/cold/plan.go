@@ -2,9 +2,7 @@ package cold
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -220,14 +218,14 @@ func columns(f iceberg.DataFile, sc *iceberg.Schema) []string {
 }
 
 // Local returns p with every file a path a local engine can read: a local
-// warehouse's files as they are, any other copied into dir (see Localize)
+// warehouse's files as they are, any other copied into c (see Localize)
 // through the table's IO. A copy whose size differs from the manifest's is
 // made again. A file whose size still differs from the manifest's, a local
 // one included, is not the file its commit recorded: Local refuses the
 // plan with an *AlteredFileError naming it, rather than let a query
 // answer from it; so does it a file that is gone (Missing). That costs a
 // stat per local file.
-func (p Plan) Local(ctx context.Context, dir string) (Plan, error) {
+func (p Plan) Local(ctx context.Context, c *Copies) (Plan, error) {
 	var fsys icebergio.IO
 	out := p
 	out.Files = make([]string, len(p.Files))
@@ -251,14 +249,14 @@ func (p Plan) Local(ctx context.Context, dir string) (Plan, error) {
 				return Plan{}, fmt.Errorf("cold: open the IO of %s: %w", loc, err)
 			}
 		}
-		path, err := Localize(ctx, fsys, loc, dir)
+		path, err := c.Localize(ctx, fsys, loc)
 		if err == nil {
 			err = p.checkSize(loc, path, size, known)
 			var altered *AlteredFileError
 			if errors.As(err, &altered) {
 				// Not ours to keep: copy it once more.
 				os.Remove(path)
-				if path, err = Localize(ctx, fsys, loc, dir); err == nil {
+				if path, err = c.Localize(ctx, fsys, loc); err == nil {
 					err = p.checkSize(loc, path, size, known)
 				}
 			}
@@ -333,63 +331,6 @@ func (p Plan) checkLocal(ctx context.Context, loc, path string, want FileDigest)
 	defer f.Close()
 	n, sum, err := hashReader(path, ctxReader{ctx, f})
 	return compareDigest(p.table, loc, want, n, sum, err)
-}
-
-// Localize returns a local path of the data file at location. A file://
-// location or a plain path is returned as a path; any other location is
-// copied through fsys into dir, under a name derived from a hash of the
-// location, by writing a temporary file and renaming it. Data files are
-// immutable, so a copy that exists already is returned as it is: it cannot
-// be stale.
-func Localize(ctx context.Context, fsys icebergio.IO, location, dir string) (string, error) {
-	if path, ok := localPath(location); ok {
-		return path, nil
-	}
-	if dir == "" {
-		return "", fmt.Errorf("cold: copy %s: no cache directory", location)
-	}
-	sum := sha256.Sum256([]byte(location))
-	path := filepath.Join(dir, hex.EncodeToString(sum[:])+".parquet")
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	if err := copyFile(ctx, fsys, location, path); err != nil {
-		return "", fmt.Errorf("cold: copy %s: %w", location, err)
-	}
-	return path, nil
-}
-
-// copyFile copies location to path through a temporary file in path's
-// directory, synced before the rename.
-func copyFile(ctx context.Context, fsys icebergio.IO, location, path string) (err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	src, err := fsys.Open(location)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".copy-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = io.Copy(tmp, ctxReader{ctx, src}); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // ctxReader stops a copy when its context ends.

@@ -166,7 +166,7 @@ func TestPlanLocalOfAFileWarehouse(t *testing.T) {
 		t.Fatal(err)
 	}
 	cache := t.TempDir()
-	l, err := p.Local(t.Context(), cache)
+	l, err := p.Local(t.Context(), NewCopies(cache, 0, 0, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,8 @@ func TestLocalizeCopiesOnce(t *testing.T) {
 	}
 	t.Cleanup(func() { fsys.Remove(loc) })
 	cache := filepath.Join(t.TempDir(), "cache")
-	path, err := Localize(t.Context(), fsys, loc, cache)
+	copies := NewCopies(cache, 0, 0, nil)
+	path, err := copies.Localize(t.Context(), fsys, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestLocalizeCopiesOnce(t *testing.T) {
 	if err := fsys.Remove(loc); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := Localize(t.Context(), fsys, loc, cache); err != nil || again != path {
+	if again, err := copies.Localize(t.Context(), fsys, loc); err != nil || again != path {
 		t.Fatalf("second localize: %s %v, want the cached %s", again, err, path)
 	}
 	// No temporary file is left behind.
@@ -214,10 +215,10 @@ func TestLocalizeCopiesOnce(t *testing.T) {
 		t.Fatalf("cache holds %v", entries)
 	}
 	// Another location is another copy; a missing one is an error.
-	if _, err := Localize(t.Context(), fsys, "mem://plan-test-bucket/data/missing.parquet", cache); err == nil {
+	if _, err := copies.Localize(t.Context(), fsys, "mem://plan-test-bucket/data/missing.parquet"); err == nil {
 		t.Fatal("a missing object was localized")
 	}
-	if p, err := Localize(t.Context(), fsys, "file:///srv/wh/a.parquet", ""); err != nil || p != "/srv/wh/a.parquet" {
+	if p, err := (*Copies)(nil).Localize(t.Context(), fsys, "file:///srv/wh/a.parquet"); err != nil || p != "/srv/wh/a.parquet" {
 		t.Fatalf("file location: %s %v", p, err)
 	}
 }
@@ -236,7 +237,8 @@ func TestPlanLocalOfAnS3Warehouse(t *testing.T) {
 		t.Fatalf("plan %+v", p)
 	}
 	cache := t.TempDir()
-	local, err := p.Local(t.Context(), cache)
+	copies := NewCopies(cache, 0, 0, nil)
+	local, err := p.Local(t.Context(), copies)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +250,7 @@ func TestPlanLocalOfAnS3Warehouse(t *testing.T) {
 	if err := os.WriteFile(local.Files[0], []byte("truncated"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	again, err := p.Local(t.Context(), cache)
+	again, err := p.Local(t.Context(), copies)
 	if err != nil || again.Files[0] != local.Files[0] {
 		t.Fatalf("again: %v %v", again.Files, err)
 	}

@@ -90,7 +90,7 @@ func BenchmarkSeriesRead(b *testing.B) {
 			q.MaLo, q.OBIS = []string{m}, []string{"1-1:1.29.0"}
 			p, err := e.tier.Plan(b.Context(), h, q)
 			if err == nil {
-				p, err = p.Local(b.Context(), "")
+				p, err = p.Local(b.Context(), nil)
 			}
 			if err != nil {
 				b.Fatal(err)

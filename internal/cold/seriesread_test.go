@@ -163,7 +163,7 @@ func testSeriesReadPages(t *testing.T, plain bool) {
 		q.MaLo, q.OBIS = []string{m}, []string{"1-1:1.29.0"}
 		p, err := e.tier.Plan(t.Context(), h, q)
 		if err == nil {
-			p, err = p.Local(t.Context(), "")
+			p, err = p.Local(t.Context(), nil)
 		}
 		if err != nil {
 			t.Error(err)

@@ -19,7 +19,7 @@ type icebergSource struct {
 	*memSource
 	tier  *cold.Tier
 	h     *cold.Table
-	cache string
+	cache *cold.Copies
 }
 
 func (s *icebergSource) Watermark(ctx context.Context) (time.Time, bool, error) {
@@ -72,7 +72,7 @@ func newIcebergSource(t testing.TB, tab *series.Table) *icebergSource {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &icebergSource{memSource: newSource(t, tab), tier: tier, h: h, cache: t.TempDir()}
+	return &icebergSource{memSource: newSource(t, tab), tier: tier, h: h, cache: cold.NewCopies(t.TempDir(), 0, 0, nil)}
 }
 
 // varied returns readings of location i in the month from start that use

@@ -130,8 +130,8 @@ type TableSource struct {
 	ColdTier  *cold.Tier
 	Table     *series.Table
 	ColdTable *cold.Table
-	// CacheDir holds the local copies of a remote warehouse's files.
-	CacheDir string
+	// Copies keeps the local copies of a remote warehouse's files.
+	Copies *cold.Copies
 	// Scanned, if set, is told the rows each hot read moved, when it
 	// closes.
 	Scanned func(ctx context.Context, rows int64)
@@ -393,7 +393,7 @@ func (s *TableSource) ColdAlone(ctx context.Context, q series.Range) (cold.Plan,
 	if err != nil {
 		return cold.Plan{}, s.found(ctx, err)
 	}
-	lp, err := p.Local(ctx, s.CacheDir)
+	lp, err := p.Local(ctx, s.Copies)
 	if err == nil && s.CheckDigests {
 		err = p.CheckDigests(ctx, lp)
 	}
@@ -419,7 +419,7 @@ func (s *TableSource) local(ctx context.Context, p cold.Plan) (cold.Plan, error)
 			return cold.Plan{}, err
 		}
 	}
-	lp, err := p.Local(ctx, s.CacheDir)
+	lp, err := p.Local(ctx, s.Copies)
 	if err == nil && s.CheckDigests {
 		err = p.CheckDigests(ctx, lp)
 	}
