@@ -143,6 +143,13 @@ func New(s Settings, tables Tables) (*Engine, error) {
 	if tables.Open == nil && len(tables.Names) > 0 {
 		return nil, errors.New("query: tables without a way to open them")
 	}
+	if s.CacheDir != "" {
+		log := s.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		sweepSpills(s.CacheDir, log)
+	}
 	sp := &spare{set: s}
 	// Starting one checks s; it is the first query's.
 	inst, err := start(context.Background(), s, sp.threads(false))

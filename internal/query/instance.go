@@ -23,7 +23,8 @@ import (
 type duck struct {
 	db    *sql.DB
 	conn  *sql.Conn
-	spill string // the directory DuckDB spills to, removed on close
+	spill string   // the directory DuckDB spills to, removed on close
+	held  *os.File // spill's lock, held until it is removed (spill.go)
 	// registered counts the table functions registered: a duck with one
 	// is never kept (see keep.go).
 	registered int
@@ -223,24 +224,6 @@ func start(ctx context.Context, s Settings, threads int) (*instance, error) {
 	return inst, nil
 }
 
-// spillInto returns the statement that has d spill into a new directory
-// in cacheDir, removed on close; with no cacheDir, or if d spills
-// already, none.
-func (d *duck) spillInto(cacheDir string) (string, error) {
-	if cacheDir == "" || d.spill != "" {
-		return "", nil
-	}
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return "", fmt.Errorf("query: %w", err)
-	}
-	dir, err := os.MkdirTemp(cacheDir, "spill-")
-	if err != nil {
-		return "", fmt.Errorf("query: %w", err)
-	}
-	d.spill = dir
-	return `SET temp_directory = ` + quote(dir), nil
-}
-
 // connector returns a connector to a new in-memory DuckDB with the options
 // q, spilling to the directory spill (empty: never). No extension is
 // installed or loaded on demand: Parquet, JSON and ICU are built in. Every
@@ -338,6 +321,9 @@ func (d *duck) close() error {
 	}
 	if d.spill != "" {
 		errs = append(errs, os.RemoveAll(d.spill))
+	}
+	if d.held != nil {
+		errs = append(errs, d.held.Close())
 	}
 	return errors.Join(errs...)
 }
