@@ -217,7 +217,10 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if s.arch, err = archive.New(s.hot, s.cold, opts.Pool, s.archive); err != nil {
 		return nil, err
 	}
-	s.copies = cold.NewCopies(opts.Query.CacheDir, opts.Query.CacheBytes, opts.Query.timeout(), log)
+	s.copies = cold.NewCopies(cold.CopyOptions{Dir: opts.Query.CacheDir, MaxBytes: opts.Query.CacheBytes, Idle: opts.Query.timeout(), Logger: log,
+		Looked:  func(hit bool) { s.metrics.CopyLookup(context.Background(), hit) },
+		Trimmed: func(kept int64, removed int) { s.metrics.CopiesTrimmed(context.Background(), kept, removed) },
+	})
 	s.series = cold.NewSeriesReader(opts.Query.FooterCacheBytes, func(hit bool, files int, bytes int64) {
 		s.metrics.FooterCache(context.Background(), hit, int64(files), bytes)
 	})

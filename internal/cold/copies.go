@@ -40,23 +40,48 @@ type Copies struct {
 	dir      string
 	maxBytes int64
 	idle     time.Duration
-	log      *slog.Logger
+	o        CopyOptions
 
 	mu sync.Mutex // orders touches and removals
 }
 
-// NewCopies returns the copies kept in dir, at most maxBytes of them
-// (zero: DefaultCopyBytes) unless used within idle (at least MinCopyIdle).
-// A nil *Copies, or one without a directory, copies nothing: only the
-// files of a local warehouse can be read.
-func NewCopies(dir string, maxBytes int64, idle time.Duration, log *slog.Logger) *Copies {
-	if maxBytes <= 0 {
-		maxBytes = DefaultCopyBytes
+// CopyOptions configure Copies.
+type CopyOptions struct {
+	// Dir holds the copies; empty copies nothing.
+	Dir string
+	// MaxBytes bounds the copies not used within Idle; zero means
+	// DefaultCopyBytes.
+	MaxBytes int64
+	// Idle is how long a copy stays after its last use whatever the
+	// bound, at least MinCopyIdle.
+	Idle time.Duration
+	// Logger receives the removals; nil means slog.Default().
+	Logger *slog.Logger
+	// Looked, if set, learns of every lookup of a copy: hit, or copied.
+	Looked func(hit bool)
+	// Trimmed, if set, learns after each new copy the bytes the copies
+	// hold and how many were removed to keep the bound.
+	Trimmed func(kept int64, removed int)
+}
+
+// NewCopies returns the copies o configures. A nil *Copies, or one
+// without a directory, copies nothing: only the files of a local
+// warehouse can be read.
+func NewCopies(o CopyOptions) *Copies {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultCopyBytes
 	}
-	if log == nil {
-		log = slog.Default()
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
-	return &Copies{dir: dir, maxBytes: maxBytes, idle: max(idle, MinCopyIdle), log: log}
+	return &Copies{dir: o.Dir, maxBytes: o.MaxBytes, idle: max(o.Idle, MinCopyIdle), o: o}
+}
+
+// looked tells o.Looked of a lookup.
+func (c *Copies) looked(hit bool) {
+	if c.o.Looked != nil {
+		c.o.Looked(hit)
+	}
 }
 
 // Localize returns a local path of the data file at location. A file://
@@ -77,12 +102,15 @@ func (c *Copies) Localize(ctx context.Context, fsys icebergio.IO, location strin
 	err := os.Chtimes(path, now, now)
 	c.mu.Unlock()
 	if err == nil {
+		c.looked(true)
 		return path, nil
 	}
 	if _, serr := os.Stat(path); serr == nil {
 		// Another user's copy, say: read, though not marked used.
+		c.looked(true)
 		return path, nil
 	}
+	c.looked(false)
 	if err := copyFile(ctx, fsys, location, path); err != nil {
 		return "", fmt.Errorf("cold: copy %s: %w", location, err)
 	}
@@ -130,11 +158,17 @@ func (c *Copies) trim() {
 		copies = append(copies, copyEntry{e.Name(), info.Size(), info.ModTime()})
 		total += info.Size()
 	}
+	var removed int
+	defer func() {
+		if c.o.Trimmed != nil {
+			c.o.Trimmed(total, removed)
+		}
+	}()
 	if total <= c.maxBytes {
 		return
 	}
 	slices.SortFunc(copies, func(a, b copyEntry) int { return a.used.Compare(b.used) })
-	var removed, freed int64
+	var freed int64
 	for _, e := range copies {
 		if total <= c.maxBytes || !e.used.Before(spare) {
 			break
@@ -149,7 +183,7 @@ func (c *Copies) trim() {
 	if total > c.maxBytes {
 		level = slog.LevelWarn // what queries read within the idle time exceeds the bound
 	}
-	c.log.Log(context.Background(), level, "cold: copies of remote data files removed",
+	c.o.Logger.Log(context.Background(), level, "cold: copies of remote data files removed",
 		"dir", c.dir, "removed", removed, "freed_bytes", freed, "kept_bytes", total, "max_bytes", c.maxBytes)
 }
 

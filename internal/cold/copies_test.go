@@ -19,7 +19,18 @@ func TestCopiesBounded(t *testing.T) {
 	const size = 4096
 	ctx := t.Context()
 	dir := t.TempDir()
-	c := NewCopies(dir, 3*size, 0, nil)
+	var hits, misses, removed int
+	var kept int64
+	c := NewCopies(CopyOptions{Dir: dir, MaxBytes: 3 * size,
+		Looked: func(hit bool) {
+			if hit {
+				hits++
+			} else {
+				misses++
+			}
+		},
+		Trimmed: func(k int64, r int) { kept, removed = k, removed+r },
+	})
 	if c.idle != MinCopyIdle {
 		t.Fatalf("idle %v, want %v", c.idle, MinCopyIdle)
 	}
@@ -130,5 +141,8 @@ func TestCopiesBounded(t *testing.T) {
 		if _, err := os.Stat(o); err != nil {
 			t.Fatalf("%s, no copy, went: %v", o, err)
 		}
+	}
+	if hits != 1 || misses != 7 || removed != 4 || kept != 3*size {
+		t.Fatalf("observed %d hits, %d misses, %d removed, %d bytes kept; want 1, 7, 4, %d", hits, misses, removed, kept, 3*size)
 	}
 }

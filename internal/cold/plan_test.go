@@ -166,7 +166,7 @@ func TestPlanLocalOfAFileWarehouse(t *testing.T) {
 		t.Fatal(err)
 	}
 	cache := t.TempDir()
-	l, err := p.Local(t.Context(), NewCopies(cache, 0, 0, nil))
+	l, err := p.Local(t.Context(), NewCopies(CopyOptions{Dir: cache}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestLocalizeCopiesOnce(t *testing.T) {
 	}
 	t.Cleanup(func() { fsys.Remove(loc) })
 	cache := filepath.Join(t.TempDir(), "cache")
-	copies := NewCopies(cache, 0, 0, nil)
+	copies := NewCopies(CopyOptions{Dir: cache})
 	path, err := copies.Localize(t.Context(), fsys, loc)
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +237,7 @@ func TestPlanLocalOfAnS3Warehouse(t *testing.T) {
 		t.Fatalf("plan %+v", p)
 	}
 	cache := t.TempDir()
-	copies := NewCopies(cache, 0, 0, nil)
+	copies := NewCopies(CopyOptions{Dir: cache})
 	local, err := p.Local(t.Context(), copies)
 	if err != nil {
 		t.Fatal(err)

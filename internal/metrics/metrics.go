@@ -143,6 +143,10 @@ type Metrics struct {
 	footerFiles   metric.Int64Gauge
 	footerBytes   metric.Int64Gauge
 
+	copyLookups   metric.Int64Counter
+	copyBytes     metric.Int64Gauge
+	copiesRemoved metric.Int64Counter
+
 	casDuration   metric.Float64Histogram
 	casMismatches metric.Int64Counter
 
@@ -233,6 +237,13 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		"Cold data files whose footers the typed series reads' cache holds.")
 	m.footerBytes = b.intGauge("meterstore.query.footer_cache_bytes", "By",
 		"Serialized bytes of the footers and page indexes the typed series reads' cache holds; bounded by query.footer_cache_bytes.")
+
+	m.copyLookups = b.counter("meterstore.query.copy_lookups", "{lookup}",
+		"Lookups of the local copy of a remote cold data file by a query, by outcome: hit, or miss (the file was copied).", AttrOutcome)
+	m.copyBytes = b.intGauge("meterstore.query.copy_bytes", "By",
+		"Bytes of the local copies of remote cold data files in query.cache_dir after the last copy made; bounded by query.cache_bytes but for copies used within the idle time.")
+	m.copiesRemoved = b.counter("meterstore.query.copies_removed", "{file}",
+		"Local copies of remote cold data files removed to keep query.cache_bytes.")
 
 	m.casDuration = b.histogram("meterstore.log.cas.duration", casBuckets,
 		"Duration of a compare-and-set on the catalog's log, by backend and outcome.", AttrBackend, AttrOutcome)

@@ -136,6 +136,11 @@ func TestInstruments(t *testing.T) {
 	m.FooterCache(ctx, false, 1, 4096)
 	m.FooterCache(ctx, true, 1, 4096)
 	m.FooterCache(ctx, true, 2, 8192)
+	m.CopyLookup(ctx, false)
+	m.CopyLookup(ctx, false)
+	m.CopyLookup(ctx, true)
+	m.CopiesTrimmed(ctx, 9000, 0)
+	m.CopiesTrimmed(ctx, 6000, 2)
 	// Counters ignore what would make them go down.
 	m.Archived(ctx, "lastgang", -1, -time.Second)
 	m.Written(ctx, "lastgang", -1, -1)
@@ -194,6 +199,9 @@ func TestInstruments(t *testing.T) {
 		"meterstore.query.footer_cache_lookups": {"{lookup}", "counter", []point{{"outcome=hit", 2, 0}, {"outcome=miss", 1, 0}}},
 		"meterstore.query.footer_cache_files":   {"{file}", "gauge", []point{{"", 2, 0}}},
 		"meterstore.query.footer_cache_bytes":   {"By", "gauge", []point{{"", 8192, 0}}},
+		"meterstore.query.copy_lookups":         {"{lookup}", "counter", []point{{"outcome=hit", 1, 0}, {"outcome=miss", 2, 0}}},
+		"meterstore.query.copy_bytes":           {"By", "gauge", []point{{"", 6000, 0}}},
+		"meterstore.query.copies_removed":       {"{file}", "counter", []point{{"", 2, 0}}},
 	}
 	got := collect(t, reader)
 	for name, w := range want {

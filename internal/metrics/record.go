@@ -172,6 +172,31 @@ func (m *Metrics) FooterCache(ctx context.Context, hit bool, files, bytes int64)
 	m.footerBytes.Record(ctx, bytes)
 }
 
+// CopyLookup records a lookup of the local copy of a remote data file:
+// hit, or copied.
+func (m *Metrics) CopyLookup(ctx context.Context, hit bool) {
+	if m == nil {
+		return
+	}
+	outcome := CacheMiss
+	if hit {
+		outcome = CacheHit
+	}
+	m.copyLookups.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, outcome))))
+}
+
+// CopiesTrimmed records what a new copy left: the copies' bytes, and how
+// many were removed to keep the bound.
+func (m *Metrics) CopiesTrimmed(ctx context.Context, kept int64, removed int) {
+	if m == nil {
+		return
+	}
+	m.copyBytes.Record(ctx, kept)
+	if removed > 0 {
+		m.copiesRemoved.Add(ctx, int64(removed))
+	}
+}
+
 // Queried records a query of table that took d.
 func (m *Metrics) Queried(ctx context.Context, table string, d time.Duration) {
 	if m == nil || d < 0 {

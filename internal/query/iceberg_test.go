@@ -72,7 +72,7 @@ func newIcebergSource(t testing.TB, tab *series.Table) *icebergSource {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &icebergSource{memSource: newSource(t, tab), tier: tier, h: h, cache: cold.NewCopies(t.TempDir(), 0, 0, nil)}
+	return &icebergSource{memSource: newSource(t, tab), tier: tier, h: h, cache: cold.NewCopies(cold.CopyOptions{Dir: t.TempDir()})}
 }
 
 // varied returns readings of location i in the month from start that use
