@@ -68,13 +68,20 @@ func newEnvOn(t *testing.T, log string) *testEnv {
 // warehouse in dir, its log's pool of cfg too.
 func envOf(t *testing.T, cfg *pgxpool.Config, dir, log string) *testEnv {
 	t.Helper()
+	return envAt(t, cfg, "file://"+dir, dir, log)
+}
+
+// envAt is envOf with the warehouse at whURL; dir is the env's directory
+// (the warehouse's, if local).
+func envAt(t *testing.T, cfg *pgxpool.Config, whURL, dir, log string) *testEnv {
+	t.Helper()
 	ctx := t.Context()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	wh, err := catalog.OpenWarehouse(ctx, "file://"+dir)
+	wh, err := catalog.OpenWarehouse(ctx, whURL)
 	if err != nil {
 		t.Fatal(err)
 	}
