@@ -97,7 +97,7 @@ const (
 	CASError         = "error"         // any other failure
 )
 
-// Values of the outcome attribute of a footer cache lookup.
+// Values of the outcome attribute of a cache lookup (footers, copies).
 const (
 	CacheHit  = "hit"  // the footer was in the cache
 	CacheMiss = "miss" // the footer was read from the file

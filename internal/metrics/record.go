@@ -163,11 +163,7 @@ func (m *Metrics) FooterCache(ctx context.Context, hit bool, files, bytes int64)
 	if m == nil {
 		return
 	}
-	outcome := CacheMiss
-	if hit {
-		outcome = CacheHit
-	}
-	m.footerLookups.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, outcome))))
+	m.footerLookups.Add(ctx, 1, lookupOutcome(hit))
 	m.footerFiles.Record(ctx, files)
 	m.footerBytes.Record(ctx, bytes)
 }
@@ -178,11 +174,16 @@ func (m *Metrics) CopyLookup(ctx context.Context, hit bool) {
 	if m == nil {
 		return
 	}
+	m.copyLookups.Add(ctx, 1, lookupOutcome(hit))
+}
+
+// lookupOutcome is the outcome attribute of a cache lookup.
+func lookupOutcome(hit bool) metric.MeasurementOption {
 	outcome := CacheMiss
 	if hit {
 		outcome = CacheHit
 	}
-	m.copyLookups.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, outcome))))
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, outcome)))
 }
 
 // CopiesTrimmed records what a new copy left: the copies' bytes, and how
